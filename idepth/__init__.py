@@ -1,0 +1,1 @@
+"""The ``idepth`` command line: a thin layer over ``theory`` and ``numerics``."""

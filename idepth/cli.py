@@ -1,0 +1,60 @@
+"""``idepth``: command-line entry point.
+
+Each sub-command lives in ``idepth/commands/<name>.py`` and provides
+``register(subparsers)`` which adds its parser and sets ``func`` to a
+function ``run(args) -> int``. This module only dispatches and turns user
+errors into one line on stderr with exit status 2 (no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: sub-command modules, in the order shown by ``idepth --help``
+COMMANDS = ["predict"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like a ValueError from the API
+        self.exit(2, f"idepth: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="idepth",
+        description=(
+            "inverse-depth: theory, numerics and reproduction for 'Emergent Inverse-Depth "
+            "Scaling From Nonlinearity In Attention' (2026)."
+        ),
+    )
+    parser.add_argument("--version", action="version", version="%(prog)s " + _version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMANDS:
+        importlib.import_module(f"idepth.commands.{name}").register(sub)
+    return parser
+
+
+def _version() -> str:
+    from theory import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, TypeError, FileExistsError, FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        print(f"idepth {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"idepth {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

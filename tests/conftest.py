@@ -1,0 +1,22 @@
+"""Test configuration: hypothesis profiles chosen by IDEPTH_HYPOTHESIS_PROFILE.
+
+* ``ci`` (default when ``CI`` is set): derandomized, 25 examples, no deadline,
+  so CI runs are reproducible;
+* ``dev`` (default otherwise): 50 random examples;
+* ``thorough``: 500 examples, for a long local run.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+settings.register_profile(
+    "ci", derandomize=True, max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.register_profile("dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("IDEPTH_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
