@@ -1,2 +1,200 @@
 """How the formulas are obtained: symbolic derivations, checked step by step,
-rendered to ``docs/derivations/*.md``. Builds on :mod:`theory`'s sympy objects."""
+rendered to ``docs/derivations/*.md``. Builds on :mod:`theory`'s sympy objects.
+
+One module per part of the paper's theory (see :data:`NAMES`); each defines
+``build() -> Derivation``. :func:`generate` verifies a derivation (raising
+:class:`~derivations._framework.DerivationError` naming the failing step) and
+renders its page; :func:`write_pages` / :func:`check_pages` back
+``idepth derive [--check]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+from ._framework import Derivation, DerivationError, Step, Table, Verdict, VerifiedDerivation, render, verify
+
+__all__ = [
+    "NAMES",
+    "Derivation",
+    "DerivationError",
+    "Step",
+    "Table",
+    "Verdict",
+    "VerifiedDerivation",
+    "build",
+    "check_pages",
+    "default_pages_dir",
+    "generate",
+    "render",
+    "verify",
+    "write_pages",
+]
+
+#: the derivation modules, in the paper's order (appendix A.1 ... C.3)
+NAMES = (
+    "covariance_polynomial",
+    "polynomial_laws",
+    "linear_floor",
+    "modewise",
+    "ensemble",
+    "context_updates",
+)
+
+
+def _check_names(names: Iterable[str] | None) -> tuple[str, ...]:
+    if names is None:
+        return NAMES
+    if isinstance(names, str):
+        names = (names,)
+    names = tuple(names)
+    for name in names:
+        if name not in NAMES:
+            raise ValueError(f"derivation name must be one of {', '.join(NAMES)}; got {name!r}")
+    return names
+
+
+def build(name: str) -> Derivation:
+    """The (unverified) :class:`Derivation` called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`NAMES`.
+
+    Returns
+    -------
+    Derivation
+
+    References
+    ----------
+    Paper appendices A-C.
+
+    Examples
+    --------
+    >>> build("context_updates").paper_part
+    'Appendix C.3, eqs. (78)-(87)'
+    """
+    (name,) = _check_names([name])
+    return importlib.import_module(f"derivations.{name}").build()
+
+
+def generate(name: str) -> str:
+    """Verify derivation ``name`` and return its Markdown page.
+
+    Raises
+    ------
+    DerivationError
+        If a step does not verify (the message names the derivation and step).
+
+    References
+    ----------
+    Paper appendices A-C.
+
+    Examples
+    --------
+    >>> generate("context_updates").startswith("(derivation-context-updates)=")
+    True
+    """
+    return render(verify(build(name)))
+
+
+def default_pages_dir() -> Path:
+    """``docs/derivations`` of the source checkout this package is imported from.
+
+    References
+    ----------
+    Paper appendices A-C.
+
+    Examples
+    --------
+    >>> default_pages_dir().name
+    'derivations'
+    """
+    return Path(__file__).resolve().parent.parent / "docs" / "derivations"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    # write to a temporary file in the same directory, then rename: a reader never sees half a page
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_pages(directory: str | os.PathLike | None = None, names: Iterable[str] | None = None) -> list[Path]:
+    """Regenerate ``<directory>/<name>.md`` for each derivation (atomic writes).
+
+    All requested derivations are verified before any page is written, so a
+    failing step leaves every page untouched.
+
+    Parameters
+    ----------
+    directory : path, optional
+        Default :func:`default_pages_dir`.
+    names : iterable of str, optional
+        Subset of :data:`NAMES` (default all).
+
+    Returns
+    -------
+    list of Path
+        The pages written.
+
+    References
+    ----------
+    Paper appendices A-C.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     [p.name for p in write_pages(tmp, ["context_updates"])]
+    ['context_updates.md']
+    """
+    directory = Path(default_pages_dir() if directory is None else directory)
+    if not directory.is_dir():
+        raise NotADirectoryError(f"directory must be an existing directory; got {str(directory)!r}")
+    pages = {name: generate(name) for name in _check_names(names)}
+    written = []
+    for name, text in pages.items():
+        path = directory / f"{name}.md"
+        _atomic_write(path, text)
+        written.append(path)
+    return written
+
+
+def check_pages(directory: str | os.PathLike | None = None, names: Iterable[str] | None = None) -> list[str]:
+    """Names of the derivations whose committed page differs from the generated one.
+
+    A missing page counts as differing.
+
+    References
+    ----------
+    Paper appendices A-C.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     check_pages(tmp, ["context_updates"])
+    ['context_updates']
+    """
+    directory = Path(default_pages_dir() if directory is None else directory)
+    differing = []
+    for name in _check_names(names):
+        path = directory / f"{name}.md"
+        text = generate(name)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            differing.append(name)
+    return differing

@@ -13,7 +13,7 @@ import importlib
 import sys
 
 #: sub-command modules, in the order shown by ``idepth --help``
-COMMANDS = ["predict"]
+COMMANDS = ["predict", "sweep", "derive", "docs", "train", "diagnose"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -12,5 +12,1098 @@ CONTRACT (shared with numerics/sweep.py -- keep these names):
   (dict of numpy arrays: at least ``loss_curve``, ``layer_errors``,
   ``modewise_loss``), plus ``params`` (the trained weights).
 
-Implementation: see the rest of this module.
+What a run does
+---------------
+The paper trains "until the loss has converged" (after eq. (12)) and states no
+optimiser, schedule, initialisation or step budget; everything below is this
+package's choice, measured (see *Measured defaults*).
+
+* **Online data.** Every step draws a fresh batch of contexts with
+  :func:`numerics.tasks.sample` from a :class:`numpy.random.Generator` seeded
+  from ``config.seed`` through :class:`numpy.random.SeedSequence`
+  (``spawn_key=(0,)``: initial weights, ``(1,)``: training batches). The
+  evaluation set is drawn once, from ``config.eval_seed`` with
+  ``spawn_key=(2,)``, so it is disjoint in stream from the training data and
+  identical for every depth and training seed (paired comparisons across L).
+  Runs are bitwise reproducible for a given config (single-threaded BLAS).
+* **Adam** (Kingma & Ba 2015, bias-corrected) on the mean squared error of
+  eq. (12), with optional global-norm gradient clipping.
+* **Schedule** (``config.schedule``; ``warmup_steps`` = w, ``max_steps`` = T):
+
+  - ``"constant"``: ``η_t = η``;
+  - ``"warmup_constant"``: ``η_t = η min(1, (t + 1)/w)``;
+  - ``"warmup_cosine"``: linear warm-up as above, then
+    ``η_t = η (1 + cos(π (t − w)/(T − w)))/2``, decaying to 0 at the step cap.
+
+* **Convergence.** The loss on the fixed evaluation set is measured every
+  ``eval_every`` steps. The run has *converged* when the evaluation loss has
+  not improved on its best value by a relative ``tol`` during the last
+  ``window`` steps; it stops then, or at the cap ``max_steps``
+  (``metrics["converged"]`` says which).
+* **Divergence.** A NaN/inf training or evaluation loss stops the run with
+  :class:`TrainingDiverged` naming the step; the last good checkpoint in
+  ``checkpoint_dir`` (written at every evaluation) is left untouched.
+* **Result.** The trained weights are evaluated on the evaluation set:
+  ``R_L``, ``A_L``, ``C_L`` of the exact decomposition
+  ``R_L = C_L + (A_L − C_L)/L`` (eqs. 61-63, through
+  :func:`theory.decomposition.decompose`), per-layer errors ``E e_ℓ²`` and
+  the mode-wise loss (:mod:`numerics.diagnostics`).
+
+Checkpoints
+-----------
+A checkpoint directory holds ``params.npz`` (weights), ``arrays.npz`` (loss
+curves, per-layer and mode-wise errors), ``config.json`` and
+``metrics.json``. Each file is written atomically (temporary file in the same
+directory, ``fsync``, :func:`os.replace`) and ``metrics.json`` is written last
+with the SHA-256 of the other three, so a checkpoint interrupted between two
+files is detected on load instead of being read as a mixture.
+
+Measured defaults
+-----------------
+See :data:`MODEL_DEFAULTS` and the table there.
 """
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from theory._validation import check_choice, check_nonnegative, check_positive, check_positive_int
+
+__all__ = [
+    "MODEL_DEFAULTS",
+    "SCHEDULES",
+    "TASKS",
+    "DTYPES",
+    "TrainConfig",
+    "TrainResult",
+    "TrainProgress",
+    "TrainingDiverged",
+    "AdamState",
+    "adam_init",
+    "adam_update",
+    "clip_by_global_norm",
+    "learning_rate_at",
+    "has_converged",
+    "train",
+    "run_config",
+    "evaluate",
+    "evaluation_batch",
+    "save_checkpoint",
+    "atomic_write",
+]
+
+SCHEDULES = ("constant", "warmup_constant", "warmup_cosine")
+TASKS = ("easy", "difficult")
+DTYPES = ("float32", "float64")
+
+#: Per-model defaults filled in when ``learning_rate`` / ``init`` are not given.
+#: (Filled with measured values; see the module docstring.)
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "linear": {"learning_rate": 1e-3, "init": {}},
+    "nonlinear": {"learning_rate": 1e-2, "init": {}},
+    "single_stream": {"learning_rate": 1e-2, "init": {}},
+    "untied_values": {"learning_rate": 1e-2, "init": {}},
+    "context_updates": {"learning_rate": 1e-2, "init": {}},
+}
+
+_JSON_SCALARS = (str, int, float, bool)
+_SEED_INIT, _SEED_TRAIN, _SEED_EVAL = 0, 1, 2
+_CHECKPOINT_FORMAT = "idepth-checkpoint/1"
+_CHECKPOINT_FILES = ("params.npz", "arrays.npz", "config.json")
+
+
+def _model_names() -> tuple[str, ...]:
+    from numerics.models import MODELS
+
+    return tuple(MODELS)
+
+
+# --------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run: data (eqs. 1-6), model (eqs. 7-12), optimiser and stopping rule.
+
+    Parameters
+    ----------
+    model : str
+        One of :data:`numerics.models.MODELS` (``"linear"``, ``"nonlinear"``,
+        ``"single_stream"``, ``"untied_values"``, ``"context_updates"``).
+    task : {'easy', 'difficult'}
+        Exact-match retrieval (eq. 5) or top-k aggregation (eq. 6).
+    k : int
+        Number of aggregated tokens of the difficult task (eq. 6), ``1 <= k <= P``.
+    a, b : float
+        Input and teacher spectrum exponents (eq. 2), ``>= 0``.
+    d, N, P, depth : int
+        Input dimension, hidden width (``N >= d``), context length, number of layers L.
+    seed : int
+        Seed of the initial weights and of the training batches.
+    batch_size, max_steps : int
+        Contexts per step; step cap.
+    learning_rate : float or None
+        Peak Adam step size; ``None`` takes the model family's default from
+        :data:`MODEL_DEFAULTS` (resolved at construction, so ``to_dict`` always
+        holds the number used).
+    schedule : {'constant', 'warmup_constant', 'warmup_cosine'}
+        Learning-rate schedule (see :func:`learning_rate_at`).
+    warmup_steps : int
+        Linear warm-up length ``w`` (``>= 0``).
+    beta1, beta2, eps : float
+        Adam moment decay rates (in ``[0, 1)``) and denominator offset (``> 0``).
+    grad_clip : float or None
+        Clip the global gradient norm to this value (``None``: no clipping).
+    init : mapping or None
+        Keyword options for the model's ``init_params`` (JSON scalars), merged
+        over the model family's defaults from :data:`MODEL_DEFAULTS`.
+    eval_size, eval_every, eval_seed : int
+        Size of the fixed held-out evaluation set, evaluation period in
+        steps, and the seed the evaluation set is drawn from.
+    tol, window : float, int
+        Convergence: stop when the evaluation loss has not improved on its
+        best value by a relative ``tol`` over ``window`` steps.
+    dtype : {'float32', 'float64'}
+        Floating-point type of weights, data and arithmetic.
+    c_lambda, c_omega : float
+        Spectrum prefactors of eq. (2) (default 1, as in the paper).
+
+    References
+    ----------
+    Paper eqs. (1)-(12) (data, models, loss); the training protocol is not in
+    the paper ("all models are trained until the loss has converged").
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(model="linear", task="easy", d=4, N=4, P=16, depth=2, max_steps=10)
+    >>> cfg.depth, cfg.dtype
+    (2, 'float32')
+    >>> TrainConfig.from_dict(cfg.to_dict()) == cfg
+    True
+    >>> len(cfg.content_hash())
+    64
+    """
+
+    model: str = "nonlinear"
+    task: str = "difficult"
+    k: int = 2
+    a: float = 0.0
+    b: float = 0.0
+    d: int = 32
+    N: int = 32
+    P: int = 256
+    depth: int = 1
+    seed: int = 0
+    batch_size: int = 128
+    max_steps: int = 3000
+    learning_rate: float | None = None
+    schedule: str = "warmup_cosine"
+    warmup_steps: int = 100
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-8
+    grad_clip: float | None = None
+    init: Mapping[str, Any] | None = None
+    eval_size: int = 1024
+    eval_every: int = 100
+    eval_seed: int = 0
+    tol: float = 1e-3
+    window: int = 1000
+    dtype: str = "float32"
+    c_lambda: float = 1.0
+    c_omega: float = 1.0
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_("model", check_choice("model", self.model, _model_names()))
+        set_("task", check_choice("task", self.task, TASKS))
+        for name in ("d", "N", "P", "depth", "batch_size", "max_steps", "eval_size", "eval_every", "window"):
+            set_(name, check_positive_int(name, getattr(self, name)))
+        for name in ("seed", "eval_seed", "warmup_steps"):
+            set_(name, check_positive_int(name, getattr(self, name), minimum=0))
+        set_("k", check_positive_int("k", self.k))
+        if self.k > self.P:
+            raise ValueError(f"k must be <= P = {self.P}; got {self.k}")
+        if self.N < self.d:
+            raise ValueError(f"N must be >= d = {self.d} (hidden width at least the input dimension); got {self.N}")
+        for name in ("a", "b", "tol"):
+            set_(name, check_nonnegative(name, getattr(self, name)))
+        for name in ("eps", "c_lambda", "c_omega"):
+            set_(name, check_positive(name, getattr(self, name)))
+        for name in ("beta1", "beta2"):
+            value = check_nonnegative(name, getattr(self, name))
+            if value >= 1:
+                raise ValueError(f"{name} must be in [0, 1); got {value!r}")
+            set_(name, value)
+        if self.grad_clip is not None:
+            set_("grad_clip", check_positive("grad_clip", self.grad_clip))
+        set_("schedule", check_choice("schedule", self.schedule, SCHEDULES))
+        set_("dtype", check_choice("dtype", self.dtype, DTYPES))
+        defaults = MODEL_DEFAULTS[self.model]
+        lr = defaults["learning_rate"] if self.learning_rate is None else self.learning_rate
+        set_("learning_rate", check_positive("learning_rate", lr))
+        set_("init", _freeze_init(self.model, defaults["init"], self.init))
+
+    # -- serialisation -------------------------------------------------------------
+
+    @property
+    def init_options(self) -> dict[str, Any]:
+        """The resolved ``init_params`` keyword options as a plain dict."""
+        return dict(self.init)
+
+    def to_dict(self) -> dict[str, Any]:
+        """All fields as a JSON-able dict (``init`` as a plain dict, keys sorted).
+
+        Examples
+        --------
+        >>> TrainConfig(model="linear", d=2, N=2, P=4).to_dict()["P"]
+        4
+        """
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["init"] = dict(self.init)  # already sorted by key
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TrainConfig":
+        """Rebuild a config from :meth:`to_dict` output (or a TOML table).
+
+        Missing keys take their defaults; an unknown key or a wrongly typed
+        value raises ValueError naming it.
+
+        Examples
+        --------
+        >>> TrainConfig.from_dict({"model": "linear", "d": 2, "N": 2, "P": 4}).N
+        2
+        >>> TrainConfig.from_dict({"depht": 3})
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown TrainConfig key 'depht'; allowed keys: model, task, ...
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"config must be a mapping (dict / TOML table); got {type(data).__name__}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        for key in data:
+            if key not in names:
+                raise ValueError(f"unknown TrainConfig key {key!r}; allowed keys: {', '.join(names)}")
+        try:
+            return cls(**dict(data))
+        except TypeError as exc:  # a wrongly typed value: one error type for the sweep's file readers
+            raise ValueError(str(exc)) from None
+
+    def content_hash(self) -> str:
+        """SHA-256 of the canonical JSON of :meth:`to_dict` plus the package version.
+
+        Stable across processes and Python versions (sorted keys, fixed separators);
+        it changes with any field and with ``theory.__version__``.
+
+        Examples
+        --------
+        >>> a = TrainConfig(model="linear", d=2, N=2, P=4)
+        >>> a.content_hash() == TrainConfig(model="linear", d=2, N=2, P=4).content_hash()
+        True
+        >>> a.content_hash() == TrainConfig(model="linear", d=2, N=2, P=4, seed=1).content_hash()
+        False
+        """
+        from theory import __version__
+
+        payload = json.dumps(
+            {"config": self.to_dict(), "package_version": __version__},
+            sort_keys=True,
+            separators=(",", ":"),
+            allow_nan=False,
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def spectrum(self):
+        """The :class:`theory.spectra.PowerLawSpectrum` of this run (eq. 2).
+
+        Examples
+        --------
+        >>> TrainConfig(model="linear", a=1, b=0, d=4, N=4, P=8).spectrum().eigenvalues.tolist()
+        [1.0, 0.5, 0.3333333333333333, 0.25]
+        """
+        from theory.spectra import PowerLawSpectrum
+
+        return PowerLawSpectrum(self.a, self.b, self.d, self.c_lambda, self.c_omega)
+
+    @property
+    def numpy_dtype(self) -> type:
+        """``numpy.float32`` or ``numpy.float64``."""
+        return np.float32 if self.dtype == "float32" else np.float64
+
+
+def _freeze_init(model: str, defaults: Mapping[str, Any], given: object) -> tuple[tuple[str, Any], ...]:
+    merged = dict(defaults)
+    if given is not None:
+        if isinstance(given, tuple):  # already frozen (dataclasses.replace)
+            given = dict(given)
+        if not isinstance(given, Mapping):
+            raise TypeError(f"init must be a mapping of init_params options; got {given!r} ({type(given).__name__})")
+        for key, value in given.items():
+            if not isinstance(key, str):
+                raise TypeError(f"init keys must be strings; got {key!r}")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"init[{key!r}] must be finite; got {value!r}")
+            if value is not None and not isinstance(value, _JSON_SCALARS):
+                raise TypeError(
+                    f"init[{key!r}] must be a JSON scalar (str, int, float, bool or None); got {value!r} ({type(value).__name__})"
+                )
+        merged.update(given)
+    frozen = tuple(sorted(merged.items()))
+    _check_init_options(model, dict(frozen))
+    return frozen
+
+
+def _check_init_options(model: str, options: dict[str, Any]) -> None:
+    """Dry-run ``init_params`` at a tiny size so a bad option fails at construction."""
+    if not options:
+        return
+    from numerics.models import get_model
+
+    try:
+        get_model(model).init_params(2, 2, 1, np.random.default_rng(0), **options)
+    except TypeError as exc:
+        raise ValueError(f"init has an option that the {model!r} model's init_params does not accept: {exc}") from None
+
+
+# --------------------------------------------------------------------------- optimiser
+
+
+@dataclass(frozen=True)
+class AdamState:
+    """Adam's first and second moment estimates and the step count.
+
+    References
+    ----------
+    Kingma & Ba (2015), Algorithm 1; used on the loss of paper eq. (12).
+
+    Examples
+    --------
+    >>> state = adam_init({"w": np.zeros(3)})
+    >>> state.step, state.m["w"].tolist()
+    (0, [0.0, 0.0, 0.0])
+    """
+
+    m: Mapping[str, np.ndarray]
+    v: Mapping[str, np.ndarray]
+    step: int = 0
+
+
+def adam_init(params: Mapping[str, np.ndarray]) -> AdamState:
+    """Zero moments shaped like ``params`` (same dtype).
+
+    References
+    ----------
+    Kingma & Ba (2015), Algorithm 1.
+
+    Examples
+    --------
+    >>> adam_init({"w": np.ones(2, dtype=np.float32)}).v["w"].dtype
+    dtype('float32')
+    """
+    return AdamState(
+        m={k: np.zeros_like(v) for k, v in params.items()},
+        v={k: np.zeros_like(v) for k, v in params.items()},
+        step=0,
+    )
+
+
+def adam_update(
+    params: Mapping[str, np.ndarray],
+    grads: Mapping[str, np.ndarray],
+    state: AdamState,
+    learning_rate: float,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    eps: float = 1e-8,
+) -> tuple[dict[str, np.ndarray], AdamState]:
+    """One bias-corrected Adam step; returns new params and state (inputs untouched).
+
+    ``m ← β1 m + (1 − β1) g``, ``v ← β2 v + (1 − β2) g²``,
+    ``θ ← θ − η m̂/(√v̂ + ε)`` with ``m̂ = m/(1 − β1^t)``, ``v̂ = v/(1 − β2^t)``.
+
+    References
+    ----------
+    Kingma & Ba (2015), Algorithm 1.
+
+    Examples
+    --------
+    >>> p, s = adam_update({"w": np.array([1.0])}, {"w": np.array([0.5])}, adam_init({"w": np.zeros(1)}), 0.1)
+    >>> p["w"].round(6).tolist(), s.step   # first step moves by ~ η sign(g)
+    ([0.9], 1)
+    """
+    t = state.step + 1
+    c1 = 1.0 - beta1**t
+    c2 = 1.0 - beta2**t
+    new_params, new_m, new_v = {}, {}, {}
+    for key, theta in params.items():
+        g = grads[key]
+        if np.shape(g) != theta.shape:
+            raise ValueError(f"grads[{key!r}] must have the shape of params[{key!r}], {theta.shape}; got {np.shape(g)}")
+        dtype = theta.dtype
+        m = (beta1 * state.m[key] + (1.0 - beta1) * g).astype(dtype, copy=False)
+        v = (beta2 * state.v[key] + (1.0 - beta2) * (g * g)).astype(dtype, copy=False)
+        step = (learning_rate / c1) * m / (np.sqrt(v / c2) + eps)
+        new_params[key] = (theta - step).astype(dtype, copy=False)
+        new_m[key], new_v[key] = m, v
+    return new_params, AdamState(m=new_m, v=new_v, step=t)
+
+
+def clip_by_global_norm(grads: Mapping[str, np.ndarray], max_norm: float | None) -> tuple[dict[str, np.ndarray], float]:
+    """Scale all gradients by ``min(1, max_norm/‖g‖)`` (global norm); return them and ‖g‖.
+
+    References
+    ----------
+    Pascanu, Mikolov & Bengio (2013); applied to the gradient of paper eq. (12).
+
+    Examples
+    --------
+    >>> g, norm = clip_by_global_norm({"a": np.array([3.0]), "b": np.array([4.0])}, 1.0)
+    >>> norm, g["a"].tolist(), g["b"].tolist()
+    (5.0, [0.6], [0.8])
+    """
+    norm = math.sqrt(sum(float(np.vdot(g, g)) for g in grads.values()))
+    if max_norm is None or norm <= max_norm or not math.isfinite(norm):
+        return dict(grads), norm
+    scale = max_norm / norm
+    return {k: (g * scale).astype(g.dtype, copy=False) for k, g in grads.items()}, norm
+
+
+def learning_rate_at(step: int, config: TrainConfig) -> float:
+    """Step size η_t of ``config.schedule`` at step ``t`` (0-based).
+
+    ``constant``: η; ``warmup_constant``: η min(1, (t+1)/w);
+    ``warmup_cosine``: the warm-up, then η (1 + cos(π (t − w)/(T − w)))/2 with
+    T = ``max_steps`` (reaching 0 at the cap).
+
+    References
+    ----------
+    Loshchilov & Hutter (2017) for the cosine decay; not specified by the paper.
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(model="linear", d=2, N=2, P=4, learning_rate=1.0, warmup_steps=10, max_steps=110)
+    >>> [round(learning_rate_at(t, cfg), 3) for t in (0, 9, 10, 60, 110)]
+    [0.1, 1.0, 1.0, 0.5, 0.0]
+    """
+    eta = config.learning_rate
+    w = config.warmup_steps
+    if config.schedule == "constant":
+        return eta
+    if step < w:
+        return eta * (step + 1) / w
+    if config.schedule == "warmup_constant":
+        return eta
+    span = max(config.max_steps - w, 1)
+    progress = min(max((step - w) / span, 0.0), 1.0)
+    return eta * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def has_converged(eval_steps: np.ndarray, eval_losses: np.ndarray, tol: float, window: int) -> bool:
+    """True when the loss has not improved on its running best by a relative ``tol`` for ``window`` steps.
+
+    The running best is updated only by an improvement larger than ``tol``
+    relative (``loss < best (1 − tol)``); the run has converged once the last
+    such improvement is at least ``window`` steps old.
+
+    References
+    ----------
+    The paper's "trained until the loss has converged" (after eq. 12), made operational.
+
+    Examples
+    --------
+    >>> has_converged(np.array([0, 100, 200, 300]), np.array([5.0, 1.0, 0.9999, 0.9998]), 1e-3, 200)
+    True
+    >>> has_converged(np.array([0, 100, 200, 300]), np.array([5.0, 1.0, 0.9, 0.8]), 1e-3, 200)
+    False
+    """
+    last = _last_improvement(eval_steps, eval_losses, tol)
+    return last is not None and int(eval_steps[-1]) - last >= window
+
+
+def _last_improvement(eval_steps: np.ndarray, eval_losses: np.ndarray, tol: float) -> int | None:
+    best, at = math.inf, None
+    for s, loss in zip(eval_steps, eval_losses):
+        if loss < best * (1.0 - tol) or at is None:
+            best, at = float(loss), int(s)
+    return at
+
+
+# --------------------------------------------------------------------------- results
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite; names the step and the last good checkpoint.
+
+    Attributes
+    ----------
+    step : int
+        Step at which the non-finite loss appeared.
+    last_good_step : int or None
+        Step of the last checkpoint written (``None`` if none was).
+    checkpoint_dir : str or None
+        Where that checkpoint is.
+
+    References
+    ----------
+    Loss of paper eq. (12).
+
+    Examples
+    --------
+    >>> str(TrainingDiverged(7, 5, None))
+    'training diverged at step 7: the loss is not finite (last good evaluation at step 5; no checkpoint_dir given)'
+    """
+
+    def __init__(self, step: int, last_good_step: int | None, checkpoint_dir: str | None, what: str = "the loss") -> None:
+        self.step = step
+        self.last_good_step = last_good_step
+        self.checkpoint_dir = checkpoint_dir
+        where = f"checkpoint kept in {checkpoint_dir}" if checkpoint_dir else "no checkpoint_dir given"
+        good = "none" if last_good_step is None else f"step {last_good_step}"
+        super().__init__(f"training diverged at step {step}: {what} is not finite (last good evaluation at {good}; {where})")
+
+
+@dataclass(frozen=True)
+class TrainProgress:
+    """What the ``callback`` of :func:`train` receives at every evaluation.
+
+    References
+    ----------
+    Loss of paper eq. (12).
+
+    Examples
+    --------
+    >>> TrainProgress(step=0, eval_loss=1.0, train_loss=float("nan"), learning_rate=0.0, params={}).step
+    0
+    """
+
+    step: int
+    eval_loss: float
+    train_loss: float
+    learning_rate: float
+    params: Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True, eq=False)
+class TrainResult:
+    """A trained model with its config, scalar metrics and arrays.
+
+    Attributes
+    ----------
+    config : TrainConfig
+    params : dict of str to ndarray
+        Trained weights (keys of the model's ``init_params``).
+    metrics : dict of str to JSON scalar
+        ``R_L``, ``A_L``, ``C_L`` (NaN for L = 1) and their standard errors
+        ``R_L_se``, ``A_L_se``, ``C_L_se`` on the evaluation set; ``steps``,
+        ``converged``, ``wall_time`` (s), ``final_train_loss`` (mean over the
+        last ``eval_every`` steps), ``initial_eval_loss``, ``best_eval_loss``,
+        ``final_eval_loss`` (the last curve point), ``label_variance``,
+        ``top1_attention_mass`` (mean over layers; NaN for linear attention),
+        ``content_hash``, ``package_version``.
+    arrays : dict of str to ndarray
+        ``loss_curve`` (n_eval, 2): columns step, evaluation loss;
+        ``train_loss`` (steps,): per-step training loss;
+        ``layer_errors`` (L,): E e_ℓ²; ``top1_attention_mass`` (L,);
+        ``modewise_loss`` (d,): ω_k E ẽ_k² (sums to the loss, see
+        :func:`numerics.diagnostics.modewise_loss`);
+        ``modewise_loss_normalised`` (d,): divided by ω_k E t̃_k².
+
+    References
+    ----------
+    Paper eqs. (12), (61)-(63).
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(model="linear", task="easy", d=2, N=2, P=4, max_steps=3, eval_size=8, batch_size=4)
+    >>> result = TrainResult(cfg, {"w": np.zeros(2)}, {"R_L": 1.0}, {})
+    >>> result.metrics["R_L"]
+    1.0
+    """
+
+    config: TrainConfig
+    params: Mapping[str, np.ndarray]
+    metrics: Mapping[str, Any]
+    arrays: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Write the checkpoint files atomically into ``directory`` (created if missing).
+
+        Returns the directory. See the module docstring for the layout.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> cfg = TrainConfig(model="linear", task="easy", d=2, N=2, P=4)
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     _ = TrainResult(cfg, {"w": np.arange(2.0)}, {"R_L": 0.5}, {}).save(tmp)
+        ...     TrainResult.load(tmp).params["w"].tolist()
+        [0.0, 1.0]
+        """
+        return save_checkpoint(directory, self.config, self.params, self.metrics, self.arrays)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> "TrainResult":
+        """Read a checkpoint written by :meth:`save`, checking it is complete and consistent.
+
+        Raises FileNotFoundError if a file is missing and ValueError if the
+        files do not belong together (an interrupted save).
+
+        Examples
+        --------
+        See :meth:`save`.
+        """
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise FileNotFoundError(f"checkpoint directory {str(directory)!r} does not exist")
+        meta_path = directory / "metrics.json"
+        if not meta_path.is_file():
+            raise FileNotFoundError(f"{str(directory)!r} is not a checkpoint: metrics.json is missing")
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if not isinstance(meta, dict) or meta.get("format") != _CHECKPOINT_FORMAT:
+            raise ValueError(f"{str(meta_path)!r} is not an {_CHECKPOINT_FORMAT} file")
+        for name, digest in meta["files"].items():
+            path = directory / name
+            if not path.is_file():
+                raise FileNotFoundError(f"checkpoint {str(directory)!r} is incomplete: {name} is missing")
+            if _sha256_file(path) != digest:
+                raise ValueError(
+                    f"checkpoint {str(directory)!r} is inconsistent: {name} does not match metrics.json (interrupted save?)"
+                )
+        config = TrainConfig.from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
+        with np.load(directory / "params.npz") as data:
+            params = {k: data[k] for k in data.files}
+        with np.load(directory / "arrays.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        metrics = {k: (math.nan if v is None else v) for k, v in meta["metrics"].items()}
+        return cls(config=config, params=params, metrics=metrics, arrays=arrays)
+
+
+# --------------------------------------------------------------------------- atomic files
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], None]) -> str:
+    """Write ``path`` atomically: ``write(fh)`` into a temporary file in the same directory, fsync, ``os.replace``.
+
+    On any exception (including KeyboardInterrupt) the temporary file is
+    removed and ``path`` is left as it was. Returns the SHA-256 of what was written.
+
+    References
+    ----------
+    POSIX ``rename(2)`` atomicity; checkpoints of the paper's eq. (12) training.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = atomic_write(pathlib.Path(tmp) / "x.txt", lambda fh: fh.write(b"hi"))
+    ...     (pathlib.Path(tmp) / "x.txt").read_bytes()
+    b'hi'
+    """
+    path = Path(path)
+    tmp_name, digest = _stage(path, write)
+    _commit([(tmp_name, path)])
+    return digest
+
+
+def _stage(path: Path, write: Callable[[Any], None]) -> tuple[str, str]:
+    """Write a complete, fsynced temporary sibling of ``path``; remove it on any failure."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return tmp_name, _sha256_file(Path(tmp_name))
+    except BaseException:
+        _unlink_quietly(tmp_name)
+        raise
+
+
+def _commit(staged: list[tuple[str, Path]]) -> None:
+    """``os.replace`` each staged file onto its target, in order; on failure remove the rest."""
+    try:
+        for tmp_name, target in staged:
+            os.replace(tmp_name, target)
+    except BaseException:
+        for tmp_name, _ in staged:
+            _unlink_quietly(tmp_name)
+        raise
+    finally:
+        if staged:
+            _fsync_dir(staged[0][1].parent)
+
+
+def _unlink_quietly(name: str) -> None:
+    try:
+        os.unlink(name)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+def save_checkpoint(
+    directory: str | os.PathLike,
+    config: TrainConfig,
+    params: Mapping[str, np.ndarray],
+    metrics: Mapping[str, Any],
+    arrays: Mapping[str, np.ndarray],
+) -> Path:
+    """Write ``params.npz``, ``arrays.npz``, ``config.json`` and ``metrics.json`` atomically.
+
+    All four files are first staged completely (temporary files in the same
+    directory, fsynced); only then are they moved into place with
+    :func:`os.replace`, ``metrics.json`` last. A failure or Ctrl-C while
+    staging leaves the previous checkpoint untouched and no temporary file
+    behind. ``metrics.json`` holds the SHA-256 of the other three files, so
+    the one remaining window (between two renames) yields a checkpoint that
+    :meth:`TrainResult.load` refuses rather than a silent mixture. Non-finite metrics are stored as JSON
+    ``null`` (read back as NaN).
+
+    References
+    ----------
+    Training of paper eq. (12).
+
+    Examples
+    --------
+    See :meth:`TrainResult.save`.
+    """
+    from theory import __version__
+
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(f"checkpoint path {str(directory)!r} is a file, not a directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    config_text = json.dumps(config.to_dict(), sort_keys=True, indent=2, allow_nan=False).encode("utf-8")
+    writers = {
+        "params.npz": lambda fh: np.savez(fh, **dict(params)),
+        "arrays.npz": lambda fh: np.savez(fh, **dict(arrays)),
+        "config.json": lambda fh: fh.write(config_text),
+    }
+    staged: list[tuple[str, Path]] = []
+    try:
+        # stage every file completely before touching the previous checkpoint
+        digests = {}
+        for name, write in writers.items():
+            tmp_name, digests[name] = _stage(directory / name, write)
+            staged.append((tmp_name, directory / name))
+        meta = {
+            "format": _CHECKPOINT_FORMAT,
+            "package_version": __version__,
+            "content_hash": config.content_hash(),
+            "files": digests,
+            "metrics": {k: _json_safe(v) for k, v in metrics.items()},
+        }
+        meta_text = json.dumps(meta, indent=2, allow_nan=False).encode("utf-8")
+        tmp_name, _ = _stage(directory / "metrics.json", lambda fh: fh.write(meta_text))
+        staged.append((tmp_name, directory / "metrics.json"))
+    except BaseException:
+        for tmp_name, _ in staged:
+            _unlink_quietly(tmp_name)
+        raise
+    _commit(staged)  # metrics.json (with the others' hashes) replaced last
+    return directory
+
+
+# --------------------------------------------------------------------------- training
+
+
+def _generators(config: TrainConfig) -> tuple[np.random.Generator, np.random.Generator, np.random.Generator]:
+    """Independent streams for initial weights, training batches and the evaluation set."""
+    init = np.random.default_rng(np.random.SeedSequence(config.seed, spawn_key=(_SEED_INIT,)))
+    batches = np.random.default_rng(np.random.SeedSequence(config.seed, spawn_key=(_SEED_TRAIN,)))
+    evaluation = np.random.default_rng(np.random.SeedSequence(config.eval_seed, spawn_key=(_SEED_EVAL,)))
+    return init, batches, evaluation
+
+
+def evaluation_batch(config: TrainConfig):
+    """The fixed held-out evaluation set of ``config`` (``eval_size`` contexts from ``eval_seed``).
+
+    References
+    ----------
+    Paper eqs. (1)-(6).
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(model="linear", task="easy", d=2, N=2, P=4, eval_size=3)
+    >>> evaluation_batch(cfg).context_x.shape
+    (3, 4, 2)
+    """
+    from numerics.tasks import sample
+
+    rng = _generators(config)[2]
+    return sample(config.task, config.spectrum(), config.P, config.eval_size, rng, k=config.k, dtype=config.numpy_dtype)
+
+
+def evaluate(model, params: Mapping[str, np.ndarray], batch, chunk: int = 512) -> float:
+    """Mean squared error ``mean((ŷ_L − y*)²)`` of ``params`` on ``batch`` (eq. 12), accumulated in float64.
+
+    References
+    ----------
+    Paper eq. (12).
+
+    Examples
+    --------
+    >>> from numerics.models import get_model
+    >>> cfg = TrainConfig(model="linear", task="easy", d=2, N=2, P=4, eval_size=5)
+    >>> model = get_model("linear")
+    >>> params = model.init_params(2, 2, 1, np.random.default_rng(0))
+    >>> evaluate(model, params, evaluation_batch(cfg)) >= 0
+    True
+    """
+    total, count = 0.0, 0
+    n = batch.target.shape[0]
+    for start in range(0, n, chunk):
+        part = _slice_batch(batch, start, start + chunk)
+        prediction = np.asarray(model.forward(params, part).prediction, dtype=np.float64)
+        total += float(np.sum((prediction - part.target.astype(np.float64)) ** 2))
+        count += prediction.shape[0]
+    return total / count
+
+
+def _slice_batch(batch, start: int, stop: int):
+    if start == 0 and stop >= batch.target.shape[0]:
+        return batch
+    changes = {
+        f.name: getattr(batch, f.name)[start:stop]
+        for f in dataclasses.fields(batch)
+        if isinstance(getattr(batch, f.name), np.ndarray) and getattr(batch, f.name).ndim >= 1
+    }
+    return dataclasses.replace(batch, **changes)
+
+
+def _all_finite(grads: Mapping[str, np.ndarray]) -> bool:
+    return all(bool(np.all(np.isfinite(g))) for g in grads.values())
+
+
+def train(
+    config: TrainConfig,
+    *,
+    progress: bool = False,
+    checkpoint_dir: str | os.PathLike | None = None,
+    callback: Callable[[TrainProgress], object] | None = None,
+) -> TrainResult:
+    """Train ``config.model`` online with Adam until convergence or ``max_steps`` (eq. 12).
+
+    Parameters
+    ----------
+    config : TrainConfig
+    progress : bool
+        Show a tqdm progress bar with the evaluation and training losses.
+    checkpoint_dir : path or None
+        If given, a checkpoint is written there (atomically) at every
+        evaluation and at the end; after divergence the last good one stays.
+    callback : callable or None
+        Called with a :class:`TrainProgress` at every evaluation (step 0
+        included); a truthy return value stops training (``converged`` False).
+
+    Returns
+    -------
+    TrainResult
+
+    Raises
+    ------
+    TrainingDiverged
+        When a training or evaluation loss (or gradient) is NaN or infinite.
+
+    References
+    ----------
+    Paper eq. (12) and "all models are trained until the loss has converged";
+    decomposition eqs. (61)-(63).
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(model="linear", task="easy", d=2, N=2, P=8, depth=1, batch_size=8,
+    ...                   max_steps=20, eval_every=10, eval_size=16, warmup_steps=0)
+    >>> result = train(cfg)
+    >>> result.metrics["steps"], result.arrays["loss_curve"].shape
+    (20, (3, 2))
+    """
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig; got {type(config).__name__}")
+    from tqdm.auto import tqdm
+
+    from numerics.models import get_model
+    from numerics.tasks import sample
+
+    t_start = time.perf_counter()
+    model = get_model(config.model)
+    spectrum = config.spectrum()
+    dtype = config.numpy_dtype
+    rng_init, rng_batches, _ = _generators(config)
+    params = model.init_params(config.d, config.N, config.depth, rng_init, dtype=dtype, **config.init_options)
+    eval_batch = evaluation_batch(config)
+    state = adam_init(params)
+    ckpt = None if checkpoint_dir is None else str(checkpoint_dir)
+
+    eval_steps: list[int] = []
+    eval_losses: list[float] = []
+    train_losses = np.full(config.max_steps, np.nan)
+    last_good: int | None = None
+    stopped_by_callback = False
+
+    bar = tqdm(
+        total=config.max_steps,
+        disable=not progress,
+        desc=f"{config.model} {config.task} L={config.depth}",
+        unit="step",
+    )
+
+    def do_eval(step: int, train_loss: float) -> bool:
+        nonlocal last_good
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = evaluate(model, params, eval_batch)
+        if not math.isfinite(loss):
+            raise TrainingDiverged(step, last_good, ckpt, "the evaluation loss")
+        eval_steps.append(step)
+        eval_losses.append(loss)
+        if ckpt is not None:
+            partial = {"step": step, "eval_loss": loss, "complete": False}
+            save_checkpoint(ckpt, config, params, partial, {"loss_curve": _curve(eval_steps, eval_losses)})
+        last_good = step
+        bar.set_postfix(eval=f"{loss:.4g}", train=f"{train_loss:.4g}", refresh=False)
+        if callback is not None:
+            info = TrainProgress(step, loss, train_loss, learning_rate_at(step, config), params)
+            return bool(callback(info))
+        return False
+
+    converged = False
+    steps_done = 0
+    try:
+        stopped_by_callback = do_eval(0, math.nan)
+        for step in range(config.max_steps if not stopped_by_callback else 0):
+            batch = sample(config.task, spectrum, config.P, config.batch_size, rng_batches, k=config.k, dtype=dtype)
+            with np.errstate(over="ignore", invalid="ignore"):  # a non-finite loss is caught just below
+                loss, grads = model.loss_and_grad(params, batch)
+            loss = float(loss)
+            if not math.isfinite(loss):
+                raise TrainingDiverged(step, last_good, ckpt, "the training loss")
+            if not _all_finite(grads):
+                raise TrainingDiverged(step, last_good, ckpt, "the gradient")
+            train_losses[step] = loss
+            grads, _ = clip_by_global_norm(grads, config.grad_clip)
+            params, state = adam_update(
+                params, grads, state, learning_rate_at(step, config), config.beta1, config.beta2, config.eps
+            )
+            steps_done = step + 1
+            bar.update(1)
+            if steps_done % config.eval_every == 0 or steps_done == config.max_steps:
+                recent = float(np.mean(train_losses[max(0, steps_done - config.eval_every) : steps_done]))
+                if do_eval(steps_done, recent):
+                    stopped_by_callback = True
+                    break
+                if has_converged(np.asarray(eval_steps), np.asarray(eval_losses), config.tol, config.window):
+                    converged = True
+                    break
+    finally:
+        bar.close()
+
+    metrics, arrays = _final_evaluation(model, params, eval_batch, config)
+    arrays["loss_curve"] = _curve(eval_steps, eval_losses)
+    arrays["train_loss"] = train_losses[:steps_done].copy()
+    from theory import __version__
+
+    metrics.update(
+        steps=steps_done,
+        converged=converged,
+        stopped_by_callback=stopped_by_callback,
+        initial_eval_loss=eval_losses[0],
+        best_eval_loss=float(min(eval_losses)),
+        final_eval_loss=eval_losses[-1],
+        final_train_loss=float(np.mean(train_losses[max(0, steps_done - config.eval_every) : steps_done]))
+        if steps_done
+        else math.nan,
+        label_variance=spectrum.label_variance,
+        content_hash=config.content_hash(),
+        package_version=__version__,
+        wall_time=time.perf_counter() - t_start,
+    )
+    result = TrainResult(config=config, params=params, metrics=metrics, arrays=arrays)
+    if ckpt is not None:
+        result.save(ckpt)
+    return result
+
+
+def _curve(steps: list[int], losses: list[float]) -> np.ndarray:
+    return np.column_stack([np.asarray(steps, dtype=np.float64), np.asarray(losses, dtype=np.float64)]).reshape(-1, 2)
+
+
+def _final_evaluation(model, params, batch, config: TrainConfig) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    from numerics import diagnostics
+
+    diag = diagnostics.diagnose_batch(model, params, batch, config)
+    metrics = {
+        "R_L": diag.R_L,
+        "A_L": diag.A_L,
+        "C_L": diag.C_L,
+        "R_L_se": diag.R_L_se,
+        "A_L_se": diag.A_L_se,
+        "C_L_se": diag.C_L_se,
+        "top1_attention_mass": float(np.mean(diag.top1_attention_mass)),
+    }
+    arrays = {
+        "layer_errors": np.asarray(diag.layer_errors, dtype=np.float64),
+        "top1_attention_mass": np.asarray(diag.top1_attention_mass, dtype=np.float64),
+        "modewise_loss": np.asarray(diag.modewise_loss, dtype=np.float64),
+        "modewise_loss_normalised": np.asarray(diag.modewise_loss_normalised, dtype=np.float64),
+    }
+    return metrics, arrays
+
+
+def run_config(config: TrainConfig) -> TrainResult:
+    """Train and evaluate one configured run (the sweep layer's entry point; no progress bar).
+
+    References
+    ----------
+    Paper eq. (12).
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(model="linear", task="easy", d=2, N=2, P=8, batch_size=8, max_steps=5,
+    ...                   eval_every=5, eval_size=8, warmup_steps=0)
+    >>> sorted({"R_L", "A_L", "C_L", "steps", "converged"} - set(run_config(cfg).metrics))
+    []
+    """
+    return train(config, progress=False)

@@ -1,0 +1,112 @@
+"""Sphinx extension: ``.. package-api:: theory`` documents every public module of a package.
+
+The directive walks the package (``pkgutil.walk_packages``), skips private
+modules (any dotted component starting with ``_``) and emits, for each
+module, a section with ``.. automodule:: NAME`` and ``:members:`` (which
+follows the module's ``__all__``). New modules therefore appear in the API
+reference without editing the docs; a module that fails to import fails the
+build (autodoc warns, and warnings are errors).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import nested_parse_with_titles
+
+
+def public_modules(package: str) -> list[str]:
+    """Dotted names of the public modules of ``package`` (the package itself excluded), sorted."""
+    root = importlib.import_module(package)
+    names = []
+    # a sub-package that fails to import is still listed (autodoc then reports the error)
+    for info in pkgutil.walk_packages(root.__path__, prefix=package + ".", onerror=lambda name: None):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        names.append(info.name)
+    return sorted(names)
+
+
+class PackageAPI(SphinxDirective):
+    """Automodule sections for every public module of a package."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        package = self.arguments[0]
+        try:
+            modules = public_modules(package)
+        except Exception as exc:  # an import error of the package itself
+            raise self.error(f"package-api: cannot import {package!r}: {type(exc).__name__}: {exc}") from exc
+        lines: list[str] = [f".. automodule:: {package}", "   :no-members:", ""]
+        for name in modules:
+            try:
+                module_file = getattr(importlib.import_module(name), "__file__", None)
+            except Exception:  # autodoc reports the import error as a warning (= build error)
+                module_file = None
+            if module_file:
+                self.env.note_dependency(module_file)
+            lines += [f"``{name}``", "=" * (len(name) + 4), "", f".. automodule:: {name}", ""]
+        source = self.get_source_info()[0] or "<package-api>"
+        content = StringList(lines, source=source)
+        container = nodes.section()
+        container.document = self.state.document
+        nested_parse_with_titles(self.state, content, container)
+        return container.children
+
+
+#: packages whose re-exported names (``theory.predict_loss``) resolve to their defining module
+REEXPORTING_PACKAGES = ("theory", "numerics", "derivations")
+
+
+def _locate(dotted: str):
+    """The object at ``dotted`` (``package.name``) if it is a re-export of a documented module."""
+    package, _, rest = dotted.partition(".")
+    if package not in REEXPORTING_PACKAGES or not rest:
+        return None
+    try:
+        obj = importlib.import_module(package)
+        for part in rest.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return None
+    return obj
+
+
+def resolve_reexport(app, env, node, contnode):
+    """``missing-reference`` handler: ``theory.X`` → ``theory.<module>.X`` where X is defined.
+
+    Public names are re-exported by the packages' ``__init__``; the API reference documents each
+    object once, under the module that defines it, so a reference to the re-exported name is
+    retried with the defining module's name.
+    """
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    module = node.get("py:module")
+    candidates = [target] + ([f"{module}.{target}"] if module else [])
+    domain = env.get_domain("py")
+    for candidate in candidates:
+        obj = _locate(candidate)
+        defining = getattr(obj, "__module__", None)
+        qualname = getattr(obj, "__qualname__", None)
+        if not defining or not qualname:
+            continue
+        real = f"{defining}.{qualname}"
+        if real == candidate:
+            continue
+        resolved = domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], real, node, contnode)
+        if resolved is not None:
+            return resolved
+    return None
+
+
+def setup(app):
+    app.add_directive("package-api", PackageAPI)
+    app.connect("missing-reference", resolve_reexport)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,83 @@
+"""``idepth diagnose``: diagnostics of a trained checkpoint on fresh contexts.
+
+A thin layer over :func:`numerics.diagnostics.diagnose`: prints R_L, A_L, C_L
+(eqs. 61-63), per-layer errors and top-1 attention mass (Fig. 4c), the
+selection-error percentiles (eqs. 90-91), ρ (eq. 83, context_updates) and the
+normalised mode-wise loss (Figs. 3c, 7); ``--plot`` saves the latter as a PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import numpy as np
+
+HELP = "diagnose a trained checkpoint: R, A, C, attention mass, mode-wise loss, selection error"
+
+
+def register(subparsers) -> None:
+    """Add the ``diagnose`` sub-command to ``subparsers``."""
+    p = subparsers.add_parser(
+        "diagnose",
+        help=HELP,
+        description=(
+            "Load a checkpoint written by 'idepth train' and measure on fresh contexts of its task: "
+            "the decomposition R_L = C_L + (A_L - C_L)/L (eqs. 61-63), per-layer errors, top-1 attention "
+            "mass (Fig. 4c), selection-error percentiles Q_L(q) (eqs. 90-91), rho (eq. 83) and the "
+            "normalised mode-wise loss (Figs. 3c, 7)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("checkpoint", metavar="DIR", help="checkpoint directory written by 'idepth train'")
+    p.add_argument("--contexts", type=int, default=2048, help="number of fresh contexts to average over")
+    p.add_argument("--seed", type=int, default=12345, help="seed of the fresh contexts")
+    p.add_argument("--plot", metavar="FILE", default=None, help="save the normalised mode-wise loss plot (PNG) here")
+    p.set_defaults(func=run)
+
+
+def _fmt(value: float) -> str:
+    return "nan" if isinstance(value, float) and math.isnan(value) else f"{value:.6g}"
+
+
+def format_table(diag) -> str:
+    """The diagnostics as plain-text tables."""
+    lines = [f"{diag.model}, {diag.task} task, L = {diag.depth}, {diag.n_contexts} fresh contexts", ""]
+    lines.append(f"{'quantity':<28}{'value':>14}{'std. error':>14}")
+    for name, value, se in (
+        ("R_L (loss, eq. 61)", diag.R_L, diag.R_L_se),
+        ("A_L (mean layer error)", diag.A_L, diag.A_L_se),
+        ("C_L (shared error)", diag.C_L, diag.C_L_se),
+    ):
+        lines.append(f"{name:<28}{_fmt(value):>14}{_fmt(se):>14}")
+    lines.append(f"{'sum of mode-wise losses':<28}{_fmt(diag.modewise_total):>14}")
+    for q, value in zip(diag.quantile_levels, diag.selection_quantiles):
+        lines.append(f"{f'selection error Q({q:g})':<28}{_fmt(float(value)):>14}")
+    if not math.isnan(diag.rho):
+        lines.append(f"{'rho (eq. 83)':<28}{_fmt(diag.rho):>14}")
+        lines.append(f"{'m (context update)':<28}{_fmt(diag.m):>14}")
+    lines += ["", f"{'layer':>6}{'E e_l^2':>14}{'top-1 mass':>14}"]
+    for layer, (err, mass) in enumerate(zip(diag.layer_errors, diag.top1_attention_mass), start=1):
+        lines.append(f"{layer:>6}{_fmt(float(err)):>14}{_fmt(float(mass)):>14}")
+    if np.any(np.isfinite(diag.modewise_loss)):
+        lines += ["", f"{'mode k':>6}{'w_k E e_k^2':>14}{'normalised':>14}"]
+        d = diag.modewise_loss.size
+        shown = sorted({0, 1, 2, d // 4, d // 2, (3 * d) // 4, d - 1} & set(range(d)))
+        for k in shown:
+            lines.append(f"{k + 1:>6}{_fmt(float(diag.modewise_loss[k])):>14}{_fmt(float(diag.modewise_loss_normalised[k])):>14}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the checkpoint, run the diagnostics, print them, optionally plot."""
+    from numerics.diagnostics import diagnose, plot_modewise_loss
+    from numerics.train import TrainResult
+
+    result = TrainResult.load(args.checkpoint)
+    diag = diagnose(result, n_contexts=args.contexts, rng=np.random.default_rng(args.seed))
+    print(format_table(diag))
+    if args.plot is not None:
+        plot_modewise_loss(diag, args.plot)
+        print(f"\nmode-wise loss plot: {args.plot}", file=sys.stderr)
+    return 0

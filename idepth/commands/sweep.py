@@ -1,0 +1,117 @@
+"""``idepth sweep``: run a grid of training runs into a resumable SQLite store.
+
+A thin layer over :mod:`numerics.sweep` and :mod:`numerics.store`:
+
+* ``idepth sweep run GRID.toml --out DIR [--backend local|dask] [--workers N]
+  [--scheduler ADDR] [--dask-local N] [--retry-failed]`` -- :func:`numerics.sweep.run_sweep`;
+* ``idepth sweep status DIR`` -- :func:`numerics.sweep.sweep_status`;
+* ``idepth sweep export DIR --csv FILE`` -- :func:`numerics.store.export_csv`.
+
+Exit status: 0 on success, 1 when ``run`` finished with failed runs, 2 on bad
+input (one line on stderr; nothing is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "run a grid of training runs into a resumable results store (DIR/results.sqlite)"
+
+
+def register(subparsers) -> None:
+    """Add the ``sweep`` sub-command (with ``run``, ``status``, ``export``) to ``subparsers``."""
+    parser = subparsers.add_parser(
+        "sweep",
+        help=HELP,
+        description=(
+            "Depth sweeps: every run of a TOML grid is trained (numerics.train.run_config) in a worker "
+            "process and committed to DIR/results.sqlite as soon as it finishes. Re-running the same "
+            "command resumes: runs already done are skipped."
+        ),
+    )
+    actions = parser.add_subparsers(dest="sweep_command", metavar="ACTION")
+    actions.required = True
+
+    run_parser = actions.add_parser(
+        "run",
+        help="run (or resume) the sweep declared in a grid file",
+        description=(
+            "Run every config of GRID.toml that is not already done in DIR/results.sqlite. In the grid "
+            "file, a list is an axis (the runs are the product of all axes) and a scalar is fixed; "
+            "[[grid]] tables are sub-grids whose products are concatenated. Exit status 1 if some "
+            "runs failed (see 'idepth sweep status DIR'), 2 on bad input."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    run_parser.add_argument("grid", metavar="GRID.toml", help="TOML file declaring the grid of runs")
+    run_parser.add_argument("--out", metavar="DIR", required=True,
+                            help="sweep directory (created; holds results.sqlite)")
+    run_parser.add_argument("--backend", choices=("local", "dask"), default="local",
+                            help="local process pool, or a dask.distributed cluster")
+    run_parser.add_argument("--workers", type=int, default=None,
+                            help="local worker processes (default: number of usable cores); with "
+                                 "--backend dask and no --scheduler, the size of the local dask cluster")
+    run_parser.add_argument("--scheduler", metavar="ADDR", default=None,
+                            help="address of a running dask scheduler, e.g. tcp://host:8786 (dask only)")
+    run_parser.add_argument("--dask-local", metavar="N", type=int, default=None,
+                            help="start a local dask cluster of N single-threaded workers (dask only)")
+    run_parser.add_argument("--connect-timeout", metavar="SECONDS", type=float, default=10.0,
+                            help="give up if the dask scheduler does not answer within this time")
+    run_parser.add_argument("--retry-failed", action="store_true",
+                            help="run again the runs recorded as failed")
+    run_parser.add_argument("--no-progress", action="store_true",
+                            help="no progress bar (it is shown only on a terminal anyway)")
+    run_parser.set_defaults(func=run)
+
+    status_parser = actions.add_parser(
+        "status", help="counts by status, the slowest runs and the failures",
+        description="Print the number of runs in each status, the slowest finished runs and the failed "
+                    "runs with their errors (read-only; safe while the sweep runs).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    status_parser.add_argument("out", metavar="DIR", help="sweep directory")
+    status_parser.add_argument("--slowest", type=int, default=5, help="how many of the slowest runs to list")
+    status_parser.set_defaults(func=status)
+
+    export_parser = actions.add_parser(
+        "export", help="write every run as one CSV row",
+        description="Write the runs of DIR/results.sqlite to a CSV file (status, timings, R_L, A_L, C_L, "
+                    "steps, converged, then config.* and metrics.* columns); written atomically.",
+    )
+    export_parser.add_argument("out", metavar="DIR", help="sweep directory")
+    export_parser.add_argument("--csv", metavar="FILE", required=True, help="destination CSV file")
+    export_parser.set_defaults(func=export)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``idepth sweep run``: run the grid, print a one-line summary."""
+    from numerics.sweep import run_sweep
+
+    summary = run_sweep(
+        args.grid, args.out, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
+        dask_local=args.dask_local, retry_failed=args.retry_failed,
+        progress=False if args.no_progress else None, connect_timeout=args.connect_timeout,
+    )
+    print(
+        f"{summary.store}: {summary.total} runs: {summary.done} done ({summary.skipped} already done, "
+        f"{summary.executed} run now), {summary.failed} failed, {summary.pending} pending; "
+        f"{summary.backend} backend, {summary.workers} workers, {summary.wall_time:.1f} s"
+    )
+    return 0 if summary.ok else 1
+
+
+def status(args: argparse.Namespace) -> int:
+    """``idepth sweep status``: counts by status and the slowest runs."""
+    from numerics.sweep import sweep_status
+
+    print(sweep_status(args.out, slowest=args.slowest).format())
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    """``idepth sweep export``: every run as a CSV row, written atomically."""
+    from numerics.store import export_csv
+
+    count = export_csv(args.out, args.csv)
+    print(f"wrote {count} runs to {args.csv}")
+    return 0

@@ -1,0 +1,547 @@
+"""Pieces shared by the five attention models: pre-norm, masked softmax, the
+forward-result type, initialisation helpers and the checks of params and batches.
+
+Choices the paper leaves open (digest §3 "Not stated in the paper"), made here once:
+
+* **norm** -- LayerNorm over the ``N`` features of each token, *without* learned
+  gain or bias, ``eps = 1e-5`` (:data:`LAYER_NORM_EPS`) added to the variance
+  (population variance, divisor ``N``). The paper writes ``norm(·)`` without saying which.
+* **softmax** -- taken only over the positions the mask allows (paper eqs. (9)-(10),
+  (76)-(77)); computed max-subtracted, so logits of size ``1e4`` stay finite, and a
+  row with no allowed position gives all zeros (a context row of ``M(0)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from theory._validation import check_choice, check_nonnegative, check_positive, check_positive_int
+
+__all__ = [
+    "LAYER_NORM_EPS",
+    "ForwardResult",
+    "layer_norm",
+    "layer_norm_backward",
+    "masked_softmax",
+    "softmax",
+    "softmax_backward",
+    "check_generator",
+    "check_dtype",
+    "check_params",
+    "check_batch",
+    "dense_inputs",
+]
+
+#: eps added to the per-token feature variance inside the pre-norm (not stated in the paper)
+LAYER_NORM_EPS = 1e-5
+
+_FLOAT_DTYPES = (np.float32, np.float64)
+
+
+# --------------------------------------------------------------------------- results
+@dataclass(frozen=True, eq=False)
+class ForwardResult:
+    """Output of a model's fast ``forward``.
+
+    Attributes
+    ----------
+    prediction : ndarray, shape (B,)
+        ``ŷ_L = W_o h^L_{y,test}`` (paper eq. (12)).
+    layer_predictors : ndarray, shape (L, B)
+        Per-layer predictors ``f_ℓ`` whose mean over layers is ``prediction`` exactly:
+        ``g p_ℓ y`` (eq. 60), ``g_ℓ p_ℓ y`` (eq. 72) or ``b_L + L d_ℓ`` (eqs. 67-70).
+    attention : ndarray, shape (L, B, P)
+        The test token's attention row over the ``P`` context tokens in each layer
+        (softmax weights ``p_ℓ``; for the linear model the signed, unnormalised
+        ``(1/(P N)) q_testᵀ k_j``).
+    context_attention : ndarray of shape (B, P, P), or None
+        Layer 1's context-to-context softmax ``A_1`` (rows = receiving token, each row
+        sums to 1, *before* the factor ``m`` of the mask ``M(m)``) for the
+        context-updates model (paper eq. (83)); ``None`` for the other models.
+
+    References
+    ----------
+    Paper eqs. (12), (59)-(60), (67)-(72), (83).
+
+    Examples
+    --------
+    >>> r = ForwardResult(np.zeros(2), np.zeros((3, 2)), np.full((3, 2, 4), 0.25), None)
+    >>> r.layer_predictors.shape, r.context_attention is None
+    ((3, 2), True)
+    """
+
+    prediction: np.ndarray
+    layer_predictors: np.ndarray
+    attention: np.ndarray
+    context_attention: Optional[np.ndarray] = None
+
+
+# --------------------------------------------------------------------------- norm
+def layer_norm(h: np.ndarray, eps: float = LAYER_NORM_EPS) -> tuple[np.ndarray, np.ndarray]:
+    """Pre-norm over the last axis (the ``N`` features of a token), no gain or bias.
+
+    Returns ``(ĥ, r)`` with ``ĥ = (h − mean(h)) r`` and ``r = 1/sqrt(var(h) + eps)``
+    (kept for :func:`layer_norm_backward`).
+
+    References
+    ----------
+    Paper eq. (9) (``norm`` is not specified there; see the module docstring).
+
+    Examples
+    --------
+    >>> hat, r = layer_norm(np.array([[1.0, 2.0, 3.0]]))
+    >>> hat.round(4).tolist()
+    [[-1.2247, 0.0, 1.2247]]
+    """
+    centred = h - h.mean(axis=-1, keepdims=True)
+    inv_std = 1.0 / np.sqrt(np.mean(centred * centred, axis=-1, keepdims=True) + eps)
+    return centred * inv_std, inv_std
+
+
+def layer_norm_backward(h_hat: np.ndarray, inv_std: np.ndarray, grad_hat: np.ndarray) -> np.ndarray:
+    """Gradient with respect to ``h`` of a loss whose gradient w.r.t. ``ĥ = layer_norm(h)`` is ``grad_hat``.
+
+    ``dh = r (dĥ − mean(dĥ) − ĥ mean(dĥ ⊙ ĥ))``, exact also with ``eps > 0``.
+
+    References
+    ----------
+    Paper eq. (9) (the norm's derivative).
+
+    Examples
+    --------
+    >>> hat, r = layer_norm(np.array([[1.0, 2.0, 4.0]]))
+    >>> layer_norm_backward(hat, r, np.ones((1, 3))).round(12).tolist()  # norm is shift-invariant
+    [[0.0, 0.0, 0.0]]
+    """
+    mean_grad = grad_hat.mean(axis=-1, keepdims=True)
+    mean_proj = np.mean(grad_hat * h_hat, axis=-1, keepdims=True)
+    return inv_std * (grad_hat - mean_grad - h_hat * mean_proj)
+
+
+# --------------------------------------------------------------------------- softmax
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Max-subtracted softmax over the last axis.
+
+    References
+    ----------
+    Paper eq. (10).
+
+    Examples
+    --------
+    >>> softmax(np.array([1e4, 1e4 - 1.0, -1e4])).round(4).tolist()
+    [0.7311, 0.2689, 0.0]
+    """
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def softmax_backward(probs: np.ndarray, grad_probs: np.ndarray) -> np.ndarray:
+    """Gradient w.r.t. the logits of a softmax over the last axis: ``p ⊙ (dp − Σ p dp)``.
+
+    References
+    ----------
+    Paper eq. (10).
+
+    Examples
+    --------
+    >>> softmax_backward(np.array([0.5, 0.5]), np.array([1.0, 1.0])).tolist()
+    [0.0, 0.0]
+    """
+    return probs * (grad_probs - np.sum(probs * grad_probs, axis=-1, keepdims=True))
+
+
+def masked_softmax(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis taken only over ``allowed`` positions (others give 0).
+
+    A row with no allowed position is all zeros. Max-subtracted over the allowed
+    positions, so logits of any finite size give finite probabilities.
+
+    Parameters
+    ----------
+    logits : ndarray, shape (..., n)
+    allowed : ndarray of bool, broadcastable to ``logits``
+
+    References
+    ----------
+    Paper eqs. (9)-(10), (75)-(77) ("softmax taken only over positions the mask allows").
+
+    Examples
+    --------
+    >>> logits = np.array([[3.0, 1e4, 5.0], [1.0, 2.0, 3.0]])
+    >>> allowed = np.array([[True, False, True], [False, False, False]])
+    >>> masked_softmax(logits, allowed).round(4).tolist()
+    [[0.1192, 0.0, 0.8808], [0.0, 0.0, 0.0]]
+    """
+    allowed = np.broadcast_to(np.asarray(allowed, dtype=bool), logits.shape)
+    masked = np.where(allowed, logits, -np.inf)
+    row_max = masked.max(axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    weights = np.exp(masked - row_max)  # exp(-inf) = 0 on masked positions
+    total = weights.sum(axis=-1, keepdims=True)
+    return weights / np.where(total > 0, total, 1.0)
+
+
+# --------------------------------------------------------------------------- checks
+def check_generator(rng: object, name: str = "rng") -> np.random.Generator:
+    """Return ``rng`` if it is a ``numpy.random.Generator``; raise TypeError otherwise.
+
+    Examples
+    --------
+    >>> isinstance(check_generator(np.random.default_rng(0)), np.random.Generator)
+    True
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def check_dtype(dtype: object, name: str = "dtype") -> type:
+    """Return ``dtype`` as ``np.float32`` or ``np.float64``; raise ValueError for anything else.
+
+    Examples
+    --------
+    >>> check_dtype("float32")
+    <class 'numpy.float32'>
+    """
+    try:
+        resolved = np.dtype(dtype).type
+    except TypeError as exc:
+        raise TypeError(f"{name} must be numpy.float32 or numpy.float64; got {dtype!r}") from exc
+    if resolved not in _FLOAT_DTYPES:
+        raise ValueError(f"{name} must be numpy.float32 or numpy.float64; got {np.dtype(dtype).name}")
+    return resolved
+
+
+def check_params(params: object, *, model: str, untied_values: bool = False, has_m: bool = False) -> tuple[int, int, int, type]:
+    """Check a parameter dict of one of the models and return ``(d, N, L, dtype)``.
+
+    Expected keys and shapes: ``W_x (N, d)`` with ``N >= d``, ``W_y (N, 1)``,
+    ``W_q (L, N, N)``, ``W_k (L, N, N)``, ``W_v (N, N)`` (``(L, N, N)`` if
+    ``untied_values``), ``W_o (1, N)`` and, if ``has_m``, ``m`` of shape ``()``;
+    all arrays of one dtype, float32 or float64.
+
+    Raises
+    ------
+    TypeError
+        If ``params`` is not a mapping or an entry is not a float32/float64 array.
+    ValueError
+        If a key is missing or unexpected, a shape is wrong, or the dtypes differ.
+
+    References
+    ----------
+    Paper eqs. (8)-(12), (71), (77).
+
+    Examples
+    --------
+    >>> p = {"W_x": np.eye(3, 2), "W_y": np.ones((3, 1)), "W_q": np.zeros((4, 3, 3)),
+    ...      "W_k": np.zeros((4, 3, 3)), "W_v": np.eye(3), "W_o": np.ones((1, 3))}
+    >>> check_params(p, model="nonlinear")
+    (2, 3, 4, <class 'numpy.float64'>)
+    """
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params for model {model!r} must be a dict of arrays; got {type(params).__name__}")
+    expected = ["W_x", "W_y", "W_q", "W_k", "W_v", "W_o"] + (["m"] if has_m else [])
+    missing = [key for key in expected if key not in params]
+    extra = [key for key in params if key not in expected]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(repr(k) for k in missing)}")
+        if extra:
+            parts.append(f"unexpected {', '.join(repr(k) for k in extra)}")
+        raise ValueError(
+            f"params for model {model!r} must have exactly the keys {', '.join(repr(k) for k in expected)}; "
+            + "; ".join(parts)
+        )
+    dtypes = set()
+    for key in expected:
+        value = params[key]
+        # a numpy float scalar (e.g. ``m + step`` of a 0-d array) counts as a 0-d array
+        if not isinstance(value, (np.ndarray, np.floating)) or value.dtype.type not in _FLOAT_DTYPES:
+            kind = value.dtype if isinstance(value, (np.ndarray, np.generic)) else type(value).__name__
+            raise TypeError(f"params[{key!r}] must be a float32 or float64 numpy array; got {kind}")
+        dtypes.add(value.dtype.type)
+    if len(dtypes) > 1:
+        found = {key: params[key].dtype.name for key in expected}
+        raise ValueError(f"params must all have one dtype (float32 or float64); got {found}")
+    W_x = params["W_x"]
+    if W_x.ndim != 2:
+        raise ValueError(f"params['W_x'] must have shape (N, d); got {W_x.shape}")
+    N, d = W_x.shape
+    if N < d:
+        raise ValueError(f"hidden width N must be >= input dimension d; params['W_x'] has shape {W_x.shape}: N={N} < d={d}")
+    W_q = params["W_q"]
+    if W_q.ndim != 3 or W_q.shape[1:] != (N, N) or W_q.shape[0] < 1:
+        raise ValueError(f"params['W_q'] must have shape (L, N, N) = (L, {N}, {N}) with L >= 1; got {W_q.shape}")
+    L = W_q.shape[0]
+    shapes = {
+        "W_y": (N, 1),
+        "W_k": (L, N, N),
+        "W_v": (L, N, N) if untied_values else (N, N),
+        "W_o": (1, N),
+    }
+    if has_m:
+        shapes["m"] = ()
+    for key, shape in shapes.items():
+        if np.shape(params[key]) != shape:
+            raise ValueError(
+                f"params[{key!r}] must have shape {shape} (N={N}, d={d}, L={L} from W_x and W_q); "
+                f"got {params[key].shape}"
+            )
+    return d, N, L, dtypes.pop()
+
+
+def check_batch(batch: object, d: int, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(context_x (B,P,d), context_y (B,P), test_x (B,d), target (B,))`` of ``batch`` in ``dtype``.
+
+    ``batch`` is a :class:`numerics.tasks.Batch` (any object with those four
+    attributes is accepted).
+
+    Raises
+    ------
+    TypeError
+        If an attribute is missing.
+    ValueError
+        If the shapes disagree with each other or the input dimension differs from ``d``
+        (the input dimension of ``W_x``).
+
+    References
+    ----------
+    Paper eqs. (1), (5)-(7).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> b = SimpleNamespace(context_x=np.zeros((2, 5, 3)), context_y=np.zeros((2, 5)),
+    ...                     test_x=np.zeros((2, 3)), target=np.zeros(2))
+    >>> [a.shape for a in check_batch(b, 3, np.float64)]
+    [(2, 5, 3), (2, 5), (2, 3), (2,)]
+    """
+    arrays = []
+    for name in ("context_x", "context_y", "test_x", "target"):
+        if not hasattr(batch, name):
+            raise TypeError(f"batch must be a numerics.tasks.Batch (with context_x, context_y, test_x, target); it has no {name!r}")
+        arrays.append(np.asarray(getattr(batch, name), dtype=dtype))
+    context_x, context_y, test_x, target = arrays
+    if context_x.ndim != 3:
+        raise ValueError(f"batch.context_x must have shape (B, P, d); got {context_x.shape}")
+    B, P, d_batch = context_x.shape
+    if d_batch != d:
+        raise ValueError(
+            f"batch has input dimension d={d_batch} (context_x shape {context_x.shape}) but the params' W_x expects d={d}"
+        )
+    for name, array, shape in (
+        ("context_y", context_y, (B, P)),
+        ("test_x", test_x, (B, d)),
+        ("target", target, (B,)),
+    ):
+        if array.shape != shape:
+            raise ValueError(f"batch.{name} must have shape {shape} to match context_x {context_x.shape}; got {array.shape}")
+    return context_x, context_y, test_x, target
+
+
+def dense_inputs(context_x: np.ndarray, context_y: np.ndarray, test_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's token matrices ``X = [x_1..x_P, x_test]`` (B, d, P+1) and ``y_in = (y_1..y_P, 0)`` (B, 1, P+1).
+
+    References
+    ----------
+    Paper eq. (7).
+
+    Examples
+    --------
+    >>> X, y_in = dense_inputs(np.ones((1, 2, 3)), np.ones((1, 2)), np.zeros((1, 3)))
+    >>> X.shape, y_in.tolist()
+    ((1, 3, 3), [[[1.0, 1.0, 0.0]]])
+    """
+    X = np.concatenate([context_x, test_x[:, None, :]], axis=1).transpose(0, 2, 1)
+    y_in = np.concatenate([context_y, np.zeros_like(context_y[:, :1])], axis=1)[:, None, :]
+    return X, y_in
+
+
+# --------------------------------------------------------------------------- initialisation
+#: the initialisation options every model accepts, with the softmax models' defaults
+SHARED_INIT_DEFAULTS = {
+    "w_x": "orthonormal",
+    "qk_init": "identity",
+    "qk_scale": 1.0,
+    "qk_noise": 0.1,
+    "value_init": "identity",
+    "readout_gain": 1.0,
+}
+_CHOICES = {"w_x": ("orthonormal", "gaussian"), "qk_init": ("identity", "gaussian"), "value_init": ("identity", "gaussian")}
+
+
+def resolve_init_options(defaults: Mapping, options: Mapping) -> dict:
+    """Merge keyword ``options`` into a model's ``defaults``, checking names and values.
+
+    Raises
+    ------
+    TypeError
+        For an unknown option name (the message lists the allowed ones).
+    ValueError
+        For a value outside its allowed set or range.
+
+    Examples
+    --------
+    >>> resolve_init_options(SHARED_INIT_DEFAULTS, {"qk_scale": 2})["qk_scale"]
+    2.0
+    """
+    unknown = [key for key in options if key not in defaults]
+    if unknown:
+        raise TypeError(
+            f"unknown initialisation option(s) {', '.join(repr(k) for k in unknown)}; "
+            f"allowed: {', '.join(repr(k) for k in defaults)}"
+        )
+    merged = dict(defaults)
+    merged.update(options)
+    for key, allowed in _CHOICES.items():
+        if key in merged:
+            check_choice(key, merged[key], allowed)
+    if "qk_scale" in merged:
+        merged["qk_scale"] = check_positive("qk_scale", merged["qk_scale"])
+    for key in ("qk_noise", "readout_gain"):
+        if key in merged:
+            merged[key] = check_nonnegative(key, merged[key])
+    if "m_init" in merged:
+        value = merged["m_init"]
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not np.isfinite(value):
+            raise ValueError(f"m_init must be a finite real number; got {value!r}")
+        merged["m_init"] = float(value)
+    return merged
+
+
+def init_shared(d: object, N: object, depth: object, rng: object, dtype: object, options: Mapping, *, untied_values: bool = False) -> dict:
+    """Draw ``W_x, W_y, W_q, W_k, W_v, W_o`` from resolved initialisation ``options``.
+
+    * ``w_x``: ``"orthonormal"`` -- ``W_x`` has orthonormal columns (QR of a Gaussian
+      ``N x d`` matrix); ``"gaussian"`` -- iid ``N(0, 1/d)`` entries.
+    * ``qk_init``: ``"identity"`` -- ``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + σ G/sqrt(N))`` with ``G``
+      standard Gaussian, ``κ = qk_scale``, ``σ = qk_noise`` (so ``W_k^ᵀ W_q ≈ κ I``);
+      ``"gaussian"`` -- iid ``N(0, κ/N)`` entries.
+    * ``value_init``: ``"identity"`` -- ``W_v = I``; ``"gaussian"`` -- iid ``N(0, 1/N)``.
+    * ``readout_gain``: ``W_y`` is a random unit vector and ``W_o = readout_gain · W_yᵀ``,
+      so ``g = W_o W_v W_y = readout_gain`` when ``W_v = I`` (paper eq. (60)).
+
+    Examples
+    --------
+    >>> p = init_shared(2, 3, 4, np.random.default_rng(0), np.float64, SHARED_INIT_DEFAULTS)
+    >>> float((p["W_o"] @ p["W_v"] @ p["W_y"]).item())
+    1.0
+    """
+    d = check_positive_int("d", d)
+    N = check_positive_int("N", N)
+    depth = check_positive_int("depth", depth)
+    if N < d:
+        raise ValueError(f"hidden width N must be >= input dimension d; got N={N}, d={d}")
+    rng = check_generator(rng)
+    dtype = check_dtype(dtype)
+    if options["w_x"] == "orthonormal":
+        q, r = np.linalg.qr(rng.standard_normal((N, d)))
+        W_x = q * np.where(np.diag(r) < 0, -1.0, 1.0)
+    else:
+        W_x = rng.standard_normal((N, d)) / np.sqrt(d)
+    kappa, noise = options["qk_scale"], options["qk_noise"]
+
+    def qk() -> np.ndarray:
+        if options["qk_init"] == "identity":
+            return np.sqrt(kappa) * (np.eye(N) + noise * rng.standard_normal((depth, N, N)) / np.sqrt(N))
+        return rng.standard_normal((depth, N, N)) * np.sqrt(kappa / N)
+
+    W_q = qk()
+    W_k = qk()
+    v_shape = (depth, N, N) if untied_values else (N, N)
+    if options["value_init"] == "identity":
+        W_v = np.broadcast_to(np.eye(N), v_shape).copy()
+    else:
+        W_v = rng.standard_normal(v_shape) / np.sqrt(N)
+    W_y = rng.standard_normal((N, 1))
+    W_y /= np.linalg.norm(W_y)
+    W_o = options["readout_gain"] * W_y.T.copy()
+    params = {"W_x": W_x, "W_y": W_y, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o}
+    return {key: np.require(value, dtype=dtype, requirements="C") for key, value in params.items()}
+
+
+def param_shapes(d: int, N: int, depth: int, *, untied_values: bool = False, has_m: bool = False) -> dict:
+    """Shapes of the parameter arrays (see :func:`check_params`).
+
+    Examples
+    --------
+    >>> param_shapes(2, 3, 4)["W_q"]
+    (4, 3, 3)
+    """
+    shapes = {
+        "W_x": (N, d),
+        "W_y": (N, 1),
+        "W_q": (depth, N, N),
+        "W_k": (depth, N, N),
+        "W_v": (depth, N, N) if untied_values else (N, N),
+        "W_o": (1, N),
+    }
+    if has_m:
+        shapes["m"] = ()
+    return shapes
+
+
+# --------------------------------------------------------------------------- dense-reference helpers
+def attention_mask(P: int, m: float, dtype: type = np.float64) -> np.ndarray:
+    """The mask ``M(m) = [[m 1_P 1_Pᵀ, 0], [1_Pᵀ, 0]]`` of shape (P+1, P+1); ``M(0)`` for ``m = 0``.
+
+    Rows are receiving tokens, the last row/column is the test token. ``M_linear``
+    of paper eq. (75) is ``M(−1)``.
+
+    References
+    ----------
+    Paper eqs. (75)-(77).
+
+    Examples
+    --------
+    >>> attention_mask(2, -1.0).tolist()
+    [[-1.0, -1.0, 0.0], [-1.0, -1.0, 0.0], [1.0, 1.0, 0.0]]
+    """
+    mask = np.zeros((P + 1, P + 1), dtype=dtype)
+    mask[:P, :P] = m
+    mask[P, :P] = 1.0
+    return mask
+
+
+def allowed_positions(P: int, context_block: bool) -> np.ndarray:
+    """Boolean pattern of the positions a softmax runs over: the test row reads the
+    ``P`` context columns; with ``context_block`` the context rows also read the
+    ``P`` context columns (mask ``M(m)``, paper eq. (77)); the test column is never read.
+
+    References
+    ----------
+    Paper eqs. (76)-(77).
+
+    Examples
+    --------
+    >>> allowed_positions(2, False).astype(int).tolist()
+    [[0, 0, 0], [0, 0, 0], [1, 1, 0]]
+    """
+    allowed = np.zeros((P + 1, P + 1), dtype=bool)
+    allowed[P, :P] = True
+    if context_block:
+        allowed[:P, :P] = True
+    return allowed
+
+
+def norm_columns(H: np.ndarray) -> np.ndarray:
+    """Pre-norm of every token of a column-token matrix ``H`` (..., N, P+1) over its ``N`` features.
+
+    References
+    ----------
+    Paper eq. (9).
+
+    Examples
+    --------
+    >>> norm_columns(np.array([[1.0, 5.0], [3.0, 5.0]])).round(4).tolist()
+    [[-1.0, 0.0], [1.0, 0.0]]
+    """
+    return np.swapaxes(layer_norm(np.swapaxes(H, -1, -2))[0], -1, -2)

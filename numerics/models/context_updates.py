@@ -1,0 +1,287 @@
+"""Nonlinear attention with context updates, mask ``M(m)`` with a learned scalar ``m``,
+paper appendix C.3, eqs. (77)-(87).
+
+The two-stream model of :mod:`numerics.models.nonlinear` (fixed pre-normed input
+stream ``Ĥ_x``, label stream ``H_y``, shared ``W_v``) with the mask (eq. 77)
+
+    M(m) = [[m 1_P 1_Pᵀ, 0], [1_Pᵀ, 0]]      (rows = receiving token, last = test),
+
+so the context label states now update each other with weight ``m`` (one scalar shared
+by all layers). The softmax runs over the positions ``M(m)`` allows, which are the
+same for every ``m``: a context row is normalised over the ``P`` context columns (the
+test column is masked for context rows) and is then multiplied by ``m``; the test row
+is normalised over the ``P`` context columns, as in ``M(0)``. With ``Z_ℓ`` the context
+columns of ``H_y^ℓ``, ``h_ℓ`` its test column, ``A_ℓ`` the row-stochastic P x P context
+softmax and ``p_ℓ`` the test row, one layer is
+
+    Z_ℓ = Z_{ℓ−1} + (m/L) W_v Z_{ℓ−1} A_ℓᵀ,    h_ℓ = h_{ℓ−1} + (1/L) W_v Z_{ℓ−1} p_ℓᵀ,
+
+with ``Z_0 = W_y yᵀ``, ``h_0 = 0``, ``ŷ_L = W_o h_L``. The paper's eq. (81),
+``Z_ℓ = Z_{ℓ−1}(I_P + (m/L) A_ℓᵀ)``, ``h_ℓ = h_{ℓ−1} + (1/L) Z_{ℓ−1} p_ℓᵀ``, is this
+recursion with ``W_v`` acting as the identity on the label direction (``W_v W_y = W_y``,
+e.g. ``W_v = I``); the code keeps a general ``W_v``. At ``m = 0`` the model is the
+nonlinear model exactly.
+
+Per-layer predictors (same construction as the single stream, eqs. 67-70):
+``z_ℓ = W_o h_ℓ``, ``b = z_0 = 0``, ``f_ℓ = b + L (z_ℓ − z_{ℓ−1}) = W_o W_v Z_{ℓ−1} p_ℓᵀ``;
+their mean is ``ŷ_L`` exactly.
+
+Fast engine: the test column is never read, so the (P+1)x(P+1) attention reduces to
+its ``(P+1) x P`` block; the logits of all ``P+1`` queries are ``Ĥ (C_ℓ Ĥ_ctxᵀ)`` with
+``C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ``. The context block is inherently ``O(P² N)`` per layer. The
+reverse pass stores ``Z_{ℓ}`` per layer (``O(L B P N)`` memory) and recomputes the
+attention of each layer instead of storing it (``O(B P²)`` memory, one extra evaluation
+of the logits).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import numpy as np
+
+from ._common import (
+    SHARED_INIT_DEFAULTS,
+    ForwardResult,
+    allowed_positions,
+    attention_mask,
+    check_batch,
+    check_params,
+    dense_inputs,
+    init_shared,
+    layer_norm,
+    layer_norm_backward,
+    masked_softmax,
+    norm_columns,
+    resolve_init_options,
+    softmax,
+    softmax_backward,
+)
+from ._common import param_shapes as _param_shapes
+
+__all__ = ["INIT_DEFAULTS", "param_shapes", "init_params", "reference_forward", "forward", "loss_and_grad"]
+
+NAME = "context_updates"
+
+#: default initialisation options (see :func:`init_params`); ``m_init = 0`` starts at the nonlinear model
+INIT_DEFAULTS = MappingProxyType({**SHARED_INIT_DEFAULTS, "m_init": 0.0})
+
+
+def param_shapes(d: int, N: int, depth: int) -> dict:
+    """Shapes of the parameters: those of the nonlinear model plus the scalar ``m`` (shape ``()``).
+
+    References
+    ----------
+    Paper eq. (77).
+
+    Examples
+    --------
+    >>> param_shapes(2, 3, 4)["m"]
+    ()
+    """
+    return _param_shapes(d, N, depth, has_m=True)
+
+
+def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=np.float64, **init_options) -> dict:
+    """Draw initial parameters (options as :func:`numerics.models.nonlinear.init_params`, plus ``m_init``).
+
+    ``m_init`` (default 0.0) is the initial context-update weight ``m``; at 0 the model
+    equals the nonlinear model with the same weights.
+
+    References
+    ----------
+    Paper eq. (77); initialisation is not stated in the paper.
+
+    Examples
+    --------
+    >>> p = init_params(4, 8, 3, np.random.default_rng(0), m_init=-1.0)
+    >>> float(p["m"]), p["m"].shape
+    (-1.0, ())
+    """
+    options = resolve_init_options(INIT_DEFAULTS, init_options)
+    params = init_shared(d, N, depth, rng, dtype, options)
+    params["m"] = np.array(options["m_init"], dtype=params["W_x"].dtype)
+    return params
+
+
+def reference_forward(params: dict, batch) -> np.ndarray:
+    """Literal transcription of eqs. (7)-(10), (12) with the mask ``M(m)`` of eq. (77).
+
+    Returns
+    -------
+    ndarray, shape (B,)
+
+    References
+    ----------
+    Paper eqs. (7)-(10), (12), (77).
+
+    Examples
+    --------
+    >>> from numerics.tasks import sample
+    >>> from theory import PowerLawSpectrum
+    >>> rng = np.random.default_rng(0)
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 2, rng)
+    >>> p = init_params(4, 4, 2, rng, m_init=-2.0)
+    >>> np.allclose(reference_forward(p, batch), forward(p, batch).prediction)
+    True
+    """
+    d, N, L, dtype = check_params(params, model=NAME, has_m=True)
+    context_x, context_y, test_x, _ = check_batch(batch, d, dtype)
+    P = context_y.shape[1]
+    W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
+    X, y_in = dense_inputs(context_x, context_y, test_x)  # eq. (7)
+    H_x = W_x @ X  # eq. (8)
+    H_y = W_y @ y_in
+    H_x_hat = norm_columns(H_x)  # eq. (9)
+    M = attention_mask(P, params["m"].item(), dtype)  # M(m), eq. (77)
+    allowed = allowed_positions(P, context_block=True)
+    for ell in range(L):
+        Q = W_q[ell] @ H_x_hat
+        K = W_k[ell] @ H_x_hat
+        V = W_v @ H_y
+        A = M * masked_softmax(np.swapaxes(Q, -1, -2) @ K, allowed)
+        H_y = H_y + (V @ np.swapaxes(A, -1, -2)) / L
+    return (W_o @ H_y[:, :, -1:])[:, 0, 0]
+
+
+def _attention(H_hat_all: np.ndarray, C_ell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Softmax rows of all P+1 queries over the P context keys; returns (probs (B,P+1,P), queries (B,P+1,N))."""
+    queries = H_hat_all @ C_ell  # ĥ_iᵀ C_ℓ
+    logits = queries @ np.swapaxes(H_hat_all[:, :-1], -1, -2)
+    return softmax(logits), queries
+
+
+def _forward(params, batch, *, keep_states: bool):
+    d, N, L, dtype = check_params(params, model=NAME, has_m=True)
+    context_x, context_y, test_x, target = check_batch(batch, d, dtype)
+    W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
+    m = params["m"]
+    B, P = context_y.shape
+    tokens = np.concatenate([context_x, test_x[:, None, :]], axis=1)  # (B, P+1, d)
+    H_hat_all, inv_std = layer_norm(tokens @ W_x.T)  # Ĥ_x, token rows, (B, P+1, N)
+    C = np.swapaxes(W_q, -1, -2) @ W_k
+    Z = context_y[:, :, None] * W_y[:, 0]  # Z_0ᵀ as token rows, (B, P, N)
+    states = np.empty((L, B, P, N), dtype=dtype) if keep_states else None
+    probs_test = np.empty((L, B, P), dtype=dtype)
+    layer_reads = np.empty((L, B, N), dtype=dtype)  # W_v Z_{ℓ-1} p_ℓᵀ
+    context_attention = None
+    for ell in range(L):
+        if keep_states:
+            states[ell] = Z
+        probs, _ = _attention(H_hat_all, C[ell])
+        if ell == 0:
+            context_attention = probs[:, :-1].copy()
+        values = Z @ W_v.T  # V rows, (B, P, N)
+        probs_test[ell] = probs[:, -1]
+        layer_reads[ell] = (probs[:, -1:, :] @ values)[:, 0]
+        Z = Z + (m / L) * (probs[:, :-1] @ values)  # eq. (81) with W_v
+    prediction = layer_reads.sum(axis=0) @ W_o[0] / L  # ŷ = W_o h_L, h_L = (1/L) Σ_ℓ W_v Z_{ℓ-1} p_ℓᵀ
+    cache = dict(H_hat_all=H_hat_all, inv_std=inv_std, C=C, states=states, tokens=tokens, arrays=(context_x, context_y, test_x, target))
+    return prediction, layer_reads, probs_test, context_attention, cache
+
+
+def forward(params: dict, batch) -> ForwardResult:
+    """Fast forward pass of the ``M(m)`` model.
+
+    Returns
+    -------
+    ForwardResult
+        ``layer_predictors`` ``f_ℓ = W_o W_v Z_{ℓ−1} p_ℓᵀ`` (the ``b + L d_ℓ`` construction,
+        ``b = 0``), ``attention`` the test rows ``p_ℓ`` (L, B, P), ``context_attention``
+        layer 1's row-stochastic P x P context softmax ``A_1`` (before the factor ``m``).
+
+    References
+    ----------
+    Paper eqs. (77), (81), (83).
+
+    Examples
+    --------
+    >>> from numerics.tasks import sample
+    >>> from theory import PowerLawSpectrum
+    >>> rng = np.random.default_rng(1)
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 3, rng)
+    >>> out = forward(init_params(4, 8, 2, rng, m_init=-1.0), batch)
+    >>> out.context_attention.shape, np.allclose(out.context_attention.sum(-1), 1.0)
+    ((3, 6, 6), True)
+    """
+    prediction, layer_reads, probs_test, context_attention, _ = _forward(params, batch, keep_states=False)
+    return ForwardResult(
+        prediction=prediction,
+        layer_predictors=layer_reads @ params["W_o"][0],
+        attention=probs_test,
+        context_attention=context_attention,
+    )
+
+
+def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
+    """Mean squared error of :func:`forward` and its exact gradient (hand-written reverse pass).
+
+    Returns
+    -------
+    loss : float
+    grads : dict
+        Same keys and shapes as ``params``, including ``m`` (shape ``()``).
+
+    References
+    ----------
+    Paper eqs. (12), (77), (81).
+
+    Examples
+    --------
+    >>> from numerics.tasks import sample
+    >>> from theory import PowerLawSpectrum
+    >>> rng = np.random.default_rng(2)
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 3, rng)
+    >>> loss, grads = loss_and_grad(init_params(4, 8, 2, rng), batch)
+    >>> grads["m"].shape
+    ()
+    """
+    prediction, layer_reads, _, _, cache = _forward(params, batch, keep_states=True)
+    context_x, context_y, test_x, target = cache["arrays"]
+    W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
+    m = params["m"]
+    H_hat_all, C, states = cache["H_hat_all"], cache["C"], cache["states"]
+    L, B, P, N = states.shape
+    residual = prediction - target
+    loss = float(np.mean(residual * residual))
+    grad_h = (2.0 / B) * residual[:, None] * W_o[0]  # dℒ/dh_ℓ for every ℓ (h_L = h_ℓ + later terms)
+    grad_W_o = (((2.0 / B) * residual) @ layer_reads.sum(axis=0) / L)[None, :]
+    grad_Z = np.zeros((B, P, N), dtype=W_x.dtype)  # dℒ/dZ_ℓ (token rows); Z_L is not read
+    grad_W_v = np.zeros_like(W_v)
+    grad_C = np.zeros_like(C)
+    grad_H_hat_all = np.zeros_like(H_hat_all)
+    grad_m = 0.0
+    for ell in range(L - 1, -1, -1):
+        Z = states[ell]  # Z_{ℓ-1}
+        probs, queries = _attention(H_hat_all, C[ell])
+        values = Z @ W_v.T
+        context_probs, test_probs = probs[:, :-1], probs[:, -1]
+        # h_ℓ += (1/L) p_ℓ V ;  Z_ℓ = Z_{ℓ-1} + (m/L) A_ℓ V
+        mixed = context_probs @ values
+        grad_m += float(np.sum(grad_Z * mixed)) / L
+        grad_values = test_probs[:, :, None] * grad_h[:, None, :] / L + (m / L) * (np.swapaxes(context_probs, -1, -2) @ grad_Z)
+        grad_probs = np.empty_like(probs)
+        grad_probs[:, -1] = (values @ grad_h[:, :, None])[..., 0] / L
+        grad_probs[:, :-1] = (m / L) * (grad_Z @ np.swapaxes(values, -1, -2))
+        grad_logits = softmax_backward(probs, grad_probs)  # (B, P+1, P)
+        # logits_ij = (ĥ_iᵀ C_ℓ) ĥ_j, i over all P+1 tokens, j over the P context tokens
+        grad_H_hat_all += grad_logits @ (H_hat_all[:, :-1] @ C[ell].T)
+        grad_H_hat_all[:, :-1] += np.swapaxes(grad_logits, -1, -2) @ queries
+        grad_C[ell] = np.sum(np.swapaxes(H_hat_all, -1, -2) @ grad_logits @ H_hat_all[:, :-1], axis=0)
+        grad_W_v += grad_values.reshape(-1, N).T @ Z.reshape(-1, N)
+        grad_Z = grad_Z + grad_values @ W_v
+    grad_W_y = (grad_Z.reshape(-1, N).T @ context_y.reshape(-1))[:, None]  # Z_0 = W_y yᵀ
+    grad_H = layer_norm_backward(H_hat_all, cache["inv_std"], grad_H_hat_all)
+    d = W_x.shape[1]
+    grad_W_x = grad_H.reshape(-1, N).T @ cache["tokens"].reshape(-1, d)
+    grads = {
+        "W_x": grad_W_x,
+        "W_y": grad_W_y,
+        "W_q": W_k @ np.swapaxes(grad_C, -1, -2),
+        "W_k": W_q @ grad_C,
+        "W_v": grad_W_v,
+        "W_o": grad_W_o,
+        "m": np.array(grad_m),
+    }
+    dtype = W_x.dtype
+    return loss, {key: np.require(value, dtype=dtype, requirements="C") for key, value in grads.items()}

@@ -1,0 +1,318 @@
+"""The controlled nonlinear (softmax) attention model, paper eqs. (7)-(10), (12), (59)-(60).
+
+Two streams: the input stream ``H_x = W_x X`` is fixed across layers and pre-normed,
+``Ĥ_x = norm(H_x)``; the label stream starts at ``H_y^0 = W_y y_in`` (eq. 8). Layer ``ℓ``:
+
+    Q^ℓ = W_q^ℓ Ĥ_x,  K^ℓ = W_k^ℓ Ĥ_x,  V^ℓ = W_v H_y^{ℓ−1},
+    A^ℓ = M(0) ⊙ softmax((Q^ℓ)ᵀ K^ℓ),   H_y^ℓ = H_y^{ℓ−1} + (1/L) V^ℓ (A^ℓ)ᵀ      (eqs. 9-10)
+
+with the softmax only over the positions ``M(0)`` allows (eq. 76): the test token
+reads the ``P`` context tokens, context tokens receive nothing (their states stay
+frozen). The read-out is ``ŷ_L = W_o h^L_{y,test}`` (eq. 12); there is no ``1/sqrt(N)``
+temperature (the paper writes ``softmax(QᵀK)``).
+
+Fast engine (``forward``/``loss_and_grad``). Because the context states never change,
+the model is exactly parallel (eqs. 59-60):
+
+    ŷ_L = (1/L) Σ_ℓ f_ℓ,   f_ℓ = g p_ℓ·y,   g = W_o W_v W_y,
+
+where ``p_ℓ`` is the test row of ``A^ℓ``. Its logits are ``ĥ_testᵀ (W_q^ℓ)ᵀ W_k^ℓ ĥ_j``,
+computed as ``(ĥ_testᵀ C_ℓ) Ĥ_x`` with ``C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ`` formed once per step:
+``O(N² + P N)`` per layer and context instead of the dense ``O(P N² + P² N)``.
+``loss_and_grad`` is a hand-written reverse pass through that engine.
+
+Initialisation (:data:`INIT_DEFAULTS`): small Gaussian ``W_q, W_k`` did not learn in a
+prototype (d = N = 32, P = 128, top-2, Adam; loss stayed at Var(y)), whereas
+``W_q, W_k ≈ sqrt(κ)(I + noise)`` with an orthonormal ``W_x`` did; the default is that.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import numpy as np
+
+from ._common import (
+    SHARED_INIT_DEFAULTS,
+    ForwardResult,
+    allowed_positions,
+    attention_mask,
+    check_batch,
+    check_params,
+    dense_inputs,
+    init_shared,
+    layer_norm,
+    layer_norm_backward,
+    masked_softmax,
+    norm_columns,
+    resolve_init_options,
+    softmax,
+    softmax_backward,
+)
+from ._common import param_shapes as _param_shapes
+
+__all__ = ["INIT_DEFAULTS", "param_shapes", "init_params", "reference_forward", "forward", "loss_and_grad"]
+
+NAME = "nonlinear"
+
+#: default initialisation options (see :func:`init_params`)
+INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
+
+
+def param_shapes(d: int, N: int, depth: int) -> dict:
+    """Shapes of the parameters: ``W_x (N,d)``, ``W_y (N,1)``, ``W_q, W_k (L,N,N)``, ``W_v (N,N)``, ``W_o (1,N)``.
+
+    References
+    ----------
+    Paper eqs. (8)-(12).
+
+    Examples
+    --------
+    >>> param_shapes(2, 3, 4)["W_v"]
+    (3, 3)
+    """
+    return _param_shapes(d, N, depth)
+
+
+def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=np.float64, **init_options) -> dict:
+    """Draw initial parameters.
+
+    Parameters
+    ----------
+    d, N, depth : int
+        Input dimension, hidden width (``N >= d``) and number of layers ``L``.
+    rng : numpy.random.Generator
+    dtype : {numpy.float64, numpy.float32}
+    **init_options
+        ``w_x`` ({'orthonormal', 'gaussian'}, default 'orthonormal'); ``qk_init``
+        ({'identity', 'gaussian'}, default 'identity': ``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + σG/sqrt(N))``;
+        'gaussian': iid ``N(0, κ/N)``); ``qk_scale`` (κ, default 1.0, so the logits start at
+        ``≈ κ N cos(x_j, x_test)`` after the norm); ``qk_noise`` (σ, default 0.1);
+        ``value_init`` ({'identity', 'gaussian'}, default 'identity': ``W_v = I``);
+        ``readout_gain`` (default 1.0: ``W_o = gain · W_yᵀ`` with ``W_y`` a random unit
+        vector, so ``g = W_o W_v W_y = gain``).
+
+    Returns
+    -------
+    dict
+        ``W_x, W_y, W_q, W_k, W_v, W_o`` (see :func:`param_shapes`).
+
+    Raises
+    ------
+    ValueError
+        If ``N < d``, a size is < 1 or an option value is not allowed.
+    TypeError
+        For an unknown option or a non-Generator ``rng``.
+
+    References
+    ----------
+    Paper eqs. (8)-(12); initialisation is not stated in the paper.
+
+    Examples
+    --------
+    >>> p = init_params(4, 8, 3, np.random.default_rng(0))
+    >>> p["W_q"].shape, float((p["W_o"] @ p["W_v"] @ p["W_y"]).item())
+    ((3, 8, 8), 1.0)
+    """
+    options = resolve_init_options(INIT_DEFAULTS, init_options)
+    return init_shared(d, N, depth, rng, dtype, options)
+
+
+def reference_forward(params: dict, batch) -> np.ndarray:
+    """Literal transcription of eqs. (7)-(10), (12) with the full (P+1)x(P+1) attention.
+
+    Parameters
+    ----------
+    params : dict
+        See :func:`param_shapes`.
+    batch : numerics.tasks.Batch
+
+    Returns
+    -------
+    ndarray, shape (B,)
+        ``ŷ_L = W_o h^L_{y,test}``.
+
+    References
+    ----------
+    Paper eqs. (7)-(10), (12), (76).
+
+    Examples
+    --------
+    >>> from numerics.tasks import sample
+    >>> from theory import PowerLawSpectrum
+    >>> rng = np.random.default_rng(0)
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 2, rng)
+    >>> p = init_params(4, 4, 2, rng)
+    >>> np.allclose(reference_forward(p, batch), forward(p, batch).prediction)
+    True
+    """
+    d, N, L, dtype = check_params(params, model=NAME)
+    context_x, context_y, test_x, _ = check_batch(batch, d, dtype)
+    P = context_y.shape[1]
+    W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
+    X, y_in = dense_inputs(context_x, context_y, test_x)  # eq. (7): (B, d, P+1), (B, 1, P+1)
+    H_x = W_x @ X  # eq. (8), fixed across layers
+    H_y = W_y @ y_in  # eq. (8)
+    H_x_hat = norm_columns(H_x)  # pre-norm on the input stream (eq. 9)
+    M = attention_mask(P, 0.0, dtype)  # M(0), eq. (76)
+    allowed = allowed_positions(P, context_block=False)
+    for ell in range(L):
+        Q = W_q[ell] @ H_x_hat
+        K = W_k[ell] @ H_x_hat
+        V = W_v @ H_y
+        A = M * masked_softmax(np.swapaxes(Q, -1, -2) @ K, allowed)  # eq. (10)
+        H_y = H_y + (V @ np.swapaxes(A, -1, -2)) / L  # eq. (10)
+    return (W_o @ H_y[:, :, -1:])[:, 0, 0]  # eq. (12)
+
+
+# ----------------------------------------------------------------------------- shared engine
+def _test_row_attention(W_x, W_q, W_k, context_x, test_x) -> dict:
+    """Softmax test rows ``p_ℓ`` of all layers, (B, L, P), with the cache for the reverse pass."""
+    H_ctx_hat, r_ctx = layer_norm(context_x @ W_x.T)  # (B, P, N)
+    h_test_hat, r_test = layer_norm(test_x @ W_x.T)  # (B, N)
+    C = np.swapaxes(W_q, -1, -2) @ W_k  # C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ, (L, N, N)
+    u = h_test_hat @ C  # ĥ_testᵀ C_ℓ, (L, B, N)
+    logits = np.swapaxes(u, 0, 1) @ np.swapaxes(H_ctx_hat, -1, -2)  # (B, L, P)
+    return {
+        "probs": softmax(logits),
+        "H_ctx_hat": H_ctx_hat,
+        "r_ctx": r_ctx,
+        "h_test_hat": h_test_hat,
+        "r_test": r_test,
+        "C": C,
+        "u": u,
+    }
+
+
+def _test_row_attention_backward(cache, grad_logits, W_x, W_q, W_k, context_x, test_x) -> tuple:
+    """Gradients of ``W_x, W_q, W_k`` given the gradient of the test-row logits (B, L, P)."""
+    H_ctx_hat, h_test_hat, C, u = cache["H_ctx_hat"], cache["h_test_hat"], cache["C"], cache["u"]
+    grad_u = np.swapaxes(grad_logits @ H_ctx_hat, 0, 1)  # (L, B, N)
+    grad_H_ctx_hat = np.swapaxes(grad_logits, -1, -2) @ np.swapaxes(u, 0, 1)  # (B, P, N)
+    grad_C = h_test_hat.T @ grad_u  # (L, N, N)
+    grad_h_test_hat = np.sum(grad_u @ np.swapaxes(C, -1, -2), axis=0)  # (B, N)
+    grad_W_q = W_k @ np.swapaxes(grad_C, -1, -2)
+    grad_W_k = W_q @ grad_C
+    grad_H_ctx = layer_norm_backward(H_ctx_hat, cache["r_ctx"], grad_H_ctx_hat)
+    grad_h_test = layer_norm_backward(h_test_hat, cache["r_test"], grad_h_test_hat)
+    N, d = W_x.shape
+    grad_W_x = grad_H_ctx.reshape(-1, N).T @ context_x.reshape(-1, d) + grad_h_test.T @ test_x
+    return grad_W_x, grad_W_q, grad_W_k
+
+
+def _parallel_forward(params, batch, *, untied_values: bool, model: str):
+    d, N, L, dtype = check_params(params, model=model, untied_values=untied_values)
+    context_x, context_y, test_x, target = check_batch(batch, d, dtype)
+    cache = _test_row_attention(params["W_x"], params["W_q"], params["W_k"], context_x, test_x)
+    # g = W_o W_v W_y (eq. 60), or g_ℓ = W_o W_v^ℓ W_y (eq. 72); shape () or (L,)
+    gains = (params["W_o"] @ params["W_v"] @ params["W_y"])[..., 0, 0]
+    label_reads = (cache["probs"] @ context_y[:, :, None])[..., 0]  # p_ℓ·y, (B, L)
+    layer_predictors = label_reads * gains  # f_ℓ, (B, L)
+    prediction = layer_predictors.mean(axis=1)  # ŷ_L = (1/L) Σ_ℓ f_ℓ (eq. 59)
+    return prediction, layer_predictors, label_reads, gains, cache, (context_x, context_y, test_x, target)
+
+
+def _parallel_result(params, batch, *, untied_values: bool, model: str) -> ForwardResult:
+    prediction, layer_predictors, _, _, cache, _ = _parallel_forward(params, batch, untied_values=untied_values, model=model)
+    return ForwardResult(
+        prediction=prediction,
+        layer_predictors=np.ascontiguousarray(layer_predictors.T),
+        attention=np.ascontiguousarray(np.swapaxes(cache["probs"], 0, 1)),
+        context_attention=None,
+    )
+
+
+def _parallel_loss_and_grad(params, batch, *, untied_values: bool, model: str) -> tuple[float, dict]:
+    prediction, _, label_reads, gains, cache, arrays = _parallel_forward(
+        params, batch, untied_values=untied_values, model=model
+    )
+    context_x, context_y, test_x, target = arrays
+    B, L = label_reads.shape
+    residual = prediction - target
+    loss = float(np.mean(residual * residual))
+    grad_f = np.broadcast_to((2.0 / (B * L)) * residual[:, None], label_reads.shape)  # dℒ/df_ℓ
+    grad_gains = np.sum(grad_f * label_reads, axis=0)  # (L,)
+    grad_reads = grad_f * gains  # dℒ/d(p_ℓ·y), (B, L)
+    # softmax backward with dℒ/dp_ℓj = grad_reads y_j:  p ⊙ (dp − p·dp)
+    grad_logits = cache["probs"] * grad_reads[..., None] * (context_y[:, None, :] - label_reads[..., None])
+    grad_W_x, grad_W_q, grad_W_k = _test_row_attention_backward(
+        cache, grad_logits, params["W_x"], params["W_q"], params["W_k"], context_x, test_x
+    )
+    W_y, W_v, W_o = params["W_y"], params["W_v"], params["W_o"]
+    if untied_values:
+        grad_g = grad_gains[:, None, None]  # (L, 1, 1)
+        grad_W_o = np.sum(grad_g * np.swapaxes(W_v @ W_y, -1, -2), axis=0)
+        grad_W_v = grad_g * (W_o.T @ W_y.T)
+        grad_W_y = np.sum(grad_g * np.swapaxes(W_o @ W_v, -1, -2), axis=0)
+    else:
+        grad_g = np.sum(grad_gains)
+        grad_W_o = grad_g * (W_v @ W_y).T
+        grad_W_v = grad_g * (W_o.T @ W_y.T)
+        grad_W_y = grad_g * (W_o @ W_v).T
+    grads = {"W_x": grad_W_x, "W_y": grad_W_y, "W_q": grad_W_q, "W_k": grad_W_k, "W_v": grad_W_v, "W_o": grad_W_o}
+    dtype = params["W_x"].dtype
+    return loss, {key: np.require(value, dtype=dtype, requirements="C") for key, value in grads.items()}
+
+
+# ----------------------------------------------------------------------------- public engine
+def forward(params: dict, batch) -> ForwardResult:
+    """Fast forward pass through the parallel form ``ŷ_L = (1/L) Σ_ℓ g p_ℓ·y``.
+
+    Parameters
+    ----------
+    params : dict
+        See :func:`param_shapes`.
+    batch : numerics.tasks.Batch
+
+    Returns
+    -------
+    ForwardResult
+        ``prediction`` (B,), ``layer_predictors`` ``f_ℓ = g p_ℓ·y`` (L, B),
+        ``attention`` ``p_ℓ`` (L, B, P), ``context_attention`` None.
+
+    References
+    ----------
+    Paper eqs. (9)-(10), (12), (59)-(60).
+
+    Examples
+    --------
+    >>> from numerics.tasks import sample
+    >>> from theory import PowerLawSpectrum
+    >>> rng = np.random.default_rng(1)
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 3, rng)
+    >>> out = forward(init_params(4, 8, 2, rng), batch)
+    >>> out.attention.shape, np.allclose(out.attention.sum(-1), 1.0)
+    ((2, 3, 6), True)
+    >>> np.allclose(out.layer_predictors.mean(0), out.prediction)
+    True
+    """
+    return _parallel_result(params, batch, untied_values=False, model=NAME)
+
+
+def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
+    """Mean squared error of :func:`forward` against ``batch.target`` and its exact gradient.
+
+    A hand-written reverse pass through the fast engine, in the params' dtype.
+
+    Returns
+    -------
+    loss : float
+        ``mean_b (ŷ_b − y*_b)²`` (paper eq. (12)).
+    grads : dict
+        Same keys and shapes as ``params``.
+
+    References
+    ----------
+    Paper eqs. (12), (59)-(60).
+
+    Examples
+    --------
+    >>> from numerics.tasks import sample
+    >>> from theory import PowerLawSpectrum
+    >>> rng = np.random.default_rng(2)
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 3, rng)
+    >>> loss, grads = loss_and_grad(init_params(4, 8, 2, rng), batch)
+    >>> loss > 0, grads["W_q"].shape
+    (True, (2, 8, 8))
+    """
+    return _parallel_loss_and_grad(params, batch, untied_values=False, model=NAME)

@@ -1,0 +1,296 @@
+"""The paper's in-context regression data: random-rotation spectra and the two tasks (eqs. (1)-(6)).
+
+Per context (one row of a batch):
+
+1. a Haar-random rotation ``O`` (eq. 3), ``Σ = O diag(λ) Oᵀ``, ``Ω = O diag(ω) Oᵀ``;
+2. a teacher ``β ~ N(0, Ω)`` and inputs ``x_1..x_P, x_test ~ iid N(0, Σ)`` (eq. 4),
+   labels ``y_i = βᵀx_i`` without noise (eq. 1);
+3. the target (eqs. 5-6):
+
+   * ``"easy"`` -- exact match: ``x_test`` is a copy of a uniformly chosen context
+     input ``x_j`` and ``y* = y_j``;
+   * ``"difficult"`` -- top-k aggregation: ``x_test`` is a fresh draw and
+     ``y* = (1/k) Σ_{i∈S_k} y_i`` over the ``k`` context inputs of largest cosine
+     similarity to ``x_test``.
+
+Speed (the sampler runs once per training step):
+
+* ``O`` is drawn for all contexts at once by a batched QR of Gaussian matrices,
+  ``G = Q R``, with the columns of ``Q`` multiplied by ``sign(diag R)``; that sign fix
+  makes ``Q`` exactly Haar distributed (Mezzadri 2007), which a plain QR is not.
+  This is the cheapest exact method available in numpy: one LAPACK ``geqrf``+``orgqr``
+  per context, ``O(d³)``.
+* When both spectra are flat (``spectrum.is_isotropic``) ``Σ`` and ``Ω`` are multiples
+  of the identity, the law of ``(β, x)`` is rotation invariant and ``O`` has no effect
+  on the distribution of anything; then no rotation is drawn and ``rotation`` is the
+  identity (a read-only broadcast, no memory per context).
+* Draws happen in the eigenbasis (``x = O (√λ ⊙ z)``, ``β = O (√ω ⊙ w)``) in the
+  requested dtype; labels and similarities are then computed from the returned
+  ``x`` and ``β`` so that ``y_i = βᵀx_i`` and the top-k choice hold for the returned
+  arrays to round-off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from theory._validation import check_choice, check_positive_int
+from theory.spectra import as_spectrum
+
+from .models._common import check_dtype, check_generator
+
+__all__ = ["TASKS", "Batch", "sample", "haar_rotations", "cosine_similarity", "top_k_indices"]
+
+#: the two tasks of the paper: exact match (eq. 5) and top-k aggregation (eq. 6)
+TASKS = ("easy", "difficult")
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class Batch:
+    """A batch of in-context regression problems (read-only arrays).
+
+    Attributes
+    ----------
+    context_x : ndarray, shape (B, P, d)
+        Context inputs ``x_1..x_P`` (eq. 4).
+    context_y : ndarray, shape (B, P)
+        Labels ``y_i = βᵀx_i`` (eq. 1).
+    test_x : ndarray, shape (B, d)
+        Query ``x_test``.
+    target : ndarray, shape (B,)
+        ``y*`` (eq. 5 or 6).
+    rotation : ndarray, shape (B, d, d)
+        The rotation ``O`` of each context (eq. 3); the identity when the spectra are flat.
+    teacher : ndarray, shape (B, d)
+        ``β`` of each context.
+    task : str
+        ``"easy"`` or ``"difficult"``.
+    k : int
+        ``k`` of the top-k target (stored also for the easy task, where it is unused).
+
+    References
+    ----------
+    Paper eqs. (1)-(6).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> b = sample("easy", PowerLawSpectrum(1.0, 1.0, 3), 5, 2, np.random.default_rng(0))
+    >>> b.batch_size, b.P, b.d
+    (2, 5, 3)
+    """
+
+    context_x: np.ndarray
+    context_y: np.ndarray
+    test_x: np.ndarray
+    target: np.ndarray
+    rotation: np.ndarray
+    teacher: np.ndarray
+    task: str
+    k: int
+
+    @property
+    def batch_size(self) -> int:
+        """Number of contexts ``B``."""
+        return int(self.context_x.shape[0])
+
+    @property
+    def P(self) -> int:
+        """Context length ``P``."""
+        return int(self.context_x.shape[1])
+
+    @property
+    def d(self) -> int:
+        """Input dimension ``d``."""
+        return int(self.context_x.shape[2])
+
+
+def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.float64) -> np.ndarray:
+    """Draw ``batch_size`` independent Haar-random orthogonal ``d x d`` matrices.
+
+    Batched QR of iid Gaussian matrices with the sign fix ``Q ← Q diag(sign(diag R))``,
+    which makes the law of ``Q`` exactly the Haar measure on O(d).
+
+    Parameters
+    ----------
+    d, batch_size : int
+    rng : numpy.random.Generator
+    dtype : {numpy.float64, numpy.float32}
+
+    Returns
+    -------
+    ndarray, shape (batch_size, d, d)
+
+    References
+    ----------
+    Paper eq. (3); F. Mezzadri, "How to generate random matrices from the classical
+    compact groups", Notices AMS 54 (2007).
+
+    Examples
+    --------
+    >>> O = haar_rotations(3, 2, np.random.default_rng(0))
+    >>> np.allclose(O @ np.swapaxes(O, 1, 2), np.eye(3))
+    True
+    """
+    d = check_positive_int("d", d)
+    batch_size = check_positive_int("batch_size", batch_size)
+    rng = check_generator(rng)
+    dtype = check_dtype(dtype)
+    gaussian = rng.standard_normal((batch_size, d, d), dtype=dtype)
+    q, r = np.linalg.qr(gaussian)
+    signs = np.where(np.diagonal(r, axis1=-2, axis2=-1) < 0, -1.0, 1.0).astype(dtype)
+    return q * signs[:, None, :]
+
+
+def cosine_similarity(context_x: np.ndarray, test_x: np.ndarray) -> np.ndarray:
+    """``cos(x_i, x_test)`` for every context input, shape (B, P).
+
+    References
+    ----------
+    Paper eq. (6).
+
+    Examples
+    --------
+    >>> cosine_similarity(np.array([[[1.0, 0.0], [1.0, 1.0]]]), np.array([[2.0, 0.0]])).round(4).tolist()
+    [[1.0, 0.7071]]
+    """
+    dots = (context_x @ test_x[:, :, None])[..., 0]
+    norms = np.linalg.norm(context_x, axis=-1) * np.linalg.norm(test_x, axis=-1)[:, None]
+    return dots / norms
+
+
+def top_k_indices(context_x: np.ndarray, test_x: np.ndarray, k: int) -> np.ndarray:
+    """Indices ``S_k`` of the ``k`` context inputs most cosine-similar to ``x_test``, shape (B, k).
+
+    Returned in decreasing order of similarity. Ties (which have probability zero for
+    ``d >= 2`` but are certain for ``d = 1``, where every cosine is ±1) are broken in
+    favour of the lower context index. ``O(P)`` per context (a partition, no full sort).
+
+    References
+    ----------
+    Paper eq. (6).
+
+    Examples
+    --------
+    >>> cx = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 0.2]]])
+    >>> top_k_indices(cx, np.array([[1.0, 0.1]]), 2).tolist()
+    [[2, 0]]
+    >>> top_k_indices(np.array([[[1.0], [-2.0], [3.0]]]), np.array([[1.0]]), 1).tolist()  # tie: lowest index
+    [[0]]
+    """
+    similarity = cosine_similarity(context_x, test_x)
+    B, P = similarity.shape
+    k = check_positive_int("k", k)
+    if k > P:
+        raise ValueError(f"k must be an integer in [1, P] = [1, {P}]; got {k}")
+    kth = -np.partition(-similarity, k - 1, axis=1)[:, k - 1 : k]  # k-th largest similarity
+    above = similarity > kth
+    tied = similarity == kth
+    still_needed = k - above.sum(axis=1, keepdims=True)
+    chosen = above | (tied & (np.cumsum(tied, axis=1) <= still_needed))  # exactly k per row
+    candidates = np.nonzero(chosen)[1].reshape(B, k)  # ascending index within each row
+    order = np.argsort(-np.take_along_axis(similarity, candidates, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(candidates, order, axis=1)
+
+
+def sample(task: str, spectrum, P: int, batch_size: int, rng: np.random.Generator, k: int = 2, dtype=np.float64) -> Batch:
+    """Draw a batch of contexts of the easy (eq. 5) or difficult (eq. 6) task.
+
+    Parameters
+    ----------
+    task : {'easy', 'difficult'}
+    spectrum : theory.Spectrum or theory.PowerLawSpectrum
+        Input eigenvalues ``λ`` and teacher eigenvalues ``ω`` (eq. 2); ``d = spectrum.d``.
+    P : int
+        Context length, ``P >= 1``.
+    batch_size : int
+        Number of contexts ``B >= 1``.
+    rng : numpy.random.Generator
+    k : int, default 2
+        Top-k of the difficult task, ``1 <= k <= P``; unused by the easy task (there
+        only ``k >= 1`` is checked).
+    dtype : {numpy.float64, numpy.float32}
+
+    Returns
+    -------
+    Batch
+
+    Raises
+    ------
+    ValueError
+        Unknown ``task``; ``P``, ``batch_size`` or ``k`` < 1; ``k > P`` (difficult task).
+    TypeError
+        ``spectrum`` not a spectrum, ``rng`` not a Generator, non-integer sizes.
+
+    References
+    ----------
+    Paper eqs. (1)-(6).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> rng = np.random.default_rng(0)
+    >>> b = sample("difficult", PowerLawSpectrum(1.0, 0.5, 4), P=8, batch_size=3, rng=rng, k=2)
+    >>> b.context_x.shape, b.target.shape
+    ((3, 8, 4), (3,))
+    >>> np.allclose(b.context_y, np.einsum("bpd,bd->bp", b.context_x, b.teacher))
+    True
+    >>> easy = sample("easy", PowerLawSpectrum(0, 0, 4), P=8, batch_size=3, rng=rng)
+    >>> bool(np.all(easy.rotation == np.eye(4)))  # flat spectra: no rotation drawn
+    True
+    """
+    task = check_choice("task", task, TASKS)
+    spectrum = as_spectrum(spectrum)
+    P = check_positive_int("P", P)
+    batch_size = check_positive_int("batch_size", batch_size)
+    k = check_positive_int("k", k)
+    if task == "difficult" and k > P:
+        raise ValueError(f"k must be an integer in [1, P] = [1, {P}] for the difficult task; got k={k} > P={P}")
+    rng = check_generator(rng)
+    dtype = check_dtype(dtype)
+    d = spectrum.d
+    sqrt_lam = np.sqrt(spectrum.eigenvalues).astype(dtype)
+    sqrt_omega = np.sqrt(spectrum.teacher_eigenvalues).astype(dtype)
+
+    if spectrum.is_isotropic:
+        rotation = np.broadcast_to(np.eye(d, dtype=dtype), (batch_size, d, d))  # read-only view
+    else:
+        rotation = haar_rotations(d, batch_size, rng, dtype)
+    n_inputs = P + 1 if task == "difficult" else P
+    z = rng.standard_normal((batch_size, n_inputs, d), dtype=dtype) * sqrt_lam  # eigen-coordinates
+    w = rng.standard_normal((batch_size, d), dtype=dtype) * sqrt_omega
+    if spectrum.is_isotropic:
+        inputs, teacher = z, w
+    else:
+        inputs = z @ np.swapaxes(rotation, -1, -2)  # x = O (√λ ⊙ z), eq. (4)
+        teacher = (rotation @ w[:, :, None])[..., 0]  # β = O (√ω ⊙ w)
+    labels = (inputs @ teacher[:, :, None])[..., 0]  # y = βᵀx, eq. (1)
+
+    rows = np.arange(batch_size)
+    if task == "easy":  # eq. (5): exact match
+        context_x, context_y = inputs, labels
+        j = rng.integers(P, size=batch_size)
+        test_x = context_x[rows, j].copy()
+        target = context_y[rows, j].copy()
+    else:  # eq. (6): mean label of the top-k by cosine similarity
+        context_x, context_y = inputs[:, :P], labels[:, :P]
+        test_x = inputs[:, P].copy()
+        chosen = top_k_indices(context_x, test_x, k)
+        target = np.take_along_axis(context_y, chosen, axis=1).mean(axis=1)
+    return Batch(
+        context_x=_readonly(np.ascontiguousarray(context_x)),
+        context_y=_readonly(np.ascontiguousarray(context_y)),
+        test_x=_readonly(test_x),
+        target=_readonly(np.asarray(target, dtype=dtype)),
+        rotation=rotation if not rotation.flags.writeable else _readonly(rotation),
+        teacher=_readonly(np.ascontiguousarray(teacher)),
+        task=task,
+        k=k,
+    )

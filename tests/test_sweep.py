@@ -1,0 +1,497 @@
+"""Claims about depth sweeps (numerics/sweep.py, idepth sweep): grids, backends, resumability, bad input.
+
+Worker processes are started with ``spawn``; the stand-in config and runners
+below live in this module, which spawned workers import by name (the tests
+directory is on ``sys.path``, which spawn hands to its children).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import logging
+import math
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from idepth.cli import main as idepth_main
+from numerics import sweep as sw
+from numerics.store import STORE_FILENAME, ResultsStore, load_arrays, load_results
+from numerics.sweep import Grid, grid_from_dict, load_grid, run_sweep, sweep_status
+
+REPO = Path(__file__).resolve().parents[1]
+DETERMINISTIC_METRICS = ("R_L", "A_L", "C_L", "steps", "converged")
+
+
+# ----------------------------------------------------------------------------- stand-ins
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    """A stand-in run config: same interface as numerics.train.TrainConfig."""
+
+    depth: int = 1
+    seed: int = 0
+    mode: str = "ok"  # ok | raise | crash_once | crash_always | fail_until_file
+    path: str = ""  # marker file of crash_once / fail_until_file
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        names = [f.name for f in dataclasses.fields(cls)]
+        for key, value in data.items():
+            if key not in names:
+                raise ValueError(f"unknown ToyConfig key {key!r}")
+            expected = type(getattr(cls, key))
+            if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
+                raise ValueError(f"{key} must be {expected.__name__}; got {value!r}")
+        return cls(**data)
+
+    def content_hash(self):
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ToyResult:
+    metrics: dict
+    arrays: dict
+
+
+def toy_runner(config: ToyConfig) -> ToyResult:
+    if config.mode == "raise":
+        raise RuntimeError(f"toy failure at depth {config.depth}")
+    if config.mode == "fail_until_file" and not os.path.exists(config.path):
+        raise FileNotFoundError(f"marker {config.path} missing")
+    if config.mode == "crash_always" or (config.mode == "crash_once" and not os.path.exists(config.path)):
+        if config.path:
+            Path(config.path).touch()
+        os._exit(3)  # the worker process dies
+    rng = np.random.default_rng(np.random.SeedSequence([config.seed, config.depth]))
+    curve = rng.standard_normal(8)
+    metrics = {"R_L": 1.0 / config.depth + float(curve[0] ** 2), "A_L": 1.0, "C_L": float("nan"),
+               "steps": 10 * config.depth, "converged": True}
+    return ToyResult(metrics, {"loss_curve": curve})
+
+
+def probe_runner(config: ToyConfig) -> ToyResult:
+    """Reports the worker's BLAS pinning (see numerics.sweep._init_worker)."""
+    metrics = {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES}
+    metrics["numpy_imported_before_pinning"] = sw._WORKER_STATE.get("numpy_imported_before_pinning")
+    return ToyResult(metrics, {})
+
+
+def _toy_grid(**axes) -> Grid:
+    return Grid(config_type=ToyConfig, **axes)
+
+
+# ----------------------------------------------------------------------------- real tiny runs
+
+TINY = dict(model="nonlinear", task="difficult", k=2, d=4, N=4, P=8, batch_size=8, max_steps=30, eval_every=10,
+            eval_size=32, warmup_steps=0, window=1000)
+TINY_TOML = "\n".join(f"{key} = {json.dumps(value)}" for key, value in TINY.items())
+
+
+def _tiny_grid(**axes) -> Grid:
+    return Grid(**{**TINY, **axes})
+
+
+def _stored(out_dir):
+    """hash -> (deterministic metrics, arrays as bytes) for every run in the store."""
+    stored = {}
+    for row in load_results(out_dir):
+        assert row["status"] == "done", row["error"]
+        metrics = tuple(("nan" if isinstance(v, float) and math.isnan(v) else v)
+                        for v in (row["metrics"][name] for name in DETERMINISTIC_METRICS))
+        arrays = {name: (a.dtype.str, a.shape, a.tobytes()) for name, a in load_arrays(out_dir, row["hash"]).items()}
+        stored[row["hash"]] = (metrics, arrays)
+    return stored
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    """One 2-worker dask LocalCluster for the module (its start-up costs seconds)."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster:
+        yield cluster.scheduler_address
+
+
+# ----------------------------------------------------------------------------- grids
+
+
+def test_grid_is_the_product_of_listed_values_with_the_last_axis_fastest():
+    grid = _toy_grid(depth=[1, 2, 4], seed=[0, 1], mode="ok")
+    assert [(c.depth, c.seed) for c in grid] == [(1, 0), (1, 1), (2, 0), (2, 1), (4, 0), (4, 1)]
+
+
+def test_subgrids_are_concatenated_and_override_the_shared_entries():
+    grid = grid_from_dict({"seed": 7, "grid": [{"depth": [1, 2]}, {"depth": 8, "seed": [0, 1]}]}, config_type=ToyConfig)
+    assert [(c.depth, c.seed) for c in grid] == [(1, 7), (2, 7), (8, 0), (8, 1)]
+    assert [c.depth for c in _toy_grid(depth=[1]) + _toy_grid(depth=[2, 4])] == [1, 2, 4]
+
+
+def test_a_config_listed_twice_is_run_once_at_its_first_position():
+    grid = Grid({"depth": [1, 2]}, {"depth": [2, 4]}, config_type=ToyConfig)
+    assert [c.depth for c in grid] == [1, 2, 4]
+
+
+@given(st.lists(st.dictionaries(st.sampled_from(["depth", "seed"]),
+                                st.lists(st.integers(1, 50), min_size=1, max_size=4, unique=True),
+                                min_size=1), min_size=1, max_size=3))
+@settings(max_examples=25)
+def test_grid_runs_are_the_distinct_points_of_the_subgrid_products_in_order(subgrids):
+    expected = []
+    for sub in subgrids:
+        names = list(sub)
+        for values in itertools.product(*sub.values()):
+            point = ToyConfig(**dict(zip(names, values)))
+            if point not in expected:
+                expected.append(point)
+    assert list(Grid(*subgrids, config_type=ToyConfig)) == expected
+
+
+def test_grid_file_and_python_call_declare_the_same_runs(tmp_path):
+    file = tmp_path / "grid.toml"
+    file.write_text(TINY_TOML + "\ndepth = [1, 2]\nseed = [0, 1]\ninit = {}\n")
+    from_file = load_grid(file)
+    assert from_file.configs == _tiny_grid(depth=[1, 2], seed=[0, 1], init={}).configs
+    assert [(c.depth, c.seed) for c in from_file] == [(1, 0), (1, 1), (2, 0), (2, 1)]
+
+
+@pytest.mark.parametrize(
+    ("document", "error", "named"),
+    [
+        ({**TINY, "depht": [1, 2]}, ValueError, "unknown TrainConfig key 'depht'"),
+        ({**TINY, "depth": [1, "two"]}, ValueError, "depth"),
+        ({**TINY, "depth": []}, ValueError, "grid axis 'depth' has no values"),
+        ({}, ValueError, "grid is empty"),
+        ({**TINY, "grid": []}, ValueError, "grid is empty"),
+        ({**TINY, "grid": 3}, TypeError, "list of tables"),
+    ],
+)
+def test_bad_grid_entries_raise_naming_the_problem(document, error, named):
+    with pytest.raises(error, match=named) as info:
+        grid_from_dict(document)
+    assert "\n" not in str(info.value)
+
+
+def test_a_bad_point_in_a_subgrid_names_the_subgrid():
+    with pytest.raises(ValueError, match=r"sub-grid 2 of 2"):
+        Grid({"depth": 1}, {"depth": 0}, **TINY)
+
+
+def test_content_hash_changes_with_every_config_field_and_with_the_package_version(monkeypatch):
+    base = sw._default_config_type()(**{**TINY, "N": 8, "P": 16, "grad_clip": 1.0, "learning_rate": 0.01})
+    data = base.to_dict()
+    alternatives = {"model": "linear", "task": "easy", "schedule": "constant", "dtype": "float64",
+                    "init": {"w_x": "gaussian"}}
+    unchanged = []
+    for name, value in data.items():
+        if name in alternatives:
+            new = alternatives[name]
+        elif isinstance(value, bool):
+            new = not value
+        elif isinstance(value, int):
+            new = value + 1
+        elif isinstance(value, float):
+            new = value * 0.5 if value > 0 else 0.5
+        else:
+            pytest.fail(f"no perturbation for config field {name}={value!r}: extend this test")
+        changed = base.from_dict({**data, name: new})
+        if changed.content_hash() == base.content_hash():
+            unchanged.append(name)
+    assert unchanged == []
+    import theory
+
+    before = base.content_hash()
+    monkeypatch.setattr(theory, "__version__", theory.__version__ + ".post1")
+    assert base.content_hash() != before
+
+
+def test_content_hash_is_the_same_in_another_interpreter():
+    config = _tiny_grid(depth=[3]).configs[0]
+    code = ("import json, sys; from numerics.train import TrainConfig; "
+            "print(TrainConfig.from_dict(json.loads(sys.argv[1])).content_hash())")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(config.to_dict())], cwd=REPO, check=True,
+                         capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert out.stdout.strip() == config.content_hash()
+
+
+# ----------------------------------------------------------------------------- execution
+
+
+def test_stored_results_are_identical_for_one_and_two_local_workers_and_dask(tmp_path, dask_scheduler):
+    grid = _tiny_grid(depth=[1, 2, 3], seed=[0, 1])
+    assert len(grid) == 6
+    one = run_sweep(grid, tmp_path / "one", workers=1, progress=False)
+    two = run_sweep(grid, tmp_path / "two", workers=2, progress=False)
+    dask = run_sweep(grid, tmp_path / "dask", backend="dask", scheduler=dask_scheduler, progress=False)
+    assert [s.done for s in (one, two, dask)] == [6, 6, 6] and dask.workers == 2
+    reference = _stored(tmp_path / "one")
+    assert set(reference) == {c.content_hash() for c in grid}
+    assert _stored(tmp_path / "two") == reference
+    assert _stored(tmp_path / "dask") == reference
+
+
+def test_dask_local_cluster_backend_gives_the_same_results_as_local(tmp_path):
+    grid = _toy_grid(depth=[1, 2, 3], seed=[0, 1])
+    run_sweep(grid, tmp_path / "local", workers=1, runner=toy_runner, progress=False)
+    driver_env = {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES}
+    summary = run_sweep(grid, tmp_path / "dask", backend="dask", dask_local=2, runner=toy_runner, progress=False)
+    assert (summary.backend, summary.workers, summary.done) == ("dask", 2, 6)
+    assert {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES} == driver_env  # dask's export undone
+    assert _stored(tmp_path / "dask") == _stored(tmp_path / "local")
+
+
+def test_rerunning_a_sweep_runs_only_what_is_not_done(tmp_path):
+    out = tmp_path / "sweep"
+    first = run_sweep(_toy_grid(depth=[1, 2]), out, workers=1, runner=toy_runner, progress=False)
+    finished = {r["hash"]: r["finished_at"] for r in load_results(out)}
+    again = run_sweep(_toy_grid(depth=[1, 2]), out, workers=1, runner=toy_runner, progress=False)
+    extended = run_sweep(_toy_grid(depth=[1, 2, 4]), out, workers=1, runner=toy_runner, progress=False)
+    assert (first.executed, again.executed, again.skipped, extended.executed, extended.skipped) == (2, 0, 2, 1, 2)
+    rows = load_results(out)
+    assert len(rows) == 3 and all(r["attempts"] == 1 for r in rows)
+    assert {r["hash"]: r["finished_at"] for r in rows[:2]} == finished
+
+
+def test_a_failing_run_is_recorded_with_its_message_and_the_others_finish(tmp_path):
+    marker = tmp_path / "fixed"
+    grid = Grid({"depth": [1, 2, 4]}, {"depth": 3, "mode": "fail_until_file", "path": str(marker)},
+                config_type=ToyConfig)
+    out = tmp_path / "sweep"
+    summary = run_sweep(grid, out, workers=2, runner=toy_runner, progress=False)
+    assert (summary.done, summary.failed, summary.ok) == (3, 1, False)
+    (failed,) = load_results(out, status="failed")
+    assert failed["error"] == f"FileNotFoundError: marker {marker} missing"
+    assert failed["metrics"] == {} and "Traceback" in _traceback(out, failed["hash"])
+    marker.touch()
+    assert run_sweep(grid, out, workers=1, runner=toy_runner, progress=False).executed == 0  # not retried
+    retried = run_sweep(grid, out, workers=1, runner=toy_runner, progress=False, retry_failed=True)
+    assert (retried.executed, retried.done, retried.failed) == (1, 4, 0)
+    assert load_results(out)[3]["error"] is None and load_results(out)[3]["attempts"] == 2
+
+
+def _traceback(out, run_hash):
+    with sqlite3.connect(Path(out) / STORE_FILENAME) as conn:
+        return conn.execute("SELECT traceback FROM runs WHERE hash = ?", (run_hash,)).fetchone()[0]
+
+
+def test_a_dead_worker_gets_its_run_rerun_and_a_run_that_always_kills_it_fails(tmp_path):
+    grid = Grid({"depth": [1, 2, 3]},
+                {"depth": 10, "mode": "crash_once", "path": str(tmp_path / "crashed")},
+                {"depth": 20, "mode": "crash_always"}, config_type=ToyConfig)
+    out = tmp_path / "sweep"
+    summary = run_sweep(grid, out, workers=2, runner=toy_runner, progress=False, max_worker_deaths=2)
+    assert (summary.done, summary.failed) == (4, 1)
+    rows = {r["config"]["depth"]: r for r in load_results(out)}
+    assert rows[10]["status"] == "done" and rows[10]["attempts"] >= 2
+    assert rows[20]["status"] == "failed" and rows[20]["error"].startswith("WorkerDied: the worker process died 2 times")
+    assert all(rows[d]["status"] == "done" for d in (1, 2, 3))
+
+
+def test_local_workers_pin_blas_to_one_thread_before_numpy_is_imported(tmp_path):
+    driver_env = {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES}
+    run_sweep(_toy_grid(depth=[1]), tmp_path, workers=1, runner=probe_runner, progress=False)
+    (row,) = load_results(tmp_path)
+    assert row["status"] == "done", row["error"]
+    assert {name: row["metrics"][name] for name in sw.BLAS_THREAD_VARIABLES} == dict.fromkeys(sw.BLAS_THREAD_VARIABLES, "1")
+    assert row["metrics"]["numpy_imported_before_pinning"] is False
+    assert {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES} == driver_env  # restored
+
+
+def test_dask_workers_run_with_one_blas_thread(tmp_path, dask_scheduler):
+    run_sweep(_toy_grid(depth=[1]), tmp_path, backend="dask", scheduler=dask_scheduler, runner=probe_runner,
+              progress=False)
+    (row,) = load_results(tmp_path)
+    assert row["status"] == "done", row["error"]
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        assert row["metrics"][name] == "1"
+
+
+def test_progress_bar_counts_runs_and_failures_when_asked_and_is_silent_otherwise(tmp_path, capsys):
+    grid = Grid({"depth": [1, 2]}, {"depth": 3, "mode": "raise"}, config_type=ToyConfig)
+    run_sweep(grid, tmp_path / "quiet", workers=1, runner=toy_runner, progress=False)
+    assert capsys.readouterr().err == ""
+    run_sweep(grid, tmp_path / "bar", workers=1, runner=toy_runner, progress=True)
+    err = capsys.readouterr().err
+    assert "3/3" in err and "failed=1" in err
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_sigkill_of_the_driver_loses_no_finished_run_and_the_rerun_completes_each_run_once(tmp_path):
+    out = tmp_path / "sweep"
+    grid_file = tmp_path / "grid.toml"
+    grid_file.write_text(TINY_TOML.replace("max_steps = 30", "max_steps = 150") + "\ndepth = [1, 2, 3, 4, 5]\n")
+    code = ("import sys; from numerics.sweep import run_sweep; "
+            "run_sweep(sys.argv[1], sys.argv[2], workers=1, progress=False)")
+    driver = subprocess.Popen([sys.executable, "-c", code, str(grid_file), str(out)], cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    done = []
+    while not done and time.monotonic() < deadline and driver.poll() is None:
+        time.sleep(0.05)
+        if (out / STORE_FILENAME).exists():
+            done = load_results(out, status="done")
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    assert done, f"no run was committed before the deadline: {driver.stderr.read().decode()[-2000:]}"
+    committed = {r["hash"]: (r["finished_at"], r["pid"]) for r in load_results(out, status="done")}
+    assert len(committed) < 5, "the sweep finished before it could be killed"
+    worker = next(iter(committed.values()))[1]
+    deadline = time.monotonic() + 10
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker), "a local worker outlived its killed driver"
+
+    summary = run_sweep(grid_file, out, workers=1, progress=False)
+    assert (summary.total, summary.done, summary.skipped, summary.executed) == (5, 5, len(committed), 5 - len(committed))
+    assert summary.requeued >= 1  # the run in flight at the kill was left 'running'
+    rows = load_results(out)
+    assert len(rows) == 5 and len({r["hash"] for r in rows}) == 5 and {r["status"] for r in rows} == {"done"}
+    assert {h: (r["finished_at"], r["pid"]) for r in rows for h in [r["hash"]] if h in committed} == committed
+    with sqlite3.connect(out / STORE_FILENAME) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("SELECT COUNT(*), COUNT(DISTINCT hash) FROM runs").fetchone() == (5, 5)
+        assert conn.execute("SELECT COUNT(DISTINCT run_hash) FROM arrays").fetchone() == (5,)
+
+
+def test_status_lists_counts_slowest_and_failed_runs(tmp_path):
+    grid = Grid({"depth": [1, 2]}, {"depth": 3, "mode": "raise"}, config_type=ToyConfig)
+    run_sweep(grid, tmp_path, workers=1, runner=toy_runner, progress=False)
+    status = sweep_status(tmp_path, slowest=1)
+    assert status.counts == {"pending": 0, "running": 0, "done": 2, "failed": 1} and len(status.slowest) == 1
+    (failed,) = status.failed
+    assert failed.label.startswith("depth=3") and failed.error == "RuntimeError: toy failure at depth 3"
+    assert "2 done, 1 failed" in status.format()
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def _cli(argv, capsys):
+    code = idepth_main(["sweep", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_runs_the_smoke_sweep_then_reports_status_and_exports_csv(tmp_path, capsys):
+    out = tmp_path / "smoke"
+    code, stdout, err = _cli(["run", REPO / "examples" / "smoke-sweep.toml", "--out", out, "--workers", "2"], capsys)
+    assert code == 0, err
+    total = len(load_grid(REPO / "examples" / "smoke-sweep.toml"))
+    assert total >= 4 and f"{total} runs: {total} done" in stdout
+    code, stdout, _ = _cli(["status", out], capsys)
+    assert code == 0 and f"{total} done, 0 failed" in stdout and "slowest runs:" in stdout
+    code, stdout, _ = _cli(["export", out, "--csv", tmp_path / "runs.csv"], capsys)
+    assert code == 0 and len((tmp_path / "runs.csv").read_text().splitlines()) == total + 1
+
+
+def test_cli_run_with_a_diverging_config_records_it_as_failed_and_exits_1(tmp_path, capsys):
+    grid_file = tmp_path / "grid.toml"  # learning_rate = 1e10 constructs fine but diverges at step 1
+    grid_file.write_text(TINY_TOML + "\n[[grid]]\ndepth = 2\n[[grid]]\ndepth = 2\nlearning_rate = 1e10\n")
+    code, stdout, err = _cli(["run", grid_file, "--out", tmp_path / "out", "--workers", "1"], capsys)
+    assert code == 1 and "2 runs: 1 done" in stdout and "1 failed" in stdout
+    (failed,) = load_results(tmp_path / "out", status="failed")
+    assert failed["config"]["learning_rate"] == 1e10
+    assert failed["error"].startswith("TrainingDiverged: training diverged at step 1")
+    code, stdout, _ = _cli(["status", tmp_path / "out"], capsys)
+    assert code == 0 and "failed runs:" in stdout and "TrainingDiverged" in stdout
+
+
+@pytest.mark.parametrize(
+    ("toml", "named"),
+    [
+        (TINY_TOML + "\ndepht = [1, 2]\n", "unknown TrainConfig key 'depht'"),
+        (TINY_TOML + '\ndepth = [1, "two"]\n', "depth"),
+        (TINY_TOML + "\ndepth = []\n", "grid axis 'depth' has no values"),
+        ("", "grid is empty"),
+        (TINY_TOML + "\ndepth = [1\n", "invalid TOML"),
+    ],
+    ids=["unknown-key", "wrong-type", "empty-axis", "empty-file", "invalid-toml"],
+)
+def test_cli_bad_grid_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, toml, named):
+    grid_file = tmp_path / "grid.toml"
+    grid_file.write_text(toml)
+    code, stdout, err = _cli(["run", grid_file, "--out", tmp_path / "out"], capsys)
+    assert code == 2 and named in err and err.count("\n") == 1 and stdout == ""
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_store_of_another_package_version_exits_2_and_is_left_untouched(tmp_path, capsys):
+    out = tmp_path / "out"
+    ResultsStore(out).close()
+    conn = sqlite3.connect(out / STORE_FILENAME)
+    with conn:
+        conn.execute("UPDATE meta SET value = '0.0.1' WHERE key = 'package_version'")
+    conn.close()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    grid_file = tmp_path / "grid.toml"
+    grid_file.write_text(TINY_TOML + "\ndepth = [1, 2]\n")
+    code, _, err = _cli(["run", grid_file, "--out", out], capsys)
+    assert code == 2 and "created by inverse-depth 0.0.1" in err and err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_cli_unreachable_scheduler_exits_2_within_the_timeout_and_writes_nothing(tmp_path, capsys):
+    with socket.socket() as probe:  # a free port on which nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    grid_file = tmp_path / "grid.toml"
+    grid_file.write_text(TINY_TOML + "\ndepth = [1, 2]\n")
+    started = time.monotonic()
+    code, _, err = _cli(["run", grid_file, "--out", tmp_path / "out", "--backend", "dask",
+                         "--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout", "2"], capsys)
+    assert time.monotonic() - started < 2 + 5
+    assert code == 2 and f"tcp://127.0.0.1:{port}" in err and "did not answer within 2 s" in err
+    assert err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--scheduler", "tcp://127.0.0.1:1"], "scheduler is only used with backend='dask'"),
+        (["--workers", "0"], "workers must be an integer >= 1"),
+    ],
+    ids=["scheduler-without-dask", "zero-workers"],
+)
+def test_cli_inconsistent_options_exit_2_and_write_nothing(tmp_path, capsys, options, named):
+    grid_file = tmp_path / "grid.toml"
+    grid_file.write_text(TINY_TOML + "\ndepth = [1]\n")
+    code, _, err = _cli(["run", grid_file, "--out", tmp_path / "out", *options], capsys)
+    assert code == 2 and named in err and not (tmp_path / "out").exists()
+
+
+def test_cli_status_of_a_directory_without_store_exits_2(tmp_path, capsys):
+    code, _, err = _cli(["status", tmp_path], capsys)
+    assert code == 2 and "no sweep results store" in err
+
+
+def test_a_runner_that_spawned_workers_cannot_import_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(TypeError, match="runner must be picklable"):
+        run_sweep(_toy_grid(depth=[1]), tmp_path / "out", runner=lambda config: None, progress=False)
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,212 @@
+"""Claims about the data sampler numerics/tasks.py (paper eqs. (1)-(6))."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tolerances import MC_SIGMAS, ROUNDOFF, rtol
+
+from numerics.tasks import TASKS, cosine_similarity, haar_rotations, sample, top_k_indices
+from theory import PowerLawSpectrum, Spectrum
+
+ANISOTROPIC = PowerLawSpectrum(a=1.0, b=0.5, d=4)
+
+
+def _assert_covariance_matches(samples: np.ndarray, covariance: np.ndarray) -> None:
+    """Every entry of the empirical second moment of zero-mean Gaussian ``samples`` (n, d)
+    lies within MC_SIGMAS standard errors of ``covariance``; Var(x_a x_b) = Σ_aa Σ_bb + Σ_ab²."""
+    n = samples.shape[0]
+    empirical = samples.T @ samples / n
+    diag = np.diag(covariance)
+    standard_error = np.sqrt((np.outer(diag, diag) + covariance**2) / n)
+    z = np.abs(empirical - covariance) / standard_error
+    assert np.all(z < MC_SIGMAS), f"max |z| = {z.max():.2f} (entries {np.argwhere(z >= MC_SIGMAS).tolist()})"
+
+
+def test_context_inputs_have_covariance_sigma_given_their_rotation():
+    batch = sample("difficult", ANISOTROPIC, P=40_000, batch_size=3, rng=np.random.default_rng(0))
+    sigmas, _ = ANISOTROPIC.covariances(batch.rotation)
+    for context in range(batch.batch_size):
+        _assert_covariance_matches(batch.context_x[context], sigmas[context])
+
+
+def test_teacher_has_covariance_omega_given_its_rotation():
+    # Oᵀβ ~ N(0, diag ω) whatever O is (eq. 4), so pooled over contexts its covariance is diag ω
+    batch = sample("easy", ANISOTROPIC, P=1, batch_size=40_000, rng=np.random.default_rng(1))
+    rotated_back = np.einsum("bji,bj->bi", batch.rotation, batch.teacher)
+    _assert_covariance_matches(rotated_back, np.diag(ANISOTROPIC.teacher_eigenvalues))
+
+
+def test_teacher_averaged_over_haar_rotations_is_isotropic():
+    batch = sample("easy", ANISOTROPIC, P=1, batch_size=40_000, rng=np.random.default_rng(2))
+    mean_omega = ANISOTROPIC.teacher_eigenvalues.mean()
+    # β = O(√ω ⊙ w) with O Haar is not Gaussian, so use its exact fourth moment for the error:
+    # Var(β_a²) = E β_a⁴ − (E β_a²)² with E β_a⁴ = 3 E[(Σ_k O_ak² ω_k)²] estimated from the draws
+    second = batch.teacher**2
+    standard_error = second.std(axis=0, ddof=1) / np.sqrt(batch.batch_size)
+    z = np.abs(second.mean(axis=0) - mean_omega) / standard_error
+    assert np.all(z < MC_SIGMAS), z
+
+
+def test_rotations_are_orthogonal():
+    rotations = haar_rotations(5, 50, np.random.default_rng(3))
+    identity = rotations @ np.swapaxes(rotations, 1, 2)
+    np.testing.assert_allclose(identity, np.broadcast_to(np.eye(5), identity.shape), atol=rtol(ROUNDOFF))
+
+
+def test_rotations_have_haar_first_and_second_moments():
+    # Haar on O(d): E O_ij = 0, E O_ij² = 1/d, and det = ±1 with probability 1/2 each.
+    # A QR without the sign fix has E O_ii ≠ 0 (numpy's Householder QR), which this catches.
+    d, n = 3, 40_000
+    rotations = haar_rotations(d, n, np.random.default_rng(4))
+    entries = rotations.reshape(n, -1)
+    mean_z = np.abs(entries.mean(axis=0)) / (entries.std(axis=0, ddof=1) / np.sqrt(n))
+    assert np.all(mean_z < MC_SIGMAS), mean_z
+    squares = entries**2
+    square_z = np.abs(squares.mean(axis=0) - 1 / d) / (squares.std(axis=0, ddof=1) / np.sqrt(n))
+    assert np.all(square_z < MC_SIGMAS), square_z
+    negative = np.mean(np.linalg.det(rotations) < 0)
+    assert abs(negative - 0.5) < MC_SIGMAS * np.sqrt(0.25 / n)
+
+
+def test_plain_qr_without_sign_fix_would_fail_the_haar_check():
+    # the check above can fail: numpy's QR alone has a biased diagonal
+    rng = np.random.default_rng(4)
+    q, _ = np.linalg.qr(rng.standard_normal((40_000, 3, 3)))
+    diagonal = np.diagonal(q, axis1=1, axis2=2)
+    z = np.abs(diagonal.mean(axis=0)) / (diagonal.std(axis=0, ddof=1) / np.sqrt(diagonal.shape[0]))
+    assert np.any(z > MC_SIGMAS)
+
+
+@given(
+    task=st.sampled_from(TASKS),
+    d=st.integers(1, 5),
+    P=st.integers(1, 12),
+    batch_size=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+    isotropic=st.booleans(),
+)
+def test_labels_are_noiseless_teacher_projections(task, d, P, batch_size, seed, isotropic):
+    spectrum = PowerLawSpectrum(0, 0, d) if isotropic else PowerLawSpectrum(0.7, 1.3, d)
+    batch = sample(task, spectrum, P, batch_size, np.random.default_rng(seed), k=1)
+    labels = np.einsum("bpd,bd->bp", batch.context_x, batch.teacher)
+    np.testing.assert_allclose(batch.context_y, labels, rtol=rtol(ROUNDOFF), atol=rtol(ROUNDOFF))
+    assert batch.context_x.shape == (batch_size, P, d)
+    assert batch.rotation.shape == (batch_size, d, d) and batch.teacher.shape == (batch_size, d)
+
+
+@given(d=st.integers(1, 5), P=st.integers(1, 12), batch_size=st.integers(1, 6), seed=st.integers(0, 2**32 - 1))
+def test_easy_test_input_is_a_context_input_and_target_its_label(d, P, batch_size, seed):
+    batch = sample("easy", PowerLawSpectrum(1.0, 1.0, d), P, batch_size, np.random.default_rng(seed))
+    for b in range(batch_size):
+        matches = np.flatnonzero(np.all(batch.context_x[b] == batch.test_x[b], axis=1))
+        assert matches.size >= 1
+        assert batch.target[b] == batch.context_y[b, matches[0]]
+
+
+def test_easy_task_chooses_the_matched_token_uniformly():
+    P, n = 5, 20_000
+    batch = sample("easy", PowerLawSpectrum(0, 0, 3), P, n, np.random.default_rng(5))
+    index = np.argmax(np.all(batch.context_x == batch.test_x[:, None, :], axis=2), axis=1)
+    counts = np.bincount(index, minlength=P)
+    expected = n / P
+    assert np.all(np.abs(counts - expected) < MC_SIGMAS * np.sqrt(n * (1 / P) * (1 - 1 / P)))
+
+
+@given(
+    d=st.integers(2, 5),  # for d = 1 every cosine is ±1: ties, see the next test
+    P=st.integers(1, 15),
+    data=st.data(),
+    batch_size=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_difficult_target_is_mean_label_of_top_k_by_brute_force_sort(d, P, data, batch_size, seed):
+    k = data.draw(st.integers(1, P), label="k")
+    batch = sample("difficult", PowerLawSpectrum(0.5, 0.5, d), P, batch_size, np.random.default_rng(seed), k=k)
+    assert batch.k == k and batch.task == "difficult"
+    for b in range(batch_size):
+        x, q = batch.context_x[b], batch.test_x[b]
+        cosines = [float(x[i] @ q / (np.linalg.norm(x[i]) * np.linalg.norm(q))) for i in range(P)]
+        ranked = sorted(range(P), key=lambda i: -cosines[i])
+        expected = np.mean([batch.context_y[b, i] for i in ranked[:k]])
+        assert batch.target[b] == pytest.approx(expected, rel=rtol(ROUNDOFF), abs=rtol(ROUNDOFF))
+
+
+def test_ties_in_one_dimension_go_to_the_lowest_context_index():
+    context_x = np.array([[[2.0], [-1.0], [0.5], [3.0], [-4.0]]])
+    assert top_k_indices(context_x, np.array([[1.5]]), 2).tolist() == [[0, 2]]
+    assert top_k_indices(context_x, np.array([[-1.0]]), 2).tolist() == [[1, 4]]
+
+
+def test_top_k_indices_are_sorted_by_decreasing_cosine_similarity():
+    batch = sample("difficult", ANISOTROPIC, 30, 8, np.random.default_rng(6), k=4)
+    chosen = top_k_indices(batch.context_x, batch.test_x, 4)
+    cosines = cosine_similarity(batch.context_x, batch.test_x)
+    picked = np.take_along_axis(cosines, chosen, axis=1)
+    assert np.all(np.diff(picked, axis=1) <= 0)
+    assert np.all(picked[:, -1] >= np.sort(cosines, axis=1)[:, -4])
+
+
+def test_isotropic_spectrum_gives_identity_rotation_and_unchanged_law():
+    spectrum = Spectrum(np.full(3, 2.0), np.full(3, 0.5))
+    batch = sample("difficult", spectrum, P=20_000, batch_size=2, rng=np.random.default_rng(7))
+    assert np.all(batch.rotation == np.eye(3))
+    for context in range(2):
+        _assert_covariance_matches(batch.context_x[context], 2.0 * np.eye(3))
+
+
+def test_same_generator_state_gives_the_same_batch():
+    one = sample("difficult", ANISOTROPIC, 10, 3, np.random.default_rng(8), k=3)
+    two = sample("difficult", ANISOTROPIC, 10, 3, np.random.default_rng(8), k=3)
+    for field in ("context_x", "context_y", "test_x", "target", "rotation", "teacher"):
+        np.testing.assert_array_equal(getattr(one, field), getattr(two, field))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sample_returns_arrays_of_the_requested_dtype(dtype):
+    batch = sample("difficult", ANISOTROPIC, 10, 3, np.random.default_rng(9), dtype=dtype)
+    for field in ("context_x", "context_y", "test_x", "target", "rotation", "teacher"):
+        assert getattr(batch, field).dtype == dtype, field
+
+
+def test_batch_is_frozen_and_its_arrays_are_read_only():
+    batch = sample("easy", ANISOTROPIC, 4, 2, np.random.default_rng(10))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        batch.task = "difficult"
+    with pytest.raises(ValueError):
+        batch.context_x[0, 0, 0] = 1.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, argument",
+    [
+        (dict(task="medium"), "task"),
+        (dict(P=0), "P"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(k=0), "k"),
+        (dict(k=6, P=5), "k"),
+    ],
+)
+def test_bad_input_raises_value_error_naming_the_argument(kwargs, argument):
+    arguments = dict(task="difficult", spectrum=ANISOTROPIC, P=5, batch_size=2, rng=np.random.default_rng(0), k=2)
+    arguments.update(kwargs)
+    with pytest.raises(ValueError, match=rf"^{argument} must"):
+        sample(**arguments)
+
+
+def test_unknown_task_message_lists_the_allowed_tasks():
+    with pytest.raises(ValueError, match="'easy', 'difficult'"):
+        sample("medium", ANISOTROPIC, 5, 2, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    "kwargs, argument",
+    [(dict(rng=0), "rng"), (dict(spectrum=[1.0, 2.0]), "spectrum"), (dict(P=2.5), "P"), (dict(dtype=np.int64), "dtype")],
+)
+def test_wrong_types_raise_naming_the_argument(kwargs, argument):
+    arguments = dict(task="easy", spectrum=ANISOTROPIC, P=5, batch_size=2, rng=np.random.default_rng(0))
+    arguments.update(kwargs)
+    with pytest.raises((TypeError, ValueError), match=rf"^{argument} must"):
+        sample(**arguments)

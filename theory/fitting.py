@@ -1,0 +1,715 @@
+"""Fitting the depth law ``R_L = L0 + c L^(−alpha)`` (paper eqs. (16), (88)–(89)) and the gap law (eqs. (92)–(93)).
+
+The paper fits eq. (16) by least squares on ``log R`` (eqs. 88-89) with
+``c > 0``, ``alpha > 0``, ``L0 >= 0``; ``L0`` is fixed to 0 on the easy task.
+The gap fit ``L0 − C_L = c L^(−alpha)`` (eqs. 92-93) uses the plateau ``L0``
+of Table 1 and the measured shared error ``C_L``.
+
+Method (one code path for every mode):
+
+* parameters in optimiser coordinates ``(L0, log c, log alpha)`` -- the logs
+  enforce ``c, alpha > 0``, a bound enforces ``L0 >= 0`` -- minimised with
+  :func:`scipy.optimize.least_squares` (``trf``) and an analytic Jacobian;
+* starting values from a grid over ``alpha`` on which ``(L0, c)`` enter
+  linearly (a relative-error linearised fit);
+* standard errors from the Gauss-Newton covariance ``s² (JᵀJ)⁻¹`` in the natural
+  parameters ``(L0, c, alpha)``, ``s² = RSS/dof``, and ``t``-intervals with
+  ``dof`` degrees of freedom; for losses from several seeds also a bootstrap
+  over seeds (percentile intervals).
+
+``R²`` is reported **on log R**: ``1 − Σ r_i² / Σ (log R_i − mean log R)²`` with
+``r_i`` the log residuals that are minimised (the paper does not say on which
+scale its ``R²`` is computed).
+
+The law is written once in sympy (:data:`DEPTH_LAW`, :data:`GAP_LAW`,
+:data:`LOG_RESIDUAL`); :func:`depth_law` is its lambdified form and the
+hand-written, underflow-safe Jacobian is tested against the sympy derivative.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Integral, Real
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+import scipy
+import sympy as sp
+from scipy import optimize, stats
+
+from . import symbols as s
+from ._validation import check_depths, check_finite_array, check_nonnegative
+
+__all__ = [
+    "DEPTH_LAW",
+    "GAP_LAW",
+    "LOG_RESIDUAL",
+    "PARAMETERS",
+    "FLOOR_MODES",
+    "DepthLawFit",
+    "depth_law",
+    "depth_law_log_jacobian",
+    "fit_depth_law",
+    "fit_gap_law",
+]
+
+#: paper eq. (16): R_L = L0 + c L^(-alpha)
+DEPTH_LAW = s.L0 + s.c_coef * s.L ** (-s.alpha)
+#: paper eqs. (92)-(93): L0 - C_L = c L^(-alpha) (the depth law with zero floor, fitted to the gap)
+GAP_LAW = s.c_coef * s.L ** (-s.alpha)
+#: an observed loss R_L (the data of eqs. 88-89)
+R_observed = sp.Symbol("R_obs", positive=True)
+#: paper eqs. (88)-(89): the residual whose squares are summed, log R_L - log(L0 + c L^(-alpha))
+LOG_RESIDUAL = sp.log(R_observed) - sp.log(DEPTH_LAW)
+
+#: parameter names, in the order of estimates, standard errors and covariance
+PARAMETERS = ("L0", "c", "alpha")
+#: how L0 is treated: fitted (L0 >= 0), fixed to zero (easy task), fixed to a given value
+FLOOR_MODES = ("fitted", "zero", "fixed")
+
+_depth_law_numeric = sp.lambdify((s.L, s.L0, s.c_coef, s.alpha), DEPTH_LAW, "numpy")
+
+_ALPHA_GRID = np.geomspace(1e-3, 20.0, 161)
+_N_STARTS = 3
+_TOL = 1e-14
+
+
+def _readonly(array: object, dtype=np.float64) -> np.ndarray:
+    array = np.array(array, dtype=dtype, copy=True)
+    array.setflags(write=False)
+    return array
+
+
+def _check_real(name: str, value: object, *, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number; got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    if positive and value <= 0:
+        raise ValueError(f"{name} must be > 0; got {value!r}")
+    return value
+
+
+def _check_level(level: object) -> float:
+    value = _check_real("level", level)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"level must be in the open interval (0, 1); got {value!r}")
+    return value
+
+
+def _check_law_parameters(L0: object, c: object, alpha: object) -> tuple[float, float, float]:
+    return check_nonnegative("L0", L0), _check_real("c", c, positive=True), _check_real("alpha", alpha, positive=True)
+
+
+# --------------------------------------------------------------------------- the law
+
+
+def depth_law(depth: object, L0: float, c: float, alpha: float):
+    """The depth law ``R_L = L0 + c L^(−alpha)``.
+
+    Parameters
+    ----------
+    depth : int or array_like of int
+        Depth(s) ``L >= 1``.
+    L0 : float
+        Floor (plateau), ``>= 0``.
+    c : float
+        Amplitude, ``> 0``.
+    alpha : float
+        Exponent, ``> 0``.
+
+    Returns
+    -------
+    float or ndarray
+        A float for a scalar ``depth``, else an array.
+
+    References
+    ----------
+    Paper eq. (16).
+
+    Examples
+    --------
+    >>> depth_law(4, L0=0.5, c=2.0, alpha=1.0)
+    1.0
+    >>> depth_law([1, 2], L0=0.0, c=1.0, alpha=2.0).tolist()
+    [1.0, 0.25]
+    """
+    depths = check_depths(depth, "depth")
+    L0, c, alpha = _check_law_parameters(L0, c, alpha)
+    values = np.asarray(_depth_law_numeric(depths.astype(np.float64), L0, c, alpha), dtype=np.float64)
+    return float(values[0]) if np.ndim(depth) == 0 else values
+
+
+def _log_model(log_depth: np.ndarray, L0: float, log_c: float, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """``log(L0 + c L^-alpha)`` and ``w = c L^-alpha / (L0 + c L^-alpha)``, safe against underflow of ``L^-alpha``."""
+    log_power = log_c - alpha * log_depth  # log(c L^-alpha)
+    log_model = np.logaddexp(math.log(L0), log_power) if L0 > 0 else log_power
+    return log_model, np.exp(log_power - log_model)
+
+
+def depth_law_log_jacobian(depth: object, L0: float, c: float, alpha: float) -> np.ndarray:
+    """Gradient of ``log(L0 + c L^(−alpha))`` with respect to ``(L0, c, alpha)``, one row per depth.
+
+    With ``M = L0 + c L^(−alpha)`` and ``w = c L^(−alpha)/M``: ``∂ log M/∂L0 = 1/M``,
+    ``∂ log M/∂c = w/c``, ``∂ log M/∂alpha = −w log L``. Evaluated in log space so
+    that ``L^(−alpha)`` may underflow. The residual of eqs. (88)-(89) is
+    ``log R − log M``, so its Jacobian is minus this matrix.
+
+    Parameters
+    ----------
+    depth : int or array_like of int
+        Depth(s) ``L >= 1``.
+    L0, c, alpha : float
+        Law parameters (``L0 >= 0``, ``c > 0``, ``alpha > 0``).
+
+    Returns
+    -------
+    ndarray, shape (n_depths, 3)
+        Columns in the order of :data:`PARAMETERS`.
+
+    References
+    ----------
+    Paper eqs. (16), (88)-(89).
+
+    Examples
+    --------
+    >>> depth_law_log_jacobian([1, 2], L0=1.0, c=1.0, alpha=1.0).round(4).tolist()
+    [[0.5, 0.5, -0.0], [0.6667, 0.3333, -0.231]]
+    """
+    depths = check_depths(depth, "depth")
+    L0, c, alpha = _check_law_parameters(L0, c, alpha)
+    log_depth = np.log(depths.astype(np.float64))
+    log_model, weight = _log_model(log_depth, L0, math.log(c), alpha)
+    return np.column_stack([np.exp(-log_model), weight / c, -weight * log_depth])
+
+
+# --------------------------------------------------------------------------- the result
+
+
+@dataclass(frozen=True, eq=False)
+class DepthLawFit:
+    """Result of :func:`fit_depth_law` or :func:`fit_gap_law`.
+
+    Attributes
+    ----------
+    L0, c, alpha : float
+        Estimates. For a fixed floor ``L0`` is the given value; for the gap fit ``L0 = 0``
+        (the gap law has no floor) and ``plateau`` holds the paper's ``L0``.
+    L0_se, c_se, alpha_se : float
+        Standard errors (``0`` for a fixed ``L0``; NaN when ``dof == 0`` or the Jacobian is singular).
+    covariance : ndarray, shape (3, 3)
+        Covariance of ``(L0, c, alpha)`` (read-only; zero row/column for a fixed ``L0``).
+    r_squared : float
+        ``R²`` on the log scale: ``1 − Σ residuals² / Σ (log y − mean log y)²`` (NaN if all ``y`` are equal).
+    residuals : ndarray
+        ``log y − log(fitted law)`` per depth, in the input order.
+    depths : ndarray of int
+        The depths.
+    values : ndarray
+        The fitted data ``y`` per depth: the losses (their mean over seeds if 2-d), or the gaps
+        ``plateau − C_L`` for the gap fit.
+    n : int
+        Number of fitted points (depths).
+    dof : int
+        ``n`` minus the number of free parameters (3 if ``floor_mode == 'fitted'``, else 2).
+    floor_mode : {'fitted', 'zero', 'fixed'}
+        How ``L0`` was treated.
+    quantity : {'loss', 'gap'}
+        What was fitted: ``R_L`` (eq. 16) or ``plateau − C_L`` (eq. 92).
+    plateau : float or None
+        The plateau ``L0`` of the gap fit (Table 1); None for a loss fit.
+    level : float
+        Default coverage of :meth:`interval`.
+    n_seeds : int
+        Number of rows averaged (1 for 1-d input).
+    bootstrap_samples : ndarray, shape (n_bootstrap, 3), or None
+        Refitted ``(L0, c, alpha)`` on seeds resampled with replacement.
+    manifest : Mapping
+        ``package_version`` (``theory.__version__``), ``scipy_version``, ``method``,
+        ``n_bootstrap``, ``seed`` (an int seed, else None) and ``rng_state`` (the
+        generator's state before resampling, when a Generator was passed).
+
+    References
+    ----------
+    Paper eqs. (16), (88)-(89), (92)-(93).
+
+    Examples
+    --------
+    >>> fit = fit_depth_law([1, 2, 4, 8], [2.5, 1.5, 1.0, 0.75])
+    >>> round(fit.L0, 6), round(fit.c, 6), round(fit.alpha, 6)
+    (0.5, 2.0, 1.0)
+    >>> round(fit.predict(16), 6)
+    0.625
+    """
+
+    L0: float
+    c: float
+    alpha: float
+    L0_se: float
+    c_se: float
+    alpha_se: float
+    covariance: np.ndarray
+    r_squared: float
+    residuals: np.ndarray
+    depths: np.ndarray
+    values: np.ndarray
+    n: int
+    dof: int
+    floor_mode: str
+    quantity: str
+    plateau: float | None
+    level: float
+    n_seeds: int
+    bootstrap_samples: np.ndarray | None
+    manifest: Mapping
+
+    @property
+    def estimates(self) -> dict[str, float]:
+        """``{'L0': ..., 'c': ..., 'alpha': ...}``."""
+        return {"L0": self.L0, "c": self.c, "alpha": self.alpha}
+
+    @property
+    def standard_errors(self) -> dict[str, float]:
+        """``{'L0': ..., 'c': ..., 'alpha': ...}`` standard errors."""
+        return {"L0": self.L0_se, "c": self.c_se, "alpha": self.alpha_se}
+
+    def predict(self, depth: object):
+        """The fitted law ``L0 + c L^(−alpha)`` (the gap ``c L^(−alpha)`` for a gap fit) at ``depth``.
+
+        Examples
+        --------
+        >>> fit = fit_depth_law([1, 2, 4], [1.0, 0.5, 0.25], floor=0)
+        >>> fit.predict([8, 16]).round(6).tolist()
+        [0.125, 0.0625]
+        """
+        return depth_law(depth, self.L0, self.c, self.alpha)
+
+    def interval(self, name: str, *, level: float | None = None, method: str = "wald") -> tuple[float, float]:
+        """Confidence interval for one parameter.
+
+        Parameters
+        ----------
+        name : {'L0', 'c', 'alpha'}
+            Parameter.
+        level : float, optional
+            Coverage in (0, 1); default :attr:`level`.
+        method : {'wald', 'bootstrap'}
+            ``'wald'``: ``estimate ± t_{dof} · se`` (NaN when ``dof == 0``; ``(L0, L0)`` for a
+            fixed floor). ``'bootstrap'``: percentile interval of :attr:`bootstrap_samples`
+            (needs a bootstrap).
+
+        Examples
+        --------
+        >>> fit = fit_depth_law([1, 2, 4, 8, 16], [1.02, 0.49, 0.26, 0.124, 0.063], floor=0)
+        >>> lo, hi = fit.interval("alpha")
+        >>> bool(lo < 1.0 < hi)
+        True
+        """
+        if name not in PARAMETERS:
+            raise ValueError(f"name must be one of {', '.join(repr(p) for p in PARAMETERS)}; got {name!r}")
+        level = self.level if level is None else _check_level(level)
+        if method == "wald":
+            estimate, se = self.estimates[name], self.standard_errors[name]
+            if self.dof <= 0:
+                return (float("nan"), float("nan"))
+            half = float(stats.t.ppf(0.5 + level / 2.0, self.dof)) * se
+            return (estimate - half, estimate + half)
+        if method == "bootstrap":
+            if self.bootstrap_samples is None:
+                raise ValueError(
+                    "method 'bootstrap' needs a bootstrap: fit losses of shape (n_seeds, n_depths) with n_bootstrap > 0"
+                )
+            column = self.bootstrap_samples[:, PARAMETERS.index(name)]
+            lo, hi = np.percentile(column, [50.0 * (1.0 - level), 50.0 * (1.0 + level)])
+            return (float(lo), float(hi))
+        raise ValueError(f"method must be one of 'wald', 'bootstrap'; got {method!r}")
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict (NaN written as None), including intervals at :attr:`level`.
+
+        Examples
+        --------
+        >>> import json
+        >>> d = fit_depth_law([1, 2, 4], [1.0, 0.5, 0.25], floor=0).to_dict()
+        >>> d["floor_mode"], sorted(d["estimates"])
+        ('zero', ['L0', 'alpha', 'c'])
+        >>> _ = json.dumps(d, allow_nan=False)
+        """
+        intervals = {name: list(self.interval(name)) for name in PARAMETERS}
+        bootstrap = None
+        if self.bootstrap_samples is not None:
+            bootstrap = {
+                "n_bootstrap": int(self.bootstrap_samples.shape[0]),
+                "intervals": {name: list(self.interval(name, method="bootstrap")) for name in PARAMETERS},
+                "standard_errors": dict(zip(PARAMETERS, np.std(self.bootstrap_samples, axis=0, ddof=1).tolist())),
+            }
+        return _json_clean(
+            {
+                "law": "L0 - C_L = c L^-alpha" if self.quantity == "gap" else "R_L = L0 + c L^-alpha",
+                "quantity": self.quantity,
+                "floor_mode": self.floor_mode,
+                "plateau": self.plateau,
+                "estimates": self.estimates,
+                "standard_errors": self.standard_errors,
+                "covariance": self.covariance.tolist(),
+                "level": self.level,
+                "intervals": intervals,
+                "r_squared": self.r_squared,
+                "r_squared_scale": "log",
+                "residuals": self.residuals.tolist(),
+                "depths": self.depths.tolist(),
+                "values": self.values.tolist(),
+                "n": self.n,
+                "dof": self.dof,
+                "n_seeds": self.n_seeds,
+                "bootstrap": bootstrap,
+                "manifest": dict(self.manifest),
+            }
+        )
+
+
+def _json_clean(value):
+    if isinstance(value, Mapping):
+        return {str(k): _json_clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_clean(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+# --------------------------------------------------------------------------- the fit
+
+
+def _residuals_and_jacobian(theta: np.ndarray, log_depth: np.ndarray, log_values: np.ndarray, floor: float | None):
+    """Log residuals and their Jacobian in optimiser coordinates.
+
+    ``theta = (L0, log c, log alpha)`` if ``floor`` is None (fitted), else ``(log c, log alpha)``.
+    """
+    if floor is None:
+        L0, log_c, log_alpha = theta
+    else:
+        L0, (log_c, log_alpha) = floor, theta
+    alpha = math.exp(log_alpha)
+    log_model, weight = _log_model(log_depth, max(L0, 0.0), log_c, alpha)
+    residuals = log_values - log_model
+    # d(-log M)/d(log c) = -w ; d(-log M)/d(log alpha) = alpha w log L ; d(-log M)/dL0 = -1/M
+    columns = [-weight, alpha * weight * log_depth]
+    if floor is None:
+        columns.insert(0, -np.exp(-log_model))
+    return residuals, np.column_stack(columns)
+
+
+def _starting_points(log_depth: np.ndarray, values: np.ndarray, floor: float | None) -> list[np.ndarray]:
+    """Best grid points over alpha; (L0, c) from a relative-error linear fit at each alpha."""
+    log_values = np.log(values)
+    weights = 1.0 / values  # log R - log M ≈ (R - M)/R
+    candidates = []
+    for alpha in _ALPHA_GRID:
+        x = np.exp(-alpha * log_depth)
+        if floor is None:
+            design = np.column_stack([weights, weights * x])
+            (L0, c), *_ = np.linalg.lstsq(design, weights * values, rcond=None)
+            if L0 < 0:
+                L0 = 0.0
+                c = np.dot(weights * x, weights * values) / np.dot(weights * x, weights * x)
+        else:
+            L0 = floor
+            if floor == 0:
+                c = math.exp(np.mean(log_values + alpha * log_depth))  # exact log-space optimum
+            else:
+                c = np.dot(weights * x, weights * (values - floor)) / np.dot(weights * x, weights * x)
+        if not np.isfinite(c) or c <= 0:
+            continue
+        log_model, _ = _log_model(log_depth, L0, math.log(c), alpha)
+        cost = float(np.sum((log_values - log_model) ** 2))
+        theta = [math.log(c), math.log(alpha)]
+        if floor is None:
+            theta.insert(0, L0)
+        candidates.append((cost, np.array(theta)))
+    if not candidates:  # every linearised c was <= 0 (e.g. all data below a fixed floor)
+        theta = [math.log(float(np.max(values))), 0.0]
+        if floor is None:
+            theta.insert(0, 0.0)
+        return [np.array(theta)]
+    candidates.sort(key=lambda item: item[0])
+    return [theta for _, theta in candidates[:_N_STARTS]]
+
+
+def _optimise(log_depth: np.ndarray, values: np.ndarray, floor: float | None, starts: list[np.ndarray]) -> np.ndarray:
+    log_values = np.log(values)
+    if floor is None:
+        bounds = ([0.0, -np.inf, -np.inf], [np.inf, np.inf, np.inf])
+    else:
+        bounds = (-np.inf, np.inf)
+    best = None
+    for start in starts:
+        start = np.array(start, dtype=np.float64)
+        if floor is None:
+            start[0] = max(start[0], 0.0)
+        result = optimize.least_squares(
+            lambda theta: _residuals_and_jacobian(theta, log_depth, log_values, floor)[0],
+            start,
+            jac=lambda theta: _residuals_and_jacobian(theta, log_depth, log_values, floor)[1],
+            bounds=bounds,
+            method="trf",
+            x_scale="jac",
+            xtol=_TOL,
+            ftol=_TOL,
+            gtol=_TOL,
+            max_nfev=2000,
+        )
+        if best is None or result.cost < best.cost:
+            best = result
+    return best.x
+
+
+def _natural(theta: np.ndarray, floor: float | None) -> tuple[float, float, float]:
+    if floor is None:
+        return float(max(theta[0], 0.0)), math.exp(theta[1]), math.exp(theta[2])
+    return float(floor), math.exp(theta[0]), math.exp(theta[1])
+
+
+def _covariance(log_depth: np.ndarray, residuals: np.ndarray, L0: float, c: float, alpha: float, fitted_floor: bool, dof: int) -> np.ndarray:
+    """Gauss-Newton covariance s² (JᵀJ)⁻¹ in (L0, c, alpha); NaN if dof == 0 or J is rank deficient."""
+    log_model, weight = _log_model(log_depth, L0, math.log(c), alpha)
+    jacobian = np.column_stack([np.exp(-log_model), weight / c, -weight * log_depth])  # = d log M
+    free = [0, 1, 2] if fitted_floor else [1, 2]
+    jacobian = jacobian[:, free]
+    full = np.zeros((3, 3))
+    singular_values = np.linalg.svd(jacobian, compute_uv=False)
+    if dof <= 0 or singular_values[-1] <= 1e-12 * singular_values[0]:
+        full[np.ix_(free, free)] = np.nan
+        return full
+    variance = float(np.sum(residuals**2)) / dof
+    full[np.ix_(free, free)] = variance * np.linalg.inv(jacobian.T @ jacobian)
+    return full
+
+
+def _check_rng(rng: object):
+    if rng is None or isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (Integral, np.integer)) and not isinstance(rng, bool) and int(rng) >= 0:
+        return int(rng)
+    raise TypeError(f"rng must be a numpy.random.Generator, a non-negative int seed or None; got {rng!r}")
+
+
+def _fit(depths, data, floor, *, quantity, plateau, level, n_bootstrap, rng, data_name) -> DepthLawFit:
+    depth_array = check_depths(depths, "depths")
+    if np.ndim(depths) != 1:
+        raise ValueError(f"depths must be a 1-d sequence of depths; got shape {np.shape(depths)}")
+    values = check_finite_array(data_name, data, positive=True, ndim=None)
+    if values.ndim not in (1, 2):
+        raise ValueError(f"{data_name} must have shape (n_depths,) or (n_seeds, n_depths); got shape {values.shape}")
+    if values.shape[-1] != depth_array.size:
+        raise ValueError(
+            f"{data_name} must have {depth_array.size} values per row (one per depth, len(depths) = {depth_array.size}); "
+            f"got shape {values.shape}"
+        )
+    if floor is None:
+        floor_mode, floor_value = "fitted", None
+    else:
+        floor_value = check_nonnegative("floor", floor)
+        floor_mode = "zero" if floor_value == 0 else "fixed"
+    n_free = 3 if floor_value is None else 2
+    n_distinct = np.unique(depth_array).size
+    if n_distinct < n_free:
+        raise ValueError(
+            f"depths must contain at least {n_free} distinct depths to fit {n_free} parameters "
+            f"(floor mode {floor_mode!r}); got {n_distinct} distinct in {depth_array.tolist()}"
+        )
+    level = _check_level(level)
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (Integral, np.integer)) or n_bootstrap < 0:
+        raise ValueError(f"n_bootstrap must be an integer >= 0; got {n_bootstrap!r}")
+    n_bootstrap = int(n_bootstrap)
+    rng = _check_rng(rng)
+    rows = values if values.ndim == 2 else values[np.newaxis, :]
+    n_seeds = rows.shape[0]
+    if n_bootstrap > 0:
+        if values.ndim != 2 or n_seeds < 2:
+            raise ValueError(
+                f"n_bootstrap > 0 resamples seeds: {data_name} must have shape (n_seeds, n_depths) with n_seeds >= 2; "
+                f"got shape {values.shape}"
+            )
+        if rng is None:
+            raise ValueError("rng must be a numpy.random.Generator or an int seed when n_bootstrap > 0; got None")
+
+    mean_values = rows.mean(axis=0)
+    log_depth = np.log(depth_array.astype(np.float64))
+    theta = _optimise(log_depth, mean_values, floor_value, _starting_points(log_depth, mean_values, floor_value))
+    L0, c, alpha = _natural(theta, floor_value)
+    log_model, _ = _log_model(log_depth, L0, math.log(c), alpha)
+    log_values = np.log(mean_values)
+    residuals = log_values - log_model
+    dof = depth_array.size - n_free
+    covariance = _covariance(log_depth, residuals, L0, c, alpha, floor_value is None, dof)
+    total = float(np.sum((log_values - log_values.mean()) ** 2))
+    r_squared = 1.0 - float(np.sum(residuals**2)) / total if total > 0 else float("nan")
+
+    from . import __version__  # at call time: theory/__init__ may import this module
+
+    manifest = {
+        "package_version": __version__,
+        "scipy_version": scipy.__version__,
+        "method": "scipy.optimize.least_squares (trf) on log residuals, paper eqs. (88)-(89)",
+        "n_bootstrap": n_bootstrap,
+        "seed": rng if isinstance(rng, int) else None,
+        "rng_state": None,
+    }
+    samples = None
+    if n_bootstrap > 0:
+        generator = np.random.default_rng(rng) if isinstance(rng, int) else rng
+        if not isinstance(rng, int):
+            manifest["rng_state"] = generator.bit_generator.state
+        indices = generator.integers(0, n_seeds, size=(n_bootstrap, n_seeds))
+        samples = np.empty((n_bootstrap, 3))
+        for b, index in enumerate(indices):
+            resampled = rows[index].mean(axis=0)
+            samples[b] = _natural(_optimise(log_depth, resampled, floor_value, [theta]), floor_value)
+
+    return DepthLawFit(
+        L0=L0,
+        c=c,
+        alpha=alpha,
+        L0_se=float(np.sqrt(covariance[0, 0])),
+        c_se=float(np.sqrt(covariance[1, 1])),
+        alpha_se=float(np.sqrt(covariance[2, 2])),
+        covariance=_readonly(covariance),
+        r_squared=r_squared,
+        residuals=_readonly(residuals),
+        depths=_readonly(depth_array, np.int64),
+        values=_readonly(mean_values),
+        n=int(depth_array.size),
+        dof=int(dof),
+        floor_mode=floor_mode,
+        quantity=quantity,
+        plateau=plateau,
+        level=level,
+        n_seeds=int(n_seeds),
+        bootstrap_samples=None if samples is None else _readonly(samples),
+        manifest=MappingProxyType(manifest),
+    )
+
+
+def fit_depth_law(
+    depths: object,
+    losses: object,
+    floor: float | None = None,
+    *,
+    level: float = 0.95,
+    n_bootstrap: int = 0,
+    rng: np.random.Generator | int | None = None,
+) -> DepthLawFit:
+    """Fit ``R_L = L0 + c L^(−alpha)`` by least squares on ``log R`` (``c, alpha > 0``, ``L0 >= 0``).
+
+    Minimises ``Σ_L (log R_L − log(L0 + c L^(−alpha)))²``. See the module
+    docstring for the method (reparametrisation, grid start, analytic Jacobian,
+    Gauss-Newton standard errors).
+
+    Parameters
+    ----------
+    depths : array_like of int, shape (n_depths,)
+        Depths ``L >= 1`` (repeats allowed; at least 3 distinct with a fitted floor, else 2).
+    losses : array_like, shape (n_depths,) or (n_seeds, n_depths)
+        Losses ``R_L > 0``. For 2-d input the mean over seeds is fitted.
+    floor : None or float, optional
+        ``None``: ``L0`` fitted (``>= 0``); ``0``: ``L0`` fixed at 0 (the easy task);
+        a value ``> 0``: ``L0`` fixed at that value.
+    level : float, default 0.95
+        Default coverage of :meth:`DepthLawFit.interval`.
+    n_bootstrap : int, default 0
+        Number of bootstrap refits resampling seeds with replacement (2-d ``losses`` only).
+    rng : numpy.random.Generator or int, optional
+        Randomness of the bootstrap (required when ``n_bootstrap > 0``).
+
+    Returns
+    -------
+    DepthLawFit
+
+    Raises
+    ------
+    ValueError
+        Mismatched lengths, too few (distinct) depths, non-positive or non-finite
+        losses, non-integer or non-positive depths, a negative floor, a level outside
+        (0, 1) -- each naming the argument.
+
+    References
+    ----------
+    Paper eqs. (16), (88)-(89).
+
+    Examples
+    --------
+    >>> fit = fit_depth_law([1, 2, 4, 8, 16], [2.5, 1.5, 1.0, 0.75, 0.625])
+    >>> round(fit.alpha, 6), fit.floor_mode, fit.dof
+    (1.0, 'fitted', 2)
+    >>> seeds = [[2.6, 1.5, 1.0, 0.76, 0.62], [2.4, 1.5, 1.0, 0.74, 0.63]]
+    >>> fit = fit_depth_law([1, 2, 4, 8, 16], seeds, n_bootstrap=20, rng=0)
+    >>> fit.n_seeds, fit.bootstrap_samples.shape, fit.manifest["seed"]
+    (2, (20, 3), 0)
+    """
+    return _fit(
+        depths, losses, floor, quantity="loss", plateau=None, level=level, n_bootstrap=n_bootstrap, rng=rng,
+        data_name="losses",
+    )
+
+
+def fit_gap_law(
+    depths: object,
+    shared_errors: object,
+    plateau: float,
+    *,
+    level: float = 0.95,
+    n_bootstrap: int = 0,
+    rng: np.random.Generator | int | None = None,
+) -> DepthLawFit:
+    """Fit the gap law ``L0 − C_L = c L^(−alpha)`` with the plateau ``L0`` given.
+
+    The gaps ``plateau − C_L`` are fitted with :func:`fit_depth_law` semantics and a
+    zero floor (least squares on ``log(L0 − C_L)``). In the returned fit ``L0 = 0``
+    (the floor of the gap law), ``plateau`` is the given ``L0``, ``quantity == 'gap'``,
+    and :meth:`DepthLawFit.predict` returns the gap.
+
+    Parameters
+    ----------
+    depths : array_like of int, shape (n_depths,)
+        Depths ``L >= 1`` (at least 2 distinct).
+    shared_errors : array_like, shape (n_depths,) or (n_seeds, n_depths)
+        Shared errors ``C_L`` (e.g. :attr:`theory.decomposition.Decomposition.C`); every
+        entry must be below ``plateau``.
+    plateau : float
+        ``L0`` (the paper takes it from Table 1).
+    level, n_bootstrap, rng
+        As in :func:`fit_depth_law`.
+
+    Returns
+    -------
+    DepthLawFit
+
+    References
+    ----------
+    Paper eqs. (92)-(93), Table 1.
+
+    Examples
+    --------
+    >>> fit = fit_gap_law([1, 2, 4, 8], [1.0, 1.5, 1.75, 1.875], plateau=2.0)
+    >>> round(fit.alpha, 6), round(fit.c, 6), fit.quantity
+    (1.0, 1.0, 'gap')
+    """
+    plateau = _check_real("plateau", plateau)
+    shared = check_finite_array("shared_errors", shared_errors, ndim=None)
+    gaps = plateau - shared
+    if np.any(gaps <= 0):
+        worst = float(shared.flat[int(np.argmin(gaps))])
+        raise ValueError(
+            f"shared_errors must all be < plateau = {plateau!r} (the gap L0 - C_L is fitted on a log scale); "
+            f"got {worst!r}"
+        )
+    return _fit(
+        depths, gaps, 0.0, quantity="gap", plateau=plateau, level=level, n_bootstrap=n_bootstrap, rng=rng,
+        data_name="shared_errors",
+    )
