@@ -573,6 +573,34 @@ def render(verified: VerifiedDerivation) -> str:
     return text.rstrip("\n") + "\n"
 
 
+def at_precision(dps: int):
+    """Decorator: run a check with ``mpmath`` at ``dps`` decimal digits, restoring the previous precision.
+
+    References
+    ----------
+    Paper appendices A-C.
+
+    Examples
+    --------
+    >>> @at_precision(40)
+    ... def digits():
+    ...     return mpmath.mp.dps
+    >>> digits(), mpmath.mp.dps
+    (40, 15)
+    """
+
+    def decorate(check):
+        def wrapped(*args, **kwargs):
+            with mpmath.workdps(dps):
+                return check(*args, **kwargs)
+
+        wrapped.__name__ = getattr(check, "__name__", "check")
+        wrapped.__doc__ = check.__doc__
+        return wrapped
+
+    return decorate
+
+
 def mp_close(value: object, reference: object, digits: int) -> bool:
     """True when two mpmath numbers agree to ``digits`` significant digits.
 

@@ -29,9 +29,12 @@ Writing (:class:`ResultsStore`) is done by one process, the sweep driver,
 which holds an exclusive ``flock`` on ``DIR`` while it writes; every finished
 run is committed in its own transaction (its arrays, metrics and status
 together), so killing the driver at any moment loses no committed run and
-leaves no half-written row. Reading (:func:`load_results`,
-:func:`load_arrays`, :func:`export_csv`) opens the file read-only and may
-happen while a sweep is running.
+leaves no half-written row (the store is created atomically too: its schema
+is written to a temporary file renamed into place). Workers, local or Dask,
+never touch the file: only the driver does, so ``DIR`` must be on a file
+system local to the driver (SQLite's WAL mode does not work over NFS).
+Reading (:func:`load_results`, :func:`load_arrays`, :func:`export_csv`)
+opens the file read-only and may happen while a sweep is running.
 
 This module does not import numpy at import time (only when arrays are
 encoded or decoded), so that sweep worker processes can pin BLAS threads

@@ -344,7 +344,7 @@ def test_inner_product_ranking_overestimates_the_table3_floor():
 @pytest.mark.parametrize("row", TABLE3, ids=lambda r: f"k{r['k']}-a{r['a']}-b{r['b']}")
 def test_monte_carlo_floor_reproduces_every_table3_row_within_3_percent(row):
     est = linear_floor_monte_carlo(
-        PowerLawSpectrum(row["a"], row["b"], d=128), 1024, int(row["k"]), TABLE3_DEPTH, 512,
+        PowerLawSpectrum(row["a"], row["b"], d=128), 1024, int(row["k"]), TABLE3_DEPTH, 1024,
         np.random.default_rng(2027), queries_per_context=64, variance_reduction="control_variates",
     )
     assert est.relative_standard_error < 0.005

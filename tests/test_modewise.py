@@ -51,9 +51,13 @@ def test_modewise_sum_tends_to_the_integral_on_dense_depth_scale_grids(beta):
     tau0=st.floats(0.1, 50.0),
 )
 def test_modewise_closed_form_equals_numerical_quadrature(depth, C, beta, tau0):
-    # in the rate ν = 1/τ the range is finite: ∫_0^{1/τ0} C ν^(β-2) e^(-Lν) dν (tanh-sinh copes with ν^(β-2))
+    # with τ = t^(-1/(β-1)) the integral becomes ∫_0^{τ0^(1-β)} C/(β-1) exp(-L t^(1/(β-1))) dt:
+    # a finite range and a bounded integrand, which tanh-sinh quadrature resolves to full precision
     with mpmath.workdps(30):
-        quadrature = mpmath.quad(lambda nu: C * nu ** (beta - 2) * mpmath.exp(-depth * nu), [0, 1 / mpmath.mpf(tau0)])
+        power = 1 / (mpmath.mpf(beta) - 1)
+        quadrature = mpmath.quad(
+            lambda t: C * power * mpmath.exp(-depth * t**power), [0, mpmath.mpf(tau0) ** (1 - mpmath.mpf(beta))]
+        )
     assert modewise_integral(depth, C, beta, tau0) == pytest.approx(float(quadrature), rel=TIGHT)
 
 
@@ -63,10 +67,9 @@ def test_modewise_closed_form_solves_the_integral_symbolically():
     assert sp.simplify(derivative + MODEWISE_INTEGRAND.subs(s.tau, s.tau0)) == 0
     assert sp.limit(MODEWISE_INTEGRAL.subs(s.beta_exp, sp.Rational(5, 2)), s.tau0, sp.oo) == 0
     # and its τ0 -> 0 limit is the asymptote (eq. 56)
-    assert sp.simplify(MODEWISE_INTEGRAL.subs(s.tau0, 0) - MODEWISE_ASYMPTOTE) == 0 or sp.simplify(
-        sp.limit(MODEWISE_INTEGRAL.subs(s.beta_exp, sp.Rational(5, 2)), s.tau0, 0, "+")
-        - MODEWISE_ASYMPTOTE.subs(s.beta_exp, sp.Rational(5, 2))
-    ) == 0
+    half = sp.Rational(5, 2)
+    limit = sp.limit(MODEWISE_INTEGRAL.subs(s.beta_exp, half), s.tau0, 0, "+")
+    assert sp.simplify(limit - MODEWISE_ASYMPTOTE.subs(s.beta_exp, half)) == 0
 
 
 @pytest.mark.parametrize("beta", [1.2, 2.0, 3.5])
@@ -74,7 +77,7 @@ def test_modewise_integral_over_asymptote_tends_to_one_as_depth_grows(beta):
     tau0 = 3.0
     depths = np.array([1, 3, 10, 30, 100, 300])
     ratio = modewise_integral(depths, 1.0, beta, tau0) / modewise_asymptote(depths, 1.0, beta)
-    assert np.all(np.diff(ratio) > 0) and np.all(ratio < 1)
+    assert np.all(np.diff(ratio[:4]) > 0) and np.all(ratio <= 1)  # until it saturates at 1 in float64
     assert ratio[-1] == pytest.approx(1.0, abs=LOOSE)
 
 

@@ -251,6 +251,19 @@ def test_free_loss_matches_adaptive_mpmath_reference_at_larger_depth(a, b):
     np.testing.assert_allclose(fast, reference, rtol=TIGHT, atol=floor)
 
 
+@pytest.mark.parametrize("a, b", [(1.5, 1.0), (2.0, 1.0), (2.0, 0.5)])
+def test_exact_discrete_free_loss_falls_faster_than_the_continuum_two_zeta_law(a, b):
+    # isolated top eigenvalues of a power law can be annihilated by roots of r: the discrete optimum
+    # beats the continuum L^(-2ζ) of eq. (40) inside its validity window (a finding, not the paper's claim)
+    spectrum = PowerLawSpectrum(a=a, b=b, d=32768)
+    depths = np.array([10, 20, 40, 80])
+    assert np.all(validity_window(spectrum, "free").contains(depths))
+    discrete = free_loss(depths, spectrum)
+    slopes = -np.diff(np.log(discrete)) / np.log(2)
+    assert np.all(slopes > free_exponent(spectrum))
+    assert np.all(np.diff(discrete / free_continuum_loss(depths, spectrum)) < 0)
+
+
 @given(zeta=st.floats(0.2, 4.0), lambda_1=st.floats(0.1, 10.0), nodes=st.sampled_from([10, 40]))
 def test_free_continuum_formula_is_the_discrete_optimum_on_gauss_jacobi_nodes(zeta, lambda_1, nodes):
     # M Gauss-Jacobi nodes integrate λ^(ζ-1) r(λ)² exactly for deg r <= M - 1

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from idepth.cli import main as idepth_main
@@ -155,7 +155,6 @@ def test_a_config_listed_twice_is_run_once_at_its_first_position():
 @given(st.lists(st.dictionaries(st.sampled_from(["depth", "seed"]),
                                 st.lists(st.integers(1, 50), min_size=1, max_size=4, unique=True),
                                 min_size=1), min_size=1, max_size=3))
-@settings(max_examples=25)
 def test_grid_runs_are_the_distinct_points_of_the_subgrid_products_in_order(subgrids):
     expected = []
     for sub in subgrids:

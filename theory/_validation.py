@@ -100,5 +100,5 @@ def check_depths(values: object, name: str = "depth") -> np.ndarray:
         raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(flat)) or np.any(flat != np.round(flat)) or np.any(flat < 1):
         bad = flat[~(np.isfinite(flat) & (flat == np.round(flat)) & (flat >= 1))][0]
-        raise ValueError(f"{name} must be an integer >= 1 (number of layers L); got {bad!r}")
+        raise ValueError(f"{name} must be an integer >= 1 (number of layers L); got {float(bad):g}")
     return flat.astype(np.int64)

@@ -680,6 +680,15 @@ class FloorEstimate:
     References
     ----------
     Paper eqs. (47)-(54).
+
+    Examples
+    --------
+    >>> from theory.spectra import PowerLawSpectrum
+    >>> est = linear_floor_semi_analytic(PowerLawSpectrum(1, 1, d=16), 64, 2, 3)
+    >>> est.floor_by_degree.shape, est.standard_error, est.method
+    ((3,), 0.0, 'semi_analytic')
+    >>> bool(est.estimate == est.total_second_moment - float(np.sum(est.projections**2)))
+    True
     """
 
     estimate: float

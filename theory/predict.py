@@ -208,3 +208,200 @@ def _calibration(value) -> SoftmaxCalibration:
         "calibration must be a SoftmaxCalibration, a theory.decomposition.Decomposition, a theory.fitting.DepthLawFit, "
         f"or a mapping with keys {{'A', 'C'}} or {{'L0', 'c'}}; got {value!r}"
     )
+
+
+def _linear_easy(depths, spectrum, polynomial, gamma):
+    from . import polynomial_laws as laws
+
+    if polynomial == "constrained":
+        loss = laws.constrained_loss(depths, spectrum, gamma)
+        law = (
+            "constrained residual r_L(λ) = (1 − γλ/L)^L, exact finite-d population loss Σ_k λ_k ω_k r_L(λ_k)² "
+            f"(eqs. 29–30, 33; γ = {'L/λ_1 (γ*, eq. 34)' if gamma is None else gamma})"
+        )
+        asymptote, exponent_of = laws.constrained_asymptote, laws.constrained_exponent
+    else:
+        if gamma is not None:
+            raise ValueError("gamma applies only to polynomial='constrained'; the free polynomial has no step size")
+        loss = laws.free_loss(depths, spectrum)
+        law = "optimal free residual of degree ≤ L with r(0) = 1, exact discrete optimum (eqs. 35–37)"
+        asymptote, exponent_of = laws.free_continuum_asymptote, laws.free_exponent
+    assumptions = [
+        "population loss (P → ∞) of the linear model whose covariance polynomial is the stated residual (eqs. 26–30)",
+        "no label noise (eq. 1)",
+    ]
+    coefficient = exponent = window = in_window = None
+    if getattr(spectrum, "zeta", None) is not None and spectrum.zeta > 0:
+        exponent = float(exponent_of(spectrum))
+        coefficient = float(asymptote(1, spectrum))
+        window = laws.validity_window(spectrum, polynomial)
+        in_window = np.asarray(window.contains(depths))
+        assumptions.append(f"continuum asymptote {coefficient:.6g}·L^(−{exponent:.6g}) holds for {window.statement}")
+        if polynomial == "free":
+            assumptions.append(
+                "on a discrete power-law spectrum the exact free optimum falls faster than the continuum L^(−2ζ) "
+                "(isolated top eigenvalues; see the package's notes on eq. 40)"
+            )
+    else:
+        assumptions.append("no power-law asymptote: needs a PowerLawSpectrum with a + b > 1 (ζ > 0, eq. 34)")
+    return dict(loss=np.asarray(loss, dtype=np.float64), law=law, plateau=0.0, coefficient=coefficient, exponent=exponent,
+                validity_window=window, in_window=in_window, assumptions=tuple(assumptions))
+
+
+FLOOR_METHODS = ("semi_analytic", "monte_carlo")
+
+
+def _linear_difficult(depths, spectrum, P, k, floor_method, n_samples, rng):
+    from . import floor
+
+    if P is None:
+        raise ValueError("P (context length) is required for attention='linear', task='difficult' (the floor depends on P)")
+    P = check_positive_int("P", P)
+    k = check_positive_int("k", k)
+    if k > P:
+        raise ValueError(f"k must be an integer in [1, P] = [1, {P}]; got k={k}")
+    floor_method = check_choice("floor_method", floor_method, FLOOR_METHODS)
+    max_depth = int(depths.max())
+    if floor_method == "semi_analytic":
+        estimate = floor.linear_floor_semi_analytic(spectrum, P, k, max_depth)
+    else:
+        estimate = floor.linear_floor_monte_carlo(spectrum, P, k, max_depth, n_samples, 0 if rng is None else rng)
+    loss = estimate.floor_by_degree[depths - 1]
+    se = estimate.standard_error_by_degree[depths - 1]
+    lower = upper = None
+    if floor_method == "monte_carlo":
+        lower, upper = loss - 1.959963984540054 * se, loss + 1.959963984540054 * se
+    return dict(
+        loss=np.asarray(loss, dtype=np.float64), lower=lower, upper=upper,
+        law="best degree-L covariance polynomial on the top-k task: R_L = T − hᵀG†h (eqs. 41–54)",
+        plateau=float(estimate.floor_by_degree[-1]), coefficient=None, exponent=None,
+        assumptions=(
+            f"top-{k} aggregation over P = {P} context tokens (eq. 6), population over contexts",
+            f"floor evaluated by the {floor_method.replace('_', '-')} route ({estimate.ranking} ranking)"
+            + (f", {estimate.n_samples} sampled contexts" if floor_method == "monte_carlo" else ""),
+            "the linear model is taken to realise the optimal covariance polynomial of degree L (eq. 24 with free B_ℓ, m_r); "
+            f"plateau = value at the largest depth asked for (L = {max_depth})",
+        ),
+    )
+
+
+def _softmax_difficult(depths, calibration):
+    if calibration is None:
+        raise ValueError(
+            "attention='softmax', task='difficult' needs a calibration: pass calibration=SoftmaxCalibration(...), "
+            "a measured theory.decomposition.Decomposition (A_L, C_L at one depth), a theory.fitting.DepthLawFit, "
+            "or a mapping {'A': ..., 'C': ...} or {'L0': ..., 'c': ...}"
+        )
+    cal = _calibration(calibration)
+    L = depths.astype(np.float64)
+    loss = cal.plateau + cal.coefficient / L
+    lower = upper = None
+    if cal.covariance is not None:
+        cov = np.asarray(cal.covariance)
+        w = np.stack([np.ones_like(L), 1.0 / L])  # d loss / d (plateau, coefficient)
+        se = np.sqrt(np.maximum(np.einsum("in,ij,jn->n", w, cov, w), 0.0))
+        lower, upper = loss - 1.959963984540054 * se, loss + 1.959963984540054 * se
+    return dict(
+        loss=loss, law="R_L = plateau + c/L: exchangeable ensemble of L heads, R_L = C + (A − C)/L (eqs. 60–63)",
+        plateau=cal.plateau, coefficient=cal.coefficient, exponent=1.0, lower=lower, upper=upper,
+        assumptions=(
+            f"calibration: {cal.source}",
+            "A_L and C_L taken independent of depth (the paper finds C_L → C_∞, A_L − C_L → Δ_∞; eq. 63 alone does not imply 1/L)",
+        ),
+    )
+
+
+def predict_loss(
+    depth,
+    spectrum,
+    *,
+    attention: str = "linear",
+    task: str = "easy",
+    polynomial: str = "constrained",
+    gamma: float | None = None,
+    P: int | None = None,
+    k: int = 2,
+    floor_method: str = "semi_analytic",
+    n_samples: int = 4096,
+    rng=None,
+    calibration=None,
+) -> LossPrediction:
+    """Predicted loss ``R_L`` of a depth-L attention model (see the module table).
+
+    Parameters
+    ----------
+    depth : int or array_like of int
+        Depth(s) ``L >= 1``.
+    spectrum : theory.Spectrum or theory.PowerLawSpectrum
+        Input and teacher spectra (eq. 2).
+    attention : {'linear', 'softmax'}
+    task : {'easy', 'difficult'}
+    polynomial : {'constrained', 'free'}
+        Linear/easy only: the repeated-update residual (eq. 33, default) or the free optimum (eq. 36).
+    gamma : float, optional
+        Linear/easy constrained only: the effective step γ = κv, ``0 < γ < 2L/λ_1``; default ``γ* = L/λ_1``.
+    P : int, optional
+        Context length (linear/difficult: required).
+    k : int, default 2
+        Top-k of the difficult task (eq. 6).
+    floor_method : {'semi_analytic', 'monte_carlo'}
+        Linear/difficult: how the floor ``T − hᵀG†h`` is evaluated (eqs. 47–54).
+    n_samples : int
+        Linear/difficult with ``floor_method='monte_carlo'``: contexts sampled.
+    rng : numpy.random.Generator or int, optional
+        Randomness for Monte Carlo.
+    calibration : optional
+        Softmax/difficult only (required there): :class:`SoftmaxCalibration`, a
+        measured :class:`~theory.decomposition.Decomposition`, a
+        :class:`~theory.fitting.DepthLawFit` or a mapping ``{'A', 'C'}`` / ``{'L0', 'c'}``.
+
+    Returns
+    -------
+    LossPrediction
+
+    Raises
+    ------
+    ValueError
+        Unknown ``attention``/``task``/``polynomial``, invalid depth, γ outside the stable
+        range, missing ``P`` or calibration, ``k > P``.
+
+    References
+    ----------
+    Paper eqs. (16), (29)–(40), (41)–(54), (60)–(63).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> spec = PowerLawSpectrum(a=2.0, b=1.0, d=1024)
+    >>> p = predict_loss([1, 4, 16], spec)
+    >>> p.exponent  # ζ = (a + b − 1)/a
+    1.0
+    >>> bool(p.loss[0] > p.loss[1] > p.loss[2])
+    True
+    >>> predict_loss(8, spec, attention="softmax", task="difficult", calibration={"L0": 2.0, "c": 8.0}).loss.tolist()
+    [3.0]
+    """
+    attention = check_choice("attention", attention, ATTENTIONS)
+    task = check_choice("task", task, TASKS)
+    polynomial = check_choice("polynomial", polynomial, POLYNOMIALS)
+    depths = check_depths(depth)
+    spectrum = as_spectrum(spectrum)
+    if attention == "linear" and task == "easy":
+        parts = _linear_easy(depths, spectrum, polynomial, gamma)
+    elif attention == "linear":
+        parts = _linear_difficult(depths, spectrum, P, k, floor_method, n_samples, rng)
+    elif task == "easy":
+        parts = dict(
+            loss=np.zeros(depths.shape), law="zero loss for every L >= 1 (exact-match retrieval, section 3.2)",
+            plateau=0.0, coefficient=0.0, exponent=None,
+            assumptions=(
+                "one softmax layer can put all attention on the exact match as its temperature → 0 "
+                "(query/key norms grow, Fig. 4c); the prediction is the infimum, reached only in that limit",
+            ),
+        )
+    else:
+        parts = _softmax_difficult(depths, calibration)
+    for key in ("loss", "lower", "upper", "in_window"):
+        if parts.get(key) is not None:
+            parts[key] = _readonly(parts[key])
+    return LossPrediction(depth=_readonly(depths), attention=attention, task=task, **parts)

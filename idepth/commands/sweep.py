@@ -41,13 +41,12 @@ def register(subparsers) -> None:
             "[[grid]] tables are sub-grids whose products are concatenated. Exit status 1 if some "
             "runs failed (see 'idepth sweep status DIR'), 2 on bad input."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     run_parser.add_argument("grid", metavar="GRID.toml", help="TOML file declaring the grid of runs")
     run_parser.add_argument("--out", metavar="DIR", required=True,
                             help="sweep directory (created; holds results.sqlite)")
     run_parser.add_argument("--backend", choices=("local", "dask"), default="local",
-                            help="local process pool, or a dask.distributed cluster")
+                            help="local process pool (default), or a dask.distributed cluster")
     run_parser.add_argument("--workers", type=int, default=None,
                             help="local worker processes (default: number of usable cores); with "
                                  "--backend dask and no --scheduler, the size of the local dask cluster")
@@ -56,7 +55,7 @@ def register(subparsers) -> None:
     run_parser.add_argument("--dask-local", metavar="N", type=int, default=None,
                             help="start a local dask cluster of N single-threaded workers (dask only)")
     run_parser.add_argument("--connect-timeout", metavar="SECONDS", type=float, default=10.0,
-                            help="give up if the dask scheduler does not answer within this time")
+                            help="give up if the dask scheduler does not answer within this time (default 10)")
     run_parser.add_argument("--retry-failed", action="store_true",
                             help="run again the runs recorded as failed")
     run_parser.add_argument("--no-progress", action="store_true",
@@ -67,10 +66,9 @@ def register(subparsers) -> None:
         "status", help="counts by status, the slowest runs and the failures",
         description="Print the number of runs in each status, the slowest finished runs and the failed "
                     "runs with their errors (read-only; safe while the sweep runs).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     status_parser.add_argument("out", metavar="DIR", help="sweep directory")
-    status_parser.add_argument("--slowest", type=int, default=5, help="how many of the slowest runs to list")
+    status_parser.add_argument("--slowest", type=int, default=5, help="how many of the slowest runs to list (default 5)")
     status_parser.set_defaults(func=status)
 
     export_parser = actions.add_parser(

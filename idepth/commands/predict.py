@@ -1,0 +1,185 @@
+"""``idepth predict``: print (or plot) the predicted loss of a depth-L model.
+
+A thin layer over :func:`theory.predict.predict_loss`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HELP = "predicted loss R_L of a depth-L attention model (theory.predict_loss)"
+
+
+def parse_depths(text: str) -> list[int]:
+    """Parse ``"1,2,4"``, ``"1-8"`` (inclusive range) or ``"2^0-8"`` (powers of two 1..256), or a mix."""
+    depths: list[int] = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            if item.startswith("2^") and "-" in item:
+                lo, hi = item[2:].split("-")
+                depths.extend(2**e for e in range(int(lo), int(hi) + 1))
+            elif "-" in item[1:]:
+                lo, hi = item.split("-", 1)
+                depths.extend(range(int(lo), int(hi) + 1))
+            else:
+                depths.append(int(item))
+        except ValueError:
+            raise ValueError(f"--depth must be integers, ranges A-B or powers 2^A-B separated by commas; got {text!r}") from None
+    if not depths:
+        raise ValueError(f"--depth names no depth; got {text!r}")
+    return depths
+
+
+def _calibration(text: str | None):
+    if text is None:
+        return None
+    values = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--calibration must look like 'A=...,C=...' or 'L0=...,c=...'; got {text!r}")
+        try:
+            values[key.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--calibration value for {key.strip()!r} must be a number; got {value!r}") from None
+    return values
+
+
+def register(subparsers) -> None:
+    """Add the ``predict`` sub-command."""
+    p = subparsers.add_parser(
+        "predict",
+        help=HELP,
+        description=(
+            "Predicted loss R_L at the given depths for a power-law spectrum λ_k = c_λ k^-a, ω_k = c_ω k^-b (eq. 2) "
+            "or a spectrum read from a file. linear/easy: exact population loss of the constrained residual "
+            "(1 - γλ/L)^L (eqs. 29-34) or of the optimal free polynomial (eqs. 35-40); linear/difficult: the "
+            "top-k floor of the best degree-L polynomial (eqs. 41-54); softmax/easy: 0; softmax/difficult: "
+            "plateau + c/L from a calibration (eq. 63)."
+        ),
+        epilog="examples:\n  idepth predict --a 2 --b 1 --d 1024 --depth 2^0-8\n"
+        "  idepth predict --a 0 --b 0 --d 32 --task difficult --P 128 --depth 1-8 --json\n"
+        "  idepth predict --attention softmax --task difficult --calibration L0=2.0,c=8.0 --depth 1,2,4",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--depth", default="2^0-6", help="depths: '1,2,4', ranges '1-16', powers of two '2^0-8' (default 2^0-6)")
+    spec = p.add_argument_group("spectrum (paper eq. 2)")
+    spec.add_argument("--a", type=float, default=2.0, help="input exponent a (default 2)")
+    spec.add_argument("--b", type=float, default=1.0, help="teacher exponent b (default 1)")
+    spec.add_argument("--d", type=int, default=1024, help="dimension d (default 1024)")
+    spec.add_argument("--c-lambda", type=float, default=1.0, help="input prefactor c_λ (default 1)")
+    spec.add_argument("--c-omega", type=float, default=1.0, help="teacher prefactor c_ω (default 1)")
+    spec.add_argument("--spectrum-file", type=Path, help="a text file with two columns λ_k ω_k (overrides --a/--b/--d)")
+    case = p.add_argument_group("case")
+    case.add_argument("--attention", default="linear", help="linear or softmax (default linear)")
+    case.add_argument("--task", default="easy", help="easy (eq. 5) or difficult (eq. 6) (default easy)")
+    case.add_argument("--polynomial", default="constrained", help="linear/easy: constrained (default) or free")
+    case.add_argument("--gamma", type=float, help="linear/easy constrained: step γ in (0, 2L/λ_1); default L/λ_1")
+    case.add_argument("--P", type=int, help="context length (linear/difficult)")
+    case.add_argument("--k", type=int, default=2, help="top-k of the difficult task (default 2)")
+    case.add_argument("--floor-method", default="semi_analytic", help="semi_analytic (default) or monte_carlo")
+    case.add_argument("--samples", type=int, default=4096, help="Monte-Carlo contexts (floor-method monte_carlo)")
+    case.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed")
+    case.add_argument("--calibration", help="softmax/difficult: 'A=..,C=..' (measured at one depth) or 'L0=..,c=..'")
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    out.add_argument("--plot", type=Path, metavar="FILE", help="write a log-log plot of R_L against L (PNG/PDF/SVG)")
+    p.set_defaults(func=run)
+
+
+def _spectrum(args):
+    from theory import PowerLawSpectrum, Spectrum
+
+    if args.spectrum_file is not None:
+        import numpy as np
+
+        if not args.spectrum_file.is_file():
+            raise FileNotFoundError(f"--spectrum-file {args.spectrum_file} does not exist")
+        try:
+            table = np.loadtxt(args.spectrum_file, ndmin=2)
+        except ValueError as exc:
+            raise ValueError(f"--spectrum-file {args.spectrum_file}: not a two-column numeric table ({exc})") from None
+        if table.shape[1] != 2:
+            raise ValueError(f"--spectrum-file must have two columns (λ_k ω_k); got {table.shape[1]}")
+        return Spectrum(table[:, 0], table[:, 1])
+    return PowerLawSpectrum(args.a, args.b, args.d, args.c_lambda, args.c_omega)
+
+
+def run(args) -> int:
+    from theory.predict import predict_loss
+
+    spectrum = _spectrum(args)
+    prediction = predict_loss(
+        parse_depths(args.depth), spectrum, attention=args.attention, task=args.task, polynomial=args.polynomial,
+        gamma=args.gamma, P=args.P, k=args.k, floor_method=args.floor_method, n_samples=args.samples,
+        rng=args.seed, calibration=_calibration(args.calibration),
+    )
+    if args.plot is not None:
+        write_plot(prediction, args.plot, title=repr(spectrum))
+    if args.json:
+        print(json.dumps(prediction.to_dict(), indent=1, ensure_ascii=False))
+        return 0
+    print(f"# {prediction.attention} attention, {prediction.task} task, {spectrum!r}")
+    print(f"# law: {prediction.law}")
+    if prediction.exponent is not None and prediction.coefficient is not None:
+        print(f"# asymptote: {prediction.plateau:.6g} + {prediction.coefficient:.6g} · L^(-{prediction.exponent:.6g})")
+    if prediction.validity_window is not None:
+        print(f"# validity window: {prediction.validity_window.statement}")
+    has_interval = prediction.lower is not None
+    header = f"{'L':>6}  {'R_L':>14}" + (f"  {'lower':>14}  {'upper':>14}" if has_interval else "")
+    header += "  in window" if prediction.in_window is not None else ""
+    print(header)
+    for i, L in enumerate(prediction.depth):
+        line = f"{L:>6d}  {prediction.loss[i]:>14.8g}"
+        if has_interval:
+            line += f"  {prediction.lower[i]:>14.8g}  {prediction.upper[i]:>14.8g}"
+        if prediction.in_window is not None:
+            line += f"  {'yes' if prediction.in_window[i] else 'no'}"
+        print(line)
+    for assumption in prediction.assumptions:
+        print(f"# assumes: {assumption}")
+    if args.plot is not None:
+        print(f"# plot written to {args.plot}")
+    return 0
+
+
+def write_plot(prediction, path: Path, title: str = "") -> None:
+    """Log-log plot of a :class:`~theory.predict.LossPrediction`, written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"--plot {path} is a directory")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"--plot: directory {path.parent} does not exist")
+    fig, ax = plt.subplots(figsize=(5.5, 4.0), layout="constrained")
+    positive = prediction.loss > 0
+    ax.loglog(prediction.depth[positive], prediction.loss[positive], "o-", label="predicted $R_L$")
+    if prediction.lower is not None:
+        ax.fill_between(prediction.depth, prediction.lower, prediction.upper, alpha=0.25, label="95% interval")
+    if prediction.exponent is not None and prediction.coefficient is not None:
+        L = prediction.depth.astype(float)
+        ax.loglog(L, prediction.plateau + prediction.coefficient * L ** (-prediction.exponent), "--",
+                  label=f"asymptote $\\propto L^{{-{prediction.exponent:.3g}}}$")
+    ax.set_xlabel("depth $L$")
+    ax.set_ylabel("loss $R_L$")
+    ax.set_title(f"{prediction.attention} attention, {prediction.task} task\n{title}", fontsize=9)
+    ax.legend(fontsize=8)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=120)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)

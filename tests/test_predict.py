@@ -1,0 +1,136 @@
+"""Claims about theory.predict_loss and the `idepth predict` command."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from theory import PowerLawSpectrum, Spectrum, decompose, predict_loss
+from theory.polynomial_laws import constrained_loss, free_loss
+from tolerances import ROUNDOFF, rtol
+
+SPEC = PowerLawSpectrum(a=2.0, b=1.0, d=512)
+
+
+@given(a=st.floats(1.0, 3.0), b=st.floats(0.5, 2.0))
+def test_linear_easy_prediction_reports_zeta_and_decreases_with_depth(a, b):
+    spec = PowerLawSpectrum(a, b, 256)
+    pred = predict_loss([1, 2, 4, 8, 16], spec)
+    assert pred.exponent == pytest.approx((a + b - 1) / a, rel=1e-12)
+    assert np.all(np.diff(pred.loss) < 0)
+    np.testing.assert_allclose(pred.loss, constrained_loss([1, 2, 4, 8, 16], spec), rtol=rtol(ROUNDOFF))
+
+
+def test_free_prediction_never_exceeds_constrained_prediction():
+    depths = np.arange(1, 40)
+    free = predict_loss(depths, SPEC, polynomial="free")
+    constrained = predict_loss(depths, SPEC)
+    assert np.all(free.loss <= constrained.loss * (1 + rtol(ROUNDOFF)))
+    assert free.exponent == pytest.approx(2 * constrained.exponent)
+    np.testing.assert_allclose(free.loss, free_loss(depths, SPEC), rtol=rtol(ROUNDOFF))
+
+
+def test_in_window_flags_follow_the_validity_window():
+    pred = predict_loss([1, 10, 100, 10**4, 10**5], SPEC)
+    # window for a=2, d=512: 1 << L << λ_1/λ_d = 512² with a decade of margin each side
+    assert pred.in_window.tolist() == [False, True, True, True, False]
+
+
+def test_softmax_easy_prediction_is_zero_and_says_why():
+    pred = predict_loss([1, 3, 9], SPEC, attention="softmax", task="easy")
+    assert np.all(pred.loss == 0)
+    assert any("exact match" in a for a in pred.assumptions)
+
+
+def test_softmax_difficult_prediction_from_a_measured_decomposition_reproduces_the_measured_loss():
+    rng = np.random.default_rng(3)
+    depth, n = 6, 400
+    shared = rng.normal(size=n)
+    f = shared + rng.normal(size=(depth, n))  # per-layer predictors with a shared error
+    targets = np.zeros(n)
+    dec = decompose(f, targets)
+    pred = predict_loss([1, depth, 1000], SPEC, attention="softmax", task="difficult", calibration=dec)
+    assert pred.loss[1] == pytest.approx(dec.R, rel=rtol(ROUNDOFF))  # eq. 63 is exact at the measured depth
+    assert pred.loss[0] == pytest.approx(dec.A, rel=rtol(ROUNDOFF))
+    assert pred.plateau == pytest.approx(dec.C)
+    assert np.all(pred.lower < pred.loss) and np.all(pred.loss < pred.upper)
+
+
+def test_linear_difficult_prediction_is_non_increasing_in_depth():
+    spec = PowerLawSpectrum(0.5, 0.5, 16)
+    pred = predict_loss([1, 2, 4, 8], spec, attention="linear", task="difficult", P=64, k=2)
+    assert np.all(np.diff(pred.loss) <= 1e-12 * pred.loss[0])
+    assert pred.loss[-1] > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(attention="quadratic"), "attention"),
+        (dict(task="medium"), "task"),
+        (dict(polynomial="chebyshev"), "polynomial"),
+        (dict(attention="softmax", task="difficult"), "calibration"),
+        (dict(attention="linear", task="difficult"), "P"),
+        (dict(attention="linear", task="difficult", P=4, k=5), "k"),
+        (dict(polynomial="free", gamma=0.5), "gamma"),
+        (dict(gamma=100.0), "gamma"),
+    ],
+)
+def test_bad_arguments_raise_value_error_naming_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        predict_loss([1, 2], SPEC, **kwargs)
+
+
+@pytest.mark.parametrize("depth", [0, -3, 2.5, float("nan"), float("inf")])
+def test_bad_depths_raise_value_error_naming_depth(depth):
+    with pytest.raises(ValueError, match="depth"):
+        predict_loss(depth, SPEC)
+
+
+@pytest.mark.parametrize(
+    "eigenvalues, teacher", [([1.0, -1.0], [1.0, 1.0]), ([1.0, 0.0], [1.0, 1.0]), ([1.0, np.nan], [1, 1]), ([1.0, np.inf], [1, 1])]
+)
+def test_bad_eigenvalues_raise_value_error(eigenvalues, teacher):
+    with pytest.raises(ValueError, match="eigenvalues"):
+        Spectrum(eigenvalues, teacher)
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(a=-1, b=0, d=4), "a"), (dict(a=1, b=-0.5, d=4), "b"), (dict(a=1, b=1, d=0), "d")])
+def test_bad_power_law_parameters_raise_value_error(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name} "):
+        PowerLawSpectrum(**kwargs)
+
+
+def _idepth(*args):
+    return subprocess.run([sys.executable, "-m", "idepth", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_predict_json_matches_the_python_api():
+    out = _idepth("predict", "--a", "2", "--b", "1", "--d", "512", "--depth", "1,4,16", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    np.testing.assert_allclose(data["loss"], predict_loss([1, 4, 16], SPEC).loss, rtol=rtol(ROUNDOFF))
+
+
+def test_cli_predict_writes_a_plot(tmp_path):
+    target = tmp_path / "curve.png"
+    out = _idepth("predict", "--depth", "2^0-5", "--plot", str(target))
+    assert out.returncode == 0, out.stderr
+    assert target.stat().st_size > 1000 and target.read_bytes()[:4] == b"\x89PNG"
+    assert not [p for p in tmp_path.iterdir() if p.name != "curve.png"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize(
+    "args, name",
+    [(["--a", "-1"], "a"), (["--depth", "0"], "depth"), (["--attention", "x"], "attention"),
+     (["--depth", "x"], "--depth"), (["--task", "difficult"], "P")],
+)
+def test_cli_bad_input_is_one_line_on_stderr_with_exit_2(args, name):
+    out = _idepth("predict", *args)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and name in lines[0] and "Traceback" not in out.stderr

@@ -1,0 +1,20 @@
+"""The README's commands are the ones CI and users run."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bash_blocks(text):
+    return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+
+
+def test_readme_gives_exactly_two_commands_and_ci_runs_the_test_command_verbatim():
+    blocks = [b.strip() for b in _bash_blocks((ROOT / "README.md").read_text()) if b.strip()]
+    assert len(blocks) >= 2
+    main_job, test_command = blocks[0], blocks[1]
+    assert "\n" not in main_job and "\n" not in test_command
+    assert "pytest" in test_command and "pip install" in test_command and "pip install" in main_job
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert test_command in ci.splitlines()
