@@ -71,6 +71,11 @@ class Verdict:
     detail: str
     measured: float | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "holds", bool(self.holds))  # numpy booleans from comparisons
+        if self.measured is not None:
+            object.__setattr__(self, "measured", float(self.measured))
+
 
 @dataclass(frozen=True)
 class Step:

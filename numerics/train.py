@@ -110,11 +110,11 @@ DTYPES = ("float32", "float64")
 #: Per-model defaults filled in when ``learning_rate`` / ``init`` are not given.
 #: (Filled with measured values; see the module docstring.)
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
-    "linear": {"learning_rate": 1e-3, "init": {}},
-    "nonlinear": {"learning_rate": 1e-2, "init": {}},
-    "single_stream": {"learning_rate": 1e-2, "init": {}},
-    "untied_values": {"learning_rate": 1e-2, "init": {}},
-    "context_updates": {"learning_rate": 1e-2, "init": {}},
+    "linear": {"learning_rate": 1e-2, "init": {}},  # plus qk_scale = N/c_λ, see _family_init
+    "nonlinear": {"learning_rate": 1e-3, "init": {}},
+    "single_stream": {"learning_rate": 1e-3, "init": {}},
+    "untied_values": {"learning_rate": 1e-3, "init": {}},
+    "context_updates": {"learning_rate": 1e-3, "init": {}},
 }
 
 _JSON_SCALARS = (str, int, float, bool)
@@ -253,7 +253,7 @@ class TrainConfig:
         defaults = MODEL_DEFAULTS[self.model]
         lr = defaults["learning_rate"] if self.learning_rate is None else self.learning_rate
         set_("learning_rate", check_positive("learning_rate", lr))
-        set_("init", _freeze_init(self.model, defaults["init"], self.init))
+        set_("init", _freeze_init(self.model, _family_init(self), self.init))
 
     # -- serialisation -------------------------------------------------------------
 
@@ -343,8 +343,26 @@ class TrainConfig:
         return np.float32 if self.dtype == "float32" else np.float64
 
 
+def _family_init(config: "TrainConfig") -> dict[str, Any]:
+    """The model family's default init options, with the size-dependent linear-attention scale."""
+    init = dict(MODEL_DEFAULTS[config.model]["init"])
+    if config.model == "linear":
+        # B_ℓ = (1/N) W_xᵀ W_kᵀ W_q W_x ≈ (qk_scale/N) I (eq. 20): start at B ≈ I/λ_1,
+        # the stable one-step value γ = 1/λ_1 of eq. (33); λ_1 = c_λ for eq. (2)
+        init["qk_scale"] = config.N / config.c_lambda
+    return init
+
+
 def _freeze_init(model: str, defaults: Mapping[str, Any], given: object) -> tuple[tuple[str, Any], ...]:
-    merged = dict(defaults)
+    """All of the model's init options, resolved and frozen (sorted pairs).
+
+    Order of precedence: ``given`` > the family defaults of this module > the
+    model's own ``INIT_DEFAULTS``. Every option is spelled out, so the content
+    hash changes if a model's built-in default ever does; an integer given for
+    a float option is stored as a float (``2`` and ``2.0`` are the same run).
+    """
+    from numerics.models import get_model
+
     if given is not None:
         if isinstance(given, tuple):  # already frozen (dataclasses.replace)
             given = dict(given)
@@ -359,16 +377,17 @@ def _freeze_init(model: str, defaults: Mapping[str, Any], given: object) -> tupl
                 raise TypeError(
                     f"init[{key!r}] must be a JSON scalar (str, int, float, bool or None); got {value!r} ({type(value).__name__})"
                 )
-        merged.update(given)
-    frozen = tuple(sorted(merged.items()))
-    _check_init_options(model, dict(frozen))
-    return frozen
+    builtin = dict(getattr(get_model(model), "INIT_DEFAULTS", {}))
+    merged = {**builtin, **defaults, **(given or {})}
+    for key, value in merged.items():
+        if isinstance(builtin.get(key), float) and isinstance(value, int) and not isinstance(value, bool):
+            merged[key] = float(value)
+    _check_init_options(model, merged)
+    return tuple(sorted(merged.items()))
 
 
 def _check_init_options(model: str, options: dict[str, Any]) -> None:
     """Dry-run ``init_params`` at a tiny size so a bad option fails at construction."""
-    if not options:
-        return
     from numerics.models import get_model
 
     try:

@@ -377,3 +377,21 @@ def test_bad_params_raise_value_error_naming_what_is_wrong(name):
         model.forward(params, other)
     with pytest.raises(ValueError, match="input dimension d=2.*expects d=3"):
         model.loss_and_grad(params, other)
+
+
+def test_context_updates_chunked_batch_equals_whole_batch(monkeypatch):
+    import numerics.models.context_updates as context_updates
+
+    rng = np.random.default_rng(24)
+    batch = sample("difficult", PowerLawSpectrum(0.5, 0.5, 3), 6, 7, rng, k=2)
+    params = _random_params("context_updates", 3, 5, 3, rng)
+    whole = context_updates.forward(params, batch)
+    whole_loss, whole_grads = context_updates.loss_and_grad(params, batch)
+    monkeypatch.setattr(context_updates, "MAX_ATTENTION_ENTRIES", 2 * 7 * 6)  # chunks of 2 contexts
+    chunked = context_updates.forward(params, batch)
+    chunked_loss, chunked_grads = context_updates.loss_and_grad(params, batch)
+    for field in ("prediction", "layer_predictors", "attention", "context_attention"):
+        np.testing.assert_allclose(getattr(chunked, field), getattr(whole, field), rtol=rtol(ROUNDOFF), atol=rtol(ROUNDOFF))
+    assert chunked_loss == pytest.approx(whole_loss, rel=rtol(ROUNDOFF))
+    for key in params:
+        np.testing.assert_allclose(chunked_grads[key], whole_grads[key], rtol=rtol(ROUNDOFF), atol=rtol(ROUNDOFF))

@@ -60,13 +60,20 @@ def test_config_survives_a_json_round_trip(model, task, depth, seed, a, lr, clip
     assert back.content_hash() == cfg.content_hash()
 
 
-def test_config_resolves_family_defaults_into_the_dict():
-    cfg = TrainConfig(model="linear")
+def test_config_spells_out_every_init_option_and_the_family_defaults():
+    from numerics.models import get_model
+
+    cfg = TrainConfig(model="linear", N=16, d=8, c_lambda=2.0)
     assert cfg.learning_rate == train_mod.MODEL_DEFAULTS["linear"]["learning_rate"]
-    assert cfg.to_dict()["init"] == dict(train_mod.MODEL_DEFAULTS["linear"]["init"])
+    assert set(cfg.to_dict()["init"]) == set(get_model("linear").INIT_DEFAULTS)
+    assert cfg.init_options["qk_scale"] == 16 / 2.0  # B_ℓ ≈ I/λ_1 at initialisation
     merged = TrainConfig(model="nonlinear", init={"qk_noise": 0.0}).init_options
     assert merged["qk_noise"] == 0.0
-    assert set(train_mod.MODEL_DEFAULTS["nonlinear"]["init"]) <= set(merged)
+    assert {k: v for k, v in merged.items() if k != "qk_noise"} == {
+        k: v for k, v in TrainConfig(model="nonlinear").init_options.items() if k != "qk_noise"
+    }
+    # an integer for a float option is the same run
+    assert TrainConfig(init={"qk_scale": 2}).content_hash() == TrainConfig(init={"qk_scale": 2.0}).content_hash()
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,14 @@ from .decomposition import (
     predict_exchangeable_loss,
     predict_from_decomposition,
 )
+from .floor import (
+    FloorEstimate,
+    gamma_top_k,
+    linear_floor_monte_carlo,
+    linear_floor_semi_analytic,
+    mean_direction_coefficient,
+    top_k_moments,
+)
 from .fitting import DepthLawFit, depth_law, fit_depth_law, fit_gap_law
 from .linear import covariance_polynomial, effective_qk, population_loss, readout_coefficients
 from .modewise import modewise_asymptote, modewise_integral, modewise_sum
@@ -33,7 +41,8 @@ from .predict import LossPrediction, SoftmaxCalibration, predict_loss
 from .spectra import PowerLawSpectrum, Spectrum, as_spectrum, zeta
 
 __all__ = [
-    "Decomposition", "DepthLawFit", "ExchangeablePrediction", "LossPrediction", "PowerLawSpectrum",
+    "Decomposition", "DepthLawFit", "FloorEstimate", "gamma_top_k", "linear_floor_monte_carlo",
+    "linear_floor_semi_analytic", "mean_direction_coefficient", "top_k_moments", "ExchangeablePrediction", "LossPrediction", "PowerLawSpectrum",
     "SoftmaxCalibration", "Spectrum", "ValidityWindow", "as_spectrum", "constrained_asymptote",
     "constrained_exponent", "constrained_loss", "covariance_polynomial", "decompose", "depth_law",
     "effective_qk", "exchangeable_loss", "fit_depth_law", "fit_gap_law", "free_continuum_asymptote",

@@ -687,7 +687,7 @@ class FloorEstimate:
     >>> est = linear_floor_semi_analytic(PowerLawSpectrum(1, 1, d=16), 64, 2, 3)
     >>> est.floor_by_degree.shape, est.standard_error, est.method
     ((3,), 0.0, 'semi_analytic')
-    >>> bool(est.estimate == est.total_second_moment - float(np.sum(est.projections**2)))
+    >>> bool(np.isclose(est.estimate, est.total_second_moment - np.sum(est.projections**2)))
     True
     """
 

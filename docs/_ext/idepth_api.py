@@ -31,6 +31,21 @@ def public_modules(package: str) -> list[str]:
     return sorted(names)
 
 
+def _foreign_data(module) -> list[str]:
+    """Names in ``module.__all__`` bound to data whose ``__module__`` names another module."""
+    import inspect
+
+    names = []
+    for member in getattr(module, "__all__", ()):
+        obj = getattr(module, member, None)
+        if obj is None or inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj):
+            continue
+        owner = getattr(obj, "__module__", None)
+        if isinstance(owner, str) and owner != module.__name__:
+            names.append(member)
+    return names
+
+
 class PackageAPI(SphinxDirective):
     """Automodule sections for every public module of a package."""
 
@@ -46,12 +61,21 @@ class PackageAPI(SphinxDirective):
         lines: list[str] = [f".. automodule:: {package}", "   :no-members:", ""]
         for name in modules:
             try:
-                module_file = getattr(importlib.import_module(name), "__file__", None)
+                module = importlib.import_module(name)
             except Exception:  # autodoc reports the import error as a warning (= build error)
-                module_file = None
+                module = None
+            module_file = getattr(module, "__file__", None)
             if module_file:
                 self.env.note_dependency(module_file)
-            lines += [f"``{name}``", "=" * (len(name) + 4), "", f".. automodule:: {name}", ""]
+            foreign = _foreign_data(module)
+            lines += [f"``{name}``", "=" * (len(name) + 4), "", f".. automodule:: {name}"]
+            if foreign:
+                lines.append(f"   :exclude-members: {', '.join(foreign)}")
+            lines.append("")
+            # __all__ is the declared API: data objects whose class reports another __module__
+            # (sympy expressions: ``Mul.__module__ == 'sympy.core.mul'``) are skipped by automodule
+            # as "imported" unless a ``#:`` comment documents them, so they are listed explicitly
+            lines += [f".. autodata:: {name}.{member}\n" for member in foreign]
         source = self.get_source_info()[0] or "<package-api>"
         content = StringList(lines, source=source)
         container = nodes.section()

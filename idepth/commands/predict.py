@@ -83,7 +83,7 @@ def register(subparsers) -> None:
     case.add_argument("--gamma", type=float, help="linear/easy constrained: step γ in (0, 2L/λ_1); default L/λ_1")
     case.add_argument("--P", type=int, help="context length (linear/difficult)")
     case.add_argument("--k", type=int, default=2, help="top-k of the difficult task (default 2)")
-    case.add_argument("--floor-method", default="semi_analytic", help="semi_analytic (default) or monte_carlo")
+    case.add_argument("--floor-method", default="auto", help="auto (default: exact cosine route if λ is flat, else Monte Carlo), semi_analytic or monte_carlo")
     case.add_argument("--samples", type=int, default=4096, help="Monte-Carlo contexts (floor-method monte_carlo)")
     case.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed")
     case.add_argument("--calibration", help="softmax/difficult: 'A=..,C=..' (measured at one depth) or 'L0=..,c=..'")

@@ -30,8 +30,9 @@ Fast engine: the test column is never read, so the (P+1)x(P+1) attention reduces
 its ``(P+1) x P`` block; the logits of all ``P+1`` queries are ``Ĥ (C_ℓ Ĥ_ctxᵀ)`` with
 ``C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ``. The context block is inherently ``O(P² N)`` per layer. The
 reverse pass stores ``Z_{ℓ}`` per layer (``O(L B P N)`` memory) and recomputes the
-attention of each layer instead of storing it (``O(B P²)`` memory, one extra evaluation
-of the logits).
+attention of each layer instead of storing it (one extra evaluation of the logits);
+batches are processed in chunks of contexts so that one attention array has at most
+:data:`MAX_ATTENTION_ENTRIES` entries.
 """
 
 from __future__ import annotations
@@ -151,11 +152,26 @@ def _attention(H_hat_all: np.ndarray, C_ell: np.ndarray) -> tuple[np.ndarray, np
     return softmax(logits), queries
 
 
-def _forward(params, batch, *, keep_states: bool):
+#: at most this many entries in one (contexts x (P+1) x P) attention array; larger batches
+#: are processed in chunks of contexts (the context block is O(B P²) memory per layer)
+MAX_ATTENTION_ENTRIES = 1 << 22
+
+
+def _chunks(params, batch):
+    """Validated arrays of ``batch`` split into chunks of contexts bounded by :data:`MAX_ATTENTION_ENTRIES`."""
     d, N, L, dtype = check_params(params, model=NAME, has_m=True)
-    context_x, context_y, test_x, target = check_batch(batch, d, dtype)
+    arrays = check_batch(batch, d, dtype)
+    B, P = arrays[1].shape
+    size = max(1, MAX_ATTENTION_ENTRIES // ((P + 1) * P))
+    return [tuple(a[start : start + size] for a in arrays) for start in range(0, B, size)], B
+
+
+def _forward(params, arrays, *, keep_states: bool):
+    context_x, context_y, test_x, target = arrays
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     m = params["m"]
+    dtype = W_x.dtype
+    N, L = W_x.shape[0], W_q.shape[0]
     B, P = context_y.shape
     tokens = np.concatenate([context_x, test_x[:, None, :]], axis=1)  # (B, P+1, d)
     H_hat_all, inv_std = layer_norm(tokens @ W_x.T)  # Ĥ_x, token rows, (B, P+1, N)
@@ -176,7 +192,7 @@ def _forward(params, batch, *, keep_states: bool):
         layer_reads[ell] = (probs[:, -1:, :] @ values)[:, 0]
         Z = Z + (m / L) * (probs[:, :-1] @ values)  # eq. (81) with W_v
     prediction = layer_reads.sum(axis=0) @ W_o[0] / L  # ŷ = W_o h_L, h_L = (1/L) Σ_ℓ W_v Z_{ℓ-1} p_ℓᵀ
-    cache = dict(H_hat_all=H_hat_all, inv_std=inv_std, C=C, states=states, tokens=tokens, arrays=(context_x, context_y, test_x, target))
+    cache = dict(H_hat_all=H_hat_all, inv_std=inv_std, C=C, states=states, tokens=tokens)
     return prediction, layer_reads, probs_test, context_attention, cache
 
 
@@ -204,12 +220,13 @@ def forward(params: dict, batch) -> ForwardResult:
     >>> out.context_attention.shape, np.allclose(out.context_attention.sum(-1), 1.0)
     ((3, 6, 6), True)
     """
-    prediction, layer_reads, probs_test, context_attention, _ = _forward(params, batch, keep_states=False)
+    chunks, _ = _chunks(params, batch)
+    parts = [_forward(params, arrays, keep_states=False) for arrays in chunks]
     return ForwardResult(
-        prediction=prediction,
-        layer_predictors=layer_reads @ params["W_o"][0],
-        attention=probs_test,
-        context_attention=context_attention,
+        prediction=np.concatenate([part[0] for part in parts]),
+        layer_predictors=np.concatenate([part[1] for part in parts], axis=1) @ params["W_o"][0],
+        attention=np.concatenate([part[2] for part in parts], axis=1),
+        context_attention=np.concatenate([part[3] for part in parts]),
     )
 
 
@@ -236,8 +253,24 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     >>> grads["m"].shape
     ()
     """
-    prediction, layer_reads, _, _, cache = _forward(params, batch, keep_states=True)
-    context_x, context_y, test_x, target = cache["arrays"]
+    chunks, B_total = _chunks(params, batch)
+    loss, grads = 0.0, None
+    for arrays in chunks:  # the loss is a mean over contexts: chunks combine with weights B_c/B
+        weight = arrays[1].shape[0] / B_total
+        chunk_loss, chunk_grads = _loss_and_grad(params, arrays)
+        loss += weight * chunk_loss
+        if grads is None:
+            grads = {key: weight * value for key, value in chunk_grads.items()}
+        else:
+            for key, value in chunk_grads.items():
+                grads[key] += weight * value
+    dtype = params["W_x"].dtype
+    return loss, {key: np.require(value, dtype=dtype, requirements="C") for key, value in grads.items()}
+
+
+def _loss_and_grad(params, arrays):
+    prediction, layer_reads, _, _, cache = _forward(params, arrays, keep_states=True)
+    context_x, context_y, test_x, target = arrays
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     m = params["m"]
     H_hat_all, C, states = cache["H_hat_all"], cache["C"], cache["states"]
@@ -281,7 +314,6 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
         "W_k": W_q @ grad_C,
         "W_v": grad_W_v,
         "W_o": grad_W_o,
-        "m": np.array(grad_m),
+        "m": np.array(grad_m, dtype=W_x.dtype),
     }
-    dtype = W_x.dtype
-    return loss, {key: np.require(value, dtype=dtype, requirements="C") for key, value in grads.items()}
+    return loss, grads
