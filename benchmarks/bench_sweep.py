@@ -25,7 +25,9 @@ Run::
     python benchmarks/bench_sweep.py --repeats 5 --skip-throughput
 
 Numbers depend on the machine and on its load: run it on an otherwise idle
-machine. It prints one line per measurement.
+machine: the throughput line also prints the parallelism that two plain
+Python processes get at that moment (2.0 on an idle 2-core machine), the
+ceiling for the speed-up. It prints one line per measurement.
 """
 
 from __future__ import annotations
@@ -65,6 +67,23 @@ def _median_time(fn, repeats: int) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
+_SPIN = "import time; t = time.perf_counter(); s = sum(range(30_000_000)); print(time.perf_counter() - t)"
+
+
+def machine_parallelism() -> float:
+    """How many cores' worth of pure-Python work the machine gives two processes right now.
+
+    2.0 on an idle 2-core machine; less when other processes compete. The
+    expected sweep speed-up of 2 workers over 1 is about this number.
+    """
+    import subprocess
+
+    alone = float(subprocess.run([sys.executable, "-c", _SPIN], capture_output=True, text=True).stdout)
+    pair = [subprocess.Popen([sys.executable, "-c", _SPIN], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    both = max(float(proc.communicate()[0]) for proc in pair)
+    return 2 * alone / both
+
+
 def bench_throughput(repeats: int) -> None:
     from numerics.sweep import Grid, run_sweep
 
@@ -79,7 +98,8 @@ def bench_throughput(repeats: int) -> None:
         medians[workers], times = _median_time(sweep, repeats)
         print(f"throughput: 16 runs, {workers} worker(s): median {medians[workers]:.2f} s "
               f"({16 / medians[workers]:.2f} runs/s; all: {', '.join(f'{t:.2f}' for t in times)})")
-    print(f"throughput: speed-up 2 vs 1 workers = {medians[1] / medians[2]:.2f}x")
+    print(f"throughput: speed-up 2 vs 1 workers = {medians[1] / medians[2]:.2f}x "
+          f"(the machine's parallelism for two pure-Python processes right now: {machine_parallelism():.2f}x)")
 
 
 def bench_store(repeats: int, n: int = 200) -> None:

@@ -435,7 +435,7 @@ def fmt(value: float, digits: int = 4, *, math: bool = True) -> str:
     >>> fmt(1.5e-7)
     '$1.500 \\\\times 10^{-7}$'
     >>> fmt(-2.5e-5, math=False)
-    '-2.500 \\times 10^{-5}'
+    '-2.500 \\\\times 10^{-5}'
     >>> fmt(-0.5)
     '−0.5000'
     >>> fmt(float("nan"))

@@ -19,7 +19,7 @@ from theory import symbols as s
 from theory.paper import paper_table
 from theory.spectra import PowerLawSpectrum
 
-from ._framework import Derivation, Step, Table, Verdict, all_of, at_precision, equal_symbolic, fmt, latex
+from ._framework import Derivation, Step, Table, Verdict, all_of, at_precision, equal_symbolic, fmt
 
 __all__ = ["build"]
 
@@ -30,6 +30,21 @@ SIGMAS = 4.0
 ORDER_STATISTIC_CASES = ((2, 1), (10, 3), (40, 5), (64, 2))
 #: the numerical table: Table 3 rows at the paper's d = 128 with P = 1024, degrees L = 1 and 16
 TABLE_D, TABLE_P, TABLE_DEPTH = 128, 1024, 16
+
+
+#: how the placeholder symbols of theory.floor are typeset (rendering only; the expressions are theory's)
+SYMBOL_NAMES = {
+    fl.gamma_sym: "\\gamma_{P,k}",
+    fl.trace_sigma2_sym: "\\operatorname{tr}\\Sigma^2",
+    fl.second_moment_sym: "\\mathbb E[M^2]",
+    fl.aligned_sym: "A",
+    fl.trace_omega_sigma_sym: "\\operatorname{tr}\\Omega\\Sigma",
+    fl.P_sym: "P",
+}
+
+
+def _tex(expr: sp.Expr) -> str:
+    return sp.latex(expr, symbol_names=SYMBOL_NAMES)
 
 
 def _pythagoras_check() -> Verdict:
@@ -272,10 +287,13 @@ def build() -> Derivation:
             equation="45",
             explanation=(
                 "Selecting the top $k$ scores leaves the remainders untouched, so only the mean of the top $k$ of $P$ "
-                "standard normals enters, $\\gamma_{P,k}$, computed from the order-statistic density "
-                f"$f_{{(k)}}(x) = {latex(fl.ORDER_STATISTIC_DENSITY.subs(fl.P_sym, sp.Symbol('P')))}$:"
+                "standard normals enters, $\\gamma_{P,k} = \\frac1k\\sum_{j \\le k} \\mathbb E X_{(j)}$, with "
+                "$f_{(j)}$ the density of the $j$-th largest (`ORDER_STATISTIC_DENSITY`, written for $j = k$):"
             ),
-            statement="\\bar t = \\mathbb E[t \\mid q] = \\gamma_{P,k}\\, \\frac{\\Sigma q}{\\sqrt{q^\\top \\Sigma q}}",
+            statement=(
+                "\\bar t = \\mathbb E[t \\mid q] = \\gamma_{P,k}\\, \\frac{\\Sigma q}{\\sqrt{q^\\top \\Sigma q}}, "
+                f"\\qquad f_{{(k)}}(x) = {_tex(fl.ORDER_STATISTIC_DENSITY)}"
+            ),
             assumptions=("inner-product ranking",),
             check=lambda: all_of(_order_statistic_check(), _conditional_mean_check()),
         ),
@@ -288,8 +306,8 @@ def build() -> Derivation:
                 "small when many eigenvalues contribute."
             ),
             statement=(
-                f"\\bar t \\approx c\\, \\Sigma q, \\qquad c = {latex(fl.MEAN_DIRECTION_COEFFICIENT)}, \\qquad "
-                "\\gamma_{Pk} \\equiv \\gamma_{P,k},\\; \\operatorname{tr}\\Sigma^2 = \\mathbb E[q^\\top\\Sigma q]"
+                f"\\bar t \\approx c\\, \\Sigma q, \\qquad c = {_tex(fl.MEAN_DIRECTION_COEFFICIENT)}, \\qquad "
+                "\\operatorname{tr}\\Sigma^2 = \\mathbb E[q^\\top\\Sigma q]"
             ),
             validity="when $2\\operatorname{tr}\\Sigma^4 \\ll (\\operatorname{tr}\\Sigma^2)^2$ (flat or slowly decaying spectra).",
             check=_concentration_check,
@@ -309,7 +327,7 @@ def build() -> Derivation:
             check=_least_squares_check,
         ),
         Step(
-            title="A stable evaluation (this package)",
+            title="A stable evaluation",
             equation="",
             explanation=(
                 "The monomial Gram matrix $G$ is ill-conditioned (powers of $\\Sigma$). The package instead builds the "
@@ -335,9 +353,8 @@ def build() -> Derivation:
                 "inputs the task's cosine ranking is exact as well (`theory.floor.linear_floor_semi_analytic`)."
             ),
             statement=(
-                f"T = {latex(fl.INNER_PRODUCT_TOTAL)}, \\qquad "
-                "A = \\mathbb E\\Big[\\frac{(\\Sigma q)^\\top\\Omega\\Sigma q}{q^\\top\\Sigma q}\\Big], \\qquad "
-                "\\text{EM}_2 = \\mathbb E[M^2]"
+                f"T = {_tex(fl.INNER_PRODUCT_TOTAL)}, \\qquad "
+                "A = \\mathbb E\\Big[\\frac{(\\Sigma q)^\\top\\Omega\\Sigma q}{q^\\top\\Sigma q}\\Big]"
             ),
             assumptions=("inner-product ranking, or cosine ranking with $\\Sigma = \\lambda_0 I$",),
             check=_monte_carlo_check,

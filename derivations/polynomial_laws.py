@@ -115,7 +115,7 @@ def _constrained_integral_check() -> Verdict:
             reference.append(closed_form(mpmath.mpf(depth), z))
     worst = max(abs(v - r) / abs(r) for v, r in zip(values, reference))
     return Verdict(bool(worst < MP_RTOL),
-                   f"`mpmath.quad` of the integral ({DPS} digits) equals the closed form at "
+                   f"`mpmath.quad` of the integral ({DPS + 10} digits) equals the closed form at "
                    f"$\\zeta \\in \\{{3/4, 1, 5/3, 3\\}}$, $L \\in \\{{1, 3, 10, 50\\}}$, $\\lambda_1 = 1$; "
                    f"relative tolerance {MP_RTOL:.0e}", measured=float(worst))
 
@@ -313,10 +313,12 @@ def build() -> Derivation:
                 "and replace the sum over modes by an integral over $\\lambda$ with the mode density."
             ),
             statement=(
-                f"k(\\lambda) = {latex(pl.MODE_INDEX_OF_EIGENVALUE)}, \\quad "
-                f"\\Big|\\frac{{dk}}{{d\\lambda}}\\Big| = {latex(pl.MODE_DENSITY)}, \\quad "
+                "\\begin{gathered}"
+                f"k(\\lambda) = {latex(pl.MODE_INDEX_OF_EIGENVALUE)}, \\qquad "
+                f"\\Big|\\frac{{dk}}{{d\\lambda}}\\Big| = {latex(pl.MODE_DENSITY)}, \\\\ "
                 "\\sum_k \\lambda_k\\omega_k f(\\lambda_k) \\approx K\\!\\int_0^{\\lambda_1}\\!\\lambda^{\\zeta-1} f(\\lambda)\\,d\\lambda, "
-                f"\\quad K = {latex(pl.CONTINUUM_PREFACTOR)}, \\quad \\zeta = {latex(ZETA)}"
+                f"\\qquad K = {latex(pl.CONTINUUM_PREFACTOR)}, \\qquad \\zeta = {latex(ZETA)}"
+                "\\end{gathered}"
             ),
             assumptions=("$d \\to \\infty$ (so $\\lambda_d \\to 0$)", "$f$ varies slowly on the spacing of the $\\lambda_k$"),
             validity="away from the top few eigenvalues, whose spacing is not small; this is what limits the free law below.",
@@ -344,7 +346,11 @@ def build() -> Derivation:
         Step(
             title="Orthonormal polynomials for the weight $\\lambda^{\\zeta-1}$",
             equation="38",
-            explanation="Shifted Jacobi polynomials with parameters $(\\zeta - 1, 0)$ are orthonormal on $[0, \\lambda_1]$.",
+            explanation=(
+                "Shifted Jacobi polynomials $\\varphi_n(\\lambda) \\propto P_n^{(\\zeta-1,0)}(1 - 2\\lambda/\\lambda_1)$ are "
+                "orthonormal on $[0, \\lambda_1]$ for the weight $\\lambda^{\\zeta-1}$. (Sympy prints `PHI_N` in the "
+                "equivalent form given by $P_n^{(\\alpha,\\beta)}(-x) = (-1)^n P_n^{(\\beta,\\alpha)}(x)$.)"
+            ),
             statement=f"\\varphi_n(\\lambda) = {latex(pl.PHI_N)}",
             check=_orthonormality_check,
         ),

@@ -47,6 +47,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
     "sphinx-mathjax-offline",
+    "offline_math",  # drops MathJax's CDN loader latest.js from the copied bundle
     # numpydoc rather than napoleon: the package's docstrings *are* numpydoc (References and
     # Examples sections are required), numpydoc renders every numpydoc section (References,
     # Examples as doctest blocks, Attributes) faithfully and reports malformed sections as

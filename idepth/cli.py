@@ -14,6 +14,7 @@ import sys
 
 #: sub-command modules, in the order shown by ``idepth --help``
 COMMANDS = ["predict", "sweep", "derive", "docs", "train", "diagnose"]
+COMMANDS.append("study")  # idepth/commands/study.py
 
 
 class _Parser(argparse.ArgumentParser):

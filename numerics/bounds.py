@@ -13,10 +13,29 @@ paper eqs. (1)-(6), the best loss such a head can reach with the optimal τ and 
 ``Σ_j w_j u_{τ_j}`` of heads — which is what an average of L layers
 ``(1/L) Σ_ℓ f_ℓ`` with non-negative gains can express (eq. 60).
 
+Similarities (``similarity=``):
+
+* ``'cosine'`` -- the task's own ranking ``cos(x_i, x_test)`` (eq. 6);
+* ``'dot'`` -- the inner product ``x_iᵀ x_test`` (the ranking of eq. 44);
+* ``'prenorm'`` -- what the model's pre-norm gives at initialisation: with an
+  orthonormal ``W_x`` (N x d) the normalised features satisfy
+  ``ĥ_iᵀ ĥ_test = N cos_M(x_i, x_test)``, ``M = I − v vᵀ/N``, ``v = W_xᵀ 1``
+  (the mean over the N features is removed, eq. 9). For ``N = d`` this removes a
+  whole direction of x, so a head of the model at ``N = d`` ranks the tokens by
+  a (d − 1)-dimensional projection and cannot reach the ``'cosine'`` bound.
+
 Any loss a trained model of this class reports below the single-head bound must
 come from something the bound leaves out (a learned similarity different from
 ``s``, mixtures of heads); a *paper* number below the *mixture* bound at the same
 sizes and similarity is a contradiction that the reproduction report states.
+
+Sampling. The head output and the target depend on the context only through the
+labels ``y_i = βᵀx_i`` and the similarities, which are invariant under the common
+rotation ``O`` of eq. (3) (``'prenorm'``: its direction ``Oᵀv`` is then uniform on
+the sphere). Contexts are therefore drawn directly in the eigenbasis,
+``x = √λ ⊙ z``, ``β = √ω ⊙ w`` — the same law as :func:`numerics.tasks.sample`
+without the ``O(d³)`` rotation per context (``tests/test_study.py`` checks the two
+against each other).
 
 Statistics: τ, g and the mixture weights are fitted on one half of the sampled
 contexts and the loss is evaluated on the other half (so the estimate is an
@@ -26,7 +45,7 @@ standard error is that of the mean squared error over the evaluation half.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy.optimize import nnls
@@ -34,12 +53,15 @@ from scipy.optimize import nnls
 from theory._validation import check_choice, check_positive_int
 from theory.spectra import as_spectrum
 
-from .tasks import cosine_similarity, sample
+from .tasks import cosine_similarity
 
-__all__ = ["HeadBound", "SIMILARITIES", "softmax_head_bound", "head_outputs"]
+__all__ = ["HeadBound", "SIMILARITIES", "softmax_head_bound", "head_outputs", "default_temperatures"]
 
-#: similarities a head can attend with: cosine (the task's own ranking, eq. 6) or the inner product (eq. 44)
-SIMILARITIES = ("cosine", "dot")
+#: similarities a head can attend with (see the module docstring)
+SIMILARITIES = ("cosine", "dot", "prenorm")
+
+#: memory budget of one sampled chunk, in floats of the (chunk, P + 1, d) inputs
+_CHUNK_FLOATS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -59,6 +81,23 @@ class HeadBound:
     target_second_moment : float
         E[y*²], the loss of predicting 0.
     spectrum_label, P, k, similarity, n_contexts, heads : description of the setting.
+    d : int
+        Input dimension.
+    width : int or None
+        Hidden width N of the ``'prenorm'`` similarity (None otherwise).
+
+    References
+    ----------
+    Paper eqs. (6), (12), (60).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> bound = softmax_head_bound(PowerLawSpectrum(0, 0, 4), P=8, k=2, n_contexts=256, rng=0)
+    >>> bound.single_head_loss < bound.target_second_moment
+    True
+    >>> sorted(bound.to_dict())[:3]
+    ['P', 'd', 'gain']
     """
 
     single_head_loss: float
@@ -76,15 +115,31 @@ class HeadBound:
     similarity: str
     n_contexts: int
     heads: int
+    d: int = 0
+    width: int | None = None
 
     def to_dict(self) -> dict:
-        """A JSON-able dict of the result."""
-        from dataclasses import asdict
-
+        """A JSON-able dict of the result (tuples as lists)."""
         out = asdict(self)
         out["mixture_temperatures"] = list(self.mixture_temperatures)
         out["mixture_weights"] = list(self.mixture_weights)
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HeadBound":
+        """Rebuild from :meth:`to_dict` output (e.g. a JSON cache).
+
+        Examples
+        --------
+        >>> from theory import PowerLawSpectrum
+        >>> b = softmax_head_bound(PowerLawSpectrum(0, 0, 4), P=8, k=2, n_contexts=64, rng=0)
+        >>> HeadBound.from_dict(b.to_dict()) == b
+        True
+        """
+        data = dict(data)
+        data["mixture_temperatures"] = tuple(data["mixture_temperatures"])
+        data["mixture_weights"] = tuple(data["mixture_weights"])
+        return cls(**data)
 
 
 def head_outputs(context_x: np.ndarray, context_y: np.ndarray, test_x: np.ndarray, temperatures: np.ndarray, similarity: str = "cosine") -> np.ndarray:
@@ -96,8 +151,9 @@ def head_outputs(context_x: np.ndarray, context_y: np.ndarray, test_x: np.ndarra
     context_y : ndarray, shape (B, P)
     test_x : ndarray, shape (B, d)
     temperatures : ndarray, shape (T,)
-        Inverse temperatures τ > 0.
+        Inverse temperatures τ >= 0.
     similarity : {'cosine', 'dot'}
+        (``'prenorm'`` needs the model's width; use :func:`softmax_head_bound`.)
 
     References
     ----------
@@ -109,17 +165,91 @@ def head_outputs(context_x: np.ndarray, context_y: np.ndarray, test_x: np.ndarra
     >>> head_outputs(cx, cy, np.array([[1.0, 0.0]]), np.array([0.0, 1e3])).round(6).tolist()
     [[1.0, 3.0]]
     """
-    similarity = check_choice("similarity", similarity, SIMILARITIES)
+    similarity = check_choice("similarity", similarity, ("cosine", "dot"))
     if similarity == "cosine":
         scores = cosine_similarity(context_x, test_x)
     else:
         scores = (context_x @ test_x[:, :, None])[..., 0]
-    scores = scores - scores.max(axis=1, keepdims=True)  # stable softmax
+    return _softmax_reads(scores, np.asarray(context_y, dtype=np.float64), np.asarray(temperatures, dtype=np.float64))
+
+
+def _softmax_reads(scores: np.ndarray, labels: np.ndarray, temperatures: np.ndarray) -> np.ndarray:
+    """``softmax(τ s)·y`` for each τ, (B, T); max-subtracted so large τ stays finite."""
+    scores = scores - scores.max(axis=1, keepdims=True)
     out = np.empty((scores.shape[0], len(temperatures)))
-    for j, tau in enumerate(np.asarray(temperatures, dtype=np.float64)):
+    for j, tau in enumerate(temperatures):
         weights = np.exp(tau * scores)
-        out[:, j] = (weights * context_y).sum(axis=1) / weights.sum(axis=1)
+        out[:, j] = (weights * labels).sum(axis=1) / weights.sum(axis=1)
     return out
+
+
+def default_temperatures(spectrum, similarity: str = "cosine", width: int | None = None) -> np.ndarray:
+    """The default grid of inverse temperatures τ searched by :func:`softmax_head_bound`.
+
+    64 log-spaced values over ``0.3 … 3·10⁴`` for the scale-free cosine similarities;
+    for ``'dot'`` divided by the typical ``|x|²`` scale ``Σ λ_k``.
+
+    References
+    ----------
+    Paper eq. (60).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> default_temperatures(PowerLawSpectrum(0, 0, 4)).shape
+    (64,)
+    """
+    spectrum = as_spectrum(spectrum)
+    similarity = check_choice("similarity", similarity, SIMILARITIES)
+    grid = np.geomspace(0.3, 3e4, 64)
+    if similarity == "dot":
+        grid = grid / float(np.sum(spectrum.eigenvalues))
+    return grid
+
+
+def _prenorm_direction_sq_norm(d: int, width: int, rng: np.random.Generator) -> float:
+    """``|v|²/N`` for ``v = W_xᵀ 1`` of one orthonormal ``W_x`` (N x d) drawn as the model draws it."""
+    q, r = np.linalg.qr(rng.standard_normal((width, d)))
+    W_x = q * np.where(np.diag(r) < 0, -1.0, 1.0)
+    v = W_x.T @ np.ones(width)
+    return float(v @ v) / width
+
+
+def _draw_scores(spectrum, P: int, k: int, size: int, rng: np.random.Generator, similarity: str, shrink: float):
+    """Similarities (B, P), labels (B, P) and top-k targets (B,) of ``size`` contexts, in the eigenbasis.
+
+    The law of (similarities, labels, target) is that of eqs. (1)-(6) (see the module docstring).
+    """
+    d = spectrum.d
+    # float32 draws and products (2x faster; cosines to ~1e-7), float64 from the reductions on
+    sqrt_lam = np.sqrt(spectrum.eigenvalues).astype(np.float32)
+    sqrt_omega = np.sqrt(spectrum.teacher_eigenvalues).astype(np.float32)
+    x = rng.standard_normal((size, P + 1, d), dtype=np.float32)
+    x *= sqrt_lam
+    beta = rng.standard_normal((size, d), dtype=np.float32) * sqrt_omega
+    context, test = x[:, :P], x[:, P]
+    labels = (context @ beta[:, :, None])[..., 0].astype(np.float64)  # eq. (1)
+    dots = (context @ test[:, :, None])[..., 0].astype(np.float64)
+    norms_ctx = np.sqrt(np.einsum("bpd,bpd->bp", context, context).astype(np.float64))
+    norm_test = np.sqrt(np.einsum("bd,bd->b", test, test).astype(np.float64))
+    cosine = dots / (norms_ctx * norm_test[:, None])
+    # eq. (6): mean label over the top-k cosine similarities (partition; ties have probability 0 for d >= 2)
+    top = np.argpartition(-cosine, k - 1, axis=1)[:, :k]
+    target = np.take_along_axis(labels, top, axis=1).mean(axis=1)
+    if similarity == "cosine":
+        scores = cosine
+    elif similarity == "dot":
+        scores = dots
+    else:  # pre-norm: cos in the metric M = I − shrink·u uᵀ, u uniform on the sphere (= Oᵀv/|v|)
+        u = rng.standard_normal((size, d)).astype(np.float32)
+        u /= np.linalg.norm(u, axis=1, keepdims=True)
+        proj_ctx = (context @ u[:, :, None])[..., 0].astype(np.float64)
+        proj_test = np.einsum("bd,bd->b", test, u).astype(np.float64)
+        m_dots = dots - shrink * proj_ctx * proj_test[:, None]
+        m_ctx = np.sqrt(np.maximum(norms_ctx**2 - shrink * proj_ctx**2, 1e-300))
+        m_test = np.sqrt(np.maximum(norm_test**2 - shrink * proj_test**2, 1e-300))
+        scores = m_dots / (m_ctx * m_test[:, None])
+    return scores, labels, target
 
 
 def _mse_and_se(prediction: np.ndarray, target: np.ndarray) -> tuple[float, float]:
@@ -137,7 +267,8 @@ def softmax_head_bound(
     n_contexts: int = 8192,
     rng: np.random.Generator | int = 0,
     temperatures: np.ndarray | None = None,
-    chunk: int = 128,
+    chunk: int | None = None,
+    width: int | None = None,
 ) -> HeadBound:
     """Best loss of one softmax head (optimal temperature and gain), and of a mixture of heads.
 
@@ -149,8 +280,8 @@ def softmax_head_bound(
         Context length.
     k : int, default 2
         Top-k of the difficult task (eq. 6), ``1 <= k <= P``.
-    similarity : {'cosine', 'dot'}
-        What the head attends with.
+    similarity : {'cosine', 'dot', 'prenorm'}
+        What the head attends with (module docstring).
     heads : int, default 64
         Largest number of heads in the mixture (the depth L of an average of layers).
     n_contexts : int, default 8192
@@ -158,15 +289,21 @@ def softmax_head_bound(
     rng : numpy.random.Generator or int
         Randomness (an int is a seed).
     temperatures : array_like, optional
-        Grid of inverse temperatures searched (default: 64 log-spaced values; the
-        similarity is scale-free for cosine, so the grid spans 0.3 .. 3e4; for 'dot'
-        it is divided by the typical score scale).
-    chunk : int
-        Contexts sampled at a time (memory ~ chunk·P·d floats).
+        Grid of inverse temperatures searched (default :func:`default_temperatures`).
+    chunk : int, optional
+        Contexts sampled at a time (default: about 4·10⁶ floats of inputs per chunk).
+    width : int, optional
+        Hidden width ``N >= d`` of the model; required for ``similarity='prenorm'``
+        and refused otherwise.
 
     Returns
     -------
     HeadBound
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad sizes (``k > P``, ``width < d``), unknown similarity, a bad temperature grid.
 
     References
     ----------
@@ -178,6 +315,10 @@ def softmax_head_bound(
     >>> bound = softmax_head_bound(PowerLawSpectrum(0, 0, 8), P=16, k=1, n_contexts=512, rng=0)
     >>> bound.single_head_loss < 0.05 * bound.target_second_moment  # k = 1: a cold head retrieves the top token
     True
+    >>> nd = softmax_head_bound(PowerLawSpectrum(0, 0, 8), P=16, k=1, n_contexts=512, rng=0,
+    ...                         similarity="prenorm", width=8)
+    >>> nd.single_head_loss > bound.single_head_loss  # N = d: the pre-norm removes one direction of x
+    True
     """
     spectrum = as_spectrum(spectrum)
     P = check_positive_int("P", P)
@@ -186,25 +327,34 @@ def softmax_head_bound(
         raise ValueError(f"k must be an integer in [1, P] = [1, {P}]; got k={k}")
     heads = check_positive_int("heads", heads)
     n_contexts = check_positive_int("n_contexts", n_contexts, minimum=16)
-    chunk = check_positive_int("chunk", chunk)
     similarity = check_choice("similarity", similarity, SIMILARITIES)
-    if isinstance(rng, (int, np.integer)):
+    if similarity == "prenorm":
+        if width is None:
+            raise ValueError("similarity='prenorm' needs width (the model's hidden width N >= d)")
+        width = check_positive_int("width", width, minimum=spectrum.d)
+    elif width is not None:
+        raise ValueError(f"width applies only to similarity='prenorm'; got width={width!r} with similarity={similarity!r}")
+    if chunk is None:
+        chunk = max(16, _CHUNK_FLOATS // ((P + 1) * spectrum.d))
+    chunk = check_positive_int("chunk", chunk)
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         rng = np.random.default_rng(int(rng))
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator or an int seed; got {type(rng).__name__}")
     if temperatures is None:
-        temperatures = np.geomspace(0.3, 3e4, 64)
-        if similarity == "dot":
-            temperatures = temperatures / float(np.sum(spectrum.eigenvalues))  # typical |x|² scale
+        temperatures = default_temperatures(spectrum, similarity)
     temperatures = np.asarray(temperatures, dtype=np.float64)
     if temperatures.ndim != 1 or temperatures.size == 0 or np.any(~np.isfinite(temperatures)) or np.any(temperatures < 0):
         raise ValueError("temperatures must be a non-empty 1-d array of finite values >= 0")
 
+    shrink = _prenorm_direction_sq_norm(spectrum.d, width, rng) if similarity == "prenorm" else 0.0
     outputs, targets = [], []
     remaining = n_contexts
     while remaining > 0:
         size = min(chunk, remaining)
-        batch = sample("difficult", spectrum, P, size, rng, k=k)
-        outputs.append(head_outputs(batch.context_x, batch.context_y, batch.test_x, temperatures, similarity))
-        targets.append(np.asarray(batch.target))
+        scores, labels, target = _draw_scores(spectrum, P, k, size, rng, similarity, shrink)
+        outputs.append(_softmax_reads(scores, labels, temperatures))
+        targets.append(target)
         remaining -= size
     U = np.concatenate(outputs)
     y = np.concatenate(targets)
@@ -228,10 +378,10 @@ def softmax_head_bound(
         support = np.flatnonzero(weights > 0)
     mixture, mixture_se = _mse_and_se(U_eval @ weights, y_eval)
 
-    label = getattr(spectrum, "a", None)
-    label = (
-        f"PowerLawSpectrum(a={spectrum.a:g}, b={spectrum.b:g}, d={spectrum.d})" if label is not None else repr(spectrum)
-    )
+    if hasattr(spectrum, "a"):
+        label = f"PowerLawSpectrum(a={spectrum.a:g}, b={spectrum.b:g}, d={spectrum.d})"
+    else:
+        label = repr(spectrum)
     return HeadBound(
         single_head_loss=single,
         single_head_standard_error=single_se,
@@ -248,4 +398,6 @@ def softmax_head_bound(
         similarity=similarity,
         n_contexts=n_contexts,
         heads=heads,
+        d=spectrum.d,
+        width=width,
     )

@@ -415,7 +415,7 @@ def _model_name(model) -> str:
     return getattr(model, "__name__", str(model)).rsplit(".", 1)[-1]
 
 
-def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, config, *, chunk: int = 512, quantiles=DEFAULT_QUANTILES) -> Diagnostics:
+def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, config, *, chunk: int | None = None, quantiles=DEFAULT_QUANTILES) -> Diagnostics:
     """All diagnostics of ``params`` on a given batch (used by :func:`diagnose` and by training).
 
     Parameters
@@ -426,8 +426,9 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, config, *, ch
     batch : numerics.tasks.Batch
     config : numerics.train.TrainConfig
         Supplies the spectrum and names.
-    chunk : int
-        Contexts per forward pass (bounds memory).
+    chunk : int or None
+        Contexts per forward pass (bounds memory; default
+        :func:`numerics.train.chunk_size`).
 
     References
     ----------
@@ -440,9 +441,10 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, config, *, ch
     from theory.decomposition import decompose
 
     from numerics.tasks import top_k_indices
-    from numerics.train import _slice_batch
+    from numerics.train import _slice_batch, chunk_size
 
     name = _model_name(model)
+    chunk = chunk_size(batch, params) if chunk is None else check_positive_int("chunk", chunk)
     spectrum = config.spectrum()
     n = batch.target.shape[0]
     layer_predictions, top1, sel, errors, targets, rhos = [], [], [], [], [], []

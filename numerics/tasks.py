@@ -162,7 +162,7 @@ def cosine_similarity(context_x: np.ndarray, test_x: np.ndarray) -> np.ndarray:
     [[1.0, 0.7071]]
     """
     dots = (context_x @ test_x[:, :, None])[..., 0]
-    norms = np.linalg.norm(context_x, axis=-1) * np.linalg.norm(test_x, axis=-1)[:, None]
+    norms = np.sqrt(np.einsum("bpd,bpd->bp", context_x, context_x) * np.einsum("bd,bd->b", test_x, test_x)[:, None])
     return dots / norms
 
 
@@ -263,30 +263,29 @@ def sample(task: str, spectrum, P: int, batch_size: int, rng: np.random.Generato
         rotation = np.broadcast_to(np.eye(d, dtype=dtype), (batch_size, d, d))  # read-only view
     else:
         rotation = haar_rotations(d, batch_size, rng, dtype)
-    n_inputs = P + 1 if task == "difficult" else P
-    z = rng.standard_normal((batch_size, n_inputs, d), dtype=dtype) * sqrt_lam  # eigen-coordinates
-    w = rng.standard_normal((batch_size, d), dtype=dtype) * sqrt_omega
-    if spectrum.is_isotropic:
-        inputs, teacher = z, w
-    else:
-        inputs = z @ np.swapaxes(rotation, -1, -2)  # x = O (√λ ⊙ z), eq. (4)
-        teacher = (rotation @ w[:, :, None])[..., 0]  # β = O (√ω ⊙ w)
-    labels = (inputs @ teacher[:, :, None])[..., 0]  # y = βᵀx, eq. (1)
+    # draw order: rotations, context inputs, teacher, then the test input (difficult) or index (easy)
+    context_x = rng.standard_normal((batch_size, P, d), dtype=dtype)
+    context_x *= sqrt_lam  # eigen-coordinates √λ ⊙ z
+    teacher = rng.standard_normal((batch_size, d), dtype=dtype) * sqrt_omega
+    if not spectrum.is_isotropic:
+        context_x = context_x @ np.swapaxes(rotation, -1, -2)  # x = O (√λ ⊙ z), eq. (4)
+        teacher = (rotation @ teacher[:, :, None])[..., 0]  # β = O (√ω ⊙ w)
+    context_y = (context_x @ teacher[:, :, None])[..., 0]  # y = βᵀx, eq. (1)
 
-    rows = np.arange(batch_size)
     if task == "easy":  # eq. (5): exact match
-        context_x, context_y = inputs, labels
+        rows = np.arange(batch_size)
         j = rng.integers(P, size=batch_size)
-        test_x = context_x[rows, j].copy()
-        target = context_y[rows, j].copy()
+        test_x = context_x[rows, j]  # fancy indexing copies
+        target = context_y[rows, j]
     else:  # eq. (6): mean label of the top-k by cosine similarity
-        context_x, context_y = inputs[:, :P], labels[:, :P]
-        test_x = inputs[:, P].copy()
+        test_x = rng.standard_normal((batch_size, d), dtype=dtype) * sqrt_lam
+        if not spectrum.is_isotropic:
+            test_x = (rotation @ test_x[:, :, None])[..., 0]
         chosen = top_k_indices(context_x, test_x, k)
         target = np.take_along_axis(context_y, chosen, axis=1).mean(axis=1)
     return Batch(
-        context_x=_readonly(np.ascontiguousarray(context_x)),
-        context_y=_readonly(np.ascontiguousarray(context_y)),
+        context_x=_readonly(context_x),
+        context_y=_readonly(context_y),
         test_x=_readonly(test_x),
         target=_readonly(np.asarray(target, dtype=dtype)),
         rotation=rotation if not rotation.flags.writeable else _readonly(rotation),

@@ -60,7 +60,57 @@ files is detected on load instead of being read as a mixture.
 
 Measured defaults
 -----------------
-See :data:`MODEL_DEFAULTS` and the table there.
+:data:`MODEL_DEFAULTS` holds the per-family learning rate; initial weights are
+the model's own ``INIT_DEFAULTS`` (``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + 0.1 G/sqrt(N))``,
+orthonormal ``W_x``, ``W_v = I``, ``g = W_o W_v W_y = 1``) except that the linear
+model starts at ``κ = N/c_λ``, i.e. ``B_ℓ ≈ I/λ_1`` (eq. 20), the stable one-step
+value of eq. (33). Schedule ``warmup_cosine`` (100 warm-up steps), batch 128,
+Adam (0.9, 0.999, 1e-8), no clipping. All numbers below: single-threaded numpy on
+a shared 2-core machine (wall times inflated by other jobs), float32, evaluation
+on the fixed 1024-context set (standard error ≈ 3-5 %).
+
+Top-2 task, d = N = 32, P = 128, a = b = 0 (target variance ≈ 19.5; the
+prototype quoted in the issue: Gaussian ``W_q, W_k`` stayed at ≈ 18.9, the
+identity initialisation reached 6.3, linear floor ≈ 13.3):
+
+===============  ====  ======  ========  =====================  =======  ======
+model            L     lr      steps     loss: initial → final  top-1    wall
+===============  ====  ======  ========  =====================  =======  ======
+nonlinear        1     1e-3    2000      8.30 → 6.54            0.63     68 s
+nonlinear        1     3e-4    2000      8.30 → 6.61            0.65     65 s
+nonlinear        4     1e-3    2000      7.57 → 6.52            0.65     70 s
+nonlinear        4     3e-4    2000      7.57 → 6.46            0.66     74 s
+nonlinear        16    1e-3    1500      6.52 → 5.91            0.65     37 s
+untied_values    4     1e-3    1500      7.57 → 6.52            0.65     27 s
+context_updates  4     1e-3    1500      7.57 → 6.52            0.65     735 s
+single_stream    4     3e-4    1500      25.3 → 15.9            0.86     54 s
+single_stream    4     1e-3    1500      25.3 → 12.3            0.83     60 s
+single_stream    4     3e-3    1500      25.9 → 9.96            0.76     42 s
+linear           4     1e-2    1500      15.0 → 13.9            --       43 s
+===============  ====  ======  ========  =====================  =======  ======
+
+At d = N = 16, P = 64, L = 1 (1500 steps) the softmax model ended at 3.31, 3.22,
+3.16, 3.16 for lr = 1e-2, 3e-3, 1e-3, 3e-4 (initial 3.48): learning rates above
+1e-3 are worse for the softmax models (lr = 1e-2 first *raises* the loss).
+
+Easy task, linear attention, a = 2, b = 1 (600 steps, d = N = 8, P = 64, batch 64;
+population optimum of the free polynomial 0.129 / 0.028 / 0.0015 at L = 1/2/4):
+lr = 1e-2 with κ = 1 gave 0.161 / 0.085 / 0.044; lr = 1e-3 only 0.161 / 0.142 / 0.136;
+with κ = N the defaults give 0.161 / 0.084 / 0.048 (3 s each). At d = N = 32,
+P = 128, L = 4 (1500 steps): κ = 1 → 0.047, κ = N → 0.038 (lr 1e-2), 0.042 (lr 3e-3).
+
+Easy task, one softmax layer started near uniform attention (``qk_scale=0.05``,
+d = N = 8, P = 32, lr 0.03, 400 steps): 1.52 → 0.0036 with top-1 mass 0.96
+(tests/test_train.py).
+
+A limitation found while measuring (a property of the model, not of training):
+the pre-norm is a LayerNorm, whose centring removes the direction of
+``W_x^+ 1`` from the inputs. With N = d that direction is always inside the
+input space, so the softmax model cannot rank by the true cosine similarity:
+at d = N = 32 (untrained, ``qk_noise=0``, temperature 32) its top-2 loss is 7.56
+against 5.61 for attention ``softmax(32 cos(x_i, x_test))``; with N = 33 and the
+columns of ``W_x`` orthogonal to ``1`` it equals 5.61, with N = 64 and a random
+orthonormal ``W_x`` it is 5.73. Prefer N > d for the softmax models.
 """
 
 from __future__ import annotations
@@ -99,6 +149,7 @@ __all__ = [
     "run_config",
     "evaluate",
     "evaluation_batch",
+    "chunk_size",
     "save_checkpoint",
     "atomic_write",
 ]
@@ -107,12 +158,12 @@ SCHEDULES = ("constant", "warmup_constant", "warmup_cosine")
 TASKS = ("easy", "difficult")
 DTYPES = ("float32", "float64")
 
-#: Per-model defaults filled in when ``learning_rate`` / ``init`` are not given.
-#: (Filled with measured values; see the module docstring.)
+#: Per-family defaults used when ``learning_rate`` / ``init`` are not given (measured:
+#: see *Measured defaults* in the module docstring).
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "linear": {"learning_rate": 1e-2, "init": {}},  # plus qk_scale = N/c_λ, see _family_init
     "nonlinear": {"learning_rate": 1e-3, "init": {}},
-    "single_stream": {"learning_rate": 1e-3, "init": {}},
+    "single_stream": {"learning_rate": 3e-3, "init": {}},
     "untied_values": {"learning_rate": 1e-3, "init": {}},
     "context_updates": {"learning_rate": 1e-3, "init": {}},
 }
@@ -120,7 +171,6 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
 _JSON_SCALARS = (str, int, float, bool)
 _SEED_INIT, _SEED_TRAIN, _SEED_EVAL = 0, 1, 2
 _CHECKPOINT_FORMAT = "idepth-checkpoint/1"
-_CHECKPOINT_FILES = ("params.npz", "arrays.npz", "config.json")
 
 
 def _model_names() -> tuple[str, ...]:
@@ -630,7 +680,9 @@ class TrainResult:
         last ``eval_every`` steps), ``initial_eval_loss``, ``best_eval_loss``,
         ``final_eval_loss`` (the last curve point), ``label_variance``,
         ``top1_attention_mass`` (mean over layers; NaN for linear attention),
-        ``content_hash``, ``package_version``.
+        ``content_hash``, ``package_version``, ``complete`` (True; the
+        intermediate checkpoints written during training hold only ``step``,
+        ``eval_loss`` and ``complete = False``).
     arrays : dict of str to ndarray
         ``loss_curve`` (n_eval, 2): columns step, evaluation loss;
         ``train_loss`` (steps,): per-step training loss;
@@ -896,7 +948,32 @@ def evaluation_batch(config: TrainConfig):
     return sample(config.task, config.spectrum(), config.P, config.eval_size, rng, k=config.k, dtype=config.numpy_dtype)
 
 
-def evaluate(model, params: Mapping[str, np.ndarray], batch, chunk: int = 512) -> float:
+def chunk_size(batch, params: Mapping[str, np.ndarray], budget: int = 1 << 23) -> int:
+    """Contexts per forward pass so that the large intermediates stay near ``budget`` numbers.
+
+    Per context a forward pass holds about ``P (N + L)`` numbers (hidden states and
+    attention rows), plus ``P²`` for the context-to-context attention of the
+    context-updates model (eq. 81); the result is between 1 and 512.
+
+    References
+    ----------
+    Paper eqs. (9)-(12), (81).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> batch = SimpleNamespace(context_x=np.zeros((1, 1024, 8)))
+    >>> chunk_size(batch, {"W_x": np.zeros((64, 8)), "W_q": np.zeros((16, 64, 64)), "m": np.zeros(())})
+    7
+    """
+    P = np.shape(batch.context_x)[1]
+    N = np.shape(params["W_x"])[0]
+    L = np.shape(params["W_q"])[0]
+    per_context = P * (N + L) + (P * P if "m" in params else 0)
+    return int(min(512, max(1, budget // per_context)))
+
+
+def evaluate(model, params: Mapping[str, np.ndarray], batch, chunk: int | None = None) -> float:
     """Mean squared error ``mean((ŷ_L − y*)²)`` of ``params`` on ``batch`` (eq. 12), accumulated in float64.
 
     References
@@ -914,6 +991,7 @@ def evaluate(model, params: Mapping[str, np.ndarray], batch, chunk: int = 512) -
     """
     total, count = 0.0, 0
     n = batch.target.shape[0]
+    chunk = chunk_size(batch, params) if chunk is None else chunk
     for start in range(0, n, chunk):
         part = _slice_batch(batch, start, start + chunk)
         prediction = np.asarray(model.forward(params, part).prediction, dtype=np.float64)
@@ -1065,6 +1143,7 @@ def train(
     from theory import __version__
 
     metrics.update(
+        complete=True,
         steps=steps_done,
         converged=converged,
         stopped_by_callback=stopped_by_callback,

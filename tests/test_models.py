@@ -395,3 +395,43 @@ def test_context_updates_chunked_batch_equals_whole_batch(monkeypatch):
     assert chunked_loss == pytest.approx(whole_loss, rel=rtol(ROUNDOFF))
     for key in params:
         np.testing.assert_allclose(chunked_grads[key], whole_grads[key], rtol=rtol(ROUNDOFF), atol=rtol(ROUNDOFF))
+
+
+# ----------------------------------------------------------------------------- bridge to theory/linear.py
+@given(model_cases(models=("linear",)))
+def test_linear_prediction_equals_covariance_polynomial(case):
+    # ŷ_L = βᵀ 𝒫_L(S) x_test with B_ℓ of eq. (20) and m_r = W_o W_v^r W_y (eqs. 20, 23-24), any finite P
+    from theory.linear import covariance_polynomial, effective_qk, readout_coefficients
+
+    _, params, batch, _ = case
+    L = params["W_q"].shape[0]
+    S = np.swapaxes(batch.context_x, 1, 2) @ batch.context_x / batch.P
+    B = effective_qk(params["W_x"], params["W_q"], params["W_k"])
+    m = readout_coefficients(params["W_o"], params["W_v"], params["W_y"], L)
+    expected = np.einsum("bd,bde,be->b", batch.teacher, covariance_polynomial(S, B, m), batch.test_x)
+    prediction = get_model("linear").forward(params, batch).prediction
+    scale = max(1.0, float(np.max(np.abs(expected))))
+    np.testing.assert_allclose(prediction, expected, rtol=rtol(ROUNDOFF), atol=rtol(ROUNDOFF) * scale)
+    np.testing.assert_allclose(get_model("linear").effective_qk(params), B, rtol=rtol(ROUNDOFF), atol=rtol(ROUNDOFF))
+
+
+def test_context_updates_follow_eq_81_when_values_are_identity():
+    # with W_v = I: z_ℓ = z_{ℓ-1}(I_P + (m/L) A_ℓᵀ), h_ℓ = h_{ℓ-1} + (1/L) z_{ℓ-1} p_ℓᵀ (eq. 81) on the
+    # label row z_0 = y, and ŷ = g h_L with g = W_o W_y
+    from numerics.models._common import dense_inputs, norm_columns
+
+    rng = np.random.default_rng(25)
+    batch = sample("difficult", PowerLawSpectrum(0.5, 0.5, 3), 6, 4, rng, k=2)
+    params = get_model("context_updates").init_params(3, 5, 3, rng, qk_init="gaussian", qk_scale=3.0, m_init=-1.7)
+    L, P, m = 3, 6, float(params["m"])
+    X, _ = dense_inputs(batch.context_x, batch.context_y, batch.test_x)
+    H_hat = norm_columns(params["W_x"] @ X)
+    z = batch.context_y.copy()
+    h = np.zeros(batch.batch_size)
+    for ell in range(L):
+        logits = np.swapaxes(params["W_q"][ell] @ H_hat, 1, 2) @ (params["W_k"][ell] @ H_hat)
+        A, p = softmax(logits[:, :P, :P]), softmax(logits[:, P, :P])
+        h = h + np.einsum("bp,bp->b", z, p) / L
+        z = z + (m / L) * np.einsum("bp,bqp->bq", z, A)  # z (I + (m/L) Aᵀ)
+    g = (params["W_o"] @ params["W_y"]).item()
+    np.testing.assert_allclose(get_model("context_updates").forward(params, batch).prediction, g * h, rtol=rtol(ROUNDOFF), atol=rtol(ROUNDOFF))

@@ -290,14 +290,43 @@ def _linear_difficult(depths, spectrum, P, k, floor_method, n_samples, rng):
     )
 
 
-def _softmax_difficult(depths, calibration):
-    if calibration is None:
-        raise ValueError(
-            "attention='softmax', task='difficult' needs a calibration: pass calibration=SoftmaxCalibration(...), "
-            "a measured theory.decomposition.Decomposition (A_L, C_L at one depth), a theory.fitting.DepthLawFit, "
-            "or a mapping {'A': ..., 'C': ...} or {'L0': ..., 'c': ...}"
+def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
+    """Softmax/difficult: ``plateau + c/L`` from a calibration, or from the measured defaults.
+
+    ``calibration=None`` (or a regime name such as ``"converged"``) takes ``(L0, c)`` from
+    :mod:`theory.softmax_defaults` for this spectrum and ``(d, P, k)``, interpolated linearly
+    over ``(a, b)`` inside the measured grid, and refuses other sizes and spectra.
+    """
+    if calibration is None or isinstance(calibration, str):
+        from .softmax_defaults import load_softmax_defaults, softmax_default
+
+        regime = calibration
+        if P is None:
+            defaults = load_softmax_defaults()
+            raise ValueError(
+                "attention='softmax', task='difficult' needs a calibration or P (context length) to use the measured "
+                f"defaults (which exist for {defaults._describe_sizes()}): pass P=..., or calibration=SoftmaxCalibration(...), "
+                "a measured theory.decomposition.Decomposition (A_L, C_L at one depth), a theory.fitting.DepthLawFit, "
+                "or a mapping {'A': ..., 'C': ...} or {'L0': ..., 'c': ...}"
+            )
+        P = check_positive_int("P", P)
+        k = check_positive_int("k", k)
+        try:
+            entry = softmax_default(spectrum, P, k, regime=regime)
+        except ValueError as exc:
+            raise ValueError(f"no calibration given and {exc}") from None
+        defaults = load_softmax_defaults()
+        prov = defaults.provenance
+        cal = SoftmaxCalibration(
+            plateau=entry.L0, coefficient=entry.c, covariance=entry.covariance,
+            source=(
+                f"measured defaults ({entry.source}; d={entry.d}, N={entry.N}, P={entry.P}, k={entry.k}, regime "
+                f"{entry.regime!r}: {prov.get('regimes', {}).get(entry.regime, '')}; package {prov.get('package_version')}, "
+                f"{prov.get('date')}; regenerate with: {prov.get('command')})"
+            ),
         )
-    cal = _calibration(calibration)
+    else:
+        cal = _calibration(calibration)
     L = depths.astype(np.float64)
     loss = cal.plateau + cal.coefficient / L
     lower = upper = None
@@ -346,7 +375,8 @@ def predict_loss(
     gamma : float, optional
         Linear/easy constrained only: the effective step γ = κv, ``0 < γ < 2L/λ_1``; default ``γ* = L/λ_1``.
     P : int, optional
-        Context length (linear/difficult: required).
+        Context length (linear/difficult: required; softmax/difficult without a calibration:
+        required, to select the measured defaults).
     k : int, default 2
         Top-k of the difficult task (eq. 6).
     floor_method : {'auto', 'semi_analytic', 'monte_carlo'}
@@ -360,9 +390,14 @@ def predict_loss(
     rng : numpy.random.Generator or int, optional
         Randomness for Monte Carlo.
     calibration : optional
-        Softmax/difficult only (required there): :class:`SoftmaxCalibration`, a
-        measured :class:`~theory.decomposition.Decomposition`, a
-        :class:`~theory.fitting.DepthLawFit` or a mapping ``{'A', 'C'}`` / ``{'L0', 'c'}``.
+        Softmax/difficult only: :class:`SoftmaxCalibration`, a measured
+        :class:`~theory.decomposition.Decomposition`, a :class:`~theory.fitting.DepthLawFit`
+        or a mapping ``{'A', 'C'}`` / ``{'L0', 'c'}``. ``None`` (default) uses the measured
+        defaults shipped in ``theory/data/softmax_defaults.json``
+        (:mod:`theory.softmax_defaults`) for this spectrum's ``d`` and the given ``P``, ``k``,
+        interpolated linearly over ``(a, b)`` inside the measured grid; a string names
+        another training regime of that file (e.g. ``"converged"``). Sizes or spectra
+        outside the file raise ValueError naming the sizes it has.
 
     Returns
     -------
@@ -409,7 +444,7 @@ def predict_loss(
             ),
         )
     else:
-        parts = _softmax_difficult(depths, calibration)
+        parts = _softmax_difficult(depths, calibration, spectrum, P, k)
     for key in ("loss", "lower", "upper", "in_window"):
         if parts.get(key) is not None:
             parts[key] = _readonly(parts[key])

@@ -75,7 +75,8 @@ class PackageAPI(SphinxDirective):
             # __all__ is the declared API: data objects whose class reports another __module__
             # (sympy expressions: ``Mul.__module__ == 'sympy.core.mul'``) are skipped by automodule
             # as "imported" unless a ``#:`` comment documents them, so they are listed explicitly
-            lines += [f".. autodata:: {name}.{member}\n" for member in foreign]
+            for member in foreign:
+                lines += [f".. autodata:: {name}.{member}", ""]
         source = self.get_source_info()[0] or "<package-api>"
         content = StringList(lines, source=source)
         container = nodes.section()
@@ -111,9 +112,14 @@ def resolve_reexport(app, env, node, contnode):
     """
     if node.get("refdomain") != "py":
         return None
-    target = node.get("reftarget", "")
+    target = node.get("reftarget", "").lstrip(".~")
     module = node.get("py:module")
-    candidates = [target] + ([f"{module}.{target}"] if module else [])
+    klass = node.get("py:class")
+    candidates = [target]
+    if module and klass:
+        candidates.append(f"{module}.{klass}.{target}")
+    if module:
+        candidates.append(f"{module}.{target}")
     domain = env.get_domain("py")
     for candidate in candidates:
         obj = _locate(candidate)
@@ -127,10 +133,48 @@ def resolve_reexport(app, env, node, contnode):
         resolved = domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], real, node, contnode)
         if resolved is not None:
             return resolved
+    # An object that exists but is not part of the documented API (a module constant outside
+    # __all__, say) is shown as unlinked text; a name that does not exist at all stays an error.
+    for candidate in candidates:
+        if _exists(candidate):
+            return contnode
     return None
+
+
+def _exists(dotted: str) -> bool:
+    """Whether ``dotted`` names an attribute reachable from one of the project's packages."""
+    parts = dotted.split(".")
+    if parts[0] not in REEXPORTING_PACKAGES:
+        return False
+    for split in range(len(parts), 0, -1):  # longest importable module prefix, then attributes
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except Exception:
+            continue
+        try:
+            for part in parts[split:]:
+                obj = getattr(obj, part)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def drop_class_docstring_of_data(app, what, name, obj, options, lines):
+    """``autodoc-process-docstring``: a data object (a sympy expression, a tuple) has no docstring of
+    its own; autodoc would show its *class's* docstring (sympy's ``Mul`` manual), so drop it."""
+    if what not in ("data", "attribute") or not lines:
+        return
+    import inspect
+
+    class_doc = inspect.getdoc(type(obj)) or ""
+    if class_doc and "\n".join(lines).strip() == inspect.cleandoc(class_doc).strip():
+        lines.clear()
 
 
 def setup(app):
     app.add_directive("package-api", PackageAPI)
+    # before numpydoc (priority 500) rewrites the lines
+    app.connect("autodoc-process-docstring", drop_class_docstring_of_data, priority=100)
     app.connect("missing-reference", resolve_reexport)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

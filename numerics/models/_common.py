@@ -23,6 +23,7 @@ from theory._validation import check_choice, check_nonnegative, check_positive, 
 
 __all__ = [
     "LAYER_NORM_EPS",
+    "SHARED_INIT_DEFAULTS",
     "ForwardResult",
     "layer_norm",
     "layer_norm_backward",
@@ -34,6 +35,12 @@ __all__ = [
     "check_params",
     "check_batch",
     "dense_inputs",
+    "attention_mask",
+    "allowed_positions",
+    "norm_columns",
+    "resolve_init_options",
+    "init_shared",
+    "param_shapes",
 ]
 
 #: eps added to the per-token feature variance inside the pre-norm (not stated in the paper)
@@ -97,9 +104,14 @@ def layer_norm(h: np.ndarray, eps: float = LAYER_NORM_EPS) -> tuple[np.ndarray, 
     >>> hat.round(4).tolist()
     [[-1.2247, 0.0, 1.2247]]
     """
-    centred = h - h.mean(axis=-1, keepdims=True)
-    inv_std = 1.0 / np.sqrt(np.mean(centred * centred, axis=-1, keepdims=True) + eps)
-    return centred * inv_std, inv_std
+    N = h.shape[-1]
+    # row means and variances as matrix-vector products / einsum: much faster than
+    # numpy reductions over a short last axis
+    centred = h - (h @ np.full(N, 1.0 / N, dtype=h.dtype))[..., None]
+    variance = np.einsum("...i,...i->...", centred, centred) / N
+    inv_std = (1.0 / np.sqrt(variance + eps))[..., None]
+    centred *= inv_std
+    return centred, inv_std
 
 
 def layer_norm_backward(h_hat: np.ndarray, inv_std: np.ndarray, grad_hat: np.ndarray) -> np.ndarray:
@@ -117,9 +129,13 @@ def layer_norm_backward(h_hat: np.ndarray, inv_std: np.ndarray, grad_hat: np.nda
     >>> layer_norm_backward(hat, r, np.ones((1, 3))).round(12).tolist()  # norm is shift-invariant
     [[0.0, 0.0, 0.0]]
     """
-    mean_grad = grad_hat.mean(axis=-1, keepdims=True)
-    mean_proj = np.mean(grad_hat * h_hat, axis=-1, keepdims=True)
-    return inv_std * (grad_hat - mean_grad - h_hat * mean_proj)
+    N = grad_hat.shape[-1]
+    mean_grad = (grad_hat @ np.full(N, 1.0 / N, dtype=grad_hat.dtype))[..., None]
+    mean_proj = (np.einsum("...i,...i->...", grad_hat, h_hat) / N)[..., None]
+    grad = grad_hat - mean_grad
+    grad -= h_hat * mean_proj
+    grad *= inv_std
+    return grad
 
 
 # --------------------------------------------------------------------------- softmax

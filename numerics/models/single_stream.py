@@ -219,6 +219,7 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     context_x, context_y, test_x, target = cache["arrays"]
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     L, B, N = cache["hats"].shape
+    P = context_y.shape[1]
     H_ctx_hat, C = cache["H_ctx_hat"], cache["C"]
     residual = readouts[-1] - target
     loss = float(np.mean(residual * residual))
@@ -226,21 +227,25 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     grad_W_o = ((2.0 / B) * residual) @ cache["states"][-1]
     grad_W_v = np.zeros_like(W_v)
     grad_C = np.zeros_like(C)
-    grad_H_ctx_hat = np.zeros_like(H_ctx_hat)
+    # Ĥ_ctx receives rank-one terms p_ℓ ⊗ dr_ℓ and dlogits_ℓ ⊗ query_ℓ from every layer:
+    # collected here and summed by one batched matmul after the loop
+    row_factors = np.empty((B, 2 * L, P), dtype=W_x.dtype)
+    column_factors = np.empty((B, 2 * L, N), dtype=W_x.dtype)
     for ell in range(L - 1, -1, -1):
         probs, reads, query, h_hat = cache["probs"][ell], cache["reads"][ell], cache["queries"][ell], cache["hats"][ell]
         # h^ℓ = h^{ℓ-1} + (1/L) W_v r_ℓ,  r_ℓ = Ĥ_ctxᵀ p_ℓ
         grad_W_v += grad_h.T @ reads / L
         grad_reads = grad_h @ W_v / L  # (B, N)
-        grad_H_ctx_hat += probs[:, :, None] * grad_reads[:, None, :]
         grad_probs = (H_ctx_hat @ grad_reads[:, :, None])[..., 0]
         grad_logits = softmax_backward(probs, grad_probs)  # (B, P)
         # logits_j = ĥ_jᵀ (C_ℓᵀ ĥ_test) = (ĥ_testᵀ C_ℓ) ĥ_j
-        grad_H_ctx_hat += grad_logits[:, :, None] * query[:, None, :]
+        row_factors[:, 2 * ell], column_factors[:, 2 * ell] = probs, grad_reads
+        row_factors[:, 2 * ell + 1], column_factors[:, 2 * ell + 1] = grad_logits, query
         grad_query = (grad_logits[:, None, :] @ H_ctx_hat)[:, 0]  # (B, N)
         grad_C[ell] = h_hat.T @ grad_query
         grad_h_hat = grad_query @ C[ell].T
         grad_h = grad_h + layer_norm_backward(h_hat, cache["inv_stds"][ell], grad_h_hat)
+    grad_H_ctx_hat = np.swapaxes(row_factors, 1, 2) @ column_factors  # (B, P, N)
     # h^0_test = W_x x_test;  H_ctx = W_x x_j + W_y y_j
     grad_H_ctx = layer_norm_backward(H_ctx_hat, cache["r_ctx"], grad_H_ctx_hat)
     d = W_x.shape[1]

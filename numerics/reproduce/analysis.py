@@ -1,0 +1,485 @@
+"""Measured quantities of a reproduction, computed once and shared by figures, tables and verdicts.
+
+Each function takes a :class:`numerics.reproduce.context.ReproductionContext`
+and returns a small frozen dataclass, memoised in the context, so a figure and
+the table and verdict that quote the same number cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import criteria
+from .results import Curve, FitSummary, fit_curve, last_doubling, spectrum_label
+
+__all__ = [
+    "ALPHA_TARGET",
+    "NonlinearSummary",
+    "LinearEasySummary",
+    "LinearDifficultSummary",
+    "EasySoftmaxSummary",
+    "nonlinear_summary",
+    "linear_easy_summary",
+    "linear_difficult_summary",
+    "easy_softmax_summary",
+    "modewise_matrix",
+    "selection_quantiles",
+    "spectra_of",
+]
+
+#: the inverse-depth target of issue 6: fitted alpha in this interval
+ALPHA_TARGET = (0.85, 1.15)
+#: the nonlinear easy-task target: final L = 1 loss below this fraction of the initial loss
+EASY_TARGET = 0.01
+#: the linear difficult-task target: plateau within this relative distance of the theory floor
+FLOOR_TARGET = 0.10
+#: margin of the ``<<`` of the linear validity window (theory.polynomial_laws.validity_window)
+WINDOW_MARGIN = 10.0
+
+
+def spectra_of(ctx, family_name: str, *, a: float | None = None, b: float | None = None) -> tuple:
+    """The family's spectra, optionally only those with the given ``a`` and/or ``b``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.reproduce.context import ReproductionContext
+    >>> from numerics.reproduce.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     spectra_of(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", b=0.0)
+    ((0.0, 0.0), (0.5, 0.0))
+    """
+    spectra = ctx.family(family_name).spectra
+    return tuple(s for s in spectra if (a is None or s[0] == a) and (b is None or s[1] == b))
+
+
+# ----------------------------------------------------------------------------------- nonlinear difficult
+
+
+@dataclass(frozen=True, eq=False)
+class NonlinearSummary:
+    """Depth sweep of a softmax model on the difficult task, for one spectrum.
+
+    Attributes
+    ----------
+    family : str
+    a, b : float
+    R, C, gap : Curve
+        ``R_L``, ``C_L`` and ``A_L − C_L`` (eqs. 61-63) against depth.
+    fit : FitSummary
+        ``R_L = L0 + c L^(−alpha)`` (eq. 16).
+    C_change, gap_change : float
+        Relative change over the last doubling of depth (NaN if undefined).
+    C_settles, gap_settles : bool or None
+        ``< 10 %`` (:data:`numerics.reproduce.criteria.SETTLING_TOLERANCE`).
+    depth_gain : float
+        ``R_1 / R_{L_max}``.
+    bound : dict or None
+        Oracle softmax-head bound at the family's sizes.
+    alpha_in_target : bool or None
+        Fitted alpha in :data:`ALPHA_TARGET`.
+
+    References
+    ----------
+    Paper eqs. (16), (61)-(63); Figs. 6a-d.
+
+    Examples
+    --------
+    See :func:`nonlinear_summary`.
+    """
+
+    family: str
+    a: float
+    b: float
+    R: Curve
+    C: Curve
+    gap: Curve
+    fit: FitSummary
+    C_change: float
+    gap_change: float
+    C_settles: bool | None
+    gap_settles: bool | None
+    depth_gain: float
+    bound: dict | None
+    alpha_in_target: bool | None
+
+    @property
+    def label(self) -> str:
+        return spectrum_label(self.a, self.b)
+
+    @property
+    def has_data(self) -> bool:
+        return not self.R.empty
+
+
+def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: bool = True) -> NonlinearSummary:
+    """Curves, fit, settling and bound of one spectrum of a softmax family.
+
+    References
+    ----------
+    Paper eqs. (16), (61)-(63), (88)-(89).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.reproduce.context import ReproductionContext
+    >>> from numerics.reproduce.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     s = nonlinear_summary(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", 0, 0,
+    ...                           with_bound=False)
+    >>> s.has_data, s.fit.ok
+    (False, False)
+    """
+
+    def compute() -> NonlinearSummary:
+        family = ctx.family(family_name)
+        R = ctx.results.curve(family, a, b, "R_L")
+        C = ctx.results.curve(family, a, b, "C_L")
+        gap = ctx.results.curve(family, a, b, "A_minus_C")
+        fit = fit_curve(R)
+        _, _, c_change = last_doubling(C)
+        _, _, g_change = last_doubling(gap)
+        r1, _ = R.at(min(family.depths))
+        rmax, _ = R.finite().at(int(R.finite().depths.max())) if not R.empty else (math.nan, math.nan)
+        alpha = fit.value("alpha")
+        in_target = None if not fit.ok else bool(ALPHA_TARGET[0] <= alpha <= ALPHA_TARGET[1])
+        bound = ctx.oracle_bound(family, a, b) if (with_bound and not R.empty) else None
+        return NonlinearSummary(
+            family=family_name, a=float(a), b=float(b), R=R, C=C, gap=gap, fit=fit,
+            C_change=c_change, gap_change=g_change,
+            C_settles=None if math.isnan(c_change) else bool(c_change < criteria.SETTLING_TOLERANCE),
+            gap_settles=None if math.isnan(g_change) else bool(g_change < criteria.SETTLING_TOLERANCE),
+            depth_gain=r1 / rmax if (math.isfinite(r1) and math.isfinite(rmax) and rmax > 0) else math.nan,
+            bound=bound, alpha_in_target=in_target,
+        )
+
+    return ctx.memo(("nonlinear", family_name, float(a), float(b), with_bound), compute)
+
+
+# ----------------------------------------------------------------------------------- linear easy
+
+
+@dataclass(frozen=True, eq=False)
+class LinearEasySummary:
+    """Linear attention on the easy task for one spectrum: the fitted exponent against ζ and 2ζ.
+
+    Attributes
+    ----------
+    a, b : float
+    R : Curve
+    zeta : float or None
+        ``(a + b − 1)/a`` (eq. 34); None if ``a = 0``.
+    window_upper : float
+        ``λ_1/λ_d / margin``: the largest depth inside the constrained law's window (eq. 34).
+    fit_depths : tuple of int
+        Depths used by the fit (inside the window).
+    fit : FitSummary
+        ``R_L = c L^(−alpha)`` (L0 = 0, the paper's easy-task fit).
+    resolvable : bool
+        At least three grid depths inside the window (a fit with a residual degree of freedom).
+    between : bool or None
+        ``ζ <= alpha <= 2ζ`` within two standard errors.
+
+    References
+    ----------
+    Paper eqs. (34), (40), Table 2.
+
+    Examples
+    --------
+    See :func:`linear_easy_summary`.
+    """
+
+    a: float
+    b: float
+    R: Curve
+    zeta: float | None
+    window_upper: float
+    fit_depths: tuple
+    fit: FitSummary
+    resolvable: bool
+    between: bool | None
+
+    @property
+    def label(self) -> str:
+        return spectrum_label(self.a, self.b)
+
+
+def linear_easy_summary(ctx, a: float, b: float) -> LinearEasySummary:
+    """Fit of ``R_L = c L^(−alpha)`` on the depths inside the validity window, against ζ and 2ζ.
+
+    References
+    ----------
+    Paper eqs. (34), (40), Table 2.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.reproduce.context import ReproductionContext
+    >>> from numerics.reproduce.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     s = linear_easy_summary(ReproductionContext.open(get_scale("smoke"), tmp), 2.0, 1.0)
+    >>> s.zeta, s.fit.ok
+    (1.0, False)
+    """
+
+    def compute() -> LinearEasySummary:
+        from theory import PowerLawSpectrum, zeta
+
+        family = ctx.family("linear_easy")
+        R = ctx.results.curve(family, a, b, "R_L")
+        spectrum = PowerLawSpectrum(a, b, family.d)
+        z = zeta(a, b) if a > 0 else None
+        upper = spectrum.condition_number / WINDOW_MARGIN
+        inside = R.finite()
+        keep = inside.depths <= upper
+        sub = Curve(R.quantity, R.a, R.b, inside.depths[keep], inside.values[:, keep], inside.mean[keep],
+                    inside.se[keep], inside.n_seeds[keep], inside.se_kind)
+        fit = fit_curve(sub, floor=0.0) if len(sub.depths) >= 2 else FitSummary(
+            None, f"{len(sub.depths)} depth(s) with data inside L <= {upper:.3g}")
+        resolvable = int(np.sum(np.asarray(family.depths) <= upper)) >= 3
+        between = None
+        if fit.ok and z is not None and z > 0:
+            between = criteria.between(fit.value("alpha"), fit.se("alpha"), z, 2 * z)
+        return LinearEasySummary(float(a), float(b), R, z, float(upper), tuple(int(x) for x in sub.depths), fit,
+                                 resolvable, between)
+
+    return ctx.memo(("linear_easy", float(a), float(b)), compute)
+
+
+# ----------------------------------------------------------------------------------- linear difficult
+
+
+@dataclass(frozen=True, eq=False)
+class LinearDifficultSummary:
+    """Linear attention on the top-k task for one spectrum: plateau against the theory floor.
+
+    Attributes
+    ----------
+    family : str
+    a, b : float
+    R : Curve
+    depth : int
+        Largest depth with data (the plateau is ``R`` there).
+    plateau, plateau_se : float
+    floor, floor_se : float
+        Theory floor of degree ``depth`` at the family's ``(d, P, k)`` (eqs. 47-54).
+    deviation : float
+        ``|plateau − floor| / floor``.
+    within_target : bool or None
+        ``deviation < 10 %``.
+    agrees : bool or None
+        Within two combined standard errors.
+
+    References
+    ----------
+    Paper eqs. (41)-(54), Table 3.
+
+    Examples
+    --------
+    See :func:`linear_difficult_summary`.
+    """
+
+    family: str
+    a: float
+    b: float
+    R: Curve
+    depth: int
+    plateau: float
+    plateau_se: float
+    floor: float
+    floor_se: float
+    deviation: float
+    within_target: bool | None
+    agrees: bool | None
+
+    @property
+    def label(self) -> str:
+        return spectrum_label(self.a, self.b)
+
+
+def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> LinearDifficultSummary:
+    """Measured plateau (``R`` at the deepest model) against the theory floor at the same ``(d, P, k)``.
+
+    References
+    ----------
+    Paper eqs. (41)-(54), Table 3.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.reproduce.context import ReproductionContext
+    >>> from numerics.reproduce.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     s = linear_difficult_summary(ReproductionContext.open(get_scale("smoke"), tmp), "linear_difficult", 0, 0)
+    >>> math.isnan(s.plateau), s.floor > 0
+    (True, True)
+    """
+
+    def compute() -> LinearDifficultSummary:
+        family = ctx.family(family_name)
+        R = ctx.results.curve(family, a, b, "R_L")
+        finite = R.finite()
+        depth = int(finite.depths.max()) if len(finite.depths) else int(max(family.depths))
+        plateau, plateau_se = finite.at(depth) if len(finite.depths) else (math.nan, math.nan)
+        floor, floor_se = ctx.floor_at(family, a, b, depth)
+        deviation = criteria.relative_deviation(plateau, floor)
+        return LinearDifficultSummary(
+            family_name, float(a), float(b), R, depth, plateau, plateau_se, floor, floor_se, deviation,
+            None if math.isnan(deviation) else bool(deviation < FLOOR_TARGET),
+            criteria.agrees(plateau, plateau_se, floor, floor_se),
+        )
+
+    return ctx.memo(("linear_difficult", family_name, float(a), float(b)), compute)
+
+
+# ----------------------------------------------------------------------------------- softmax easy
+
+
+@dataclass(frozen=True, eq=False)
+class EasySoftmaxSummary:
+    """Softmax attention on the easy task for one spectrum.
+
+    Attributes
+    ----------
+    a, b : float
+    depths : tuple of int
+    final, initial : ndarray
+        Final and initial held-out loss per depth (first seed; NaN if missing).
+    ratio : ndarray
+        ``final / initial``.
+    top1 : ndarray
+        Final top-1 attention mass per depth (mean over layers).
+    below_target : bool or None
+        ``ratio < 1 %`` at ``L = 1``.
+
+    References
+    ----------
+    Paper section 3.2, Fig. 4.
+
+    Examples
+    --------
+    See :func:`easy_softmax_summary`.
+    """
+
+    a: float
+    b: float
+    depths: tuple
+    final: np.ndarray
+    initial: np.ndarray
+    ratio: np.ndarray
+    top1: np.ndarray
+    below_target: bool | None
+
+    @property
+    def label(self) -> str:
+        return spectrum_label(self.a, self.b)
+
+
+def easy_softmax_summary(ctx, a: float, b: float) -> EasySoftmaxSummary:
+    """Final/initial loss and top-1 attention mass of the softmax easy-task runs.
+
+    References
+    ----------
+    Paper section 3.2, Fig. 4.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.reproduce.context import ReproductionContext
+    >>> from numerics.reproduce.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     easy_softmax_summary(ReproductionContext.open(get_scale("smoke"), tmp), 0, 0).below_target is None
+    True
+    """
+
+    def compute() -> EasySoftmaxSummary:
+        family = ctx.family("nonlinear_easy")
+        depths = tuple(int(x) for x in family.depths)
+        final = np.full(len(depths), np.nan)
+        initial = np.full(len(depths), np.nan)
+        top1 = np.full(len(depths), np.nan)
+        for j, depth in enumerate(depths):
+            values = [ctx.results.metrics(family.config(a, b, depth, seed)) for seed in family.seeds]
+            values = [m for m in values if m]
+            if values:
+                final[j] = np.mean([float(m["R_L"]) for m in values])
+                initial[j] = np.mean([float(m["initial_eval_loss"]) for m in values])
+                top1[j] = np.mean([float(m.get("top1_attention_mass", math.nan)) for m in values])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = final / initial
+        below = None if not np.isfinite(ratio[0]) else bool(ratio[0] < EASY_TARGET)
+        return EasySoftmaxSummary(float(a), float(b), depths, final, initial, ratio, top1, below)
+
+    return ctx.memo(("easy_softmax", float(a), float(b)), compute)
+
+
+# ----------------------------------------------------------------------------------- arrays
+
+
+def modewise_matrix(ctx, family_name: str, a: float, b: float, name: str = "modewise_loss_normalised") -> tuple:
+    """``(depths, matrix)``: the per-mode array ``name`` against depth (rows: depths, mean over seeds).
+
+    References
+    ----------
+    Paper Figs. 3c, 7 (normalised mode-wise loss ``E ẽ_k² / E t̃_k²``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.reproduce.context import ReproductionContext
+    >>> from numerics.reproduce.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     depths, matrix = modewise_matrix(ReproductionContext.open(get_scale("smoke"), tmp), "linear_easy", 2, 1)
+    >>> matrix.shape
+    (3, 4)
+    """
+
+    def compute():
+        family = ctx.family(family_name)
+        rows = []
+        for depth in family.depths:
+            stack = [ctx.results.arrays(family.config(a, b, depth, seed)).get(name) for seed in family.seeds]
+            stack = [np.asarray(s, dtype=np.float64) for s in stack if s is not None]
+            rows.append(np.mean(stack, axis=0) if stack else np.full(family.d, np.nan))
+        return np.asarray(family.depths), np.vstack(rows)
+
+    return ctx.memo(("modewise", family_name, float(a), float(b), name), compute)
+
+
+def selection_quantiles(ctx, family_name: str, a: float, b: float, depth: int,
+                        levels=(0.5, 0.9, 0.95, 0.99)) -> tuple:
+    """``(mean, se)`` arrays of ``Q_L(q)`` over seeds at ``depth`` (se from seeds; NaN with one seed).
+
+    References
+    ----------
+    Paper eqs. (90)-(91), Fig. 13.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.reproduce.context import ReproductionContext
+    >>> from numerics.reproduce.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     mean, se = selection_quantiles(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", 0, 0, 1)
+    >>> mean.shape
+    (4,)
+    """
+
+    def compute():
+        family = ctx.family(family_name)
+        per_seed = []
+        for seed in family.seeds:
+            errors = ctx.results.arrays(family.config(a, b, depth, seed)).get("selection_error")
+            if errors is not None:
+                per_seed.append(np.quantile(np.asarray(errors, dtype=np.float64), levels))
+        if not per_seed:
+            nan = np.full(len(levels), np.nan)
+            return nan, nan
+        values = np.vstack(per_seed)
+        se = values.std(axis=0, ddof=1) / np.sqrt(len(values)) if len(values) > 1 else np.full(len(levels), np.nan)
+        return values.mean(axis=0), se
+
+    return ctx.memo(("selection", family_name, float(a), float(b), int(depth), tuple(levels)), compute)

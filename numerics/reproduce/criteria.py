@@ -1,0 +1,147 @@
+"""The decision rules of a reproduction, written once (sympy) and evaluated from the numbers.
+
+Every "agrees", "settles" or "within" in a table or in the verdict of
+``REPORT.md`` is computed by one of these rules; none is asserted by hand.
+
+* :data:`AGREEMENT` -- a measured value ``m ± s_m`` agrees with a reference
+  ``r ± s_r`` when ``|m − r| <= z sqrt(s_m² + s_r²)`` (``z`` =
+  :data:`AGREEMENT_SIGMAS`, two standard errors, about 95 % for Gaussian errors).
+* :data:`BETWEEN` -- ``m ± s`` lies between ``lo`` and ``hi`` when
+  ``lo − z s <= m <= hi + z s`` (Table 2: ζ <= alpha <= 2ζ).
+* :data:`RELATIVE_DEVIATION` -- ``|m − r|/|r|``; "within 10 %" is
+  ``RELATIVE_DEVIATION < 0.1`` (Table 3 target).
+* :data:`RELATIVE_CHANGE` -- ``|x_hi − x_lo|/|x_lo|`` between the two deepest
+  depths of a doubling; a quantity *settles* when it is below
+  :data:`SETTLING_TOLERANCE` (issue 6: C_L and A_L − C_L, last doubling).
+"""
+
+from __future__ import annotations
+
+import math
+
+import sympy as sp
+
+__all__ = [
+    "AGREEMENT_SIGMAS",
+    "SETTLING_TOLERANCE",
+    "AGREEMENT",
+    "BETWEEN",
+    "RELATIVE_DEVIATION",
+    "RELATIVE_CHANGE",
+    "agrees",
+    "between",
+    "relative_deviation",
+    "relative_change",
+    "settles",
+]
+
+#: standard errors allowed between a measurement and a reference
+AGREEMENT_SIGMAS = 2.0
+#: largest relative change over the last doubling of depth for a quantity that "settles"
+SETTLING_TOLERANCE = 0.10
+
+_m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
+_x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
+
+#: |m − r| <= z sqrt(s_m² + s_r²)
+AGREEMENT = sp.Le(sp.Abs(_m - _r), _z * sp.sqrt(_sm**2 + _sr**2))
+#: lo − z s <= m <= hi + z s
+BETWEEN = sp.And(sp.Le(_lo - _z * _s, _m), sp.Le(_m, _hi + _z * _s))
+#: |m − r| / |r|
+RELATIVE_DEVIATION = sp.Abs(_m - _r) / sp.Abs(_r)
+#: |x_hi − x_lo| / |x_lo|
+RELATIVE_CHANGE = sp.Abs(_x_hi - _x_lo) / sp.Abs(_x_lo)
+
+_agreement_margin = sp.lambdify((_m, _r, _sm, _sr, _z), AGREEMENT.rhs - AGREEMENT.lhs, "math")
+_between_lower = sp.lambdify((_m, _lo, _s, _z), BETWEEN.args[0].rhs - BETWEEN.args[0].lhs, "math")
+_between_upper = sp.lambdify((_m, _hi, _s, _z), BETWEEN.args[1].rhs - BETWEEN.args[1].lhs, "math")
+_relative_deviation = sp.lambdify((_m, _r), RELATIVE_DEVIATION, "math")
+_relative_change = sp.lambdify((_x_lo, _x_hi), RELATIVE_CHANGE, "math")
+
+
+def _finite(*values: float) -> bool:
+    return all(v is not None and isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def _se(value: float | None) -> float:
+    """A missing or NaN standard error counts as 0 (the comparison is then the strictest)."""
+    return 0.0 if value is None or not math.isfinite(value) else float(value)
+
+
+def agrees(measured: float, measured_se: float | None, reference: float, reference_se: float | None = 0.0,
+           sigmas: float = AGREEMENT_SIGMAS) -> bool | None:
+    """:data:`AGREEMENT`: True/False, or None when a value is missing or not finite.
+
+    References
+    ----------
+    The comparison behind every "agrees" column (Tables 1-5 of the paper).
+
+    Examples
+    --------
+    >>> agrees(1.0, 0.1, 1.15), agrees(1.0, 0.01, 1.15), agrees(float("nan"), 0.1, 1.0)
+    (True, False, None)
+    """
+    if not _finite(measured, reference):
+        return None
+    return bool(_agreement_margin(measured, reference, _se(measured_se), _se(reference_se), sigmas) >= 0)
+
+
+def between(measured: float, measured_se: float | None, lower: float, upper: float,
+            sigmas: float = AGREEMENT_SIGMAS) -> bool | None:
+    """:data:`BETWEEN`: True/False, or None when a value is missing.
+
+    References
+    ----------
+    Paper Table 2 (ζ <= alpha <= 2ζ), eqs. (34), (40).
+
+    Examples
+    --------
+    >>> between(1.2, 0.05, 1.0, 2.0), between(0.8, 0.05, 1.0, 2.0), between(0.95, 0.05, 1.0, 2.0)
+    (True, False, True)
+    """
+    if not _finite(measured, lower, upper):
+        return None
+    s = _se(measured_se)
+    return bool(_between_lower(measured, lower, s, sigmas) >= 0 and _between_upper(measured, upper, s, sigmas) >= 0)
+
+
+def relative_deviation(measured: float, reference: float) -> float:
+    """:data:`RELATIVE_DEVIATION` (NaN when undefined).
+
+    Examples
+    --------
+    >>> relative_deviation(1.05, 1.0)
+    0.05000000000000004
+    """
+    if not _finite(measured, reference) or reference == 0:
+        return math.nan
+    return float(_relative_deviation(measured, reference))
+
+
+def relative_change(lower_depth_value: float, upper_depth_value: float) -> float:
+    """:data:`RELATIVE_CHANGE` from the value at ``L/2`` to the value at ``L`` (NaN when undefined).
+
+    Examples
+    --------
+    >>> relative_change(2.0, 2.1)
+    0.050000000000000044
+    """
+    if not _finite(lower_depth_value, upper_depth_value) or lower_depth_value == 0:
+        return math.nan
+    return float(_relative_change(lower_depth_value, upper_depth_value))
+
+
+def settles(lower_depth_value: float, upper_depth_value: float, tolerance: float = SETTLING_TOLERANCE) -> bool | None:
+    """True when the relative change over the last doubling is below ``tolerance`` (None if undefined).
+
+    References
+    ----------
+    Paper section 4.2 / Fig. 6c-d: C_L → C_∞, A_L − C_L → Δ_∞.
+
+    Examples
+    --------
+    >>> settles(2.0, 2.1), settles(2.0, 3.0)
+    (True, False)
+    """
+    change = relative_change(lower_depth_value, upper_depth_value)
+    return None if math.isnan(change) else bool(change < tolerance)

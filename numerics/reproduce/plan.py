@@ -1,0 +1,310 @@
+"""The artefact registry and the run plan of a reproduction.
+
+:data:`ARTEFACTS` lists every figure and table of the paper that
+``idepth reproduce`` regenerates, with the families of runs each needs
+(:data:`numerics.reproduce.scales.FAMILIES`). :func:`make_plan` turns a scale
+and a selection of artefacts into the de-duplicated list of training runs and
+an estimate of their cost (:func:`estimate_run_seconds`), printed before
+anything starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Iterable, Mapping, Sequence
+
+from .scales import Family, Scale, get_scale
+
+__all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds"]
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """One figure or table of the paper.
+
+    Attributes
+    ----------
+    id : str
+        ``fig6a``, ``table3``, ...
+    kind : {'figure', 'table'}
+    title : str
+        What it shows.
+    paper : str
+        Where it is in the paper (figure/table and equations).
+    families : tuple of str
+        The run families it needs.
+
+    References
+    ----------
+    The paper's figures 1, 3-7, 9-14 and tables 1-5.
+
+    Examples
+    --------
+    >>> ARTEFACTS["fig6c"].families
+    ('nonlinear_lazy',)
+    """
+
+    id: str
+    kind: str
+    title: str
+    paper: str
+    families: tuple
+
+
+def _a(id_, title, paper, *families) -> Artefact:
+    return Artefact(id_, "table" if id_.startswith("table") else "figure", title, paper, tuple(families))
+
+
+#: every artefact, in report order
+ARTEFACTS: Mapping[str, Artefact] = MappingProxyType({a.id: a for a in (
+    _a("fig1", "Overview: linear attention follows a power law in depth on the easy task; softmax attention "
+               "shows inverse-depth scaling on the difficult task", "Fig. 1; eqs. (16), (34)",
+       "linear_easy", "linear_difficult", "nonlinear_lazy"),
+    _a("fig3a", "Linear attention, easy task: R_L against L, a = 2, varying b", "Fig. 3a; eqs. (34), (40)",
+       "linear_easy"),
+    _a("fig3b", "Linear attention, easy task: R_L against L, b = 2, varying a", "Fig. 3b; eqs. (34), (40)",
+       "linear_easy"),
+    _a("fig3c", "Linear attention, easy task: normalised mode-wise loss against L (sequential learning)",
+       "Fig. 3c; eqs. (55)-(56)", "linear_easy"),
+    _a("fig4a", "Softmax attention, easy task: held-out loss during training (L = 1)", "Fig. 4a; section 3.2",
+       "nonlinear_easy"),
+    _a("fig4b", "Softmax attention, easy task: final loss against L (normalised by the initial loss)",
+       "Fig. 4b; section 3.2", "nonlinear_easy"),
+    _a("fig4c", "Softmax attention, easy task: top-1 attention mass during training", "Fig. 4c",
+       "nonlinear_easy"),
+    _a("fig5a", "Linear attention, difficult task (k = 2): R_L against L with the theory floor",
+       "Fig. 5a; eqs. (41)-(54)", "linear_difficult"),
+    _a("fig5b", "Linear attention, difficult task: measured plateau against the theory floor",
+       "Fig. 5b; Table 3; eq. (54)", "linear_difficult", "linear_difficult_k16"),
+    _a("fig6a", "Softmax attention, difficult task (k = 2): R_L against L, a = 0, varying b; oracle bound",
+       "Fig. 6a; eqs. (16), (60)", "nonlinear_lazy", "nonlinear_converged"),
+    _a("fig6b", "Softmax attention, difficult task (k = 2): R_L against L, b = 0, varying a; oracle bound",
+       "Fig. 6b; eqs. (16), (60)", "nonlinear_lazy"),
+    _a("fig6c", "Softmax attention, difficult task: shared error C_L against L", "Fig. 6c; eqs. (61)-(63)",
+       "nonlinear_lazy"),
+    _a("fig6d", "Softmax attention, difficult task: disagreement A_L − C_L against L", "Fig. 6d; eqs. (61)-(63)",
+       "nonlinear_lazy"),
+    _a("fig7a", "Softmax attention, difficult task: normalised mode-wise loss against L", "Fig. 7a",
+       "nonlinear_lazy"),
+    _a("fig7b", "Softmax attention: normalised mode-wise reducible loss against L (parallel learning)",
+       "Fig. 7b", "nonlinear_lazy"),
+    _a("fig9", "Single-stream model: R_L, C_L and A_L − C_L against L", "Fig. 9; eqs. (64)-(70)",
+       "single_stream"),
+    _a("fig10", "Untied values: R_L, C_L and A_L − C_L against L", "Fig. 10; eqs. (71)-(74)", "untied_values"),
+    _a("fig11", "Context updates M(m): R_L against L, top-2 against top-16", "Fig. 11; eqs. (75)-(82)",
+       "context_updates", "context_updates_k16"),
+    _a("fig12", "Context updates: learned m against L and layer-1 context attention A_1", "Fig. 12; eqs. (83)-(84)",
+       "context_updates", "context_updates_k16"),
+    _a("fig13", "Token-selection error percentiles Q_L(q): L = 1 against the deepest model", "Fig. 13; eqs. (90)-(91)",
+       "nonlinear_lazy"),
+    _a("fig14", "Softmax attention, top-16: R_L against L for broader spectra", "Fig. 14; Table 4",
+       "nonlinear_k16"),
+    _a("table1", "Difficult task, k = 2: plateaus L0, softmax against linear attention", "Table 1; eq. (16)",
+       "nonlinear_lazy", "linear_difficult"),
+    _a("table2", "Linear attention, easy task: fitted alpha against ζ and 2ζ", "Table 2; eqs. (34), (40)",
+       "linear_easy"),
+    _a("table3", "Linear attention, difficult task: theory floor against measured plateau", "Table 3; eq. (54)",
+       "linear_difficult", "linear_difficult_k16"),
+    _a("table4", "Softmax attention, difficult task: fit R_L = L0 + c L^-alpha", "Table 4; eqs. (16), (88)-(89)",
+       "nonlinear_lazy", "nonlinear_k16"),
+    _a("table5", "Softmax attention, difficult task: gap fit L0 − C_L = c L^-alpha", "Table 5; eqs. (92)-(93)",
+       "nonlinear_lazy"),
+)})
+
+
+def parse_only(only: str | Iterable[str] | None) -> tuple:
+    """The artefact IDs selected by ``only`` (None: all), in report order.
+
+    ``only`` is a comma-separated string (``"fig1,table2"``) or an iterable of IDs.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ID (the message lists the known ones) or an empty selection.
+
+    References
+    ----------
+    The paper's figures and tables (see :data:`ARTEFACTS`).
+
+    Examples
+    --------
+    >>> parse_only("table2, fig1")
+    ('fig1', 'table2')
+    >>> parse_only("fig2")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown artefact ID 'fig2'; known IDs: fig1, fig3a, ...
+    """
+    if only is None:
+        return tuple(ARTEFACTS)
+    if isinstance(only, str):
+        items = [item.strip() for item in only.split(",")]
+    else:
+        try:
+            items = [item.strip() if isinstance(item, str) else item for item in only]
+        except TypeError:
+            raise TypeError(f"only must be a comma-separated string or a list of artefact IDs; got {only!r}") from None
+    items = [item for item in items if item != ""]
+    if not items:
+        raise ValueError(f"only selects no artefact; give IDs such as fig1,table2 (known: {', '.join(ARTEFACTS)})")
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"artefact IDs must be strings; got {item!r}")
+        if item not in ARTEFACTS:
+            known = ", ".join(ARTEFACTS)
+            raise ValueError(f"unknown artefact ID {item!r}; known IDs: {known}")
+    return tuple(a for a in ARTEFACTS if a in set(items))
+
+
+# ------------------------------------------------------------------------------------------- cost model
+# Milliseconds per Adam step, fitted to measurements on this project's 2-core machine (single-threaded BLAS,
+# float32): a fixed part, data sampling ∝ B·P·d, and per layer a fixed part plus a size term.
+_COST = {
+    #                 fixed  per B·P·d  per layer  per layer-unit   layer unit
+    "linear":          (1.0, 3.0e-5, 0.12, 2.0e-6, "BNd2"),
+    "nonlinear":       (1.0, 3.0e-5, 0.03, 1.2e-6, "BPN"),
+    "untied_values":   (1.2, 3.0e-5, 0.05, 1.5e-6, "BPN"),
+    "single_stream":   (1.5, 3.0e-5, 0.15, 1.0e-7, "BP2N"),
+    "context_updates": (2.0, 3.0e-5, 1.50, 2.5e-6, "BP2N"),
+}
+
+
+def _layer_unit(kind: str, B: int, P: int, N: int, d: int) -> float:
+    if kind == "BNd2":
+        return B * N * d * d
+    if kind == "BPN":
+        return B * (P * N + N * N)
+    return B * P * P * N
+
+
+def estimate_run_seconds(config) -> float:
+    """Estimated wall time (s, one core) of one training run of ``config``, evaluations included.
+
+    A coarse model (see ``_COST``): training steps, the periodic held-out
+    evaluations (forward only, ≈ 1/3 of a step per batch of contexts), the final
+    diagnostics (≈ d + 2 evaluations for the mode-wise loss) and a fixed 1 s.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> from numerics.train import TrainConfig
+    >>> cheap = estimate_run_seconds(TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=1, max_steps=100))
+    >>> dear = estimate_run_seconds(TrainConfig(model="nonlinear", d=32, N=32, P=128, depth=32, max_steps=100))
+    >>> 0 < cheap < dear
+    True
+    """
+    fixed, per_token, per_layer, per_unit, kind = _COST.get(config.model, _COST["nonlinear"])
+    B, P, N, d, L = config.batch_size, config.P, config.N, config.d, config.depth
+    step_ms = fixed + per_token * B * P * d + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d))
+    eval_batches = config.eval_size / B
+    n_evals = config.max_steps // config.eval_every + 1
+    eval_ms = n_evals * eval_batches * step_ms / 3.0
+    final_ms = (d + 2) * eval_batches * step_ms / 3.0
+    return 1.0 + (config.max_steps * step_ms + eval_ms + final_ms) / 1000.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a reproduction will run.
+
+    Attributes
+    ----------
+    scale : Scale
+    artefacts : tuple of str
+        Selected artefact IDs.
+    families : tuple of str
+        Families needed by them.
+    configs : tuple of numerics.train.TrainConfig
+        The distinct training runs (identical configs of two families run once).
+    estimated_seconds : float
+        Sum of :func:`estimate_run_seconds` over ``configs`` (one core).
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> plan = make_plan("smoke", "fig6c")
+    >>> plan.families, len(plan.configs) == get_scale("smoke").families["nonlinear_lazy"].n_runs
+    (('nonlinear_lazy',), True)
+    """
+
+    scale: Scale
+    artefacts: tuple
+    families: tuple
+    configs: tuple
+    estimated_seconds: float
+
+    @property
+    def n_runs(self) -> int:
+        """Number of distinct training runs."""
+        return len(self.configs)
+
+    def family(self, name: str) -> Family:
+        """The :class:`Family` called ``name`` of this plan's scale."""
+        return self.scale.families[name]
+
+    def format(self, workers: int | None = None, *, backend: str = "local") -> str:
+        """The plan as printed before a reproduction starts.
+
+        Examples
+        --------
+        >>> "runs" in make_plan("smoke", "table2").format(2)
+        True
+        """
+        lines = [f"idepth reproduce: scale {self.scale.name!r} ({self.scale.description})",
+                 f"  artefacts: {', '.join(self.artefacts)}"]
+        for name in self.families:
+            family = self.scale.families[name]
+            lines.append(f"  {name}: {family.n_runs} runs — {family.describe()}")
+        core_minutes = self.estimated_seconds / 60.0
+        line = f"  total: {self.n_runs} distinct training runs, estimated ≈ {core_minutes:.1f} core-minutes"
+        if workers:
+            line += f" (≈ {core_minutes / workers:.1f} min on {workers} {backend} worker(s))"
+        lines.append(line)
+        if self.scale.needs_cluster:
+            lines.append(f"  scale {self.scale.name!r} needs a Dask cluster: run with --backend dask "
+                         "--scheduler tcp://HOST:8786 (≈ "
+                         f"{self.estimated_seconds / 3600.0:.0f} core-hours)")
+        return "\n".join(lines)
+
+
+def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Plan:
+    """The runs needed for the artefacts ``only`` (default: all) at ``scale``.
+
+    Raises
+    ------
+    ValueError
+        Unknown scale or artefact ID.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> plan = make_plan("smoke")
+    >>> len(plan.artefacts), plan.n_runs <= plan.scale.n_runs
+    (26, True)
+    """
+    scale = get_scale(scale)
+    ids = parse_only(only)
+    families: dict[str, None] = {}
+    for artefact_id in ids:
+        for family in ARTEFACTS[artefact_id].families:
+            families.setdefault(family, None)
+    ordered = tuple(name for name in scale.families if name in families)
+    configs, seen = [], set()
+    for name in ordered:
+        for config in scale.families[name].configs():
+            key = config.content_hash()
+            if key not in seen:
+                seen.add(key)
+                configs.append(config)
+    cost = sum(estimate_run_seconds(c) for c in configs)
+    return Plan(scale=scale, artefacts=ids, families=ordered, configs=tuple(configs), estimated_seconds=cost)

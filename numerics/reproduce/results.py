@@ -1,0 +1,332 @@
+"""Reading a reproduction's results store and summarising it per family and spectrum.
+
+:class:`StoreResults` reads the finished runs of ``OUT/store/results.sqlite``
+(:func:`numerics.store.load_results`) and finds each run by the content hash of
+its config. :meth:`StoreResults.curve` gives one quantity against depth for one
+spectrum of a family as a :class:`Curve` (per-seed values, mean and standard
+error); :func:`fit_curve` fits paper eq. (16) to it and :func:`last_doubling`
+measures whether it settles.
+
+Standard errors: with two or more seeds, the standard error of the mean over
+seeds; with one seed, the held-out standard error of that run (``R_L_se``,
+``A_L_se``, ``C_L_se`` of :func:`theory.decomposition.decompose`; for
+``A_L − C_L`` the conservative ``sqrt(A_se² + C_se²)``). Which one was used is
+recorded in :attr:`Curve.se_kind`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import criteria
+
+__all__ = ["Curve", "FitSummary", "StoreResults", "fit_curve", "last_doubling", "spectrum_label"]
+
+#: quantities of :meth:`StoreResults.curve` besides any scalar metric name
+DERIVED = ("A_minus_C",)
+
+
+def spectrum_label(a: float, b: float) -> str:
+    """``(a, b)`` as the paper writes it.
+
+    Examples
+    --------
+    >>> spectrum_label(0.25, 0.0)
+    '(0.25, 0)'
+    """
+    return f"({a:g}, {b:g})"
+
+
+@dataclass(frozen=True, eq=False)
+class Curve:
+    """One quantity against depth for one spectrum of a family.
+
+    Attributes
+    ----------
+    quantity : str
+        Metric name (``R_L``, ``C_L``, ``A_minus_C``, ...).
+    a, b : float
+        Spectrum exponents (eq. 2).
+    depths : ndarray of int
+        Depths with at least one finished run.
+    values : ndarray, shape (n_seeds, n_depths)
+        Per-seed values (NaN where a run is missing or the value undefined).
+    mean, se : ndarray, shape (n_depths,)
+        Mean over seeds and its standard error (see the module docstring).
+    n_seeds : ndarray of int
+        Finite values per depth.
+    se_kind : str
+        ``"seeds"`` or ``"held-out"``.
+
+    References
+    ----------
+    Paper eqs. (12), (61)-(63).
+
+    Examples
+    --------
+    >>> c = Curve("R_L", 0.0, 0.0, np.array([1, 2]), np.array([[2.0, 1.5], [2.2, 1.7]]),
+    ...           np.array([2.1, 1.6]), np.array([0.1, 0.1]), np.array([2, 2]), "seeds")
+    >>> c.at(2)
+    (1.6, 0.1)
+    """
+
+    quantity: str
+    a: float
+    b: float
+    depths: np.ndarray
+    values: np.ndarray
+    mean: np.ndarray
+    se: np.ndarray
+    n_seeds: np.ndarray
+    se_kind: str
+
+    @property
+    def label(self) -> str:
+        """``(a, b)``."""
+        return spectrum_label(self.a, self.b)
+
+    @property
+    def empty(self) -> bool:
+        """No finite value at any depth."""
+        return not bool(np.any(np.isfinite(self.mean)))
+
+    def at(self, depth: int) -> tuple[float, float]:
+        """``(mean, se)`` at ``depth`` (NaN, NaN if absent)."""
+        hits = np.flatnonzero(self.depths == depth)
+        if hits.size == 0:
+            return (math.nan, math.nan)
+        return (float(self.mean[hits[0]]), float(self.se[hits[0]]))
+
+    def finite(self) -> "Curve":
+        """The depths where the mean is finite."""
+        keep = np.isfinite(self.mean)
+        return Curve(self.quantity, self.a, self.b, self.depths[keep], self.values[:, keep], self.mean[keep],
+                     self.se[keep], self.n_seeds[keep], self.se_kind)
+
+
+@dataclass(frozen=True, eq=False)
+class FitSummary:
+    """A fit of eq. (16) (or the gap law, eq. 92) to a curve, or why there is none.
+
+    Attributes
+    ----------
+    fit : theory.fitting.DepthLawFit or None
+    reason : str
+        Empty when ``fit`` exists; else why not (too few depths, non-positive values, ...).
+
+    References
+    ----------
+    Paper eqs. (16), (88)-(89), (92)-(93).
+
+    Examples
+    --------
+    >>> FitSummary(None, "too few depths").ok
+    False
+    """
+
+    fit: Any
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """A fit exists."""
+        return self.fit is not None
+
+    def value(self, name: str) -> float:
+        """A parameter estimate (NaN if no fit)."""
+        return float(getattr(self.fit, name)) if self.ok else math.nan
+
+    def se(self, name: str) -> float:
+        """A parameter's standard error (NaN if no fit)."""
+        return float(self.fit.standard_errors[name]) if self.ok else math.nan
+
+
+def _complete_rows(curve: Curve) -> np.ndarray:
+    rows = curve.values[np.all(np.isfinite(curve.values), axis=1)]
+    return rows if rows.shape[0] > 0 else curve.mean[None, :]
+
+
+def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | None = None) -> FitSummary:
+    """Fit ``R_L = L0 + c L^(−alpha)`` (eq. 16) to ``curve``, or the gap law when ``gap_plateau`` is given.
+
+    Seeds with a value at every depth are fitted jointly (their mean, with
+    :func:`theory.fitting.fit_depth_law`'s Gauss-Newton standard errors);
+    depths where the mean is not finite are dropped first.
+
+    Parameters
+    ----------
+    curve : Curve
+    floor : float or None
+        ``None``: ``L0`` fitted; ``0``: ``L0 = 0`` (easy task); otherwise fixed.
+    gap_plateau : float or None
+        Fit ``gap_plateau − C_L = c L^(−alpha)`` (eqs. 92-93) instead.
+
+    Returns
+    -------
+    FitSummary
+
+    References
+    ----------
+    Paper eqs. (16), (88)-(89), (92)-(93).
+
+    Examples
+    --------
+    >>> depths = np.array([1, 2, 4, 8])
+    >>> losses = 1.0 + 2.0 / depths
+    >>> c = Curve("R_L", 0, 0, depths, losses[None], losses, np.zeros(4), np.ones(4, int), "held-out")
+    >>> round(fit_curve(c).value("alpha"), 6)
+    1.0
+    """
+    from theory.fitting import fit_depth_law, fit_gap_law
+
+    curve = curve.finite()
+    needed = 3 if (floor is None and gap_plateau is None) else 2
+    if len(np.unique(curve.depths)) < needed:
+        return FitSummary(None, f"{len(curve.depths)} depth(s) with data; the fit needs {needed}")
+    data = _complete_rows(curve)
+    try:
+        if gap_plateau is not None:
+            fit = fit_gap_law(curve.depths, data, gap_plateau)
+        else:
+            fit = fit_depth_law(curve.depths, data, floor)
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+        return FitSummary(None, " ".join(str(exc).split()))
+    return FitSummary(fit)
+
+
+def last_doubling(curve: Curve) -> tuple[int, int, float]:
+    """``(L/2, L, relative change)`` of the mean over the last doubling of the depth grid.
+
+    ``L`` is the largest depth whose half is also in the grid (NaN change if none).
+
+    References
+    ----------
+    Issue 6 settling criterion for C_L and A_L − C_L (paper Fig. 6c-d).
+
+    Examples
+    --------
+    >>> c = Curve("C_L", 0, 0, np.array([2, 4, 8]), np.array([[1.0, 2.0, 2.1]]), np.array([1.0, 2.0, 2.1]),
+    ...           np.zeros(3), np.ones(3, int), "held-out")
+    >>> last_doubling(c)
+    (4, 8, 0.050000000000000044)
+    """
+    curve = curve.finite()
+    depths = list(curve.depths)
+    for depth in sorted(depths, reverse=True):
+        if depth % 2 == 0 and depth // 2 in depths:
+            lo, _ = curve.at(depth // 2)
+            hi, _ = curve.at(depth)
+            return (depth // 2, int(depth), criteria.relative_change(lo, hi))
+    return (0, 0, math.nan)
+
+
+class StoreResults:
+    """The finished runs of a reproduction's store, looked up by config.
+
+    Parameters
+    ----------
+    store_dir : path
+        The sweep directory (``OUT/store``); a missing store reads as empty.
+
+    References
+    ----------
+    Paper eqs. (12), (61)-(63) (the stored metrics).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     StoreResults(tmp).n_done
+    0
+    """
+
+    def __init__(self, store_dir) -> None:
+        from numerics.store import STORE_FILENAME, load_results
+
+        self.store_dir = Path(store_dir)
+        records = load_results(self.store_dir, status="done") if (self.store_dir / STORE_FILENAME).exists() else []
+        self._by_hash = {record["hash"]: record for record in records}
+        self._arrays: dict[str, dict] = {}
+
+    @property
+    def n_done(self) -> int:
+        """Number of finished runs in the store."""
+        return len(self._by_hash)
+
+    def record(self, config) -> dict | None:
+        """The store record of ``config`` (None if it has not finished)."""
+        return self._by_hash.get(config.content_hash())
+
+    def metrics(self, config) -> dict:
+        """The metrics of ``config`` (empty if absent)."""
+        record = self.record(config)
+        return dict(record["metrics"]) if record else {}
+
+    def arrays(self, config) -> dict:
+        """All stored arrays of ``config`` (empty if absent); read once and cached."""
+        from numerics.store import load_arrays
+
+        key = config.content_hash()
+        if key not in self._by_hash:
+            return {}
+        if key not in self._arrays:
+            self._arrays[key] = load_arrays(self.store_dir, key)
+        return self._arrays[key]
+
+    def wall_time(self, configs) -> float:
+        """Total worker wall time (s) of the finished runs among ``configs``."""
+        total = 0.0
+        for config in configs:
+            record = self.record(config)
+            if record and record.get("wall_time") is not None:
+                total += float(record["wall_time"])
+        return total
+
+    def curve(self, family, a: float, b: float, quantity: str = "R_L") -> Curve:
+        """``quantity`` against depth for spectrum ``(a, b)`` of ``family`` (see the module docstring).
+
+        ``quantity`` is a scalar metric (``R_L``, ``A_L``, ``C_L``, ``m``, ...) or
+        ``A_minus_C`` (the disagreement term ``A_L − C_L`` of eq. 63).
+        """
+        depths = np.asarray(family.depths, dtype=np.int64)
+        values = np.full((len(family.seeds), len(depths)), np.nan)
+        heldout_se = np.full(values.shape, np.nan)
+        for j, depth in enumerate(depths):
+            for i, seed in enumerate(family.seeds):
+                m = self.metrics(family.config(a, b, int(depth), seed))
+                if not m:
+                    continue
+                value, se = _metric(m, quantity)
+                values[i, j], heldout_se[i, j] = value, se
+        n = np.sum(np.isfinite(values), axis=0)
+        mean = np.array([float(np.mean(values[np.isfinite(values[:, j]), j])) if n[j] else np.nan
+                         for j in range(len(depths))])
+        if len(family.seeds) >= 2:
+            se = np.full(len(depths), np.nan)
+            for j in range(len(depths)):
+                column = values[np.isfinite(values[:, j]), j]
+                if column.size >= 2:
+                    se[j] = float(np.std(column, ddof=1) / np.sqrt(column.size))
+                elif column.size == 1:
+                    se[j] = float(np.nanmax(heldout_se[:, j])) if np.any(np.isfinite(heldout_se[:, j])) else np.nan
+            kind = "seeds"
+        else:
+            se = heldout_se[0]
+            kind = "held-out"
+        return Curve(quantity, float(a), float(b), depths, values, np.asarray(mean, dtype=np.float64), se, n, kind)
+
+
+def _metric(metrics: dict, quantity: str) -> tuple[float, float]:
+    def get(name: str) -> float:
+        value = metrics.get(name)
+        return math.nan if value is None else float(value)
+
+    if quantity == "A_minus_C":
+        A, C = get("A_L"), get("C_L")
+        return A - C, math.hypot(get("A_L_se"), get("C_L_se"))
+    return get(quantity), get(f"{quantity}_se")

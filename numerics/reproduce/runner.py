@@ -1,0 +1,98 @@
+"""The sweep runner of a reproduction: one training run plus the diagnostics the figures need.
+
+:func:`run_with_extras` is passed to :func:`numerics.sweep.run_sweep` as its
+``runner``. It trains exactly like :func:`numerics.train.run_config` (same
+config, same result, bitwise) and adds what the paper's figures need but a
+plain training result does not keep:
+
+* ``top1_mass_curve`` (n_eval, 2): step and the top-1 attention mass of the
+  test token, averaged over layers and over the first 256 held-out contexts,
+  at every evaluation (paper Fig. 4c);
+* ``selection_error`` (eval_size,): ``E_L(c) = ‖p̄_L(c) − p*‖²`` per held-out
+  context, and its percentiles ``selection_Q(q)`` as metrics (paper eqs. 90-91, Fig. 13);
+* context-update models: ``A1_example`` (P, P), layer 1's context attention
+  on the first held-out context, the fitted ``rho`` of ``A_1 ≈ ρ I + (1 − ρ) J``
+  (eq. 83) and the learned scalar ``m`` as metrics (Fig. 12).
+
+Linear attention has no softmax row: those entries are absent for it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["PROBE_CONTEXTS", "run_with_extras"]
+
+#: held-out contexts used for the top-1 attention mass during training
+PROBE_CONTEXTS = 256
+
+
+def run_with_extras(config):
+    """Train ``config`` (as :func:`numerics.train.run_config`) and add the figure diagnostics.
+
+    Parameters
+    ----------
+    config : numerics.train.TrainConfig
+
+    Returns
+    -------
+    numerics.train.TrainResult
+        The training result with the extra metrics and arrays listed in the module docstring.
+
+    References
+    ----------
+    Paper eq. (12) (training), eqs. (83), (90)-(91) and Figs. 4c, 12, 13 (the extras).
+
+    Examples
+    --------
+    >>> from numerics.train import TrainConfig
+    >>> cfg = TrainConfig(model="nonlinear", task="easy", d=2, N=2, P=8, batch_size=8, max_steps=4,
+    ...                   eval_every=2, eval_size=16, warmup_steps=0)
+    >>> result = run_with_extras(cfg)
+    >>> result.arrays["top1_mass_curve"].shape, result.arrays["selection_error"].shape
+    ((3, 2), (16,))
+    """
+    from numerics.diagnostics import SOFTMAX_MODELS, fit_rho, selection_error, selection_quantiles
+    from numerics.models import get_model
+    from numerics.tasks import top_k_indices
+    from numerics.train import TrainResult, _slice_batch, evaluation_batch, train
+
+    model = get_model(config.model)
+    softmax = config.model in SOFTMAX_MODELS
+    eval_batch = evaluation_batch(config)
+    probe = _slice_batch(eval_batch, 0, min(PROBE_CONTEXTS, config.eval_size))
+    curve: list[tuple[float, float]] = []
+
+    def record_top1(progress) -> bool:
+        out = model.forward(progress.params, probe)
+        mass = float(np.mean(np.max(np.asarray(out.attention, dtype=np.float64), axis=2)))
+        curve.append((float(progress.step), mass))
+        return False
+
+    result = train(config, callback=record_top1 if softmax else None)
+    metrics = dict(result.metrics)
+    arrays = dict(result.arrays)
+    if softmax:
+        arrays["top1_mass_curve"] = np.asarray(curve, dtype=np.float64).reshape(-1, 2)
+        errors, first = [], None
+        for start in range(0, config.eval_size, 512):
+            part = _slice_batch(eval_batch, start, start + 512)
+            out = model.forward(result.params, part)
+            k = 1 if config.task == "easy" else config.k
+            selected = top_k_indices(part.context_x, part.test_x, k)
+            errors.append(selection_error(out.attention, selected))
+            if first is None:
+                first = out
+        errors = np.concatenate(errors)
+        arrays["selection_error"] = errors
+        levels = (0.5, 0.9, 0.95, 0.99)
+        for q, value in zip(levels, selection_quantiles(errors, levels)):
+            metrics[f"selection_Q({q:g})"] = float(value)
+        if first is not None and first.context_attention is not None:
+            A = np.asarray(first.context_attention, dtype=np.float64)
+            arrays["A1_example"] = A[0]
+            metrics["rho"] = fit_rho(A)
+            metrics["m"] = float(np.asarray(result.params["m"]).reshape(-1)[0]) if "m" in result.params else math.nan
+    return TrainResult(config=result.config, params=result.params, metrics=metrics, arrays=arrays)

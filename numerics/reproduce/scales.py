@@ -1,0 +1,442 @@
+"""Scales of a reproduction: which runs each family of the paper's experiments gets.
+
+A reproduction trains the paper's models in *families* of runs (one model, task,
+size and training recipe, over a grid of spectra, depths and seeds). A
+:class:`Scale` fixes every family; :data:`SCALES` holds the four shipped ones:
+
+``smoke``
+    CI only: tiny sizes, a few steps; exercises every figure, table and the
+    report in about a minute. Its numbers mean nothing.
+``quick``
+    The default (``idepth reproduce``): small ``d``, ``N``, ``P`` chosen so the
+    whole reproduction, the regime study included, fits in about 15 minutes on
+    2 cores; the nonlinear difficult task reaches ``L = 32``.
+``medium``
+    Hours on a workstation: larger sizes, depths to 64-128, every table row.
+``paper``
+    The sizes that reproduce the paper's Table 3 (``d = 128``, ``P = 1024``),
+    depths to 256: thousands of core-hours, run it on a Dask cluster
+    (``--backend dask --scheduler tcp://HOST:8786``).
+
+The paper states neither sizes, optimiser, schedule nor step budget (section 3
+of the digest); every choice below is this package's and is printed in the
+report. The nonlinear difficult-task families use the regime in which
+independent prototypes found inverse-depth scaling ("lazy" training: gain
+``g = W_o W_v W_y`` frozen at 1, Adam at 1e-4 constant for 1000 steps,
+``W_q = W_k = √0.6 (I + 0.5 G/√N)``); ``nonlinear_converged`` is the same model
+trained to convergence at the same sizes, reported separately.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from theory._validation import check_choice
+
+__all__ = [
+    "FAMILIES",
+    "LAZY_INIT",
+    "LAZY_FROZEN",
+    "Family",
+    "Scale",
+    "SCALES",
+    "get_scale",
+]
+
+#: every family of runs a reproduction may need, with what it is for
+FAMILIES = MappingProxyType({
+    "linear_easy": "linear attention, easy task (Figs. 3a-c, Table 2)",
+    "linear_difficult": "linear attention, difficult task, k = 2 (Figs. 5a-b, Tables 1 and 3)",
+    "linear_difficult_k16": "linear attention, difficult task, k = 16 (Fig. 5b, Table 3)",
+    "nonlinear_easy": "softmax attention, easy task (Figs. 4a-c)",
+    "nonlinear_lazy": "softmax attention, difficult task, k = 2, lazy training (Figs. 1, 6, 7, 13; Tables 1, 4, 5)",
+    "nonlinear_converged": "softmax attention, difficult task, k = 2, trained to convergence (Fig. 6a, verdict)",
+    "nonlinear_k16": "softmax attention, difficult task, k = 16, lazy training (Fig. 14, Table 4)",
+    "single_stream": "single-stream model, difficult task, k = 2 (Fig. 9)",
+    "untied_values": "untied values, difficult task, k = 2 (Fig. 10)",
+    "context_updates": "context updates M(m), difficult task, k = 2 (Figs. 11, 12)",
+    "context_updates_k16": "context updates M(m), difficult task, k = 16 (Figs. 11, 12)",
+})
+
+#: W_q^ℓ = W_k^ℓ = √0.6 (I + 0.5 G/√N): the prototypes' lazy-regime initialisation
+LAZY_INIT = (("qk_noise", 0.5), ("qk_scale", 0.6))
+#: parameters kept at their initial value in the lazy regime: the gain g = W_o W_v W_y = 1
+LAZY_FROZEN = ("W_o", "W_v", "W_y")
+
+_TABLE1_SPECTRA = ((0.0, 0.0), (0.0, 0.25), (0.0, 0.5), (0.0, 1.0), (0.25, 0.0), (0.5, 0.0), (1.0, 0.0))
+_TABLE2_SPECTRA = ((2.0, 0.5), (2.0, 1.0), (2.0, 1.5), (2.0, 2.0), (0.5, 2.0), (1.0, 2.0), (1.5, 2.0))
+_TABLE3_K2_SPECTRA = ((0.0, 0.0), (0.25, 0.25), (0.5, 0.5), (1.0, 0.25), (1.0, 1.0))
+_TABLE3_K16_SPECTRA = ((0.5, 0.5), (1.0, 0.0), (1.0, 0.25), (1.25, 0.0))
+_TABLE4_K2_SPECTRA = ((0.25, 0.25), (0.25, 0.5), (0.5, 0.5))
+_TABLE4_K16_SPECTRA = ((0.0, 0.25), (0.0, 0.5), (0.25, 0.25), (0.25, 0.5))
+
+
+def _unique(*groups) -> tuple:
+    seen: dict = {}
+    for group in groups:
+        for item in group:
+            seen.setdefault(item, None)
+    return tuple(seen)
+
+
+def _frozen_supported() -> bool:
+    from numerics.train import TrainConfig
+
+    return "frozen" in {f.name for f in dataclasses.fields(TrainConfig)}
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family of training runs: a model, task, size and recipe over spectra × depths × seeds.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`FAMILIES`.
+    model, task : str
+        As in :class:`numerics.train.TrainConfig`.
+    k : int
+        Top-k of the difficult task (eq. 6).
+    d, N, P : int
+        Input dimension, hidden width, context length.
+    spectra : tuple of (a, b)
+        Spectrum exponents of eq. (2).
+    depths, seeds : tuple of int
+        Depth grid and training seeds.
+    batch_size, max_steps : int
+        Contexts per Adam step and the step budget.
+    learning_rate : float or None
+        Adam step size (None: the model family's default in :mod:`numerics.train`).
+    schedule : str
+        ``constant``, ``warmup_constant`` or ``warmup_cosine``.
+    warmup_steps : int
+    init : tuple of (str, value)
+        ``init_params`` options.
+    frozen : tuple of str
+        Parameters kept at their initial value (needs ``TrainConfig.frozen``).
+    eval_size, eval_every : int
+        Held-out contexts and evaluation period.
+    tol : float
+        Convergence tolerance; with ``window`` >= ``max_steps`` a run always
+        uses its whole budget (the default here).
+    window : int or None
+        Convergence window (None: longer than the budget, i.e. no early stop).
+    regime : str
+        One line naming the training regime, printed in the report.
+
+    References
+    ----------
+    Paper eqs. (1)-(12) (data, models, loss); the recipe is this package's.
+
+    Examples
+    --------
+    >>> fam = Family("linear_easy", "linear", "easy", 2, 4, 4, 8, ((2.0, 1.0),), (1, 2), (0,),
+    ...              batch_size=8, max_steps=10)
+    >>> len(fam.configs()), fam.config(2.0, 1.0, 2, 0).depth
+    (2, 2)
+    """
+
+    name: str
+    model: str
+    task: str
+    k: int
+    d: int
+    N: int
+    P: int
+    spectra: tuple
+    depths: tuple
+    seeds: tuple
+    batch_size: int = 64
+    max_steps: int = 1000
+    learning_rate: float | None = None
+    schedule: str = "warmup_cosine"
+    warmup_steps: int = 100
+    init: tuple = ()
+    frozen: tuple = ()
+    eval_size: int = 1024
+    eval_every: int = 100
+    tol: float = 1e-3
+    window: int | None = None
+    regime: str = ""
+
+    def __post_init__(self) -> None:
+        check_choice("family name", self.name, FAMILIES)
+        for name in ("spectra", "depths", "seeds", "init", "frozen"):
+            object.__setattr__(self, name, tuple(tuple(v) if isinstance(v, list) else v for v in getattr(self, name)))
+        object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
+        if not self.spectra or not self.depths or not self.seeds:
+            raise ValueError(f"family {self.name!r} needs at least one spectrum, depth and seed")
+
+    @property
+    def frozen_applied(self) -> tuple:
+        """The frozen parameters actually passed to TrainConfig (empty if it has no ``frozen`` field)."""
+        return self.frozen if (self.frozen and _frozen_supported()) else ()
+
+    def config(self, a: float, b: float, depth: int, seed: int):
+        """The :class:`numerics.train.TrainConfig` of one run of this family.
+
+        Examples
+        --------
+        >>> fam = SCALES["smoke"].families["linear_easy"]
+        >>> cfg = fam.config(*fam.spectra[0], fam.depths[0], fam.seeds[0])
+        >>> cfg.model, cfg.task
+        ('linear', 'easy')
+        """
+        from numerics.train import TrainConfig
+
+        fields = dict(
+            model=self.model, task=self.task, k=self.k, a=float(a), b=float(b), d=self.d, N=self.N, P=self.P,
+            depth=int(depth), seed=int(seed), batch_size=self.batch_size, max_steps=self.max_steps,
+            learning_rate=self.learning_rate, schedule=self.schedule, warmup_steps=self.warmup_steps,
+            init=dict(self.init), eval_size=self.eval_size, eval_every=self.eval_every, tol=self.tol,
+            window=self.window if self.window is not None else self.max_steps + self.eval_every,
+        )
+        if self.frozen_applied:
+            fields["frozen"] = tuple(self.frozen_applied)
+        return TrainConfig(**fields)
+
+    def configs(self) -> tuple:
+        """Every run of the family: spectra × depths × seeds, in that nesting order."""
+        return tuple(
+            self.config(a, b, depth, seed) for (a, b) in self.spectra for depth in self.depths for seed in self.seeds
+        )
+
+    @property
+    def n_runs(self) -> int:
+        """Number of runs (spectra × depths × seeds)."""
+        return len(self.spectra) * len(self.depths) * len(self.seeds)
+
+    def describe(self) -> str:
+        """One line: model, task, sizes, grid and recipe (for the plan and the report).
+
+        Examples
+        --------
+        >>> "d = 4" in SCALES["smoke"].families["linear_easy"].describe()
+        True
+        """
+        lr = "model default" if self.learning_rate is None else f"{self.learning_rate:g}"
+        frozen = ", frozen " + "/".join(self.frozen) if self.frozen else ""
+        if self.frozen and not self.frozen_applied:
+            frozen += " (NOT APPLIED: TrainConfig has no 'frozen' field)"
+        init = ", init " + ", ".join(f"{k}={v}" for k, v in self.init) if self.init else ""
+        return (
+            f"{self.model}, {self.task} task" + (f", k = {self.k}" if self.task == "difficult" else "")
+            + f"; d = {self.d}, N = {self.N}, P = {self.P}; L ∈ {{{', '.join(map(str, self.depths))}}}; "
+            f"{len(self.seeds)} seed(s); {len(self.spectra)} spectra; Adam {lr}, {self.schedule}, "
+            f"{self.max_steps} steps × batch {self.batch_size}{init}{frozen}"
+        )
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A complete reproduction recipe: every family's runs plus the Monte-Carlo budgets.
+
+    Parameters
+    ----------
+    name : str
+    description : str
+        What the scale is for and how long it takes.
+    families : mapping of str to Family
+        Keyed by :data:`FAMILIES` names; a scale defines all of them.
+    bound_contexts : int
+        Monte-Carlo contexts of the oracle softmax-head bound (:func:`numerics.bounds.softmax_head_bound`).
+    floor_samples : int
+        Monte-Carlo contexts of the linear floor (:func:`theory.floor.linear_floor_monte_carlo`).
+    needs_cluster : bool
+        True when the scale is meant for a Dask cluster.
+    study_scale : str
+        The scale passed to the regime study (:mod:`numerics.study`), if any.
+
+    References
+    ----------
+    The paper's experiments, sections 3-4 and appendices A-C.
+
+    Examples
+    --------
+    >>> scale = get_scale("smoke")
+    >>> scale.n_runs == sum(f.n_runs for f in scale.families.values())
+    True
+    """
+
+    name: str
+    description: str
+    families: Mapping[str, Family]
+    bound_contexts: int = 8192
+    floor_samples: int = 4096
+    needs_cluster: bool = False
+    study_scale: str = "quick"
+
+    def __post_init__(self) -> None:
+        missing = [name for name in FAMILIES if name not in self.families]
+        if missing:
+            raise ValueError(f"scale {self.name!r} does not define the families {', '.join(missing)}")
+        for key, family in self.families.items():
+            if key != family.name:
+                raise ValueError(f"scale {self.name!r}: family stored under {key!r} is named {family.name!r}")
+        object.__setattr__(self, "families", MappingProxyType(dict(self.families)))
+
+    @property
+    def n_runs(self) -> int:
+        """All runs of all families (before de-duplication of identical configs)."""
+        return sum(family.n_runs for family in self.families.values())
+
+
+def _scale(name, description, families, **kwargs) -> Scale:
+    return Scale(name, description, {f.name: f for f in families}, **kwargs)
+
+
+_LAZY = dict(learning_rate=1e-4, schedule="constant", warmup_steps=0, init=LAZY_INIT, frozen=LAZY_FROZEN,
+             regime="lazy: gain W_o W_v W_y frozen at 1, Adam 1e-4 constant, W_q = W_k = √0.6 (I + 0.5 G/√N)")
+
+
+def _smoke() -> Scale:
+    tiny = dict(batch_size=8, max_steps=20, eval_size=64, eval_every=10, warmup_steps=0)
+    lazy = {**_LAZY, **tiny, "max_steps": 20}
+    return _scale("smoke", "CI only: tiny sizes and 20 steps per run; checks the pipeline, its numbers mean nothing", [
+        Family("linear_easy", "linear", "easy", 2, 4, 4, 16, ((2.0, 1.0), (1.0, 2.0)), (1, 2, 4), (0,), **tiny),
+        Family("linear_difficult", "linear", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **tiny),
+        Family("linear_difficult_k16", "linear", "difficult", 16, 4, 4, 32, ((1.0, 0.0),), (1, 2), (0,), **tiny),
+        Family("nonlinear_easy", "nonlinear", "easy", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2), (0,), **tiny),
+        Family("nonlinear_lazy", "nonlinear", "difficult", 2, 4, 4, 16, ((0.0, 0.0), (0.5, 0.0)), (1, 2, 4), (0, 1),
+               **lazy),
+        Family("nonlinear_converged", "nonlinear", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,),
+               regime="converged: model defaults, warm-up + cosine", **tiny),
+        Family("nonlinear_k16", "nonlinear", "difficult", 16, 4, 4, 32, ((0.0, 0.5),), (1, 2, 4), (0,), **lazy),
+        Family("single_stream", "single_stream", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **lazy),
+        Family("untied_values", "untied_values", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **lazy),
+        Family("context_updates", "context_updates", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2), (0,),
+               **lazy),
+        Family("context_updates_k16", "context_updates", "difficult", 16, 4, 4, 32, ((0.0, 0.0),), (1, 2), (0,),
+               **lazy),
+    ], bound_contexts=256, floor_samples=128, study_scale="smoke")
+
+
+def _quick() -> Scale:
+    lazy = dict(_LAZY, max_steps=1000, batch_size=64, eval_every=100)
+    linear = dict(batch_size=64, max_steps=1500, eval_every=100, warmup_steps=100)
+    return _scale("quick", "default: about 15 minutes on 2 cores, regime study included", [
+        Family("linear_easy", "linear", "easy", 2, 16, 16, 64, _TABLE2_SPECTRA[:5] + ((1.5, 2.0),),
+               (1, 2, 4, 8, 16), (0,), regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("linear_difficult", "linear", "difficult", 2, 16, 16, 128, ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0)),
+               (1, 2, 4, 8), (0,), regime="converged: Adam 1e-2, warm-up + cosine", **dict(linear, max_steps=1000)),
+        Family("linear_difficult_k16", "linear", "difficult", 16, 16, 16, 128, ((0.5, 0.5), (1.0, 0.0)),
+               (1, 2, 4), (0,), regime="converged: Adam 1e-2, warm-up + cosine", **dict(linear, max_steps=1000)),
+        Family("nonlinear_easy", "nonlinear", "easy", 2, 16, 16, 64, ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0)),
+               (1, 2, 4), (0,), max_steps=600, batch_size=64, eval_every=50, warmup_steps=50,
+               regime="converged: Adam (model default), warm-up + cosine"),
+        Family("nonlinear_lazy", "nonlinear", "difficult", 2, 32, 32, 128, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)),
+               (1, 2, 4, 8, 16, 32), (0, 1, 2), **lazy),
+        Family("nonlinear_converged", "nonlinear", "difficult", 2, 32, 32, 128, ((0.0, 0.0),),
+               (1, 2, 4, 8, 16, 32), (0,), max_steps=3000, batch_size=64, eval_every=100, warmup_steps=100,
+               regime="converged: Adam 1e-3 (model default), warm-up + cosine, 3000 steps"),
+        Family("nonlinear_k16", "nonlinear", "difficult", 16, 32, 32, 128, ((0.0, 0.5),),
+               (1, 2, 4, 8, 16, 32), (0,), **lazy),
+        Family("single_stream", "single_stream", "difficult", 2, 16, 16, 64, ((0.0, 0.0),), (1, 2, 4, 8), (0,),
+               **lazy),
+        Family("untied_values", "untied_values", "difficult", 2, 16, 16, 64, ((0.0, 0.0),), (1, 2, 4, 8, 16),
+               (0,), **lazy),
+        Family("context_updates", "context_updates", "difficult", 2, 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,),
+               **lazy),
+        Family("context_updates_k16", "context_updates", "difficult", 16, 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8),
+               (0,), **lazy),
+    ], bound_contexts=8192, floor_samples=4096, study_scale="quick")
+
+
+def _medium() -> Scale:
+    lazy = dict(_LAZY, max_steps=1000, batch_size=128, eval_every=100)
+    linear = dict(batch_size=128, max_steps=4000, eval_every=200, warmup_steps=200)
+    seeds = (0, 1, 2)
+    depths = (1, 2, 4, 8, 16, 32, 64, 128)
+    return _scale("medium", "hours on a workstation: every table row, depths to 128", [
+        Family("linear_easy", "linear", "easy", 2, 64, 64, 256, _TABLE2_SPECTRA, (1, 2, 4, 8, 16, 32, 64), seeds,
+               regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("linear_difficult", "linear", "difficult", 2, 64, 64, 512, _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA),
+               (1, 2, 4, 8, 16), seeds, regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("linear_difficult_k16", "linear", "difficult", 16, 64, 64, 512, _TABLE3_K16_SPECTRA, (1, 2, 4, 8, 16),
+               seeds, regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("nonlinear_easy", "nonlinear", "easy", 2, 64, 64, 256, ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0), (2.0, 1.0)),
+               (1, 2, 4), seeds, max_steps=2000, batch_size=128, eval_every=100, warmup_steps=100,
+               regime="converged: Adam (model default), warm-up + cosine"),
+        Family("nonlinear_lazy", "nonlinear", "difficult", 2, 64, 64, 512, _unique(_TABLE1_SPECTRA, _TABLE4_K2_SPECTRA),
+               depths, seeds, **lazy),
+        Family("nonlinear_converged", "nonlinear", "difficult", 2, 64, 64, 512, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)),
+               depths, seeds, max_steps=10000, batch_size=128, eval_every=200, warmup_steps=200,
+               regime="converged: Adam 1e-3 (model default), warm-up + cosine, 10000 steps"),
+        Family("nonlinear_k16", "nonlinear", "difficult", 16, 64, 64, 512, _TABLE4_K16_SPECTRA, depths, seeds, **lazy),
+        Family("single_stream", "single_stream", "difficult", 2, 32, 32, 128, ((0.0, 0.0), (0.5, 0.5)),
+               (1, 2, 4, 8, 16, 32), seeds, **lazy),
+        Family("untied_values", "untied_values", "difficult", 2, 64, 64, 512, ((0.0, 0.0), (0.5, 0.5)), depths, seeds,
+               **lazy),
+        Family("context_updates", "context_updates", "difficult", 2, 16, 16, 64, ((0.0, 0.0),), (1, 2, 4, 8, 16, 32),
+               seeds, **lazy),
+        Family("context_updates_k16", "context_updates", "difficult", 16, 16, 16, 64, ((0.0, 0.0),),
+               (1, 2, 4, 8, 16, 32), seeds, **lazy),
+    ], bound_contexts=16384, floor_samples=16384, study_scale="full")
+
+
+def _paper() -> Scale:
+    lazy = dict(_LAZY, max_steps=1000, batch_size=128, eval_every=100, eval_size=4096)
+    linear = dict(batch_size=128, max_steps=10000, eval_every=500, warmup_steps=500, eval_size=4096)
+    seeds = (0, 1, 2)
+    depths = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    return _scale("paper", "the paper's sizes (d = 128, P = 1024), depths to 256: needs a Dask cluster", [
+        Family("linear_easy", "linear", "easy", 2, 128, 128, 1024, _TABLE2_SPECTRA, depths[:8], seeds,
+               regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("linear_difficult", "linear", "difficult", 2, 128, 128, 1024,
+               _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA), depths[:6], seeds,
+               regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("linear_difficult_k16", "linear", "difficult", 16, 128, 128, 1024, _TABLE3_K16_SPECTRA, depths[:6],
+               seeds, regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("nonlinear_easy", "nonlinear", "easy", 2, 128, 128, 1024, _unique(_TABLE1_SPECTRA, _TABLE2_SPECTRA),
+               (1, 2, 4), seeds, max_steps=5000, batch_size=128, eval_every=250, warmup_steps=250, eval_size=4096,
+               regime="converged: Adam (model default), warm-up + cosine"),
+        Family("nonlinear_lazy", "nonlinear", "difficult", 2, 128, 128, 1024,
+               _unique(_TABLE1_SPECTRA, _TABLE4_K2_SPECTRA), depths, seeds, **lazy),
+        Family("nonlinear_converged", "nonlinear", "difficult", 2, 128, 128, 1024, _TABLE1_SPECTRA, depths, seeds,
+               max_steps=20000, batch_size=128, eval_every=500, warmup_steps=500, eval_size=4096,
+               regime="converged: Adam 1e-3 (model default), warm-up + cosine, 20000 steps"),
+        Family("nonlinear_k16", "nonlinear", "difficult", 16, 128, 128, 1024, _TABLE4_K16_SPECTRA, depths, seeds,
+               **lazy),
+        Family("single_stream", "single_stream", "difficult", 2, 128, 128, 1024, ((0.0, 0.0), (0.5, 0.5)),
+               depths[:7], seeds, **lazy),
+        Family("untied_values", "untied_values", "difficult", 2, 128, 128, 1024, ((0.0, 0.0), (0.5, 0.5)), depths,
+               seeds, **lazy),
+        Family("context_updates", "context_updates", "difficult", 2, 128, 128, 1024, ((0.0, 0.0),), depths[:6],
+               seeds, **lazy),
+        Family("context_updates_k16", "context_updates", "difficult", 16, 128, 128, 1024, ((0.0, 0.0),), depths[:6],
+               seeds, **lazy),
+    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study_scale="full")
+
+
+#: the shipped scales, smallest first
+SCALES: Mapping[str, Scale] = MappingProxyType({s.name: s for s in (_smoke(), _quick(), _medium(), _paper())})
+
+
+def get_scale(name: str | Scale) -> Scale:
+    """The :class:`Scale` called ``name`` (a Scale is returned unchanged).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the scales).
+
+    References
+    ----------
+    Sizes are not stated in the paper (digest section 3); see the module docstring.
+
+    Examples
+    --------
+    >>> get_scale("quick").families["nonlinear_lazy"].depths[-1] >= 32
+    True
+    >>> get_scale("huge")
+    Traceback (most recent call last):
+    ...
+    ValueError: scale must be one of 'smoke', 'quick', 'medium', 'paper'; got 'huge'
+    """
+    if isinstance(name, Scale):
+        return name
+    check_choice("scale", name, SCALES)
+    return SCALES[name]

@@ -1,0 +1,150 @@
+"""Claims about the built documentation: it builds with warnings as errors, references no CDN,
+and its math typesets in a real browser (headless Chromium) with every network lookup blocked.
+
+The site is built once per module into a temporary directory (``idepth docs build --out``).
+Screenshots are written to ``test-artifacts/docs/`` at the repository root (or to the directory
+in the environment variable ``IDEPTH_TEST_ARTIFACTS``), for a person to look at.
+
+Chromium: Debian's ``chromium`` package (``.ci/install-chromium.sh``). Without it the browser
+tests are skipped locally, and fail in CI (environment variable ``CI`` set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from idepth.commands import docs as docs_command
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(os.environ.get("IDEPTH_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "docs"
+#: pages opened in the browser: the landing page and one derivation page
+PAGES = ("index.html", "derivations/polynomial_laws.html")
+#: URLs inside the vendored MathJax 3.2.2 bundle (speech-rule-engine data and IE polyfills). They
+#: are only fetched by the speech/explorer features of MathJax's context menu, which conf.py turns
+#: off (enableMenu: False); the browser test below proves typesetting needs none of them.
+DORMANT_MATHJAX_URLS = {
+    "https://cdn.jsdelivr.net/npm/sre-mathmaps-ie",
+    "https://cdn.jsdelivr.net/npm/wicked-good-xpath",
+    "https://cdn.jsdelivr.net/npm/speech-rule-engine",
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The HTML site, built once with ``idepth docs build --out DIR`` (warnings are errors)."""
+    out = tmp_path_factory.mktemp("docs") / "html"
+    status = docs_command.run(argparse.Namespace(out=out))
+    assert status == 0, "idepth docs build failed (run it to see the warnings; they are errors)"
+    return out
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    if os.environ.get("CI"):
+        pytest.fail("chromium is not installed but CI is set: .ci/install-chromium.sh must install it")
+    pytest.skip("chromium is not installed (Debian: apt-get install chromium, or run .ci/install-chromium.sh)")
+
+
+def _run_chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+    command = [
+        _chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+        # any host name lookup fails: math must typeset from the local files alone
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--virtual-time-budget=10000", "--window-size=1280,1800", *extra, page.as_uri(),
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def _visible_text(dom: str) -> str:
+    """Text a reader sees: scripts, styles and typeset math removed, tags stripped."""
+    for element in ("script", "style", "mjx-container"):
+        dom = re.sub(rf"<{element}\b.*?</{element}>", " ", dom, flags=re.S | re.I)
+    return html.unescape(re.sub(r"<[^>]+>", " ", dom))
+
+
+def test_built_html_references_no_cdn(site):
+    html_files = sorted(site.rglob("*.html"))
+    assert len(html_files) >= 10
+    remote = re.compile(r"""<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=\s*["']?(https?:)?//""", re.I)
+    for path in html_files:
+        text = path.read_text(encoding="utf-8")
+        assert not remote.search(text), f"{path.relative_to(site)} loads a remote resource"
+        assert "cdn." not in text, f"{path.relative_to(site)} mentions a CDN"
+    mathjax_dir = site / "_static" / "mathjax"
+    for path in sorted((site / "_static").rglob("*.js")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if mathjax_dir in path.parents:
+            urls = {m.group(0).split("@")[0] for m in re.finditer(r"https?://cdn\.[^\"'\s]+", text)}
+            assert urls <= DORMANT_MATHJAX_URLS, f"{path.relative_to(site)}: unexpected CDN URLs {urls - DORMANT_MATHJAX_URLS}"
+        else:
+            assert "cdn." not in text, f"{path.relative_to(site)} mentions a CDN"
+
+
+def test_mathjax_is_loaded_from_the_local_copy(site):
+    index = (site / "index.html").read_text(encoding="utf-8")
+    sources = re.findall(r"""<script[^>]*src="([^"]*mathjax[^"]*)\"""", index, flags=re.I)
+    assert sources, "no MathJax script tag in index.html"
+    for source in sources:
+        local = site / source.split("?")[0]
+        assert local.is_file(), f"MathJax script {source} is not in the built site"
+    assert (site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2" / "MathJax_Main-Regular.woff").is_file()
+
+
+def test_landing_page_shows_the_readme_commands(site):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"```bash\n(.*?)\n```", readme.split("## Layout")[0], flags=re.S)
+    assert commands, "README.md has no bash commands before its Layout section"
+    text = html.unescape(re.sub(r"<[^>]+>", "", (site / "index.html").read_text(encoding="utf-8")))
+    for command in commands:
+        assert command.strip() in text
+
+
+def test_quickstart_code_runs_and_its_stated_numbers_hold():
+    text = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 4
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/quickstart.md", "exec"), namespace)  # noqa: S102 - the page's own code
+    assert namespace["constrained"].exponent == 1.0 and namespace["free"].exponent == 2.0
+    assert all(namespace["free"].loss <= namespace["constrained"].loss)
+    assert "59.38 at every depth" in text
+    assert [round(x, 2) for x in namespace["floor"].loss] == [59.38] * 4
+    assert namespace["softmax"].loss.tolist() == [10.0, 6.0, 4.0, 3.0, 2.5]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_math_typesets_offline_in_headless_chromium(site, page, tmp_path):
+    source = (site / page).read_text(encoding="utf-8")
+    math_nodes = len(re.findall(r'class="math notranslate nohighlight"', source))
+    assert math_nodes >= 5, f"{page} has only {math_nodes} math elements; is it the right page?"
+
+    dump = _run_chromium(site / page, tmp_path / "profile", "--dump-dom")
+    assert dump.returncode == 0, dump.stderr[-2000:]
+    dom = dump.stdout
+    typeset = len(re.findall(r"<mjx-container\b", dom))
+    assert typeset >= math_nodes, f"{page}: {typeset} typeset math elements for {math_nodes} math sources"
+    text = _visible_text(dom)
+    for raw in ("\\(", "\\)", "\\[", "\\]", "$$"):
+        assert raw not in text, f"{page}: raw math delimiter {raw!r} is visible: ...{text[text.find(raw) - 80:text.find(raw) + 80]}..."
+    leftover = re.search(r"\$[^$\s][^$]{0,80}\$", text)
+    assert leftover is None, f"{page}: untypeset inline math is visible: {leftover.group(0) if leftover else ''}"
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    screenshot = ARTIFACTS / (page.replace("/", "__").replace(".html", ".png"))
+    shot = _run_chromium(site / page, tmp_path / "profile-shot", f"--screenshot={screenshot}")
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert screenshot.is_file() and screenshot.stat().st_size > 20_000
