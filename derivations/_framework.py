@@ -578,6 +578,40 @@ def render(verified: VerifiedDerivation) -> str:
     return text.rstrip("\n") + "\n"
 
 
+def random_rational_matrix(rng: np.random.Generator, rows: int, cols: int) -> sp.Matrix:
+    """A random matrix of small rationals ``n/m`` (``|n| <= 9``, ``1 <= m <= 5``) for exact checks.
+
+    References
+    ----------
+    Paper appendices A-C (exact-arithmetic checks of the model identities).
+
+    Examples
+    --------
+    >>> random_rational_matrix(np.random.default_rng(0), 2, 2).shape
+    (2, 2)
+    """
+    num = rng.integers(-9, 10, size=(rows, cols))
+    den = rng.integers(1, 6, size=(rows, cols))
+    return sp.Matrix(rows, cols, lambda i, j: sp.Rational(int(num[i, j]), int(den[i, j])))
+
+
+def random_row_stochastic(rng: np.random.Generator, rows: int, cols: int) -> sp.Matrix:
+    """A random matrix of positive rationals whose rows sum to 1 (an exact stand-in for softmax rows).
+
+    References
+    ----------
+    Paper eqs. (9)-(10) (attention rows).
+
+    Examples
+    --------
+    >>> A = random_row_stochastic(np.random.default_rng(0), 2, 3)
+    >>> [sum(A.row(i)) for i in range(2)]
+    [1, 1]
+    """
+    weights = rng.integers(1, 10, size=(rows, cols))
+    return sp.Matrix(rows, cols, lambda i, j: sp.Rational(int(weights[i, j]), int(weights[i].sum())))
+
+
 def at_precision(dps: int):
     """Decorator: run a check with ``mpmath`` at ``dps`` decimal digits, restoring the previous precision.
 

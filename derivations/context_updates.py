@@ -15,7 +15,17 @@ from functools import reduce
 import numpy as np
 import sympy as sp
 
-from ._framework import Derivation, Step, Table, Verdict, all_of, equal_symbolic, fmt, latex
+from ._framework import (
+    Derivation,
+    Step,
+    Table,
+    Verdict,
+    all_of,
+    equal_symbolic,
+    fmt,
+    random_rational_matrix,
+    random_row_stochastic,
+)
 
 __all__ = ["build", "closed_form_prediction", "forward_prediction", "least_squares_rho", "recursion_prediction"]
 
@@ -28,17 +38,6 @@ REPORTED_RHO = {"top-2": 0.9999, "top-16": 0.0989}
 REPORTED_M_TOP16 = -2.3
 
 m, v, g, L, rho = sp.symbols("m v g L rho", real=True)
-
-
-def _row_stochastic(rng: np.random.Generator, rows: int, cols: int) -> sp.Matrix:
-    weights = rng.integers(1, 10, size=(rows, cols))
-    return sp.Matrix(rows, cols, lambda i, j: sp.Rational(int(weights[i, j]), int(weights[i].sum())))
-
-
-def _rational(rng: np.random.Generator, rows: int, cols: int) -> sp.Matrix:
-    num = rng.integers(-9, 10, size=(rows, cols))
-    den = rng.integers(1, 6, size=(rows, cols))
-    return sp.Matrix(rows, cols, lambda i, j: sp.Rational(int(num[i, j]), int(den[i, j])))
 
 
 def forward_prediction(W_y, W_v, W_o, y, context_attention, test_attention, m_value):
@@ -174,18 +173,18 @@ def _exact_instances(depths=(1, 2, 3)):
     P, N = P_SYMBOLIC, 3
     instances = []
     for depth in depths:
-        W_y = _rational(rng, N, 1)
+        W_y = random_rational_matrix(rng, N, 1)
         while W_y.norm() == 0:
-            W_y = _rational(rng, N, 1)
+            W_y = random_rational_matrix(rng, N, 1)
         v_value = sp.Rational(int(rng.integers(-5, 6)), int(rng.integers(1, 4)))
-        K = _rational(rng, N, N)
+        K = random_rational_matrix(rng, N, N)
         # W_v = v Π + K (I - Π), Π the projector on W_y: W_v W_y = v W_y, otherwise generic
         Pi = W_y * W_y.T / (W_y.T * W_y)[0, 0]
         W_v = v_value * Pi + K * (sp.eye(N) - Pi)
-        W_o = _rational(rng, 1, N)
-        y = _rational(rng, P, 1)
-        As = [_row_stochastic(rng, P, P) for _ in range(depth)]
-        ps = [_row_stochastic(rng, 1, P) for _ in range(depth)]
+        W_o = random_rational_matrix(rng, 1, N)
+        y = random_rational_matrix(rng, P, 1)
+        As = [random_row_stochastic(rng, P, P) for _ in range(depth)]
+        ps = [random_row_stochastic(rng, 1, P) for _ in range(depth)]
         m_value = sp.Rational(int(rng.integers(-7, 8)), int(rng.integers(1, 4)))
         instances.append((W_y, W_v, W_o, y, As, ps, m_value, v_value))
     return instances

@@ -17,8 +17,18 @@ import sympy as sp
 from theory import linear as lin
 from theory import symbols as s
 
-from ._framework import Derivation, Step, Table, Verdict, all_of, close_numeric, equal_noncommutative, fmt, latex
-from .context_updates import _rational
+from ._framework import (
+    Derivation,
+    Step,
+    Table,
+    Verdict,
+    all_of,
+    close_numeric,
+    equal_noncommutative,
+    fmt,
+    latex,
+    random_rational_matrix,
+)
 from .polynomial_laws import _population_loss_check
 
 __all__ = ["build", "evaluate_noncommutative", "linear_attention_forward"]
@@ -134,15 +144,15 @@ def evaluate_noncommutative(expr: sp.Expr, matrices: dict, scalars: dict) -> sp.
 
 
 def _instance(rng: np.random.Generator, depth: int) -> dict:
-    W_x = _rational(rng, N, D)
-    W_y = _rational(rng, N, 1)
-    W_qs = [_rational(rng, N, N) for _ in range(depth)]
-    W_ks = [_rational(rng, N, N) for _ in range(depth)]
-    W_v = _rational(rng, N, N)
-    W_o = _rational(rng, 1, N)
-    U = _rational(rng, D, P)
-    beta = _rational(rng, D, 1)
-    q = _rational(rng, D, 1)
+    W_x = random_rational_matrix(rng, N, D)
+    W_y = random_rational_matrix(rng, N, 1)
+    W_qs = [random_rational_matrix(rng, N, N) for _ in range(depth)]
+    W_ks = [random_rational_matrix(rng, N, N) for _ in range(depth)]
+    W_v = random_rational_matrix(rng, N, N)
+    W_o = random_rational_matrix(rng, 1, N)
+    U = random_rational_matrix(rng, D, P)
+    beta = random_rational_matrix(rng, D, 1)
+    q = random_rational_matrix(rng, D, 1)
     return dict(W_x=W_x, W_y=W_y, W_qs=W_qs, W_ks=W_ks, W_v=W_v, W_o=W_o, U=U, beta=beta, q=q, y=U.T * beta)
 
 

@@ -15,8 +15,19 @@ import sympy as sp
 from theory import decomposition as dec
 from theory import symbols as s
 
-from ._framework import Derivation, Step, Table, Verdict, all_of, close_numeric, equal_symbolic, fmt, latex
-from .context_updates import _rational, _row_stochastic, forward_prediction
+from ._framework import (
+    Derivation,
+    Step,
+    Table,
+    Verdict,
+    all_of,
+    equal_symbolic,
+    fmt,
+    latex,
+    random_rational_matrix,
+    random_row_stochastic,
+)
+from .context_updates import forward_prediction
 
 __all__ = ["build", "untied_forward_prediction"]
 
@@ -65,9 +76,9 @@ def untied_forward_prediction(W_y, value_matrices, W_o, y, test_attention):
 
 
 def _instance(rng: np.random.Generator, depth: int, P: int = 3, N: int = 3):
-    W_y, W_v, W_o, y = _rational(rng, N, 1), _rational(rng, N, N), _rational(rng, 1, N), _rational(rng, P, 1)
-    As = [_row_stochastic(rng, P, P) for _ in range(depth)]
-    ps = [_row_stochastic(rng, 1, P) for _ in range(depth)]
+    W_y, W_v, W_o, y = random_rational_matrix(rng, N, 1), random_rational_matrix(rng, N, N), random_rational_matrix(rng, 1, N), random_rational_matrix(rng, P, 1)
+    As = [random_row_stochastic(rng, P, P) for _ in range(depth)]
+    ps = [random_row_stochastic(rng, 1, P) for _ in range(depth)]
     return W_y, W_v, W_o, y, As, ps
 
 
@@ -123,7 +134,7 @@ def _untied_check() -> Verdict:
     failures = []
     for depth in (1, 2, 3):
         W_y, _, W_o, y, _, ps = _instance(rng, depth)
-        values = [_rational(rng, 3, 3) for _ in range(depth)]
+        values = [random_rational_matrix(rng, 3, 3) for _ in range(depth)]
         forward = untied_forward_prediction(W_y, values, W_o, y, ps)
         stated = sum((W_o * W_v * W_y)[0, 0] * (p * y)[0, 0] for W_v, p in zip(values, ps)) / depth
         if sp.simplify(forward - stated) != 0:

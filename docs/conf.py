@@ -69,9 +69,10 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
 # --- autodoc + numpydoc --------------------------------------------------------------------
-# undoc-members: dataclass fields of the frozen results (e.g. ``DepthLawFit.alpha``) are part of
-# the API and are cross-referenced from docstrings even when they carry no docstring of their own.
-autodoc_default_options = {"members": True, "undoc-members": True, "member-order": "bysource"}
+# No undoc-members: a frozen result's fields are described in its numpydoc "Attributes" section
+# (listing them again as bare entries would only repeat their names). References to such fields
+# render as plain text (docs/_ext/idepth_api.py: existing but undocumented objects).
+autodoc_default_options = {"members": True, "member-order": "bysource"}
 autodoc_typehints = "none"  # types are stated in the numpydoc Parameters sections
 numpydoc_show_class_members = False  # autodoc :members: documents them; avoids duplicate entries
 numpydoc_class_members_toctree = False

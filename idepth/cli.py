@@ -15,6 +15,7 @@ import sys
 #: sub-command modules, in the order shown by ``idepth --help``
 COMMANDS = ["predict", "sweep", "derive", "docs", "train", "diagnose"]
 COMMANDS.append("study")  # idepth/commands/study.py
+COMMANDS.append("reproduce")  # idepth/commands/reproduce.py
 
 
 class _Parser(argparse.ArgumentParser):

@@ -107,12 +107,12 @@ BOUND_SIGMAS = 3.0
 REGIME_DESCRIPTIONS = {
     "lazy": (
         "lazy training: gain g = W_o W_v W_y fixed at 1 (W_o, W_v, W_y frozen), Adam 1e-4 constant, "
-        "{lazy_steps} steps, W_q = W_k = √0.6 (I + 0.5 G/√N)"
+        "{lazy_steps} steps, batch {batch_size}, W_q = W_k = √0.6 (I + 0.5 G/√N)"
     ),
     "lazy_long": "the lazy regime trained for {lazy_long_steps} steps",
     "converged": (
-        "trained to convergence: every parameter, Adam 1e-3 with 100 warm-up steps and cosine decay, stopped when the "
-        "held-out loss has not improved by 0.1 % for {converged_window} steps (cap {converged_steps} steps), same initialisation"
+        "trained to convergence: every parameter, Adam 1e-3 with {converged_warmup} warm-up steps and cosine decay to 0, "
+        "{converged_stop}, batch {batch_size}, {converged_init_text}"
     ),
     "frozen_heads": (
         "frozen random heads (the lazy initialisation), only the gain trained — solved exactly by least squares on "
@@ -137,7 +137,7 @@ class StudyScale:
     sizes : tuple of (d, P, N)
         Input dimension, context length, hidden width.
     spectra : tuple of (a, b)
-        Spectrum exponents (eq. 2).
+        Spectrum exponents (eq. 2) of every regime.
     depths : tuple of int
         Depth grid of the lazy and frozen-heads regimes.
     seeds : tuple of int
@@ -146,16 +146,25 @@ class StudyScale:
         Subset of :data:`REGIMES`.
     k : int
         Top-k of the task (eq. 6).
+    extra_spectra : tuple of (a, b)
+        Further spectra for the cheap regimes only (lazy, frozen heads).
     converged_depths : tuple of int, optional
         Depth grid of the converged regime (default ``depths``).
     separate_depths : tuple of int, optional
         Depths of the separate-models average (default: those ``<= separate_models / len(seeds)``).
     separate_models : int
-        Independent ``L = 1`` models trained for the separate-models average.
-    batch_size, eval_size : int
-        Training batch and held-out evaluation-set sizes.
-    lazy_steps, lazy_long_steps, converged_steps, converged_window : int
-        Step budgets (the converged regime stops earlier when it has converged).
+        Independent ``L = 1`` (converged) models trained for the separate-models average.
+    batch_size, eval_size, eval_every : int
+        Training batch, held-out evaluation-set size, evaluation period.
+    lazy_steps, lazy_long_steps : int
+        Step budgets of the lazy regimes.
+    converged_steps, converged_warmup : int
+        Step cap and warm-up of the converged regime (cosine decay to 0 at the cap).
+    converged_window : int or None
+        Early stop when the held-out loss has not improved by 0.1 % for this many steps;
+        None: no early stop (the whole cosine schedule is run).
+    converged_init : {'default', 'lazy'}
+        Initialisation of the converged regime: the model's default or :data:`LAZY_INIT`.
     fit_size : int
         Contexts on which the frozen-heads gain is fitted.
     bound_contexts : int
@@ -181,15 +190,19 @@ class StudyScale:
     seeds: tuple
     regimes: tuple = REGIMES
     k: int = 2
+    extra_spectra: tuple = ()
     converged_depths: tuple | None = None
     separate_depths: tuple | None = None
     separate_models: int = 24
-    batch_size: int = 128
-    eval_size: int = 2048
+    batch_size: int = 64
+    eval_size: int = 1024
+    eval_every: int = 100
     lazy_steps: int = 1000
     lazy_long_steps: int = 4000
-    converged_steps: int = 4000
-    converged_window: int = 1000
+    converged_steps: int = 3000
+    converged_warmup: int = 100
+    converged_window: int | None = None
+    converged_init: str = "default"
     fit_size: int = 2048
     bound_contexts: int = 8192
     dtype: str = "float32"
@@ -212,8 +225,11 @@ class StudyScale:
             sizes.append((d, P, N))
         object.__setattr__(self, "sizes", tuple(sizes))
         object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
+        extra = tuple((float(a), float(b)) for a, b in self.extra_spectra if (float(a), float(b)) not in self.spectra)
+        object.__setattr__(self, "extra_spectra", extra)
         for regime in self.regimes:
             check_choice("regime", regime, REGIMES)
+        check_choice("converged_init", self.converged_init, ("default", "lazy"))
         depths = tuple(sorted({check_positive_int("depth", L) for L in self.depths}))
         object.__setattr__(self, "depths", depths)
         conv = depths if self.converged_depths is None else tuple(sorted({check_positive_int("depth", L) for L in self.converged_depths}))
@@ -237,34 +253,51 @@ class StudyScale:
             return self.separate_depths
         return self.depths
 
+    def spectra_of(self, regime: str) -> tuple:
+        """The spectra of ``regime`` (the cheap regimes also get :attr:`extra_spectra`)."""
+        return self.spectra + (self.extra_spectra if regime in ("lazy", "frozen_heads") else ())
+
     def describe(self, regime: str) -> str:
         """Plain-words description of ``regime`` at this scale."""
-        return REGIME_DESCRIPTIONS[regime].format(**dataclasses.asdict(self))
+        values = dataclasses.asdict(self)
+        values["converged_stop"] = (
+            f"stopped when the held-out loss has not improved by 0.1 % for {self.converged_window} steps (cap "
+            f"{self.converged_steps} steps)" if self.converged_window is not None
+            else f"the whole schedule of {self.converged_steps} steps"
+        )
+        values["converged_init_text"] = (
+            "the lazy initialisation" if self.converged_init == "lazy" else "the model's default initialisation"
+        )
+        return REGIME_DESCRIPTIONS[regime].format(**values)
 
     def to_dict(self) -> dict:
         """JSON-able dict."""
-        return {key: (list(map(list, v)) if key in ("sizes", "spectra") else (list(v) if isinstance(v, tuple) else v))
+        return {key: (list(map(list, v)) if key in ("sizes", "spectra", "extra_spectra") else (list(v) if isinstance(v, tuple) else v))
                 for key, v in dataclasses.asdict(self).items()}
 
 
-#: named scales: ``tiny`` (tests, seconds), ``quick`` (≈ 5 minutes on 2 cores), ``full`` (hours)
+#: named scales: ``smoke`` (tests and the reproduction's CI scale, seconds), ``quick`` (≈ 5 minutes on
+#: 2 cores; its lazy and converged runs are those of ``idepth reproduce --scale quick``'s nonlinear
+#: difficult families, so a shared store trains them once), ``full`` (hours; d ∈ {16, 32, 64},
+#: P/d ∈ {4, 16}, N ∈ {d, 2d})
 SCALES: dict[str, StudyScale] = {
-    "tiny": StudyScale(
-        name="tiny", sizes=((4, 8, 4),), spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0, 1, 2),
-        regimes=("lazy", "frozen_heads", "separate_models"), separate_models=6, batch_size=16, eval_size=128,
-        lazy_steps=20, lazy_long_steps=40, converged_steps=40, converged_window=20, fit_size=128, bound_contexts=256,
+    "smoke": StudyScale(
+        name="smoke", sizes=((4, 16, 4),), spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0, 1, 2),
+        separate_models=6, batch_size=8, eval_size=64, eval_every=10, lazy_steps=20, lazy_long_steps=40,
+        converged_steps=20, converged_warmup=0, fit_size=128, bound_contexts=256,
+        regimes=("lazy", "converged", "frozen_heads", "separate_models"),
     ),
     "quick": StudyScale(
-        name="quick", sizes=((16, 64, 16),), spectra=((0.0, 0.0),), depths=(1, 2, 4, 8, 16, 32), seeds=(0, 1, 2),
-        regimes=("lazy", "converged", "frozen_heads", "separate_models"), converged_depths=(1, 4, 32),
-        separate_models=12, separate_depths=(1, 2, 4), converged_steps=3000, bound_contexts=8192,
+        name="quick", sizes=((32, 128, 32),), spectra=((0.0, 0.0),), extra_spectra=((0.0, 0.5), (0.5, 0.0)),
+        depths=(1, 2, 4, 8, 16, 32), seeds=(0, 1, 2), regimes=("lazy", "converged", "frozen_heads", "separate_models"),
+        separate_models=12, separate_depths=(1, 2, 4), bound_contexts=8192,
     ),
     "full": StudyScale(
         name="full",
         sizes=tuple((d, r * d, n * d) for d in (16, 32, 64) for r in (4, 16) for n in (1, 2)),
         spectra=((0.0, 0.0), (0.5, 0.0), (0.0, 0.5)), depths=(1, 2, 4, 8, 16, 32, 64), seeds=(0, 1, 2),
-        regimes=REGIMES, separate_models=48, separate_depths=(1, 2, 4, 8, 16), converged_steps=8000,
-        bound_contexts=16384,
+        regimes=REGIMES, separate_models=48, separate_depths=(1, 2, 4, 8, 16), batch_size=128, eval_size=2048,
+        converged_steps=8000, converged_window=1000, bound_contexts=16384,
     ),
 }
 
@@ -333,15 +366,15 @@ def regime_config(
 
     Examples
     --------
-    >>> cfg = regime_config("converged", d=4, N=4, P=8, depth=2, seed=0, scale="tiny")
-    >>> cfg.learning_rate, cfg.init_options["qk_scale"]
-    (0.001, 0.6)
+    >>> cfg = regime_config("converged", d=4, N=4, P=8, depth=2, seed=0, scale="smoke")
+    >>> cfg.learning_rate, cfg.schedule, cfg.max_steps
+    (0.001, 'warmup_cosine', 20)
     """
     regime = check_choice("regime", regime, TRAINED_REGIMES)
     s = _scale(scale)
     common = dict(
         model="nonlinear", task="difficult", k=k, a=float(a), b=float(b), d=d, N=N, P=P, depth=depth, seed=seed,
-        batch_size=s.batch_size, eval_size=s.eval_size, init=dict(LAZY_INIT), dtype=s.dtype,
+        batch_size=s.batch_size, eval_size=s.eval_size, eval_every=s.eval_every, dtype=s.dtype,
     )
     if regime in ("lazy", "lazy_long"):
         if not _has_frozen_field():
@@ -351,13 +384,14 @@ def regime_config(
             )
         steps = s.lazy_steps if regime == "lazy" else s.lazy_long_steps
         return _train_config_type()(
-            **common, max_steps=steps, learning_rate=1e-4, schedule="constant", warmup_steps=0,
-            eval_every=max(1, steps // 10), window=steps + 1, frozen=GAIN_PARAMETERS,
+            **common, max_steps=steps, learning_rate=1e-4, schedule="constant", warmup_steps=0, init=dict(LAZY_INIT),
+            window=steps + s.eval_every, frozen=GAIN_PARAMETERS,
         )
+    window = s.converged_steps + s.eval_every if s.converged_window is None else s.converged_window
     return _train_config_type()(
         **common, max_steps=s.converged_steps, learning_rate=1e-3, schedule="warmup_cosine",
-        warmup_steps=min(100, s.converged_steps // 10), eval_every=max(1, min(100, s.converged_window // 5)),
-        tol=1e-3, window=s.converged_window,
+        warmup_steps=s.converged_warmup, init=dict(LAZY_INIT) if s.converged_init == "lazy" else {},
+        tol=1e-3, window=window,
     )
 
 
@@ -383,7 +417,7 @@ def study_runner(config):
 
     Examples
     --------
-    >>> cfg = regime_config("converged", d=4, N=4, P=8, depth=1, seed=0, scale="tiny")
+    >>> cfg = regime_config("converged", d=4, N=4, P=8, depth=1, seed=0, scale="smoke")
     >>> study_runner(cfg).arrays["eval_prediction"].shape
     (128,)
     """
@@ -416,8 +450,8 @@ def frozen_heads_control(
 ) -> dict:
     """Random heads kept at the lazy initialisation with only the gain trained (solved exactly).
 
-    The heads are those :func:`regime_config` ``("converged", ...)`` would start from
-    (same seed stream). ``ŷ = g ū`` with ``ū = (1/L) Σ_ℓ p_ℓ·y`` is linear in ``g``, so
+    The heads are those the lazy run of the same seed starts from (same seed stream,
+    :data:`LAZY_INIT`). ``ŷ = g ū`` with ``ū = (1/L) Σ_ℓ p_ℓ·y`` is linear in ``g``, so
     training the gain alone converges to ``g* = E[ū y*]/E[ū²]``, fitted here on
     ``fit_size`` contexts from the run's training stream; the loss and its
     decomposition are measured on the run's evaluation set.
@@ -433,7 +467,7 @@ def frozen_heads_control(
 
     Examples
     --------
-    >>> out = frozen_heads_control(d=4, N=4, P=8, depth=2, seed=0, scale="tiny")
+    >>> out = frozen_heads_control(d=4, N=4, P=8, depth=2, seed=0, scale="smoke")
     >>> out["R_L"] <= out["A_L"] + 1e-12
     True
     """
@@ -444,7 +478,7 @@ def frozen_heads_control(
 
     s = _scale(scale)
     config = regime_config("converged", d=d, N=N, P=P, depth=depth, seed=seed, a=a, b=b, k=k, scale=s)
-    config = dataclasses.replace(config, dtype="float64")
+    config = dataclasses.replace(config, dtype="float64", init=dict(LAZY_INIT))  # the lazy run's initial heads
     model = get_model(config.model)
     rng_init, rng_batches, _ = _generators(config)
     params = model.init_params(d, N, depth, rng_init, dtype=np.float64, **config.init_options)
@@ -658,8 +692,8 @@ def summarise_point(regime, size, spectrum, k, depths, R, A, C) -> RegimePoint:
             fit = fit_depth_law(depths, R if n > 1 else R[0])
             alpha, L0, c = fit.alpha, fit.L0, fit.c
             lo, hi = fit.interval("alpha")
-        except (ValueError, np.linalg.LinAlgError):
-            pass
+        except (ValueError, np.linalg.LinAlgError, OverflowError, FloatingPointError):
+            pass  # no fit (reported as "—"); theory.fit_depth_law can overflow on non-monotone data
     plateau_change = _relative_change(list(C_mean), depths)
     gap_change = _relative_change(list(A_mean - C_mean), depths)
     settles = bool(plateau_change < SETTLE_TOLERANCE and gap_change < SETTLE_TOLERANCE)
@@ -937,21 +971,25 @@ def _check_out_dir(out_dir) -> Path:
     return out
 
 
+def _all_spectra(s: StudyScale) -> tuple:
+    return tuple(dict.fromkeys(s.spectra + s.extra_spectra))
+
+
 def _trained_configs(s: StudyScale) -> dict:
     """{(regime, size, spectrum, depth, seed): TrainConfig} of every training run the study needs."""
     configs = {}
     for size in s.sizes:
         d, P, N = size
-        for spectrum in s.spectra:
+        for spectrum in _all_spectra(s):
             a, b = spectrum
             for regime in ("lazy", "lazy_long", "converged"):
-                if regime not in s.regimes:
+                if regime not in s.regimes or spectrum not in s.spectra_of(regime):
                     continue
                 for depth in s.depths_of(regime):
                     for seed in s.seeds:
                         configs[(regime, size, spectrum, depth, seed)] = regime_config(
                             regime, d=d, N=N, P=P, depth=depth, seed=seed, a=a, b=b, k=s.k, scale=s)
-            if "separate_models" in s.regimes:
+            if "separate_models" in s.regimes and spectrum in s.spectra_of("separate_models"):
                 for seed in range(s.separate_models):
                     configs[("separate", size, spectrum, 1, seed)] = regime_config(
                         "converged", d=d, N=N, P=P, depth=1, seed=seed, a=a, b=b, k=s.k, scale=s)
@@ -980,7 +1018,7 @@ def run_regime_study(
 
     Parameters
     ----------
-    scale : {'tiny', 'quick', 'full'} or StudyScale
+    scale : {'smoke', 'quick', 'full'} or StudyScale
         ``quick`` is sized for about five minutes on two cores; ``full`` covers
         d ∈ {16, 32, 64}, P/d ∈ {4, 16}, N ∈ {d, 2d} (hours; use Dask).
     out_dir : path
@@ -1013,7 +1051,7 @@ def run_regime_study(
     Examples
     --------
     >>> import tempfile  # doctest: +SKIP
-    >>> study = run_regime_study("tiny", tempfile.mkdtemp(), workers=1)  # doctest: +SKIP
+    >>> study = run_regime_study("smoke", tempfile.mkdtemp(), workers=1)  # doctest: +SKIP
     >>> study.regime_name  # doctest: +SKIP
     'flat under lazy training; ...'
     """
@@ -1049,13 +1087,13 @@ def run_regime_study(
     # oracle bounds (cached): exact cosine and the model's pre-norm similarity at its width N
     jobs = []
     for (d, P, N) in s.sizes:
-        for (a, b) in s.spectra:
+        for (a, b) in _all_spectra(s):
             jobs.append((a, b, d, P, s.k, "cosine", None, s.bound_contexts, 0))
             jobs.append((a, b, d, P, s.k, "prenorm", N, s.bound_contexts, 0))
     computed = _bounds_many(jobs, out / "bounds_cache.json", workers, progress)
     bounds = {}
     for (d, P, N) in s.sizes:
-        for (a, b) in s.spectra:
+        for (a, b) in _all_spectra(s):
             bounds[(d, P, N, a, b)] = {
                 "cosine": computed[(a, b, d, P, s.k, "cosine", None, s.bound_contexts, 0)],
                 "prenorm": computed[(a, b, d, P, s.k, "prenorm", N, s.bound_contexts, 0)],
@@ -1067,7 +1105,8 @@ def run_regime_study(
     if "frozen_heads" in s.regimes:
         from tqdm.auto import tqdm
 
-        todo = [(size, spectrum, L, seed) for size in s.sizes for spectrum in s.spectra for L in s.depths for seed in s.seeds]
+        todo = [(size, spectrum, L, seed) for size in s.sizes for spectrum in s.spectra_of("frozen_heads")
+                for L in s.depths for seed in s.seeds]
         for size, spectrum, L, seed in tqdm(todo, desc="frozen heads", disable=not progress):
             key = f"{size}|{spectrum}|{L}|{seed}|{s.fit_size}|{s.eval_size}"
             if key not in control:
@@ -1078,9 +1117,9 @@ def run_regime_study(
 
     points = []
     for size in s.sizes:
-        for spectrum in s.spectra:
+        for spectrum in _all_spectra(s):
             for regime in REGIMES:
-                if regime not in s.regimes:
+                if regime not in s.regimes or spectrum not in s.spectra_of(regime):
                     continue
                 depths = s.depths_of(regime)
                 if regime in TRAINED_REGIMES:
@@ -1131,9 +1170,8 @@ def _separate_point(s: StudyScale, size, spectrum, configs, store, load_arrays):
         cfg = configs[("separate", size, spectrum, 1, seed)]
         try:
             predictions.append(load_arrays(store, cfg.content_hash(), ["eval_prediction"])["eval_prediction"])
-        except KeyError as exc:
-            raise ValueError(f"the store {store} has no eval_prediction for a separate-model run (was it trained "
-                             f"with numerics.study.study_runner?): {exc}") from None
+        except KeyError:  # trained into a shared store by another runner: retrain it here (deterministic)
+            predictions.append(study_runner(cfg).arrays["eval_prediction"])
     predictions = np.asarray(predictions)
     n_groups = len(s.seeds)
     R, A, C = [], [], []
@@ -1163,7 +1201,7 @@ def _draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
     fig_dir.mkdir(exist_ok=True)
     files = []
     for (d, P, N) in s.sizes:
-        for (a, b) in s.spectra:
+        for (a, b) in _all_spectra(s):
             pts = [p for p in points if (p.d, p.P, p.N, p.a, p.b) == (d, P, N, a, b)]
             fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
             for p in pts:
@@ -1173,7 +1211,7 @@ def _draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
                 label = f"{p.regime.replace('_', ' ')}"
                 ax.errorbar(L, p.R, yerr=se, fmt="o", color=colour, ms=4, capsize=2, label=label)
                 if math.isfinite(p.alpha):
-                    grid = np.geomspace(L.min(), L.max(), 100)
+                    grid = np.unique(np.round(np.geomspace(L.min(), L.max(), 60)).astype(int))
                     ax.plot(grid, depth_law(grid, p.L0, p.c, p.alpha), "--", color=colour, lw=1,
                             label=f"fit α = {p.alpha:.2f}")
                 ax2.plot(L, p.C, "o-", color=colour, ms=3, label=f"C_L {p.regime.replace('_', ' ')}")
@@ -1599,7 +1637,7 @@ def make_softmax_defaults(
     Examples
     --------
     >>> import tempfile, pathlib  # doctest: +SKIP
-    >>> data = make_softmax_defaults(pathlib.Path(tempfile.mkdtemp()) / "d.json", scale="tiny",
+    >>> data = make_softmax_defaults(pathlib.Path(tempfile.mkdtemp()) / "d.json", scale="smoke",
     ...                              regimes=("converged",), default_regime="converged", workers=1)  # doctest: +SKIP
     """
     import sys

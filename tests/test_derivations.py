@@ -15,7 +15,6 @@ import argparse
 import doctest
 import importlib
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

@@ -32,7 +32,7 @@ from numbers import Real
 
 import numpy as np
 import sympy as sp
-from scipy import stats
+from scipy.special import ndtri
 
 from . import symbols as s
 from ._validation import check_depths, check_finite_array, check_positive_int
@@ -492,7 +492,7 @@ def predict_exchangeable_loss(depth: object, A: float, C: float, covariance: obj
     estimate = w_A * A + w_C * C
     variance = w_A**2 * cov[0, 0] + 2.0 * w_A * w_C * cov[0, 1] + w_C**2 * cov[1, 1]
     standard_error = np.sqrt(np.maximum(variance, 0.0))
-    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    z = float(ndtri(0.5 + level / 2.0))  # standard normal quantile
     scalar = np.ndim(depth) == 0
     return ExchangeablePrediction(
         depth=int(depths[0]) if scalar else _readonly(depths).astype(np.int64),

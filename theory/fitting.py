@@ -37,7 +37,8 @@ from typing import Mapping
 import numpy as np
 import scipy
 import sympy as sp
-from scipy import optimize, stats
+from scipy import optimize
+from scipy.special import stdtrit
 
 from . import symbols as s
 from ._validation import check_depths, check_finite_array, check_nonnegative
@@ -315,7 +316,7 @@ class DepthLawFit:
             estimate, se = self.estimates[name], self.standard_errors[name]
             if self.dof <= 0:
                 return (float("nan"), float("nan"))
-            half = float(stats.t.ppf(0.5 + level / 2.0, self.dof)) * se
+            half = float(stdtrit(self.dof, 0.5 + level / 2.0)) * se  # Student-t quantile
             return (estimate - half, estimate + half)
         if method == "bootstrap":
             if self.bootstrap_samples is None:

@@ -52,7 +52,7 @@ from functools import lru_cache
 
 import numpy as np
 import sympy as sp
-from scipy import integrate, special, stats
+from scipy import integrate, special
 
 from . import symbols as s
 from ._validation import check_choice, check_finite_array, check_nonnegative, check_positive_int
@@ -195,9 +195,9 @@ def _kth_largest_expectation(P: int, k: int, dist, integrand) -> np.ndarray:
     window that holds all but ~10^-25 of the mass.
     """
     log_norm = special.gammaln(P + 1) - special.gammaln(k) - special.gammaln(P - k + 1)
-    lo = float(dist.ppf(stats.beta.ppf(_TAIL_QUANTILE, P - k + 1, k)))
-    hi = float(dist.isf(stats.beta.ppf(_TAIL_QUANTILE, k, P - k + 1)))
-    median = float(dist.isf(stats.beta.median(k, P - k + 1)))
+    lo = float(dist.ppf(special.betaincinv(P - k + 1, k, _TAIL_QUANTILE)))
+    hi = float(dist.isf(special.betaincinv(k, P - k + 1, _TAIL_QUANTILE)))
+    median = float(dist.isf(special.betaincinv(k, P - k + 1, 0.5)))
 
     def weighted(tau: float) -> np.ndarray:
         log_f = log_norm + dist.logpdf(tau)
@@ -992,7 +992,6 @@ class _Cosine:
     def __init__(self, d: int) -> None:
         self.d = d
         self.half = (d - 1) / 2.0
-        self._beta = stats.beta(self.half, self.half, loc=-1.0, scale=2.0)  # quantiles only
         self._log_norm = -special.betaln(self.half, self.half) - math.log(2.0)
         self._log_b = special.betaln(0.5, self.half)
         self._log_b_up = special.betaln(0.5, self.half + 1)
@@ -1008,10 +1007,10 @@ class _Cosine:
         return math.log(float(special.betaincc(h, h, (1 + c) / 2)))
 
     def ppf(self, u: float) -> float:
-        return float(self._beta.ppf(u))
+        return float(2.0 * special.betaincinv(self.half, self.half, u) - 1.0)
 
     def isf(self, u: float) -> float:
-        return float(self._beta.isf(u))
+        return float(2.0 * special.betaincinv(self.half, self.half, 1.0 - u) - 1.0)
 
     def tail_moments(self, c: float) -> tuple[float, float]:
         """E[C | C > c] and E[C² | C > c] in closed form (integration by parts)."""

@@ -151,11 +151,13 @@ def _exists(dotted: str) -> bool:
             obj = importlib.import_module(".".join(parts[:split]))
         except Exception:
             continue
-        try:
-            for part in parts[split:]:
+        for part in parts[split:]:
+            if hasattr(obj, part):
                 obj = getattr(obj, part)
-        except AttributeError:
-            return False
+            elif isinstance(obj, type) and any(part in getattr(k, "__annotations__", {}) for k in obj.__mro__):
+                obj = None  # a declared field (a dataclass field without default is no class attribute)
+            else:
+                return False
         return True
     return False
 

@@ -111,7 +111,7 @@ def run_regime(args) -> int:
     from numerics.study import SCALES, paper_consistency, run_regime_study
     from numerics.train import atomic_write
 
-    if args.scale not in SCALES or args.scale == "tiny":
+    if args.scale not in SCALES or args.scale == "smoke":
         raise ValueError(f"--scale must be one of 'quick', 'full'; got {args.scale!r}")
     progress = None if not args.no_progress else False
     try:

@@ -1,0 +1,77 @@
+"""``idepth reproduce``: regenerate every figure and table of the paper and write REPORT.md.
+
+A thin layer over :func:`numerics.reproduce.reproduce`: parses the options,
+prints the plan (run count, estimated cost) before starting, and reports where
+the report is. Bad input (unknown scale or artefact ID, an output directory
+that is a file or not writable) is one line on stderr and exit status 2;
+Ctrl-C stops with exit status 130 and leaves the store consistent (re-running
+the same command continues).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "regenerate the paper's figures and tables (PNG/PDF, Markdown) and write REPORT.md"
+
+
+def register(subparsers) -> None:
+    """Add the ``reproduce`` sub-command to ``subparsers``."""
+    from numerics.reproduce import ARTEFACTS, SCALES
+
+    parser = subparsers.add_parser(
+        "reproduce",
+        help=HELP,
+        description=(
+            "Plan the training runs each figure and table of the paper needs, run them through the sweep layer "
+            "into OUT/store (finished runs are reused; Ctrl-C keeps them), fit, plot and tabulate, run the regime "
+            "study, and write OUT/REPORT.md with the paper's values next to the package's and a verdict computed "
+            "from the numbers."
+        ),
+        epilog="scales: " + "; ".join(f"{name}: {scale.description}" for name, scale in SCALES.items()),
+    )
+    parser.add_argument("--scale", default="quick", metavar="SCALE",
+                        help=f"one of {', '.join(SCALES)} (default: quick, about 15 minutes on 2 cores)")
+    parser.add_argument("--only", metavar="ID,...", default=None,
+                        help="only these artefacts (comma-separated): " + ", ".join(ARTEFACTS))
+    parser.add_argument("--out", metavar="DIR", default="reproduction",
+                        help="output directory (default: ./reproduction); holds REPORT.md, figures/, tables/, store/")
+    parser.add_argument("--backend", choices=("local", "dask"), default="local",
+                        help="local process pool (default) or a dask.distributed cluster (needed for --scale paper)")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="worker processes (default: the usable cores); with --backend dask and no "
+                             "--scheduler, the size of a local Dask cluster")
+    parser.add_argument("--scheduler", metavar="ADDR", default=None,
+                        help="address of a running Dask scheduler, e.g. tcp://host:8786 (with --backend dask)")
+    parser.add_argument("--no-study", action="store_true",
+                        help="skip the regime study and the consistency check (numerics.study)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(func=run)
+
+
+def _argv(args: argparse.Namespace) -> list[str]:
+    argv = ["reproduce", "--scale", args.scale]
+    argv += ["--only", args.only] if args.only else []
+    argv += ["--out", args.out]
+    argv += ["--backend", args.backend] if args.backend != "local" else []
+    argv += ["--workers", str(args.workers)] if args.workers is not None else []
+    argv += ["--scheduler", args.scheduler] if args.scheduler else []
+    argv += ["--no-study"] if args.no_study else []
+    return argv
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the reproduction; print where the report is."""
+    from numerics.reproduce import command_line, reproduce
+
+    result = reproduce(
+        args.scale, args.only, args.out, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
+        progress=False if args.no_progress else None, study=False if args.no_study else None,
+        command=command_line(_argv(args)),
+    )
+    counts = {}
+    for claim in result.claims:
+        counts[claim.status] = counts.get(claim.status, 0) + 1
+    print(f"{result.report}: {len(result.figures)} figures, {len(result.tables)} tables; claims: "
+          + ", ".join(f"{n} {status}" for status, n in counts.items()) + f"; {result.wall_time:.0f} s")
+    return 0

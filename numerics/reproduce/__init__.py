@@ -1,0 +1,340 @@
+"""``idepth reproduce``: every figure and table of the paper, with a report that puts paper and package side by side.
+
+:func:`reproduce` plans the training runs each requested artefact needs
+(:mod:`~numerics.reproduce.plan`, :mod:`~numerics.reproduce.scales`), runs them
+through the sweep layer into one resumable store ``OUT/store/results.sqlite``
+(:func:`numerics.sweep.run_sweep` with :func:`~numerics.reproduce.runner.run_with_extras`;
+re-running reuses every finished run, Ctrl-C leaves the store consistent), then
+fits, plots (:mod:`~numerics.reproduce.figures`), tabulates
+(:mod:`~numerics.reproduce.tables`), runs the regime study and the consistency
+check of :mod:`numerics.study`, and writes ``OUT/REPORT.md``
+(:mod:`~numerics.reproduce.report`).
+
+Output layout::
+
+    OUT/REPORT.md                  the report (written atomically, last)
+    OUT/figures/<id>.png, .pdf     fig1, fig3a, ..., fig14
+    OUT/tables/<id>.md, .json      table1 .. table5
+    OUT/store/results.sqlite       every training run (numerics.store)
+    OUT/cache/*.json               oracle bounds and linear floors (Monte Carlo, cached)
+    OUT/study/                     the regime study (numerics.study)
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .plan import ARTEFACTS, Plan, make_plan, parse_only
+from .scales import SCALES, Family, Scale, get_scale
+
+__all__ = [
+    "ARTEFACTS",
+    "SCALES",
+    "Family",
+    "Scale",
+    "Plan",
+    "ReproductionResult",
+    "get_scale",
+    "make_plan",
+    "parse_only",
+    "check_out_dir",
+    "reproduce",
+]
+
+
+@dataclass(frozen=True)
+class ReproductionResult:
+    """What :func:`reproduce` produced.
+
+    Attributes
+    ----------
+    out_dir : Path
+    report : Path
+        ``OUT/REPORT.md``.
+    plan : Plan
+    figures : tuple of numerics.reproduce.figures.Figure
+    tables : tuple of numerics.reproduce.tables.Table
+    claims : tuple of numerics.reproduce.report.Claim
+    sweep : numerics.sweep.SweepSummary
+        What the sweep layer did (runs trained now, reused, failed).
+    wall_time : float
+        Seconds.
+
+    References
+    ----------
+    The paper's figures 1, 3-7, 9-14 and tables 1-5.
+
+    Examples
+    --------
+    >>> ReproductionResult.__dataclass_fields__["report"].type
+    'Path'
+    """
+
+    out_dir: Path
+    report: Path
+    plan: Plan
+    figures: tuple
+    tables: tuple
+    claims: tuple
+    sweep: object
+    wall_time: float
+
+
+def check_out_dir(out_dir) -> Path:
+    """Refuse an output directory that is a file or cannot be written; create it otherwise.
+
+    Raises
+    ------
+    NotADirectoryError
+        ``out_dir`` (or one of its parents) is an existing file.
+    PermissionError
+        ``out_dir`` cannot be created or written.
+    TypeError
+        ``out_dir`` is not a path.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     check_out_dir(pathlib.Path(tmp) / "new").is_dir()
+    True
+    >>> with tempfile.NamedTemporaryFile() as fh:
+    ...     check_out_dir(fh.name)
+    Traceback (most recent call last):
+    ...
+    NotADirectoryError: output directory ... is an existing file, not a directory
+    """
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"out_dir must be a path; got {out_dir!r} ({type(out_dir).__name__})")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"output directory {str(out)!r} is an existing file, not a directory")
+    for parent in out.parents:
+        if parent.exists() and not parent.is_dir():
+            raise NotADirectoryError(f"output directory {str(out)!r}: {str(parent)!r} is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        raise PermissionError(f"output directory {str(out)!r} cannot be created (permission denied)") from None
+    except OSError as exc:
+        raise PermissionError(f"output directory {str(out)!r} cannot be created: {exc.strerror}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise PermissionError(f"output directory {str(out)!r} is not writable")
+    probe = out / f".idepth-write-test-{os.getpid()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise PermissionError(f"output directory {str(out)!r} is not writable ({exc.strerror})") from None
+    return out
+
+
+_STUDY_SCALES = {"smoke": "tiny", "quick": "quick", "medium": "full", "paper": "full"}
+_CONSISTENCY = {  # contexts per bound and context lengths of numerics.study.paper_consistency, per scale
+    "smoke": dict(n_contexts=256, P_values=(1024,)),
+    "quick": dict(n_contexts=2048, P_values=(1024,)),
+    "medium": dict(n_contexts=8192, P_values=(1024, 2048)),
+    "paper": dict(n_contexts=16384, P_values=(1024, 2048)),
+}
+
+
+def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, progress, log) -> tuple:
+    """(regime-study Markdown, consistency Markdown, consistency report or None) from :mod:`numerics.study`."""
+    from .report import _relink
+
+    heading = "## Where inverse-depth scaling appears (regime study)"
+    try:
+        from numerics import study as study_module
+    except ImportError as exc:  # pragma: no cover - the module ships with the package
+        note = f"**Not available**: numerics.study could not be imported ({exc})."
+        return f"{heading}\n\n{note}\n", f"## Consistency with the paper\n\n{note}\n", None
+    name = _STUDY_SCALES.get(scale.name, scale.study_scale)
+    if name not in getattr(study_module, "SCALES", {}):
+        name = scale.study_scale
+    study_dir = out / "study"
+    result = None
+    try:
+        log(f"regime study (numerics.study, scale {name!r}) ...")
+        kwargs = dict(backend=backend, progress=progress)
+        if backend == "dask" and scheduler is not None:
+            kwargs["scheduler"] = scheduler
+        else:
+            kwargs["workers"] = workers
+        result = study_module.run_regime_study(name, study_dir, **kwargs)
+        regime_md = _relink(result.markdown, "study/")
+        if not regime_md.lstrip().startswith("#"):
+            regime_md = f"{heading}\n\n{regime_md}"
+    except (ValueError, RuntimeError, KeyError) as exc:
+        regime_md = (f"{heading}\n\n**The regime study did not run**: {' '.join(str(exc).split())}. "
+                     "The verdict above rests on this reproduction's own runs only.\n")
+    consistency, consistency_md = None, ""
+    try:
+        log("consistency with the paper (oracle bounds at the paper's sizes) ...")
+        options = _CONSISTENCY.get(scale.name, _CONSISTENCY["quick"])
+        consistency = study_module.paper_consistency(study=result, out_dir=study_dir, workers=workers or 1,
+                                                     progress=bool(progress), **options)
+        consistency_md = _relink(consistency.markdown, "study/")
+    except (ValueError, RuntimeError, KeyError) as exc:
+        consistency_md = (f"## Consistency with the paper\n\n**The consistency check did not run**: "
+                          f"{' '.join(str(exc).split())}.\n")
+    return regime_md, consistency_md, consistency
+
+
+def _grid(configs: Sequence):
+    from numerics.sweep import Grid
+    from numerics.train import TrainConfig
+
+    def fixed(value):
+        return [list(value)] if isinstance(value, (list, tuple)) else value  # a list-valued field is one value
+
+    return Grid(*[{key: fixed(value) for key, value in config.to_dict().items()} for config in configs],
+                config_type=TrainConfig)
+
+
+def reproduce(
+    scale: str | Scale = "quick",
+    only: str | Sequence[str] | None = None,
+    out_dir: str | os.PathLike = "reproduction",
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+    study: bool | None = None,
+    log: Callable[[str], object] | None = None,
+    command: str | None = None,
+) -> ReproductionResult:
+    """Regenerate the paper's figures and tables at ``scale`` and write ``OUT/REPORT.md``.
+
+    Parameters
+    ----------
+    scale : {'smoke', 'quick', 'medium', 'paper'} or Scale
+        See :mod:`numerics.reproduce.scales` (``paper`` needs a Dask cluster).
+    only : str or sequence of str, optional
+        Artefact IDs (``"fig6a,table4"``); default: all of :data:`ARTEFACTS`.
+    out_dir : path
+        Output directory (created); see the module docstring for its layout.
+    backend : {'local', 'dask'}
+        Where the training runs execute (:func:`numerics.sweep.run_sweep`).
+    workers : int, optional
+        Local worker processes (default: the usable cores), or the size of a
+        local Dask cluster when ``backend='dask'`` without ``scheduler``.
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``).
+    progress : bool, optional
+        Progress bars (default: when stderr is a terminal).
+    study : bool, optional
+        Run the regime study and the consistency check (:mod:`numerics.study`);
+        default: only when every artefact is requested (``only`` is None).
+    log : callable, optional
+        Receives the plan and progress lines (default: print to stderr).
+    command : str, optional
+        The command line recorded in the report.
+
+    Returns
+    -------
+    ReproductionResult
+
+    Raises
+    ------
+    ValueError
+        Unknown scale or artefact ID, bad backend options -- before anything is written.
+    NotADirectoryError, PermissionError
+        ``out_dir`` is a file or not writable.
+    KeyboardInterrupt
+        Ctrl-C: the store keeps every finished run; calling again continues.
+
+    References
+    ----------
+    The paper's figures 1, 3-7, 9-14 and tables 1-5; eqs. (12), (16), (34)-(54), (60)-(63), (88)-(93).
+
+    Examples
+    --------
+    >>> import tempfile  # doctest: +SKIP
+    >>> result = reproduce("smoke", out_dir=tempfile.mkdtemp(), workers=2)  # about a minute  # doctest: +SKIP
+    >>> result.report.name  # doctest: +SKIP
+    'REPORT.md'
+    """
+    started = time.perf_counter()
+    log = log if log is not None else (lambda text: print(text, file=sys.stderr, flush=True))
+    scale = get_scale(scale)
+    plan = make_plan(scale, only)  # validates scale and IDs before anything is written
+    if backend not in ("local", "dask"):
+        raise ValueError(f"backend must be one of 'local', 'dask'; got {backend!r}")
+    if scheduler is not None and backend != "dask":
+        raise ValueError(f"scheduler is only used with backend='dask'; got scheduler={scheduler!r} with backend={backend!r}")
+    if workers is not None:
+        from theory._validation import check_positive_int
+
+        workers = check_positive_int("workers", workers)
+    out = check_out_dir(out_dir)
+    study = (only is None) if study is None else bool(study)
+    command = command or "numerics.reproduce.reproduce(" + ", ".join(
+        [repr(scale.name)] + ([f"only={only!r}"] if only else []) + [f"out_dir={str(out)!r}"]) + ")"
+
+    log(plan.format(workers or _usable_cores(), backend=backend))
+    if scale.needs_cluster and backend != "dask":
+        log(f"warning: scale {scale.name!r} is sized for a Dask cluster; running it locally will take "
+            f"≈ {plan.estimated_seconds / 3600 / max(workers or _usable_cores(), 1):.0f} hours")
+
+    from numerics.sweep import run_sweep
+
+    from .runner import run_with_extras
+
+    sweep_kwargs = dict(backend=backend, progress=progress, runner=run_with_extras)
+    if backend == "dask" and scheduler is not None:
+        sweep_kwargs["scheduler"] = scheduler
+    else:
+        sweep_kwargs["workers"] = workers
+    summary = run_sweep(_grid(plan.configs), out / "store", **sweep_kwargs)
+    log(f"training: {summary.executed} runs trained now, {summary.skipped} reused from the store, "
+        f"{summary.failed} failed ({summary.wall_time:.0f} s)")
+
+    from .context import ReproductionContext
+    from .figures import build_figure
+    from .report import evaluate_claims, write_report
+    from .tables import build_table
+
+    ctx = ReproductionContext.open(scale, out, families=plan.families)
+    study_md = consistency_md = ""
+    consistency = None
+    if study:
+        study_md, consistency_md, consistency = _study_sections(
+            scale, out, backend=backend, workers=workers, scheduler=scheduler, progress=progress, log=log)
+    figures, tables = [], []
+    for artefact_id in plan.artefacts:
+        log(f"building {artefact_id} ...")
+        if ARTEFACTS[artefact_id].kind == "figure":
+            figures.append(build_figure(ctx, artefact_id))
+        else:
+            tables.append(build_table(ctx, artefact_id))
+    claims = evaluate_claims(ctx, consistency)
+    wall = time.perf_counter() - started
+    report = write_report(ctx, plan, figures=figures, tables=tables, claims=claims, study_markdown=study_md,
+                          consistency_markdown=consistency_md, wall_time=wall, sweep_summary=summary,
+                          command=command)
+    log(f"wrote {report} ({wall:.0f} s)")
+    return ReproductionResult(out_dir=out, report=report, plan=plan, figures=tuple(figures), tables=tuple(tables),
+                              claims=claims, sweep=summary, wall_time=wall)
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        return os.cpu_count() or 1
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The shell-quoted command line ``idepth reproduce ...`` for the report (internal helper)."""
+    return "idepth " + " ".join(shlex.quote(a) for a in argv)

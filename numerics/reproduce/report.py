@@ -1,0 +1,374 @@
+"""The verdict of a reproduction and ``OUT/REPORT.md``.
+
+:func:`evaluate_claims` tests each of the paper's claims that the issue sets a
+target for, from the measured numbers (:mod:`numerics.reproduce.analysis`) and
+the rules of :mod:`numerics.reproduce.criteria`; a claim is marked reproduced
+only when its criterion is met by the numbers. :func:`write_report` writes the
+whole report atomically: scale, wall time, verdict, the regime study and the
+"Consistency with the paper" section (from :mod:`numerics.study`), every figure
+inline and every table.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import analysis, criteria
+from .results import spectrum_label
+
+__all__ = ["Claim", "STATUSES", "evaluate_claims", "render_report", "write_report"]
+
+#: verdict of a claim
+STATUSES = ("reproduced", "not reproduced", "not tested")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper and what this reproduction measured.
+
+    Attributes
+    ----------
+    id : str
+    paper : str
+        The claim as the paper makes it.
+    criterion : str
+        How it is tested here (the issue's target, made operational).
+    status : {'reproduced', 'not reproduced', 'not tested'}
+    evidence : str
+        The measured numbers.
+    families : tuple of str
+        Families whose runs the evidence comes from.
+
+    References
+    ----------
+    Paper sections 3-4; issue 6 targets.
+
+    Examples
+    --------
+    >>> Claim("x", "p", "c", "not tested", "e").mark
+    'NOT TESTED'
+    """
+
+    id: str
+    paper: str
+    criterion: str
+    status: str
+    evidence: str
+    families: tuple = ()
+
+    @property
+    def mark(self) -> str:
+        return {"reproduced": "REPRODUCED", "not reproduced": "NOT REPRODUCED"}.get(self.status, "NOT TESTED")
+
+
+def _status(passed: bool | None) -> str:
+    return "not tested" if passed is None else ("reproduced" if passed else "not reproduced")
+
+
+def _pct(x: float) -> str:
+    return "—" if not math.isfinite(x) else f"{100 * x:.1f} %"
+
+
+def _alpha_text(s) -> str:
+    if not s.fit.ok:
+        return f"{s.label}: no fit ({s.fit.reason})"
+    se = s.fit.se("alpha")
+    return (f"{s.label}: α = {s.fit.value('alpha'):.3f}" + (f" ± {se:.3f}" if math.isfinite(se) else "")
+            + f", L0 = {s.fit.value('L0'):.4g}, R_1/R_Lmax = {s.depth_gain:.3g}, C_L change {_pct(s.C_change)}, "
+            f"A_L − C_L change {_pct(s.gap_change)} over the last doubling")
+
+
+def _inverse_depth_claim(ctx) -> Claim:
+    lo, hi = analysis.ALPHA_TARGET
+    paper = ("Softmax attention on the top-2 task: R_L = L0 + c L^-α with α ≈ 1 for every spectrum; C_L → C_∞ and "
+             "A_L − C_L → Δ_∞ (Tables 4-5, Fig. 6).")
+    criterion = (f"fitted α in [{lo}, {hi}] with C_L and A_L − C_L changing < "
+                 f"{100 * criteria.SETTLING_TOLERANCE:.0f} % over the last doubling of depth, for at least three "
+                 "spectra including (0, 0), one with a > 0 and one with b > 0 (lazy-training regime)")
+    if not ctx.ran("nonlinear_lazy"):
+        return Claim("inverse_depth", paper, criterion, "not tested", "nonlinear_lazy not run", ("nonlinear_lazy",))
+    summaries = [analysis.nonlinear_summary(ctx, "nonlinear_lazy", a, b) for a, b in ctx.family("nonlinear_lazy").spectra]
+    summaries = [s for s in summaries if s.has_data]
+    if not summaries:
+        return Claim("inverse_depth", paper, criterion, "not tested", "no finished runs", ("nonlinear_lazy",))
+    passing = [s for s in summaries if s.alpha_in_target and s.C_settles and s.gap_settles]
+    ok = (len(passing) >= 3 and any(s.a == 0 and s.b == 0 for s in passing) and any(s.a > 0 for s in passing)
+          and any(s.b > 0 for s in passing))
+    family = ctx.family("nonlinear_lazy")
+    evidence = (f"d = {family.d}, N = {family.N}, P = {family.P}, L up to {max(family.depths)}, "
+                f"{len(family.seeds)} seeds. " + "; ".join(_alpha_text(s) for s in summaries)
+                + f". Spectra meeting every condition: {', '.join(s.label for s in passing) or 'none'}.")
+    return Claim("inverse_depth", paper, criterion, _status(ok), evidence, ("nonlinear_lazy",))
+
+
+def _converged_claim(ctx) -> Claim:
+    lo, hi = analysis.ALPHA_TARGET
+    paper = "Models trained until the loss has converged show the same inverse-depth law (section 3: 'all models are " \
+            "trained until the loss has converged')."
+    criterion = (f"same sizes as the lazy runs, trained to convergence: fitted α in [{lo}, {hi}] for every spectrum run")
+    if not ctx.ran("nonlinear_converged"):
+        return Claim("converged", paper, criterion, "not tested", "nonlinear_converged not run", ("nonlinear_converged",))
+    family = ctx.family("nonlinear_converged")
+    summaries = [analysis.nonlinear_summary(ctx, "nonlinear_converged", a, b) for a, b in family.spectra]
+    summaries = [s for s in summaries if s.has_data]
+    if not summaries:
+        return Claim("converged", paper, criterion, "not tested", "no finished runs", ("nonlinear_converged",))
+    parts = []
+    for s in summaries:
+        R = s.R.finite()
+        parts.append(_alpha_text(s) + "; R_L = " + ", ".join(f"{v:.4g}" for v in R.mean)
+                     + f" at L = {list(map(int, R.depths))}")
+    ok = all(bool(s.alpha_in_target) for s in summaries)
+    evidence = f"d = {family.d}, N = {family.N}, P = {family.P}, {family.regime}. " + "; ".join(parts) + "."
+    return Claim("converged", paper, criterion, _status(ok), evidence, ("nonlinear_converged",))
+
+
+def _linear_easy_claim(ctx) -> Claim:
+    paper = "Linear attention, easy task: R_L ∝ L^-α with ζ ≤ α ≤ 2ζ (Table 2; constrained and free polynomial laws)."
+    criterion = ("for every Table 2 row that is run and resolvable at this d (≥ 3 grid depths inside L ≤ "
+                 "(λ_1/λ_d)/10), the fitted α lies in [ζ, 2ζ] within two SE")
+    if not ctx.ran("linear_easy"):
+        return Claim("linear_easy", paper, criterion, "not tested", "linear_easy not run", ("linear_easy",))
+    family = ctx.family("linear_easy")
+    summaries = [analysis.linear_easy_summary(ctx, a, b) for a, b in family.spectra]
+    tested = [s for s in summaries if s.resolvable and s.fit.ok]
+    unresolved = [s for s in summaries if not s.resolvable]
+    parts = []
+    for s in summaries:
+        if s.fit.ok:
+            parts.append(f"{s.label}: α = {s.fit.value('alpha'):.3f} ± {s.fit.se('alpha'):.3f} (ζ = {s.zeta:.3g}, "
+                         f"2ζ = {2 * s.zeta:.3g}; depths {list(s.fit_depths)})" + ("" if s.resolvable else " [not resolvable]"))
+        else:
+            parts.append(f"{s.label}: no fit ({s.fit.reason})")
+    from theory.paper import paper_table
+
+    run = set(family.spectra)
+    not_run = [spectrum_label(r["a"], r["b"]) for r in paper_table("table2") if (r["a"], r["b"]) not in run]
+    extra = ""
+    if unresolved or not_run:
+        extra = (f" Not resolvable at d = {family.d}: {', '.join(s.label for s in unresolved) or 'none'}; not run: "
+                 f"{', '.join(not_run) or 'none'} (λ_1/λ_d = d^a: a < 2 needs d far beyond {family.d} for a window "
+                 f"holding depths up to {max(family.depths)}).")
+    ok = None if not tested else all(bool(s.between) for s in tested)
+    return Claim("linear_easy", paper, criterion, _status(ok), "; ".join(parts) + "." + extra, ("linear_easy",))
+
+
+def _linear_floor_claim(ctx) -> Claim:
+    paper = "Linear attention on the top-k task plateaus at the theory floor T − hᵀG†h (Table 3)."
+    criterion = (f"plateau (R_L at the deepest model) within {100 * analysis.FLOOR_TARGET:.0f} % of the theory floor at "
+                 "the same (d, P, k), for every spectrum run")
+    families = [f for f in ("linear_difficult", "linear_difficult_k16") if ctx.ran(f)]
+    if not families:
+        return Claim("linear_floor", paper, criterion, "not tested", "linear_difficult not run",
+                     ("linear_difficult", "linear_difficult_k16"))
+    summaries = []
+    for name in families:
+        for a, b in ctx.family(name).spectra:
+            s = analysis.linear_difficult_summary(ctx, name, a, b)
+            if math.isfinite(s.plateau):
+                summaries.append((ctx.family(name), s))
+    if not summaries:
+        return Claim("linear_floor", paper, criterion, "not tested", "no finished runs", tuple(families))
+    parts = [f"top-{f.k} {s.label} (d = {f.d}, P = {f.P}, L = {s.depth}): plateau {s.plateau:.4g} ± {s.plateau_se:.2g}, "
+             f"floor {s.floor:.4g} ± {s.floor_se:.2g}, {_pct(s.deviation)} apart" for f, s in summaries]
+    ok = all(bool(s.within_target) for _, s in summaries)
+    return Claim("linear_floor", paper, criterion, _status(ok), "; ".join(parts) + ".", tuple(families))
+
+
+def _easy_claim(ctx) -> Claim:
+    paper = "Softmax attention, easy task: one layer reaches zero loss for every spectrum; top-1 attention mass → 1 (Fig. 4)."
+    criterion = f"final L = 1 held-out loss below {100 * analysis.EASY_TARGET:g} % of its initial value for every spectrum run"
+    if not ctx.ran("nonlinear_easy"):
+        return Claim("easy_softmax", paper, criterion, "not tested", "nonlinear_easy not run", ("nonlinear_easy",))
+    family = ctx.family("nonlinear_easy")
+    summaries = [analysis.easy_softmax_summary(ctx, a, b) for a, b in family.spectra]
+    summaries = [s for s in summaries if s.below_target is not None]
+    if not summaries:
+        return Claim("easy_softmax", paper, criterion, "not tested", "no finished runs", ("nonlinear_easy",))
+    parts = [f"{s.label}: final/initial = {s.ratio[0]:.3g} (loss {s.final[0]:.3g} from {s.initial[0]:.3g}), top-1 mass "
+             f"{s.top1[0]:.3f}" for s in summaries]
+    ok = all(s.below_target for s in summaries)
+    return Claim("easy_softmax", paper, criterion, _status(ok),
+                 f"d = {family.d}, P = {family.P}, {family.max_steps} steps. " + "; ".join(parts) + ".",
+                 ("nonlinear_easy",))
+
+
+def _selection_claim(ctx) -> Claim:
+    paper = "Deep softmax models cut the high-error tail of token selection: ΔQ(q) = Q_1(q) − Q_256(q) > 0 (Fig. 13)."
+    criterion = "Q_1(0.99) − Q_Lmax(0.99) > 0 beyond two SE (over seeds) for every spectrum run"
+    if not ctx.ran("nonlinear_lazy"):
+        return Claim("selection_tail", paper, criterion, "not tested", "nonlinear_lazy not run", ("nonlinear_lazy",))
+    family = ctx.family("nonlinear_lazy")
+    shallow, deepest = min(family.depths), max(family.depths)
+    parts, verdicts = [], []
+    for a, b in family.spectra:
+        m1, s1 = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, shallow)
+        mL, sL = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, deepest)
+        if not (np.isfinite(m1[-1]) and np.isfinite(mL[-1])):
+            continue
+        delta = float(m1[-1] - mL[-1])
+        se = math.hypot(float(np.nan_to_num(s1[-1])), float(np.nan_to_num(sL[-1])))
+        verdicts.append(delta > criteria.AGREEMENT_SIGMAS * se)
+        parts.append(f"{spectrum_label(a, b)}: Q_{shallow}(0.99) = {m1[-1]:.3g}, Q_{deepest}(0.99) = {mL[-1]:.3g}, "
+                     f"ΔQ = {delta:.3g} ± {se:.2g}")
+    if not verdicts:
+        return Claim("selection_tail", paper, criterion, "not tested", "no finished runs", ("nonlinear_lazy",))
+    return Claim("selection_tail", paper, criterion, _status(all(verdicts)), "; ".join(parts) + ".", ("nonlinear_lazy",))
+
+
+def _plateau_claim(consistency) -> Claim:
+    paper = "Softmax plateau L0 ≈ 2.0 at (0, 0) and the other Table 1 / Table 4 plateaus, at the paper's (unstated) sizes."
+    criterion = ("each paper plateau is not below the oracle bound (best mixture of softmax heads over cosine similarity) "
+                 "at the sizes that reproduce the paper's linear Table 3 (d = 128, P ≈ 1024)")
+    if consistency is None:
+        return Claim("paper_plateaus", paper, criterion, "not tested",
+                     "the consistency check (numerics.study.paper_consistency) was not run", ())
+    rows = list(getattr(consistency, "rows", ()))
+    if not rows:
+        return Claim("paper_plateaus", paper, criterion, "not tested", "no consistency rows", ())
+    below = [r for r in rows if r.below_bound]
+    parts = [f"{r.source} ({r.a:g}, {r.b:g}) = {r.paper_value} vs mixture bound {r.mixture:.4g} ± {r.mixture_se:.2g} "
+             f"at d = {r.d}, P = {r.P}" for r in below[:6]]
+    evidence = f"{len(below)} of {len(rows)} paper values lie below the bound. " + "; ".join(parts) + (
+        " …" if len(below) > 6 else "")
+    return Claim("paper_plateaus", paper, criterion, _status(len(below) == 0), evidence, ())
+
+
+def evaluate_claims(ctx, consistency=None) -> tuple:
+    """Every tested claim (see the module docstring), in report order.
+
+    References
+    ----------
+    Paper Tables 1-5, Figs. 4, 6, 13; issue 6 targets.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.reproduce.context import ReproductionContext
+    >>> from numerics.reproduce.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
+    >>> [c.status for c in claims][:2]
+    ['not tested', 'not tested']
+    """
+    return (
+        _inverse_depth_claim(ctx),
+        _converged_claim(ctx),
+        _linear_easy_claim(ctx),
+        _linear_floor_claim(ctx),
+        _easy_claim(ctx),
+        _selection_claim(ctx),
+        _plateau_claim(consistency),
+    )
+
+
+# ------------------------------------------------------------------------------------------- REPORT.md
+
+
+def _scale_section(ctx, plan) -> list[str]:
+    lines = ["## Scale", "", f"Scale **{ctx.scale.name}**: {ctx.scale.description}.", "",
+             "| family | model, task | d | N | P | k | depths L | seeds | spectra (a, b) | training |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in plan.families:
+        f = ctx.family(name)
+        lr = "default" if f.learning_rate is None else f"{f.learning_rate:g}"
+        frozen = f"; frozen {', '.join(f.frozen)}" if f.frozen else ""
+        if f.frozen and not f.frozen_applied:
+            frozen += " (**not applied**: TrainConfig has no 'frozen' field)"
+        init = "; init " + ", ".join(f"{k} = {v}" for k, v in f.init) if f.init else ""
+        lines.append(
+            f"| {name} | {f.model}, {f.task} | {f.d} | {f.N} | {f.P} | {f.k if f.task == 'difficult' else '—'} | "
+            f"{', '.join(map(str, f.depths))} | {len(f.seeds)} | {', '.join(spectrum_label(a, b) for a, b in f.spectra)} | "
+            f"Adam {lr}, {f.schedule}, {f.max_steps} steps × batch {f.batch_size}, {f.eval_size} held-out contexts"
+            f"{init}{frozen} |")
+    lines += ["", f"Monte Carlo: oracle bounds with {ctx.scale.bound_contexts} contexts, linear floors with "
+                  f"{ctx.scale.floor_samples} contexts × 4 queries (exact semi-analytic route where a = 0).", ""]
+    return lines
+
+
+def _relink(markdown: str, prefix: str) -> str:
+    """Prefix relative Markdown links/images with ``prefix`` (a sub-directory of OUT)."""
+    return re.sub(r"\]\((?!https?:|/|#)", f"]({prefix}", markdown)
+
+
+def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, consistency_markdown: str,
+                  wall_time: float, sweep_summary, command: str) -> str:
+    """The text of ``REPORT.md`` (see :func:`write_report`).
+
+    References
+    ----------
+    Issue 6 (what the report contains); the paper's figures and tables.
+    """
+    from theory import __version__
+
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    train_seconds = ctx.results.wall_time(plan.configs)
+    done = sum(1 for c in plan.configs if ctx.results.record(c) is not None)
+    lines = [f"# Reproduction report — scale {ctx.scale.name}", "",
+             "Paper: *Emergent Inverse-Depth Scaling From Nonlinearity In Attention* (Peng, Liu, Liu, Gore, 2026). "
+             f"Package `inverse-depth` {__version__}; generated {now} by `{command}`.", ""]
+    ran = "—"
+    if sweep_summary is not None:
+        ran = (f"{sweep_summary.executed} trained now, {sweep_summary.skipped} reused from the store, "
+               f"{sweep_summary.failed} failed, {sweep_summary.pending} pending; {sweep_summary.backend} backend, "
+               f"{sweep_summary.workers} worker(s)")
+    lines += [f"**Wall time**: {wall_time:.0f} s for the whole reproduction (training runs: {done}/{plan.n_runs} done "
+              f"in the store — {ran}; {train_seconds:.0f} core-seconds of training in total; the plan estimated "
+              f"{plan.estimated_seconds:.0f}).", ""]
+    lines += _scale_section(ctx, plan)
+    lines += ["## Verdict", "",
+              "Each claim with the criterion it is tested by; the status is computed from the numbers "
+              "(`numerics/reproduce/criteria.py`), never set by hand.", ""]
+    for claim in claims:
+        lines += [f"- **{claim.mark}** — {claim.paper}", f"  - criterion: {claim.criterion}",
+                  f"  - measured: {claim.evidence}"]
+    reproduced = [c.id for c in claims if c.status == "reproduced"]
+    failed = [c.id for c in claims if c.status == "not reproduced"]
+    untested = [c.id for c in claims if c.status == "not tested"]
+    lines += ["", f"Reproduced at this scale: {', '.join(reproduced) or 'none'}. Not reproduced: "
+                  f"{', '.join(failed) or 'none'}. Not tested: {', '.join(untested) or 'none'}.", ""]
+    lines += [study_markdown.strip(), ""] if study_markdown else []
+    lines += [consistency_markdown.strip(), ""] if consistency_markdown else []
+    if figures:
+        lines += ["## Figures", ""]
+        from .plan import ARTEFACTS
+
+        for figure in figures:
+            artefact = ARTEFACTS[figure.id]
+            rel = [p.relative_to(ctx.out_dir).as_posix() for p in figure.paths]
+            lines += [f"### {figure.id}: {artefact.title}", "", f"Paper: {artefact.paper}.", "",
+                      f"![{figure.id}]({rel[0]})", "", figure.caption, "", f"Files: [{rel[0]}]({rel[0]}), "
+                      f"[{rel[1]}]({rel[1]}).", ""]
+    if tables:
+        lines += ["## Tables", "",
+                  "Paper values are copied verbatim (`theory/data/paper_values.json`); 'agrees' columns are computed "
+                  f"(within {criteria.AGREEMENT_SIGMAS:g} combined standard errors).", ""]
+        for table in tables:
+            lines += [table.markdown("###"), f"Files: [tables/{table.id}.md](tables/{table.id}.md), "
+                                             f"[tables/{table.id}.json](tables/{table.id}.json).", ""]
+    failed_runs = [c for c in plan.configs if ctx.results.record(c) is None]
+    lines += ["## Runs", "", f"{plan.n_runs} distinct training runs in `store/results.sqlite` for this plan; "
+                             f"{len(failed_runs)} without a finished result (`idepth sweep status {ctx.out_dir / 'store'}` "
+                             "lists failures)."]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(ctx, plan, **kwargs) -> Path:
+    """Write ``OUT/REPORT.md`` atomically and return its path (keyword arguments of :func:`render_report`).
+
+    References
+    ----------
+    Issue 6.
+    """
+    from numerics.train import atomic_write
+
+    text = render_report(ctx, plan, **kwargs).encode("utf-8")
+    path = ctx.out_dir / "REPORT.md"
+    atomic_write(path, lambda fh: fh.write(text))
+    return path
