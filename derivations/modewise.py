@@ -14,7 +14,7 @@ import sympy as sp
 from theory import modewise as mw
 from theory import symbols as s
 
-from ._framework import Derivation, at_precision, Step, Table, Verdict, all_of, close_numeric, equal_symbolic, fmt, latex
+from ._framework import Derivation, Step, Table, Verdict, all_of, at_precision, close_numeric, equal_symbolic, fmt, latex
 
 __all__ = ["build"]
 

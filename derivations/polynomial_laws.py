@@ -18,7 +18,7 @@ from theory import symbols as s
 from theory.linear import S_MATRIX, qk_symbol, readout_symbol, symbolic_covariance_polynomial
 from theory.spectra import ZETA, PowerLawSpectrum
 
-from ._framework import Derivation, at_precision, Step, Table, Verdict, all_of, equal_symbolic, fmt, latex
+from ._framework import Derivation, Step, Table, Verdict, all_of, at_precision, equal_symbolic, fmt, latex
 
 __all__ = ["build"]
 

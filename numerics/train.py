@@ -228,6 +228,11 @@ class TrainConfig:
         Floating-point type of weights, data and arithmetic.
     c_lambda, c_omega : float
         Spectrum prefactors of eq. (2) (default 1, as in the paper).
+    frozen : tuple of str
+        Parameters kept at their initial value (not updated by Adam), e.g.
+        ``("W_o", "W_v", "W_y")`` keeps the gain ``g = W_o W_v W_y`` of eq. (60) fixed
+        (the "lazy" regime of the package's regime study), and everything but
+        ``W_o`` trains only the readout of frozen random heads.
 
     References
     ----------
@@ -273,6 +278,7 @@ class TrainConfig:
     dtype: str = "float32"
     c_lambda: float = 1.0
     c_omega: float = 1.0
+    frozen: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -304,6 +310,7 @@ class TrainConfig:
         lr = defaults["learning_rate"] if self.learning_rate is None else self.learning_rate
         set_("learning_rate", check_positive("learning_rate", lr))
         set_("init", _freeze_init(self.model, _family_init(self), self.init))
+        set_("frozen", _check_frozen(self.model, self.frozen))
 
     # -- serialisation -------------------------------------------------------------
 
@@ -322,6 +329,7 @@ class TrainConfig:
         """
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["init"] = dict(self.init)  # already sorted by key
+        out["frozen"] = list(self.frozen)
         return out
 
     @classmethod
@@ -391,6 +399,23 @@ class TrainConfig:
     def numpy_dtype(self) -> type:
         """``numpy.float32`` or ``numpy.float64``."""
         return np.float32 if self.dtype == "float32" else np.float64
+
+
+#: parameter names of the models (paper eqs. 8-12; ``m`` only for context_updates, eq. 77)
+PARAMETER_NAMES = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o", "m")
+
+
+def _check_frozen(model: str, frozen: object) -> tuple[str, ...]:
+    """``frozen`` as a sorted tuple of parameter names of ``model``."""
+    if isinstance(frozen, str) or not isinstance(frozen, (list, tuple)):
+        raise ValueError(f"frozen must be a list of parameter names from {', '.join(PARAMETER_NAMES)}; got {frozen!r}")
+    allowed = PARAMETER_NAMES if model == "context_updates" else PARAMETER_NAMES[:-1]
+    for name in frozen:
+        if name not in allowed:
+            raise ValueError(f"frozen names an unknown parameter {name!r} of model {model!r}; allowed: {', '.join(allowed)}")
+    if len(set(frozen)) == len(allowed):
+        raise ValueError("frozen must leave at least one parameter to train")
+    return tuple(sorted(set(frozen)))
 
 
 def _family_init(config: "TrainConfig") -> dict[str, Any]:
@@ -1120,6 +1145,8 @@ def train(
             if not _all_finite(grads):
                 raise TrainingDiverged(step, last_good, ckpt, "the gradient")
             train_losses[step] = loss
+            if config.frozen:  # zero gradients keep Adam's moments, hence the parameter, exactly at init
+                grads = {name: (np.zeros_like(g) if name in config.frozen else g) for name, g in grads.items()}
             grads, _ = clip_by_global_norm(grads, config.grad_clip)
             params, state = adam_update(
                 params, grads, state, learning_rate_at(step, config), config.beta1, config.beta2, config.eps

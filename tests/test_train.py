@@ -417,3 +417,29 @@ def test_float64_training_keeps_float64_weights():
     result = train(tiny(dtype="float64"))
     assert all(value.dtype == np.float64 for value in result.params.values())
     assert math.isfinite(result.metrics["R_L"])
+
+
+def test_frozen_parameters_stay_exactly_at_their_initial_values_and_the_rest_train():
+    from numerics.models import get_model
+    from numerics.train import TrainConfig, run_config
+
+    cfg = TrainConfig(model="nonlinear", task="difficult", d=4, N=6, P=8, depth=2, max_steps=30, eval_size=64,
+                      eval_every=10, frozen=("W_o", "W_v", "W_y"), dtype="float64")
+    free = run_config(dataclasses.replace(cfg, frozen=()))
+    lazy = run_config(cfg)
+    untouched = run_config(dataclasses.replace(cfg, max_steps=1, learning_rate=1e-300))  # ~ initial weights
+    for name in ("W_o", "W_v", "W_y"):
+        np.testing.assert_array_equal(lazy.params[name], untouched.params[name])
+        assert not np.array_equal(free.params[name], untouched.params[name])
+    assert not np.array_equal(lazy.params["W_q"], untouched.params["W_q"])
+
+
+def test_frozen_rejects_unknown_names_and_freezing_everything():
+    from numerics.train import TrainConfig
+
+    with pytest.raises(ValueError, match="frozen"):
+        TrainConfig(frozen=("W_z",))
+    with pytest.raises(ValueError, match="frozen"):
+        TrainConfig(frozen=("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
+    with pytest.raises(ValueError, match="frozen"):
+        TrainConfig(model="nonlinear", frozen=("m",))

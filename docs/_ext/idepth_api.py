@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -174,8 +175,25 @@ def drop_class_docstring_of_data(app, what, name, obj, options, lines):
         lines.clear()
 
 
+#: ``|text|`` with no space inside the bars: reStructuredText reads it as a substitution reference
+_BARS = re.compile(r"(?<![\\`|\w])\|(?=[^\s|`])([^|`]*?[^\s|`\\])\|(?![|`_\w])")
+
+
+def escape_absolute_value_bars(app, what, name, obj, options, lines):
+    """``autodoc-process-docstring``: the project writes plain-text maths in docstrings, where
+    ``|dk/dλ|`` means an absolute value; reStructuredText would read it as an (undefined)
+    substitution and fail the build. The project defines no substitutions, so such bars are
+    escaped; doctest lines and grid-table rows are left alone."""
+    for index, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith((">>>", "...", "|", "+")):
+            continue
+        lines[index] = _BARS.sub(lambda match: "\\|" + match.group(1) + "\\|", line)
+
+
 def setup(app):
     app.add_directive("package-api", PackageAPI)
+    app.connect("autodoc-process-docstring", escape_absolute_value_bars, priority=100)
     # before numpydoc (priority 500) rewrites the lines
     app.connect("autodoc-process-docstring", drop_class_docstring_of_data, priority=100)
     app.connect("missing-reference", resolve_reexport)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Optional
 
 import numpy as np
@@ -382,15 +383,17 @@ def dense_inputs(context_x: np.ndarray, context_y: np.ndarray, test_x: np.ndarra
 
 
 # --------------------------------------------------------------------------- initialisation
-#: the initialisation options every model accepts, with the softmax models' defaults
-SHARED_INIT_DEFAULTS = {
-    "w_x": "orthonormal",
-    "qk_init": "identity",
-    "qk_scale": 1.0,
-    "qk_noise": 0.1,
-    "value_init": "identity",
-    "readout_gain": 1.0,
-}
+#: the initialisation options every model accepts, with their defaults (read-only)
+SHARED_INIT_DEFAULTS = MappingProxyType(
+    {
+        "w_x": "orthonormal",
+        "qk_init": "identity",
+        "qk_scale": 1.0,
+        "qk_noise": 0.1,
+        "value_init": "identity",
+        "readout_gain": 1.0,
+    }
+)
 _CHOICES = {"w_x": ("orthonormal", "gaussian"), "qk_init": ("identity", "gaussian"), "value_init": ("identity", "gaussian")}
 
 

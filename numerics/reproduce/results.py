@@ -194,7 +194,7 @@ def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | 
             fit = fit_gap_law(curve.depths, data, gap_plateau)
         else:
             fit = fit_depth_law(curve.depths, data, floor)
-    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:  # OverflowError: see report
         return FitSummary(None, " ".join(str(exc).split()))
     return FitSummary(fit)
 
