@@ -49,7 +49,7 @@ __all__ = [
 DEFAULTS_FORMAT = "idepth-softmax-defaults/1"
 _PACKAGED = "data/softmax_defaults.json"
 #: two (a, b) closer than this are the same grid point
-_GRID_ATOL = 1e-9
+_GRID_ATOL = 1e-12
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,12 @@ def resolve_reexport(app, env, node, contnode):
         candidates.append(f"{module}.{klass}.{target}")
     if module:
         candidates.append(f"{module}.{target}")
+    if module and klass:
+        # a class re-exported by a package is documented there too: look in its defining module
+        context = _locate(f"{module}.{klass}")
+        home = getattr(context, "__module__", None)
+        if isinstance(home, str) and home != module:
+            candidates.append(f"{home}.{target}")
     domain = env.get_domain("py")
     for candidate in candidates:
         obj = _locate(candidate)
@@ -186,7 +192,7 @@ def escape_absolute_value_bars(app, what, name, obj, options, lines):
     escaped; doctest lines and grid-table rows are left alone."""
     for index, line in enumerate(lines):
         stripped = line.lstrip()
-        if stripped.startswith((">>>", "...", "|", "+")):
+        if stripped.startswith((">>>", "...", "| ", "+-", "+=")) or stripped == "|":
             continue
         lines[index] = _BARS.sub(lambda match: "\\|" + match.group(1) + "\\|", line)
 

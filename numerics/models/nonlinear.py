@@ -21,9 +21,15 @@ computed as ``(ĥ_testᵀ C_ℓ) Ĥ_x`` with ``C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ`` fo
 ``O(N² + P N)`` per layer and context instead of the dense ``O(P N² + P² N)``.
 ``loss_and_grad`` is a hand-written reverse pass through that engine.
 
-Initialisation (:data:`INIT_DEFAULTS`): small Gaussian ``W_q, W_k`` did not learn in a
-prototype (d = N = 32, P = 128, top-2, Adam; loss stayed at Var(y)), whereas
-``W_q, W_k ≈ sqrt(κ)(I + noise)`` with an orthonormal ``W_x`` did; the default is that.
+Initialisation (:data:`INIT_DEFAULTS`): ``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + 0.1 G/sqrt(N))``, κ = 1,
+orthonormal ``W_x``, ``W_v = I``, ``g = 1``. After the norm the logits start at ≈ ``N cos(x_j, x_test)``,
+so every layer starts as a soft nearest-neighbour read-out. An independent prototype
+(d = N = 32, P = 128, top-2, Adam lr 1e-2) saw small Gaussian ``W_q, W_k`` learn nothing and
+this identity initialisation reach 6.3. Measured with this code (same sizes, L = 4, B = 128,
+Adam lr 1e-3, 1000 steps, flat spectra, target variance 18.07; eval on 2000 contexts):
+identity κ = 1 starts at 6.85 and ends at 6.6; κ = 0.3: 9.1 → 6.6; κ = 3: 9.7 → 7.2;
+Gaussian std 1/sqrt(N): 22.0 → 12.9; Gaussian std 0.3/sqrt(N): 17.9 → 7.9 (so at lr 1e-3 the
+Gaussian inits do learn, more slowly). The trainer owns the final choice.
 """
 
 from __future__ import annotations
@@ -47,7 +53,6 @@ from ._common import (
     norm_columns,
     resolve_init_options,
     softmax,
-    softmax_backward,
 )
 from ._common import param_shapes as _param_shapes
 

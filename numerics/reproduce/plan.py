@@ -158,15 +158,15 @@ def parse_only(only: str | Iterable[str] | None) -> tuple:
 
 
 # ------------------------------------------------------------------------------------------- cost model
-# Milliseconds per Adam step, fitted to measurements on this project's 2-core machine (single-threaded BLAS,
-# float32): a fixed part, data sampling ∝ B·P·d, and per layer a fixed part plus a size term.
+# Milliseconds per Adam step (CPU time), fitted to measurements on this project's 2-core machine (single-threaded
+# BLAS, float32; e.g. softmax d = N = 32, P = 128, batch 64: 7.6 ms at L = 1, 9.3 ms at L = 32): a fixed part, data sampling ∝ B·P·d, and per layer a fixed part plus a size term.
 _COST = {
     #                 fixed  per B·P·d  per layer  per layer-unit   layer unit
-    "linear":          (1.0, 3.0e-5, 0.12, 2.0e-6, "BNd2"),
-    "nonlinear":       (1.0, 3.0e-5, 0.03, 1.2e-6, "BPN"),
-    "untied_values":   (1.2, 3.0e-5, 0.05, 1.5e-6, "BPN"),
-    "single_stream":   (1.5, 3.0e-5, 0.15, 1.0e-7, "BP2N"),
-    "context_updates": (2.0, 3.0e-5, 1.50, 2.5e-6, "BP2N"),
+    "linear":          (0.3, 1.1e-5, 0.12, 3.4e-7, "BNd2"),
+    "nonlinear":       (0.3, 2.8e-5, 0.03, 7.0e-8, "BPN"),
+    "untied_values":   (0.3, 2.8e-5, 0.05, 1.0e-7, "BPN"),
+    "single_stream":   (0.3, 2.8e-5, 0.05, 3.0e-8, "BP2N"),
+    "context_updates": (0.3, 2.8e-5, 0.20, 1.7e-6, "BP2N"),
 }
 
 

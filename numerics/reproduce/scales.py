@@ -126,6 +126,13 @@ class Family:
         Convergence window (None: longer than the budget, i.e. no early stop).
     regime : str
         One line naming the training regime, printed in the report.
+    gamma_star_init : bool
+        Linear attention only: start every depth at the constrained optimum of
+        paper eq. (33), ``B_ℓ ≈ (L/λ_1) I`` (``qk_scale = N L/c_λ``), i.e. the
+        repeated update ``(1 − λ/λ_1)`` per layer; training then improves on it.
+        (The model's default start, ``B_ℓ ≈ I/λ_1``, is ``γ = 1``, far below
+        ``γ* = L/λ_1`` for deep models, and Adam did not always climb out of it
+        within the budget: at d = 16, L = 8, a = 2, b = 1 it stalled at the L = 4 loss.)
 
     References
     ----------
@@ -161,6 +168,7 @@ class Family:
     tol: float = 1e-3
     window: int | None = None
     regime: str = ""
+    gamma_star_init: bool = False
 
     def __post_init__(self) -> None:
         check_choice("family name", self.name, FAMILIES)
@@ -187,11 +195,14 @@ class Family:
         """
         from numerics.train import TrainConfig
 
+        init = dict(self.init)
+        if self.gamma_star_init:
+            init["qk_scale"] = float(self.N * int(depth))  # B_ℓ ≈ (qk_scale/N) I = (L/λ_1) I, λ_1 = c_λ = 1 (eq. 33)
         fields = dict(
             model=self.model, task=self.task, k=self.k, a=float(a), b=float(b), d=self.d, N=self.N, P=self.P,
             depth=int(depth), seed=int(seed), batch_size=self.batch_size, max_steps=self.max_steps,
             learning_rate=self.learning_rate, schedule=self.schedule, warmup_steps=self.warmup_steps,
-            init=dict(self.init), eval_size=self.eval_size, eval_every=self.eval_every, tol=self.tol,
+            init=init, eval_size=self.eval_size, eval_every=self.eval_every, tol=self.tol,
             window=self.window if self.window is not None else self.max_steps + self.eval_every,
         )
         if self.frozen_applied:
@@ -222,6 +233,8 @@ class Family:
         if self.frozen and not self.frozen_applied:
             frozen += " (NOT APPLIED: TrainConfig has no 'frozen' field)"
         init = ", init " + ", ".join(f"{k}={v}" for k, v in self.init) if self.init else ""
+        if self.gamma_star_init:
+            init += ", start at γ* = L/λ_1 (eq. 33)"
         return (
             f"{self.model}, {self.task} task" + (f", k = {self.k}" if self.task == "difficult" else "")
             + f"; d = {self.d}, N = {self.N}, P = {self.P}; L ∈ {{{', '.join(map(str, self.depths))}}}; "
@@ -288,83 +301,94 @@ def _scale(name, description, families, **kwargs) -> Scale:
     return Scale(name, description, {f.name: f for f in families}, **kwargs)
 
 
+#: easy task, softmax: start with near-uniform attention (W_q, W_k ≈ √0.05 I) so that what training does is seen
+_EASY = dict(learning_rate=0.03, schedule="warmup_constant", warmup_steps=20, init=(("qk_scale", 0.05),),
+             regime="from near-uniform attention (qk_scale 0.05): Adam 0.03, 20 warm-up steps, then constant")
+#: linear attention: Adam 1e-2 (the model default) with warm-up and cosine decay, starting at γ* (eq. 33)
+_LINEAR = dict(learning_rate=1e-2, schedule="warmup_cosine", gamma_star_init=True,
+               regime="Adam 1e-2, warm-up + cosine decay over the whole budget, start at γ* = L/λ_1 (eq. 33)")
+#: the regime in which the prototypes found inverse-depth scaling (issue 6)
 _LAZY = dict(learning_rate=1e-4, schedule="constant", warmup_steps=0, init=LAZY_INIT, frozen=LAZY_FROZEN,
-             regime="lazy: gain W_o W_v W_y frozen at 1, Adam 1e-4 constant, W_q = W_k = √0.6 (I + 0.5 G/√N)")
+             regime="lazy: gain W_o W_v W_y frozen at 1, Adam 1e-4 constant for the whole budget, "
+                    "W_q = W_k = √0.6 (I + 0.5 G/√N)")
+#: the same model trained to convergence (every parameter, the model defaults, same initialisation)
+_CONVERGED = dict(learning_rate=1e-3, schedule="warmup_cosine", init=LAZY_INIT,
+                  regime="converged: every parameter trained, Adam 1e-3 with warm-up + cosine decay, same "
+                         "initialisation as the lazy runs")
 
 
 def _smoke() -> Scale:
     tiny = dict(batch_size=8, max_steps=20, eval_size=64, eval_every=10, warmup_steps=0)
-    lazy = {**_LAZY, **tiny, "max_steps": 20}
+    lazy = {**_LAZY, **tiny}
+    linear = {**_LINEAR, **tiny}
     return _scale("smoke", "CI only: tiny sizes and 20 steps per run; checks the pipeline, its numbers mean nothing", [
-        Family("linear_easy", "linear", "easy", 2, 4, 4, 16, ((2.0, 1.0), (1.0, 2.0)), (1, 2, 4), (0,), **tiny),
-        Family("linear_difficult", "linear", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **tiny),
-        Family("linear_difficult_k16", "linear", "difficult", 16, 4, 4, 32, ((1.0, 0.0),), (1, 2), (0,), **tiny),
-        Family("nonlinear_easy", "nonlinear", "easy", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2), (0,), **tiny),
+        Family("linear_easy", "linear", "easy", 2, 4, 4, 16, ((2.0, 1.0), (1.0, 2.0)), (1, 2, 4), (0,), **linear),
+        Family("linear_difficult", "linear", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **linear),
+        Family("linear_difficult_k16", "linear", "difficult", 16, 4, 4, 32, ((1.0, 0.0),), (1, 2), (0,), **linear),
+        Family("nonlinear_easy", "nonlinear", "easy", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2), (0,), **{**_EASY, **tiny}),
         Family("nonlinear_lazy", "nonlinear", "difficult", 2, 4, 4, 16, ((0.0, 0.0), (0.5, 0.0)), (1, 2, 4), (0, 1),
                **lazy),
         Family("nonlinear_converged", "nonlinear", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,),
-               regime="converged: model defaults, warm-up + cosine", **tiny),
+               **{**_CONVERGED, **tiny}),
         Family("nonlinear_k16", "nonlinear", "difficult", 16, 4, 4, 32, ((0.0, 0.5),), (1, 2, 4), (0,), **lazy),
         Family("single_stream", "single_stream", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **lazy),
         Family("untied_values", "untied_values", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **lazy),
-        Family("context_updates", "context_updates", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2), (0,),
-               **lazy),
+        Family("context_updates", "context_updates", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2), (0,), **lazy),
         Family("context_updates_k16", "context_updates", "difficult", 16, 4, 4, 32, ((0.0, 0.0),), (1, 2), (0,),
                **lazy),
     ], bound_contexts=256, floor_samples=128, study_scale="smoke")
 
 
 def _quick() -> Scale:
-    lazy = dict(_LAZY, max_steps=1000, batch_size=64, eval_every=100)
-    linear = dict(batch_size=64, max_steps=1500, eval_every=100, warmup_steps=100)
+    lazy = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100, eval_size=2048)
+    small = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100)
+    linear = dict(_LINEAR, batch_size=32, max_steps=1500, eval_every=100, warmup_steps=100)
     return _scale("quick", "default: about 15 minutes on 2 cores, regime study included", [
-        Family("linear_easy", "linear", "easy", 2, 16, 16, 64, _TABLE2_SPECTRA[:5] + ((1.5, 2.0),),
-               (1, 2, 4, 8, 16), (0,), regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("linear_easy", "linear", "easy", 2, 16, 16, 256, _TABLE2_SPECTRA[:4] + ((1.5, 2.0),),
+               (1, 2, 4, 8, 16), (0,), **linear),
         Family("linear_difficult", "linear", "difficult", 2, 16, 16, 128, ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0)),
-               (1, 2, 4, 8), (0,), regime="converged: Adam 1e-2, warm-up + cosine", **dict(linear, max_steps=1000)),
+               (1, 2, 4, 8), (0,), **dict(linear, max_steps=1000)),
         Family("linear_difficult_k16", "linear", "difficult", 16, 16, 16, 128, ((0.5, 0.5), (1.0, 0.0)),
-               (1, 2, 4), (0,), regime="converged: Adam 1e-2, warm-up + cosine", **dict(linear, max_steps=1000)),
-        Family("nonlinear_easy", "nonlinear", "easy", 2, 16, 16, 64, ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0)),
-               (1, 2, 4), (0,), max_steps=600, batch_size=64, eval_every=50, warmup_steps=50,
-               regime="converged: Adam (model default), warm-up + cosine"),
+               (1, 2, 4), (0,), **dict(linear, max_steps=1000)),
+        Family("nonlinear_easy", "nonlinear", "easy", 2, 16, 16, 64, ((0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (2.0, 1.0)),
+               (1, 2), (0,), max_steps=500, batch_size=64, eval_every=50, **_EASY),
         Family("nonlinear_lazy", "nonlinear", "difficult", 2, 32, 32, 128, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)),
                (1, 2, 4, 8, 16, 32), (0, 1, 2), **lazy),
         Family("nonlinear_converged", "nonlinear", "difficult", 2, 32, 32, 128, ((0.0, 0.0),),
-               (1, 2, 4, 8, 16, 32), (0,), max_steps=3000, batch_size=64, eval_every=100, warmup_steps=100,
-               regime="converged: Adam 1e-3 (model default), warm-up + cosine, 3000 steps"),
+               (1, 2, 4, 8, 16, 32), (0,), max_steps=3000, batch_size=32, eval_every=100, eval_size=2048,
+               warmup_steps=100, **_CONVERGED),
         Family("nonlinear_k16", "nonlinear", "difficult", 16, 32, 32, 128, ((0.0, 0.5),),
                (1, 2, 4, 8, 16, 32), (0,), **lazy),
         Family("single_stream", "single_stream", "difficult", 2, 16, 16, 64, ((0.0, 0.0),), (1, 2, 4, 8), (0,),
-               **lazy),
+               **small),
         Family("untied_values", "untied_values", "difficult", 2, 16, 16, 64, ((0.0, 0.0),), (1, 2, 4, 8, 16),
-               (0,), **lazy),
+               (0,), **small),
         Family("context_updates", "context_updates", "difficult", 2, 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,),
-               **lazy),
+               **small),
         Family("context_updates_k16", "context_updates", "difficult", 16, 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8),
-               (0,), **lazy),
+               (0,), **small),
     ], bound_contexts=8192, floor_samples=4096, study_scale="quick")
 
 
 def _medium() -> Scale:
-    lazy = dict(_LAZY, max_steps=1000, batch_size=128, eval_every=100)
-    linear = dict(batch_size=128, max_steps=4000, eval_every=200, warmup_steps=200)
+    lazy = dict(_LAZY, max_steps=1000, batch_size=128, eval_every=100, eval_size=4096)
+    linear = dict(_LINEAR, batch_size=128, max_steps=4000, eval_every=200, warmup_steps=200)
     seeds = (0, 1, 2)
     depths = (1, 2, 4, 8, 16, 32, 64, 128)
     return _scale("medium", "hours on a workstation: every table row, depths to 128", [
-        Family("linear_easy", "linear", "easy", 2, 64, 64, 256, _TABLE2_SPECTRA, (1, 2, 4, 8, 16, 32, 64), seeds,
-               regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("linear_easy", "linear", "easy", 2, 64, 64, 1024, _TABLE2_SPECTRA, (1, 2, 4, 8, 16, 32, 64), seeds,
+               **linear),
         Family("linear_difficult", "linear", "difficult", 2, 64, 64, 512, _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA),
-               (1, 2, 4, 8, 16), seeds, regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+               (1, 2, 4, 8, 16), seeds, **linear),
         Family("linear_difficult_k16", "linear", "difficult", 16, 64, 64, 512, _TABLE3_K16_SPECTRA, (1, 2, 4, 8, 16),
-               seeds, regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+               seeds, **linear),
         Family("nonlinear_easy", "nonlinear", "easy", 2, 64, 64, 256, ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0), (2.0, 1.0)),
-               (1, 2, 4), seeds, max_steps=2000, batch_size=128, eval_every=100, warmup_steps=100,
-               regime="converged: Adam (model default), warm-up + cosine"),
+               (1, 2, 4), seeds, max_steps=2000, batch_size=128, eval_every=100, **_EASY),
         Family("nonlinear_lazy", "nonlinear", "difficult", 2, 64, 64, 512, _unique(_TABLE1_SPECTRA, _TABLE4_K2_SPECTRA),
                depths, seeds, **lazy),
         Family("nonlinear_converged", "nonlinear", "difficult", 2, 64, 64, 512, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)),
-               depths, seeds, max_steps=10000, batch_size=128, eval_every=200, warmup_steps=200,
-               regime="converged: Adam 1e-3 (model default), warm-up + cosine, 10000 steps"),
+               depths, seeds, max_steps=10000, batch_size=128, eval_every=200, eval_size=4096, warmup_steps=200,
+               **_CONVERGED),
         Family("nonlinear_k16", "nonlinear", "difficult", 16, 64, 64, 512, _TABLE4_K16_SPECTRA, depths, seeds, **lazy),
         Family("single_stream", "single_stream", "difficult", 2, 32, 32, 128, ((0.0, 0.0), (0.5, 0.5)),
                (1, 2, 4, 8, 16, 32), seeds, **lazy),
@@ -379,25 +403,21 @@ def _medium() -> Scale:
 
 def _paper() -> Scale:
     lazy = dict(_LAZY, max_steps=1000, batch_size=128, eval_every=100, eval_size=4096)
-    linear = dict(batch_size=128, max_steps=10000, eval_every=500, warmup_steps=500, eval_size=4096)
+    linear = dict(_LINEAR, batch_size=128, max_steps=10000, eval_every=500, warmup_steps=500, eval_size=4096)
     seeds = (0, 1, 2)
     depths = (1, 2, 4, 8, 16, 32, 64, 128, 256)
     return _scale("paper", "the paper's sizes (d = 128, P = 1024), depths to 256: needs a Dask cluster", [
-        Family("linear_easy", "linear", "easy", 2, 128, 128, 1024, _TABLE2_SPECTRA, depths[:8], seeds,
-               regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+        Family("linear_easy", "linear", "easy", 2, 128, 128, 1024, _TABLE2_SPECTRA, depths[:8], seeds, **linear),
         Family("linear_difficult", "linear", "difficult", 2, 128, 128, 1024,
-               _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA), depths[:6], seeds,
-               regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+               _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA), depths[:6], seeds, **linear),
         Family("linear_difficult_k16", "linear", "difficult", 16, 128, 128, 1024, _TABLE3_K16_SPECTRA, depths[:6],
-               seeds, regime="converged: Adam 1e-2, warm-up + cosine", **linear),
+               seeds, **linear),
         Family("nonlinear_easy", "nonlinear", "easy", 2, 128, 128, 1024, _unique(_TABLE1_SPECTRA, _TABLE2_SPECTRA),
-               (1, 2, 4), seeds, max_steps=5000, batch_size=128, eval_every=250, warmup_steps=250, eval_size=4096,
-               regime="converged: Adam (model default), warm-up + cosine"),
+               (1, 2, 4), seeds, max_steps=5000, batch_size=128, eval_every=250, eval_size=4096, **_EASY),
         Family("nonlinear_lazy", "nonlinear", "difficult", 2, 128, 128, 1024,
                _unique(_TABLE1_SPECTRA, _TABLE4_K2_SPECTRA), depths, seeds, **lazy),
         Family("nonlinear_converged", "nonlinear", "difficult", 2, 128, 128, 1024, _TABLE1_SPECTRA, depths, seeds,
-               max_steps=20000, batch_size=128, eval_every=500, warmup_steps=500, eval_size=4096,
-               regime="converged: Adam 1e-3 (model default), warm-up + cosine, 20000 steps"),
+               max_steps=20000, batch_size=128, eval_every=500, warmup_steps=500, eval_size=4096, **_CONVERGED),
         Family("nonlinear_k16", "nonlinear", "difficult", 16, 128, 128, 1024, _TABLE4_K16_SPECTRA, depths, seeds,
                **lazy),
         Family("single_stream", "single_stream", "difficult", 2, 128, 128, 1024, ((0.0, 0.0), (0.5, 0.5)),

@@ -1,0 +1,258 @@
+"""``idepth reproduce``: every artefact is produced, tables quote the paper verbatim, verdicts follow the
+numbers, re-running reuses the store, Ctrl-C leaves it consistent, and bad input is one line with exit 2.
+
+The end-to-end checks run the ``smoke`` scale (tiny sizes, ~40 short runs) once per module.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tolerances import ROUNDOFF, rtol
+
+from idepth.cli import main
+from numerics.reproduce import ARTEFACTS, check_out_dir, get_scale, make_plan, parse_only, reproduce
+from numerics.reproduce import criteria
+from numerics.reproduce.results import Curve, fit_curve, last_doubling
+from theory.paper import paper_table
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = [a for a, art in ARTEFACTS.items() if art.kind == "figure"]
+TABLES = [a for a, art in ARTEFACTS.items() if art.kind == "table"]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce") / "out"
+    result = reproduce("smoke", out_dir=out, workers=2, progress=False, study=True, log=lambda text: None)
+    return result
+
+
+# ------------------------------------------------------------------------------------------- end to end
+
+
+def test_smoke_reproduction_writes_every_figure_as_png_and_pdf(smoke):
+    for artefact_id in FIGURES:
+        png, pdf = smoke.out_dir / "figures" / f"{artefact_id}.png", smoke.out_dir / "figures" / f"{artefact_id}.pdf"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", artefact_id
+        assert pdf.read_bytes()[:5] == b"%PDF-", artefact_id
+        assert png.stat().st_size > 5_000 and pdf.stat().st_size > 1_000, artefact_id
+
+
+def test_smoke_reproduction_writes_every_table_and_the_report(smoke):
+    for artefact_id in TABLES:
+        text = (smoke.out_dir / "tables" / f"{artefact_id}.md").read_text(encoding="utf-8")
+        assert text.startswith(f"# {artefact_id}:") and text.count("\n|") >= 3, artefact_id
+    report = smoke.report.read_text(encoding="utf-8")
+    for heading in ("## Scale", "## Verdict", "## Where inverse-depth scaling appears", "## Consistency with the paper",
+                    "## Figures", "## Tables"):
+        assert heading in report, heading
+    for artefact_id in FIGURES:
+        assert f"](figures/{artefact_id}.png)" in report, artefact_id
+    for artefact_id in TABLES:
+        assert f"### {artefact_id}:" in report, artefact_id
+    assert not list(smoke.out_dir.glob("**/*.tmp")), "a temporary file was left behind"
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_tables_carry_the_papers_values_verbatim(smoke, name):
+    text = (smoke.out_dir / "tables" / f"{name}.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    body = [[cell.strip() for cell in row] for row in rows[1:]]  # rows[0] is the header
+    verbatim = paper_table(name, as_float=False)
+    assert len(body) == len(verbatim)
+    for cells, row in zip(body, verbatim):
+        for column, value in row.items():
+            if column in ("a", "b", "k") or value is None:
+                continue
+            assert any(value in cell for cell in cells), (name, column, value, cells)
+
+
+def test_table_agreement_cells_are_computed_from_the_numbers(smoke):
+    import json
+
+    table = json.loads((smoke.out_dir / "tables" / "table3.json").read_text(encoding="utf-8"))
+    checked = 0
+    for row in table["rows"]:
+        values = row["_values"]
+        if "plateau" not in values:
+            assert row["agrees (2 SE)"] == "n/a"
+            continue
+        expected = criteria.agrees(values["plateau"], values["plateau_se"], values["floor"], values["floor_se"])
+        assert row["agrees (2 SE)"] == {True: "yes", False: "no", None: "n/a"}[expected]
+        within = criteria.relative_deviation(values["plateau"], values["floor"]) < 0.10
+        assert row["within 10 %"] == ("yes" if within else "no")
+        checked += 1
+    assert checked >= 1
+
+
+def test_no_claim_is_marked_reproduced_unless_its_numbers_meet_the_criterion(smoke):
+    # at smoke scale (20 training steps) the easy softmax target cannot be met: the verdict must say so
+    claims = {claim.id: claim for claim in smoke.claims}
+    assert claims["easy_softmax"].status == "not reproduced"
+    report = smoke.report.read_text(encoding="utf-8")
+    assert report.count("**REPRODUCED**") == sum(c.status == "reproduced" for c in smoke.claims)
+
+
+def test_rerunning_reuses_the_store_and_trains_nothing(smoke):
+    again = reproduce("smoke", out_dir=smoke.out_dir, workers=1, progress=False, study=False, log=lambda text: None)
+    assert again.sweep.executed == 0
+    assert again.sweep.skipped == again.plan.n_runs == smoke.plan.n_runs
+    assert again.report.read_text(encoding="utf-8").startswith("# Reproduction report — scale smoke")
+
+
+def test_interrupting_leaves_the_store_consistent_and_rerunning_continues(tmp_path):
+    out = tmp_path / "interrupted"
+    command = [sys.executable, "-m", "idepth", "reproduce", "--scale", "smoke", "--only", "fig6a", "--out", str(out),
+               "--workers", "1", "--no-progress"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    store = out / "store" / "results.sqlite"
+    done_before = 0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if store.exists():
+            try:
+                with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+                    done_before = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0]
+            except sqlite3.OperationalError:
+                done_before = 0
+            if done_before >= 1:
+                break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground process group
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr.decode()
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+        counts = dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+    assert counts.get("running", 0) == 0, counts
+    done = counts.get("done", 0)
+    total = sum(counts.values())
+    assert 1 <= done < total, counts
+    result = reproduce("smoke", "fig6a", out, workers=1, progress=False, study=False, log=lambda text: None)
+    assert result.sweep.skipped == done
+    assert result.sweep.executed == total - done
+    assert result.report.exists()
+
+
+# ------------------------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--only", "fig2"], "unknown artefact ID 'fig2'"),
+    (["--only", "fig1,tableX"], "unknown artefact ID 'tableX'"),
+    (["--scale", "huge"], "scale must be one of"),
+    (["--workers", "0"], "workers must be an integer >= 1"),
+])
+def test_bad_input_is_one_line_on_stderr_with_exit_status_2(tmp_path, capsys, argv, fragment):
+    out = tmp_path / "out"
+    status = main(["reproduce", "--out", str(out), "--no-progress", *argv])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and fragment in err, err
+    assert not out.exists(), "nothing may be written on bad input"
+
+
+def test_an_output_directory_that_is_a_file_is_refused_with_exit_status_2(tmp_path, capsys):
+    target = tmp_path / "a-file"
+    target.write_text("not a directory")
+    for out in (target, target / "below"):
+        status = main(["reproduce", "--scale", "smoke", "--out", str(out), "--no-progress"])
+        err = capsys.readouterr().err
+        assert status == 2 and err.count("\n") == 1 and ("is a file" in err or "existing file" in err), err
+    assert target.read_text() == "not a directory"
+
+
+def test_an_unwritable_output_directory_is_refused(tmp_path, monkeypatch, capsys):
+    import numerics.reproduce as package
+
+    monkeypatch.setattr(package.os, "access", lambda path, mode: False)  # root can write anywhere: simulate
+    status = main(["reproduce", "--scale", "smoke", "--out", str(tmp_path / "ro"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 2 and "not writable" in err and err.count("\n") == 1, err
+
+
+def test_check_out_dir_refuses_a_file(tmp_path):
+    target = tmp_path / "f"
+    target.write_text("x")
+    with pytest.raises(NotADirectoryError, match="existing file"):
+        check_out_dir(target)
+
+
+# ------------------------------------------------------------------------------------------- plan and scales
+
+
+def test_every_artefact_id_is_planned_and_unknown_ids_are_refused():
+    assert parse_only(None) == tuple(ARTEFACTS)
+    assert parse_only("table5,fig1") == ("fig1", "table5")
+    with pytest.raises(ValueError, match="unknown artefact ID 'fig8'"):
+        parse_only("fig8")
+    with pytest.raises(ValueError, match="selects no artefact"):
+        parse_only(" , ")
+
+
+def test_quick_scale_reaches_depth_32_on_the_nonlinear_difficult_task_with_three_seeds():
+    family = get_scale("quick").families["nonlinear_lazy"]
+    assert max(family.depths) >= 32 and len(family.seeds) >= 3
+    spectra = set(family.spectra)
+    assert (0.0, 0.0) in spectra and any(a > 0 for a, _ in spectra) and any(b > 0 for _, b in spectra)
+
+
+def test_paper_scale_uses_the_papers_sizes_and_says_it_needs_a_dask_cluster():
+    plan = make_plan("paper", "fig6a")
+    family = plan.family("nonlinear_lazy")
+    assert (family.d, family.P, max(family.depths)) == (128, 1024, 256)
+    assert "Dask cluster" in plan.format(2)
+
+
+def test_identical_runs_of_two_artefacts_are_planned_once():
+    both = make_plan("smoke", "fig6c,fig6d")
+    one = make_plan("smoke", "fig6c")
+    assert both.n_runs == one.n_runs == get_scale("smoke").families["nonlinear_lazy"].n_runs
+
+
+# ------------------------------------------------------------------------------------------- decision rules
+
+
+@given(m=st.floats(-1e3, 1e3), r=st.floats(-1e3, 1e3), s=st.floats(1e-6, 1e2))
+def test_agreement_is_symmetric_and_is_the_two_sigma_rule(m, r, s):
+    assert criteria.agrees(m, s, r, 0.0) == criteria.agrees(r, 0.0, m, s)
+    assert criteria.agrees(m, s, r, 0.0) == (abs(m - r) <= criteria.AGREEMENT_SIGMAS * s)
+
+
+@given(m=st.floats(0.0, 10.0), s=st.floats(0.0, 1.0), lo=st.floats(0.1, 3.0))
+def test_between_is_the_interval_widened_by_two_standard_errors(m, s, lo):
+    hi = 2 * lo
+    expected = lo - criteria.AGREEMENT_SIGMAS * s <= m <= hi + criteria.AGREEMENT_SIGMAS * s
+    assert criteria.between(m, s, lo, hi) == expected
+
+
+def test_a_missing_value_is_never_counted_as_agreement():
+    assert criteria.agrees(math.nan, 0.1, 1.0) is None
+    assert criteria.between(math.nan, 0.1, 1.0, 2.0) is None
+    assert criteria.settles(0.0, 1.0) is None
+
+
+def test_fit_recovers_an_exact_inverse_depth_law_and_its_settling():
+    depths = np.array([1, 2, 4, 8, 16, 32])
+    losses = 2.0 + 5.0 / depths
+    curve = Curve("R_L", 0.0, 0.0, depths, losses[None], losses, np.zeros(6), np.ones(6, int), "held-out")
+    fit = fit_curve(curve)
+    assert fit.ok
+    assert fit.value("alpha") == pytest.approx(1.0, rel=1e3 * rtol(ROUNDOFF))
+    assert fit.value("L0") == pytest.approx(2.0, rel=1e3 * rtol(ROUNDOFF))
+    lo, hi, change = last_doubling(curve)
+    assert (lo, hi) == (16, 32)
+    assert change == pytest.approx((losses[4] - losses[5]) / losses[4], rel=rtol(ROUNDOFF))
