@@ -351,13 +351,13 @@ class Diagnostics:
     rho, m : float
         Eq. (83) fit and the learned context-update scalar (NaN unless ``context_updates``).
 
+    Notes
+    -----
+    No example: it needs a trained model or a checkpoint; see :func:`diagnose`.
+
     References
     ----------
     Paper eqs. (61)-(63), (83), (90)-(91); Figs. 3c, 4c, 7, 13.
-
-    Examples
-    --------
-    See :func:`diagnose`.
     """
 
     model: str
@@ -430,13 +430,13 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, config, *, ch
         Contexts per forward pass (bounds memory; default
         :func:`numerics.train.chunk_size`).
 
+    Notes
+    -----
+    No example: it needs a trained model or a checkpoint; see :func:`diagnose`.
+
     References
     ----------
     Paper eqs. (61)-(63), (83), (90)-(91).
-
-    Examples
-    --------
-    See :func:`diagnose`.
     """
     from theory.decomposition import decompose
 

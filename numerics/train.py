@@ -898,13 +898,13 @@ def save_checkpoint(
     :meth:`TrainResult.load` refuses rather than a silent mixture. Non-finite metrics are stored as JSON
     ``null`` (read back as NaN).
 
+    Notes
+    -----
+    No example: it needs a trained model or a checkpoint; see :meth:`TrainResult.save`.
+
     References
     ----------
     Training of paper eq. (12).
-
-    Examples
-    --------
-    See :meth:`TrainResult.save`.
     """
     from theory import __version__
 

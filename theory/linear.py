@@ -71,6 +71,10 @@ QUERY = sp.Symbol("q", commutative=False)
 def qk_symbol(layer: int) -> sp.Symbol:
     """Non-commuting symbol ``B_ℓ`` for the effective query-key matrix of layer ℓ (eq. 20).
 
+    References
+    ----------
+    Paper eq. (20).
+
     Examples
     --------
     >>> qk_symbol(2), qk_symbol(2).is_commutative
@@ -82,6 +86,10 @@ def qk_symbol(layer: int) -> sp.Symbol:
 
 def readout_symbol(order: int) -> sp.Symbol:
     """Commuting scalar symbol ``m_r = W_o W_v^r W_y`` (eq. 24).
+
+    References
+    ----------
+    Paper eq. (24).
 
     Examples
     --------

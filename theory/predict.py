@@ -143,6 +143,10 @@ class LossPrediction:
     assumptions : tuple of str
         Everything the number rests on, in words.
 
+    References
+    ----------
+    Paper eqs. (16), (29)–(40), (41)–(54), (60)–(63) (see :func:`predict_loss`).
+
     Examples
     --------
     >>> from theory import PowerLawSpectrum

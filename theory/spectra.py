@@ -242,6 +242,10 @@ SpectrumLike = Union[Spectrum, PowerLawSpectrum]
 def as_spectrum(spectrum: object, name: str = "spectrum") -> SpectrumLike:
     """Return ``spectrum`` if it is a spectrum object; raise TypeError otherwise.
 
+    References
+    ----------
+    Paper eqs. (2)-(3) (what a spectrum is).
+
     Examples
     --------
     >>> as_spectrum(PowerLawSpectrum(1, 1, 8)).d
