@@ -297,9 +297,10 @@ def _model_figure(ctx, artefact_id: str, family_name: str, name: str, paper: str
     drawn = False
     for colour, (a, b) in zip(colours, family.spectra):
         s = analysis.nonlinear_summary(ctx, family_name, a, b, with_bound=False)
-        drawn |= _errorbar(right, s.C, colour, f"C_L {s.label}")
-        drawn |= _errorbar(right, s.gap, colour, f"A_L − C_L {s.label}", marker="^", linestyle="--")
-        if drawn:
+        here = _errorbar(right, s.C, colour, f"C_L {s.label}")
+        here |= _errorbar(right, s.gap, colour, f"A_L − C_L {s.label}", marker="^", linestyle="--")
+        drawn |= here
+        if here:
             parts.append(f"{s.label}: C_L changes {100 * s.C_change:.1f} %, A_L − C_L {100 * s.gap_change:.1f} % "
                          "over the last doubling")
     _depth_axis(right, family.depths, logy=False)
