@@ -10,7 +10,9 @@ warm-up call):
 2. ``constrained_loss`` with an explicit scalar step for the same depths (no
    target: every (L, k) pair needs its own power, ~10^8 exp/log1p);
 3. ``free_loss`` for all L <= 256 at d = 1024 in one call (target < 2 s):
-   Krylov projection with full re-orthogonalisation, O(d L²) flops.
+   Krylov projection with full re-orthogonalisation, O(d L²) flops;
+4. ``predict_loss`` (the public entry point, with validation, exponent and
+   validity window) for the same two cases, targets 50 ms and 2 s.
 
 Run single-threaded on an otherwise idle machine::
 
@@ -35,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from theory import PowerLawSpectrum  # noqa: E402
 from theory.polynomial_laws import constrained_loss, free_loss  # noqa: E402
+from theory.predict import predict_loss  # noqa: E402
 
 SPECTRUM = PowerLawSpectrum(a=1.5, b=1.0, d=1024)
 MANY_DEPTHS = np.arange(1, 100_001)
@@ -60,6 +63,13 @@ CASES = [
         None,
     ),
     Case("free_loss", "L=1..256, d=1024", lambda: free_loss(ALL_FREE_DEPTHS, SPECTRUM), 2.0),
+    Case("predict_loss (linear, easy)", "10^5 depths, d=1024", lambda: predict_loss(MANY_DEPTHS, SPECTRUM), 0.050),
+    Case(
+        "predict_loss (free polynomial)",
+        "L=1..256, d=1024",
+        lambda: predict_loss(ALL_FREE_DEPTHS, SPECTRUM, polynomial="free"),
+        2.0,
+    ),
 ]
 
 

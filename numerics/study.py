@@ -115,8 +115,9 @@ REGIME_DESCRIPTIONS = {
         "{converged_stop}, batch {batch_size}, {converged_init_text}"
     ),
     "frozen_heads": (
-        "frozen random heads (the lazy initialisation), only the gain trained — solved exactly by least squares on "
-        "{fit_size} fresh contexts (the loss is quadratic in g)"
+        "frozen random heads (the lazy initialisation; depth L uses the first L of the deepest model's heads), only "
+        "the gain trained — solved exactly by least squares on {fit_size} fresh contexts (the loss is quadratic in g); "
+        "the optimal gain grows with L, so A_L and C_L (measured at that gain) depend on L"
     ),
     "separate_models": (
         "averages of L fully separate models: independently trained (converged) L = 1 models, each with its own W_x, "
@@ -445,21 +446,23 @@ def _grid_of(configs: Sequence) -> Any:
 
 
 def frozen_heads_control(
-    *, d: int, N: int, P: int, depth: int, seed: int, a: float = 0.0, b: float = 0.0, k: int = 2,
+    *, d: int, N: int, P: int, depths: Sequence[int], seed: int, a: float = 0.0, b: float = 0.0, k: int = 2,
     scale: str | StudyScale = "quick",
-) -> dict:
-    """Random heads kept at the lazy initialisation with only the gain trained (solved exactly).
+) -> list[dict]:
+    """Random heads kept at the lazy initialisation with only the gain trained (solved exactly), at several depths.
 
-    The heads are those the lazy run of the same seed starts from (same seed stream,
-    :data:`LAZY_INIT`). ``ŷ = g ū`` with ``ū = (1/L) Σ_ℓ p_ℓ·y`` is linear in ``g``, so
-    training the gain alone converges to ``g* = E[ū y*]/E[ū²]``, fitted here on
-    ``fit_size`` contexts from the run's training stream; the loss and its
-    decomposition are measured on the run's evaluation set.
+    ``L_max = max(depths)`` heads are drawn as :func:`numerics.models.get_model` ``("nonlinear").init_params``
+    draws them for the lazy run of this seed (:data:`LAZY_INIT`, same seed stream); the depth-``L``
+    model uses the first ``L`` of them (the parallel model, eq. 59, makes that exact: layer ``ℓ``'s
+    read ``p_ℓ·y`` depends only on its own ``W_q^ℓ, W_k^ℓ`` and the shared ``W_x``). ``ŷ = g ū`` with
+    ``ū = (1/L) Σ_ℓ p_ℓ·y`` is linear in ``g``, so training the gain alone converges to
+    ``g* = E[ū y*]/E[ū²]``, fitted here on ``fit_size`` contexts from the run's training stream;
+    the loss and its decomposition are measured on the run's evaluation set.
 
     Returns
     -------
-    dict
-        ``R_L, A_L, C_L, R_L_se, A_L_se, C_L_se, gain``.
+    list of dict
+        Per depth: ``R_L, A_L, C_L, R_L_se, A_L_se, C_L_se, gain``.
 
     References
     ----------
@@ -467,8 +470,8 @@ def frozen_heads_control(
 
     Examples
     --------
-    >>> out = frozen_heads_control(d=4, N=4, P=8, depth=2, seed=0, scale="smoke")
-    >>> out["R_L"] <= out["A_L"] + 1e-12
+    >>> out = frozen_heads_control(d=4, N=4, P=8, depths=[1, 2], seed=0, scale="smoke")
+    >>> out[1]["R_L"] <= out[1]["A_L"] + 1e-12
     True
     """
     from numerics.models import get_model
@@ -477,25 +480,32 @@ def frozen_heads_control(
     from theory.decomposition import decompose
 
     s = _scale(scale)
-    config = regime_config("converged", d=d, N=N, P=P, depth=depth, seed=seed, a=a, b=b, k=k, scale=s)
+    depths = [check_positive_int("depth", L) for L in depths]
+    L_max = max(depths)
+    config = regime_config("converged", d=d, N=N, P=P, depth=L_max, seed=seed, a=a, b=b, k=k, scale=s)
     config = dataclasses.replace(config, dtype="float64", init=dict(LAZY_INIT))  # the lazy run's initial heads
     model = get_model(config.model)
     rng_init, rng_batches, _ = _generators(config)
-    params = model.init_params(d, N, depth, rng_init, dtype=np.float64, **config.init_options)
+    params = model.init_params(d, N, L_max, rng_init, dtype=np.float64, **config.init_options)
     gain0 = float((params["W_o"] @ params["W_v"] @ params["W_y"]).item())
 
     def layer_reads(batch):
         parts = [np.asarray(model.forward(params, _slice_batch(batch, i, i + 256)).layer_predictors) / gain0
                  for i in range(0, batch.target.shape[0], 256)]
-        return np.concatenate(parts, axis=1)  # (L, B): p_ℓ·y
+        return np.concatenate(parts, axis=1)  # (L_max, B): p_ℓ·y
 
     fit = sample(config.task, config.spectrum(), P, s.fit_size, rng_batches, k=k, dtype=np.float64)
-    mean_read = layer_reads(fit).mean(axis=0)
-    gain = float(mean_read @ np.asarray(fit.target) / max(mean_read @ mean_read, 1e-300))
+    fit_reads, fit_target = layer_reads(fit), np.asarray(fit.target)
     evaluation = evaluation_batch(config)
-    dec = decompose(gain * layer_reads(evaluation), np.asarray(evaluation.target, dtype=np.float64))
-    return {"R_L": dec.R, "A_L": dec.A, "C_L": dec.C, "R_L_se": dec.R_se, "A_L_se": dec.A_se, "C_L_se": dec.C_se,
-            "gain": gain}
+    eval_reads, eval_target = layer_reads(evaluation), np.asarray(evaluation.target, dtype=np.float64)
+    out = []
+    for L in depths:
+        mean_read = fit_reads[:L].mean(axis=0)
+        gain = float(mean_read @ fit_target / max(mean_read @ mean_read, 1e-300))
+        dec = decompose(gain * eval_reads[:L], eval_target)
+        out.append({"R_L": dec.R, "A_L": dec.A, "C_L": dec.C, "R_L_se": dec.R_se, "A_L_se": dec.A_se,
+                    "C_L_se": dec.C_se, "gain": gain})
+    return out
 
 
 def separate_models_average(predictions: np.ndarray, target: np.ndarray, depth: int, max_groups: int | None = None) -> list[dict]:
@@ -971,6 +981,13 @@ def _check_out_dir(out_dir) -> Path:
     return out
 
 
+def _control_key(s: StudyScale, size, spectrum, depth, seed) -> str:
+    from theory import __version__
+
+    return (f"d,P,N={size}|a,b={spectrum}|k={s.k}|L={depth}/{max(s.depths)}|seed={seed}|fit={s.fit_size}|"
+            f"eval={s.eval_size}|{s.dtype}|v={__version__}")
+
+
 def _all_spectra(s: StudyScale) -> tuple:
     return tuple(dict.fromkeys(s.spectra + s.extra_spectra))
 
@@ -1062,6 +1079,11 @@ def run_regime_study(
 
     started = time.perf_counter()
     s = _scale(scale)
+    skipped = ()
+    if not _has_frozen_field() and any(r in s.regimes for r in ("lazy", "lazy_long")):
+        # the lazy regimes freeze the gain through TrainConfig.frozen; without it they cannot be run as specified
+        skipped = tuple(r for r in s.regimes if r in ("lazy", "lazy_long"))
+        s = dataclasses.replace(s, regimes=tuple(r for r in s.regimes if r not in skipped))
     out = _check_out_dir(out_dir)
     store = Path(store_dir) if store_dir is not None else out / "store"
     if progress is None:
@@ -1105,14 +1127,14 @@ def run_regime_study(
     if "frozen_heads" in s.regimes:
         from tqdm.auto import tqdm
 
-        todo = [(size, spectrum, L, seed) for size in s.sizes for spectrum in s.spectra_of("frozen_heads")
-                for L in s.depths for seed in s.seeds]
-        for size, spectrum, L, seed in tqdm(todo, desc="frozen heads", disable=not progress):
-            key = f"{size}|{spectrum}|{L}|{seed}|{s.fit_size}|{s.eval_size}"
-            if key not in control:
+        todo = [(size, spectrum, seed) for size in s.sizes for spectrum in s.spectra_of("frozen_heads") for seed in s.seeds]
+        for size, spectrum, seed in tqdm(todo, desc="frozen heads", disable=not progress):
+            if _control_key(s, size, spectrum, s.depths[-1], seed) not in control:
                 d, P, N = size
-                control[key] = frozen_heads_control(d=d, N=N, P=P, depth=L, seed=seed, a=spectrum[0], b=spectrum[1],
-                                                    k=s.k, scale=s)
+                rows = frozen_heads_control(d=d, N=N, P=P, depths=s.depths, seed=seed, a=spectrum[0], b=spectrum[1],
+                                            k=s.k, scale=s)
+                for L, row in zip(s.depths, rows):
+                    control[_control_key(s, size, spectrum, L, seed)] = row
         _atomic_json(control_cache, _json_clean_dict(control))
 
     points = []
@@ -1131,7 +1153,7 @@ def run_regime_study(
                 elif regime == "frozen_heads":
                     R, A, C = [], [], []
                     for seed in s.seeds:
-                        rows = [control[f"{size}|{spectrum}|{L}|{seed}|{s.fit_size}|{s.eval_size}"] for L in depths]
+                        rows = [control[_control_key(s, size, spectrum, L, seed)] for L in depths]
                         r, a_, c_ = _metric_arrays(rows)
                         R.append(r), A.append(a_), C.append(c_)
                 else:  # separate models: disjoint groups of L = 1 models
@@ -1140,7 +1162,7 @@ def run_regime_study(
 
     name = name_regime(points)
     figure_files = _draw_figures(s, points, bounds, out) if figures else ()
-    markdown = _study_markdown(s, points, bounds, name, figure_files)
+    markdown = _study_markdown(s, points, bounds, name, figure_files, skipped)
     result = RegimeStudy(scale=s, points=tuple(points), bounds=bounds, regime_name=name, markdown=markdown,
                          figures=tuple(figure_files), out_dir=str(out), wall_time=time.perf_counter() - started,
                          runs=len(unique))
@@ -1248,12 +1270,21 @@ def _fmt(value: float, digits: int = 3) -> str:
     return "—" if value is None or not math.isfinite(value) else f"{value:.{digits}g}"
 
 
-def _study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> str:
+def _study_markdown(s: StudyScale, points, bounds, name: str, figure_files, skipped=()) -> str:
     lines = [
         "## Where inverse-depth scaling appears",
         "",
         f"**Regime: {name}.**",
         "",
+    ]
+    if skipped:
+        lines += [
+            f"**Not run: {', '.join(skipped)}** — these regimes keep the gain at 1 by freezing W_o, W_v, W_y, and "
+            "this version's numerics.train.TrainConfig has no 'frozen' field; the regime name above rests on the "
+            "other regimes only.",
+            "",
+        ]
+    lines += [
         f"Nonlinear model (eqs. 9-10, M(0)), top-{s.k} task, the package's engine and sweep layer; "
         f"{len(s.seeds)} seeds per point (separate models: {len(s.seeds)} disjoint groups); depths {list(s.depths)} "
         f"(converged: {list(s.converged_depths)}; separate models: {list(s.separate_depths)}). Regimes:",
@@ -1631,7 +1662,8 @@ def make_softmax_defaults(
         The JSON file to write (e.g. ``theory/data/softmax_defaults.json``).
     scale : str or StudyScale
     spectra : sequence of (a, b), optional
-        Default: the scale's spectra.
+        Default: the scale's spectra and extra spectra (at ``quick``: (0, 0), (0, 0.5), (0.5, 0), the
+        spectra of ``idepth reproduce --scale quick``'s nonlinear difficult runs).
     regimes : sequence of {'lazy', 'lazy_long', 'converged'}
     default_regime : str
         The regime :func:`theory.predict_loss` uses without a calibration.
@@ -1667,7 +1699,7 @@ def make_softmax_defaults(
     regimes = tuple(check_choice("regime", r, TRAINED_REGIMES) for r in regimes)
     if default_regime not in regimes:
         raise ValueError(f"default_regime must be one of the regimes {regimes}; got {default_regime!r}")
-    spectra = tuple((float(a), float(b)) for a, b in (s.spectra if spectra is None else spectra))
+    spectra = tuple((float(a), float(b)) for a, b in (_all_spectra(s) if spectra is None else spectra))
     out_path = Path(out_path)
     if out_path.exists() and out_path.is_dir():
         raise IsADirectoryError(f"out_path {str(out_path)!r} is a directory; give a .json file path")

@@ -141,8 +141,8 @@ def check_out_dir(out_dir) -> Path:
 
 _STUDY_SCALES = {"smoke": "tiny", "quick": "quick", "medium": "full", "paper": "full"}
 _CONSISTENCY = {  # contexts per bound and context lengths of numerics.study.paper_consistency, per scale
-    "smoke": dict(n_contexts=256, P_values=(1024,)),
-    "quick": dict(n_contexts=2048, P_values=(1024,)),
+    "smoke": dict(n_contexts=256, d=16, P_values=(64,)),  # exercises the section only; sizes are not the paper's
+    "quick": dict(n_contexts=1024, P_values=(1024,)),
     "medium": dict(n_contexts=8192, P_values=(1024, 2048)),
     "paper": dict(n_contexts=16384, P_values=(1024, 2048)),
 }
@@ -266,7 +266,9 @@ def reproduce(
     'REPORT.md'
     """
     started = time.perf_counter()
-    log = log if log is not None else (lambda text: print(text, file=sys.stderr, flush=True))
+    if log is None:
+        def log(text: str) -> None:
+            print(f"[{time.perf_counter() - started:6.0f} s] {text}", file=sys.stderr, flush=True)
     scale = get_scale(scale)
     plan = make_plan(scale, only)  # validates scale and IDs before anything is written
     if backend not in ("local", "dask"):

@@ -43,6 +43,10 @@ WINDOW_MARGIN = 10.0
 def spectra_of(ctx, family_name: str, *, a: float | None = None, b: float | None = None) -> tuple:
     """The family's spectra, optionally only those with the given ``a`` and/or ``b``.
 
+    References
+    ----------
+    Paper eq. (2) (the spectrum exponents a, b).
+
     Examples
     --------
     >>> import tempfile
@@ -86,9 +90,9 @@ class NonlinearSummary:
     ----------
     Paper eqs. (16), (61)-(63); Figs. 6a-d.
 
-    Examples
-    --------
-    See :func:`nonlinear_summary`.
+    Notes
+    -----
+    No example: instances are built by :func:`nonlinear_summary` (its example makes one from an empty store).
     """
 
     family: str
@@ -187,9 +191,9 @@ class LinearEasySummary:
     ----------
     Paper eqs. (34), (40), Table 2.
 
-    Examples
-    --------
-    See :func:`linear_easy_summary`.
+    Notes
+    -----
+    No example: instances are built by :func:`linear_easy_summary` (its example makes one from an empty store).
     """
 
     a: float
@@ -277,9 +281,9 @@ class LinearDifficultSummary:
     ----------
     Paper eqs. (41)-(54), Table 3.
 
-    Examples
-    --------
-    See :func:`linear_difficult_summary`.
+    Notes
+    -----
+    No example: instances are built by :func:`linear_difficult_summary` (its example makes one from an empty store).
     """
 
     family: str
@@ -359,9 +363,9 @@ class EasySoftmaxSummary:
     ----------
     Paper section 3.2, Fig. 4.
 
-    Examples
-    --------
-    See :func:`easy_softmax_summary`.
+    Notes
+    -----
+    No example: instances are built by :func:`easy_softmax_summary` (its example makes one from an empty store).
     """
 
     a: float

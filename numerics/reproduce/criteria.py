@@ -43,18 +43,22 @@ SETTLING_TOLERANCE = 0.10
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
 
+#: margin of the agreement rule, z sqrt(s_m² + s_r²) − |m − r| (agreement: margin >= 0)
+AGREEMENT_MARGIN = _z * sp.sqrt(_sm**2 + _sr**2) - sp.Abs(_m - _r)
 #: |m − r| <= z sqrt(s_m² + s_r²)
-AGREEMENT = sp.Le(sp.Abs(_m - _r), _z * sp.sqrt(_sm**2 + _sr**2))
+AGREEMENT = sp.Ge(AGREEMENT_MARGIN, 0)
+#: margins of the interval rule: m − (lo − z s) and (hi + z s) − m (between: both >= 0)
+BETWEEN_MARGINS = (_m - (_lo - _z * _s), (_hi + _z * _s) - _m)
 #: lo − z s <= m <= hi + z s
-BETWEEN = sp.And(sp.Le(_lo - _z * _s, _m), sp.Le(_m, _hi + _z * _s))
+BETWEEN = sp.And(sp.Ge(BETWEEN_MARGINS[0], 0), sp.Ge(BETWEEN_MARGINS[1], 0))
 #: |m − r| / |r|
 RELATIVE_DEVIATION = sp.Abs(_m - _r) / sp.Abs(_r)
 #: |x_hi − x_lo| / |x_lo|
 RELATIVE_CHANGE = sp.Abs(_x_hi - _x_lo) / sp.Abs(_x_lo)
 
-_agreement_margin = sp.lambdify((_m, _r, _sm, _sr, _z), AGREEMENT.rhs - AGREEMENT.lhs, "math")
-_between_lower = sp.lambdify((_m, _lo, _s, _z), BETWEEN.args[0].rhs - BETWEEN.args[0].lhs, "math")
-_between_upper = sp.lambdify((_m, _hi, _s, _z), BETWEEN.args[1].rhs - BETWEEN.args[1].lhs, "math")
+_agreement_margin = sp.lambdify((_m, _r, _sm, _sr, _z), AGREEMENT_MARGIN, "math")
+_between_lower = sp.lambdify((_m, _lo, _s, _z), BETWEEN_MARGINS[0], "math")
+_between_upper = sp.lambdify((_m, _hi, _s, _z), BETWEEN_MARGINS[1], "math")
 _relative_deviation = sp.lambdify((_m, _r), RELATIVE_DEVIATION, "math")
 _relative_change = sp.lambdify((_x_lo, _x_hi), RELATIVE_CHANGE, "math")
 
@@ -108,6 +112,10 @@ def between(measured: float, measured_se: float | None, lower: float, upper: flo
 def relative_deviation(measured: float, reference: float) -> float:
     """:data:`RELATIVE_DEVIATION` (NaN when undefined).
 
+    References
+    ----------
+    Paper Table 3 (measured plateau against the theory floor, eq. 54).
+
     Examples
     --------
     >>> relative_deviation(1.05, 1.0)
@@ -120,6 +128,10 @@ def relative_deviation(measured: float, reference: float) -> float:
 
 def relative_change(lower_depth_value: float, upper_depth_value: float) -> float:
     """:data:`RELATIVE_CHANGE` from the value at ``L/2`` to the value at ``L`` (NaN when undefined).
+
+    References
+    ----------
+    Paper Fig. 6c-d and eq. (63): C_L → C_∞, A_L − C_L → Δ_∞.
 
     Examples
     --------

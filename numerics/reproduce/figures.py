@@ -519,7 +519,7 @@ def _modewise_figure(ctx, artefact_id: str, family_name: str, spectrum, *, reduc
                 caption += ("; spread (std over modes) of the normalised reducible loss at intermediate depths: "
                             + ", ".join(f"L = {L}: {s:.3g}" for L, s in zip(depths[1:-1], spreads)))
         _depth_axis(ax, family.depths, logy=not reducible)
-        ax.set_title(title + (f", spectrum {spectrum_label(*spectrum)}" if spectrum else "") + f" ({_sizes(family)})",
+        ax.set_title(title + "\n" + (f"spectrum {spectrum_label(*spectrum)}, " if spectrum else "") + _sizes(family),
                      fontsize=9)
     ax.set_ylabel("normalised reducible mode loss (ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max))" if reducible
                   else "normalised mode loss E ẽ_k² / E t̃_k²")

@@ -34,6 +34,10 @@ DERIVED = ("A_minus_C",)
 def spectrum_label(a: float, b: float) -> str:
     """``(a, b)`` as the paper writes it.
 
+    References
+    ----------
+    Paper eq. (2).
+
     Examples
     --------
     >>> spectrum_label(0.25, 0.0)
@@ -221,7 +225,7 @@ def last_doubling(curve: Curve) -> tuple[int, int, float]:
         if depth % 2 == 0 and depth // 2 in depths:
             lo, _ = curve.at(depth // 2)
             hi, _ = curve.at(depth)
-            return (depth // 2, int(depth), criteria.relative_change(lo, hi))
+            return (int(depth) // 2, int(depth), criteria.relative_change(lo, hi))
     return (0, 0, math.nan)
 
 

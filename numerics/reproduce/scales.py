@@ -340,22 +340,24 @@ def _smoke() -> Scale:
 
 
 def _quick() -> Scale:
-    lazy = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100, eval_size=2048)
+    lazy = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100, eval_size=1024)
     small = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100)
-    linear = dict(_LINEAR, batch_size=32, max_steps=1500, eval_every=100, warmup_steps=100)
+    linear = dict(_LINEAR, batch_size=64, max_steps=1500, eval_every=100, warmup_steps=100)
     return _scale("quick", "default: about 15 minutes on 2 cores, regime study included", [
-        Family("linear_easy", "linear", "easy", 2, 16, 16, 256, _TABLE2_SPECTRA[:4] + ((1.5, 2.0),),
-               (1, 2, 4, 8, 16), (0,), **linear),
-        Family("linear_difficult", "linear", "difficult", 2, 16, 16, 128, ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0)),
-               (1, 2, 4, 8), (0,), **dict(linear, max_steps=1000)),
+        # L = 16 is left out: at lr 1e-2 it trained unstably here (a = 2, b = 0.5: 0.099 after training from 0.035)
+        Family("linear_easy", "linear", "easy", 2, 16, 16, 512, _TABLE2_SPECTRA[:4], (1, 2, 4, 8), (0,),
+               **linear),
+        Family("linear_difficult", "linear", "difficult", 2, 16, 16, 128,
+               ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0), (0.5, 0.5), (1.0, 1.0)), (1, 2, 4, 8), (0,),
+               **dict(linear, batch_size=32, max_steps=1000)),
         Family("linear_difficult_k16", "linear", "difficult", 16, 16, 16, 128, ((0.5, 0.5), (1.0, 0.0)),
-               (1, 2, 4), (0,), **dict(linear, max_steps=1000)),
+               (1, 2, 4), (0,), **dict(linear, batch_size=32, max_steps=1000)),
         Family("nonlinear_easy", "nonlinear", "easy", 2, 16, 16, 64, ((0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (2.0, 1.0)),
                (1, 2), (0,), max_steps=500, batch_size=64, eval_every=50, **_EASY),
         Family("nonlinear_lazy", "nonlinear", "difficult", 2, 32, 32, 128, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)),
                (1, 2, 4, 8, 16, 32), (0, 1, 2), **lazy),
         Family("nonlinear_converged", "nonlinear", "difficult", 2, 32, 32, 128, ((0.0, 0.0),),
-               (1, 2, 4, 8, 16, 32), (0,), max_steps=3000, batch_size=32, eval_every=100, eval_size=2048,
+               (1, 2, 4, 8, 16, 32), (0,), max_steps=2000, batch_size=32, eval_every=100, eval_size=1024,
                warmup_steps=100, **_CONVERGED),
         Family("nonlinear_k16", "nonlinear", "difficult", 16, 32, 32, 128, ((0.0, 0.5),),
                (1, 2, 4, 8, 16, 32), (0,), **lazy),

@@ -96,6 +96,10 @@ def _json_default(value):
 def fmt(value: float | None, se: float | None = None, digits: int = 4) -> str:
     """``value ± se`` with ``digits`` significant digits ('—' when missing).
 
+    References
+    ----------
+    Paper Tables 1-5 (the cells it formats).
+
     Examples
     --------
     >>> fmt(1.23456, 0.0123), fmt(float("nan")), fmt(2.0)
@@ -111,6 +115,10 @@ def fmt(value: float | None, se: float | None = None, digits: int = 4) -> str:
 
 def fmt_bool(value: bool | None) -> str:
     """'yes', 'no' or 'n/a'.
+
+    References
+    ----------
+    Paper Tables 1-5 (the agreement columns).
 
     Examples
     --------
