@@ -262,16 +262,22 @@ class Plan:
         for name in self.families:
             family = self.scale.families[name]
             lines.append(f"  {name}: {family.n_runs} runs — {family.describe()}")
-        core_minutes = self.estimated_seconds / 60.0
-        line = f"  total: {self.n_runs} distinct training runs, estimated ≈ {core_minutes:.1f} core-minutes"
+        line = f"  total: {self.n_runs} distinct training runs, estimated ≈ {_duration(self.estimated_seconds)} of one core"
         if workers:
-            line += f" (≈ {core_minutes / workers:.1f} min on {workers} {backend} worker(s))"
-        lines.append(line)
+            line += f" (≈ {_duration(self.estimated_seconds / workers)} on {workers} {backend} worker(s))"
+        lines.append(line + "; the store is reused, so a re-run only trains what is missing")
         if self.scale.needs_cluster:
             lines.append(f"  scale {self.scale.name!r} needs a Dask cluster: run with --backend dask "
-                         "--scheduler tcp://HOST:8786 (≈ "
-                         f"{self.estimated_seconds / 3600.0:.0f} core-hours)")
+                         "--scheduler tcp://HOST:8786")
         return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:,.0f} h"
 
 
 def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Plan:
