@@ -277,10 +277,11 @@ class StudyScale:
                 for key, v in dataclasses.asdict(self).items()}
 
 
-#: named scales: ``smoke`` (tests and the reproduction's CI scale, seconds), ``quick`` (≈ 5 minutes on
-#: 2 cores; its lazy and converged runs are those of ``idepth reproduce --scale quick``'s nonlinear
-#: difficult families, so a shared store trains them once), ``full`` (hours; d ∈ {16, 32, 64},
-#: P/d ∈ {4, 16}, N ∈ {d, 2d})
+#: named scales: ``smoke`` (tests and the reproduction's CI scale, seconds); ``quick`` (d = N = 32,
+#: P = 128: 99 training runs, about 15 minutes on 2 busy cores from an empty store; its lazy and
+#: converged runs are those of ``idepth reproduce --scale quick``'s nonlinear difficult families, so
+#: with a shared store only 21 extra converged runs are trained); ``full`` (d ∈ {16, 32, 64},
+#: P/d ∈ {4, 16}, N ∈ {d, 2d}: thousands of runs, for a Dask cluster)
 SCALES: dict[str, StudyScale] = {
     "smoke": StudyScale(
         name="smoke", sizes=((4, 16, 4),), spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0, 1, 2),
@@ -291,7 +292,7 @@ SCALES: dict[str, StudyScale] = {
     "quick": StudyScale(
         name="quick", sizes=((32, 128, 32),), spectra=((0.0, 0.0),), extra_spectra=((0.0, 0.5), (0.5, 0.0)),
         depths=(1, 2, 4, 8, 16, 32), seeds=(0, 1, 2), regimes=("lazy", "converged", "frozen_heads", "separate_models"),
-        separate_models=12, separate_depths=(1, 2, 4), bound_contexts=8192,
+        separate_models=12, separate_depths=(1, 2, 3, 4), bound_contexts=8192,
     ),
     "full": StudyScale(
         name="full",
@@ -419,8 +420,8 @@ def study_runner(config):
     Examples
     --------
     >>> cfg = regime_config("converged", d=4, N=4, P=8, depth=1, seed=0, scale="smoke")
-    >>> study_runner(cfg).arrays["eval_prediction"].shape
-    (128,)
+    >>> study_runner(cfg).arrays["eval_prediction"].shape  # the smoke scale's 64 evaluation contexts
+    (64,)
     """
     from numerics.models import get_model
     from numerics.train import evaluation_batch, run_config
@@ -533,8 +534,8 @@ def separate_models_average(predictions: np.ndarray, target: np.ndarray, depth: 
     Examples
     --------
     >>> f = np.array([[1.0, 2.0], [3.0, 2.0], [1.0, 0.0], [1.0, 0.0]])
-    >>> [round(g["R_L"], 6) for g in separate_models_average(f, np.array([1.0, 1.0]), 2)]
-    [0.5, 0.5]
+    >>> [round(g["R_L"], 6) for g in separate_models_average(f, np.array([1.0, 1.0]), 2)]  # means (2, 2), (1, 0)
+    [1.0, 0.5]
     """
     from theory.decomposition import decompose
 
@@ -751,8 +752,8 @@ def name_regime(points: Sequence[RegimePoint]) -> str:
         verdicts = [p.verdict for p in points if p.regime == regime]
         if not verdicts:
             continue
-        kinds = ["inverse-depth" if v == "inverse-depth" else "flat" if v == "flat" else "improves, not 1/L" for v in verdicts]
-        order = ["inverse-depth", "improves, not 1/L", "flat"]
+        kinds = ["inverse-depth" if v == "inverse-depth" else "flat" if v == "flat" else "improves (not 1/L)" for v in verdicts]
+        order = ["inverse-depth", "improves (not 1/L)", "flat"]
         best = max(order, key=lambda kind: (kinds.count(kind), -order.index(kind)))
         count = kinds.count(best)
         share = "" if count == len(kinds) else f" ({count} of {len(kinds)} points)"
@@ -1235,7 +1236,7 @@ def _draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
                 if math.isfinite(p.alpha):
                     grid = np.unique(np.round(np.geomspace(L.min(), L.max(), 60)).astype(int))
                     ax.plot(grid, depth_law(grid, p.L0, p.c, p.alpha), "--", color=colour, lw=1,
-                            label=f"fit α = {p.alpha:.2f}")
+                            label=f"{label} fit: α = {p.alpha:.2f}")
                 ax2.plot(L, p.C, "o-", color=colour, ms=3, label=f"C_L {p.regime.replace('_', ' ')}")
                 ax2.plot(L, p.gap, "s:", color=colour, ms=3, label=f"A_L − C_L {p.regime.replace('_', ' ')}")
             bd = bounds[(d, P, N, a, b)]
@@ -1588,7 +1589,13 @@ def _consistency_markdown(rows: Sequence[ConsistencyRow], n_contexts: int) -> st
         ratios = np.array([r.mixture / float(r.paper_value) for r in sub])
         lines.append(f"| {size[0]} | {size[1]} | {len(sub)} | {sum(r.below_bound for r in sub)} | "
                      f"{np.median(ratios):.3g} | {ratios.min():.3g} | {ratios.max():.3g} |")
-    lines += ["", *[f"- {r.statement}" for r in rows if r.below_bound], ""]
+    medians = {size: float(np.median([r.mixture / float(r.paper_value) for r in rows if (r.d, r.P) == size]))
+               for size in dict.fromkeys((r.d, r.P) for r in rows)}
+    closest = min(medians, key=lambda size: abs(math.log(medians[size])))
+    sub = [r.mixture / float(r.paper_value) for r in rows if (r.d, r.P) == closest]
+    lines += ["", f"Of the sizes checked, the paper's values are closest to the bound at d = {closest[0]}, P = {closest[1]} "
+              f"(mixture / paper: median {medians[closest]:.3g}, range {min(sub):.3g}-{max(sub):.3g}).", ""]
+    lines += [*[f"- {r.statement}" for r in rows if r.below_bound], ""]
     return "\n".join(lines)
 
 
@@ -1668,11 +1675,12 @@ def make_softmax_defaults(
     default_regime : str
         The regime :func:`theory.predict_loss` uses without a calibration.
     store_dir : path, optional
-        Sweep store (default: next to ``out_path``, ``<out_path>.store``).
+        Sweep store (default ``./idepth-defaults-store``; a cache, not part of the provenance).
     backend, workers, progress
         As in :func:`run_regime_study`.
     command : str, optional
-        The command line recorded as provenance (default: the equivalent ``idepth study defaults``).
+        The command line recorded as provenance (default: the equivalent ``idepth study defaults``
+        command; the store and worker count are left out, they do not change the numbers).
 
     Returns
     -------
@@ -1704,7 +1712,7 @@ def make_softmax_defaults(
     if out_path.exists() and out_path.is_dir():
         raise IsADirectoryError(f"out_path {str(out_path)!r} is a directory; give a .json file path")
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    store = Path(store_dir) if store_dir is not None else out_path.with_suffix(".store")
+    store = Path(store_dir) if store_dir is not None else Path.cwd() / "idepth-defaults-store"
     if progress is None:
         progress = sys.stderr.isatty()
     workers = (os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)

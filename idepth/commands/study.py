@@ -2,7 +2,7 @@
 
 A thin layer over :mod:`numerics.study`:
 
-* ``idepth study regime [--scale quick|full] [--out DIR] [--backend local|dask] [--workers N]``
+* ``idepth study regime [--scale quick|full] [--out DIR] [--store DIR] [--backend local|dask] [--workers N]``
   -- :func:`numerics.study.run_regime_study` then :func:`numerics.study.paper_consistency`;
   writes ``DIR/study.md`` (both Markdown sections), ``DIR/study.json``, ``DIR/figures/``;
 * ``idepth study consistency [--out DIR] [--d 128] [--P 1024,2048] [--contexts N]``
@@ -15,7 +15,6 @@ Exit status: 0 on success, 1 when training runs failed, 2 on bad input (one line
 
 from __future__ import annotations
 
-import shlex
 import sys
 
 HELP = "regime study (where inverse-depth appears), oracle bounds vs the paper, measured softmax defaults"
@@ -40,8 +39,13 @@ def register(subparsers) -> None:
                     "fitted alpha, whether A_L - C_L settles; oracle bounds on every depth plot; then the paper's "
                     "nonlinear plateaus against the bounds. Writes DIR/study.md, DIR/study.json, DIR/figures/.",
     )
-    regime.add_argument("--scale", default="quick", help="quick (default, ~5 min on 2 cores) or full (hours; use dask)")
+    regime.add_argument("--scale", default="quick",
+                        help="quick (default: d = 32, P = N = 128/32, 99 training runs; its lazy and converged runs are "
+                             "those of 'idepth reproduce --scale quick', shared with --store) or full (d in {16, 32, 64}, "
+                             "P/d in {4, 16}, N in {d, 2d}: thousands of runs, use dask)")
     regime.add_argument("--out", metavar="DIR", default="study-out", help="output directory (default study-out)")
+    regime.add_argument("--store", metavar="DIR", default=None,
+                        help="sweep store (default DIR/store); give a reproduction's store to share its runs")
     _execution_options(regime)
     regime.add_argument("--consistency-contexts", type=int, default=None, metavar="N",
                         help="Monte-Carlo contexts per bound in the consistency check (default: 2048 quick, 8192 full)")
@@ -71,7 +75,8 @@ def register(subparsers) -> None:
     defaults.add_argument("--spectra", default=None, help="grid of (a, b), e.g. '0,0;0.5,0;0,0.5' (default: the scale's)")
     defaults.add_argument("--regimes", default="lazy,converged", help="regimes to measure (default lazy,converged)")
     defaults.add_argument("--default-regime", default="lazy", help="regime predict_loss uses by default (default lazy)")
-    defaults.add_argument("--store", metavar="DIR", default=None, help="sweep store (default: FILE.store)")
+    defaults.add_argument("--store", metavar="DIR", default=None,
+                          help="sweep store, a cache of the training runs (default ./idepth-defaults-store)")
     _execution_options(defaults)
     defaults.set_defaults(func=run_defaults)
 
@@ -116,7 +121,7 @@ def run_regime(args) -> int:
     progress = None if not args.no_progress else False
     try:
         study = run_regime_study(args.scale, args.out, backend=args.backend, workers=args.workers,
-                                 scheduler=args.scheduler, progress=progress)
+                                 scheduler=args.scheduler, store_dir=args.store, progress=progress)
     except RuntimeError as exc:
         print(f"idepth study: {exc}", file=sys.stderr)
         return 1
@@ -158,12 +163,11 @@ def run_defaults(args) -> int:
         raise ValueError(f"--scale must be one of {', '.join(map(repr, SCALES))}; got {args.scale!r}")
     spectra = None if args.spectra is None else _spectra(args.spectra)
     regimes = tuple(r.strip() for r in args.regimes.split(",") if r.strip())
-    command = "idepth " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["study"] else None
     try:
         data = make_softmax_defaults(
             args.out, scale=args.scale, spectra=spectra, regimes=regimes, default_regime=args.default_regime,
             store_dir=args.store, backend=args.backend, workers=args.workers,
-            progress=None if not args.no_progress else False, command=command,
+            progress=None if not args.no_progress else False,
         )
     except RuntimeError as exc:
         print(f"idepth study: {exc}", file=sys.stderr)

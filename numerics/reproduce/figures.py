@@ -164,6 +164,11 @@ def _sizes(family) -> str:
     return f"d = {family.d}, N = {family.N}, P = {family.P}"
 
 
+def _regime(family) -> str:
+    """The regime's short name ("lazy", "converged", ...) for titles."""
+    return family.regime.split(":")[0] + " training" if ":" in family.regime else family.regime
+
+
 def _missing(ctx, family_name: str) -> str:
     if not ctx.ran(family_name):
         return f"{family_name}: not run (not requested with --only)"
@@ -205,10 +210,10 @@ def _fig6ab(ctx, artefact_id: str, *, fixed: str) -> Figure:
     family = ctx.family("nonlinear_lazy")
     if fixed == "a":
         spectra = analysis.spectra_of(ctx, "nonlinear_lazy", a=0.0)
-        title = f"softmax, top-{family.k}, a = 0, varying b ({_sizes(family)}, lazy training)"
+        title = f"softmax, top-{family.k}, a = 0, varying b ({_sizes(family)}, {_regime(family)})"
     else:
         spectra = analysis.spectra_of(ctx, "nonlinear_lazy", b=0.0)
-        title = f"softmax, top-{family.k}, b = 0, varying a ({_sizes(family)}, lazy training)"
+        title = f"softmax, top-{family.k}, b = 0, varying a ({_sizes(family)}, {_regime(family)})"
     fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
     parts: list[str] = []
     _nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", spectra, title=title, caption_parts=parts)
@@ -257,7 +262,7 @@ def _fig6cd(ctx, artefact_id: str, quantity: str, ylabel: str) -> Figure:
     fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
     parts: list[str] = []
     _nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", family.spectra, quantity=quantity, caption_parts=parts,
-                           title=f"softmax, top-{family.k} ({_sizes(family)}, lazy training)")
+                           title=f"softmax, top-{family.k} ({_sizes(family)}, {_regime(family)})")
     ax.set_ylabel(ylabel)
     _legend(ax)
     paths = _save(ctx, fig, artefact_id)
@@ -345,7 +350,7 @@ def fig14(ctx) -> Figure:
     fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
     parts: list[str] = []
     _nonlinear_depth_panel(ctx, ax, "nonlinear_k16", family.spectra, caption_parts=parts,
-                           title=f"softmax, top-{family.k} ({_sizes(family)}, lazy training)")
+                           title=f"softmax, top-{family.k} ({_sizes(family)}, {_regime(family)})")
     ax.set_ylabel("held-out loss R_L")
     _legend(ax)
     paths = _save(ctx, fig, "fig14")
@@ -383,7 +388,7 @@ def fig11(ctx) -> Figure:
     family = ctx.family("context_updates")
     _depth_axis(ax, family.depths)
     ax.set_ylabel("held-out loss R_L")
-    ax.set_title(f"context updates M(m), learned m ({_sizes(family)}, lazy training)", fontsize=9)
+    ax.set_title(f"context updates M(m), learned m ({_sizes(family)}, {_regime(family)})", fontsize=9)
     if not drawn:
         _no_data(ax, _missing(ctx, "context_updates"))
     _legend(ax)
@@ -521,8 +526,7 @@ def _modewise_figure(ctx, artefact_id: str, family_name: str, spectrum, *, reduc
         _depth_axis(ax, family.depths, logy=not reducible)
         ax.set_title(title + "\n" + (f"spectrum {spectrum_label(*spectrum)}, " if spectrum else "") + _sizes(family),
                      fontsize=9)
-    ax.set_ylabel("normalised reducible mode loss (ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max))" if reducible
-                  else "normalised mode loss E ẽ_k² / E t̃_k²")
+    ax.set_ylabel("normalised reducible mode loss" if reducible else "normalised mode loss E ẽ_k² / E t̃_k²")
     _legend(ax)
     paths = _save(ctx, fig, artefact_id)
     return Figure(artefact_id, paths, title + ". " + caption)
@@ -568,7 +572,8 @@ def fig7b(ctx) -> Figure:
     Paper Fig. 7b.
     """
     return _modewise_figure(ctx, "fig7b", "nonlinear_lazy", _mode_spectrum(ctx, "nonlinear_lazy"), reducible=True,
-                            title="softmax attention, top-2: normalised reducible mode-wise loss")
+                            title="softmax attention, top-2: normalised reducible mode-wise loss "
+                                  "(ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max))")
 
 
 # ------------------------------------------------------------------------------------------- linear plots
@@ -856,7 +861,7 @@ def fig1(ctx) -> Figure:
             parts.append(f"linear difficult {t.label}: plateau {t.plateau:.4g}, floor {t.floor:.4g}")
     _depth_axis(right, lazy.depths)
     right.set_ylabel("held-out loss R_L")
-    right.set_title(f"top-{lazy.k} task: softmax ({_sizes(lazy)}, lazy) vs linear", fontsize=9)
+    right.set_title(f"top-{lazy.k} task: softmax ({_sizes(lazy)}, {_regime(lazy)}) vs linear", fontsize=9)
     _legend(right)
     paths = _save(ctx, fig, "fig1")
     return Figure("fig1", paths, "Overview. Left: linear attention on the easy task decays as a power law in depth "

@@ -233,6 +233,55 @@ def _selection_claim(ctx) -> Claim:
     return Claim("selection_tail", paper, criterion, _status(all(verdicts)), "; ".join(parts) + ".", ("nonlinear_lazy",))
 
 
+#: largest spread (std over modes) of the normalised reducible mode loss for learning to count as "parallel"
+PARALLEL_SPREAD = 0.10
+#: smallest rank correlation between mode index and normalised mode loss for learning to count as "sequential"
+SEQUENTIAL_CORRELATION = 0.8
+
+
+def _mode_spread(ctx, family_name: str, spectrum) -> tuple:
+    """(depths, spread per intermediate depth) of the normalised reducible mode loss (Fig. 7b)."""
+    depths, matrix = analysis.modewise_matrix(ctx, family_name, *spectrum)
+    if matrix.shape[0] < 3 or not np.all(np.isfinite(matrix)):
+        return (), np.array([])
+    base = matrix[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reducible = (matrix - base) / (matrix[0] - base)
+    return tuple(int(L) for L in depths[1:-1]), np.nanstd(reducible[1:-1], axis=1)
+
+
+def _modewise_claim(ctx) -> Claim:
+    from scipy.stats import spearmanr
+
+    paper = ("Linear attention learns strong modes before weak ones (sequential, Fig. 3c); softmax attention learns "
+             "all modes in parallel: the normalised reducible mode-wise losses collapse onto one curve (Fig. 7b).")
+    criterion = (f"softmax (lazy runs, spectrum with a > 0): spread (std over modes) of the normalised reducible mode "
+                 f"loss below {PARALLEL_SPREAD:g} at every intermediate depth; linear (easy task, a = 2): Spearman "
+                 f"correlation between mode index and normalised mode loss above {SEQUENTIAL_CORRELATION:g} at every "
+                 "depth > 1")
+    families = ("nonlinear_lazy", "linear_easy")
+    if not (ctx.ran("nonlinear_lazy") and ctx.ran("linear_easy")):
+        return Claim("modewise", paper, criterion, "not tested", "needs nonlinear_lazy and linear_easy", families)
+    anisotropic = [s for s in ctx.family("nonlinear_lazy").spectra if s[0] > 0]
+    linear = [s for s in ctx.family("linear_easy").spectra if s[0] > 0]
+    if not anisotropic or not linear:
+        return Claim("modewise", paper, criterion, "not tested", "no spectrum with a > 0 in both families", families)
+    depths, spread = _mode_spread(ctx, "nonlinear_lazy", anisotropic[0])
+    linear_depths, matrix = analysis.modewise_matrix(ctx, "linear_easy", *linear[0])
+    if not len(spread) or not np.all(np.isfinite(matrix)):
+        return Claim("modewise", paper, criterion, "not tested", "no finished runs", families)
+    modes = np.arange(1, matrix.shape[1] + 1)
+    correlations = [float(spearmanr(modes, row).statistic) for row in matrix[1:]]
+    parallel = bool(np.all(spread < PARALLEL_SPREAD))
+    sequential = bool(np.all(np.asarray(correlations) > SEQUENTIAL_CORRELATION))
+    evidence = (f"softmax {spectrum_label(*anisotropic[0])}: spread " + ", ".join(
+        f"{v:.3f} at L = {L}" for L, v in zip(depths, spread)) + f" ({'parallel' if parallel else 'not parallel'}); "
+        f"linear {spectrum_label(*linear[0])}: Spearman " + ", ".join(
+        f"{c:.2f} at L = {int(L)}" for L, c in zip(linear_depths[1:], correlations))
+        + f" ({'sequential' if sequential else 'not sequential'}).")
+    return Claim("modewise", paper, criterion, _status(parallel and sequential), evidence, families)
+
+
 def _plateau_claim(consistency) -> Claim:
     paper = "Softmax plateau L0 ≈ 2.0 at (0, 0) and the other Table 1 / Table 4 plateaus, at the paper's (unstated) sizes."
     criterion = ("each paper plateau is not below the oracle bound (best mixture of softmax heads over cosine similarity) "
@@ -269,8 +318,8 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
     >>> from numerics.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
-    >>> [c.status for c in claims][:2]
-    ['not tested', 'not tested']
+    >>> [c.status for c in claims][:2], len(claims)
+    (['not tested', 'not tested'], 8)
     """
     return (
         _inverse_depth_claim(ctx),
@@ -279,6 +328,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
         _linear_floor_claim(ctx),
         _easy_claim(ctx),
         _selection_claim(ctx),
+        _modewise_claim(ctx),
         _plateau_claim(consistency),
     )
 
