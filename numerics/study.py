@@ -278,7 +278,7 @@ class StudyScale:
 
 
 #: named scales: ``smoke`` (tests and the reproduction's CI scale, seconds); ``quick`` (d = N = 32,
-#: P = 128: 99 training runs, about 15 minutes on 2 busy cores from an empty store; its lazy and
+#: P = 128: 81 training runs, about 15 minutes on 2 busy cores from an empty store; its lazy and
 #: converged runs are those of ``idepth reproduce --scale quick``'s nonlinear difficult families, so
 #: with a shared store only 21 extra converged runs are trained); ``full`` (d ∈ {16, 32, 64},
 #: P/d ∈ {4, 16}, N ∈ {d, 2d}: thousands of runs, for a Dask cluster)
@@ -292,7 +292,8 @@ SCALES: dict[str, StudyScale] = {
     "quick": StudyScale(
         name="quick", sizes=((32, 128, 32),), spectra=((0.0, 0.0),), extra_spectra=((0.0, 0.5), (0.5, 0.0)),
         depths=(1, 2, 4, 8, 16, 32), seeds=(0, 1, 2), regimes=("lazy", "converged", "frozen_heads", "separate_models"),
-        separate_models=12, separate_depths=(1, 2, 3, 4), bound_contexts=8192,
+        separate_models=12, separate_depths=(1, 2, 3, 4), batch_size=32, converged_steps=2000, converged_init="lazy",
+        bound_contexts=8192,
     ),
     "full": StudyScale(
         name="full",

@@ -40,7 +40,7 @@ def register(subparsers) -> None:
                     "nonlinear plateaus against the bounds. Writes DIR/study.md, DIR/study.json, DIR/figures/.",
     )
     regime.add_argument("--scale", default="quick",
-                        help="quick (default: d = 32, P = N = 128/32, 99 training runs; its lazy and converged runs are "
+                        help="quick (default: d = N = 32, P = 128, 81 training runs; its lazy and converged runs are "
                              "those of 'idepth reproduce --scale quick', shared with --store) or full (d in {16, 32, 64}, "
                              "P/d in {4, 16}, N in {d, 2d}: thousands of runs, use dask)")
     regime.add_argument("--out", metavar="DIR", default="study-out", help="output directory (default study-out)")
