@@ -4,7 +4,7 @@ What it measures (medians over ``--repeats`` repetitions):
 
 1. **Throughput**: wall time of a 16-run tiny sweep (real
    :func:`numerics.train.run_config`, nonlinear model, d = N = 4, P = 16,
-   400 steps; a fraction of a second per run) with 1 and with 2 local workers,
+   2000 steps; about a second per run) with 1 and with 2 local workers,
    each into a fresh directory, pool start-up included. On 2 idle cores the
    ratio should be close to 2; the worker start-up (importing numpy, scipy,
    sympy and the package, a few seconds once per worker) is paid in both.
@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-TINY = dict(model="nonlinear", task="difficult", k=2, d=4, N=4, P=16, batch_size=16, max_steps=400,
+TINY = dict(model="nonlinear", task="difficult", k=2, d=4, N=4, P=16, batch_size=16, max_steps=2000,
             eval_every=50, eval_size=64, warmup_steps=0, window=10_000)
 
 

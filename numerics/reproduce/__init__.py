@@ -165,7 +165,8 @@ def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, pro
     result = None
     try:
         log(f"regime study (numerics.study, scale {name!r}) ...")
-        kwargs = dict(backend=backend, progress=progress)
+        # the study's runs that equal this reproduction's (same configs) are trained once: share the store
+        kwargs = dict(backend=backend, progress=progress, store_dir=out / "store")
         if backend == "dask" and scheduler is not None:
             kwargs["scheduler"] = scheduler
         else:

@@ -155,9 +155,13 @@ def _plot_bound(ax, bound: dict | None, colour, label: str | None) -> None:
 
 
 def _legend(ax, **kwargs) -> None:
+    """Legend inside the axes; outside on the right when it has many entries (so it never hides data)."""
     handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        ax.legend(fontsize=7, frameon=False, **kwargs)
+    if not handles:
+        return
+    if len(handles) > 5:
+        kwargs = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0}
+    ax.legend(fontsize=7, frameon=False, **kwargs)
 
 
 def _sizes(family) -> str:
@@ -670,20 +674,22 @@ def fig5b(ctx) -> Figure:
     ----------
     Paper Fig. 5b; Table 3; eq. (54).
     """
+    import matplotlib.ticker as ticker
+
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.2, 4.8), constrained_layout=True)
     xs, parts = [], []
-    for marker, family_name in (("o", "linear_difficult"), ("s", "linear_difficult_k16")):
+    pairs = [(marker, name, spectrum) for marker, name in (("o", "linear_difficult"), ("s", "linear_difficult_k16"))
+             for spectrum in ctx.family(name).spectra]
+    for colour, (marker, family_name, (a, b)) in zip(_colours(len(pairs)), pairs):
         family = ctx.family(family_name)
-        for colour, (a, b) in zip(_colours(len(family.spectra)), family.spectra):
-            s = analysis.linear_difficult_summary(ctx, family_name, a, b)
-            if not math.isfinite(s.plateau):
-                continue
-            xs += [s.floor, s.plateau]
-            ax.errorbar([s.floor], [s.plateau], xerr=[s.floor_se], yerr=[0 if math.isnan(s.plateau_se) else s.plateau_se],
-                        marker=marker, color=colour, ms=6, capsize=2, ls="none",
-                        label=f"top-{family.k} {s.label}")
-            parts.append(f"top-{family.k} {s.label}: {s.plateau:.4g} vs {s.floor:.4g} ({100 * s.deviation:.1f} %)")
+        s = analysis.linear_difficult_summary(ctx, family_name, a, b)
+        if not math.isfinite(s.plateau):
+            continue
+        xs += [s.floor, s.plateau]
+        ax.errorbar([s.floor], [s.plateau], xerr=[s.floor_se], yerr=[0 if math.isnan(s.plateau_se) else s.plateau_se],
+                    marker=marker, color=colour, ms=6, capsize=2, ls="none", label=f"top-{family.k} {s.label}")
+        parts.append(f"top-{family.k} {s.label}: {s.plateau:.4g} vs {s.floor:.4g} ({100 * s.deviation:.1f} %)")
     if xs:
         lo, hi = min(xs) / 1.5, max(xs) * 1.5
         grid = np.geomspace(lo, hi, 20)
@@ -693,6 +699,9 @@ def fig5b(ctx) -> Figure:
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_minor_formatter(ticker.NullFormatter())
+            axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     else:
         _no_data(ax, _missing(ctx, "linear_difficult"))
     ax.set_xlabel("theory floor T − hᵀG†h at the same (d, P, k)")

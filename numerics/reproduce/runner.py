@@ -12,7 +12,11 @@ plain training result does not keep:
   context, and its percentiles ``selection_Q(q)`` as metrics (paper eqs. 90-91, Fig. 13);
 * context-update models: ``A1_example`` (P, P), layer 1's context attention
   on the first held-out context, the fitted ``rho`` of ``A_1 ≈ ρ I + (1 − ρ) J``
-  (eq. 83) and the learned scalar ``m`` as metrics (Fig. 12).
+  (eq. 83, fitted on the first 512 held-out contexts) and the learned scalar
+  ``m`` as metrics (Fig. 12);
+* ``eval_prediction`` (eval_size,): ``ŷ_L`` on every held-out context, as
+  :func:`numerics.study.study_runner` stores it, so the regime study can share
+  this store (it averages separately trained models on the common held-out set).
 
 Linear attention has no softmax row: those entries are absent for it.
 """
@@ -53,6 +57,10 @@ def run_with_extras(config):
     >>> result = run_with_extras(cfg)
     >>> result.arrays["top1_mass_curve"].shape, result.arrays["selection_error"].shape
     ((3, 2), (16,))
+    >>> from numerics.train import evaluation_batch
+    >>> target = evaluation_batch(cfg).target.astype(float)
+    >>> bool(np.isclose(np.mean((result.arrays["eval_prediction"] - target) ** 2), result.metrics["R_L"], rtol=1e-4))
+    True
     """
     from numerics.diagnostics import SOFTMAX_MODELS, fit_rho, selection_error, selection_quantiles
     from numerics.models import get_model
@@ -74,12 +82,18 @@ def run_with_extras(config):
     result = train(config, callback=record_top1 if softmax else None)
     metrics = dict(result.metrics)
     arrays = dict(result.arrays)
+    predictions = []
+    if not softmax:
+        for start in range(0, config.eval_size, 512):
+            part = _slice_batch(eval_batch, start, start + 512)
+            predictions.append(np.asarray(model.forward(result.params, part).prediction, dtype=np.float64))
     if softmax:
         arrays["top1_mass_curve"] = np.asarray(curve, dtype=np.float64).reshape(-1, 2)
         errors, first = [], None
         for start in range(0, config.eval_size, 512):
             part = _slice_batch(eval_batch, start, start + 512)
             out = model.forward(result.params, part)
+            predictions.append(np.asarray(out.prediction, dtype=np.float64))
             k = 1 if config.task == "easy" else config.k
             selected = top_k_indices(part.context_x, part.test_x, k)
             errors.append(selection_error(out.attention, selected))
@@ -95,4 +109,5 @@ def run_with_extras(config):
             arrays["A1_example"] = A[0]
             metrics["rho"] = fit_rho(A)
             metrics["m"] = float(np.asarray(result.params["m"]).reshape(-1)[0]) if "m" in result.params else math.nan
+    arrays["eval_prediction"] = np.concatenate(predictions)
     return TrainResult(config=result.config, params=result.params, metrics=metrics, arrays=arrays)

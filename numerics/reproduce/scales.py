@@ -342,8 +342,8 @@ def _smoke() -> Scale:
 
 def _quick() -> Scale:
     # nonlinear_lazy and nonlinear_converged are exactly the runs of the regime study's quick scale
-    # (numerics.study.regime_config, d = N = 32, P = 128, batch 64): sharing the store trains them once
-    lazy = dict(_LAZY, max_steps=1000, batch_size=64, eval_every=100, eval_size=1024)
+    # (numerics.study.regime_config, d = N = 32, P = 128, batch 32): sharing the store trains them once
+    lazy = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100, eval_size=1024)
     small = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100)
     # the learned scalar m of M(m) must be able to move (paper: m ≈ −2.3 for top-16): train to convergence
     context = dict(_CONVERGED, max_steps=2000, batch_size=32, eval_every=100, warmup_steps=100)
@@ -363,10 +363,8 @@ def _quick() -> Scale:
         Family("nonlinear_lazy", "nonlinear", "difficult", 2, 32, 32, 128, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)),
                (1, 2, 4, 8, 16, 32), (0, 1, 2), **lazy),
         Family("nonlinear_converged", "nonlinear", "difficult", 2, 32, 32, 128, ((0.0, 0.0),),
-               (1, 2, 4, 8, 16, 32), (0, 1, 2), max_steps=3000, batch_size=64, eval_every=100, eval_size=1024,
-               warmup_steps=100, **dict(_CONVERGED, init=(),
-                                        regime="converged: every parameter trained, Adam 1e-3 with warm-up + cosine "
-                                               "decay, the model's default initialisation")),
+               (1, 2, 4, 8, 16, 32), (0, 1, 2), max_steps=2000, batch_size=32, eval_every=100, eval_size=1024,
+               warmup_steps=100, **_CONVERGED),
         Family("nonlinear_k16", "nonlinear", "difficult", 16, 32, 32, 128, ((0.0, 0.5),),
                (1, 2, 4, 8, 16, 32), (0,), **lazy),
         Family("single_stream", "single_stream", "difficult", 2, 32, 32, 128, ((0.0, 0.0),), (1, 2, 4, 8), (0,),
