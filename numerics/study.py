@@ -1540,7 +1540,8 @@ def paper_consistency(
             if below:
                 statement = (
                     f"The paper's {r['source']} = {r['verbatim']} at (a, b) = ({r['a']:g}, {r['b']:g}) is below what any "
-                    f"average of softmax heads over cosine similarity can reach at d = {sd}, P = {sP}: the best mixture "
+                    f"non-negative mixture of softmax heads over exact cosine similarity (optimal temperatures and gains) "
+                    f"can reach at d = {sd}, P = {sP}: the best mixture "
                     f"reaches {hb.mixture_loss:.4g} ± {hb.mixture_standard_error:.2g} ({ratio:.3g}× the paper's value, "
                     f"{margin:.0f} SE above it; best single head {hb.single_head_loss:.4g}). Unattainable at these sizes."
                 )

@@ -161,6 +161,11 @@ def _legend(ax, **kwargs) -> None:
         return
     if len(handles) > 5:
         kwargs = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0}
+        figure = ax.figure
+        if len(figure.axes) == 1 and not getattr(figure, "_idepth_widened", False):
+            width, height = figure.get_size_inches()
+            figure.set_size_inches(width * 1.4, height)  # room for the legend, the axes keep their size
+            figure._idepth_widened = True
     ax.legend(fontsize=7, frameon=False, **kwargs)
 
 

@@ -160,7 +160,9 @@ def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | 
 
     Seeds with a value at every depth are fitted jointly (their mean, with
     :func:`theory.fitting.fit_depth_law`'s Gauss-Newton standard errors);
-    depths where the mean is not finite are dropped first.
+    depths where the mean is not finite are dropped first. The gap law is
+    fitted to the mean over seeds (a single seed's ``C_L`` may exceed the
+    plateau where the mean does not).
 
     Parameters
     ----------
@@ -195,7 +197,8 @@ def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | 
     data = _complete_rows(curve)
     try:
         if gap_plateau is not None:
-            fit = fit_gap_law(curve.depths, data, gap_plateau)
+            # the mean over seeds: a single seed's C_L may exceed the plateau where the mean does not
+            fit = fit_gap_law(curve.depths, curve.mean, gap_plateau)
         else:
             fit = fit_depth_law(curve.depths, data, floor)
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:  # OverflowError: see report
