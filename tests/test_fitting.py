@@ -330,3 +330,10 @@ def test_wrong_types_raise_type_error_naming_the_argument():
         fit_depth_law([1, 2, 4], [[1.0, 0.5, 0.25]] * 2, n_bootstrap=2, rng="seed")
     with pytest.raises(TypeError, match="plateau"):
         fit_gap_law([1, 2, 4], [1.0, 1.5, 1.9], "2.0")
+
+
+def test_fit_of_non_decaying_data_returns_a_finite_result_instead_of_overflowing():
+    # regression: R rising with depth once drove log(alpha) to overflow (math.exp)
+    fit = fit_depth_law([1, 2, 4], [[1.364, 1.3466, 1.4062], [1.4814, 1.4088, 1.3935], [0.9992, 0.9482, 0.9668]])
+    assert np.isfinite([fit.L0, fit.c, fit.alpha]).all()
+    assert 1e-4 <= fit.alpha <= 100.0

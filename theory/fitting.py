@@ -442,15 +442,23 @@ def _starting_points(log_depth: np.ndarray, values: np.ndarray, floor: float | N
     return [theta for _, theta in candidates[:_N_STARTS]]
 
 
+#: range searched for the exponent alpha of eq. (16)
+ALPHA_RANGE = (1e-4, 100.0)
+_LOG_C_LIMIT = 700.0
+
+
 def _optimise(log_depth: np.ndarray, values: np.ndarray, floor: float | None, starts: list[np.ndarray]) -> np.ndarray:
     log_values = np.log(values)
+    # alpha is searched in [ALPHA_RANGE]: data that do not decay (e.g. R rising with L) would
+    # otherwise send log alpha to +inf (overflow) or c to 0; a fit at a bound is still returned
+    lo_a, hi_a = (math.log(v) for v in ALPHA_RANGE)
     if floor is None:
-        bounds = ([0.0, -np.inf, -np.inf], [np.inf, np.inf, np.inf])
+        bounds = ([0.0, -_LOG_C_LIMIT, lo_a], [np.inf, _LOG_C_LIMIT, hi_a])
     else:
-        bounds = (-np.inf, np.inf)
+        bounds = ([-_LOG_C_LIMIT, lo_a], [_LOG_C_LIMIT, hi_a])
     best = None
     for start in starts:
-        start = np.array(start, dtype=np.float64)
+        start = np.clip(np.array(start, dtype=np.float64), np.asarray(bounds[0]), np.asarray(bounds[1]))
         if floor is None:
             start[0] = max(start[0], 0.0)
         result = optimize.least_squares(
