@@ -679,13 +679,13 @@ def classify_point(depth_gain: float, alpha: float, settles: bool) -> str:
 def summarise_point(regime, size, spectrum, k, depths, R, A, C) -> RegimePoint:
     """Fit and classify one point from per-seed ``R_L``, ``A_L``, ``C_L`` arrays (seeds x depths).
 
+    Notes
+    -----
+    No example: it needs trained runs or Monte-Carlo bounds (minutes); see :class:`RegimePoint`.
+
     References
     ----------
     Paper eqs. (16), (61)-(63).
-
-    Examples
-    --------
-    See :class:`RegimePoint`.
     """
     from theory.fitting import fit_depth_law
 
@@ -929,13 +929,13 @@ class RegimeStudy:
     runs : int
         Training runs in the study's grid.
 
+    Notes
+    -----
+    No example: it needs trained runs or Monte-Carlo bounds (minutes); see :func:`run_regime_study`.
+
     References
     ----------
     Paper eqs. (16), (60)-(63).
-
-    Examples
-    --------
-    See :func:`run_regime_study`.
     """
 
     scale: StudyScale
@@ -1376,13 +1376,13 @@ class ConsistencyRow:
     statement : str
         The plain sentence for the report.
 
+    Notes
+    -----
+    No example: it needs trained runs or Monte-Carlo bounds (minutes); see :func:`paper_consistency`.
+
     References
     ----------
     Paper Tables 1 and 4; eqs. (16), (60).
-
-    Examples
-    --------
-    See :func:`paper_consistency`.
     """
 
     source: str
@@ -1415,13 +1415,13 @@ class ConsistencyReport:
     n_below : int
         Rows whose paper value lies below the bound.
 
+    Notes
+    -----
+    No example: it needs trained runs or Monte-Carlo bounds (minutes); see :func:`paper_consistency`.
+
     References
     ----------
     Paper Tables 1 and 4.
-
-    Examples
-    --------
-    See :func:`paper_consistency`.
     """
 
     rows: tuple
