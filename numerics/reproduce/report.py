@@ -282,6 +282,30 @@ def _modewise_claim(ctx) -> Claim:
     return Claim("modewise", paper, criterion, _status(parallel and sequential), evidence, families)
 
 
+def _context_updates_claim(ctx) -> Claim:
+    lo, hi = analysis.ALPHA_TARGET
+    paper = ("Context updates M(m) with a learned m: top-2 keeps a 1/L trend while top-16 saturates; the learned m is "
+             "≈ −2.3 for top-16, and layer 1's context attention fits ρ_2 = 0.9999, ρ_16 = 0.0989 (Figs. 11-12, eq. 84).")
+    criterion = (f"top-2: fitted α in [{lo}, {hi}]; top-16: depth gain R_1/R_Lmax below 1.1 (saturates) and learned m < 0 "
+                 "at the deepest model")
+    families = ("context_updates", "context_updates_k16")
+    if not all(ctx.ran(f) for f in families):
+        return Claim("context_updates", paper, criterion, "not tested", "context-update families not run", families)
+    top2, top16 = ctx.family("context_updates"), ctx.family("context_updates_k16")
+    s2 = analysis.nonlinear_summary(ctx, "context_updates", *top2.spectra[0])
+    s16 = analysis.nonlinear_summary(ctx, "context_updates_k16", *top16.spectra[0])
+    if not (s2.has_data and s16.has_data):
+        return Claim("context_updates", paper, criterion, "not tested", "no finished runs", families)
+    m16, _ = ctx.results.curve(top16, *top16.spectra[0], "m").at(max(top16.depths))
+    rho2, _ = ctx.results.curve(top2, *top2.spectra[0], "rho").at(max(top2.depths))
+    rho16, _ = ctx.results.curve(top16, *top16.spectra[0], "rho").at(max(top16.depths))
+    ok = bool(s2.alpha_in_target) and math.isfinite(s16.depth_gain) and s16.depth_gain < 1.1 and m16 < 0
+    evidence = (f"d = {top2.d}, P = {top2.P}, {top2.regime}. top-2: α = {s2.fit.value('alpha'):.3g}, R_1/R_Lmax = "
+                f"{s2.depth_gain:.3g}, ρ = {rho2:.3g}; top-16: R_1/R_Lmax = {s16.depth_gain:.3g}, learned m = {m16:.3g} "
+                f"at L = {max(top16.depths)}, ρ = {rho16:.3g}.")
+    return Claim("context_updates", paper, criterion, _status(ok), evidence, families)
+
+
 def _plateau_claim(consistency) -> Claim:
     paper = "Softmax plateau L0 ≈ 2.0 at (0, 0) and the other Table 1 / Table 4 plateaus, at the paper's (unstated) sizes."
     criterion = ("each paper plateau is not below the oracle bound (best mixture of softmax heads over cosine similarity) "
@@ -319,7 +343,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
     >>> [c.status for c in claims][:2], len(claims)
-    (['not tested', 'not tested'], 8)
+    (['not tested', 'not tested'], 9)
     """
     return (
         _inverse_depth_claim(ctx),
@@ -329,6 +353,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
         _easy_claim(ctx),
         _selection_claim(ctx),
         _modewise_claim(ctx),
+        _context_updates_claim(ctx),
         _plateau_claim(consistency),
     )
 

@@ -30,9 +30,9 @@ trained to convergence at the same sizes, reported separately.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Mapping
 
 from theory._validation import check_choice
 
