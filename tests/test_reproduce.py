@@ -257,3 +257,17 @@ def test_fit_recovers_an_exact_inverse_depth_law_and_its_settling():
     lo, hi, change = last_doubling(curve)
     assert (lo, hi) == (16, 32)
     assert change == pytest.approx((losses[4] - losses[5]) / losses[4], rel=rtol(ROUNDOFF))
+
+
+def test_figure_pages_for_the_docs_show_every_reproduced_figure_with_its_command(smoke, tmp_path):
+    from numerics.reproduce.docs_pages import write_figure_pages
+
+    pages = write_figure_pages(smoke.out_dir, tmp_path)
+    figures = sorted(p.stem for p in Path(smoke.out_dir, "figures").glob("*.png"))
+    assert sorted(p.stem for p in pages[1:]) == figures
+    for page in pages[1:]:
+        text = page.read_text()
+        assert f"]({page.stem}.png)" in text and f"--only {page.stem}" in text
+        assert (tmp_path / f"{page.stem}.png").stat().st_size > 0
+    index = pages[0].read_text()
+    assert all(name in index for name in figures) and "{toctree}" in index
