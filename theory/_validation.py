@@ -20,6 +20,8 @@ __all__ = [
     "check_nonnegative",
     "check_positive",
     "check_positive_int",
+    "check_real",
+    "check_level",
 ]
 
 
@@ -39,6 +41,19 @@ def _as_real(name: str, value: object) -> float:
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite; got {value!r}")
+    return value
+
+
+def check_real(name: str, value: object) -> float:
+    """Return ``float(value)`` if it is a finite real number."""
+    return _as_real(name, value)
+
+
+def check_level(level: object, name: str = "level") -> float:
+    """Return a confidence level as a float in the open interval (0, 1)."""
+    value = _as_real(name, level)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be in the open interval (0, 1); got {value!r}")
     return value
 
 

@@ -28,14 +28,13 @@ proves it from the definitions for a given depth; the docs render those objects.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Real
 
 import numpy as np
 import sympy as sp
 from scipy.special import ndtri
 
 from . import symbols as s
-from ._validation import check_depths, check_finite_array, check_positive_int
+from ._validation import check_depths, check_finite_array, check_level, check_positive_int, check_real
 
 __all__ = [
     "R_MEAN_PREDICTOR",
@@ -69,15 +68,6 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     array = np.array(array, dtype=np.float64, copy=True)
     array.setflags(write=False)
     return array
-
-
-def _check_level(level: object) -> float:
-    if isinstance(level, bool) or not isinstance(level, (Real, np.floating)):
-        raise TypeError(f"level must be a real number in (0, 1); got {level!r} ({type(level).__name__})")
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in the open interval (0, 1); got {level!r}")
-    return level
 
 
 @dataclass(frozen=True, eq=False)
@@ -341,18 +331,9 @@ def symbolic_decomposition_identity(depth: int) -> SymbolicDecomposition:
     )
 
 
-def _check_real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a real number; got {value!r} ({type(value).__name__})")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite; got {value!r}")
-    return value
-
-
 def _check_A_C(A: object, C: object) -> tuple[float, float]:
-    A = _check_real("A", A)
-    C = _check_real("C", C)
+    A = check_real("A", A)
+    C = check_real("C", C)
     if A < C:
         raise ValueError(f"A must be >= C (A - C is a mean squared disagreement, eq. 63); got A={A!r}, C={C!r}")
     return A, C
@@ -478,7 +459,7 @@ def predict_exchangeable_loss(depth: object, A: float, C: float, covariance: obj
     """
     depths = check_depths(depth, "depth")
     A, C = _check_A_C(A, C)
-    level = _check_level(level)
+    level = check_level(level)
     cov = check_finite_array("covariance", covariance, ndim=2)
     if cov.shape != (2, 2):
         raise ValueError(f"covariance must have shape (2, 2) (the covariance of (A, C)); got shape {cov.shape}")

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 from types import MappingProxyType
 from typing import Mapping
 
@@ -41,7 +41,7 @@ from scipy import optimize
 from scipy.special import stdtrit
 
 from . import symbols as s
-from ._validation import check_depths, check_finite_array, check_nonnegative
+from ._validation import check_depths, check_finite_array, check_level, check_nonnegative, check_positive, check_real
 
 __all__ = [
     "DEPTH_LAW",
@@ -84,21 +84,7 @@ def _readonly(array: object, dtype=np.float64) -> np.ndarray:
 
 
 def _check_real(name: str, value: object, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a real number; got {value!r} ({type(value).__name__})")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite; got {value!r}")
-    if positive and value <= 0:
-        raise ValueError(f"{name} must be > 0; got {value!r}")
-    return value
-
-
-def _check_level(level: object) -> float:
-    value = _check_real("level", level)
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"level must be in the open interval (0, 1); got {value!r}")
-    return value
+    return check_positive(name, value) if positive else check_real(name, value)
 
 
 def _check_law_parameters(L0: object, c: object, alpha: object) -> tuple[float, float, float]:
@@ -311,7 +297,7 @@ class DepthLawFit:
         """
         if name not in PARAMETERS:
             raise ValueError(f"name must be one of {', '.join(repr(p) for p in PARAMETERS)}; got {name!r}")
-        level = self.level if level is None else _check_level(level)
+        level = self.level if level is None else check_level(level)
         if method == "wald":
             estimate, se = self.estimates[name], self.standard_errors[name]
             if self.dof <= 0:
@@ -532,7 +518,7 @@ def _fit(depths, data, floor, *, quantity, plateau, level, n_bootstrap, rng, dat
             f"depths must contain at least {n_free} distinct depths to fit {n_free} parameters "
             f"(floor mode {floor_mode!r}); got {n_distinct} distinct in {depth_array.tolist()}"
         )
-    level = _check_level(level)
+    level = check_level(level)
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (Integral, np.integer)) or n_bootstrap < 0:
         raise ValueError(f"n_bootstrap must be an integer >= 0; got {n_bootstrap!r}")
     n_bootstrap = int(n_bootstrap)
