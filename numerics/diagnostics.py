@@ -624,8 +624,9 @@ def plot_modewise_loss(diagnostics: Diagnostics, path, *, title: str | None = No
         ax.set_xscale("log")
         if np.nanmin(values) > 0:
             ax.set_yscale("log")
+        ax.set_xlim(0.8, modes[-1] * 1.25)
         ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # labelled minor ticks collide at 0.9 / 1
         ax.set_xlabel("mode k (rank of the input eigenvalue λ_k)")
         ax.set_ylabel(r"normalised mode loss $E\,\tilde e_k^2 / E\,\tilde t_k^2$")
         ax.set_title(title or f"{diagnostics.model}, {diagnostics.task} task, L = {diagnostics.depth}")
