@@ -36,6 +36,8 @@ from typing import Mapping
 
 from theory._validation import check_choice
 
+from .. import study as _study
+
 __all__ = [
     "FAMILIES",
     "LAZY_INIT",
@@ -61,10 +63,11 @@ FAMILIES = MappingProxyType({
     "context_updates_k16": "context updates M(m), difficult task, k = 16 (Figs. 11, 12)",
 })
 
-#: W_q^ℓ = W_k^ℓ = √0.6 (I + 0.5 G/√N): the prototypes' lazy-regime initialisation
-LAZY_INIT = (("qk_noise", 0.5), ("qk_scale", 0.6))
+#: W_q^ℓ = W_k^ℓ = √0.6 (I + 0.5 G/√N): the prototypes' lazy-regime initialisation, taken from the
+#: regime study so both build identical configs (and share one run store)
+LAZY_INIT = tuple(sorted(_study.LAZY_INIT.items()))
 #: parameters kept at their initial value in the lazy regime: the gain g = W_o W_v W_y = 1
-LAZY_FROZEN = ("W_o", "W_v", "W_y")
+LAZY_FROZEN = _study.GAIN_PARAMETERS
 
 _TABLE1_SPECTRA = ((0.0, 0.0), (0.0, 0.25), (0.0, 0.5), (0.0, 1.0), (0.25, 0.0), (0.5, 0.0), (1.0, 0.0))
 _TABLE2_SPECTRA = ((2.0, 0.5), (2.0, 1.0), (2.0, 1.5), (2.0, 2.0), (0.5, 2.0), (1.0, 2.0), (1.5, 2.0))
