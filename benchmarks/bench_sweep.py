@@ -85,7 +85,7 @@ def machine_parallelism() -> float:
 
 
 def bench_throughput(repeats: int) -> None:
-    from numerics.sweep import Grid, run_sweep
+    from numerics.experiments.sweep import Grid, run_sweep
 
     grid = Grid(**TINY, depth=[1, 2, 3, 4], seed=[0, 1, 2, 3])
     assert len(grid) == 16
@@ -105,7 +105,7 @@ def bench_throughput(repeats: int) -> None:
 def bench_store(repeats: int, n: int = 200) -> None:
     import numpy as np
 
-    from numerics.store import ResultsStore, RunOutcome, encode_array
+    from numerics.experiments.store import ResultsStore, RunOutcome, encode_array
 
     rng = np.random.default_rng(0)
     arrays = {name: encode_array(rng.standard_normal(size)) for name, size in
@@ -130,7 +130,7 @@ def bench_store(repeats: int, n: int = 200) -> None:
 
 
 def bench_scheduling(repeats: int, small: int = 20, big: int = 420) -> None:
-    from numerics.sweep import Grid, run_sweep
+    from numerics.experiments.sweep import Grid, run_sweep
 
     def sweep(n: int):
         grid = Grid(**TINY, seed=list(range(n)))

@@ -120,7 +120,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +128,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from theory._validation import check_choice, check_nonnegative, check_positive, check_positive_int
+
+from .checkpoint import CHECKPOINT_FORMAT, read_checkpoint, save_checkpoint
+from .optim import SCHEDULES, AdamState, adam_init, adam_update, clip_by_global_norm, schedule_value
 
 __all__ = [
     "MODEL_DEFAULTS",
@@ -151,10 +153,8 @@ __all__ = [
     "evaluation_batch",
     "chunk_size",
     "save_checkpoint",
-    "atomic_write",
 ]
 
-SCHEDULES = ("constant", "warmup_constant", "warmup_cosine")
 TASKS = ("easy", "difficult")
 DTYPES = ("float32", "float64")
 
@@ -170,7 +170,6 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
 
 _JSON_SCALARS = (str, int, float, bool)
 _SEED_INIT, _SEED_TRAIN, _SEED_EVAL = 0, 1, 2
-_CHECKPOINT_FORMAT = "idepth-checkpoint/1"
 
 
 def _model_names() -> tuple[str, ...]:
@@ -471,115 +470,8 @@ def _check_init_options(model: str, options: dict[str, Any]) -> None:
         raise ValueError(f"init has an option that the {model!r} model's init_params does not accept: {exc}") from None
 
 
-# --------------------------------------------------------------------------- optimiser
-
-
-@dataclass(frozen=True)
-class AdamState:
-    """Adam's first and second moment estimates and the step count.
-
-    References
-    ----------
-    Kingma & Ba (2015), Algorithm 1; used on the loss of paper eq. (12).
-
-    Examples
-    --------
-    >>> state = adam_init({"w": np.zeros(3)})
-    >>> state.step, state.m["w"].tolist()
-    (0, [0.0, 0.0, 0.0])
-    """
-
-    m: Mapping[str, np.ndarray]
-    v: Mapping[str, np.ndarray]
-    step: int = 0
-
-
-def adam_init(params: Mapping[str, np.ndarray]) -> AdamState:
-    """Zero moments shaped like ``params`` (same dtype).
-
-    References
-    ----------
-    Kingma & Ba (2015), Algorithm 1.
-
-    Examples
-    --------
-    >>> adam_init({"w": np.ones(2, dtype=np.float32)}).v["w"].dtype
-    dtype('float32')
-    """
-    return AdamState(
-        m={k: np.zeros_like(v) for k, v in params.items()},
-        v={k: np.zeros_like(v) for k, v in params.items()},
-        step=0,
-    )
-
-
-def adam_update(
-    params: Mapping[str, np.ndarray],
-    grads: Mapping[str, np.ndarray],
-    state: AdamState,
-    learning_rate: float,
-    beta1: float = 0.9,
-    beta2: float = 0.999,
-    eps: float = 1e-8,
-) -> tuple[dict[str, np.ndarray], AdamState]:
-    """One bias-corrected Adam step; returns new params and state (inputs untouched).
-
-    ``m ← β1 m + (1 − β1) g``, ``v ← β2 v + (1 − β2) g²``,
-    ``θ ← θ − η m̂/(√v̂ + ε)`` with ``m̂ = m/(1 − β1^t)``, ``v̂ = v/(1 − β2^t)``.
-
-    References
-    ----------
-    Kingma & Ba (2015), Algorithm 1.
-
-    Examples
-    --------
-    >>> p, s = adam_update({"w": np.array([1.0])}, {"w": np.array([0.5])}, adam_init({"w": np.zeros(1)}), 0.1)
-    >>> p["w"].round(6).tolist(), s.step   # first step moves by ~ η sign(g)
-    ([0.9], 1)
-    """
-    t = state.step + 1
-    c1 = 1.0 - beta1**t
-    c2 = 1.0 - beta2**t
-    new_params, new_m, new_v = {}, {}, {}
-    for key, theta in params.items():
-        g = grads[key]
-        if np.shape(g) != theta.shape:
-            raise ValueError(f"grads[{key!r}] must have the shape of params[{key!r}], {theta.shape}; got {np.shape(g)}")
-        dtype = theta.dtype
-        m = (beta1 * state.m[key] + (1.0 - beta1) * g).astype(dtype, copy=False)
-        v = (beta2 * state.v[key] + (1.0 - beta2) * (g * g)).astype(dtype, copy=False)
-        step = (learning_rate / c1) * m / (np.sqrt(v / c2) + eps)
-        new_params[key] = (theta - step).astype(dtype, copy=False)
-        new_m[key], new_v[key] = m, v
-    return new_params, AdamState(m=new_m, v=new_v, step=t)
-
-
-def clip_by_global_norm(grads: Mapping[str, np.ndarray], max_norm: float | None) -> tuple[dict[str, np.ndarray], float]:
-    """Scale all gradients by ``min(1, max_norm/‖g‖)`` (global norm); return them and ‖g‖.
-
-    References
-    ----------
-    Pascanu, Mikolov & Bengio (2013); applied to the gradient of paper eq. (12).
-
-    Examples
-    --------
-    >>> g, norm = clip_by_global_norm({"a": np.array([3.0]), "b": np.array([4.0])}, 1.0)
-    >>> norm, g["a"].tolist(), g["b"].tolist()
-    (5.0, [0.6], [0.8])
-    """
-    norm = math.sqrt(sum(float(np.vdot(g, g)) for g in grads.values()))
-    if max_norm is None or norm <= max_norm or not math.isfinite(norm):
-        return dict(grads), norm
-    scale = max_norm / norm
-    return {k: (g * scale).astype(g.dtype, copy=False) for k, g in grads.items()}, norm
-
-
 def learning_rate_at(step: int, config: TrainConfig) -> float:
-    """Step size η_t of ``config.schedule`` at step ``t`` (0-based).
-
-    ``constant``: η; ``warmup_constant``: η min(1, (t+1)/w);
-    ``warmup_cosine``: the warm-up, then η (1 + cos(π (t − w)/(T − w)))/2 with
-    T = ``max_steps`` (reaching 0 at the cap).
+    """Step size η_t of ``config.schedule`` at step ``t`` (0-based); see :func:`numerics.optim.schedule_value`.
 
     References
     ----------
@@ -591,17 +483,7 @@ def learning_rate_at(step: int, config: TrainConfig) -> float:
     >>> [round(learning_rate_at(t, cfg), 3) for t in (0, 9, 10, 60, 110)]
     [0.1, 1.0, 1.0, 0.5, 0.0]
     """
-    eta = config.learning_rate
-    w = config.warmup_steps
-    if config.schedule == "constant":
-        return eta
-    if step < w:
-        return eta * (step + 1) / w
-    if config.schedule == "warmup_constant":
-        return eta
-    span = max(config.max_steps - w, 1)
-    progress = min(max((step - w) / span, 0.0), 1.0)
-    return eta * 0.5 * (1.0 + math.cos(math.pi * progress))
+    return schedule_value(config.schedule, step, config.learning_rate, config.warmup_steps, config.max_steps)
 
 
 def has_converged(eval_steps: np.ndarray, eval_losses: np.ndarray, tol: float, window: int) -> bool:
@@ -760,187 +642,9 @@ class TrainResult:
         --------
         See :meth:`save`.
         """
-        directory = Path(directory)
-        if not directory.is_dir():
-            raise FileNotFoundError(f"checkpoint directory {str(directory)!r} does not exist")
-        meta_path = directory / "metrics.json"
-        if not meta_path.is_file():
-            raise FileNotFoundError(f"{str(directory)!r} is not a checkpoint: metrics.json is missing")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if not isinstance(meta, dict) or meta.get("format") != _CHECKPOINT_FORMAT:
-            raise ValueError(f"{str(meta_path)!r} is not an {_CHECKPOINT_FORMAT} file")
-        for name, digest in meta["files"].items():
-            path = directory / name
-            if not path.is_file():
-                raise FileNotFoundError(f"checkpoint {str(directory)!r} is incomplete: {name} is missing")
-            if _sha256_file(path) != digest:
-                raise ValueError(
-                    f"checkpoint {str(directory)!r} is inconsistent: {name} does not match metrics.json (interrupted save?)"
-                )
-        config = TrainConfig.from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
-        with np.load(directory / "params.npz") as data:
-            params = {k: data[k] for k in data.files}
-        with np.load(directory / "arrays.npz") as data:
-            arrays = {k: data[k] for k in data.files}
-        metrics = {k: (math.nan if v is None else v) for k, v in meta["metrics"].items()}
+        config_data, params, metrics, arrays = read_checkpoint(directory)
+        config = TrainConfig.from_dict(config_data)
         return cls(config=config, params=params, metrics=metrics, arrays=arrays)
-
-
-# --------------------------------------------------------------------------- atomic files
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[Any], None]) -> str:
-    """Write ``path`` atomically: ``write(fh)`` into a temporary file in the same directory, fsync, ``os.replace``.
-
-    On any exception (including KeyboardInterrupt) the temporary file is
-    removed and ``path`` is left as it was. Returns the SHA-256 of what was written.
-
-    References
-    ----------
-    POSIX ``rename(2)`` atomicity; checkpoints of the paper's eq. (12) training.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     _ = atomic_write(pathlib.Path(tmp) / "x.txt", lambda fh: fh.write(b"hi"))
-    ...     (pathlib.Path(tmp) / "x.txt").read_bytes()
-    b'hi'
-    """
-    path = Path(path)
-    tmp_name, digest = _stage(path, write)
-    _commit([(tmp_name, path)])
-    return digest
-
-
-def _stage(path: Path, write: Callable[[Any], None]) -> tuple[str, str]:
-    """Write a complete, fsynced temporary sibling of ``path``; remove it on any failure."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return tmp_name, _sha256_file(Path(tmp_name))
-    except BaseException:
-        _unlink_quietly(tmp_name)
-        raise
-
-
-def _commit(staged: list[tuple[str, Path]]) -> None:
-    """``os.replace`` each staged file onto its target, in order; on failure remove the rest."""
-    try:
-        for tmp_name, target in staged:
-            os.replace(tmp_name, target)
-    except BaseException:
-        for tmp_name, _ in staged:
-            _unlink_quietly(tmp_name)
-        raise
-    finally:
-        if staged:
-            _fsync_dir(staged[0][1].parent)
-
-
-def _unlink_quietly(name: str) -> None:
-    try:
-        os.unlink(name)
-    except FileNotFoundError:
-        pass
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else None
-    return value
-
-
-def save_checkpoint(
-    directory: str | os.PathLike,
-    config: TrainConfig,
-    params: Mapping[str, np.ndarray],
-    metrics: Mapping[str, Any],
-    arrays: Mapping[str, np.ndarray],
-) -> Path:
-    """Write ``params.npz``, ``arrays.npz``, ``config.json`` and ``metrics.json`` atomically.
-
-    All four files are first staged completely (temporary files in the same
-    directory, fsynced); only then are they moved into place with
-    :func:`os.replace`, ``metrics.json`` last. A failure or Ctrl-C while
-    staging leaves the previous checkpoint untouched and no temporary file
-    behind. ``metrics.json`` holds the SHA-256 of the other three files, so
-    the one remaining window (between two renames) yields a checkpoint that
-    :meth:`TrainResult.load` refuses rather than a silent mixture. Non-finite metrics are stored as JSON
-    ``null`` (read back as NaN).
-
-    Notes
-    -----
-    No example: it needs a trained model or a checkpoint; see :meth:`TrainResult.save`.
-
-    References
-    ----------
-    Training of paper eq. (12).
-    """
-    from theory import __version__
-
-    directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise NotADirectoryError(f"checkpoint path {str(directory)!r} is a file, not a directory")
-    directory.mkdir(parents=True, exist_ok=True)
-    config_text = json.dumps(config.to_dict(), sort_keys=True, indent=2, allow_nan=False).encode("utf-8")
-    writers = {
-        "params.npz": lambda fh: np.savez(fh, **dict(params)),
-        "arrays.npz": lambda fh: np.savez(fh, **dict(arrays)),
-        "config.json": lambda fh: fh.write(config_text),
-    }
-    staged: list[tuple[str, Path]] = []
-    try:
-        # stage every file completely before touching the previous checkpoint
-        digests = {}
-        for name, write in writers.items():
-            tmp_name, digests[name] = _stage(directory / name, write)
-            staged.append((tmp_name, directory / name))
-        meta = {
-            "format": _CHECKPOINT_FORMAT,
-            "package_version": __version__,
-            "content_hash": config.content_hash(),
-            "files": digests,
-            "metrics": {k: _json_safe(v) for k, v in metrics.items()},
-        }
-        meta_text = json.dumps(meta, indent=2, allow_nan=False).encode("utf-8")
-        tmp_name, _ = _stage(directory / "metrics.json", lambda fh: fh.write(meta_text))
-        staged.append((tmp_name, directory / "metrics.json"))
-    except BaseException:
-        for tmp_name, _ in staged:
-            _unlink_quietly(tmp_name)
-        raise
-    _commit(staged)  # metrics.json (with the others' hashes) replaced last
-    return directory
 
 
 # --------------------------------------------------------------------------- training

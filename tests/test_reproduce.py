@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from tolerances import ROUNDOFF, rtol
 
 from idepth.cli import main
-from numerics.reproduce import ARTEFACTS, check_out_dir, get_scale, make_plan, parse_only, reproduce
-from numerics.reproduce import criteria
-from numerics.reproduce.results import Curve, fit_curve, last_doubling
+from numerics.experiments.reproduce import ARTEFACTS, check_out_dir, get_scale, make_plan, parse_only, reproduce
+from numerics.experiments.reproduce import criteria
+from numerics.experiments.reproduce.results import Curve, fit_curve, last_doubling
 from theory.paper import paper_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,7 +177,7 @@ def test_an_output_directory_that_is_a_file_is_refused_with_exit_status_2(tmp_pa
 
 
 def test_an_unwritable_output_directory_is_refused(tmp_path, monkeypatch, capsys):
-    import numerics.reproduce as package
+    import numerics.experiments.reproduce as package
 
     monkeypatch.setattr(package.os, "access", lambda path, mode: False)  # root can write anywhere: simulate
     status = main(["reproduce", "--scale", "smoke", "--out", str(tmp_path / "ro"), "--no-progress"])
@@ -260,7 +260,7 @@ def test_fit_recovers_an_exact_inverse_depth_law_and_its_settling():
 
 
 def test_figure_pages_for_the_docs_show_every_reproduced_figure_with_its_command(smoke, tmp_path):
-    from numerics.reproduce.docs_pages import write_figure_pages
+    from numerics.experiments.reproduce.docs_pages import write_figure_pages
 
     pages = write_figure_pages(smoke.out_dir, tmp_path)
     figures = sorted(p.stem for p in Path(smoke.out_dir, "figures").glob("*.png"))

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from numerics import store as st_
-from numerics.store import (
+from numerics.experiments import store as st_
+from numerics.experiments.store import (
     ResultsStore,
     RunOutcome,
     StoreLockedError,

@@ -1,4 +1,4 @@
-"""Claims about the regime study, the oracle bounds and the paper-consistency check (numerics.study, numerics.bounds)."""
+"""Claims about the regime study, the oracle bounds and the paper-consistency check (numerics.experiments.study, numerics.experiments.bounds)."""
 
 import dataclasses
 import json
@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tolerances import APPROX, MC_SIGMAS, ROUNDOFF, rtol
 
-from numerics.bounds import HeadBound, head_outputs, softmax_head_bound
+from numerics.experiments.bounds import HeadBound, head_outputs, softmax_head_bound
 from numerics.models import get_model
 from numerics.models._common import layer_norm
-from numerics.study import (
+from numerics.experiments.study import (
     SCALES,
     classify_point,
     fit_inverse_depth,

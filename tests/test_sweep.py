@@ -29,9 +29,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from idepth.cli import main as idepth_main
-from numerics import sweep as sw
-from numerics.store import STORE_FILENAME, ResultsStore, load_arrays, load_results
-from numerics.sweep import Grid, grid_from_dict, load_grid, run_sweep, sweep_status
+from numerics.experiments import sweep as sw
+from numerics.experiments.store import STORE_FILENAME, ResultsStore, load_arrays, load_results
+from numerics.experiments.sweep import Grid, grid_from_dict, load_grid, run_sweep, sweep_status
 
 REPO = Path(__file__).resolve().parents[1]
 DETERMINISTIC_METRICS = ("R_L", "A_L", "C_L", "steps", "converged")
@@ -90,7 +90,7 @@ def toy_runner(config: ToyConfig) -> ToyResult:
 
 
 def probe_runner(config: ToyConfig) -> ToyResult:
-    """Reports the worker's BLAS pinning (see numerics.sweep._init_worker)."""
+    """Reports the worker's BLAS pinning (see numerics.experiments.sweep._init_worker)."""
     metrics = {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES}
     metrics["numpy_imported_before_pinning"] = sw._WORKER_STATE.get("numpy_imported_before_pinning")
     return ToyResult(metrics, {})
@@ -346,7 +346,7 @@ def test_sigkill_of_the_driver_loses_no_finished_run_and_the_rerun_completes_eac
     out = tmp_path / "sweep"
     grid_file = tmp_path / "grid.toml"
     grid_file.write_text(TINY_TOML.replace("max_steps = 30", "max_steps = 150") + "\ndepth = [1, 2, 3, 4, 5]\n")
-    code = ("import sys; from numerics.sweep import run_sweep; "
+    code = ("import sys; from numerics.experiments.sweep import run_sweep; "
             "run_sweep(sys.argv[1], sys.argv[2], workers=1, progress=False)")
     driver = subprocess.Popen([sys.executable, "-c", code, str(grid_file), str(out)], cwd=REPO,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

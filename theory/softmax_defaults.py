@@ -19,7 +19,7 @@ is what :func:`theory.predict_loss` uses for ``attention='softmax',
 task='difficult'`` when no calibration is given.
 
 ``theory`` never imports ``numerics``: the file is produced by
-:func:`numerics.study.make_softmax_defaults` and only read here.
+:func:`numerics.experiments.study.make_softmax_defaults` and only read here.
 """
 
 from __future__ import annotations
@@ -320,7 +320,7 @@ def load_softmax_defaults(path: str | Path | None = None) -> SoftmaxDefaults:
     Parameters
     ----------
     path : str or Path, optional
-        A file written by :func:`numerics.study.make_softmax_defaults`.
+        A file written by :func:`numerics.experiments.study.make_softmax_defaults`.
 
     Returns
     -------

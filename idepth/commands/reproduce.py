@@ -1,6 +1,6 @@
 """``idepth reproduce``: regenerate every figure and table of the paper and write REPORT.md.
 
-A thin layer over :func:`numerics.reproduce.reproduce`: parses the options,
+A thin layer over :func:`numerics.experiments.reproduce.reproduce`: parses the options,
 prints the plan (run count, estimated cost) before starting, and reports where
 the report is. Bad input (unknown scale or artefact ID, an output directory
 that is a file or not writable) is one line on stderr and exit status 2;
@@ -17,7 +17,7 @@ HELP = "regenerate the paper's figures and tables (PNG/PDF, Markdown) and write 
 
 def register(subparsers) -> None:
     """Add the ``reproduce`` sub-command to ``subparsers``."""
-    from numerics.reproduce import ARTEFACTS, SCALES
+    from numerics.experiments.reproduce import ARTEFACTS, SCALES
 
     parser = subparsers.add_parser(
         "reproduce",
@@ -44,7 +44,7 @@ def register(subparsers) -> None:
     parser.add_argument("--scheduler", metavar="ADDR", default=None,
                         help="address of a running Dask scheduler, e.g. tcp://host:8786 (with --backend dask)")
     parser.add_argument("--no-study", action="store_true",
-                        help="skip the regime study and the consistency check (numerics.study)")
+                        help="skip the regime study and the consistency check (numerics.experiments.study)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -62,7 +62,7 @@ def _argv(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the reproduction; print where the report is."""
-    from numerics.reproduce import command_line, reproduce
+    from numerics.experiments.reproduce import command_line, reproduce
 
     result = reproduce(
         args.scale, args.only, args.out, backend=args.backend, workers=args.workers, scheduler=args.scheduler,

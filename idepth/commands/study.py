@@ -1,14 +1,14 @@
 """``idepth study``: where inverse-depth scaling appears, the oracle bounds, the measured softmax defaults.
 
-A thin layer over :mod:`numerics.study`:
+A thin layer over :mod:`numerics.experiments.study`:
 
 * ``idepth study regime [--scale quick|full] [--out DIR] [--store DIR] [--backend local|dask] [--workers N]``
-  -- :func:`numerics.study.run_regime_study` then :func:`numerics.study.paper_consistency`;
+  -- :func:`numerics.experiments.study.run_regime_study` then :func:`numerics.experiments.study.paper_consistency`;
   writes ``DIR/study.md`` (both Markdown sections), ``DIR/study.json``, ``DIR/figures/``;
 * ``idepth study consistency [--out DIR] [--d 128] [--P 1024,2048] [--contexts N]``
   -- the paper's nonlinear plateaus against the oracle bounds only;
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``
-  -- :func:`numerics.study.make_softmax_defaults` (the file ``theory.predict_loss`` reads).
+  -- :func:`numerics.experiments.study.make_softmax_defaults` (the file ``theory.predict_loss`` reads).
 
 Exit status: 0 on success, 1 when training runs failed, 2 on bad input (one line on stderr).
 """
@@ -113,8 +113,8 @@ def _ints(text: str, name: str) -> tuple[int, ...]:
 
 def run_regime(args) -> int:
     """Run ``idepth study regime``."""
-    from numerics.study import SCALES, paper_consistency, run_regime_study
-    from numerics.train import atomic_write
+    from numerics.experiments.study import SCALES, paper_consistency, run_regime_study
+    from numerics.io import atomic_write
 
     if args.scale not in SCALES or args.scale == "smoke":
         raise ValueError(f"--scale must be one of 'quick', 'full'; got {args.scale!r}")
@@ -144,8 +144,8 @@ def run_consistency(args) -> int:
     """Run ``idepth study consistency``."""
     from pathlib import Path
 
-    from numerics.study import paper_consistency
-    from numerics.train import atomic_write
+    from numerics.experiments.study import paper_consistency
+    from numerics.io import atomic_write
 
     report = paper_consistency(d=args.d, P_values=_ints(args.P, "--P"), n_contexts=args.contexts, out_dir=args.out,
                                workers=args.workers, progress=not args.no_progress and sys.stderr.isatty())
@@ -157,7 +157,7 @@ def run_consistency(args) -> int:
 
 def run_defaults(args) -> int:
     """Run ``idepth study defaults``."""
-    from numerics.study import SCALES, make_softmax_defaults
+    from numerics.experiments.study import SCALES, make_softmax_defaults
 
     if args.scale not in SCALES:
         raise ValueError(f"--scale must be one of {', '.join(map(repr, SCALES))}; got {args.scale!r}")

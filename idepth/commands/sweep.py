@@ -1,11 +1,11 @@
 """``idepth sweep``: run a grid of training runs into a resumable SQLite store.
 
-A thin layer over :mod:`numerics.sweep` and :mod:`numerics.store`:
+A thin layer over :mod:`numerics.experiments.sweep` and :mod:`numerics.experiments.store`:
 
 * ``idepth sweep run GRID.toml --out DIR [--backend local|dask] [--workers N]
-  [--scheduler ADDR] [--dask-local N] [--retry-failed]`` -- :func:`numerics.sweep.run_sweep`;
-* ``idepth sweep status DIR`` -- :func:`numerics.sweep.sweep_status`;
-* ``idepth sweep export DIR --csv FILE`` -- :func:`numerics.store.export_csv`.
+  [--scheduler ADDR] [--dask-local N] [--retry-failed]`` -- :func:`numerics.experiments.sweep.run_sweep`;
+* ``idepth sweep status DIR`` -- :func:`numerics.experiments.sweep.sweep_status`;
+* ``idepth sweep export DIR --csv FILE`` -- :func:`numerics.experiments.store.export_csv`.
 
 Exit status: 0 on success, 1 when ``run`` finished with failed runs, 2 on bad
 input (one line on stderr; nothing is written).
@@ -83,7 +83,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``idepth sweep run``: run the grid, print a one-line summary."""
-    from numerics.sweep import run_sweep
+    from numerics.experiments.sweep import run_sweep
 
     summary = run_sweep(
         args.grid, args.out, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
 def status(args: argparse.Namespace) -> int:
     """``idepth sweep status``: counts by status and the slowest runs."""
-    from numerics.sweep import sweep_status
+    from numerics.experiments.sweep import sweep_status
 
     print(sweep_status(args.out, slowest=args.slowest).format())
     return 0
@@ -108,7 +108,7 @@ def status(args: argparse.Namespace) -> int:
 
 def export(args: argparse.Namespace) -> int:
     """``idepth sweep export``: every run as a CSV row, written atomically."""
-    from numerics.store import export_csv
+    from numerics.experiments.store import export_csv
 
     count = export_csv(args.out, args.csv)
     print(f"wrote {count} runs to {args.csv}")

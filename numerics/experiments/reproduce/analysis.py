@@ -1,6 +1,6 @@
 """Measured quantities of a reproduction, computed once and shared by figures, tables and verdicts.
 
-Each function takes a :class:`numerics.reproduce.context.ReproductionContext`
+Each function takes a :class:`numerics.experiments.reproduce.context.ReproductionContext`
 and returns a small frozen dataclass, memoised in the context, so a figure and
 the table and verdict that quote the same number cannot disagree.
 """
@@ -50,8 +50,8 @@ def spectra_of(ctx, family_name: str, *, a: float | None = None, b: float | None
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.reproduce.context import ReproductionContext
-    >>> from numerics.reproduce.scales import get_scale
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     spectra_of(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", b=0.0)
     ((0.0, 0.0), (0.5, 0.0))
@@ -78,7 +78,7 @@ class NonlinearSummary:
     C_change, gap_change : float
         Relative change over the last doubling of depth (NaN if undefined).
     C_settles, gap_settles : bool or None
-        ``< 10 %`` (:data:`numerics.reproduce.criteria.SETTLING_TOLERANCE`).
+        ``< 10 %`` (:data:`numerics.experiments.reproduce.criteria.SETTLING_TOLERANCE`).
     depth_gain : float
         ``R_1 / R_{L_max}``.
     bound : dict or None
@@ -129,8 +129,8 @@ def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: 
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.reproduce.context import ReproductionContext
-    >>> from numerics.reproduce.scales import get_scale
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     s = nonlinear_summary(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", 0, 0,
     ...                           with_bound=False)
@@ -221,8 +221,8 @@ def linear_easy_summary(ctx, a: float, b: float) -> LinearEasySummary:
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.reproduce.context import ReproductionContext
-    >>> from numerics.reproduce.scales import get_scale
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     s = linear_easy_summary(ReproductionContext.open(get_scale("smoke"), tmp), 2.0, 1.0)
     >>> s.zeta, s.fit.ok
@@ -314,8 +314,8 @@ def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> Linea
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.reproduce.context import ReproductionContext
-    >>> from numerics.reproduce.scales import get_scale
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     s = linear_difficult_summary(ReproductionContext.open(get_scale("smoke"), tmp), "linear_difficult", 0, 0)
     >>> math.isnan(s.plateau), s.floor > 0
@@ -392,8 +392,8 @@ def easy_softmax_summary(ctx, a: float, b: float) -> EasySoftmaxSummary:
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.reproduce.context import ReproductionContext
-    >>> from numerics.reproduce.scales import get_scale
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     easy_softmax_summary(ReproductionContext.open(get_scale("smoke"), tmp), 0, 0).below_target is None
     True
@@ -433,8 +433,8 @@ def modewise_matrix(ctx, family_name: str, a: float, b: float, name: str = "mode
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.reproduce.context import ReproductionContext
-    >>> from numerics.reproduce.scales import get_scale
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     depths, matrix = modewise_matrix(ReproductionContext.open(get_scale("smoke"), tmp), "linear_easy", 2, 1)
     >>> matrix.shape
@@ -464,8 +464,8 @@ def selection_quantiles(ctx, family_name: str, a: float, b: float, depth: int,
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.reproduce.context import ReproductionContext
-    >>> from numerics.reproduce.scales import get_scale
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     mean, se = selection_quantiles(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", 0, 0, 1)
     >>> mean.shape

@@ -53,7 +53,7 @@ from scipy.optimize import nnls
 from theory._validation import check_choice, check_positive_int
 from theory.spectra import as_spectrum
 
-from .tasks import cosine_similarity
+from numerics.tasks import cosine_similarity
 
 __all__ = ["HeadBound", "SIMILARITIES", "softmax_head_bound", "head_outputs", "default_temperatures"]
 

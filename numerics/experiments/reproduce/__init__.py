@@ -1,23 +1,23 @@
 """``idepth reproduce``: every figure and table of the paper, with a report that puts paper and package side by side.
 
 :func:`reproduce` plans the training runs each requested artefact needs
-(:mod:`~numerics.reproduce.plan`, :mod:`~numerics.reproduce.scales`), runs them
+(:mod:`~numerics.experiments.reproduce.plan`, :mod:`~numerics.experiments.reproduce.scales`), runs them
 through the sweep layer into one resumable store ``OUT/store/results.sqlite``
-(:func:`numerics.sweep.run_sweep` with :func:`~numerics.reproduce.runner.run_with_extras`;
+(:func:`numerics.experiments.sweep.run_sweep` with :func:`~numerics.experiments.reproduce.runner.run_with_extras`;
 re-running reuses every finished run, Ctrl-C leaves the store consistent), then
-fits, plots (:mod:`~numerics.reproduce.figures`), tabulates
-(:mod:`~numerics.reproduce.tables`), runs the regime study and the consistency
-check of :mod:`numerics.study`, and writes ``OUT/REPORT.md``
-(:mod:`~numerics.reproduce.report`).
+fits, plots (:mod:`~numerics.experiments.reproduce.figures`), tabulates
+(:mod:`~numerics.experiments.reproduce.tables`), runs the regime study and the consistency
+check of :mod:`numerics.experiments.study`, and writes ``OUT/REPORT.md``
+(:mod:`~numerics.experiments.reproduce.report`).
 
 Output layout::
 
     OUT/REPORT.md                  the report (written atomically, last)
     OUT/figures/<id>.png, .pdf     fig1, fig3a, ..., fig14
     OUT/tables/<id>.md, .json      table1 .. table5
-    OUT/store/results.sqlite       every training run (numerics.store)
+    OUT/store/results.sqlite       every training run (numerics.experiments.store)
     OUT/cache/*.json               oracle bounds and linear floors (Monte Carlo, cached)
-    OUT/study/                     the regime study (numerics.study)
+    OUT/study/                     the regime study (numerics.experiments.study)
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ class ReproductionResult:
     report : Path
         ``OUT/REPORT.md``.
     plan : Plan
-    figures : tuple of numerics.reproduce.figures.Figure
-    tables : tuple of numerics.reproduce.tables.Table
-    claims : tuple of numerics.reproduce.report.Claim
-    sweep : numerics.sweep.SweepSummary
+    figures : tuple of numerics.experiments.reproduce.figures.Figure
+    tables : tuple of numerics.experiments.reproduce.tables.Table
+    claims : tuple of numerics.experiments.reproduce.report.Claim
+    sweep : numerics.experiments.sweep.SweepSummary
         What the sweep layer did (runs trained now, reused, failed).
     wall_time : float
         Seconds.
@@ -140,7 +140,7 @@ def check_out_dir(out_dir) -> Path:
 
 
 _STUDY_SCALES = {"smoke": "tiny", "quick": "quick", "medium": "full", "paper": "full"}
-_CONSISTENCY = {  # contexts per bound and context lengths of numerics.study.paper_consistency, per scale
+_CONSISTENCY = {  # contexts per bound and context lengths of numerics.experiments.study.paper_consistency, per scale
     "smoke": dict(n_contexts=256, d=16, P_values=(64,)),  # exercises the section only; sizes are not the paper's
     "quick": dict(n_contexts=1024, P_values=(1024,)),
     "medium": dict(n_contexts=8192, P_values=(1024, 2048)),
@@ -149,14 +149,14 @@ _CONSISTENCY = {  # contexts per bound and context lengths of numerics.study.pap
 
 
 def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, progress, log) -> tuple:
-    """(regime-study Markdown, consistency Markdown, consistency report or None) from :mod:`numerics.study`."""
+    """(regime-study Markdown, consistency Markdown, consistency report or None) from :mod:`numerics.experiments.study`."""
     from .report import _relink
 
     heading = "## Where inverse-depth scaling appears (regime study)"
     try:
-        from numerics import study as study_module
+        from numerics.experiments import study as study_module
     except ImportError as exc:  # pragma: no cover - the module ships with the package
-        note = f"**Not available**: numerics.study could not be imported ({exc})."
+        note = f"**Not available**: numerics.experiments.study could not be imported ({exc})."
         return f"{heading}\n\n{note}\n", f"## Consistency with the paper\n\n{note}\n", None
     name = _STUDY_SCALES.get(scale.name, scale.study_scale)
     if name not in getattr(study_module, "SCALES", {}):
@@ -164,7 +164,7 @@ def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, pro
     study_dir = out / "study"
     result = None
     try:
-        log(f"regime study (numerics.study, scale {name!r}) ...")
+        log(f"regime study (numerics.experiments.study, scale {name!r}) ...")
         # the study's runs that equal this reproduction's (same configs) are trained once: share the store
         kwargs = dict(backend=backend, progress=progress, store_dir=out / "store")
         if backend == "dask" and scheduler is not None:
@@ -192,7 +192,7 @@ def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, pro
 
 
 def _grid(configs: Sequence):
-    from numerics.sweep import Grid
+    from numerics.experiments.sweep import Grid
     from numerics.train import TrainConfig
 
     def fixed(value):
@@ -220,13 +220,13 @@ def reproduce(
     Parameters
     ----------
     scale : {'smoke', 'quick', 'medium', 'paper'} or Scale
-        See :mod:`numerics.reproduce.scales` (``paper`` needs a Dask cluster).
+        See :mod:`numerics.experiments.reproduce.scales` (``paper`` needs a Dask cluster).
     only : str or sequence of str, optional
         Artefact IDs (``"fig6a,table4"``); default: all of :data:`ARTEFACTS`.
     out_dir : path
         Output directory (created); see the module docstring for its layout.
     backend : {'local', 'dask'}
-        Where the training runs execute (:func:`numerics.sweep.run_sweep`).
+        Where the training runs execute (:func:`numerics.experiments.sweep.run_sweep`).
     workers : int, optional
         Local worker processes (default: the usable cores), or the size of a
         local Dask cluster when ``backend='dask'`` without ``scheduler``.
@@ -235,7 +235,7 @@ def reproduce(
     progress : bool, optional
         Progress bars (default: when stderr is a terminal).
     study : bool, optional
-        Run the regime study and the consistency check (:mod:`numerics.study`);
+        Run the regime study and the consistency check (:mod:`numerics.experiments.study`);
         default: only when every artefact is requested (``only`` is None).
     log : callable, optional
         Receives the plan and progress lines (default: print to stderr).
@@ -282,7 +282,7 @@ def reproduce(
         workers = check_positive_int("workers", workers)
     out = check_out_dir(out_dir)
     study = (only is None) if study is None else bool(study)
-    command = command or "numerics.reproduce.reproduce(" + ", ".join(
+    command = command or "numerics.experiments.reproduce.reproduce(" + ", ".join(
         [repr(scale.name)] + ([f"only={only!r}"] if only else []) + [f"out_dir={str(out)!r}"]) + ")"
 
     log(plan.format(workers or _usable_cores(), backend=backend))
@@ -290,7 +290,7 @@ def reproduce(
         log(f"warning: scale {scale.name!r} is sized for a Dask cluster; running it locally will take "
             f"≈ {plan.estimated_seconds / 3600 / max(workers or _usable_cores(), 1):.0f} hours")
 
-    from numerics.sweep import run_sweep
+    from numerics.experiments.sweep import run_sweep
 
     from .runner import run_with_extras
 

@@ -1,6 +1,6 @@
 """The sweep runner of a reproduction: one training run plus the diagnostics the figures need.
 
-:func:`run_with_extras` is passed to :func:`numerics.sweep.run_sweep` as its
+:func:`run_with_extras` is passed to :func:`numerics.experiments.sweep.run_sweep` as its
 ``runner``. It trains exactly like :func:`numerics.train.run_config` (same
 config, same result, bitwise) and adds what the paper's figures need but a
 plain training result does not keep:
@@ -15,7 +15,7 @@ plain training result does not keep:
   (eq. 83, fitted on the first 512 held-out contexts) and the learned scalar
   ``m`` as metrics (Fig. 12);
 * ``eval_prediction`` (eval_size,): ``ŷ_L`` on every held-out context, as
-  :func:`numerics.study.study_runner` stores it, so the regime study can share
+  :func:`numerics.experiments.study.study_runner` stores it, so the regime study can share
   this store (it averages separately trained models on the common held-out set).
 
 Linear attention has no softmax row: those entries are absent for it.

@@ -10,7 +10,7 @@ table, in the paper's order) and their Markdown. Every row carries
   cheap to compute exactly);
 * the measured value with its uncertainty (standard error over seeds, or the
   fit's Gauss-Newton standard error);
-* agreement columns computed by :mod:`numerics.reproduce.criteria` (two
+* agreement columns computed by :mod:`numerics.experiments.reproduce.criteria` (two
   combined standard errors), never written by hand.
 
 Rows whose spectrum is not run at this scale say so ("not run at scale …")
@@ -481,7 +481,7 @@ def build_table(ctx, artefact_id: str) -> Table:
     >>> sorted(BUILDERS)
     ['table1', 'table2', 'table3', 'table4', 'table5']
     """
-    from numerics.train import atomic_write
+    from numerics.io import atomic_write
 
     if artefact_id not in BUILDERS:
         raise ValueError(f"artefact_id must be a table ID ({', '.join(BUILDERS)}); got {artefact_id!r}")

@@ -6,7 +6,7 @@ exact decomposition ``R_L = C_L + (A_L − C_L)/L`` (eqs. 61-63). The decomposit
 alone does not imply ``1/L``: it gives ``1/L`` when the layers' errors are
 exchangeable with a depth-independent disagreement ``A − C``. This module measures
 *where* that happens, with the package's own engine (:mod:`numerics.models`),
-training (:mod:`numerics.train`) and sweep layer (:mod:`numerics.sweep`, every run
+training (:mod:`numerics.train`) and sweep layer (:mod:`numerics.experiments.sweep`, every run
 cached in a SQLite store):
 
 ========================  ====================================================================
@@ -28,7 +28,7 @@ For every size ``(d, P, N)``, spectrum and regime: ``R_L`` over depths and seeds
 the depth gain ``R_1/R_{L_max}``, the fitted ``alpha`` with its interval
 (:func:`theory.fit_depth_law`), and whether ``C_L`` and ``A_L − C_L`` settle
 (relative change < 10 % over the last doubling of depth). Each depth plot carries
-the oracle bounds of :mod:`numerics.bounds` as horizontal lines: the best single
+the oracle bounds of :mod:`numerics.experiments.bounds` as horizontal lines: the best single
 softmax head over exact cosine similarity and the best non-negative mixture of
 such heads, and the best head over the model's own pre-norm similarity at its
 width ``N``.
@@ -435,7 +435,7 @@ def study_runner(config):
 
 
 def _grid_of(configs: Sequence) -> Any:
-    from numerics.sweep import Grid
+    from numerics.experiments.sweep import Grid
 
     def fixed(value):
         return [value] if isinstance(value, list) else value  # a list-valued field is one value, not an axis
@@ -766,7 +766,7 @@ def name_regime(points: Sequence[RegimePoint]) -> str:
 
 
 def _atomic_json(path: Path, data: Any) -> None:
-    from numerics.train import atomic_write
+    from numerics.io import atomic_write
 
     text = json.dumps(data, indent=1, sort_keys=True, allow_nan=False).encode("utf-8")
     atomic_write(path, lambda fh: fh.write(text))
@@ -780,7 +780,7 @@ def _bound_key(a, b, d, P, k, similarity, width, n_contexts, seed) -> str:
 
 def cached_bound(a: float, b: float, d: int, P: int, k: int = 2, *, similarity: str = "cosine", width: int | None = None,
                  n_contexts: int = 8192, seed: int = 0, cache: str | os.PathLike | None = None):
-    """:func:`numerics.bounds.softmax_head_bound` for a power-law spectrum, cached in a JSON file.
+    """:func:`numerics.experiments.bounds.softmax_head_bound` for a power-law spectrum, cached in a JSON file.
 
     Parameters
     ----------
@@ -796,7 +796,7 @@ def cached_bound(a: float, b: float, d: int, P: int, k: int = 2, *, similarity: 
 
     Returns
     -------
-    numerics.bounds.HeadBound
+    numerics.experiments.bounds.HeadBound
 
     References
     ----------
@@ -813,7 +813,7 @@ def cached_bound(a: float, b: float, d: int, P: int, k: int = 2, *, similarity: 
     """
     from theory import PowerLawSpectrum
 
-    from .bounds import HeadBound, softmax_head_bound
+    from numerics.experiments.bounds import HeadBound, softmax_head_bound
 
     key = _bound_key(a, b, d, P, k, similarity, width, n_contexts, seed)
     data = {}
@@ -839,7 +839,7 @@ def cached_bound(a: float, b: float, d: int, P: int, k: int = 2, *, similarity: 
 
 def _bound_job(args: tuple) -> tuple:
     a, b, d, P, k, similarity, width, n_contexts, seed = args
-    from .bounds import softmax_head_bound
+    from numerics.experiments.bounds import softmax_head_bound
     from theory import PowerLawSpectrum
 
     bound = softmax_head_bound(PowerLawSpectrum(a, b, d), P, k, similarity=similarity, width=width,
@@ -851,7 +851,7 @@ def _bounds_many(jobs: Sequence[tuple], cache: Path | None, workers: int, progre
     """Compute (or read from ``cache``) many bounds, in ``workers`` processes; returns {job: HeadBound}."""
     from tqdm.auto import tqdm
 
-    from .bounds import HeadBound
+    from numerics.experiments.bounds import HeadBound
 
     data = {}
     if cache is not None and cache.is_file():
@@ -873,7 +873,7 @@ def _bounds_many(jobs: Sequence[tuple], cache: Path | None, workers: int, progre
                 import concurrent.futures as cf
                 import multiprocessing
 
-                from numerics.sweep import BLAS_THREAD_VARIABLES
+                from numerics.experiments.sweep import BLAS_THREAD_VARIABLES
 
                 saved = {name: os.environ.get(name) for name in BLAS_THREAD_VARIABLES}
                 os.environ.update({name: "1" for name in BLAS_THREAD_VARIABLES})
@@ -1076,8 +1076,8 @@ def run_regime_study(
     """
     import sys
 
-    from numerics.store import load_arrays, load_results
-    from numerics.sweep import run_sweep
+    from numerics.experiments.store import load_arrays, load_results
+    from numerics.experiments.sweep import run_sweep
 
     started = time.perf_counter()
     s = _scale(scale)
@@ -1169,7 +1169,7 @@ def run_regime_study(
                          figures=tuple(figure_files), out_dir=str(out), wall_time=time.perf_counter() - started,
                          runs=len(unique))
     _atomic_json(out / "study.json", _json_clean_dict(result.to_dict()))
-    from numerics.train import atomic_write
+    from numerics.io import atomic_write
 
     atomic_write(out / "study.md", lambda fh: fh.write(markdown.encode("utf-8")))
     return result
@@ -1495,7 +1495,7 @@ def paper_consistency(
 
     Examples
     --------
-    >>> from numerics.bounds import HeadBound
+    >>> from numerics.experiments.bounds import HeadBound
     >>> fake = lambda a, b, d, P, k: HeadBound(5.0, 0.1, 10.0, 1.0, 4.0, 0.1, (), (), 60.0, "", P, k, "cosine", 64, 64, d)
     >>> report = paper_consistency(P_values=(1024,), bound=fake)
     >>> report.rows[0].paper_value, report.rows[0].below_bound
@@ -1701,8 +1701,8 @@ def make_softmax_defaults(
     """
     import sys
 
-    from numerics.store import load_results
-    from numerics.sweep import run_sweep
+    from numerics.experiments.store import load_results
+    from numerics.experiments.sweep import run_sweep
     from theory import __version__
 
     s = _scale(scale)

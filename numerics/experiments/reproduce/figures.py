@@ -1,11 +1,11 @@
 """The paper's figures, redrawn from a reproduction's runs (PNG and PDF).
 
-Every builder takes a :class:`numerics.reproduce.context.ReproductionContext`
+Every builder takes a :class:`numerics.experiments.reproduce.context.ReproductionContext`
 and returns a :class:`Figure`: the files written under ``OUT/figures/`` and a
 caption stating what is plotted and the key numbers. Conventions (issue 6):
 labelled axes, log-log where the paper's are, one colour and legend entry per
 spectrum ``(a, b)``, fitted laws dashed with their exponents in the legend, and
-on every nonlinear depth plot the oracle bound of :mod:`numerics.bounds` (best
+on every nonlinear depth plot the oracle bound of :mod:`numerics.experiments.bounds` (best
 single softmax head at the same ``(d, P, k)``) as a dash-dotted horizontal
 line in the spectrum's colour. Error bars are one standard error (over seeds,
 or of the held-out mean with one seed). A family without data (not run, or

@@ -36,7 +36,7 @@ def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
 
     References
     ----------
-    The paper's figures 1, 3-7, 9-14 (see :data:`numerics.reproduce.plan.ARTEFACTS`).
+    The paper's figures 1, 3-7, 9-14 (see :data:`numerics.experiments.reproduce.plan.ARTEFACTS`).
 
     Examples
     --------
@@ -78,7 +78,7 @@ def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
         "# Reproduced figures\n\n"
         f"Each page shows one figure of the paper as measured by this package (`idepth reproduce --scale {scale}`),\n"
         "with the command that regenerates it. The pages are written by\n"
-        "`numerics.reproduce.docs_pages.write_figure_pages(OUT, 'docs/figures')` from a finished reproduction.\n\n"
+        "`numerics.experiments.reproduce.docs_pages.write_figure_pages(OUT, 'docs/figures')` from a finished reproduction.\n\n"
         "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(names) + "\n```\n",
         encoding="utf-8",
     )

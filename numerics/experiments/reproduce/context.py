@@ -1,14 +1,14 @@
 """What every figure and table builder of a reproduction receives: results, sizes and cached theory.
 
 :class:`ReproductionContext` bundles the scale, the output directories, the
-store's finished runs (:class:`numerics.reproduce.results.StoreResults`) and the
+store's finished runs (:class:`numerics.experiments.reproduce.results.StoreResults`) and the
 theory the artefacts compare against, computed once and cached as JSON under
 ``OUT/cache/`` (keyed by every input and the package version, written
 atomically) so a re-run does not redo the Monte Carlo:
 
 * :meth:`ReproductionContext.oracle_bound` -- the best single softmax head and
   the best non-negative mixture of heads at a family's sizes
-  (:func:`numerics.bounds.softmax_head_bound`), drawn on every nonlinear depth plot;
+  (:func:`numerics.experiments.bounds.softmax_head_bound`), drawn on every nonlinear depth plot;
 * :meth:`ReproductionContext.linear_floor` -- the linear-attention floor of the
   top-k task by degree (paper eqs. 47-54): exact for an isotropic input
   spectrum (:func:`theory.floor.linear_floor_semi_analytic`, cosine ranking),
@@ -50,7 +50,7 @@ def cached_json(cache_dir: Path, kind: str, key: dict, compute: Callable[[], dic
     >>> first == again == {"value": 2.0}
     True
     """
-    from numerics.train import atomic_write
+    from numerics.io import atomic_write
     from theory import __version__
 
     payload = json.dumps({"kind": kind, "key": key, "package_version": __version__}, sort_keys=True)
@@ -92,7 +92,7 @@ class ReproductionContext:
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.reproduce.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     ctx = ReproductionContext.open(get_scale("smoke"), tmp)
     ...     ctx.figures_dir.name, ctx.results.n_done
@@ -145,14 +145,14 @@ class ReproductionContext:
     def oracle_bound(self, family: Family, a: float, b: float) -> dict:
         """Oracle softmax-head bound at the family's ``(d, P, k)`` for spectrum ``(a, b)``.
 
-        Returns the :meth:`numerics.bounds.HeadBound.to_dict` fields
+        Returns the :meth:`numerics.experiments.bounds.HeadBound.to_dict` fields
         (``single_head_loss``, ``single_head_standard_error``, ``mixture_loss``, ...).
         """
         key = {"a": float(a), "b": float(b), "d": family.d, "P": family.P, "k": family.k,
                "heads": int(max(family.depths)), "n_contexts": self.scale.bound_contexts, "seed": THEORY_SEED}
 
         def compute() -> dict:
-            from numerics.bounds import softmax_head_bound
+            from numerics.experiments.bounds import softmax_head_bound
             from theory import PowerLawSpectrum
 
             bound = softmax_head_bound(PowerLawSpectrum(a, b, family.d), family.P, family.k,

@@ -1,7 +1,7 @@
 """Reading a reproduction's results store and summarising it per family and spectrum.
 
 :class:`StoreResults` reads the finished runs of ``OUT/store/results.sqlite``
-(:func:`numerics.store.load_results`) and finds each run by the content hash of
+(:func:`numerics.experiments.store.load_results`) and finds each run by the content hash of
 its config. :meth:`StoreResults.curve` gives one quantity against depth for one
 spectrum of a family as a :class:`Curve` (per-seed values, mean and standard
 error); :func:`fit_curve` fits paper eq. (16) to it and :func:`last_doubling`
@@ -253,7 +253,7 @@ class StoreResults:
     """
 
     def __init__(self, store_dir) -> None:
-        from numerics.store import STORE_FILENAME, load_results
+        from numerics.experiments.store import STORE_FILENAME, load_results
 
         self.store_dir = Path(store_dir)
         records = load_results(self.store_dir, status="done") if (self.store_dir / STORE_FILENAME).exists() else []
@@ -276,7 +276,7 @@ class StoreResults:
 
     def arrays(self, config) -> dict:
         """All stored arrays of ``config`` (empty if absent); read once and cached."""
-        from numerics.store import load_arrays
+        from numerics.experiments.store import load_arrays
 
         key = config.content_hash()
         if key not in self._by_hash:

@@ -258,13 +258,13 @@ class Scale:
     families : mapping of str to Family
         Keyed by :data:`FAMILIES` names; a scale defines all of them.
     bound_contexts : int
-        Monte-Carlo contexts of the oracle softmax-head bound (:func:`numerics.bounds.softmax_head_bound`).
+        Monte-Carlo contexts of the oracle softmax-head bound (:func:`numerics.experiments.bounds.softmax_head_bound`).
     floor_samples : int
         Monte-Carlo contexts of the linear floor (:func:`theory.floor.linear_floor_monte_carlo`).
     needs_cluster : bool
         True when the scale is meant for a Dask cluster.
     study_scale : str
-        The scale passed to the regime study (:mod:`numerics.study`), if any.
+        The scale passed to the regime study (:mod:`numerics.experiments.study`), if any.
 
     References
     ----------
@@ -346,7 +346,7 @@ def _smoke() -> Scale:
 
 def _quick() -> Scale:
     # nonlinear_lazy and nonlinear_converged are exactly the runs of the regime study's quick scale
-    # (numerics.study.regime_config, d = N = 32, P = 128, batch 32): sharing the store trains them once
+    # (numerics.experiments.study.regime_config, d = N = 32, P = 128, batch 32): sharing the store trains them once
     lazy = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100, eval_size=1024)
     small = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100)
     # the learned scalar m of M(m) must be able to move (paper: m ≈ −2.3 for top-16): train to convergence

@@ -1,11 +1,11 @@
 """The verdict of a reproduction and ``OUT/REPORT.md``.
 
 :func:`evaluate_claims` tests each of the paper's claims that the issue sets a
-target for, from the measured numbers (:mod:`numerics.reproduce.analysis`) and
-the rules of :mod:`numerics.reproduce.criteria`; a claim is marked reproduced
+target for, from the measured numbers (:mod:`numerics.experiments.reproduce.analysis`) and
+the rules of :mod:`numerics.experiments.reproduce.criteria`; a claim is marked reproduced
 only when its criterion is met by the numbers. :func:`write_report` writes the
 whole report atomically: scale, wall time, verdict, the regime study and the
-"Consistency with the paper" section (from :mod:`numerics.study`), every figure
+"Consistency with the paper" section (from :mod:`numerics.experiments.study`), every figure
 inline and every table.
 """
 
@@ -312,7 +312,7 @@ def _plateau_claim(consistency) -> Claim:
                  "at the sizes that reproduce the paper's linear Table 3 (d = 128, P ≈ 1024)")
     if consistency is None:
         return Claim("paper_plateaus", paper, criterion, "not tested",
-                     "the consistency check (numerics.study.paper_consistency) was not run", ())
+                     "the consistency check (numerics.experiments.study.paper_consistency) was not run", ())
     rows = list(getattr(consistency, "rows", ()))
     if not rows:
         return Claim("paper_plateaus", paper, criterion, "not tested", "no consistency rows", ())
@@ -338,8 +338,8 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.reproduce.context import ReproductionContext
-    >>> from numerics.reproduce.scales import get_scale
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
     >>> [c.status for c in claims][:2], len(claims)
@@ -397,7 +397,7 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
 
     Notes
     -----
-    No example: it needs a finished reproduction (see :func:`numerics.reproduce.reproduce`).
+    No example: it needs a finished reproduction (see :func:`numerics.experiments.reproduce.reproduce`).
     """
     from theory import __version__
 
@@ -462,9 +462,9 @@ def write_report(ctx, plan, **kwargs) -> Path:
 
     Notes
     -----
-    No example: it needs a finished reproduction (see :func:`numerics.reproduce.reproduce`).
+    No example: it needs a finished reproduction (see :func:`numerics.experiments.reproduce.reproduce`).
     """
-    from numerics.train import atomic_write
+    from numerics.io import atomic_write
 
     text = render_report(ctx, plan, **kwargs).encode("utf-8")
     path = ctx.out_dir / "REPORT.md"

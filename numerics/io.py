@@ -1,0 +1,328 @@
+"""Writing files so that a failure or an interrupt never leaves a half-written one.
+
+One helper for every writer of the package (checkpoints, the results store's
+creation and CSV export, figures, tables, reports, caches, CLI plots):
+
+* :func:`atomic_path` -- a context manager that yields a temporary sibling of
+  the target; on success it is fsynced and renamed over the target
+  (:func:`os.replace`, atomic on POSIX), on any exception (``KeyboardInterrupt``
+  included) it is removed and the target is left as it was;
+* :func:`atomic_write` (bytes through a callback), :func:`write_text`,
+  :func:`write_json` and :func:`save_figure` built on it;
+* :func:`stage` / :func:`commit` for several files that must appear together
+  (a checkpoint: all staged first, then renamed in order);
+* :func:`json_clean` -- the one JSON normaliser (numpy scalars to Python,
+  non-finite floats to ``null``, tuples to lists, keys to strings);
+* :func:`check_output_file` -- validate an output path before any work is done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+__all__ = [
+    "atomic_path",
+    "atomic_write",
+    "write_text",
+    "write_json",
+    "save_figure",
+    "stage",
+    "commit",
+    "sha256_file",
+    "json_clean",
+    "check_output_file",
+    "FIGURE_FORMATS",
+]
+
+#: file suffixes :func:`save_figure` writes (matplotlib's Agg, PDF, SVG and PS back ends)
+FIGURE_FORMATS = ("png", "pdf", "svg", "ps", "eps", "jpg", "jpeg")
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """SHA-256 hex digest of a file's bytes.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = pathlib.Path(tmp) / "x"; _ = p.write_bytes(b"")
+    ...     sha256_file(p)[:12]
+    'e3b0c44298fc'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _unlink_quietly(name: str | os.PathLike) -> None:
+    try:
+        os.unlink(name)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(name: str | os.PathLike) -> None:
+    with open(name, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+def _temporary_sibling(path: Path) -> str:
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return tmp_name
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary sibling of ``path``; rename it over ``path`` on success, remove it on failure.
+
+    Whatever the body writes to the yielded path (by name: a SQLite database,
+    ``savefig``, a CSV writer) appears at ``path`` complete and fsynced, or not at
+    all. Stale temporaries of earlier interrupted writes are not touched (their
+    names are unique).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     target = pathlib.Path(tmp) / "out.txt"
+    ...     with atomic_path(target) as tmp_path:
+    ...         _ = tmp_path.write_text("done")
+    ...     target.read_text(), len(list(pathlib.Path(tmp).iterdir()))
+    ('done', 1)
+    """
+    path = Path(path)
+    tmp_name = _temporary_sibling(path)
+    try:
+        yield Path(tmp_name)
+        _fsync_file(tmp_name)
+        os.replace(tmp_name, path)
+    except BaseException:
+        _unlink_quietly(tmp_name)
+        raise
+    _fsync_dir(path.parent)
+
+
+def stage(path: str | os.PathLike, write: Callable[[Any], None]) -> tuple[str, str]:
+    """Write a complete, fsynced temporary sibling of ``path`` with ``write(fh)``; return (name, sha256).
+
+    Removes the temporary file on any failure. Pair with :func:`commit`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     target = pathlib.Path(tmp) / "a.bin"
+    ...     name, digest = stage(target, lambda fh: fh.write(b"x"))
+    ...     commit([(name, target)])
+    ...     target.read_bytes()
+    b'x'
+    """
+    path = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return tmp_name, sha256_file(tmp_name)
+    except BaseException:
+        _unlink_quietly(tmp_name)
+        raise
+
+
+def commit(staged: list[tuple[str, Path]]) -> None:
+    """``os.replace`` each staged file onto its target, in order; on failure remove the rest.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     a, b = pathlib.Path(tmp) / "a", pathlib.Path(tmp) / "b"
+    ...     staged = [(stage(a, lambda fh: fh.write(b"1"))[0], a), (stage(b, lambda fh: fh.write(b"2"))[0], b)]
+    ...     commit(staged)
+    ...     a.read_bytes() + b.read_bytes()
+    b'12'
+    """
+    try:
+        for tmp_name, target in staged:
+            os.replace(tmp_name, target)
+    except BaseException:
+        for tmp_name, _ in staged:
+            _unlink_quietly(tmp_name)
+        raise
+    finally:
+        if staged:
+            _fsync_dir(Path(staged[0][1]).parent)
+
+
+def discard(staged: list[tuple[str, Path]]) -> None:
+    """Remove staged temporaries that will not be committed."""
+    for tmp_name, _ in staged:
+        _unlink_quietly(tmp_name)
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], None]) -> str:
+    """Write ``path`` atomically: ``write(fh)`` into a temporary file in the same directory, fsync, ``os.replace``.
+
+    On any exception (including KeyboardInterrupt) the temporary file is
+    removed and ``path`` is left as it was. Returns the SHA-256 of what was written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = atomic_write(pathlib.Path(tmp) / "x.txt", lambda fh: fh.write(b"hi"))
+    ...     (pathlib.Path(tmp) / "x.txt").read_bytes()
+    b'hi'
+    """
+    path = Path(path)
+    tmp_name, digest = stage(path, write)
+    commit([(tmp_name, path)])
+    return digest
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically; return the path.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     write_text(pathlib.Path(tmp) / "r.md", "# title").read_text()
+    '# title'
+    """
+    data = text.encode("utf-8")
+    atomic_write(path, lambda fh: fh.write(data))
+    return Path(path)
+
+
+def json_clean(value: Any) -> Any:
+    """``value`` made JSON-able: numpy scalars and arrays to Python, non-finite floats to ``None``.
+
+    Tuples and arrays become lists, mapping keys strings; other values are
+    returned unchanged (``json.dumps`` then rejects what it cannot write).
+
+    Examples
+    --------
+    >>> json_clean({"a": np.float32(0.5), "b": (1, float("nan")), 3: np.arange(2), "ok": np.bool_(True)})
+    {'a': 0.5, 'b': [1, None], '3': [0, 1], 'ok': True}
+    """
+    if isinstance(value, Mapping):
+        return {str(k): json_clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_clean(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [json_clean(v) for v in value.tolist()] if value.ndim else json_clean(value.item())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+def write_json(path: str | os.PathLike, data: Any, *, indent: int | None = 1, sort_keys: bool = True) -> Path:
+    """Write ``json_clean(data)`` to ``path`` atomically (NaN as ``null``); return the path.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, json
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     json.loads(write_json(pathlib.Path(tmp) / "x.json", {"x": float("inf")}).read_text())
+    {'x': None}
+    """
+    text = json.dumps(json_clean(data), indent=indent, sort_keys=sort_keys, allow_nan=False)
+    return write_text(path, text)
+
+
+def check_output_file(path: str | os.PathLike, name: str = "path", *, suffixes: tuple[str, ...] | None = None) -> Path:
+    """``path`` as a :class:`~pathlib.Path` if a file can be written there; ``ValueError`` naming it otherwise.
+
+    Refused: an existing directory, a missing or non-directory parent, a parent
+    that is not writable, and (with ``suffixes``) a suffix not in that list.
+    Call it before any work, so nothing is computed for an output that cannot be
+    written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     check_output_file(pathlib.Path(tmp) / "a.png", "--plot", suffixes=FIGURE_FORMATS).name
+    'a.png'
+    >>> check_output_file("/", "--plot")
+    Traceback (most recent call last):
+    ...
+    ValueError: --plot '/' is a directory; give a file name
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{name} {str(path)!r} is a directory; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise ValueError(f"{name} {str(path)!r}: the directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} {str(path)!r}: the directory {str(parent)!r} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{name} {str(path)!r} exists and is not writable")
+    if suffixes is not None:
+        suffix = path.suffix.lower().lstrip(".")
+        if suffix not in suffixes:
+            raise ValueError(
+                f"{name} {str(path)!r} must end in one of {', '.join('.' + s for s in suffixes)}; got {path.suffix or 'no suffix'!r}"
+            )
+    return path
+
+
+def save_figure(fig: Any, path: str | os.PathLike, *, dpi: int = 130, close: bool = True) -> Path:
+    """Write a matplotlib figure to ``path`` atomically, in the format its suffix names.
+
+    The suffix must be one of :data:`FIGURE_FORMATS` (``ValueError`` otherwise,
+    before anything is written), so matplotlib never appends one of its own.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     save_figure(plt.figure(), pathlib.Path(tmp) / "f.png").suffix
+    '.png'
+    """
+    path = check_output_file(path, "figure path", suffixes=FIGURE_FORMATS)
+    fmt = path.suffix.lower().lstrip(".")
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=dpi)
+    finally:
+        if close:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+    return path
