@@ -13,9 +13,7 @@ import importlib
 import sys
 
 #: sub-command modules, in the order shown by ``idepth --help``
-COMMANDS = ["predict", "sweep", "derive", "docs", "train", "diagnose"]
-COMMANDS.append("study")  # idepth/commands/study.py
-COMMANDS.append("reproduce")  # idepth/commands/reproduce.py
+COMMANDS = ("predict", "sweep", "derive", "docs", "train", "diagnose", "study", "reproduce")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -27,8 +27,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-import numpy as np
-
 __all__ = [
     "atomic_path",
     "atomic_write",
@@ -40,6 +38,7 @@ __all__ = [
     "sha256_file",
     "json_clean",
     "check_output_file",
+    "check_output_dir",
     "FIGURE_FORMATS",
 ]
 
@@ -229,6 +228,7 @@ def json_clean(value: Any) -> Any:
 
     Examples
     --------
+    >>> import numpy as np
     >>> json_clean({"a": np.float32(0.5), "b": (1, float("nan")), 3: np.arange(2), "ok": np.bool_(True)})
     {'a': 0.5, 'b': [1, None], '3': [0, 1], 'ok': True}
     """
@@ -236,14 +236,15 @@ def json_clean(value: Any) -> Any:
         return {str(k): json_clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_clean(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [json_clean(v) for v in value.tolist()] if value.ndim else json_clean(value.item())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
+    if type(value).__module__ == "numpy":  # numpy scalars and arrays, without importing numpy here
+        if getattr(value, "ndim", 0):
+            return [json_clean(v) for v in value.tolist()]
+        value = value.item()
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
         return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
+    if isinstance(value, float):
         return value if math.isfinite(value) else None
     return value
 
@@ -298,6 +299,56 @@ def check_output_file(path: str | os.PathLike, name: str = "path", *, suffixes: 
                 f"{name} {str(path)!r} must end in one of {', '.join('.' + s for s in suffixes)}; got {path.suffix or 'no suffix'!r}"
             )
     return path
+
+
+def check_output_dir(out_dir: str | os.PathLike, name: str = "output directory") -> Path:
+    """Refuse an output directory that is a file or cannot be written; create it otherwise.
+
+    Raises
+    ------
+    NotADirectoryError
+        ``out_dir`` (or one of its parents) is an existing file.
+    PermissionError
+        ``out_dir`` cannot be created or written (probed by creating a file there,
+        so a read-only file system is refused even for root).
+    TypeError
+        ``out_dir`` is not a path.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     check_output_dir(pathlib.Path(tmp) / "new").is_dir()
+    True
+    >>> with tempfile.NamedTemporaryFile() as fh:
+    ...     check_output_dir(fh.name)
+    Traceback (most recent call last):
+    ...
+    NotADirectoryError: output directory ... is an existing file, not a directory
+    """
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path; got {out_dir!r} ({type(out_dir).__name__})")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{name} {str(out)!r} is an existing file, not a directory")
+    for parent in out.parents:
+        if parent.exists() and not parent.is_dir():
+            raise NotADirectoryError(f"{name} {str(out)!r}: {str(parent)!r} is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        raise PermissionError(f"{name} {str(out)!r} cannot be created (permission denied)") from None
+    except OSError as exc:
+        raise PermissionError(f"{name} {str(out)!r} cannot be created: {exc.strerror}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise PermissionError(f"{name} {str(out)!r} is not writable")
+    probe = out / f".idepth-write-test-{os.getpid()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise PermissionError(f"{name} {str(out)!r} is not writable ({exc.strerror})") from None
+    return out
 
 
 def save_figure(fig: Any, path: str | os.PathLike, *, dpi: int = 130, close: bool = True) -> Path:

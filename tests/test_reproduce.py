@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from tolerances import ROUNDOFF, rtol
 
 from idepth.cli import main
-from numerics.experiments.reproduce import ARTEFACTS, check_out_dir, get_scale, make_plan, parse_only, reproduce
-from numerics.experiments.reproduce import criteria
+from numerics.experiments.reproduce import ARTEFACTS, get_scale, make_plan, parse_only, reproduce
+from numerics.io import check_output_dir as check_out_dir
+from numerics.experiments import criteria
 from numerics.experiments.reproduce.results import Curve, fit_curve, last_doubling
 from theory.paper import paper_table
 

@@ -1,7 +1,5 @@
 """Claims about the regime study, the oracle bounds and the paper-consistency check (numerics.experiments.study, numerics.experiments.bounds)."""
 
-import dataclasses
-import json
 import subprocess
 import sys
 
@@ -14,9 +12,11 @@ from tolerances import APPROX, MC_SIGMAS, ROUNDOFF, rtol
 from numerics.experiments.bounds import HeadBound, head_outputs, softmax_head_bound
 from numerics.models import get_model
 from numerics.models._common import layer_norm
+from numerics.experiments import bounds as bounds_module
+from numerics.experiments import criteria
+from numerics.experiments.scales import SCALES
+from numerics.experiments.study import regimes as regimes_module
 from numerics.experiments.study import (
-    SCALES,
-    classify_point,
     fit_inverse_depth,
     name_regime,
     paper_consistency,
@@ -138,10 +138,11 @@ def test_a_growing_disagreement_does_not_settle():
     assert not point.settles and point.verdict != "inverse-depth"
 
 
-def test_classify_point_names_the_three_cases():
-    assert classify_point(1.05, 1.0, True) == "flat"
-    assert classify_point(1.6, 1.0, True) == "inverse-depth"
-    assert classify_point(1.6, 0.5, True).startswith("improves")
+def test_classify_depth_dependence_names_the_three_cases():
+    assert criteria.classify_depth_dependence(1.05, 1.0, True) == "flat"
+    assert criteria.classify_depth_dependence(1.6, 1.0, True) == "inverse-depth"
+    assert criteria.classify_depth_dependence(1.6, 0.5, True).startswith("improves")
+    assert criteria.classify_depth_dependence(1.6, 1.0, False).startswith("improves")
 
 
 def test_separate_models_average_is_the_loss_of_the_mean_prediction():
@@ -179,12 +180,29 @@ def test_paper_value_within_noise_of_the_bound_is_not_flagged():
     assert not row.below_bound  # 2.007 is less than 1 SE below 2.1
 
 
-def test_paper_consistency_caches_its_bounds(tmp_path):
-    first = paper_consistency(d=4, P_values=(16,), n_contexts=64, out_dir=tmp_path)
-    cache = json.loads((tmp_path / "bounds_cache.json").read_text())
-    assert len(cache) == len(first.rows)
-    again = paper_consistency(d=4, P_values=(16,), n_contexts=64, out_dir=tmp_path)
+def test_paper_consistency_caches_its_bounds(tmp_path, monkeypatch):
+    first = paper_consistency(d=4, P_values=(16,), n_contexts=64, cache_dir=tmp_path)
+    cells = {(r.a, r.b, r.k) for r in first.rows}
+    assert len(list(tmp_path.glob("oracle-bound-*.json"))) == len(cells)
+
+    def must_not_compute(key):
+        raise AssertionError(f"bound recomputed although cached: {key}")
+
+    monkeypatch.setattr(bounds_module, "compute_bound", must_not_compute)
+    again = paper_consistency(d=4, P_values=(16,), n_contexts=64, cache_dir=tmp_path)
     assert [r.mixture for r in again.rows] == [r.mixture for r in first.rows]
+    with pytest.raises(AssertionError, match="recomputed"):  # and a new size is computed, not invented
+        paper_consistency(d=4, P_values=(17,), n_contexts=64, cache_dir=tmp_path)
+
+
+def test_one_bound_has_one_value_and_different_bounds_independent_draws():
+    key = bounds_module.bound_key(0.0, 0.0, 4, 16, 2, n_contexts=256, heads=4)
+    other = bounds_module.bound_key(0.0, 0.5, 4, 16, 2, n_contexts=256, heads=4)
+    first, again = bounds_module.compute_bound(key), bounds_module.compute_bound(key)
+    assert first == again
+    a = bounds_module.bound_stream(key).standard_normal(64)
+    b = bounds_module.bound_stream(other).standard_normal(64)
+    assert abs(np.corrcoef(a, b)[0, 1]) < 0.5  # not one shared stream
 
 
 # ----------------------------------------------------------------------------- the study on a tiny grid
@@ -197,22 +215,38 @@ def test_regime_configs_share_the_lazy_initialisation_and_freeze_the_gain():
     assert not converged.frozen
 
 
-def test_smoke_study_runs_and_carries_the_required_fields(tmp_path):
+def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch):
     study = run_regime_study("smoke", tmp_path, workers=2, progress=False)
-    scale = SCALES["smoke"]
+    scale = SCALES["smoke"].study
     assert {p.regime for p in study.points} == set(scale.regimes)
+    assert study.trained == study.runs > 0
     for p in study.points:
         assert p.n_seeds >= 3
         assert len(p.R) == len(p.depths) and np.all(np.isfinite(p.R))
         assert p.depth_gain == pytest.approx(p.R[0] / p.R[-1], rel=rtol(ROUNDOFF))
-        for field in ("alpha", "alpha_low", "alpha_high", "plateau_change", "gap_change", "settles", "verdict"):
-            assert hasattr(p, field)
-    assert study.regime_name and "## Where inverse-depth scaling appears" in study.markdown
+        # every derived field recomputed here from the point's own curves
+        plateau = criteria.last_doubling(p.depths, p.C)[2]
+        gap = criteria.last_doubling(p.depths, np.subtract(p.A, p.C))[2]
+        assert p.plateau_change == pytest.approx(plateau, rel=rtol(ROUNDOFF), nan_ok=True)
+        assert p.gap_change == pytest.approx(gap, rel=rtol(ROUNDOFF), nan_ok=True)
+        assert p.settles == bool(plateau < criteria.SETTLING_TOLERANCE and gap < criteria.SETTLING_TOLERANCE)
+        assert p.verdict == criteria.classify_depth_dependence(p.depth_gain, p.alpha, p.settles)
+        if np.isfinite(p.alpha_low) and np.isfinite(p.alpha_high):  # a fit at its search bound has no interval
+            assert p.alpha_low <= p.alpha <= p.alpha_high
+    assert study.regime_name == name_regime(study.points)
+    assert "## Where inverse-depth scaling appears" in study.markdown
     assert all((tmp_path / f).stat().st_size > 0 for f in study.figures)
     bound = study.bounds[(4, 16, 4, 0.0, 0.0)]
     assert bound["cosine"].single_head_loss > 0 and bound["prenorm"].width == 4
-    # re-running reuses the store and the caches: no new training run
+
+    # re-running reuses the store and the caches: nothing is trained or computed again
+    def must_not_compute(*args, **kwargs):
+        raise AssertionError("recomputed although cached")
+
+    monkeypatch.setattr(bounds_module, "compute_bound", must_not_compute)
+    monkeypatch.setattr(regimes_module, "_frozen_heads_rows", must_not_compute)
     again = run_regime_study("smoke", tmp_path, workers=1, progress=False, figures=False)
+    assert again.trained == 0 and again.runs == study.runs
     assert [p.R for p in again.points] == [p.R for p in study.points]
 
 

@@ -32,6 +32,7 @@ from idepth.cli import main as idepth_main
 from numerics.experiments import sweep as sw
 from numerics.experiments.store import STORE_FILENAME, ResultsStore, load_arrays, load_results
 from numerics.experiments.sweep import Grid, grid_from_dict, load_grid, run_sweep, sweep_status
+from numerics.train import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 DETERMINISTIC_METRICS = ("R_L", "A_L", "C_L", "steps", "converged")
@@ -197,7 +198,7 @@ def test_a_bad_point_in_a_subgrid_names_the_subgrid():
 
 
 def test_content_hash_changes_with_every_config_field_and_with_the_package_version(monkeypatch):
-    base = sw._default_config_type()(**{**TINY, "N": 8, "P": 16, "grad_clip": 1.0, "learning_rate": 0.01})
+    base = TrainConfig(**{**TINY, "N": 8, "P": 16, "grad_clip": 1.0, "learning_rate": 0.01})
     data = base.to_dict()
     alternatives = {"model": "linear", "task": "easy", "schedule": "constant", "dtype": "float64",
                     "init": {"w_x": "gaussian"}, "frozen": ["W_o"]}

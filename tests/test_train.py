@@ -420,7 +420,6 @@ def test_float64_training_keeps_float64_weights():
 
 
 def test_frozen_parameters_stay_exactly_at_their_initial_values_and_the_rest_train():
-    from numerics.models import get_model
     from numerics.train import TrainConfig, run_config
 
     cfg = TrainConfig(model="nonlinear", task="difficult", d=4, N=6, P=8, depth=2, max_steps=30, eval_size=64,

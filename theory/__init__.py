@@ -5,7 +5,7 @@ the ensemble (CLT) decomposition, depth-law fitting and :func:`predict_loss`.
 (see :mod:`theory.symbols`) and evaluated numerically from that source.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .decomposition import (
     Decomposition,

@@ -546,7 +546,7 @@ def _fit(depths, data, floor, *, quantity, plateau, level, n_bootstrap, rng, dat
     total = float(np.sum((log_values - log_values.mean()) ** 2))
     r_squared = 1.0 - float(np.sum(residuals**2)) / total if total > 0 else float("nan")
 
-    from . import __version__  # at call time: theory/__init__ may import this module
+    from ._version import __version__
 
     manifest = {
         "package_version": __version__,

@@ -2,9 +2,9 @@
 
 A thin layer over :mod:`numerics.experiments.study`:
 
-* ``idepth study regime [--scale quick|full] [--out DIR] [--store DIR] [--backend local|dask] [--workers N]``
-  -- :func:`numerics.experiments.study.run_regime_study` then :func:`numerics.experiments.study.paper_consistency`;
-  writes ``DIR/study.md`` (both Markdown sections), ``DIR/study.json``, ``DIR/figures/``;
+* ``idepth study regime [--scale smoke|quick|medium|paper] [--out DIR] [--store DIR] [--backend local|dask] [--workers N]``
+  -- :func:`numerics.experiments.study.run_study_sections` (the regime study, then the paper's plateaus
+  against the bounds); writes ``DIR/study.md``, ``DIR/consistency.md``, ``DIR/study.json``, ``DIR/figures/``;
 * ``idepth study consistency [--out DIR] [--d 128] [--P 1024,2048] [--contexts N]``
   -- the paper's nonlinear plateaus against the oracle bounds only;
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``
@@ -39,23 +39,21 @@ def register(subparsers) -> None:
                     "fitted alpha, whether A_L - C_L settles; oracle bounds on every depth plot; then the paper's "
                     "nonlinear plateaus against the bounds. Writes DIR/study.md, DIR/study.json, DIR/figures/.",
     )
-    regime.add_argument("--scale", default="quick",
-                        help="quick (default: d = N = 32, P = 128, 81 training runs; its lazy and converged runs are "
-                             "those of 'idepth reproduce --scale quick', shared with --store) or full (d in {16, 32, 64}, "
-                             "P/d in {4, 16}, N in {d, 2d}: thousands of runs, use dask)")
+    regime.add_argument("--scale", default="quick", choices=_scale_names(),
+                        help="the study budget of a reproduction scale: quick (default: d = N = 32, P = 128, 81 "
+                             "training runs; its lazy and converged runs are those of 'idepth reproduce --scale quick', "
+                             "shared with --store), medium or paper (d in {16, 32, 64}, P/d in {4, 16}, N in {d, 2d}: "
+                             "thousands of runs, use dask), smoke (seconds; numbers mean nothing)")
     regime.add_argument("--out", metavar="DIR", default="study-out", help="output directory (default study-out)")
     regime.add_argument("--store", metavar="DIR", default=None,
                         help="sweep store (default DIR/store); give a reproduction's store to share its runs")
     _execution_options(regime)
-    regime.add_argument("--consistency-contexts", type=int, default=None, metavar="N",
-                        help="Monte-Carlo contexts per bound in the consistency check (default: 2048 quick, 8192 full)")
-    regime.add_argument("--no-consistency", action="store_true", help="skip the paper-consistency check")
     regime.set_defaults(func=run_regime)
 
     consistency = actions.add_parser(
         "consistency", help="the paper's nonlinear plateaus (Tables 1, 4) against the oracle bounds",
         description="Best single softmax head and best mixture over exact cosine similarity at d, P; every paper "
-                    "value below the bound is listed. Bounds are cached in DIR/bounds_cache.json.",
+                    "value below the bound is listed. Bounds are cached in DIR/cache/.",
     )
     consistency.add_argument("--out", metavar="DIR", default="study-out", help="output directory (default study-out)")
     consistency.add_argument("--d", type=int, default=128, help="input dimension (default 128)")
@@ -70,13 +68,15 @@ def register(subparsers) -> None:
         description="Train the regimes over a spectrum grid (sweep layer, cached next to the file), fit "
                     "R_L = L0 + c/L and write the JSON with its provenance.",
     )
-    defaults.add_argument("--scale", default="quick", help="sizes, depths and seeds (default quick)")
+    defaults.add_argument("--scale", default="quick", choices=_scale_names(),
+                          help="the study budget of a reproduction scale: sizes, depths and seeds (default quick)")
     defaults.add_argument("--out", metavar="FILE", default="softmax_defaults.json", help="JSON file to write")
     defaults.add_argument("--spectra", default=None, help="grid of (a, b), e.g. '0,0;0.5,0;0,0.5' (default: the scale's)")
     defaults.add_argument("--regimes", default="lazy,converged", help="regimes to measure (default lazy,converged)")
     defaults.add_argument("--default-regime", default="lazy", help="regime predict_loss uses by default (default lazy)")
     defaults.add_argument("--store", metavar="DIR", default=None,
-                          help="sweep store, a cache of the training runs (default ./idepth-defaults-store)")
+                          help="sweep store, a cache of the training runs (default: a temporary directory, removed "
+                               "afterwards)")
     _execution_options(defaults)
     defaults.set_defaults(func=run_defaults)
 
@@ -111,32 +111,27 @@ def _ints(text: str, name: str) -> tuple[int, ...]:
         raise ValueError(f"{name} must be comma-separated integers; got {text!r}") from None
 
 
+def _scale_names() -> tuple:
+    from numerics.experiments.scales import SCALES
+
+    return tuple(SCALES)
+
+
 def run_regime(args) -> int:
     """Run ``idepth study regime``."""
-    from numerics.experiments.study import SCALES, paper_consistency, run_regime_study
-    from numerics.io import atomic_write
+    from numerics.experiments.study import run_study_sections
 
-    if args.scale not in SCALES or args.scale == "smoke":
-        raise ValueError(f"--scale must be one of 'quick', 'full'; got {args.scale!r}")
     progress = None if not args.no_progress else False
     try:
-        study = run_regime_study(args.scale, args.out, backend=args.backend, workers=args.workers,
-                                 scheduler=args.scheduler, store_dir=args.store, progress=progress)
+        study, report = run_study_sections(args.scale, args.out, backend=args.backend, workers=args.workers,
+                                           scheduler=args.scheduler, store_dir=args.store, progress=progress)
     except RuntimeError as exc:
         print(f"idepth study: {exc}", file=sys.stderr)
         return 1
-    text = study.markdown
-    if not args.no_consistency:
-        n = args.consistency_contexts or (2048 if args.scale == "quick" else 8192)
-        report = paper_consistency(study=study, n_contexts=n, out_dir=args.out, workers=args.workers or 1,
-                                   progress=progress is not False and sys.stderr.isatty())
-        text = text + "\n" + report.markdown
-    from pathlib import Path
-
-    atomic_write(Path(args.out) / "study.md", lambda fh: fh.write(text.encode("utf-8")))
     print(f"regime: {study.regime_name}")
-    print(f"wrote {Path(args.out) / 'study.md'} ({len(study.figures)} figure files, {study.runs} training runs, "
-          f"{study.wall_time:.0f} s)")
+    print(f"{report.n_below} of {len(report.rows)} paper values are below the oracle bound")
+    print(f"wrote {study.out_dir}/study.md and consistency.md ({len(study.figures)} figure files, {study.runs} "
+          f"training runs, {study.wall_time:.0f} s)")
     return 0
 
 
@@ -145,11 +140,12 @@ def run_consistency(args) -> int:
     from pathlib import Path
 
     from numerics.experiments.study import paper_consistency
-    from numerics.io import atomic_write
+    from numerics.io import check_output_dir, write_text
 
-    report = paper_consistency(d=args.d, P_values=_ints(args.P, "--P"), n_contexts=args.contexts, out_dir=args.out,
+    out = check_output_dir(args.out, "--out")
+    report = paper_consistency(d=args.d, P_values=_ints(args.P, "--P"), n_contexts=args.contexts, cache_dir=out / "cache",
                                workers=args.workers, progress=not args.no_progress and sys.stderr.isatty())
-    atomic_write(Path(args.out) / "consistency.md", lambda fh: fh.write(report.markdown.encode("utf-8")))
+    write_text(out / "consistency.md", report.markdown)
     print(f"{report.n_below} of {len(report.rows)} paper values are below the oracle bound; "
           f"wrote {Path(args.out) / 'consistency.md'}")
     return 0
@@ -157,10 +153,8 @@ def run_consistency(args) -> int:
 
 def run_defaults(args) -> int:
     """Run ``idepth study defaults``."""
-    from numerics.experiments.study import SCALES, make_softmax_defaults
+    from numerics.experiments.study import make_softmax_defaults
 
-    if args.scale not in SCALES:
-        raise ValueError(f"--scale must be one of {', '.join(map(repr, SCALES))}; got {args.scale!r}")
     spectra = None if args.spectra is None else _spectra(args.spectra)
     regimes = tuple(r.strip() for r in args.regimes.split(",") if r.strip())
     try:

@@ -55,7 +55,10 @@ from theory.spectra import as_spectrum
 
 from numerics.tasks import cosine_similarity
 
-__all__ = ["HeadBound", "SIMILARITIES", "softmax_head_bound", "head_outputs", "default_temperatures"]
+__all__ = [
+    "HeadBound", "SIMILARITIES", "BOUND_HEADS", "BOUND_SEED", "softmax_head_bound", "head_outputs",
+    "default_temperatures", "bound_key", "bound_stream", "compute_bound", "head_bounds",
+]
 
 #: similarities a head can attend with (see the module docstring)
 SIMILARITIES = ("cosine", "dot", "prenorm")
@@ -401,3 +404,92 @@ def softmax_head_bound(
         d=spectrum.d,
         width=width,
     )
+
+
+# --------------------------------------------------------------------------- one value per quantity (cached)
+
+#: heads of the mixture bound wherever the experiments layer asks for one (one value per quantity)
+BOUND_HEADS = 64
+#: seed from which every bound's own stream is derived (with the bound's key, so bounds are independent draws)
+BOUND_SEED = 20261015
+
+
+def bound_key(a: float, b: float, d: int, P: int, k: int, *, n_contexts: int, similarity: str = "cosine",
+              width: int | None = None, heads: int = BOUND_HEADS, seed: int = BOUND_SEED) -> dict:
+    """The cache key of one oracle bound of a power-law spectrum (eq. 2): every input that changes its value.
+
+    References
+    ----------
+    Paper eqs. (2), (6), (60).
+
+    Examples
+    --------
+    >>> sorted(bound_key(0, 0, 16, 64, 2, n_contexts=1024))[:4]
+    ['P', 'a', 'b', 'd']
+    """
+    return {"a": float(a), "b": float(b), "d": int(d), "P": int(P), "k": int(k), "similarity": similarity,
+            "width": None if width is None else int(width), "heads": int(heads), "n_contexts": int(n_contexts),
+            "seed": int(seed)}
+
+
+def bound_stream(key: dict) -> np.random.Generator:
+    """The random stream of the bound with ``key``: its own, derived from the whole key.
+
+    Two different quantities (another spectrum, size or similarity) get independent
+    draws; the same quantity gets the same draws, hence the same value.
+
+    Examples
+    --------
+    >>> k1, k2 = bound_key(0, 0, 8, 16, 2, n_contexts=64), bound_key(0, 0.5, 8, 16, 2, n_contexts=64)
+    >>> bound_stream(k1).random() == bound_stream(k1).random() != bound_stream(k2).random()
+    True
+    """
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).digest()
+    return np.random.default_rng(np.random.SeedSequence([int(key["seed"]), int.from_bytes(digest[:8], "little")]))
+
+
+def compute_bound(key: dict) -> dict:
+    """:func:`softmax_head_bound` of ``key`` (from :func:`bound_key`) as a JSON-able dict.
+
+    References
+    ----------
+    Paper eqs. (6), (12), (60).
+
+    Examples
+    --------
+    >>> out = compute_bound(bound_key(0, 0, 4, 8, 2, n_contexts=64, heads=4))
+    >>> out["single_head_loss"] >= out["mixture_loss"] - 4 * out["mixture_standard_error"]
+    True
+    """
+    from theory import PowerLawSpectrum
+
+    bound = softmax_head_bound(PowerLawSpectrum(key["a"], key["b"], key["d"]), key["P"], key["k"],
+                               similarity=key["similarity"], width=key["width"], heads=key["heads"],
+                               n_contexts=key["n_contexts"], rng=bound_stream(key))
+    return bound.to_dict()
+
+
+def head_bounds(keys, cache_dir=None, *, workers: int = 1, progress: bool = False) -> list[HeadBound]:
+    """The bounds of ``keys`` (from :func:`bound_key`), cached in ``cache_dir`` (:mod:`numerics.experiments.cache`).
+
+    References
+    ----------
+    Paper eqs. (6), (12), (60).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     key = bound_key(0, 0, 4, 8, 2, n_contexts=64, heads=4)
+    ...     first, again = head_bounds([key], tmp)[0], head_bounds([key], tmp)[0]
+    >>> first == again
+    True
+    """
+    from .cache import cached_many
+
+    values = cached_many(cache_dir, "oracle-bound", list(keys), compute_bound, workers=workers, progress=progress,
+                         desc="oracle bounds")
+    return [HeadBound.from_dict(v) for v in values]

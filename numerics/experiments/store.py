@@ -51,11 +51,12 @@ import json
 import math
 import os
 import sqlite3
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
+
+from numerics.io import atomic_path
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -64,6 +65,7 @@ __all__ = [
     "METRIC_COLUMNS",
     "StoreVersionError",
     "StoreLockedError",
+    "StoreRunnerError",
     "ResultsStore",
     "RunOutcome",
     "store_path",
@@ -126,6 +128,10 @@ _RESULT_COLUMNS = (
 
 class StoreVersionError(ValueError):
     """The store was created by an incompatible schema or package version."""
+
+
+class StoreRunnerError(ValueError):
+    """The store holds results of another runner (a store is keyed by config, so it serves one runner)."""
 
 
 class StoreLockedError(ValueError):
@@ -379,10 +385,8 @@ def _create_store(path: Path) -> None:
     """
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # from a driver killed while creating
         stale.unlink()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        conn = sqlite3.connect(tmp_name, isolation_level=None)
+    with atomic_path(path) as tmp_path:
+        conn = sqlite3.connect(tmp_path, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("BEGIN IMMEDIATE")
@@ -400,18 +404,6 @@ def _create_store(path: Path) -> None:
             conn.execute("COMMIT")
         finally:
             conn.close()  # checkpoints and removes the temporary WAL
-        with open(tmp_name, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
 
 
 class ResultsStore:
@@ -509,6 +501,40 @@ class ResultsStore:
         self.close()
 
     # -- bookkeeping ------------------------------------------------------------
+    def claim_runner(self, name: str) -> None:
+        """Record ``name`` as the runner of this store, or refuse a store written by another runner.
+
+        Runs are keyed by their config's content hash only; two runners that store
+        different results for one config must therefore never share a store.
+
+        Raises
+        ------
+        StoreRunnerError
+            The store was written by a runner of another name.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with ResultsStore(tmp) as store:
+        ...         store.claim_runner("pkg.run")
+        ...         store.claim_runner("pkg.run")  # the same runner again: fine
+        ...     with ResultsStore(tmp) as store:
+        ...         store.claim_runner("pkg.other")
+        Traceback (most recent call last):
+        ...
+        numerics.experiments.store.StoreRunnerError: ... holds the results of runner 'pkg.run'; ...
+        """
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'runner'").fetchone()
+        if row is None:
+            with self._transaction():
+                self._conn.execute("INSERT INTO meta (key, value) VALUES ('runner', ?)", (name,))
+        elif row[0] != name:
+            raise StoreRunnerError(
+                f"{self.path} holds the results of runner {row[0]!r}; this sweep uses {name!r}: "
+                "use another sweep directory"
+            )
+
     def register(self, runs: Iterable[tuple[str, str]]) -> int:
         """Add runs as ``pending``; hashes already in the store are left alone.
 
@@ -849,18 +875,10 @@ def export_csv(path: str | os.PathLike, csv_path: str | os.PathLike) -> int:
     extra: list[str] = []
     for prefix in ("config.", "metrics."):
         extra += sorted({key for record in records for key in record if key.startswith(prefix)})
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{csv_path.name}.", suffix=".tmp", dir=csv_path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+    with atomic_path(csv_path) as tmp_path:
+        with open(tmp_path, "w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=fixed + extra, restval="")
             writer.writeheader()
             for record in records:
                 writer.writerow({key: _csv_cell(value) for key, value in record.items()})
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, csv_path)
-    except BaseException:
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
-        raise
     return len(records)

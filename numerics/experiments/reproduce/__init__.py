@@ -1,9 +1,9 @@
 """``idepth reproduce``: every figure and table of the paper, with a report that puts paper and package side by side.
 
 :func:`reproduce` plans the training runs each requested artefact needs
-(:mod:`~numerics.experiments.reproduce.plan`, :mod:`~numerics.experiments.reproduce.scales`), runs them
+(:mod:`~numerics.experiments.reproduce.plan`, :mod:`~numerics.experiments.scales`), runs them
 through the sweep layer into one resumable store ``OUT/store/results.sqlite``
-(:func:`numerics.experiments.sweep.run_sweep` with :func:`~numerics.experiments.reproduce.runner.run_with_extras`;
+(:func:`numerics.experiments.sweep.run_sweep` with the one runner :func:`numerics.experiments.runner.run`;
 re-running reuses every finished run, Ctrl-C leaves the store consistent), then
 fits, plots (:mod:`~numerics.experiments.reproduce.figures`), tabulates
 (:mod:`~numerics.experiments.reproduce.tables`), runs the regime study and the consistency
@@ -30,8 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from numerics.io import check_output_dir
+from theory._validation import check_positive_int
+
+from .. import study
+from ..scales import SCALES, Family, Scale, get_scale
+from ..sweep import Grid, run_sweep
 from .plan import ARTEFACTS, Plan, make_plan, parse_only
-from .scales import SCALES, Family, Scale, get_scale
 
 __all__ = [
     "ARTEFACTS",
@@ -43,7 +48,6 @@ __all__ = [
     "get_scale",
     "make_plan",
     "parse_only",
-    "check_out_dir",
     "reproduce",
 ]
 
@@ -86,120 +90,34 @@ class ReproductionResult:
     wall_time: float
 
 
-def check_out_dir(out_dir) -> Path:
-    """Refuse an output directory that is a file or cannot be written; create it otherwise.
-
-    Raises
-    ------
-    NotADirectoryError
-        ``out_dir`` (or one of its parents) is an existing file.
-    PermissionError
-        ``out_dir`` cannot be created or written.
-    TypeError
-        ``out_dir`` is not a path.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     check_out_dir(pathlib.Path(tmp) / "new").is_dir()
-    True
-    >>> with tempfile.NamedTemporaryFile() as fh:
-    ...     check_out_dir(fh.name)
-    Traceback (most recent call last):
-    ...
-    NotADirectoryError: output directory ... is an existing file, not a directory
-    """
-    if not isinstance(out_dir, (str, os.PathLike)):
-        raise TypeError(f"out_dir must be a path; got {out_dir!r} ({type(out_dir).__name__})")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"output directory {str(out)!r} is an existing file, not a directory")
-    for parent in out.parents:
-        if parent.exists() and not parent.is_dir():
-            raise NotADirectoryError(f"output directory {str(out)!r}: {str(parent)!r} is a file, not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except PermissionError:
-        raise PermissionError(f"output directory {str(out)!r} cannot be created (permission denied)") from None
-    except OSError as exc:
-        raise PermissionError(f"output directory {str(out)!r} cannot be created: {exc.strerror}") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise PermissionError(f"output directory {str(out)!r} is not writable")
-    probe = out / f".idepth-write-test-{os.getpid()}"
-    try:
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise PermissionError(f"output directory {str(out)!r} is not writable ({exc.strerror})") from None
-    return out
-
-
-_STUDY_SCALES = {"smoke": "tiny", "quick": "quick", "medium": "full", "paper": "full"}
-_CONSISTENCY = {  # contexts per bound and context lengths of numerics.experiments.study.paper_consistency, per scale
-    "smoke": dict(n_contexts=256, d=16, P_values=(64,)),  # exercises the section only; sizes are not the paper's
-    "quick": dict(n_contexts=1024, P_values=(1024,)),
-    "medium": dict(n_contexts=8192, P_values=(1024, 2048)),
-    "paper": dict(n_contexts=16384, P_values=(1024, 2048)),
-}
-
-
 def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, progress, log) -> tuple:
-    """(regime-study Markdown, consistency Markdown, consistency report or None) from :mod:`numerics.experiments.study`."""
-    from .report import _relink
+    """(regime-study Markdown, consistency Markdown, consistency report) of the scale's study budget.
 
-    heading = "## Where inverse-depth scaling appears (regime study)"
+    The study shares the reproduction's store (its runs equal to this reproduction's are trained
+    once) and its Monte-Carlo cache (so every section shows one value per bound).
+    """
+    from .report import relink
+
+    log(f"regime study (numerics.experiments.study, scale {scale.name!r}) ...")
     try:
-        from numerics.experiments import study as study_module
-    except ImportError as exc:  # pragma: no cover - the module ships with the package
-        note = f"**Not available**: numerics.experiments.study could not be imported ({exc})."
-        return f"{heading}\n\n{note}\n", f"## Consistency with the paper\n\n{note}\n", None
-    name = _STUDY_SCALES.get(scale.name, scale.study_scale)
-    if name not in getattr(study_module, "SCALES", {}):
-        name = scale.study_scale
-    study_dir = out / "study"
-    result = None
-    try:
-        log(f"regime study (numerics.experiments.study, scale {name!r}) ...")
-        # the study's runs that equal this reproduction's (same configs) are trained once: share the store
-        kwargs = dict(backend=backend, progress=progress, store_dir=out / "store")
-        if backend == "dask" and scheduler is not None:
-            kwargs["scheduler"] = scheduler
-        else:
-            kwargs["workers"] = workers
-        result = study_module.run_regime_study(name, study_dir, **kwargs)
-        regime_md = _relink(result.markdown, "study/")
-        if not regime_md.lstrip().startswith("#"):
-            regime_md = f"{heading}\n\n{regime_md}"
-    except (ValueError, RuntimeError, KeyError) as exc:
-        regime_md = (f"{heading}\n\n**The regime study did not run**: {' '.join(str(exc).split())}. "
-                     "The verdict above rests on this reproduction's own runs only.\n")
-    consistency, consistency_md = None, ""
-    try:
-        log("consistency with the paper (oracle bounds at the paper's sizes) ...")
-        options = _CONSISTENCY.get(scale.name, _CONSISTENCY["quick"])
-        consistency = study_module.paper_consistency(study=result, out_dir=study_dir, workers=workers or 1,
-                                                     progress=bool(progress), **options)
-        consistency_md = _relink(consistency.markdown, "study/")
-    except (ValueError, RuntimeError, KeyError) as exc:
-        consistency_md = (f"## Consistency with the paper\n\n**The consistency check did not run**: "
-                          f"{' '.join(str(exc).split())}.\n")
-    return regime_md, consistency_md, consistency
+        result, consistency = study.run_study_sections(
+            scale.study, out / "study", store_dir=out / "store", cache_dir=out / "cache", backend=backend,
+            workers=workers, scheduler=scheduler, progress=progress,
+            consistency_sizes=_CONSISTENCY_SIZES[scale.name])
+    except RuntimeError as exc:  # a training run of the study failed: the report says so
+        note = f"**The regime study did not run**: {' '.join(str(exc).split())}."
+        return (f"## Where inverse-depth scaling appears (regime study)\n\n{note}\n",
+                f"## Consistency with the paper\n\n{note}\n", None)
+    return relink(result.markdown, "study/"), relink(consistency.markdown, "study/"), consistency
 
 
-def _grid(configs: Sequence):
-    from numerics.experiments.sweep import Grid
-    from numerics.train import TrainConfig
-
-    def fixed(value):
-        return [list(value)] if isinstance(value, (list, tuple)) else value  # a list-valued field is one value
-
-    return Grid(*[{key: fixed(value) for key, value in config.to_dict().items()} for config in configs],
-                config_type=TrainConfig)
+#: context lengths at d = 128 at which each scale checks the paper's plateaus (the linear Table 3 sizes)
+_CONSISTENCY_SIZES = {
+    "smoke": dict(d=16, P_values=(64,)),  # exercises the section only; sizes are not the paper's
+    "quick": dict(P_values=(1024,)),
+    "medium": dict(P_values=(1024, 2048)),
+    "paper": dict(P_values=(1024, 2048)),
+}
 
 
 def reproduce(
@@ -220,7 +138,7 @@ def reproduce(
     Parameters
     ----------
     scale : {'smoke', 'quick', 'medium', 'paper'} or Scale
-        See :mod:`numerics.experiments.reproduce.scales` (``paper`` needs a Dask cluster).
+        See :mod:`numerics.experiments.scales` (``paper`` needs a Dask cluster).
     only : str or sequence of str, optional
         Artefact IDs (``"fig6a,table4"``); default: all of :data:`ARTEFACTS`.
     out_dir : path
@@ -277,10 +195,8 @@ def reproduce(
     if scheduler is not None and backend != "dask":
         raise ValueError(f"scheduler is only used with backend='dask'; got scheduler={scheduler!r} with backend={backend!r}")
     if workers is not None:
-        from theory._validation import check_positive_int
-
         workers = check_positive_int("workers", workers)
-    out = check_out_dir(out_dir)
+    out = check_output_dir(out_dir)
     study = (only is None) if study is None else bool(study)
     command = command or "numerics.experiments.reproduce.reproduce(" + ", ".join(
         [repr(scale.name)] + ([f"only={only!r}"] if only else []) + [f"out_dir={str(out)!r}"]) + ")"
@@ -290,16 +206,12 @@ def reproduce(
         log(f"warning: scale {scale.name!r} is sized for a Dask cluster; running it locally will take "
             f"≈ {plan.estimated_seconds / 3600 / max(workers or _usable_cores(), 1):.0f} hours")
 
-    from numerics.experiments.sweep import run_sweep
-
-    from .runner import run_with_extras
-
-    sweep_kwargs = dict(backend=backend, progress=progress, runner=run_with_extras)
+    sweep_kwargs = dict(backend=backend, progress=progress)
     if backend == "dask" and scheduler is not None:
         sweep_kwargs["scheduler"] = scheduler
     else:
         sweep_kwargs["workers"] = workers
-    summary = run_sweep(_grid(plan.configs), out / "store", **sweep_kwargs)
+    summary = run_sweep(Grid.of(plan.configs), out / "store", **sweep_kwargs)
     log(f"training: {summary.executed} runs trained now, {summary.skipped} reused from the store, "
         f"{summary.failed} failed ({summary.wall_time:.0f} s)")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import criteria
+from .. import criteria
 from .results import Curve, FitSummary, fit_curve, last_doubling, spectrum_label
 
 __all__ = [
@@ -51,7 +51,7 @@ def spectra_of(ctx, family_name: str, *, a: float | None = None, b: float | None
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     spectra_of(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", b=0.0)
     ((0.0, 0.0), (0.5, 0.0))
@@ -78,7 +78,7 @@ class NonlinearSummary:
     C_change, gap_change : float
         Relative change over the last doubling of depth (NaN if undefined).
     C_settles, gap_settles : bool or None
-        ``< 10 %`` (:data:`numerics.experiments.reproduce.criteria.SETTLING_TOLERANCE`).
+        ``< 10 %`` (:data:`numerics.experiments.criteria.SETTLING_TOLERANCE`).
     depth_gain : float
         ``R_1 / R_{L_max}``.
     bound : dict or None
@@ -130,7 +130,7 @@ def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: 
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     s = nonlinear_summary(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", 0, 0,
     ...                           with_bound=False)
@@ -222,7 +222,7 @@ def linear_easy_summary(ctx, a: float, b: float) -> LinearEasySummary:
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     s = linear_easy_summary(ReproductionContext.open(get_scale("smoke"), tmp), 2.0, 1.0)
     >>> s.zeta, s.fit.ok
@@ -315,7 +315,7 @@ def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> Linea
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     s = linear_difficult_summary(ReproductionContext.open(get_scale("smoke"), tmp), "linear_difficult", 0, 0)
     >>> math.isnan(s.plateau), s.floor > 0
@@ -393,7 +393,7 @@ def easy_softmax_summary(ctx, a: float, b: float) -> EasySoftmaxSummary:
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     easy_softmax_summary(ReproductionContext.open(get_scale("smoke"), tmp), 0, 0).below_target is None
     True
@@ -434,7 +434,7 @@ def modewise_matrix(ctx, family_name: str, a: float, b: float, name: str = "mode
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     depths, matrix = modewise_matrix(ReproductionContext.open(get_scale("smoke"), tmp), "linear_easy", 2, 1)
     >>> matrix.shape
@@ -465,7 +465,7 @@ def selection_quantiles(ctx, family_name: str, a: float, b: float, depth: int,
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     mean, se = selection_quantiles(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", 0, 0, 1)
     >>> mean.shape

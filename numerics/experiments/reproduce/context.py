@@ -18,57 +18,19 @@ atomically) so a re-run does not redo the Monte Carlo:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..cache import cached
 from .results import StoreResults
-from .scales import Family, Scale
+from ..scales import Family, Scale
 
-__all__ = ["ReproductionContext", "cached_json"]
+__all__ = ["ReproductionContext"]
 
 #: seed of every Monte-Carlo theory evaluation of a reproduction (bounds, floors)
 THEORY_SEED = 20261015
-
-
-def cached_json(cache_dir: Path, kind: str, key: dict, compute: Callable[[], dict]) -> dict:
-    """``compute()`` cached as ``cache_dir/<kind>-<hash>.json`` (hash of ``key`` and the package version).
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     first = cached_json(Path(tmp), "demo", {"x": 1}, lambda: {"value": 2.0})
-    ...     again = cached_json(Path(tmp), "demo", {"x": 1}, lambda: {"value": -1.0})
-    >>> first == again == {"value": 2.0}
-    True
-    """
-    from numerics.io import atomic_write
-    from theory import __version__
-
-    payload = json.dumps({"kind": kind, "key": key, "package_version": __version__}, sort_keys=True)
-    digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
-    path = Path(cache_dir) / f"{kind}-{digest}.json"
-    if path.is_file():
-        try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
-            if stored.get("key") == key:
-                return stored["value"]
-        except (ValueError, KeyError):
-            pass  # a damaged cache entry is recomputed
-    value = compute()
-    text = json.dumps({"kind": kind, "key": key, "package_version": __version__, "value": value},
-                      sort_keys=True, indent=1, allow_nan=True).encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda fh: fh.write(text))
-    return value
 
 
 @dataclass
@@ -92,7 +54,7 @@ class ReproductionContext:
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     ctx = ReproductionContext.open(get_scale("smoke"), tmp)
     ...     ctx.figures_dir.name, ctx.results.n_done
@@ -146,21 +108,15 @@ class ReproductionContext:
         """Oracle softmax-head bound at the family's ``(d, P, k)`` for spectrum ``(a, b)``.
 
         Returns the :meth:`numerics.experiments.bounds.HeadBound.to_dict` fields
-        (``single_head_loss``, ``single_head_standard_error``, ``mixture_loss``, ...).
+        (``single_head_loss``, ``single_head_standard_error``, ``mixture_loss``, ...): the
+        same entry of the cache as the regime study's cosine bound at these sizes, so the
+        report shows one value per bound.
         """
-        key = {"a": float(a), "b": float(b), "d": family.d, "P": family.P, "k": family.k,
-               "heads": int(max(family.depths)), "n_contexts": self.scale.bound_contexts, "seed": THEORY_SEED}
+        from numerics.experiments.bounds import bound_key, head_bounds
 
-        def compute() -> dict:
-            from numerics.experiments.bounds import softmax_head_bound
-            from theory import PowerLawSpectrum
-
-            bound = softmax_head_bound(PowerLawSpectrum(a, b, family.d), family.P, family.k,
-                                       heads=key["heads"], n_contexts=key["n_contexts"], rng=THEORY_SEED)
-            return bound.to_dict()
-
+        key = bound_key(a, b, family.d, family.P, family.k, n_contexts=self.scale.bound_contexts)
         return self.memo(("bound", tuple(sorted(key.items()))),
-                         lambda: cached_json(self.cache_dir, "oracle-bound", key, compute))
+                         lambda: head_bounds([key], self.cache_dir)[0].to_dict())
 
     def linear_floor(self, family: Family, a: float, b: float, *, d: int | None = None, P: int | None = None,
                      samples: int | None = None) -> dict:
@@ -193,7 +149,7 @@ class ReproductionContext:
                     "n_samples": est.n_samples}
 
         return self.memo(("floor", tuple(sorted(key.items()))),
-                         lambda: cached_json(self.cache_dir, "linear-floor", key, compute))
+                         lambda: cached(self.cache_dir, "linear-floor", key, compute))
 
     def floor_at(self, family: Family, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
         """``(floor, se)`` of degree ``depth`` (default: the family's largest depth)."""

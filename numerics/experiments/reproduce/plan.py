@@ -2,7 +2,7 @@
 
 :data:`ARTEFACTS` lists every figure and table of the paper that
 ``idepth reproduce`` regenerates, with the families of runs each needs
-(:data:`numerics.experiments.reproduce.scales.FAMILIES`). :func:`make_plan` turns a scale
+(:data:`numerics.experiments.scales.FAMILIES`). :func:`make_plan` turns a scale
 and a selection of artefacts into the de-duplicated list of training runs and
 an estimate of their cost (:func:`estimate_run_seconds`), printed before
 anything starts.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
-from .scales import Family, Scale, get_scale
+from ..scales import Family, Scale, get_scale
 
 __all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds"]
 

@@ -2,7 +2,7 @@
 
 :func:`evaluate_claims` tests each of the paper's claims that the issue sets a
 target for, from the measured numbers (:mod:`numerics.experiments.reproduce.analysis`) and
-the rules of :mod:`numerics.experiments.reproduce.criteria`; a claim is marked reproduced
+the rules of :mod:`numerics.experiments.criteria`; a claim is marked reproduced
 only when its criterion is met by the numbers. :func:`write_report` writes the
 whole report atomically: scale, wall time, verdict, the regime study and the
 "Consistency with the paper" section (from :mod:`numerics.experiments.study`), every figure
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import analysis, criteria
+from . import analysis
+from .. import criteria
 from .results import spectrum_label
 
 __all__ = ["Claim", "STATUSES", "evaluate_claims", "render_report", "write_report"]
@@ -313,7 +314,7 @@ def _plateau_claim(consistency) -> Claim:
     if consistency is None:
         return Claim("paper_plateaus", paper, criterion, "not tested",
                      "the consistency check (numerics.experiments.study.paper_consistency) was not run", ())
-    rows = list(getattr(consistency, "rows", ()))
+    rows = list(consistency.rows)
     if not rows:
         return Claim("paper_plateaus", paper, criterion, "not tested", "no consistency rows", ())
     sizes = sorted({(r.d, r.P) for r in rows})
@@ -339,7 +340,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
     >>> [c.status for c in claims][:2], len(claims)
@@ -369,8 +370,6 @@ def _scale_section(ctx, plan) -> list[str]:
         f = ctx.family(name)
         lr = "default" if f.learning_rate is None else f"{f.learning_rate:g}"
         frozen = f"; frozen {', '.join(f.frozen)}" if f.frozen else ""
-        if f.frozen and not f.frozen_applied:
-            frozen += " (**not applied**: TrainConfig has no 'frozen' field)"
         init = "; init " + ", ".join(f"{k} = {v}" for k, v in f.init) if f.init else ""
         lines.append(
             f"| {name} | {f.model}, {f.task} | {f.d} | {f.N} | {f.P} | {f.k if f.task == 'difficult' else '—'} | "
@@ -382,7 +381,7 @@ def _scale_section(ctx, plan) -> list[str]:
     return lines
 
 
-def _relink(markdown: str, prefix: str) -> str:
+def relink(markdown: str, prefix: str) -> str:
     """Prefix relative Markdown links/images with ``prefix`` (a sub-directory of OUT)."""
     return re.sub(r"\]\((?!https?:|/|#)", f"]({prefix}", markdown)
 

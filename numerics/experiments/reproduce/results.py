@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import criteria
+from .. import criteria
 
 __all__ = ["Curve", "FitSummary", "StoreResults", "fit_curve", "last_doubling", "spectrum_label"]
 

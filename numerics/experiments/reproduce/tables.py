@@ -10,7 +10,7 @@ table, in the paper's order) and their Markdown. Every row carries
   cheap to compute exactly);
 * the measured value with its uncertainty (standard error over seeds, or the
   fit's Gauss-Newton standard error);
-* agreement columns computed by :mod:`numerics.experiments.reproduce.criteria` (two
+* agreement columns computed by :mod:`numerics.experiments.criteria` (two
   combined standard errors), never written by hand.
 
 Rows whose spectrum is not run at this scale say so ("not run at scale …")
@@ -24,7 +24,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from . import analysis, criteria
+from . import analysis
+from .. import criteria
 from .results import spectrum_label
 
 __all__ = ["Table", "BUILDERS", "build_table", "fmt", "fmt_bool"]

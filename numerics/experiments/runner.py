@@ -1,9 +1,11 @@
-"""The sweep runner of a reproduction: one training run plus the diagnostics the figures need.
+"""The one sweep runner: a training run plus the diagnostics the figures and the study need.
 
-:func:`run_with_extras` is passed to :func:`numerics.experiments.sweep.run_sweep` as its
-``runner``. It trains exactly like :func:`numerics.train.run_config` (same
-config, same result, bitwise) and adds what the paper's figures need but a
-plain training result does not keep:
+:func:`run` is the runner of every sweep of the package
+(:func:`numerics.experiments.sweep.run_sweep`'s default; the reproduction, the regime
+study and ``idepth study defaults`` use it, so one store serves them all and a run
+is trained once whoever asks for it). It trains exactly like
+:func:`numerics.train.run_config` (same config, same result, bitwise) and adds what
+the paper's figures and the study need but a plain training result does not keep:
 
 * ``top1_mass_curve`` (n_eval, 2): step and the top-1 attention mass of the
   test token, averaged over layers and over the first 256 held-out contexts,
@@ -14,9 +16,8 @@ plain training result does not keep:
   on the first held-out context, the fitted ``rho`` of ``A_1 ≈ ρ I + (1 − ρ) J``
   (eq. 83, fitted on the first 512 held-out contexts) and the learned scalar
   ``m`` as metrics (Fig. 12);
-* ``eval_prediction`` (eval_size,): ``ŷ_L`` on every held-out context, as
-  :func:`numerics.experiments.study.study_runner` stores it, so the regime study can share
-  this store (it averages separately trained models on the common held-out set).
+* ``eval_prediction`` (eval_size,): ``ŷ_L`` on every held-out context (the regime
+  study averages separately trained models on the common held-out set).
 
 Linear attention has no softmax row: those entries are absent for it.
 """
@@ -27,13 +28,13 @@ import math
 
 import numpy as np
 
-__all__ = ["PROBE_CONTEXTS", "run_with_extras"]
+__all__ = ["PROBE_CONTEXTS", "run"]
 
 #: held-out contexts used for the top-1 attention mass during training
 PROBE_CONTEXTS = 256
 
 
-def run_with_extras(config):
+def run(config):
     """Train ``config`` (as :func:`numerics.train.run_config`) and add the figure diagnostics.
 
     Parameters
@@ -54,7 +55,7 @@ def run_with_extras(config):
     >>> from numerics.train import TrainConfig
     >>> cfg = TrainConfig(model="nonlinear", task="easy", d=2, N=2, P=8, batch_size=8, max_steps=4,
     ...                   eval_every=2, eval_size=16, warmup_steps=0)
-    >>> result = run_with_extras(cfg)
+    >>> result = run(cfg)
     >>> result.arrays["top1_mass_curve"].shape, result.arrays["selection_error"].shape
     ((3, 2), (16,))
     >>> from numerics.train import evaluation_batch

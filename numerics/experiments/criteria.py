@@ -1,7 +1,9 @@
-"""The decision rules of a reproduction, written once (sympy) and evaluated from the numbers.
+"""The decision rules of the experiments layer, written once (sympy) and evaluated from the numbers.
 
-Every "agrees", "settles" or "within" in a table or in the verdict of
-``REPORT.md`` is computed by one of these rules; none is asserted by hand.
+Every "agrees", "settles", "within", "gains from depth" or "below the bound" in a
+table, in the regime study or in the verdict of ``REPORT.md`` is computed by one of
+these rules (the reproduction and the study use the same ones); none is asserted by
+hand.
 
 * :data:`AGREEMENT` -- a measured value ``m ± s_m`` agrees with a reference
   ``r ± s_r`` when ``|m − r| <= z sqrt(s_m² + s_r²)`` (``z`` =
@@ -12,7 +14,14 @@ Every "agrees", "settles" or "within" in a table or in the verdict of
   ``RELATIVE_DEVIATION < 0.1`` (Table 3 target).
 * :data:`RELATIVE_CHANGE` -- ``|x_hi − x_lo|/|x_lo|`` between the two deepest
   depths of a doubling; a quantity *settles* when it is below
-  :data:`SETTLING_TOLERANCE` (issue 6: C_L and A_L − C_L, last doubling).
+  :data:`SETTLING_TOLERANCE` (issue 6: C_L and A_L − C_L, last doubling;
+  :func:`last_doubling` picks the doubling).
+* :func:`depth_gain` -- ``R_1 / R_{L_max}`` with its delta-method SE; a model
+  *gains from depth* when it exceeds :data:`DEPTH_GAIN_THRESHOLD`;
+  :func:`classify_depth_dependence` names a depth curve ('flat', 'inverse-depth'
+  when the fitted alpha lies in :data:`ALPHA_WINDOW` and it settles, or 'improves').
+* :func:`below_bound` -- a value lies below a Monte-Carlo bound when it is more than
+  :data:`BOUND_SIGMAS` of the bound's SEs under it.
 """
 
 from __future__ import annotations
@@ -33,12 +42,25 @@ __all__ = [
     "relative_deviation",
     "relative_change",
     "settles",
+    "DEPTH_GAIN_THRESHOLD",
+    "ALPHA_WINDOW",
+    "BOUND_SIGMAS",
+    "last_doubling",
+    "depth_gain",
+    "classify_depth_dependence",
+    "below_bound",
 ]
 
 #: standard errors allowed between a measurement and a reference
 AGREEMENT_SIGMAS = 2.0
 #: largest relative change over the last doubling of depth for a quantity that "settles"
 SETTLING_TOLERANCE = 0.10
+#: a model "gains from depth" when R_1 / R_{L_max} exceeds this
+DEPTH_GAIN_THRESHOLD = 1.10
+#: fitted alpha counted as inverse-depth
+ALPHA_WINDOW = (0.85, 1.15)
+#: a value is "below the bound" when it is more than this many of the bound's standard errors under it
+BOUND_SIGMAS = 3.0
 
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
@@ -157,3 +179,85 @@ def settles(lower_depth_value: float, upper_depth_value: float, tolerance: float
     """
     change = relative_change(lower_depth_value, upper_depth_value)
     return None if math.isnan(change) else bool(change < tolerance)
+
+
+def last_doubling(depths, values) -> tuple[int, int, float]:
+    """``(L/2, L, relative change)`` over the last doubling of a depth grid (finite values only).
+
+    ``L`` is the largest depth with a finite value whose half also has one; ``(0, 0, nan)`` if none.
+
+    References
+    ----------
+    Paper Fig. 6c-d and eq. (63): C_L → C_∞, A_L − C_L → Δ_∞.
+
+    Examples
+    --------
+    >>> last_doubling([1, 2, 4, 8], [float("nan"), 1.0, 2.0, 2.1])
+    (4, 8, 0.050000000000000044)
+    >>> last_doubling([1, 3], [1.0, 2.0])
+    (0, 0, nan)
+    """
+    finite = {int(L): float(v) for L, v in zip(depths, values) if _finite(v)}
+    for depth in sorted(finite, reverse=True):
+        if depth % 2 == 0 and depth // 2 in finite:
+            return depth // 2, depth, relative_change(finite[depth // 2], finite[depth])
+    return 0, 0, math.nan
+
+
+def depth_gain(R_first: float, R_last: float, se_first: float | None = None, se_last: float | None = None) -> tuple[float, float]:
+    """``(R_1 / R_{L_max}, delta-method SE)`` (NaN SE when the SEs are not given).
+
+    References
+    ----------
+    Paper eq. (16): the gain a depth sweep shows.
+
+    Examples
+    --------
+    >>> depth_gain(3.0, 1.5, 0.03, 0.015)
+    (2.0, 0.0282842712474619)
+    """
+    gain = float(R_first / R_last)
+    if not _finite(se_first, se_last):
+        return gain, math.nan
+    return gain, float(gain * math.hypot(se_first / R_first, se_last / R_last))
+
+
+def classify_depth_dependence(gain: float, alpha: float, settled: bool) -> str:
+    """Name a depth curve from its numbers.
+
+    * ``'flat'``: ``R_1 / R_{L_max} <`` :data:`DEPTH_GAIN_THRESHOLD` (depth removes less than a tenth);
+    * ``'inverse-depth'``: it gains, alpha is in :data:`ALPHA_WINDOW` and ``C_L``, ``A_L − C_L`` settle;
+    * ``'improves (alpha = …)'`` otherwise (with ``', not settled'`` when they do not settle).
+
+    References
+    ----------
+    Paper eqs. (16), (63).
+
+    Examples
+    --------
+    >>> classify_depth_dependence(1.05, 1.0, True), classify_depth_dependence(1.5, 0.95, True)
+    ('flat', 'inverse-depth')
+    >>> classify_depth_dependence(1.5, 0.6, False)
+    'improves (alpha = 0.6, not settled)'
+    """
+    if not (gain >= DEPTH_GAIN_THRESHOLD):
+        return "flat"
+    if ALPHA_WINDOW[0] <= alpha <= ALPHA_WINDOW[1] and settled:
+        return "inverse-depth"
+    return f"improves (alpha = {alpha:.2g}{'' if settled else ', not settled'})"
+
+
+def below_bound(value: float, bound: float, bound_se: float, sigmas: float = BOUND_SIGMAS) -> tuple[bool, float]:
+    """``(value is more than sigmas SEs below bound, margin in SEs)``.
+
+    References
+    ----------
+    Paper Tables 1 and 4 against the oracle bound of eq. (60).
+
+    Examples
+    --------
+    >>> below_bound(2.0, 2.5, 0.1), below_bound(2.4, 2.5, 0.1)[0]
+    ((True, 5.0), False)
+    """
+    margin = (bound - value) / max(_se(bound_se), 1e-300)
+    return bool(margin > sigmas), float(margin)

@@ -1,4 +1,4 @@
-"""Scales of a reproduction: which runs each family of the paper's experiments gets.
+"""The one scale system: which runs each family of the paper's experiments gets, and the study's budget.
 
 A reproduction trains the paper's models in *families* of runs (one model, task,
 size and training recipe, over a grid of spectra, depths and seeds). A
@@ -34,14 +34,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from theory._validation import check_choice
+from theory._validation import check_choice, check_positive_int
 
-from .. import study as _study
 
 __all__ = [
     "FAMILIES",
+    "REGIMES",
+    "TRAINED_REGIMES",
+    "REGIME_DESCRIPTIONS",
     "LAZY_INIT",
-    "LAZY_FROZEN",
+    "GAIN_PARAMETERS",
+    "StudyScale",
     "Family",
     "Scale",
     "SCALES",
@@ -63,11 +66,45 @@ FAMILIES = MappingProxyType({
     "context_updates_k16": "context updates M(m), difficult task, k = 16 (Figs. 11, 12)",
 })
 
-#: W_q^ℓ = W_k^ℓ = √0.6 (I + 0.5 G/√N): the prototypes' lazy-regime initialisation, taken from the
-#: regime study so both build identical configs (and share one run store)
-LAZY_INIT = tuple(sorted(_study.LAZY_INIT.items()))
-#: parameters kept at their initial value in the lazy regime: the gain g = W_o W_v W_y = 1
-LAZY_FROZEN = _study.GAIN_PARAMETERS
+#: the regimes of the study (module table)
+REGIMES = ("lazy", "lazy_long", "converged", "frozen_heads", "separate_models")
+#: regimes that are training runs through the sweep layer
+TRAINED_REGIMES = ("lazy", "lazy_long", "converged")
+#: initialisation shared by every regime: W_q = W_k = √0.6 (I + 0.5 G/√N), W_v = I, g = 1
+LAZY_INIT = {"qk_scale": 0.6, "qk_noise": 0.5}
+#: parameters kept at their initial value in the lazy regimes (the gain g = W_o W_v W_y stays 1)
+GAIN_PARAMETERS = ("W_o", "W_v", "W_y")
+#: "settles": relative change of C_L and of A_L − C_L over the last doubling of depth below this
+SETTLE_TOLERANCE = 0.10
+#: a regime "gains from depth" when R_1 / R_{L_max} exceeds this
+DEPTH_GAIN_THRESHOLD = 1.10
+#: alpha counted as inverse-depth (the issue's target window)
+ALPHA_WINDOW = (0.85, 1.15)
+#: a paper value is "below the bound" when it is more than this many standard errors under it
+BOUND_SIGMAS = 3.0
+
+REGIME_DESCRIPTIONS = {
+    "lazy": (
+        "lazy training: gain g = W_o W_v W_y fixed at 1 (W_o, W_v, W_y frozen), Adam 1e-4 constant, "
+        "{lazy_steps} steps, batch {batch_size}, W_q = W_k = √0.6 (I + 0.5 G/√N)"
+    ),
+    "lazy_long": "the lazy regime trained for {lazy_long_steps} steps",
+    "converged": (
+        "trained to convergence: every parameter, Adam 1e-3 with {converged_warmup} warm-up steps and cosine decay to 0, "
+        "{converged_stop}, batch {batch_size}, {converged_init_text}"
+    ),
+    "frozen_heads": (
+        "frozen random heads (the lazy initialisation; depth L uses the first L of the deepest model's heads), only "
+        "the gain trained — solved exactly by least squares on {fit_size} fresh contexts (the loss is quadratic in g); "
+        "the optimal gain grows with L, so A_L and C_L (measured at that gain) depend on L"
+    ),
+    "separate_models": (
+        "averages of L fully separate models: independently trained (converged) L = 1 models, each with its own W_x, "
+        "averaged on a common evaluation set ({separate_models} models, disjoint groups)"
+    ),
+}
+#: the lazy initialisation as the sorted pairs a :class:`Family` stores
+LAZY_INIT_PAIRS = tuple(sorted(LAZY_INIT.items()))
 
 _TABLE1_SPECTRA = ((0.0, 0.0), (0.0, 0.25), (0.0, 0.5), (0.0, 1.0), (0.25, 0.0), (0.5, 0.0), (1.0, 0.0))
 _TABLE2_SPECTRA = ((2.0, 0.5), (2.0, 1.0), (2.0, 1.5), (2.0, 2.0), (0.5, 2.0), (1.0, 2.0), (1.5, 2.0))
@@ -83,12 +120,6 @@ def _unique(*groups) -> tuple:
         for item in group:
             seen.setdefault(item, None)
     return tuple(seen)
-
-
-def _frozen_supported() -> bool:
-    from numerics.train import TrainConfig
-
-    return "frozen" in {f.name for f in dataclasses.fields(TrainConfig)}
 
 
 @dataclass(frozen=True)
@@ -119,7 +150,7 @@ class Family:
     init : tuple of (str, value)
         ``init_params`` options.
     frozen : tuple of str
-        Parameters kept at their initial value (needs ``TrainConfig.frozen``).
+        Parameters kept at their initial value (``TrainConfig.frozen``).
     eval_size, eval_every : int
         Held-out contexts and evaluation period.
     tol : float
@@ -181,11 +212,6 @@ class Family:
         if not self.spectra or not self.depths or not self.seeds:
             raise ValueError(f"family {self.name!r} needs at least one spectrum, depth and seed")
 
-    @property
-    def frozen_applied(self) -> tuple:
-        """The frozen parameters actually passed to TrainConfig (empty if it has no ``frozen`` field)."""
-        return self.frozen if (self.frozen and _frozen_supported()) else ()
-
     def config(self, a: float, b: float, depth: int, seed: int):
         """The :class:`numerics.train.TrainConfig` of one run of this family.
 
@@ -208,8 +234,8 @@ class Family:
             init=init, eval_size=self.eval_size, eval_every=self.eval_every, tol=self.tol,
             window=self.window if self.window is not None else self.max_steps + self.eval_every,
         )
-        if self.frozen_applied:
-            fields["frozen"] = tuple(self.frozen_applied)
+        if self.frozen:
+            fields["frozen"] = tuple(self.frozen)
         return TrainConfig(**fields)
 
     def configs(self) -> tuple:
@@ -233,8 +259,6 @@ class Family:
         """
         lr = "model default" if self.learning_rate is None else f"{self.learning_rate:g}"
         frozen = ", frozen " + "/".join(self.frozen) if self.frozen else ""
-        if self.frozen and not self.frozen_applied:
-            frozen += " (NOT APPLIED: TrainConfig has no 'frozen' field)"
         init = ", init " + ", ".join(f"{k}={v}" for k, v in self.init) if self.init else ""
         if self.gamma_star_init:
             init += ", start at γ* = L/λ_1 (eq. 33)"
@@ -244,6 +268,160 @@ class Family:
             f"{len(self.seeds)} seed(s); {len(self.spectra)} spectra; Adam {lr}, {self.schedule}, "
             f"{self.max_steps} steps × batch {self.batch_size}{init}{frozen}"
         )
+
+
+@dataclass(frozen=True)
+class StudyScale:
+    """Sizes and budgets of one study run.
+
+    Parameters
+    ----------
+    name : str
+    sizes : tuple of (d, P, N)
+        Input dimension, context length, hidden width.
+    spectra : tuple of (a, b)
+        Spectrum exponents (eq. 2) of every regime.
+    depths : tuple of int
+        Depth grid of the lazy and frozen-heads regimes.
+    seeds : tuple of int
+        Training seeds (>= 3 for a real study).
+    regimes : tuple of str
+        Subset of :data:`REGIMES`.
+    k : int
+        Top-k of the task (eq. 6).
+    extra_spectra : tuple of (a, b)
+        Further spectra for the cheap regimes only (lazy, frozen heads).
+    converged_depths : tuple of int, optional
+        Depth grid of the converged regime (default ``depths``).
+    separate_depths : tuple of int, optional
+        Depths of the separate-models average (default: those ``<= separate_models / len(seeds)``).
+    separate_models : int
+        Independent ``L = 1`` (converged) models trained for the separate-models average.
+    batch_size, eval_size, eval_every : int
+        Training batch, held-out evaluation-set size, evaluation period.
+    lazy_steps, lazy_long_steps : int
+        Step budgets of the lazy regimes.
+    converged_steps, converged_warmup : int
+        Step cap and warm-up of the converged regime (cosine decay to 0 at the cap).
+    converged_window : int or None
+        Early stop when the held-out loss has not improved by 0.1 % for this many steps;
+        None: no early stop (the whole cosine schedule is run).
+    converged_init : {'default', 'lazy'}
+        Initialisation of the converged regime: the model's default or :data:`LAZY_INIT`.
+    fit_size : int
+        Contexts on which the frozen-heads gain is fitted.
+    bound_contexts : int
+        Monte-Carlo contexts of each oracle bound.
+    dtype : {'float32', 'float64'}
+
+    References
+    ----------
+    Paper eqs. (12), (16), (61)-(63).
+
+    Examples
+    --------
+    >>> SCALES["quick"].study.k
+    2
+    >>> SCALES["medium"].study.sizes[:2]
+    ((16, 64, 16), (16, 64, 32))
+    """
+
+    name: str
+    sizes: tuple
+    spectra: tuple
+    depths: tuple
+    seeds: tuple
+    regimes: tuple = REGIMES
+    k: int = 2
+    extra_spectra: tuple = ()
+    converged_depths: tuple | None = None
+    separate_depths: tuple | None = None
+    separate_models: int = 24
+    batch_size: int = 64
+    eval_size: int = 1024
+    eval_every: int = 100
+    lazy_steps: int = 1000
+    lazy_long_steps: int = 4000
+    converged_steps: int = 3000
+    converged_warmup: int = 100
+    converged_window: int | None = None
+    converged_init: str = "default"
+    fit_size: int = 2048
+    bound_contexts: int = 8192
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        for name in ("sizes", "spectra", "depths", "seeds", "regimes"):
+            value = tuple(getattr(self, name))
+            if not value:
+                raise ValueError(f"StudyScale.{name} must not be empty")
+            object.__setattr__(self, name, value)
+        sizes = []
+        for size in self.sizes:
+            if len(size) != 3:
+                raise ValueError(f"StudyScale.sizes entries must be (d, P, N); got {size!r}")
+            d, P, N = (check_positive_int(n, v) for n, v in zip(("d", "P", "N"), size))
+            if N < d:
+                raise ValueError(f"StudyScale.sizes: N must be >= d; got (d={d}, P={P}, N={N})")
+            if self.k > P:
+                raise ValueError(f"StudyScale.sizes: k={self.k} must be <= P; got P={P}")
+            sizes.append((d, P, N))
+        object.__setattr__(self, "sizes", tuple(sizes))
+        object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
+        extra = tuple((float(a), float(b)) for a, b in self.extra_spectra if (float(a), float(b)) not in self.spectra)
+        object.__setattr__(self, "extra_spectra", extra)
+        for regime in self.regimes:
+            check_choice("regime", regime, REGIMES)
+        check_choice("converged_init", self.converged_init, ("default", "lazy"))
+        depths = tuple(sorted({check_positive_int("depth", L) for L in self.depths}))
+        object.__setattr__(self, "depths", depths)
+        conv = depths if self.converged_depths is None else tuple(sorted({check_positive_int("depth", L) for L in self.converged_depths}))
+        object.__setattr__(self, "converged_depths", conv)
+        n_seeds = len(self.seeds)
+        sep = self.separate_depths
+        if sep is None:
+            sep = tuple(L for L in depths if L * n_seeds <= self.separate_models)
+        object.__setattr__(self, "separate_depths", tuple(sorted({check_positive_int("depth", L) for L in sep})))
+        if "separate_models" in self.regimes and max(self.separate_depths) > self.separate_models:
+            raise ValueError(
+                f"StudyScale.separate_depths up to {max(self.separate_depths)} need at least that many separate models; "
+                f"got separate_models={self.separate_models}"
+            )
+
+    def depths_of(self, regime: str) -> tuple:
+        """The depth grid of ``regime``."""
+        if regime == "converged":
+            return self.converged_depths
+        if regime == "separate_models":
+            return self.separate_depths
+        return self.depths
+
+    def spectra_of(self, regime: str) -> tuple:
+        """The spectra of ``regime`` (the cheap regimes also get :attr:`extra_spectra`)."""
+        return self.spectra + (self.extra_spectra if regime in ("lazy", "frozen_heads") else ())
+
+    @property
+    def all_spectra(self) -> tuple:
+        """Every spectrum of the study (:attr:`spectra`, then :attr:`extra_spectra`), once each."""
+        return tuple(dict.fromkeys(self.spectra + self.extra_spectra))
+
+    def describe(self, regime: str) -> str:
+        """Plain-words description of ``regime`` at this scale."""
+        values = dataclasses.asdict(self)
+        values["converged_stop"] = (
+            f"stopped when the held-out loss has not improved by 0.1 % for {self.converged_window} steps (cap "
+            f"{self.converged_steps} steps)" if self.converged_window is not None
+            else f"the whole schedule of {self.converged_steps} steps"
+        )
+        values["converged_init_text"] = (
+            "the lazy initialisation" if self.converged_init == "lazy" else "the model's default initialisation"
+        )
+        return REGIME_DESCRIPTIONS[regime].format(**values)
+
+    def to_dict(self) -> dict:
+        """JSON-able dict."""
+        return {key: (list(map(list, v)) if key in ("sizes", "spectra", "extra_spectra") else (list(v) if isinstance(v, tuple) else v))
+                for key, v in dataclasses.asdict(self).items()}
 
 
 @dataclass(frozen=True)
@@ -263,8 +441,10 @@ class Scale:
         Monte-Carlo contexts of the linear floor (:func:`theory.floor.linear_floor_monte_carlo`).
     needs_cluster : bool
         True when the scale is meant for a Dask cluster.
-    study_scale : str
-        The scale passed to the regime study (:mod:`numerics.experiments.study`), if any.
+    study : StudyScale
+        The budget of the regime study at this scale (:mod:`numerics.experiments.study`); its
+        ``name`` and ``bound_contexts`` are set to this scale's, so the study and the
+        reproduction compute each oracle bound once, with one value.
 
     References
     ----------
@@ -283,7 +463,7 @@ class Scale:
     bound_contexts: int = 8192
     floor_samples: int = 4096
     needs_cluster: bool = False
-    study_scale: str = "quick"
+    study: "StudyScale | None" = None
 
     def __post_init__(self) -> None:
         missing = [name for name in FAMILIES if name not in self.families]
@@ -293,11 +473,36 @@ class Scale:
             if key != family.name:
                 raise ValueError(f"scale {self.name!r}: family stored under {key!r} is named {family.name!r}")
         object.__setattr__(self, "families", MappingProxyType(dict(self.families)))
+        if not isinstance(self.study, StudyScale):
+            raise TypeError(f"scale {self.name!r}: study must be a StudyScale; got {self.study!r}")
+        object.__setattr__(self, "study", dataclasses.replace(self.study, name=self.name,
+                                                              bound_contexts=self.bound_contexts))
 
     @property
     def n_runs(self) -> int:
         """All runs of all families (before de-duplication of identical configs)."""
         return sum(family.n_runs for family in self.families.values())
+
+
+_STUDY_SMOKE = StudyScale(
+    name="smoke", sizes=((4, 16, 4),), spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0, 1, 2),
+    separate_models=6, batch_size=8, eval_size=64, eval_every=10, lazy_steps=20, lazy_long_steps=40,
+    converged_steps=20, converged_warmup=0, fit_size=128, bound_contexts=256,
+    regimes=("lazy", "converged", "frozen_heads", "separate_models"),
+)
+_STUDY_QUICK = StudyScale(
+    name="quick", sizes=((32, 128, 32),), spectra=((0.0, 0.0),), extra_spectra=((0.0, 0.5), (0.5, 0.0)),
+    depths=(1, 2, 4, 8, 16, 32), seeds=(0, 1, 2), regimes=("lazy", "converged", "frozen_heads", "separate_models"),
+    separate_models=12, separate_depths=(1, 2, 3, 4), batch_size=32, converged_steps=2000, converged_init="lazy",
+    bound_contexts=8192,
+)
+_STUDY_FULL = StudyScale(
+    name="full",
+    sizes=tuple((d, r * d, n * d) for d in (16, 32, 64) for r in (4, 16) for n in (1, 2)),
+    spectra=((0.0, 0.0), (0.5, 0.0), (0.0, 0.5)), depths=(1, 2, 4, 8, 16, 32, 64), seeds=(0, 1, 2),
+    regimes=REGIMES, separate_models=48, separate_depths=(1, 2, 4, 8, 16), batch_size=128, eval_size=2048,
+    converged_steps=8000, converged_window=1000, bound_contexts=16384,
+)
 
 
 def _scale(name, description, families, **kwargs) -> Scale:
@@ -312,11 +517,11 @@ _LINEAR = dict(learning_rate=1e-2, schedule="warmup_cosine", gamma_star_init=Tru
                regime="converged: Adam with warm-up + cosine decay over the whole budget, start at γ* = L/λ_1 "
                       "(eq. 33)")
 #: the regime in which the prototypes found inverse-depth scaling (issue 6)
-_LAZY = dict(learning_rate=1e-4, schedule="constant", warmup_steps=0, init=LAZY_INIT, frozen=LAZY_FROZEN,
+_LAZY = dict(learning_rate=1e-4, schedule="constant", warmup_steps=0, init=LAZY_INIT_PAIRS, frozen=GAIN_PARAMETERS,
              regime="lazy: gain W_o W_v W_y frozen at 1, Adam 1e-4 constant for the whole budget, "
                     "W_q = W_k = √0.6 (I + 0.5 G/√N)")
 #: the same model trained to convergence (every parameter, the model defaults, same initialisation)
-_CONVERGED = dict(learning_rate=1e-3, schedule="warmup_cosine", init=LAZY_INIT,
+_CONVERGED = dict(learning_rate=1e-3, schedule="warmup_cosine", init=LAZY_INIT_PAIRS,
                   regime="converged: every parameter trained, Adam 1e-3 with warm-up + cosine decay, same "
                          "initialisation as the lazy runs")
 
@@ -341,7 +546,7 @@ def _smoke() -> Scale:
                **{**_CONVERGED, **tiny}),
         Family("context_updates_k16", "context_updates", "difficult", 16, 4, 4, 32, ((0.0, 0.0),), (1, 2), (0,),
                **{**_CONVERGED, **tiny}),
-    ], bound_contexts=256, floor_samples=128, study_scale="smoke")
+    ], bound_contexts=256, floor_samples=128, study=_STUDY_SMOKE)
 
 
 def _quick() -> Scale:
@@ -380,7 +585,7 @@ def _quick() -> Scale:
                **context),
         Family("context_updates_k16", "context_updates", "difficult", 16, 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8),
                (0,), **context),
-    ], bound_contexts=8192, floor_samples=4096, study_scale="quick")
+    ], bound_contexts=8192, floor_samples=4096, study=_STUDY_QUICK)
 
 
 def _medium() -> Scale:
@@ -412,7 +617,7 @@ def _medium() -> Scale:
         Family("context_updates_k16", "context_updates", "difficult", 16, 16, 16, 64, ((0.0, 0.0),),
                (1, 2, 4, 8, 16, 32), seeds, **dict(_CONVERGED, max_steps=5000, batch_size=128, eval_every=200,
                                                    warmup_steps=200)),
-    ], bound_contexts=16384, floor_samples=16384, study_scale="full")
+    ], bound_contexts=16384, floor_samples=16384, study=_STUDY_FULL)
 
 
 def _paper() -> Scale:
@@ -443,7 +648,7 @@ def _paper() -> Scale:
                seeds, **dict(_CONVERGED, max_steps=20000, batch_size=128, eval_every=500, warmup_steps=500)),
         Family("context_updates_k16", "context_updates", "difficult", 16, 128, 128, 1024, ((0.0, 0.0),), depths[:6],
                seeds, **dict(_CONVERGED, max_steps=20000, batch_size=128, eval_every=500, warmup_steps=500)),
-    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study_scale="full")
+    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_FULL)
 
 
 #: the shipped scales, smallest first

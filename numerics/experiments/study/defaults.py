@@ -1,0 +1,200 @@
+"""The measured defaults of :func:`theory.predict_loss` for softmax attention: fits of ``R_L = L0 + c/L``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from numerics.io import check_output_file, json_clean, write_json
+from theory._validation import check_choice, check_positive_int
+
+from ..scales import StudyScale, TRAINED_REGIMES
+from .regimes import _scale, regime_config
+from .verdicts import summarise_point
+
+__all__ = ["fit_inverse_depth", "make_softmax_defaults"]
+
+
+def fit_inverse_depth(depths: Sequence[int], losses) -> tuple[float, float, np.ndarray]:
+    """Least-squares ``(L0, c)`` of ``R_L = L0 + c/L`` (paper eq. 63 read with fixed A, C; eq. 16 with alpha = 1).
+
+    ``losses`` may be (seeds x depths); the seed means are fitted, and the
+    covariance is the usual ``s² (XᵀX)⁻¹`` with ``s²`` from the residuals (plus
+    the seed-to-seed variance of the means when there are several seeds).
+
+    Returns
+    -------
+    L0, c : float
+    covariance : ndarray, shape (2, 2)
+
+    References
+    ----------
+    Paper eqs. (16), (63).
+
+    Examples
+    --------
+    >>> L0, c, cov = fit_inverse_depth([1, 2, 4, 8], [3.0, 2.0, 1.5, 1.25])
+    >>> round(L0, 9), round(c, 9)
+    (1.0, 2.0)
+    """
+    depths = np.asarray(depths, dtype=np.float64)
+    values = np.atleast_2d(np.asarray(losses, dtype=np.float64))
+    mean = values.mean(axis=0)
+    # the design of R = C + (A − C)/L in (C, A − C): columns [1, 1/L] (tests check it against exchangeable_loss)
+    X = np.column_stack([np.ones_like(depths), 1.0 / depths])
+    coef, *_ = np.linalg.lstsq(X, mean, rcond=None)
+    resid = mean - X @ coef
+    dof = max(len(depths) - 2, 1)
+    s2 = float(resid @ resid) / dof
+    XtX_inv = np.linalg.inv(X.T @ X)
+    cov = s2 * XtX_inv
+    if values.shape[0] > 1:  # seed scatter of the means, propagated through the linear fit
+        var_mean = values.var(axis=0, ddof=1) / values.shape[0]
+        H = XtX_inv @ X.T
+        cov = cov + H @ np.diag(var_mean) @ H.T
+    return float(coef[0]), float(coef[1]), cov
+
+
+def make_softmax_defaults(
+    out_path: str | os.PathLike,
+    *,
+    scale: str | StudyScale = "quick",
+    spectra: Sequence[tuple] | None = None,
+    regimes: Sequence[str] = ("lazy", "converged"),
+    default_regime: str = "lazy",
+    store_dir: str | os.PathLike | None = None,
+    backend: str = "local",
+    workers: int | None = None,
+    progress: bool | None = None,
+    command: str | None = None,
+) -> dict:
+    """Train (through the sweep layer, cached) and fit ``(L0, c)`` over a spectrum grid; write the defaults JSON.
+
+    For each size of ``scale`` (N = the scale's width), each spectrum and each regime:
+    the trained runs at the regime's depths and seeds, the fit of ``R_L = L0 + c/L``
+    (:func:`fit_inverse_depth`), and the measured ``C_L``, ``A_L − C_L`` at the largest
+    depth. The file (format :data:`theory.softmax_defaults.DEFAULTS_FORMAT`) is what
+    :func:`theory.predict_loss` reads.
+
+    Parameters
+    ----------
+    out_path : path
+        The JSON file to write (e.g. ``theory/data/softmax_defaults.json``).
+    scale : str or StudyScale
+    spectra : sequence of (a, b), optional
+        Default: the scale's spectra and extra spectra (at ``quick``: (0, 0), (0, 0.5), (0.5, 0), the
+        spectra of ``idepth reproduce --scale quick``'s nonlinear difficult runs).
+    regimes : sequence of {'lazy', 'lazy_long', 'converged'}
+    default_regime : str
+        The regime :func:`theory.predict_loss` uses without a calibration.
+    store_dir : path, optional
+        Sweep store (a cache, not part of the provenance); default: a temporary directory,
+        removed afterwards (nothing is left in the working directory unless asked).
+    backend, workers, progress
+        As in :func:`run_regime_study`.
+    command : str, optional
+        The command line recorded as provenance (default: the equivalent ``idepth study defaults``
+        command; the store and worker count are left out, they do not change the numbers).
+
+    Returns
+    -------
+    dict
+        The data written.
+
+    References
+    ----------
+    Paper eqs. (16), (61)-(63).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib  # doctest: +SKIP
+    >>> data = make_softmax_defaults(pathlib.Path(tempfile.mkdtemp()) / "d.json", scale="smoke",
+    ...                              regimes=("converged",), default_regime="converged", workers=1)  # doctest: +SKIP
+    """
+    import sys
+
+    from numerics.experiments.store import load_results
+    from numerics.experiments.sweep import Grid, run_sweep
+    from theory import __version__
+
+    s = _scale(scale)
+    regimes = tuple(check_choice("regime", r, TRAINED_REGIMES) for r in regimes)
+    if default_regime not in regimes:
+        raise ValueError(f"default_regime must be one of the regimes {regimes}; got {default_regime!r}")
+    spectra = tuple((float(a), float(b)) for a, b in (s.all_spectra if spectra is None else spectra))
+    out_path = check_output_file(out_path, "out_path", suffixes=("json",))
+    if store_dir is None:
+        with tempfile.TemporaryDirectory(prefix="idepth-defaults-store-") as tmp:
+            return make_softmax_defaults(out_path, scale=scale, spectra=spectra, regimes=regimes,
+                                         default_regime=default_regime, store_dir=tmp, backend=backend,
+                                         workers=workers, progress=progress, command=command)
+    store = Path(store_dir)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    workers = (os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
+
+    configs = {}
+    for (d, P, N) in s.sizes:
+        for (a, b) in spectra:
+            for regime in regimes:
+                for L in s.depths_of(regime):
+                    for seed in s.seeds:
+                        configs[(regime, d, P, N, a, b, L, seed)] = regime_config(
+                            regime, d=d, N=N, P=P, depth=L, seed=seed, a=a, b=b, k=s.k, scale=s)
+    unique = sorted(configs.values(), key=lambda c: -c.depth)
+    summary = run_sweep(Grid.of(unique), store, backend=backend, workers=workers, progress=progress)
+    if not summary.ok:
+        raise RuntimeError(f"the defaults sweep did not finish: {summary.failed} failed, {summary.pending} pending")
+    by_hash = {r["hash"]: r for r in load_results(store, status="done")}
+
+    entries = []
+    for (d, P, N) in s.sizes:
+        for (a, b) in spectra:
+            for regime in regimes:
+                depths = s.depths_of(regime)
+                R = [[by_hash[configs[(regime, d, P, N, a, b, L, seed)].content_hash()]["metrics"]["R_L"] for L in depths]
+                     for seed in s.seeds]
+                A = [[by_hash[configs[(regime, d, P, N, a, b, L, seed)].content_hash()]["metrics"]["A_L"] for L in depths]
+                     for seed in s.seeds]
+                C = [[by_hash[configs[(regime, d, P, N, a, b, L, seed)].content_hash()]["metrics"]["C_L"] for L in depths]
+                     for seed in s.seeds]
+                L0, c, cov = fit_inverse_depth(depths, R)
+                point = summarise_point(regime, (d, P, N), (a, b), s.k, depths, R, A,
+                                        [[np.nan if v is None else v for v in row] for row in C])
+                entries.append(json_clean({
+                    "a": a, "b": b, "d": d, "N": N, "P": P, "k": s.k, "regime": regime, "L0": L0, "c": c,
+                    "covariance": cov.tolist(), "depths": list(depths), "R_mean": list(point.R), "R_se": list(point.R_se),
+                    "C_at_Lmax": point.C[-1], "A_minus_C_at_Lmax": point.gap[-1], "alpha_free_fit": point.alpha,
+                    "alpha_interval": [point.alpha_low, point.alpha_high], "verdict": point.verdict,
+                }))
+    if command is None:
+        spectra_arg = ";".join(f"{a:g},{b:g}" for a, b in spectra)
+        command = (f"idepth study defaults --scale {s.name} --spectra '{spectra_arg}' --regimes {','.join(regimes)} "
+                   f"--default-regime {default_regime} --out {out_path}")
+    data = {
+        "format": "idepth-softmax-defaults/1",
+        "default_regime": default_regime,
+        "provenance": {
+            "package_version": __version__,
+            "date": _dt.date.today().isoformat(),
+            "command": command,
+            "model": "nonlinear (eqs. 9-10, M(0)), task 'difficult' (eq. 6)",
+            "fit": "R_L = L0 + c/L by least squares on the seed means (eq. 16 with alpha = 1; eq. 63 with fixed A, C); "
+                   "covariance from residuals plus seed scatter",
+            "sizes": [list(size) for size in s.sizes],
+            "spectra": [list(sp) for sp in spectra],
+            "seeds": list(s.seeds),
+            "depths": {r: list(s.depths_of(r)) for r in regimes},
+            "regimes": {r: s.describe(r) for r in regimes},
+            "c_lambda": 1.0,
+            "c_omega": 1.0,
+        },
+        "entries": entries,
+    }
+    write_json(out_path, data)
+    return data

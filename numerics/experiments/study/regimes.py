@@ -1,0 +1,505 @@
+"""The regimes of the study: their run configs, the controls that need no training, and the study itself.
+
+:func:`regime_config` gives the :class:`~numerics.train.TrainConfig` of a trained regime
+(``lazy``, ``lazy_long``, ``converged``); :func:`frozen_heads_control` and
+:func:`separate_models_average` are the two controls; :func:`run_regime_study` runs them
+all through the sweep layer and the cache and returns a :class:`RegimeStudy`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from numerics.io import check_output_dir, write_json, write_text
+from numerics.train import TrainConfig
+from theory._validation import check_choice, check_positive_int
+
+from ..scales import GAIN_PARAMETERS, LAZY_INIT, REGIMES, TRAINED_REGIMES, StudyScale, get_scale
+from .report import draw_figures, study_markdown
+from .verdicts import RegimePoint, name_regime, summarise_point
+
+__all__ = [
+    "RegimeStudy",
+    "regime_config",
+    "frozen_heads_control",
+    "separate_models_average",
+    "run_regime_study",
+]
+
+
+def _scale(scale) -> StudyScale:
+    """The study budget of ``scale``: a :class:`StudyScale`, or the name of a reproduction scale."""
+    if isinstance(scale, StudyScale):
+        return scale
+    return get_scale(scale).study
+
+
+def regime_config(
+    regime: str,
+    *,
+    d: int,
+    N: int,
+    P: int,
+    depth: int,
+    seed: int,
+    a: float = 0.0,
+    b: float = 0.0,
+    k: int = 2,
+    scale: str | StudyScale = "quick",
+):
+    """The :class:`~numerics.train.TrainConfig` of one run of a trained regime.
+
+    Use it to share a store with the study (every sweep uses the one runner
+    :func:`numerics.experiments.runner.run`): the same arguments give the same content
+    hash, so a run is trained once.
+
+    Parameters
+    ----------
+    regime : {'lazy', 'lazy_long', 'converged'}
+    d, N, P, depth, seed : int
+    a, b : float
+        Spectrum exponents (eq. 2).
+    k : int
+        Top-k (eq. 6).
+    scale : str or StudyScale
+        Supplies step budgets, batch and evaluation sizes (a name: the study budget of
+        that reproduction scale, :data:`numerics.experiments.scales.SCALES`).
+
+    Returns
+    -------
+    numerics.train.TrainConfig
+
+    Raises
+    ------
+    ValueError
+        Unknown regime.
+
+    References
+    ----------
+    Paper eqs. (9)-(12) (model, loss); the training protocols are this package's.
+
+    Examples
+    --------
+    >>> cfg = regime_config("converged", d=4, N=4, P=8, depth=2, seed=0, scale="smoke")
+    >>> cfg.learning_rate, cfg.schedule, cfg.max_steps
+    (0.001, 'warmup_cosine', 20)
+    """
+    regime = check_choice("regime", regime, TRAINED_REGIMES)
+    s = _scale(scale)
+    common = dict(
+        model="nonlinear", task="difficult", k=k, a=float(a), b=float(b), d=d, N=N, P=P, depth=depth, seed=seed,
+        batch_size=s.batch_size, eval_size=s.eval_size, eval_every=s.eval_every, dtype=s.dtype,
+    )
+    if regime in ("lazy", "lazy_long"):
+        steps = s.lazy_steps if regime == "lazy" else s.lazy_long_steps
+        return TrainConfig(
+            **common, max_steps=steps, learning_rate=1e-4, schedule="constant", warmup_steps=0, init=dict(LAZY_INIT),
+            window=steps + s.eval_every, frozen=GAIN_PARAMETERS,
+        )
+    window = s.converged_steps + s.eval_every if s.converged_window is None else s.converged_window
+    return TrainConfig(
+        **common, max_steps=s.converged_steps, learning_rate=1e-3, schedule="warmup_cosine",
+        warmup_steps=s.converged_warmup, init=dict(LAZY_INIT) if s.converged_init == "lazy" else {},
+        tol=1e-3, window=window,
+    )
+
+
+def frozen_heads_control(
+    *, d: int, N: int, P: int, depths: Sequence[int], seed: int, a: float = 0.0, b: float = 0.0, k: int = 2,
+    scale: str | StudyScale = "quick",
+) -> list[dict]:
+    """Random heads kept at the lazy initialisation with only the gain trained (solved exactly), at several depths.
+
+    ``L_max = max(depths)`` heads are drawn as :func:`numerics.models.get_model` ``("nonlinear").init_params``
+    draws them for the lazy run of this seed (:data:`LAZY_INIT`, same seed stream); the depth-``L``
+    model uses the first ``L`` of them (the parallel model, eq. 59, makes that exact: layer ``ℓ``'s
+    read ``p_ℓ·y`` depends only on its own ``W_q^ℓ, W_k^ℓ`` and the shared ``W_x``). ``ŷ = g ū`` with
+    ``ū = (1/L) Σ_ℓ p_ℓ·y`` is linear in ``g``, so training the gain alone converges to
+    ``g* = E[ū y*]/E[ū²]``, fitted here on ``fit_size`` contexts from the run's training stream;
+    the loss and its decomposition are measured on the run's evaluation set.
+
+    Returns
+    -------
+    list of dict
+        Per depth: ``R_L, A_L, C_L, R_L_se, A_L_se, C_L_se, gain``.
+
+    References
+    ----------
+    Paper eqs. (59)-(63).
+
+    Examples
+    --------
+    >>> out = frozen_heads_control(d=4, N=4, P=8, depths=[1, 2], seed=0, scale="smoke")
+    >>> out[1]["R_L"] <= out[1]["A_L"] + 1e-12
+    True
+    """
+    from numerics.models import get_model
+    from numerics.tasks import sample
+    from numerics.train import _generators, _slice_batch, evaluation_batch
+    from theory.decomposition import decompose
+
+    s = _scale(scale)
+    depths = [check_positive_int("depth", L) for L in depths]
+    L_max = max(depths)
+    config = regime_config("converged", d=d, N=N, P=P, depth=L_max, seed=seed, a=a, b=b, k=k, scale=s)
+    config = dataclasses.replace(config, dtype="float64", init=dict(LAZY_INIT))  # the lazy run's initial heads
+    model = get_model(config.model)
+    rng_init, rng_batches, _ = _generators(config)
+    params = model.init_params(d, N, L_max, rng_init, dtype=np.float64, **config.init_options)
+    gain0 = float((params["W_o"] @ params["W_v"] @ params["W_y"]).item())
+
+    def layer_reads(batch):
+        parts = [np.asarray(model.forward(params, _slice_batch(batch, i, i + 256)).layer_predictors) / gain0
+                 for i in range(0, batch.target.shape[0], 256)]
+        return np.concatenate(parts, axis=1)  # (L_max, B): p_ℓ·y
+
+    fit = sample(config.task, config.spectrum(), P, s.fit_size, rng_batches, k=k, dtype=np.float64)
+    fit_reads, fit_target = layer_reads(fit), np.asarray(fit.target)
+    evaluation = evaluation_batch(config)
+    eval_reads, eval_target = layer_reads(evaluation), np.asarray(evaluation.target, dtype=np.float64)
+    out = []
+    for L in depths:
+        mean_read = fit_reads[:L].mean(axis=0)
+        gain = float(mean_read @ fit_target / max(mean_read @ mean_read, 1e-300))
+        dec = decompose(gain * eval_reads[:L], eval_target)
+        out.append({"R_L": dec.R, "A_L": dec.A, "C_L": dec.C, "R_L_se": dec.R_se, "A_L_se": dec.A_se,
+                    "C_L_se": dec.C_se, "gain": gain})
+    return out
+
+
+def separate_models_average(predictions: np.ndarray, target: np.ndarray, depth: int, max_groups: int | None = None) -> list[dict]:
+    """Loss of averages of ``depth`` separately trained models, over disjoint groups of models.
+
+    Parameters
+    ----------
+    predictions : ndarray, shape (M, B)
+        Each model's predictions on a common evaluation set.
+    target : ndarray, shape (B,)
+    depth : int
+        Models per average (the ``L`` of ``(1/L) Σ_ℓ f_ℓ``, eq. 59).
+    max_groups : int, optional
+        Use at most this many groups.
+
+    Returns
+    -------
+    list of dict
+        Per group: ``R_L, A_L, C_L`` and their SEs (eqs. 61-63).
+
+    References
+    ----------
+    Paper eqs. (59), (61)-(63).
+
+    Examples
+    --------
+    >>> f = np.array([[1.0, 2.0], [3.0, 2.0], [1.0, 0.0], [1.0, 0.0]])
+    >>> [round(g["R_L"], 6) for g in separate_models_average(f, np.array([1.0, 1.0]), 2)]  # means (2, 2), (1, 0)
+    [1.0, 0.5]
+    """
+    from theory.decomposition import decompose
+
+    predictions = np.asarray(predictions, dtype=np.float64)
+    depth = check_positive_int("depth", depth)
+    n_groups = predictions.shape[0] // depth
+    if n_groups < 1:
+        raise ValueError(f"depth must be <= the number of models {predictions.shape[0]}; got {depth}")
+    if max_groups is not None:
+        n_groups = min(n_groups, max_groups)
+    out = []
+    for g in range(n_groups):
+        dec = decompose(predictions[g * depth:(g + 1) * depth], np.asarray(target, dtype=np.float64))
+        out.append({"R_L": dec.R, "A_L": dec.A, "C_L": dec.C, "R_L_se": dec.R_se, "A_L_se": dec.A_se, "C_L_se": dec.C_se})
+    return out
+
+
+@dataclass(frozen=True)
+class RegimeStudy:
+    """Result of :func:`run_regime_study`.
+
+    Attributes
+    ----------
+    scale : StudyScale
+    points : tuple of RegimePoint
+    bounds : Mapping
+        ``(d, P, N, a, b) -> {'cosine': HeadBound, 'prenorm': HeadBound}``.
+    regime_name : str
+        The plain-words name of where inverse-depth appears (:func:`name_regime`).
+    markdown : str
+        The REPORT.md section "Where inverse-depth scaling appears" (figures linked
+        relative to ``out_dir``).
+    figures : tuple of str
+        Figure files (PNG and PDF), relative to ``out_dir``.
+    out_dir : str
+    wall_time : float
+        Seconds.
+    runs : int
+        Training runs in the study's grid.
+    trained : int
+        Of those, the runs trained by this call (the others were in the store).
+
+    Notes
+    -----
+    No example: it needs trained runs or Monte-Carlo bounds (minutes); see :func:`run_regime_study`.
+
+    References
+    ----------
+    Paper eqs. (16), (60)-(63).
+    """
+
+    scale: StudyScale
+    points: tuple
+    bounds: Mapping
+    regime_name: str
+    markdown: str
+    figures: tuple
+    out_dir: str
+    wall_time: float
+    runs: int
+    trained: int = 0
+
+    def point(self, regime: str, size: tuple | None = None, spectrum: tuple | None = None) -> RegimePoint:
+        """The point of ``regime`` (at ``size`` and ``spectrum``; default the first ones)."""
+        size = tuple(self.scale.sizes[0] if size is None else size)
+        spectrum = tuple(map(float, self.scale.spectra[0] if spectrum is None else spectrum))
+        for p in self.points:
+            if p.regime == regime and (p.d, p.P, p.N) == size and (p.a, p.b) == spectrum:
+                return p
+        raise KeyError(f"no point for regime={regime!r}, size={size}, spectrum={spectrum}")
+
+    def to_dict(self) -> dict:
+        """JSON-able summary (points, bounds, name, scale)."""
+        return {
+            "scale": self.scale.to_dict(),
+            "regime_name": self.regime_name,
+            "points": [p.to_dict() for p in self.points],
+            "bounds": [
+                {"size": list(key[:3]), "spectrum": list(key[3:]), **{sim: b.to_dict() for sim, b in value.items()}}
+                for key, value in self.bounds.items()
+            ],
+            "figures": list(self.figures),
+            "wall_time": self.wall_time,
+            "runs": self.runs,
+            "trained": self.trained,
+        }
+
+
+def _frozen_heads_rows(key: dict) -> list:
+    """:func:`frozen_heads_control` of one cache key (module level: cached and parallelisable).
+
+    The key holds every input the result depends on (sizes, spectrum, k, depths, seed and
+    the fit and evaluation sizes); the other budget fields of a study do not enter it.
+    """
+    d, P, N = key["size"]
+    budget = StudyScale(name="frozen-heads", sizes=(tuple(key["size"]),), spectra=(tuple(key["spectrum"]),),
+                        depths=tuple(key["depths"]), seeds=(key["seed"],), k=key["k"], fit_size=key["fit_size"],
+                        eval_size=key["eval_size"], regimes=("frozen_heads",))
+    return frozen_heads_control(d=d, N=N, P=P, depths=key["depths"], seed=key["seed"], a=key["spectrum"][0],
+                                b=key["spectrum"][1], k=key["k"], scale=budget)
+
+
+def _trained_configs(s: StudyScale) -> dict:
+    """{(regime, size, spectrum, depth, seed): TrainConfig} of every training run the study needs."""
+    configs = {}
+    for size in s.sizes:
+        d, P, N = size
+        for spectrum in s.all_spectra:
+            a, b = spectrum
+            for regime in ("lazy", "lazy_long", "converged"):
+                if regime not in s.regimes or spectrum not in s.spectra_of(regime):
+                    continue
+                for depth in s.depths_of(regime):
+                    for seed in s.seeds:
+                        configs[(regime, size, spectrum, depth, seed)] = regime_config(
+                            regime, d=d, N=N, P=P, depth=depth, seed=seed, a=a, b=b, k=s.k, scale=s)
+            if "separate_models" in s.regimes and spectrum in s.spectra_of("separate_models"):
+                for seed in range(s.separate_models):
+                    configs[("separate", size, spectrum, 1, seed)] = regime_config(
+                        "converged", d=d, N=N, P=P, depth=1, seed=seed, a=a, b=b, k=s.k, scale=s)
+    return configs
+
+
+def _metric_arrays(rows: Sequence[Mapping]) -> tuple:
+    R = [r["R_L"] for r in rows]
+    A = [r["A_L"] for r in rows]
+    C = [np.nan if r.get("C_L") is None else r["C_L"] for r in rows]
+    return R, A, C
+
+
+def run_regime_study(
+    scale: str | StudyScale = "quick",
+    out_dir: str | os.PathLike = "study",
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    store_dir: str | os.PathLike | None = None,
+    progress: bool | None = None,
+    figures: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+) -> RegimeStudy:
+    """Run the regime study: trained regimes through the sweep layer, controls, bounds, fits, figures, Markdown.
+
+    Parameters
+    ----------
+    scale : {'smoke', 'quick', 'medium', 'paper'} or StudyScale
+        The study budget of that reproduction scale (:data:`numerics.experiments.scales.SCALES`):
+        ``quick`` is sized for minutes on two cores; ``medium`` and ``paper`` cover
+        d ∈ {16, 32, 64}, P/d ∈ {4, 16}, N ∈ {d, 2d} (hours; use Dask).
+    out_dir : path
+        Where figures, ``study.json`` and ``study.md`` go.
+    backend : {'local', 'dask'}
+    workers : int, optional
+        Worker processes (default: the usable cores).
+    scheduler : str, optional
+        Dask scheduler address (``backend='dask'``).
+    store_dir : path, optional
+        Sweep store (default ``out_dir/store``); pass the reproduction's store to share runs.
+    progress : bool, optional
+        tqdm bars (default: when stderr is a terminal).
+    figures : bool
+        Draw the depth plots.
+    cache_dir : path, optional
+        The Monte-Carlo cache (oracle bounds, frozen-head fits; :mod:`numerics.experiments.cache`);
+        default ``out_dir/cache``. A reproduction passes its own, so every section of its report
+        shows one value per quantity.
+
+    Returns
+    -------
+    RegimeStudy
+
+    Raises
+    ------
+    ValueError, TypeError, NotADirectoryError, PermissionError
+        Unknown scale or backend, an output directory that is a file or not writable.
+
+    References
+    ----------
+    Paper eqs. (12), (16), (59)-(63); the study itself is this package's.
+
+    Examples
+    --------
+    >>> import tempfile  # doctest: +SKIP
+    >>> study = run_regime_study("smoke", tempfile.mkdtemp(), workers=1)  # doctest: +SKIP
+    >>> study.regime_name  # doctest: +SKIP
+    'flat under lazy training; ...'
+    """
+    import sys
+
+    from numerics.experiments.store import load_arrays, load_results
+    from numerics.experiments.sweep import Grid, run_sweep
+
+    from ..bounds import bound_key, head_bounds
+    from ..cache import cached_many
+
+    started = time.perf_counter()
+    s = _scale(scale)
+    out = check_output_dir(out_dir)
+    cache = out / "cache" if cache_dir is None else Path(cache_dir)
+    store = Path(store_dir) if store_dir is not None else out / "store"
+    if progress is None:
+        progress = sys.stderr.isatty()
+    workers = (os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
+
+    configs = _trained_configs(s)
+    unique = sorted(configs.values(), key=lambda c: -c.depth)  # deepest first: shorter tail
+    summary = None
+    if unique:
+        kwargs = dict(backend=backend, progress=progress)
+        if backend == "dask" and scheduler is not None:
+            kwargs["scheduler"] = scheduler
+        else:
+            kwargs["workers"] = workers
+        summary = run_sweep(Grid.of(unique), store, **kwargs)
+        if not summary.ok:
+            failed = [r for r in load_results(store, status="failed")]
+            detail = failed[0]["error"] if failed else "runs still pending"
+            raise RuntimeError(f"the study's sweep did not finish: {summary.failed} failed, {summary.pending} pending ({detail})")
+    by_hash = {r["hash"]: r for r in load_results(store, status="done")} if unique else {}
+
+    # oracle bounds (cached): exact cosine and the model's pre-norm similarity at its width N
+    cells = [(size, spectrum) for size in s.sizes for spectrum in s.all_spectra]
+    keys = []
+    for (d, P, N), (a, b) in cells:
+        keys.append(bound_key(a, b, d, P, s.k, n_contexts=s.bound_contexts))
+        keys.append(bound_key(a, b, d, P, s.k, n_contexts=s.bound_contexts, similarity="prenorm", width=N))
+    computed = head_bounds(keys, cache, workers=workers, progress=progress)
+    bounds = {(*size, *spectrum): {"cosine": computed[2 * i], "prenorm": computed[2 * i + 1]}
+              for i, (size, spectrum) in enumerate(cells)}
+
+    # frozen-heads control (no training; cached)
+    control = {}
+    if "frozen_heads" in s.regimes:
+        todo = [(size, spectrum, seed) for size in s.sizes for spectrum in s.spectra_of("frozen_heads") for seed in s.seeds]
+        control_keys = [{"size": list(size), "spectrum": list(spectrum), "k": s.k, "depths": list(s.depths),
+                         "seed": seed, "fit_size": s.fit_size, "eval_size": s.eval_size}
+                        for size, spectrum, seed in todo]
+        rows = cached_many(cache, "frozen-heads", control_keys, _frozen_heads_rows, progress=progress,
+                           desc="frozen heads")
+        for (size, spectrum, seed), per_depth in zip(todo, rows):
+            for L, row in zip(s.depths, per_depth):
+                control[(size, spectrum, L, seed)] = row
+
+    points = []
+    for size in s.sizes:
+        for spectrum in s.all_spectra:
+            for regime in REGIMES:
+                if regime not in s.regimes or spectrum not in s.spectra_of(regime):
+                    continue
+                depths = s.depths_of(regime)
+                if regime in TRAINED_REGIMES:
+                    R, A, C = [], [], []
+                    for seed in s.seeds:
+                        rows = [by_hash[configs[(regime, size, spectrum, L, seed)].content_hash()]["metrics"] for L in depths]
+                        r, a_, c_ = _metric_arrays(rows)
+                        R.append(r), A.append(a_), C.append(c_)
+                elif regime == "frozen_heads":
+                    R, A, C = [], [], []
+                    for seed in s.seeds:
+                        rows = [control[(size, spectrum, L, seed)] for L in depths]
+                        r, a_, c_ = _metric_arrays(rows)
+                        R.append(r), A.append(a_), C.append(c_)
+                else:  # separate models: disjoint groups of L = 1 models
+                    R, A, C = _separate_point(s, size, spectrum, configs, store, load_arrays)
+                points.append(summarise_point(regime, size, spectrum, s.k, depths, R, A, C))
+
+    name = name_regime(points)
+    figure_files = draw_figures(s, points, bounds, out) if figures else ()
+    markdown = study_markdown(s, points, bounds, name, figure_files)
+    result = RegimeStudy(scale=s, points=tuple(points), bounds=bounds, regime_name=name, markdown=markdown,
+                         figures=tuple(figure_files), out_dir=str(out), wall_time=time.perf_counter() - started,
+                         runs=len(Grid.of(unique)) if unique else 0, trained=summary.executed if summary else 0)
+    write_json(out / "study.json", result.to_dict())
+    write_text(out / "study.md", markdown)
+    return result
+
+
+def _separate_point(s: StudyScale, size, spectrum, configs, store, load_arrays):
+    """Per-group R, A, C of averages of separately trained L = 1 models (groups x depths)."""
+    from numerics.train import evaluation_batch
+
+    first = configs[("separate", size, spectrum, 1, 0)]
+    target = np.asarray(evaluation_batch(first).target, dtype=np.float64)
+    predictions = []
+    for seed in range(s.separate_models):
+        cfg = configs[("separate", size, spectrum, 1, seed)]
+        predictions.append(load_arrays(store, cfg.content_hash(), ["eval_prediction"])["eval_prediction"])
+    predictions = np.asarray(predictions)
+    n_groups = len(s.seeds)
+    R, A, C = [], [], []
+    for g in range(n_groups):
+        r_row, a_row, c_row = [], [], []
+        for L in s.separate_depths:
+            groups = separate_models_average(predictions, target, L)
+            # group g of depth L (disjoint); reuse groups cyclically only if there are fewer groups than seeds
+            chosen = groups[g % len(groups)]
+            r_row.append(chosen["R_L"]), a_row.append(chosen["A_L"]), c_row.append(chosen["C_L"])
+        R.append(r_row), A.append(a_row), C.append(c_row)
+    return R, A, C
+
+
