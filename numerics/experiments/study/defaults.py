@@ -96,7 +96,7 @@ def make_softmax_defaults(
         Sweep store (a cache, not part of the provenance); default: a temporary directory,
         removed afterwards (nothing is left in the working directory unless asked).
     backend, workers, progress
-        As in :func:`run_regime_study`.
+        As in :func:`numerics.experiments.study.run_regime_study`.
     command : str, optional
         The command line recorded as provenance (default: the equivalent ``idepth study defaults``
         command; the store and worker count are left out, they do not change the numbers).

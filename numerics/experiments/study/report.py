@@ -19,6 +19,15 @@ _COLOURS = {"lazy": "C0", "lazy_long": "C4", "converged": "C3", "frozen_heads": 
 
 
 def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
+    """One figure per (size, spectrum): ``R_L`` of every regime with its fit and the oracle bounds, and ``C_L``, ``A_L − C_L``.
+
+    Returns the files written (PNG and PDF), relative to ``out``.
+
+    Notes
+    -----
+    No example: it needs a study's points and bounds (minutes); see
+    :func:`numerics.experiments.study.run_regime_study`.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -78,6 +87,13 @@ def _fmt(value: float, digits: int = 3) -> str:
 
 
 def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> str:
+    """The ``study.md`` section "Where inverse-depth scaling appears": regimes, points, bounds, figures.
+
+    Notes
+    -----
+    No example: it needs a study's points and bounds (minutes); see
+    :func:`numerics.experiments.study.run_regime_study`.
+    """
     lines = [
         "## Where inverse-depth scaling appears",
         "",
