@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.optimize import nnls
 
-from theory._validation import check_choice, check_positive_int
+from theory.validation import check_choice, check_generator, check_positive_int
 from theory.spectra import as_spectrum
 
 from .tasks import cosine_similarity
@@ -337,10 +337,7 @@ def softmax_head_bound(
     if chunk is None:
         chunk = max(16, _CHUNK_FLOATS // ((P + 1) * spectrum.d))
     chunk = check_positive_int("chunk", chunk)
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        rng = np.random.default_rng(int(rng))
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator or an int seed; got {type(rng).__name__}")
+    rng = check_generator(rng, allow_seed=True)
     if temperatures is None:
         temperatures = default_temperatures(spectrum, similarity)
     temperatures = np.asarray(temperatures, dtype=np.float64)

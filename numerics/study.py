@@ -59,7 +59,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from theory._validation import check_choice, check_positive_int
+from theory.validation import check_choice, check_positive_int
 
 __all__ = [
     "REGIMES",

@@ -36,10 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory._validation import check_choice, check_positive_int
 from theory.spectra import as_spectrum
-
-from .models._common import check_dtype, check_generator
+from theory.validation import check_choice, check_dtype, check_generator, check_positive_int
 
 __all__ = ["TASKS", "Batch", "sample", "haar_rotations", "cosine_similarity", "top_k_indices"]
 

@@ -128,7 +128,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from theory._validation import check_choice, check_nonnegative, check_positive, check_positive_int
+from theory.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
 __all__ = [
     "MODEL_DEFAULTS",

@@ -55,7 +55,7 @@ import sympy as sp
 from scipy import integrate, special
 
 from . import symbols as s
-from ._validation import check_choice, check_finite_array, check_nonnegative, check_positive_int
+from .validation import check_choice, check_finite_array, check_generator, check_nonnegative, check_positive_int, check_top_k
 from .spectra import SpectrumLike, as_spectrum
 
 __all__ = [
@@ -144,20 +144,7 @@ _isotropic_cosine = sp.lambdify(
 # ---------------------------------------------------------------------------
 def _check_P_k(P: object, k: object) -> tuple[int, int]:
     P = check_positive_int("P", P)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an integer with 1 <= k <= P (= {P}); got {k!r} ({type(k).__name__})")
-    k = int(k)
-    if not 1 <= k <= P:
-        raise ValueError(f"k must be an integer with 1 <= k <= P (= {P}); got {k}")
-    return P, k
-
-
-def _check_rng(rng: object) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and int(rng) >= 0:
-        return np.random.default_rng(int(rng))
-    raise TypeError(f"rng must be a numpy.random.Generator or a non-negative integer seed; got {rng!r}")
+    return P, check_top_k(k, P)
 
 
 # ---------------------------------------------------------------------------
@@ -632,7 +619,7 @@ def sample_top_k_targets(
     P, k = _check_P_k(P, k)
     size = check_positive_int("size", size)
     ranking = check_choice("ranking", ranking, RANKINGS)
-    rng = _check_rng(rng)
+    rng = check_generator(rng, allow_seed=True)
     root = np.sqrt(spectrum.eigenvalues)
     if query is None:
         q = rng.standard_normal((size, spectrum.d)) * root
@@ -929,7 +916,7 @@ def linear_floor_monte_carlo(
     ranking = check_choice("ranking", ranking, RANKINGS)
     frame = check_choice("frame", frame, FRAMES)
     variance_reduction = check_choice("variance_reduction", variance_reduction, VARIANCE_REDUCTIONS)
-    rng = _check_rng(rng)
+    rng = check_generator(rng, allow_seed=True)
     data_rng, rotation_rng = rng.spawn(2)
 
     lam, omega, d = spectrum.eigenvalues, spectrum.teacher_eigenvalues, spectrum.d

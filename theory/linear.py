@@ -31,7 +31,7 @@ import numpy as np
 import sympy as sp
 
 from . import symbols as s
-from ._validation import check_finite_array, check_positive_int
+from .validation import check_finite_array, check_positive_int
 from .spectra import SpectrumLike, as_spectrum
 
 __all__ = [

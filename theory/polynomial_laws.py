@@ -50,7 +50,7 @@ import numpy as np
 import sympy as sp
 
 from . import symbols as s
-from ._validation import check_choice, check_depths, check_finite_array, check_positive, check_positive_int
+from .validation import check_choice, check_depths, check_finite_array, check_positive, check_positive_int
 from .spectra import ZETA, PowerLawSpectrum, SpectrumLike, as_spectrum
 
 __all__ = [

@@ -277,7 +277,7 @@ def reproduce(
     if scheduler is not None and backend != "dask":
         raise ValueError(f"scheduler is only used with backend='dask'; got scheduler={scheduler!r} with backend={backend!r}")
     if workers is not None:
-        from theory._validation import check_positive_int
+        from theory.validation import check_positive_int
 
         workers = check_positive_int("workers", workers)
     out = check_out_dir(out_dir)

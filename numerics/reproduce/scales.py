@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from theory._validation import check_choice
+from theory.validation import check_choice
 
 from .. import study as _study
 
