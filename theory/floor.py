@@ -55,6 +55,7 @@ import sympy as sp
 from scipy import integrate, special
 
 from . import symbols as s
+from .data_law import RANKINGS, eigenbasis_normal, haar_rotations, ranking_scores, rotate, select_top_k, top_k_mean
 from .validation import check_choice, check_finite_array, check_generator, check_nonnegative, check_positive_int, check_top_k
 from .spectra import SpectrumLike, as_spectrum
 
@@ -82,8 +83,6 @@ __all__ = [
     "linear_floor_semi_analytic",
 ]
 
-#: how the task ranks context tokens: ``'cosine'`` (the task, eq. 6) or ``'inner_product'`` (eq. 44)
-RANKINGS = ("cosine", "inner_product")
 #: coordinates of the Monte Carlo: ``'eigen'`` (Σ, Ω diagonal) or ``'haar'`` (a fresh Haar O per context, eq. 3)
 FRAMES = ("eigen", "haar")
 #: ``'none'`` (plain eq. 54) or ``'control_variates'`` (regression on query features with exact means)
@@ -552,21 +551,11 @@ def _floors_by_degree(total: float, projections: np.ndarray, depth: int) -> np.n
 # ---------------------------------------------------------------------------
 # Monte Carlo (eq. 54)
 # ---------------------------------------------------------------------------
-def _haar(rng: np.random.Generator, size: int, d: int) -> np.ndarray:
-    """``size`` Haar-distributed orthogonal d×d matrices (QR with the sign fix)."""
-    q, r = np.linalg.qr(rng.standard_normal((size, d, d)))
-    return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[:, None, :]
-
-
 def _select_mean(x: np.ndarray, q: np.ndarray, k: int, ranking: str) -> np.ndarray:
     """t = mean of the top-k tokens by cosine or inner product; x (B, P, d), q (B, m, d) -> (B, m, d)."""
-    scores = np.matmul(q, np.swapaxes(x, -1, -2))  # (B, m, P)
-    if ranking == "cosine":
-        scores /= np.sqrt(np.einsum("bpd,bpd->bp", x, x))[:, None, :]  # ‖q‖ is common to a query
     if k == x.shape[1]:
         return np.broadcast_to(x.mean(axis=1)[:, None, :], q.shape).copy()
-    top = np.argpartition(-scores, k - 1, axis=-1)[..., :k]  # (B, m, k)
-    return x[np.arange(x.shape[0])[:, None, None], top].mean(axis=2)
+    return top_k_mean(x, select_top_k(ranking_scores(x, q, ranking), k, ordered=False))
 
 
 def sample_top_k_targets(
@@ -620,16 +609,14 @@ def sample_top_k_targets(
     size = check_positive_int("size", size)
     ranking = check_choice("ranking", ranking, RANKINGS)
     rng = check_generator(rng, allow_seed=True)
-    root = np.sqrt(spectrum.eigenvalues)
     if query is None:
-        q = rng.standard_normal((size, spectrum.d)) * root
+        q = eigenbasis_normal(rng, (size, spectrum.d), spectrum.eigenvalues)
     else:
         fixed = np.asarray(query, dtype=np.float64)
         if fixed.shape != (spectrum.d,) or not np.all(np.isfinite(fixed)):
             raise ValueError(f"query must be a finite array of shape ({spectrum.d},); got {fixed.shape}")
         q = np.broadcast_to(fixed, (size, spectrum.d)).copy()
-    x = rng.standard_normal((size, P, spectrum.d))
-    x *= root
+    x = eigenbasis_normal(rng, (size, P, spectrum.d), spectrum.eigenvalues)
     return q, _select_mean(x, q[:, None, :], k, ranking)[:, 0, :]
 
 
@@ -921,24 +908,21 @@ def linear_floor_monte_carlo(
 
     lam, omega, d = spectrum.eigenvalues, spectrum.teacher_eigenvalues, spectrum.d
     basis = _floor_basis(spectrum, depth)
-    root = np.sqrt(lam)
     a = np.empty((n_samples, queries))
     b = np.empty((n_samples, queries, basis.degree))
     phi0 = np.empty((n_samples, queries))
     phi = np.empty((n_samples, queries, basis.degree))
     for start in range(0, n_samples, batch):
         m = min(batch, n_samples - start)
-        q = data_rng.standard_normal((m, queries, d)) * root
-        x = data_rng.standard_normal((m, P, d))
-        x *= root
+        q = eigenbasis_normal(data_rng, (m, queries, d), lam)  # the queries first, then the tokens
+        x = eigenbasis_normal(data_rng, (m, P, d), lam)
         if frame == "eigen":
             t = _select_mean(x, q, k, ranking)
             per_query = _context_statistics(q, t, lam, omega, basis)
         else:
-            rotation = _haar(rotation_rng, m, d)
+            rotation = haar_rotations(d, m, rotation_rng)
             sigma, omega_matrix = spectrum.covariances(rotation)
-            q_rot = np.matmul(q, np.swapaxes(rotation, -1, -2))
-            x_rot = np.matmul(x, np.swapaxes(rotation, -1, -2))
+            q_rot, x_rot = rotate(rotation, q), rotate(rotation, x)
             t = _select_mean(x_rot, q_rot, k, ranking)
             per_query = _context_statistics(q_rot, t, lam, omega, basis, sigma=sigma, omega_matrix=omega_matrix)
         rows = slice(start, start + m)
