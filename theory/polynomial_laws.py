@@ -554,6 +554,15 @@ def _prefactor_of(spectrum: PowerLawSpectrum) -> float:
     return float(_prefactor(spectrum.c_omega, spectrum.c_lambda, spectrum.zeta, spectrum.a))
 
 
+def _continuum_law(depth: Depth, spectrum: PowerLawSpectrum, law, *, reciprocal: bool = False):
+    """``K law(L, ζ, λ_1)`` (or ``K / law`` for the free polynomial's sums) at each depth, shaped like ``depth``."""
+    depths = check_depths(depth)
+    spectrum = _power_law(spectrum)
+    values = np.asarray(law(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1), dtype=np.float64)
+    prefactor = _prefactor_of(spectrum)
+    return _shaped(depth, prefactor / values if reciprocal else prefactor * values)
+
+
 def constrained_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     """Continuum constrained loss at the reference step γ* = L/λ_1, before the large-L limit.
 
@@ -572,7 +581,7 @@ def constrained_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     Returns
     -------
     float or numpy.ndarray
-        Shaped like ``depth``.
+        The continuum loss (the exact integral, before the large-L limit), shaped like ``depth``.
 
     References
     ----------
@@ -585,10 +594,7 @@ def constrained_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     >>> round(constrained_continuum_loss(1, spec), 12)        # K/(2L+1) at ζ = 1
     0.166666666667
     """
-    depths = check_depths(depth)
-    spectrum = _power_law(spectrum)
-    values = _prefactor_of(spectrum) * _constrained_continuum(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1)
-    return _shaped(depth, np.asarray(values, dtype=np.float64))
+    return _continuum_law(depth, spectrum, _constrained_continuum)
 
 
 def constrained_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
@@ -607,7 +613,7 @@ def constrained_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
     Returns
     -------
     float or numpy.ndarray
-        Shaped like ``depth``.
+        The asymptotic loss ∝ L^(-ζ), shaped like ``depth``.
 
     References
     ----------
@@ -619,10 +625,7 @@ def constrained_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
     >>> constrained_asymptote([1, 10], PowerLawSpectrum(a=2.0, b=1.0, d=1024)).tolist()
     [0.25, 0.025]
     """
-    depths = check_depths(depth)
-    spectrum = _power_law(spectrum)
-    values = _prefactor_of(spectrum) * _constrained_asymptote(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1)
-    return _shaped(depth, np.asarray(values, dtype=np.float64))
+    return _continuum_law(depth, spectrum, _constrained_asymptote)
 
 
 def phi_n_zero_squared(n: int | np.ndarray, zeta: float, lambda_1: float):
@@ -714,7 +717,7 @@ def free_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     Returns
     -------
     float or numpy.ndarray
-        Shaped like ``depth``.
+        The continuum loss ``K / Σ_{n<=L} φ_n(0)²``, shaped like ``depth``.
 
     References
     ----------
@@ -726,10 +729,7 @@ def free_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     >>> free_continuum_loss([1, 3], PowerLawSpectrum(a=2.0, b=1.0, d=1024)).tolist()  # K/(L+1)²
     [0.125, 0.03125]
     """
-    depths = check_depths(depth)
-    spectrum = _power_law(spectrum)
-    total = _free_continuum_sum(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1)
-    return _shaped(depth, _prefactor_of(spectrum) / np.asarray(total, dtype=np.float64))
+    return _continuum_law(depth, spectrum, _free_continuum_sum, reciprocal=True)
 
 
 def free_continuum_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
@@ -748,7 +748,7 @@ def free_continuum_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
     Returns
     -------
     float or numpy.ndarray
-        Shaped like ``depth``.
+        The asymptotic loss ∝ L^(-2ζ), shaped like ``depth``.
 
     References
     ----------
@@ -760,10 +760,7 @@ def free_continuum_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
     >>> free_continuum_asymptote([1, 10], PowerLawSpectrum(a=2.0, b=1.0, d=1024)).tolist()
     [0.5, 0.005]
     """
-    depths = check_depths(depth)
-    spectrum = _power_law(spectrum)
-    total = _free_continuum_sum_asymptote(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1)
-    return _shaped(depth, _prefactor_of(spectrum) / np.asarray(total, dtype=np.float64))
+    return _continuum_law(depth, spectrum, _free_continuum_sum_asymptote, reciprocal=True)
 
 
 # --------------------------------------------------------------------------------------
