@@ -219,6 +219,21 @@ _BLOCK = 256  # consecutive depths handled by one matrix product in _weighted_po
 _CHUNK = 1 << 21  # elements per temporary array in the direct evaluation
 
 
+def _log_abs_one_minus(u: np.ndarray) -> np.ndarray:
+    """``log|1 - u|``: ``log1p(-u)`` where ``u < 1/2`` (no cancellation), ``log|1 - u|`` elsewhere.
+
+    Each form is evaluated only on its own entries, so ``u >= 1`` (a residual
+    ``1 - u <= 0``, allowed for ``γ`` up to ``2L/λ_1``) never meets ``log1p``'s
+    domain; ``u = 1`` gives ``-inf``, a residual that vanishes.
+    """
+    out = np.empty_like(u)
+    small = u < 0.5
+    out[small] = np.log1p(-u[small])
+    with np.errstate(divide="ignore"):
+        out[~small] = np.log(np.abs(1.0 - u[~small]))
+    return out
+
+
 def _weighted_power_sums(weights: np.ndarray, log_base: np.ndarray, powers: np.ndarray) -> np.ndarray:
     """Σ_k w_k exp(p log_base_k) for each integer p >= 1 in ``powers``.
 
@@ -311,9 +326,7 @@ def constrained_loss(depth: Depth, spectrum: SpectrumLike, gamma: float | np.nda
     lam1 = spectrum.lambda_1
     if gamma is None:
         # r_L² = (1 - λ/λ_1)^(2L): a fixed base per mode, so the depth sequence is a power sum
-        ratio = lam / lam1
-        with np.errstate(divide="ignore"):
-            log_base = np.where(ratio < 0.5, np.log1p(-ratio), np.log(np.abs(1.0 - ratio)))
+        log_base = _log_abs_one_minus(lam / lam1)
         return _shaped(depth, _weighted_power_sums(weights, log_base, 2 * depths))
 
     gammas = np.asarray(gamma)
@@ -338,9 +351,7 @@ def constrained_loss(depth: Depth, spectrum: SpectrumLike, gamma: float | np.nda
     for start in range(0, depths.size, step):
         sl = slice(start, start + step)
         u = (gammas[sl] / depths[sl])[:, None] * lam[None, :]
-        with np.errstate(divide="ignore"):
-            log_abs = np.where(u < 0.5, np.log1p(-u), np.log(np.abs(1.0 - u)))
-        out[sl] = np.exp(2.0 * depths[sl, None] * log_abs) @ weights
+        out[sl] = np.exp(2.0 * depths[sl, None] * _log_abs_one_minus(u)) @ weights
     return _shaped(depth, out)
 
 
