@@ -101,7 +101,7 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
 
     Batched QR of iid Gaussian matrices with the sign fix ``Q ← Q diag(sign(diag R))``,
     which makes the law of ``Q`` exactly the Haar measure on O(d)
-    (:func:`haar_orthonormal` with ``n = d``).
+    (:func:`~theory.data_law.haar_orthonormal` with ``n = d``).
 
     Parameters
     ----------
@@ -322,7 +322,7 @@ def top_k_indices(context_x: np.ndarray, test_x: np.ndarray, k: int, *, ranking:
 
     Returned in decreasing order of similarity (cosine, eq. 6, or inner
     product, eq. 44); ties are broken in favour of the lower context index
-    (:func:`select_top_k`).
+    (:func:`~theory.data_law.select_top_k`).
 
     Parameters
     ----------
