@@ -54,7 +54,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import sympy as sp
 
-from theory._validation import check_positive_int
+from theory.validation import check_generator, check_positive_int
 
 __all__ = [
     "LABEL_LINEAR_MODELS",
@@ -570,12 +570,9 @@ def diagnose(params_or_result, config=None, n_contexts: int = 2048, rng=None, *,
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig; got {type(config).__name__}")
     n_contexts = check_positive_int("n_contexts", n_contexts)
-    if rng is None:
-        raise ValueError("rng must be a numpy.random.Generator or an integer seed; got None")
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        rng = np.random.default_rng(int(rng))
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator or an integer seed; got {type(rng).__name__}")
+    if rng is None:  # the signature's default: a required argument left out
+        raise ValueError("rng must be a numpy.random.Generator or a non-negative integer seed; got None")
+    rng = check_generator(rng, allow_seed=True)
     model = get_model(config.model)
     batch = sample(config.task, config.spectrum(), config.P, n_contexts, rng, k=config.k, dtype=config.numpy_dtype)
     return diagnose_batch(model, params, batch, config, quantiles=quantiles)

@@ -15,7 +15,7 @@ from typing import Mapping
 
 import numpy as np
 
-from theory._validation import check_choice
+from theory.validation import check_choice
 
 __all__ = ["SCHEDULES", "AdamState", "adam_init", "adam_update", "clip_by_global_norm", "schedule_value"]
 

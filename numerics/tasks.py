@@ -13,13 +13,14 @@ Per context (one row of a batch):
      ``y* = (1/k) Σ_{i∈S_k} y_i`` over the ``k`` context inputs of largest cosine
      similarity to ``x_test``.
 
+The law itself (Haar rotations, eigenbasis draws, labels, cosine similarity, top-k)
+is written once in :mod:`theory.data_law`; :func:`haar_rotations`,
+:func:`cosine_similarity` and :func:`top_k_indices` are re-exported from there.
+
 Speed (the sampler runs once per training step):
 
-* ``O`` is drawn for all contexts at once by a batched QR of Gaussian matrices,
-  ``G = Q R``, with the columns of ``Q`` multiplied by ``sign(diag R)``; that sign fix
-  makes ``Q`` exactly Haar distributed (Mezzadri 2007), which a plain QR is not.
-  This is the cheapest exact method available in numpy: one LAPACK ``geqrf``+``orgqr``
-  per context, ``O(d³)``.
+* ``O`` is drawn for all contexts at once by a batched QR of Gaussian matrices with
+  the sign fix that makes it exactly Haar (:func:`theory.data_law.haar_rotations`).
 * When both spectra are flat (``spectrum.is_isotropic``) ``Σ`` and ``Ω`` are multiples
   of the identity, the law of ``(β, x)`` is rotation invariant and ``O`` has no effect
   on the distribution of anything; then no rotation is drawn and ``rotation`` is the
@@ -36,10 +37,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory._validation import check_choice, check_positive_int
+from theory.data_law import (
+    cosine_similarity,
+    eigenbasis_normal,
+    haar_rotations,
+    rotate,
+    teacher_labels,
+    top_k_indices,
+    top_k_mean,
+)
 from theory.spectra import as_spectrum
-
-from .models._common import check_dtype, check_generator
+from theory.validation import check_choice, check_dtype, check_generator, check_positive_int
 
 __all__ = ["TASKS", "Batch", "sample", "haar_rotations", "cosine_similarity", "top_k_indices"]
 
@@ -112,94 +120,6 @@ class Batch:
         return int(self.context_x.shape[2])
 
 
-def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.float64) -> np.ndarray:
-    """Draw ``batch_size`` independent Haar-random orthogonal ``d x d`` matrices.
-
-    Batched QR of iid Gaussian matrices with the sign fix ``Q ← Q diag(sign(diag R))``,
-    which makes the law of ``Q`` exactly the Haar measure on O(d).
-
-    Parameters
-    ----------
-    d, batch_size : int
-    rng : numpy.random.Generator
-    dtype : {numpy.float64, numpy.float32}
-
-    Returns
-    -------
-    ndarray, shape (batch_size, d, d)
-
-    References
-    ----------
-    Paper eq. (3); F. Mezzadri, "How to generate random matrices from the classical
-    compact groups", Notices AMS 54 (2007).
-
-    Examples
-    --------
-    >>> O = haar_rotations(3, 2, np.random.default_rng(0))
-    >>> np.allclose(O @ np.swapaxes(O, 1, 2), np.eye(3))
-    True
-    """
-    d = check_positive_int("d", d)
-    batch_size = check_positive_int("batch_size", batch_size)
-    rng = check_generator(rng)
-    dtype = check_dtype(dtype)
-    gaussian = rng.standard_normal((batch_size, d, d), dtype=dtype)
-    q, r = np.linalg.qr(gaussian)
-    signs = np.where(np.diagonal(r, axis1=-2, axis2=-1) < 0, -1.0, 1.0).astype(dtype)
-    return q * signs[:, None, :]
-
-
-def cosine_similarity(context_x: np.ndarray, test_x: np.ndarray) -> np.ndarray:
-    """``cos(x_i, x_test)`` for every context input, shape (B, P).
-
-    References
-    ----------
-    Paper eq. (6).
-
-    Examples
-    --------
-    >>> cosine_similarity(np.array([[[1.0, 0.0], [1.0, 1.0]]]), np.array([[2.0, 0.0]])).round(4).tolist()
-    [[1.0, 0.7071]]
-    """
-    dots = (context_x @ test_x[:, :, None])[..., 0]
-    norms = np.sqrt(np.einsum("bpd,bpd->bp", context_x, context_x) * np.einsum("bd,bd->b", test_x, test_x)[:, None])
-    return dots / norms
-
-
-def top_k_indices(context_x: np.ndarray, test_x: np.ndarray, k: int) -> np.ndarray:
-    """Indices ``S_k`` of the ``k`` context inputs most cosine-similar to ``x_test``, shape (B, k).
-
-    Returned in decreasing order of similarity. Ties (which have probability zero for
-    ``d >= 2`` but are certain for ``d = 1``, where every cosine is ±1) are broken in
-    favour of the lower context index. ``O(P)`` per context (a partition, no full sort).
-
-    References
-    ----------
-    Paper eq. (6).
-
-    Examples
-    --------
-    >>> cx = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 0.2]]])
-    >>> top_k_indices(cx, np.array([[1.0, 0.1]]), 2).tolist()
-    [[2, 0]]
-    >>> top_k_indices(np.array([[[1.0], [-2.0], [3.0]]]), np.array([[1.0]]), 1).tolist()  # tie: lowest index
-    [[0]]
-    """
-    similarity = cosine_similarity(context_x, test_x)
-    B, P = similarity.shape
-    k = check_positive_int("k", k)
-    if k > P:
-        raise ValueError(f"k must be an integer in [1, P] = [1, {P}]; got {k}")
-    kth = -np.partition(-similarity, k - 1, axis=1)[:, k - 1 : k]  # k-th largest similarity
-    above = similarity > kth
-    tied = similarity == kth
-    still_needed = k - above.sum(axis=1, keepdims=True)
-    chosen = above | (tied & (np.cumsum(tied, axis=1) <= still_needed))  # exactly k per row
-    candidates = np.nonzero(chosen)[1].reshape(B, k)  # ascending index within each row
-    order = np.argsort(-np.take_along_axis(similarity, candidates, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(candidates, order, axis=1)
-
-
 def sample(task: str, spectrum, P: int, batch_size: int, rng: np.random.Generator, k: int = 2, dtype=np.float64) -> Batch:
     """Draw a batch of contexts of the easy (eq. 5) or difficult (eq. 6) task.
 
@@ -256,21 +176,18 @@ def sample(task: str, spectrum, P: int, batch_size: int, rng: np.random.Generato
     rng = check_generator(rng)
     dtype = check_dtype(dtype)
     d = spectrum.d
-    sqrt_lam = np.sqrt(spectrum.eigenvalues).astype(dtype)
-    sqrt_omega = np.sqrt(spectrum.teacher_eigenvalues).astype(dtype)
 
     if spectrum.is_isotropic:
         rotation = np.broadcast_to(np.eye(d, dtype=dtype), (batch_size, d, d))  # read-only view
     else:
         rotation = haar_rotations(d, batch_size, rng, dtype)
     # draw order: rotations, context inputs, teacher, then the test input (difficult) or index (easy)
-    context_x = rng.standard_normal((batch_size, P, d), dtype=dtype)
-    context_x *= sqrt_lam  # eigen-coordinates √λ ⊙ z
-    teacher = rng.standard_normal((batch_size, d), dtype=dtype) * sqrt_omega
+    context_x = eigenbasis_normal(rng, (batch_size, P, d), spectrum.eigenvalues, dtype)  # √λ ⊙ z
+    teacher = eigenbasis_normal(rng, (batch_size, d), spectrum.teacher_eigenvalues, dtype)
     if not spectrum.is_isotropic:
-        context_x = context_x @ np.swapaxes(rotation, -1, -2)  # x = O (√λ ⊙ z), eq. (4)
-        teacher = (rotation @ teacher[:, :, None])[..., 0]  # β = O (√ω ⊙ w)
-    context_y = (context_x @ teacher[:, :, None])[..., 0]  # y = βᵀx, eq. (1)
+        context_x = rotate(rotation, context_x)  # x = O (√λ ⊙ z), eq. (4)
+        teacher = rotate(rotation, teacher)  # β = O (√ω ⊙ w)
+    context_y = teacher_labels(context_x, teacher)  # y = βᵀx, eq. (1)
 
     if task == "easy":  # eq. (5): exact match
         rows = np.arange(batch_size)
@@ -278,11 +195,10 @@ def sample(task: str, spectrum, P: int, batch_size: int, rng: np.random.Generato
         test_x = context_x[rows, j]  # fancy indexing copies
         target = context_y[rows, j]
     else:  # eq. (6): mean label of the top-k by cosine similarity
-        test_x = rng.standard_normal((batch_size, d), dtype=dtype) * sqrt_lam
+        test_x = eigenbasis_normal(rng, (batch_size, d), spectrum.eigenvalues, dtype)
         if not spectrum.is_isotropic:
-            test_x = (rotation @ test_x[:, :, None])[..., 0]
-        chosen = top_k_indices(context_x, test_x, k)
-        target = np.take_along_axis(context_y, chosen, axis=1).mean(axis=1)
+            test_x = rotate(rotation, test_x)
+        target = top_k_mean(context_y, top_k_indices(context_x, test_x, k))
     return Batch(
         context_x=_readonly(context_x),
         context_y=_readonly(context_y),

@@ -127,7 +127,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from theory._validation import check_choice, check_nonnegative, check_positive, check_positive_int
+from theory.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
 from .checkpoint import read_checkpoint, save_checkpoint
 from .optim import SCHEDULES, AdamState, adam_init, adam_update, clip_by_global_norm, schedule_value

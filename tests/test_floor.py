@@ -16,8 +16,6 @@ from theory.floor import (
     NORMAL_TAIL_MEAN,
     ORDER_STATISTIC_DENSITY,
     P_sym,
-    _normal_tail_moments,
-    _query_ratio_moments,
     conditional_top_k_mean,
     floor_from_moments,
     floor_polynomial_basis,
@@ -29,6 +27,8 @@ from theory.floor import (
     top_k_moments,
     x_sym,
 )
+from theory.floor._basis import _query_ratio_moments
+from theory.floor._order_statistics import _normal_tail_moments
 from theory.paper import paper_table
 from theory.spectra import PowerLawSpectrum, Spectrum
 from tolerances import MC_SIGMAS, ROUNDOFF, rtol

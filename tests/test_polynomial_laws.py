@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import mpmath
 import numpy as np
@@ -111,6 +112,23 @@ def test_constrained_loss_equals_mpmath_evaluation_of_the_sympy_residual():
                 for lam, w in zip(spectrum.eigenvalues, _weights(spectrum))
             )
         assert constrained_loss(depth, spectrum, gamma=gamma) == pytest.approx(float(exact), rel=TIGHT)
+
+
+
+@pytest.mark.parametrize("step", [1.0, 1.5, 1.99])  # γ λ_1 / L: the top mode's residual 1 - u is 0 or negative
+def test_constrained_loss_past_the_monotone_step_computes_no_masked_nan(step):
+    # issue 12: log1p(-u) was evaluated for u >= 1 too (NaN, then masked); now no floating-point error occurs
+    spectrum = PowerLawSpectrum(a=2.0, b=1.0, d=64)
+    depths = np.array([1, 2, 3, 4, 7])
+    gamma = step * depths / spectrum.lambda_1
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        losses = constrained_loss(depths, spectrum, gamma=gamma)
+        reference_step = constrained_loss(depths, spectrum)  # u = λ/λ_1 = 1 for the top mode
+    u = (gamma / depths)[:, None] * spectrum.eigenvalues
+    direct = ((1 - u) ** (2 * depths[:, None])) @ _weights(spectrum)
+    np.testing.assert_allclose(losses, direct, rtol=TIGHT)
+    np.testing.assert_allclose(reference_step, constrained_loss(depths, spectrum, gamma=depths / spectrum.lambda_1), rtol=TIGHT)
 
 
 # ------------------------------------------------------------------ constrained, continuum

@@ -34,7 +34,7 @@ import sympy as sp
 from scipy.special import ndtri
 
 from . import symbols as s
-from ._validation import check_depths, check_finite_array, check_level, check_positive_int, check_real
+from .validation import check_depths, check_finite_array, check_level, check_positive_int, check_real
 
 __all__ = [
     "R_MEAN_PREDICTOR",

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral
 from types import MappingProxyType
 from typing import Mapping
 
@@ -41,7 +40,16 @@ from scipy import optimize
 from scipy.special import stdtrit
 
 from . import symbols as s
-from ._validation import check_depths, check_finite_array, check_level, check_nonnegative, check_positive, check_real
+from .validation import (
+    check_depths,
+    check_finite_array,
+    check_generator,
+    check_level,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_real,
+)
 
 __all__ = [
     "DEPTH_LAW",
@@ -486,14 +494,6 @@ def _covariance(log_depth: np.ndarray, residuals: np.ndarray, L0: float, c: floa
     return full
 
 
-def _check_rng(rng: object):
-    if rng is None or isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (Integral, np.integer)) and not isinstance(rng, bool) and int(rng) >= 0:
-        return int(rng)
-    raise TypeError(f"rng must be a numpy.random.Generator, a non-negative int seed or None; got {rng!r}")
-
-
 def _fit(depths, data, floor, *, quantity, plateau, level, n_bootstrap, rng, data_name) -> DepthLawFit:
     depth_array = check_depths(depths, "depths")
     if np.ndim(depths) != 1:
@@ -519,10 +519,9 @@ def _fit(depths, data, floor, *, quantity, plateau, level, n_bootstrap, rng, dat
             f"(floor mode {floor_mode!r}); got {n_distinct} distinct in {depth_array.tolist()}"
         )
     level = check_level(level)
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (Integral, np.integer)) or n_bootstrap < 0:
-        raise ValueError(f"n_bootstrap must be an integer >= 0; got {n_bootstrap!r}")
-    n_bootstrap = int(n_bootstrap)
-    rng = _check_rng(rng)
+    n_bootstrap = check_positive_int("n_bootstrap", n_bootstrap, minimum=0)
+    generator = check_generator(rng, allow_none=True, allow_seed=True)
+    seed = None if generator is None or isinstance(rng, np.random.Generator) else int(rng)  # for the manifest
     rows = values if values.ndim == 2 else values[np.newaxis, :]
     n_seeds = rows.shape[0]
     if n_bootstrap > 0:
@@ -531,7 +530,7 @@ def _fit(depths, data, floor, *, quantity, plateau, level, n_bootstrap, rng, dat
                 f"n_bootstrap > 0 resamples seeds: {data_name} must have shape (n_seeds, n_depths) with n_seeds >= 2; "
                 f"got shape {values.shape}"
             )
-        if rng is None:
+        if generator is None:
             raise ValueError("rng must be a numpy.random.Generator or an int seed when n_bootstrap > 0; got None")
 
     mean_values = rows.mean(axis=0)
@@ -553,13 +552,12 @@ def _fit(depths, data, floor, *, quantity, plateau, level, n_bootstrap, rng, dat
         "scipy_version": scipy.__version__,
         "method": "scipy.optimize.least_squares (trf) on log residuals, paper eqs. (88)-(89)",
         "n_bootstrap": n_bootstrap,
-        "seed": rng if isinstance(rng, int) else None,
+        "seed": seed,
         "rng_state": None,
     }
     samples = None
     if n_bootstrap > 0:
-        generator = np.random.default_rng(rng) if isinstance(rng, int) else rng
-        if not isinstance(rng, int):
+        if seed is None:
             manifest["rng_state"] = generator.bit_generator.state
         indices = generator.integers(0, n_seeds, size=(n_bootstrap, n_seeds))
         samples = np.empty((n_bootstrap, 3))

@@ -31,7 +31,7 @@ import numpy as np
 import sympy as sp
 
 from . import symbols as s
-from ._validation import check_finite_array, check_positive_int
+from .validation import check_finite_array, check_positive_int
 from .spectra import SpectrumLike, as_spectrum
 
 __all__ = [
@@ -80,8 +80,7 @@ def qk_symbol(layer: int) -> sp.Symbol:
     >>> qk_symbol(2), qk_symbol(2).is_commutative
     (B_2, False)
     """
-    layer = check_positive_int("layer", layer)
-    return sp.Symbol(f"B_{layer}", commutative=False)
+    return _indexed_symbol("B", "layer", layer, commutative=False)
 
 
 def readout_symbol(order: int) -> sp.Symbol:
@@ -96,8 +95,12 @@ def readout_symbol(order: int) -> sp.Symbol:
     >>> readout_symbol(3), readout_symbol(3).is_commutative
     (m_3, True)
     """
-    order = check_positive_int("order", order)
-    return sp.Symbol(f"m_{order}", real=True)
+    return _indexed_symbol("m", "order", order, real=True)
+
+
+def _indexed_symbol(letter: str, argument: str, index: object, **assumptions) -> sp.Symbol:
+    """``letter_index`` with ``index`` checked as a positive integer named ``argument``."""
+    return sp.Symbol(f"{letter}_{check_positive_int(argument, index)}", **assumptions)
 
 
 # --------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 import sympy as sp
 
 from . import symbols as s
-from ._validation import check_depths, check_finite_array, check_positive
+from .validation import check_depths, check_finite_array, check_positive
 
 __all__ = [
     "MODE_WEIGHT",

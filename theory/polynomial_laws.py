@@ -50,7 +50,7 @@ import numpy as np
 import sympy as sp
 
 from . import symbols as s
-from ._validation import check_choice, check_depths, check_finite_array, check_positive, check_positive_int
+from .validation import check_choice, check_depths, check_finite_array, check_positive, check_positive_int
 from .spectra import ZETA, PowerLawSpectrum, SpectrumLike, as_spectrum
 
 __all__ = [
@@ -219,6 +219,21 @@ _BLOCK = 256  # consecutive depths handled by one matrix product in _weighted_po
 _CHUNK = 1 << 21  # elements per temporary array in the direct evaluation
 
 
+def _log_abs_one_minus(u: np.ndarray) -> np.ndarray:
+    """``log|1 - u|``: ``log1p(-u)`` where ``u < 1/2`` (no cancellation), ``log|1 - u|`` elsewhere.
+
+    Each form is evaluated only on its own entries, so ``u >= 1`` (a residual
+    ``1 - u <= 0``, allowed for ``γ`` up to ``2L/λ_1``) never meets ``log1p``'s
+    domain; ``u = 1`` gives ``-inf``, a residual that vanishes.
+    """
+    out = np.empty_like(u)
+    small = u < 0.5
+    out[small] = np.log1p(-u[small])
+    with np.errstate(divide="ignore"):
+        out[~small] = np.log(np.abs(1.0 - u[~small]))
+    return out
+
+
 def _weighted_power_sums(weights: np.ndarray, log_base: np.ndarray, powers: np.ndarray) -> np.ndarray:
     """Σ_k w_k exp(p log_base_k) for each integer p >= 1 in ``powers``.
 
@@ -311,9 +326,7 @@ def constrained_loss(depth: Depth, spectrum: SpectrumLike, gamma: float | np.nda
     lam1 = spectrum.lambda_1
     if gamma is None:
         # r_L² = (1 - λ/λ_1)^(2L): a fixed base per mode, so the depth sequence is a power sum
-        ratio = lam / lam1
-        with np.errstate(divide="ignore"):
-            log_base = np.where(ratio < 0.5, np.log1p(-ratio), np.log(np.abs(1.0 - ratio)))
+        log_base = _log_abs_one_minus(lam / lam1)
         return _shaped(depth, _weighted_power_sums(weights, log_base, 2 * depths))
 
     gammas = np.asarray(gamma)
@@ -338,9 +351,7 @@ def constrained_loss(depth: Depth, spectrum: SpectrumLike, gamma: float | np.nda
     for start in range(0, depths.size, step):
         sl = slice(start, start + step)
         u = (gammas[sl] / depths[sl])[:, None] * lam[None, :]
-        with np.errstate(divide="ignore"):
-            log_abs = np.where(u < 0.5, np.log1p(-u), np.log(np.abs(1.0 - u)))
-        out[sl] = np.exp(2.0 * depths[sl, None] * log_abs) @ weights
+        out[sl] = np.exp(2.0 * depths[sl, None] * _log_abs_one_minus(u)) @ weights
     return _shaped(depth, out)
 
 
@@ -554,6 +565,15 @@ def _prefactor_of(spectrum: PowerLawSpectrum) -> float:
     return float(_prefactor(spectrum.c_omega, spectrum.c_lambda, spectrum.zeta, spectrum.a))
 
 
+def _continuum_law(depth: Depth, spectrum: PowerLawSpectrum, law, *, reciprocal: bool = False):
+    """``K law(L, ζ, λ_1)`` (or ``K / law`` for the free polynomial's sums) at each depth, shaped like ``depth``."""
+    depths = check_depths(depth)
+    spectrum = _power_law(spectrum)
+    values = np.asarray(law(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1), dtype=np.float64)
+    prefactor = _prefactor_of(spectrum)
+    return _shaped(depth, prefactor / values if reciprocal else prefactor * values)
+
+
 def constrained_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     """Continuum constrained loss at the reference step γ* = L/λ_1, before the large-L limit.
 
@@ -572,7 +592,7 @@ def constrained_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     Returns
     -------
     float or numpy.ndarray
-        Shaped like ``depth``.
+        The continuum loss (the exact integral, before the large-L limit), shaped like ``depth``.
 
     References
     ----------
@@ -585,10 +605,7 @@ def constrained_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     >>> round(constrained_continuum_loss(1, spec), 12)        # K/(2L+1) at ζ = 1
     0.166666666667
     """
-    depths = check_depths(depth)
-    spectrum = _power_law(spectrum)
-    values = _prefactor_of(spectrum) * _constrained_continuum(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1)
-    return _shaped(depth, np.asarray(values, dtype=np.float64))
+    return _continuum_law(depth, spectrum, _constrained_continuum)
 
 
 def constrained_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
@@ -607,7 +624,7 @@ def constrained_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
     Returns
     -------
     float or numpy.ndarray
-        Shaped like ``depth``.
+        The asymptotic loss ∝ L^(-ζ), shaped like ``depth``.
 
     References
     ----------
@@ -619,10 +636,7 @@ def constrained_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
     >>> constrained_asymptote([1, 10], PowerLawSpectrum(a=2.0, b=1.0, d=1024)).tolist()
     [0.25, 0.025]
     """
-    depths = check_depths(depth)
-    spectrum = _power_law(spectrum)
-    values = _prefactor_of(spectrum) * _constrained_asymptote(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1)
-    return _shaped(depth, np.asarray(values, dtype=np.float64))
+    return _continuum_law(depth, spectrum, _constrained_asymptote)
 
 
 def phi_n_zero_squared(n: int | np.ndarray, zeta: float, lambda_1: float):
@@ -714,7 +728,7 @@ def free_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     Returns
     -------
     float or numpy.ndarray
-        Shaped like ``depth``.
+        The continuum loss ``K / Σ_{n<=L} φ_n(0)²``, shaped like ``depth``.
 
     References
     ----------
@@ -726,10 +740,7 @@ def free_continuum_loss(depth: Depth, spectrum: PowerLawSpectrum):
     >>> free_continuum_loss([1, 3], PowerLawSpectrum(a=2.0, b=1.0, d=1024)).tolist()  # K/(L+1)²
     [0.125, 0.03125]
     """
-    depths = check_depths(depth)
-    spectrum = _power_law(spectrum)
-    total = _free_continuum_sum(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1)
-    return _shaped(depth, _prefactor_of(spectrum) / np.asarray(total, dtype=np.float64))
+    return _continuum_law(depth, spectrum, _free_continuum_sum, reciprocal=True)
 
 
 def free_continuum_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
@@ -748,7 +759,7 @@ def free_continuum_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
     Returns
     -------
     float or numpy.ndarray
-        Shaped like ``depth``.
+        The asymptotic loss ∝ L^(-2ζ), shaped like ``depth``.
 
     References
     ----------
@@ -760,10 +771,7 @@ def free_continuum_asymptote(depth: Depth, spectrum: PowerLawSpectrum):
     >>> free_continuum_asymptote([1, 10], PowerLawSpectrum(a=2.0, b=1.0, d=1024)).tolist()
     [0.5, 0.005]
     """
-    depths = check_depths(depth)
-    spectrum = _power_law(spectrum)
-    total = _free_continuum_sum_asymptote(depths.astype(np.float64), spectrum.zeta, spectrum.lambda_1)
-    return _shaped(depth, _prefactor_of(spectrum) / np.asarray(total, dtype=np.float64))
+    return _continuum_law(depth, spectrum, _free_continuum_sum_asymptote, reciprocal=True)
 
 
 # --------------------------------------------------------------------------------------

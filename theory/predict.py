@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_choice, check_depths, check_positive_int
+from .validation import check_choice, check_depths, check_positive_int
 from .spectra import as_spectrum
 
 __all__ = ["ATTENTIONS", "TASKS", "POLYNOMIALS", "LossPrediction", "SoftmaxCalibration", "predict_loss"]

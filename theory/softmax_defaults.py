@@ -34,7 +34,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ._validation import check_positive_int
+from .validation import check_positive_int
 from .spectra import as_spectrum
 
 __all__ = [

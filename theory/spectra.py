@@ -22,7 +22,7 @@ import numpy as np
 import sympy as sp
 
 from . import symbols as s
-from ._validation import check_finite_array, check_nonnegative, check_positive, check_positive_int
+from .validation import check_finite_array, check_nonnegative, check_positive, check_positive_int
 
 __all__ = ["Spectrum", "PowerLawSpectrum", "SpectrumLike", "ZETA", "zeta", "as_spectrum"]
 

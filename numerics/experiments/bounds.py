@@ -34,7 +34,7 @@ labels ``y_i = βᵀx_i`` and the similarities, which are invariant under the co
 rotation ``O`` of eq. (3) (``'prenorm'``: its direction ``Oᵀv`` is then uniform on
 the sphere). Contexts are therefore drawn directly in the eigenbasis,
 ``x = √λ ⊙ z``, ``β = √ω ⊙ w`` — the same law as :func:`numerics.tasks.sample`
-without the ``O(d³)`` rotation per context (``tests/test_study.py`` checks the two
+(both are built from :mod:`theory.data_law`) without the ``O(d³)`` rotation per context (``tests/test_study.py`` checks the two
 against each other).
 
 Statistics: τ, g and the mixture weights are fitted on one half of the sampled
@@ -50,10 +50,17 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.optimize import nnls
 
-from theory._validation import check_choice, check_positive_int
+from theory.data_law import (
+    cosine_similarity,
+    eigenbasis_normal,
+    haar_orthonormal,
+    select_top_k,
+    similarity_terms,
+    teacher_labels,
+    top_k_mean,
+)
 from theory.spectra import as_spectrum
-
-from numerics.tasks import cosine_similarity
+from theory.validation import check_choice, check_generator, check_positive_int
 
 __all__ = [
     "HeadBound", "SIMILARITIES", "BOUND_HEADS", "BOUND_SEED", "softmax_head_bound", "head_outputs",
@@ -212,8 +219,7 @@ def default_temperatures(spectrum, similarity: str = "cosine", width: int | None
 
 def _prenorm_direction_sq_norm(d: int, width: int, rng: np.random.Generator) -> float:
     """``|v|²/N`` for ``v = W_xᵀ 1`` of one orthonormal ``W_x`` (N x d) drawn as the model draws it."""
-    q, r = np.linalg.qr(rng.standard_normal((width, d)))
-    W_x = q * np.where(np.diag(r) < 0, -1.0, 1.0)
+    W_x = haar_orthonormal(width, d, rng)
     v = W_x.T @ np.ones(width)
     return float(v @ v) / width
 
@@ -224,21 +230,17 @@ def _draw_scores(spectrum, P: int, k: int, size: int, rng: np.random.Generator, 
     The law of (similarities, labels, target) is that of eqs. (1)-(6) (see the module docstring).
     """
     d = spectrum.d
-    # float32 draws and products (2x faster; cosines to ~1e-7), float64 from the reductions on
-    sqrt_lam = np.sqrt(spectrum.eigenvalues).astype(np.float32)
-    sqrt_omega = np.sqrt(spectrum.teacher_eigenvalues).astype(np.float32)
-    x = rng.standard_normal((size, P + 1, d), dtype=np.float32)
-    x *= sqrt_lam
-    beta = rng.standard_normal((size, d), dtype=np.float32) * sqrt_omega
+    # float32 draws and products (2x faster; cosines to ~1e-7), float64 from the reductions on;
+    # draw order: the P + 1 tokens of each context (the query last), then the teacher
+    x = eigenbasis_normal(rng, (size, P + 1, d), spectrum.eigenvalues, np.float32)
+    beta = eigenbasis_normal(rng, (size, d), spectrum.teacher_eigenvalues, np.float32)
     context, test = x[:, :P], x[:, P]
-    labels = (context @ beta[:, :, None])[..., 0].astype(np.float64)  # eq. (1)
-    dots = (context @ test[:, :, None])[..., 0].astype(np.float64)
-    norms_ctx = np.sqrt(np.einsum("bpd,bpd->bp", context, context).astype(np.float64))
-    norm_test = np.sqrt(np.einsum("bd,bd->b", test, test).astype(np.float64))
+    labels = teacher_labels(context, beta).astype(np.float64)  # eq. (1)
+    dots, context_sq, test_sq = (term.astype(np.float64) for term in similarity_terms(context, test))
+    norms_ctx, norm_test = np.sqrt(context_sq), np.sqrt(test_sq)
     cosine = dots / (norms_ctx * norm_test[:, None])
     # eq. (6): mean label over the top-k cosine similarities (partition; ties have probability 0 for d >= 2)
-    top = np.argpartition(-cosine, k - 1, axis=1)[:, :k]
-    target = np.take_along_axis(labels, top, axis=1).mean(axis=1)
+    target = top_k_mean(labels, select_top_k(cosine, k, ordered=False))
     if similarity == "cosine":
         scores = cosine
     elif similarity == "dot":
@@ -340,10 +342,7 @@ def softmax_head_bound(
     if chunk is None:
         chunk = max(16, _CHUNK_FLOATS // ((P + 1) * spectrum.d))
     chunk = check_positive_int("chunk", chunk)
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        rng = np.random.default_rng(int(rng))
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator or an int seed; got {type(rng).__name__}")
+    rng = check_generator(rng, allow_seed=True)
     if temperatures is None:
         temperatures = default_temperatures(spectrum, similarity)
     temperatures = np.asarray(temperatures, dtype=np.float64)

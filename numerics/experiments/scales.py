@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from theory._validation import check_choice, check_positive_int
+from theory.validation import check_choice, check_positive_int
 
 
 __all__ = [

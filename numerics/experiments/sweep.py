@@ -397,7 +397,7 @@ def _as_grid(grid: Any, config_type: Any) -> Grid:
 
 
 def _check_int(name: str, value: Any, minimum: int = 1) -> int:
-    from theory._validation import check_positive_int
+    from theory.validation import check_positive_int
 
     return check_positive_int(name, value, minimum)
 
@@ -576,7 +576,7 @@ def _run(configs, hashes, out_dir, backend, workers, scheduler, dask_local, retr
 
 
 def _validation_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
-    from theory._validation import check_choice
+    from theory.validation import check_choice
 
     return check_choice(name, value, allowed)
 

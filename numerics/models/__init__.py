@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from theory._validation import check_choice
+from theory.validation import check_choice
 
 from ._common import LAYER_NORM_EPS, ForwardResult
 

@@ -20,7 +20,15 @@ from typing import Optional
 
 import numpy as np
 
-from theory._validation import check_choice, check_nonnegative, check_positive, check_positive_int
+from theory.validation import (  # check_generator and check_dtype lived here: still importable from here
+    FLOAT_DTYPES as _FLOAT_DTYPES,
+    check_choice,
+    check_dtype,
+    check_generator,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+)
 
 __all__ = [
     "LAYER_NORM_EPS",
@@ -46,8 +54,6 @@ __all__ = [
 
 #: eps added to the per-token feature variance inside the pre-norm (not stated in the paper)
 LAYER_NORM_EPS = 1e-5
-
-_FLOAT_DTYPES = (np.float32, np.float64)
 
 
 # --------------------------------------------------------------------------- results
@@ -203,39 +209,6 @@ def masked_softmax(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- checks
-def check_generator(rng: object, name: str = "rng") -> np.random.Generator:
-    """Return ``rng`` if it is a ``numpy.random.Generator``; raise TypeError otherwise.
-
-    Examples
-    --------
-    >>> isinstance(check_generator(np.random.default_rng(0)), np.random.Generator)
-    True
-    """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
-            f"got {type(rng).__name__}"
-        )
-    return rng
-
-
-def check_dtype(dtype: object, name: str = "dtype") -> type:
-    """Return ``dtype`` as ``np.float32`` or ``np.float64``; raise ValueError for anything else.
-
-    Examples
-    --------
-    >>> check_dtype("float32")
-    <class 'numpy.float32'>
-    """
-    try:
-        resolved = np.dtype(dtype).type
-    except TypeError as exc:
-        raise TypeError(f"{name} must be numpy.float32 or numpy.float64; got {dtype!r}") from exc
-    if resolved not in _FLOAT_DTYPES:
-        raise ValueError(f"{name} must be numpy.float32 or numpy.float64; got {np.dtype(dtype).name}")
-    return resolved
-
-
 def check_params(params: object, *, model: str, untied_values: bool = False, has_m: bool = False) -> tuple[int, int, int, type]:
     """Check a parameter dict of one of the models and return ``(d, N, L, dtype)``.
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from numerics.io import check_output_dir
-from theory._validation import check_positive_int
+from theory.validation import check_positive_int
 
 from .. import study
 from ..scales import SCALES, Family, Scale, get_scale

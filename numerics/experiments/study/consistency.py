@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from theory._validation import check_positive_int
+from theory.validation import check_positive_int
 
 from .. import criteria
 from ..bounds import BOUND_SEED, bound_key, head_bounds

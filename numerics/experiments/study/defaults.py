@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from numerics.io import check_output_file, json_clean, write_json
-from theory._validation import check_choice, check_positive_int
+from theory.validation import check_choice, check_positive_int
 
 from ..scales import StudyScale, TRAINED_REGIMES
 from .regimes import _scale, regime_config

@@ -19,7 +19,7 @@ import numpy as np
 
 from numerics.io import check_output_dir, write_json, write_text
 from numerics.train import TrainConfig
-from theory._validation import check_choice, check_positive_int
+from theory.validation import check_choice, check_positive_int
 
 from ..scales import GAIN_PARAMETERS, LAZY_INIT, REGIMES, TRAINED_REGIMES, StudyScale, get_scale
 from .report import draw_figures, study_markdown

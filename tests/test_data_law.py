@@ -1,0 +1,70 @@
+"""Claims about the shared data-law primitives (theory/data_law.py, paper eqs. (1)-(6), (44))."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from theory.data_law import (
+    cosine_similarity,
+    eigenbasis_normal,
+    haar_orthonormal,
+    ranking_scores,
+    rotate,
+    select_top_k,
+    similarity_terms,
+    teacher_labels,
+    top_k_indices,
+    top_k_mean,
+)
+from tolerances import ROUNDOFF, rtol
+
+
+def _context(seed=0, B=6, P=11, d=4):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((B, P, d)), rng.standard_normal((B, d))
+
+
+def test_haar_frames_have_orthonormal_columns_with_and_without_a_batch():
+    rng = np.random.default_rng(1)
+    single = haar_orthonormal(7, 3, rng)
+    batch = haar_orthonormal(4, 4, rng, batch_size=5)
+    assert np.allclose(single.T @ single, np.eye(3), atol=rtol(ROUNDOFF))
+    assert np.allclose(np.swapaxes(batch, 1, 2) @ batch, np.eye(4), atol=rtol(ROUNDOFF))
+    with pytest.raises(ValueError, match="^n must"):
+        haar_orthonormal(2, 3, rng)
+
+
+@pytest.mark.parametrize("ranking", ["cosine", "inner_product"])
+def test_rank_equivalent_scores_select_the_same_tokens_as_the_similarity(ranking):
+    x, q = _context()
+    exact = top_k_indices(x, q, 3, ranking=ranking)
+    scores = ranking_scores(x, q[:, None, :], ranking)[:, 0, :]
+    assert np.array_equal(np.sort(exact, axis=1), np.sort(select_top_k(scores, 3, ordered=False), axis=1))
+    assert np.array_equal(exact, select_top_k(scores, 3))
+
+
+def test_cosine_is_the_inner_product_over_the_norms():
+    x, q = _context(2)
+    dots, context_sq, test_sq = similarity_terms(x, q)
+    assert np.allclose(cosine_similarity(x, q) * np.sqrt(context_sq * test_sq[:, None]), dots, atol=rtol(ROUNDOFF))
+
+
+def test_the_top_k_label_mean_is_the_label_of_the_top_k_token_mean():
+    # y* = βᵀt with t the mean of the selected tokens (eqs. 6, 41)
+    x, q = _context(3)
+    beta = np.random.default_rng(4).standard_normal(q.shape)
+    chosen = top_k_indices(x, q, 4)
+    tokens = top_k_mean(x, chosen[:, None, :])[:, 0, :]
+    assert np.allclose(top_k_mean(teacher_labels(x, beta), chosen), np.sum(tokens * beta, axis=1), atol=rtol(ROUNDOFF))
+
+
+def test_rotating_eigenbasis_draws_keeps_cosines_and_labels():
+    rng = np.random.default_rng(5)
+    lam = np.array([3.0, 1.0, 0.5])
+    x = eigenbasis_normal(rng, (4, 9, 3), lam)
+    q = eigenbasis_normal(rng, (4, 3), lam)
+    beta = eigenbasis_normal(rng, (4, 3), np.ones(3))
+    O = haar_orthonormal(3, 3, rng, batch_size=4)
+    assert np.allclose(cosine_similarity(rotate(O, x), rotate(O, q)), cosine_similarity(x, q), atol=rtol(ROUNDOFF))
+    assert np.allclose(teacher_labels(rotate(O, x), rotate(O, beta)), teacher_labels(x, beta), atol=rtol(ROUNDOFF))

@@ -1,0 +1,382 @@
+"""The data law of the paper, written once (eqs. (1)-(6)).
+
+Per context:
+
+1. a Haar-random rotation ``O`` (eq. 3), ``Σ = O diag(λ) Oᵀ``, ``Ω = O diag(ω) Oᵀ``;
+2. a teacher ``β ~ N(0, Ω)`` and inputs ``x_1..x_P, x_test ~ iid N(0, Σ)`` (eq. 4),
+   drawn in the eigenbasis as ``x = O (√λ ⊙ z)``, ``β = O (√ω ⊙ w)`` with z, w
+   standard normal (:func:`eigenbasis_normal`, :func:`rotate`);
+3. labels ``y_i = βᵀx_i`` without noise (eq. 1, :func:`teacher_labels`);
+4. the top-k set ``S_k`` of the context inputs most similar to the query -- by
+   cosine (the task, eq. 6) or by inner product (eq. 44) -- and the mean over it
+   (:func:`top_k_indices`, :func:`select_top_k`, :func:`top_k_mean`).
+
+The samplers built on these primitives -- :func:`numerics.tasks.sample` (training
+batches), :func:`numerics.bounds.softmax_head_bound` (oracle heads) and
+:func:`theory.floor.linear_floor_monte_carlo` (the linear floor) -- each consume
+their generator in their own documented order; the primitives draw exactly what
+they are asked for, so a sampler's stream does not depend on how it is factored.
+Cosines and inner products are invariant under the common rotation ``O``, which
+is why the last two sample in the eigenbasis (``O = I``) without loss.
+
+Haar rotations are drawn by a QR decomposition of iid Gaussian matrices,
+``G = Q R``, with the columns of ``Q`` multiplied by ``sign(diag R)``; that sign
+fix makes ``Q`` exactly Haar distributed (Mezzadri 2007), which a plain QR is
+not. This is the cheapest exact method available in numpy: one LAPACK
+``geqrf`` + ``orgqr`` per matrix, ``O(d³)``, batched over contexts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .validation import check_choice, check_dtype, check_generator, check_positive_int, check_top_k
+
+__all__ = [
+    "RANKINGS",
+    "haar_orthonormal",
+    "haar_rotations",
+    "eigenbasis_normal",
+    "rotate",
+    "teacher_labels",
+    "similarity_terms",
+    "cosine_similarity",
+    "ranking_scores",
+    "select_top_k",
+    "top_k_indices",
+    "top_k_mean",
+]
+
+#: how context tokens are ranked against the query: ``'cosine'`` (the task, eq. 6) or ``'inner_product'`` (eq. 44)
+RANKINGS = ("cosine", "inner_product")
+
+
+def haar_orthonormal(n: int, d: int, rng: np.random.Generator, *, batch_size: int | None = None, dtype=np.float64) -> np.ndarray:
+    """Haar-distributed ``n x d`` matrices with orthonormal columns (``n >= d``), by QR with the sign fix.
+
+    ``Q`` of ``G = Q R``, ``G`` with iid N(0, 1) entries, times ``diag(sign(diag R))``
+    (a zero diagonal entry, of probability zero, keeps its column). For ``n = d``
+    this is the Haar measure on O(d) (eq. 3); for ``n > d`` the uniform law on
+    orthonormal d-frames in R^n (an orthonormal ``W_x``, eq. 8).
+
+    Parameters
+    ----------
+    n, d : int
+        Rows and columns, ``n >= d >= 1``.
+    rng : numpy.random.Generator
+        Consumed: one ``standard_normal`` draw of shape ``(batch_size, n, d)`` (or ``(n, d)``).
+    batch_size : int, optional
+        Number of independent matrices; ``None`` for a single ``(n, d)`` matrix.
+    dtype : {numpy.float64, numpy.float32}
+
+    Returns
+    -------
+    numpy.ndarray, shape (batch_size, n, d) or (n, d)
+
+    References
+    ----------
+    Paper eqs. (3), (8); F. Mezzadri, "How to generate random matrices from the
+    classical compact groups", Notices AMS 54 (2007).
+
+    Examples
+    --------
+    >>> W = haar_orthonormal(5, 3, np.random.default_rng(0))
+    >>> W.shape, bool(np.allclose(W.T @ W, np.eye(3)))
+    ((5, 3), True)
+    """
+    n = check_positive_int("n", n)
+    d = check_positive_int("d", d)
+    if n < d:
+        raise ValueError(f"n must be >= d (orthonormal columns); got n={n}, d={d}")
+    rng = check_generator(rng)
+    dtype = check_dtype(dtype)
+    shape = (n, d) if batch_size is None else (check_positive_int("batch_size", batch_size), n, d)
+    q, r = np.linalg.qr(rng.standard_normal(shape, dtype=dtype))
+    signs = np.where(np.diagonal(r, axis1=-2, axis2=-1) < 0, -1.0, 1.0).astype(dtype)
+    return q * signs[..., None, :]
+
+
+def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.float64) -> np.ndarray:
+    """Draw ``batch_size`` independent Haar-random orthogonal ``d x d`` matrices (one per context).
+
+    Batched QR of iid Gaussian matrices with the sign fix ``Q ← Q diag(sign(diag R))``,
+    which makes the law of ``Q`` exactly the Haar measure on O(d)
+    (:func:`~theory.data_law.haar_orthonormal` with ``n = d``).
+
+    Parameters
+    ----------
+    d, batch_size : int
+    rng : numpy.random.Generator
+    dtype : {numpy.float64, numpy.float32}
+
+    Returns
+    -------
+    numpy.ndarray, shape (batch_size, d, d)
+
+    References
+    ----------
+    Paper eq. (3); F. Mezzadri, "How to generate random matrices from the classical
+    compact groups", Notices AMS 54 (2007).
+
+    Examples
+    --------
+    >>> O = haar_rotations(3, 2, np.random.default_rng(0))
+    >>> np.allclose(O @ np.swapaxes(O, 1, 2), np.eye(3))
+    True
+    """
+    return haar_orthonormal(d, d, rng, batch_size=batch_size, dtype=dtype)
+
+
+def eigenbasis_normal(rng: np.random.Generator, shape: tuple, variances: object, dtype=np.float64) -> np.ndarray:
+    """Draw ``√variances ⊙ z``, z iid standard normal of ``shape``: N(0, diag(variances)) in the eigenbasis.
+
+    With ``variances = λ`` these are inputs ``x ~ N(0, Σ)`` before the rotation
+    (``x = O (√λ ⊙ z)``), with ``variances = ω`` the teacher ``β`` (eq. 4). The
+    draw is made in ``dtype`` and scaled in ``dtype``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Consumed: one ``standard_normal(shape, dtype=dtype)`` draw.
+    shape : tuple of int
+        Output shape; its last axis has the length of ``variances``.
+    variances : array_like, shape (d,)
+        Eigenvalues (λ or ω).
+    dtype : {numpy.float64, numpy.float32}
+
+    Returns
+    -------
+    numpy.ndarray of ``shape``
+
+    References
+    ----------
+    Paper eqs. (2)-(4).
+
+    Examples
+    --------
+    >>> x = eigenbasis_normal(np.random.default_rng(0), (20000, 2), [4.0, 1.0])
+    >>> x.var(axis=0).round(1).tolist()
+    [4.0, 1.0]
+    """
+    rng = check_generator(rng)
+    dtype = check_dtype(dtype)
+    draws = rng.standard_normal(shape, dtype=dtype)
+    draws *= np.sqrt(np.asarray(variances, dtype=np.float64)).astype(dtype)
+    return draws
+
+
+def rotate(rotation: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """``O v`` for every vector of each context: ``vectors`` of shape (B, d) or (B, n, d), ``rotation`` (B, d, d).
+
+    Takes eigenbasis draws to the rotated frame of eq. (3) (``x = O (√λ ⊙ z)``).
+
+    References
+    ----------
+    Paper eqs. (3)-(4).
+
+    Examples
+    --------
+    >>> quarter = np.array([[[0.0, -1.0], [1.0, 0.0]]])
+    >>> rotate(quarter, np.array([[1.0, 0.0]])).tolist(), rotate(quarter, np.array([[[1.0, 0.0]]])).tolist()
+    ([[0.0, 1.0]], [[[0.0, 1.0]]])
+    """
+    if vectors.ndim == 2:
+        return (rotation @ vectors[:, :, None])[..., 0]
+    return vectors @ np.swapaxes(rotation, -1, -2)
+
+
+def teacher_labels(context_x: np.ndarray, teacher: np.ndarray) -> np.ndarray:
+    """Noise-free labels ``y_i = βᵀx_i``: ``context_x`` (B, P, d), ``teacher`` (B, d) -> (B, P).
+
+    References
+    ----------
+    Paper eq. (1).
+
+    Examples
+    --------
+    >>> teacher_labels(np.array([[[1.0, 2.0], [0.0, 1.0]]]), np.array([[3.0, -1.0]])).tolist()
+    [[1.0, -1.0]]
+    """
+    return (context_x @ teacher[:, :, None])[..., 0]
+
+
+def similarity_terms(context_x: np.ndarray, test_x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inner products ``x_iᵀx_test`` (B, P), squared norms ``|x_i|²`` (B, P) and ``|x_test|²`` (B,).
+
+    Every similarity of the package is formed from these, in the input dtype.
+
+    References
+    ----------
+    Paper eqs. (6), (44).
+
+    Examples
+    --------
+    >>> dots, context_sq, test_sq = similarity_terms(np.array([[[3.0, 4.0]]]), np.array([[1.0, 0.0]]))
+    >>> dots.tolist(), context_sq.tolist(), test_sq.tolist()
+    ([[3.0]], [[25.0]], [1.0])
+    """
+    dots = (context_x @ test_x[:, :, None])[..., 0]
+    context_sq = np.einsum("bpd,bpd->bp", context_x, context_x)
+    test_sq = np.einsum("bd,bd->b", test_x, test_x)
+    return dots, context_sq, test_sq
+
+
+def cosine_similarity(context_x: np.ndarray, test_x: np.ndarray) -> np.ndarray:
+    """``cos(x_i, x_test)`` for every context input, shape (B, P).
+
+    References
+    ----------
+    Paper eq. (6).
+
+    Examples
+    --------
+    >>> cosine_similarity(np.array([[[1.0, 0.0], [1.0, 1.0]]]), np.array([[2.0, 0.0]])).round(4).tolist()
+    [[1.0, 0.7071]]
+    """
+    dots, context_sq, test_sq = similarity_terms(context_x, test_x)
+    return dots / np.sqrt(context_sq * test_sq[:, None])
+
+
+def ranking_scores(context_x: np.ndarray, queries: np.ndarray, ranking: str = "cosine") -> np.ndarray:
+    """Scores that order the context tokens as the ranking does, for m queries per context: (B, m, P).
+
+    ``x_iᵀq`` for ``'inner_product'`` (eq. 44); ``x_iᵀq / |x_i|`` for
+    ``'cosine'`` -- the cosine times ``|q|``, which is common to a query's
+    scores and so leaves its ranking (eq. 6) unchanged.
+
+    Parameters
+    ----------
+    context_x : numpy.ndarray, shape (B, P, d)
+    queries : numpy.ndarray, shape (B, m, d)
+    ranking : {'cosine', 'inner_product'}
+
+    Returns
+    -------
+    numpy.ndarray, shape (B, m, P)
+
+    References
+    ----------
+    Paper eqs. (6), (44).
+
+    Examples
+    --------
+    >>> x = np.array([[[1.0, 0.0], [0.0, 3.0]]])
+    >>> q = np.array([[[1.0, 1.0]]])
+    >>> ranking_scores(x, q).tolist(), ranking_scores(x, q, "inner_product").tolist()
+    ([[[1.0, 1.0]]], [[[1.0, 3.0]]])
+    """
+    ranking = check_choice("ranking", ranking, RANKINGS)
+    scores = np.matmul(queries, np.swapaxes(context_x, -1, -2))
+    if ranking == "cosine":
+        scores /= np.sqrt(np.einsum("bpd,bpd->bp", context_x, context_x))[:, None, :]
+    return scores
+
+
+def select_top_k(scores: np.ndarray, k: int, *, ordered: bool = True) -> np.ndarray:
+    """Indices of the k largest scores along the last axis: (..., P) -> (..., k).
+
+    ``ordered=True``: in decreasing order of the score, exactly k per row, ties
+    (probability zero for ``d >= 2``, certain for ``d = 1`` where every cosine is
+    ±1) broken in favour of the lower index. ``ordered=False``: the k indices in
+    the (unspecified but deterministic) order of ``numpy.argpartition``, which is
+    all a mean over ``S_k`` needs. ``O(P)`` per row either way (a partition, no full sort).
+
+    Parameters
+    ----------
+    scores : numpy.ndarray, shape (..., P)
+    k : int
+        ``1 <= k <= P``.
+    ordered : bool, default True
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (..., k)
+
+    References
+    ----------
+    Paper eq. (6).
+
+    Examples
+    --------
+    >>> select_top_k(np.array([[0.1, 0.9, 0.5, 0.9]]), 2).tolist()   # tie: lower index first
+    [[1, 3]]
+    >>> sorted(select_top_k(np.array([[0.1, 0.9, 0.5]]), 2, ordered=False)[0].tolist())
+    [1, 2]
+    """
+    k = check_top_k(k, scores.shape[-1])
+    if not ordered:
+        return np.argpartition(-scores, k - 1, axis=-1)[..., :k]
+    rows = scores.reshape(-1, scores.shape[-1])
+    kth = -np.partition(-rows, k - 1, axis=1)[:, k - 1 : k]  # k-th largest score
+    above = rows > kth
+    tied = rows == kth
+    still_needed = k - above.sum(axis=1, keepdims=True)
+    chosen = above | (tied & (np.cumsum(tied, axis=1) <= still_needed))  # exactly k per row
+    candidates = np.nonzero(chosen)[1].reshape(rows.shape[0], k)  # ascending index within each row
+    order = np.argsort(-np.take_along_axis(rows, candidates, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(candidates, order, axis=1).reshape(scores.shape[:-1] + (k,))
+
+
+def top_k_indices(context_x: np.ndarray, test_x: np.ndarray, k: int, *, ranking: str = "cosine") -> np.ndarray:
+    """Indices ``S_k`` of the ``k`` context inputs most similar to ``x_test``, shape (B, k).
+
+    Returned in decreasing order of similarity (cosine, eq. 6, or inner
+    product, eq. 44); ties are broken in favour of the lower context index
+    (:func:`~theory.data_law.select_top_k`).
+
+    Parameters
+    ----------
+    context_x : numpy.ndarray, shape (B, P, d)
+    test_x : numpy.ndarray, shape (B, d)
+    k : int
+        ``1 <= k <= P``.
+    ranking : {'cosine', 'inner_product'}, default 'cosine'
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (B, k)
+
+    References
+    ----------
+    Paper eqs. (6), (44).
+
+    Examples
+    --------
+    >>> cx = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 0.2]]])
+    >>> top_k_indices(cx, np.array([[1.0, 0.1]]), 2).tolist()
+    [[2, 0]]
+    >>> top_k_indices(np.array([[[1.0], [-2.0], [3.0]]]), np.array([[1.0]]), 1).tolist()  # tie: lowest index
+    [[0]]
+    >>> top_k_indices(np.array([[[1.0], [-2.0], [3.0]]]), np.array([[1.0]]), 1, ranking="inner_product").tolist()
+    [[2]]
+    """
+    ranking = check_choice("ranking", ranking, RANKINGS)
+    if ranking == "cosine":
+        scores = cosine_similarity(context_x, test_x)
+    else:
+        scores = similarity_terms(context_x, test_x)[0]
+    return select_top_k(scores, k)
+
+
+def top_k_mean(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Mean of ``values`` over the selected context positions of each context (the target of eq. 6).
+
+    ``values`` has the contexts on axis 0 and the P positions on axis 1 --
+    labels (B, P) or tokens (B, P, d); ``indices`` (B, ..., k) holds k positions
+    per row (:func:`select_top_k`). The result has shape
+    ``indices.shape[:-1] + values.shape[2:]``: ``y* = (1/k) Σ_{i∈S_k} y_i`` for
+    labels, ``t = (1/k) Σ_{i∈S_k} x_i`` (eq. 41) for tokens.
+
+    References
+    ----------
+    Paper eqs. (6), (41).
+
+    Examples
+    --------
+    >>> top_k_mean(np.array([[1.0, 2.0, 4.0]]), np.array([[2, 0]])).tolist()
+    [2.5]
+    >>> top_k_mean(np.array([[[1.0, 0.0], [0.0, 1.0], [3.0, 3.0]]]), np.array([[[0, 2], [1, 2]]])).tolist()
+    [[[2.0, 1.5], [1.5, 2.0]]]
+    """
+    contexts = np.arange(values.shape[0]).reshape((-1,) + (1,) * (indices.ndim - 1))
+    return values[contexts, indices].mean(axis=indices.ndim - 1)
