@@ -183,7 +183,7 @@ def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, pro
         log("consistency with the paper (oracle bounds at the paper's sizes) ...")
         options = _CONSISTENCY.get(scale.name, _CONSISTENCY["quick"])
         consistency = study_module.paper_consistency(study=result, out_dir=study_dir, workers=workers or 1,
-                                                     progress=bool(progress), **options)
+                                                     progress=progress, **options)
         consistency_md = _relink(consistency.markdown, "study/")
     except (ValueError, RuntimeError, KeyError) as exc:
         consistency_md = (f"## Consistency with the paper\n\n**The consistency check did not run**: "

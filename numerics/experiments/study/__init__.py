@@ -847,9 +847,9 @@ def _bound_job(args: tuple) -> tuple:
     return args, bound.to_dict()
 
 
-def _bounds_many(jobs: Sequence[tuple], cache: Path | None, workers: int, progress: bool) -> dict:
+def _bounds_many(jobs: Sequence[tuple], cache: Path | None, workers: int, progress: bool | None) -> dict:
     """Compute (or read from ``cache``) many bounds, in ``workers`` processes; returns {job: HeadBound}."""
-    from tqdm.auto import tqdm
+    from numerics.progress import progress_bar
 
     from numerics.experiments.bounds import HeadBound
 
@@ -867,7 +867,7 @@ def _bounds_many(jobs: Sequence[tuple], cache: Path | None, workers: int, progre
         else:
             todo.append(job)
     if todo:
-        bar = tqdm(total=len(todo), desc="oracle bounds", unit="bound", disable=not progress)
+        bar = progress_bar(len(todo), enabled=progress, desc="oracle bounds", unit="bound")  # records when not a terminal
         try:
             if workers > 1 and len(todo) > 1:
                 import concurrent.futures as cf
@@ -1050,7 +1050,7 @@ def run_regime_study(
     store_dir : path, optional
         Sweep store (default ``out_dir/store``); pass the reproduction's store to share runs.
     progress : bool, optional
-        tqdm bars (default: when stderr is a terminal).
+        tqdm bars on a terminal, one-line records every 30 s otherwise (default); False: silent.
     figures : bool
         Draw the depth plots.
 
@@ -1074,8 +1074,6 @@ def run_regime_study(
     >>> study.regime_name  # doctest: +SKIP
     'flat under lazy training; ...'
     """
-    import sys
-
     from numerics.experiments.store import load_arrays, load_results
     from numerics.experiments.sweep import run_sweep
 
@@ -1088,8 +1086,6 @@ def run_regime_study(
         s = dataclasses.replace(s, regimes=tuple(r for r in s.regimes if r not in skipped))
     out = _check_out_dir(out_dir)
     store = Path(store_dir) if store_dir is not None else out / "store"
-    if progress is None:
-        progress = sys.stderr.isatty()
     workers = (os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
 
     configs = _trained_configs(s)
@@ -1127,16 +1123,19 @@ def run_regime_study(
     control_cache = out / "frozen_heads_cache.json"
     control = json.loads(control_cache.read_text(encoding="utf-8")) if control_cache.is_file() else {}
     if "frozen_heads" in s.regimes:
-        from tqdm.auto import tqdm
+        from numerics.progress import progress_bar
 
         todo = [(size, spectrum, seed) for size in s.sizes for spectrum in s.spectra_of("frozen_heads") for seed in s.seeds]
-        for size, spectrum, seed in tqdm(todo, desc="frozen heads", disable=not progress):
+        bar = progress_bar(len(todo), enabled=progress, desc="frozen heads", unit="control")
+        for size, spectrum, seed in todo:
+            bar.update(1)
             if _control_key(s, size, spectrum, s.depths[-1], seed) not in control:
                 d, P, N = size
                 rows = frozen_heads_control(d=d, N=N, P=P, depths=s.depths, seed=seed, a=spectrum[0], b=spectrum[1],
                                             k=s.k, scale=s)
                 for L, row in zip(s.depths, rows):
                     control[_control_key(s, size, spectrum, L, seed)] = row
+        bar.close()
         _atomic_json(control_cache, _json_clean_dict(control))
 
     points = []
@@ -1453,7 +1452,7 @@ def paper_consistency(
     seed: int = 0,
     out_dir: str | os.PathLike | None = None,
     workers: int = 1,
-    progress: bool = False,
+    progress: bool | None = False,
     bound: Callable | None = None,
     extra_sizes: Sequence[tuple] = (),
 ) -> ConsistencyReport:
@@ -1479,7 +1478,8 @@ def paper_consistency(
         Bounds are cached in ``out_dir/bounds_cache.json`` (re-running is cheap).
     workers : int
         Processes computing bounds in parallel.
-    progress : bool
+    progress : bool or None
+        ``None``: a bar on a terminal, a one-line record every 30 s otherwise (:mod:`numerics.progress`).
     bound : callable, optional
         ``bound(a, b, d, P, k) -> HeadBound`` replacing the Monte-Carlo computation (tests).
     extra_sizes : sequence of (d, P)
@@ -1699,8 +1699,6 @@ def make_softmax_defaults(
     >>> data = make_softmax_defaults(pathlib.Path(tempfile.mkdtemp()) / "d.json", scale="smoke",
     ...                              regimes=("converged",), default_regime="converged", workers=1)  # doctest: +SKIP
     """
-    import sys
-
     from numerics.experiments.store import load_results
     from numerics.experiments.sweep import run_sweep
     from theory import __version__
@@ -1715,8 +1713,6 @@ def make_softmax_defaults(
         raise IsADirectoryError(f"out_path {str(out_path)!r} is a directory; give a .json file path")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     store = Path(store_dir) if store_dir is not None else Path.cwd() / "idepth-defaults-store"
-    if progress is None:
-        progress = sys.stderr.isatty()
     workers = (os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
 
     configs = {}
