@@ -16,6 +16,7 @@ Exit status: 0 on success, 1 when training runs failed, 2 on bad input (one line
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 HELP = "regime study (where inverse-depth appears), oracle bounds vs the paper, measured softmax defaults"
 
@@ -67,8 +68,9 @@ def register(subparsers) -> None:
 
     defaults = actions.add_parser(
         "defaults", help="measure and write the softmax defaults file read by theory.predict_loss",
-        description="Train the regimes over a spectrum grid (sweep layer, cached next to the file), fit "
-                    "R_L = L0 + c/L and write the JSON with its provenance.",
+        description="Train the regimes over a spectrum grid (sweep layer; the runs are kept in --store if given), "
+                    "fit R_L = L0 + c/L and write the JSON with its provenance. --out and --store are checked "
+                    "before any training.",
     )
     defaults.add_argument("--scale", default="quick", help="sizes, depths and seeds (default quick)")
     defaults.add_argument("--out", metavar="FILE", default="softmax_defaults.json", help="JSON file to write")
@@ -76,7 +78,8 @@ def register(subparsers) -> None:
     defaults.add_argument("--regimes", default="lazy,converged", help="regimes to measure (default lazy,converged)")
     defaults.add_argument("--default-regime", default="lazy", help="regime predict_loss uses by default (default lazy)")
     defaults.add_argument("--store", metavar="DIR", default=None,
-                          help="sweep store, a cache of the training runs (default ./idepth-defaults-store)")
+                          help="sweep store to keep the training runs in (a cache: re-running reuses them); default: "
+                               "a temporary directory, removed at the end")
     _execution_options(defaults)
     defaults.set_defaults(func=run_defaults)
 
@@ -116,8 +119,13 @@ def run_regime(args) -> int:
     from numerics.experiments.study import SCALES, paper_consistency, run_regime_study
     from numerics.io import atomic_write
 
+    from numerics.io import check_output_dir
+
     if args.scale not in SCALES or args.scale == "smoke":
         raise ValueError(f"--scale must be one of 'quick', 'full'; got {args.scale!r}")
+    check_output_dir(args.out, "--out")
+    if args.store is not None:
+        check_output_dir(args.store, "--store")
     progress = None if not args.no_progress else False
     try:
         study = run_regime_study(args.scale, args.out, backend=args.backend, workers=args.workers,
@@ -129,9 +137,8 @@ def run_regime(args) -> int:
     if not args.no_consistency:
         n = args.consistency_contexts or (2048 if args.scale == "quick" else 8192)
         report = paper_consistency(study=study, n_contexts=n, out_dir=args.out, workers=args.workers or 1,
-                                   progress=progress is not False and sys.stderr.isatty())
+                                   progress=progress)
         text = text + "\n" + report.markdown
-    from pathlib import Path
 
     atomic_write(Path(args.out) / "study.md", lambda fh: fh.write(text.encode("utf-8")))
     print(f"regime: {study.regime_name}")
@@ -142,13 +149,14 @@ def run_regime(args) -> int:
 
 def run_consistency(args) -> int:
     """Run ``idepth study consistency``."""
-    from pathlib import Path
 
     from numerics.experiments.study import paper_consistency
-    from numerics.io import atomic_write
+    from numerics.io import atomic_write, check_output_dir
 
-    report = paper_consistency(d=args.d, P_values=_ints(args.P, "--P"), n_contexts=args.contexts, out_dir=args.out,
-                               workers=args.workers, progress=not args.no_progress and sys.stderr.isatty())
+    P_values = _ints(args.P, "--P")
+    check_output_dir(args.out, "--out")
+    report = paper_consistency(d=args.d, P_values=P_values, n_contexts=args.contexts, out_dir=args.out,
+                               workers=args.workers, progress=None if not args.no_progress else False)
     atomic_write(Path(args.out) / "consistency.md", lambda fh: fh.write(report.markdown.encode("utf-8")))
     print(f"{report.n_below} of {len(report.rows)} paper values are below the oracle bound; "
           f"wrote {Path(args.out) / 'consistency.md'}")
@@ -157,20 +165,28 @@ def run_consistency(args) -> int:
 
 def run_defaults(args) -> int:
     """Run ``idepth study defaults``."""
+    import tempfile
+
     from numerics.experiments.study import SCALES, make_softmax_defaults
+    from numerics.io import check_output_dir, check_output_file
 
     if args.scale not in SCALES:
         raise ValueError(f"--scale must be one of {', '.join(map(repr, SCALES))}; got {args.scale!r}")
     spectra = None if args.spectra is None else _spectra(args.spectra)
     regimes = tuple(r.strip() for r in args.regimes.split(",") if r.strip())
-    try:
-        data = make_softmax_defaults(
-            args.out, scale=args.scale, spectra=spectra, regimes=regimes, default_regime=args.default_regime,
-            store_dir=args.store, backend=args.backend, workers=args.workers,
-            progress=None if not args.no_progress else False,
-        )
-    except RuntimeError as exc:
-        print(f"idepth study: {exc}", file=sys.stderr)
-        return 1
+    # every output is checked before any training; no store is left in the working directory unless asked
+    check_output_file(args.out, "--out")
+    if args.store is not None:
+        check_output_dir(args.store, "--store")
+    with tempfile.TemporaryDirectory(prefix="idepth-defaults-store-") as scratch:
+        try:
+            data = make_softmax_defaults(
+                args.out, scale=args.scale, spectra=spectra, regimes=regimes, default_regime=args.default_regime,
+                store_dir=args.store if args.store is not None else Path(scratch) / "store", backend=args.backend,
+                workers=args.workers, progress=None if not args.no_progress else False,
+            )
+        except RuntimeError as exc:
+            print(f"idepth study: {exc}", file=sys.stderr)
+            return 1
     print(f"wrote {args.out}: {len(data['entries'])} entries (regimes {', '.join(regimes)})")
     return 0

@@ -266,7 +266,7 @@ def reproduce(
     >>> result.report.name  # doctest: +SKIP
     'REPORT.md'
     """
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), _cpu_seconds()
     if log is None:
         def log(text: str) -> None:
             print(f"[{time.perf_counter() - started:6.0f} s] {text}", file=sys.stderr, flush=True)
@@ -325,10 +325,16 @@ def reproduce(
     wall = time.perf_counter() - started
     report = write_report(ctx, plan, figures=figures, tables=tables, claims=claims, study_markdown=study_md,
                           consistency_markdown=consistency_md, wall_time=wall, sweep_summary=summary,
-                          command=command)
+                          command=command, cpu_time=_cpu_seconds() - cpu_started)
     log(f"wrote {report} ({wall:.0f} s)")
     return ReproductionResult(out_dir=out, report=report, plan=plan, figures=tuple(figures), tables=tuple(tables),
                               claims=claims, sweep=summary, wall_time=wall)
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process and its finished child processes (local sweep workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _usable_cores() -> int:
