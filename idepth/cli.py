@@ -3,7 +3,9 @@
 Each sub-command lives in ``idepth/commands/<name>.py`` and provides
 ``register(subparsers)`` which adds its parser and sets ``func`` to a
 function ``run(args) -> int``. This module only dispatches and turns user
-errors into one line on stderr with exit status 2 (no traceback).
+errors -- bad input, and an output that cannot be written (a read-only file
+system, a full disk: any ``OSError``, named by its path) -- into one line on
+stderr with exit status 2 (no traceback).
 """
 
 from __future__ import annotations
@@ -49,11 +51,27 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (ValueError, TypeError, FileExistsError, FileNotFoundError, NotADirectoryError, PermissionError) as exc:
-        print(f"idepth {args.command}: error: {exc}", file=sys.stderr)
+        print(f"idepth {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. a read-only file system or a full disk: name the path, no traceback
+        print(f"idepth {args.command}: error: {_os_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"idepth {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _os_error(exc: OSError) -> str:
+    """``'/path': Read-only file system`` (the path of the failed operation, when known)."""
+    reason = exc.strerror or _one_line(exc) or type(exc).__name__
+    if exc.filename is None:
+        return f"{reason} ({type(exc).__name__})" if reason != _one_line(exc) else reason
+    target = exc.filename2 if exc.filename2 is not None else exc.filename
+    return f"{str(target)!r}: {reason}"
 
 
 if __name__ == "__main__":  # pragma: no cover

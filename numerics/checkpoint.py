@@ -3,9 +3,15 @@
 A checkpoint directory holds ``params.npz`` (weights), ``arrays.npz`` (loss
 curves, per-layer and mode-wise errors), ``config.json`` and ``metrics.json``.
 All files are staged completely (:func:`numerics.io.stage`) before any is moved
-into place, ``metrics.json`` last with the SHA-256 of the other three, so a
+into place, ``metrics.json`` last with the SHA-256 of the other files, so a
 checkpoint interrupted between two renames is detected on load instead of being
 read as a mixture.
+
+The intermediate checkpoints written during training (``"complete": false``)
+also hold ``training_state.npz`` (:class:`TrainingState`: Adam's moments and
+step, the state of the training-batch generator, the training losses so far),
+which with the evaluation curve in ``arrays.npz`` is everything the training
+loop needs to continue exactly where it was (``idepth train --resume``).
 """
 
 from __future__ import annotations
@@ -13,17 +19,87 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from .io import commit, discard, json_clean, sha256_file, stage
+from .optim import AdamState
 
-__all__ = ["CHECKPOINT_FORMAT", "save_checkpoint", "read_checkpoint", "checkpoint_status"]
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "TRAINING_STATE_FILE",
+    "TrainingState",
+    "save_checkpoint",
+    "read_checkpoint",
+    "read_training_state",
+    "checkpoint_status",
+]
 
 #: value of ``metrics.json["format"]``
 CHECKPOINT_FORMAT = "idepth-checkpoint/1"
+#: the file of an intermediate checkpoint that lets training continue (see :class:`TrainingState`)
+TRAINING_STATE_FILE = "training_state.npz"
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingState:
+    """What the training loop needs, besides the weights and the evaluation curve, to continue exactly.
+
+    Attributes
+    ----------
+    steps : int
+        Adam steps done.
+    adam : numerics.optim.AdamState
+        Moments and step count.
+    rng_state : dict
+        ``Generator.bit_generator.state`` of the training-batch generator, as
+        it is before the next batch is drawn.
+    train_loss : ndarray, shape (steps,)
+        Training loss of every step done.
+    elapsed, cpu_time : float
+        Wall and CPU seconds spent so far (added up over resumptions).
+
+    References
+    ----------
+    Training of paper eq. (12); Adam (Kingma & Ba 2015).
+
+    Examples
+    --------
+    >>> state = TrainingState(1, AdamState({"w": np.ones(2)}, {"w": np.ones(2)}, 1),
+    ...                       np.random.default_rng(0).bit_generator.state, np.array([0.5]), 0.1, 0.1)
+    >>> TrainingState.from_arrays(state.to_arrays()).adam.m["w"].tolist()
+    [1.0, 1.0]
+    """
+
+    steps: int
+    adam: AdamState
+    rng_state: Mapping[str, Any]
+    train_loss: np.ndarray
+    elapsed: float = 0.0
+    cpu_time: float = 0.0
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Arrays for ``np.savez`` (moments as ``m/<name>``, ``v/<name>``; scalars as JSON text)."""
+        meta = {"steps": int(self.steps), "adam_step": int(self.adam.step), "rng_state": self.rng_state,
+                "elapsed": float(self.elapsed), "cpu_time": float(self.cpu_time)}
+        arrays = {f"m/{k}": np.asarray(v) for k, v in self.adam.m.items()}
+        arrays.update({f"v/{k}": np.asarray(v) for k, v in self.adam.v.items()})
+        arrays["train_loss"] = np.asarray(self.train_loss, dtype=np.float64)
+        arrays["meta"] = np.asarray(json.dumps(json_clean(meta), sort_keys=True))
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "TrainingState":
+        """Inverse of :meth:`to_arrays`."""
+        meta = json.loads(str(arrays["meta"]))
+        m = {k[2:]: v for k, v in arrays.items() if k.startswith("m/")}
+        v = {k[2:]: a for k, a in arrays.items() if k.startswith("v/")}
+        return cls(steps=int(meta["steps"]), adam=AdamState(m=m, v=v, step=int(meta["adam_step"])),
+                   rng_state=meta["rng_state"], train_loss=np.asarray(arrays["train_loss"]),
+                   elapsed=float(meta["elapsed"]), cpu_time=float(meta["cpu_time"]))
 
 
 def save_checkpoint(
@@ -32,8 +108,13 @@ def save_checkpoint(
     params: Mapping[str, np.ndarray],
     metrics: Mapping[str, Any],
     arrays: Mapping[str, np.ndarray],
+    training_state: TrainingState | None = None,
 ) -> Path:
     """Write ``params.npz``, ``arrays.npz``, ``config.json`` and ``metrics.json`` atomically.
+
+    With ``training_state`` (intermediate checkpoints), also ``training_state.npz``;
+    without it, a ``training_state.npz`` left by an earlier intermediate
+    checkpoint is removed once the new checkpoint is in place.
 
     All four files are first staged completely (temporary files in the same
     directory, fsynced); only then are they moved into place with
@@ -64,6 +145,9 @@ def save_checkpoint(
         "arrays.npz": lambda fh: np.savez(fh, **dict(arrays)),
         "config.json": lambda fh: fh.write(config_text),
     }
+    if training_state is not None:
+        state_arrays = training_state.to_arrays()
+        writers[TRAINING_STATE_FILE] = lambda fh: np.savez(fh, **state_arrays)
     staged: list[tuple[str, Path]] = []
     try:
         # stage every file completely before touching the previous checkpoint
@@ -85,6 +169,11 @@ def save_checkpoint(
         discard(staged)
         raise
     commit(staged)  # metrics.json (with the others' hashes) replaced last
+    if training_state is None:  # a stale state must not be mistaken for this checkpoint's
+        try:
+            os.unlink(directory / TRAINING_STATE_FILE)
+        except FileNotFoundError:
+            pass
     return directory
 
 
@@ -134,6 +223,34 @@ def read_checkpoint(directory: str | os.PathLike) -> tuple[dict, dict, dict, dic
         arrays = {k: data[k] for k in data.files}
     metrics = {k: (math.nan if v is None else v) for k, v in meta["metrics"].items()}
     return config, params, metrics, arrays
+
+
+def read_training_state(directory: str | os.PathLike) -> TrainingState | None:
+    """The :class:`TrainingState` of an intermediate checkpoint (verified against ``metrics.json``), or None.
+
+    None when the checkpoint has no training state (a finished run, or a
+    checkpoint written before states were kept). Call :func:`read_checkpoint`
+    first: it verifies every file, this one included.
+
+    Notes
+    -----
+    No example: it needs a checkpoint; see :func:`numerics.train.train` (``resume=True``).
+
+    References
+    ----------
+    Training of paper eq. (12).
+    """
+    directory = Path(directory)
+    meta = json.loads((directory / "metrics.json").read_text(encoding="utf-8"))
+    digest = meta.get("files", {}).get(TRAINING_STATE_FILE)
+    if digest is None:
+        return None
+    path = directory / TRAINING_STATE_FILE
+    if not path.is_file() or sha256_file(path) != digest:
+        raise ValueError(f"checkpoint {str(directory)!r} is inconsistent: {TRAINING_STATE_FILE} does not match "
+                         "metrics.json (interrupted save?)")
+    with np.load(path) as data:
+        return TrainingState.from_arrays({k: data[k] for k in data.files})
 
 
 def checkpoint_status(directory: str | os.PathLike) -> dict[str, Any] | None:

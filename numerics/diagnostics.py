@@ -628,6 +628,8 @@ def plot_modewise_loss(diagnostics: Diagnostics, path, *, title: str | None = No
         ax.set_ylabel(r"normalised mode loss $E\,\tilde e_k^2 / E\,\tilde t_k^2$")
         ax.set_title(title or f"{diagnostics.model}, {diagnostics.task} task, L = {diagnostics.depth}")
         ax.legend(frameon=False)
-        fig.savefig(path, dpi=120)
+        from numerics.io import save_figure
+
+        save_figure(fig, path, dpi=120, close=False)  # atomic; a path matplotlib cannot write is refused
     finally:
         plt.close(fig)

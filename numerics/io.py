@@ -13,7 +13,8 @@ creation and CSV export, figures, tables, reports, caches, CLI plots):
   (a checkpoint: all staged first, then renamed in order);
 * :func:`json_clean` -- the one JSON normaliser (numpy scalars to Python,
   non-finite floats to ``null``, tuples to lists, keys to strings);
-* :func:`check_output_file` -- validate an output path before any work is done.
+* :func:`check_output_file`, :func:`check_output_dir` -- validate an output path
+  before any work is done (writability probed for real, not with :func:`os.access`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import hashlib
 import json
 import math
 import os
+import signal
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
@@ -39,6 +42,7 @@ __all__ = [
     "json_clean",
     "check_output_file",
     "check_output_dir",
+    "make_output_dir",
     "FIGURE_FORMATS",
 ]
 
@@ -154,6 +158,29 @@ def stage(path: str | os.PathLike, write: Callable[[Any], None]) -> tuple[str, s
         raise
 
 
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold a SIGINT (Ctrl-C) arriving in the body until the body is done, then deliver it.
+
+    Only in the main thread (where Python handles signals); elsewhere a no-op.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    except (ValueError, OSError):  # pragma: no cover - no signal handling here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+        if received:
+            os.kill(os.getpid(), signal.SIGINT)  # now handled as usual (KeyboardInterrupt)
+
+
 def commit(staged: list[tuple[str, Path]]) -> None:
     """``os.replace`` each staged file onto its target, in order; on failure remove the rest.
 
@@ -168,8 +195,9 @@ def commit(staged: list[tuple[str, Path]]) -> None:
     b'12'
     """
     try:
-        for tmp_name, target in staged:
-            os.replace(tmp_name, target)
+        with _sigint_deferred():  # Ctrl-C between two renames would leave a mixture of old and new files
+            for tmp_name, target in staged:
+                os.replace(tmp_name, target)
     except BaseException:
         for tmp_name, _ in staged:
             _unlink_quietly(tmp_name)
@@ -263,13 +291,29 @@ def write_json(path: str | os.PathLike, data: Any, *, indent: int | None = 1, so
     return write_text(path, text)
 
 
+def _probe_writable(directory: Path) -> str | None:
+    """None if a file can be created in ``directory`` (created and removed for real), else why not.
+
+    :func:`os.access` is not enough: for root it says every directory is writable,
+    and it knows nothing of read-only mounts.
+    """
+    try:
+        fd, name = tempfile.mkstemp(prefix=".idepth-write-probe-", dir=directory)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    os.close(fd)
+    _unlink_quietly(name)
+    return None
+
+
 def check_output_file(path: str | os.PathLike, name: str = "path", *, suffixes: tuple[str, ...] | None = None) -> Path:
     """``path`` as a :class:`~pathlib.Path` if a file can be written there; ``ValueError`` naming it otherwise.
 
     Refused: an existing directory, a missing or non-directory parent, a parent
-    that is not writable, and (with ``suffixes``) a suffix not in that list.
-    Call it before any work, so nothing is computed for an output that cannot be
-    written.
+    in which no file can be created (probed by creating and removing a temporary
+    file: read-only mounts and permissions alike, also for root), and (with
+    ``suffixes``) a suffix not in that list. Call it before any work, so nothing
+    is computed for an output that cannot be written.
 
     Examples
     --------
@@ -285,32 +329,61 @@ def check_output_file(path: str | os.PathLike, name: str = "path", *, suffixes: 
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{name} {str(path)!r} is a directory; give a file name")
-    parent = path.parent
-    if not parent.is_dir():
-        raise ValueError(f"{name} {str(path)!r}: the directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} {str(path)!r}: the directory {str(parent)!r} is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"{name} {str(path)!r} exists and is not writable")
     if suffixes is not None:
         suffix = path.suffix.lower().lstrip(".")
         if suffix not in suffixes:
             raise ValueError(
                 f"{name} {str(path)!r} must end in one of {', '.join('.' + s for s in suffixes)}; got {path.suffix or 'no suffix'!r}"
             )
+    parent = path.parent
+    if not parent.is_dir():
+        what = "is a file" if parent.exists() else "does not exist"
+        raise ValueError(f"{name} {str(path)!r}: the directory {str(parent)!r} {what}")
+    why = _probe_writable(parent)
+    if why is not None:
+        raise ValueError(f"{name} {str(path)!r}: the directory {str(parent)!r} is not writable ({why})")
     return path
 
 
-def check_output_dir(out_dir: str | os.PathLike, name: str = "output directory") -> Path:
-    """Refuse an output directory that is a file or cannot be written; create it otherwise.
+def check_output_dir(path: str | os.PathLike, name: str = "directory") -> Path:
+    """``path`` as a :class:`~pathlib.Path` if it is, or can be created as, a writable directory; ``ValueError`` otherwise.
+
+    Nothing is created: an existing directory is probed for real (a temporary
+    file created and removed), a missing one through its nearest existing
+    ancestor, which must be a writable directory.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = check_output_dir(pathlib.Path(tmp) / "new" / "deeper", "--out")
+    ...     out.name, out.exists()
+    ('deeper', False)
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name} {str(path)!r} is an existing file, not a directory")
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:  # pragma: no cover - the root always exists
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"{name} {str(path)!r}: {str(existing)!r} is a file, not a directory")
+    why = _probe_writable(existing)
+    if why is not None:
+        where = "" if existing == path else f": {str(existing)!r}"
+        raise ValueError(f"{name} {str(path)!r}{where} is not writable ({why})")
+    return path
+
+
+def make_output_dir(out_dir: str | os.PathLike, name: str = "output directory") -> Path:
+    """:func:`check_output_dir`, then create the directory (with its parents); return it.
 
     Raises
     ------
-    NotADirectoryError
-        ``out_dir`` (or one of its parents) is an existing file.
-    PermissionError
-        ``out_dir`` cannot be created or written (probed by creating a file there,
-        so a read-only file system is refused even for root).
+    ValueError
+        As :func:`check_output_dir` (a file in the way, nothing writable): nothing is created.
     TypeError
         ``out_dir`` is not a path.
 
@@ -318,36 +391,18 @@ def check_output_dir(out_dir: str | os.PathLike, name: str = "output directory")
     --------
     >>> import tempfile, pathlib
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     check_output_dir(pathlib.Path(tmp) / "new").is_dir()
+    ...     make_output_dir(pathlib.Path(tmp) / "new").is_dir()
     True
     >>> with tempfile.NamedTemporaryFile() as fh:
-    ...     check_output_dir(fh.name)
+    ...     make_output_dir(fh.name)
     Traceback (most recent call last):
     ...
-    NotADirectoryError: output directory ... is an existing file, not a directory
+    ValueError: output directory ... is an existing file, not a directory
     """
     if not isinstance(out_dir, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path; got {out_dir!r} ({type(out_dir).__name__})")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"{name} {str(out)!r} is an existing file, not a directory")
-    for parent in out.parents:
-        if parent.exists() and not parent.is_dir():
-            raise NotADirectoryError(f"{name} {str(out)!r}: {str(parent)!r} is a file, not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except PermissionError:
-        raise PermissionError(f"{name} {str(out)!r} cannot be created (permission denied)") from None
-    except OSError as exc:
-        raise PermissionError(f"{name} {str(out)!r} cannot be created: {exc.strerror}") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise PermissionError(f"{name} {str(out)!r} is not writable")
-    probe = out / f".idepth-write-test-{os.getpid()}"
-    try:
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise PermissionError(f"{name} {str(out)!r} is not writable ({exc.strerror})") from None
+    out = check_output_dir(out_dir, name)
+    out.mkdir(parents=True, exist_ok=True)
     return out
 
 

@@ -129,7 +129,7 @@ import numpy as np
 
 from theory.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
-from .checkpoint import read_checkpoint, save_checkpoint
+from .checkpoint import TrainingState, read_checkpoint, read_training_state, save_checkpoint
 from .optim import SCHEDULES, AdamState, adam_init, adam_update, clip_by_global_norm, schedule_value
 
 __all__ = [
@@ -583,13 +583,17 @@ class TrainResult:
     metrics : dict of str to JSON scalar
         ``R_L``, ``A_L``, ``C_L`` (NaN for L = 1) and their standard errors
         ``R_L_se``, ``A_L_se``, ``C_L_se`` on the evaluation set; ``steps``,
-        ``converged``, ``wall_time`` (s), ``final_train_loss`` (mean over the
+        ``converged``, ``wall_time`` and ``cpu_time`` (s: wall clock and
+        :func:`time.process_time`, summed over the sessions of a resumed run),
+        ``resumed_at`` (the step a resumed run continued from; 0 otherwise),
+        ``final_train_loss`` (mean over the
         last ``eval_every`` steps), ``initial_eval_loss``, ``best_eval_loss``,
         ``final_eval_loss`` (the last curve point), ``label_variance``,
         ``top1_attention_mass`` (mean over layers; NaN for linear attention),
         ``content_hash``, ``package_version``, ``complete`` (True; the
         intermediate checkpoints written during training hold only ``step``,
-        ``eval_loss`` and ``complete = False``).
+        ``max_steps``, ``eval_loss`` and ``complete = False``, plus the training
+        state that ``train(..., resume=True)`` continues from).
     arrays : dict of str to ndarray
         ``loss_curve`` (n_eval, 2): columns step, evaluation loss;
         ``train_loss`` (steps,): per-step training loss;
@@ -750,6 +754,7 @@ def train(
     progress: bool = False,
     checkpoint_dir: str | os.PathLike | None = None,
     callback: Callable[[TrainProgress], object] | None = None,
+    resume: bool = False,
 ) -> TrainResult:
     """Train ``config.model`` online with Adam until convergence or ``max_steps`` (eq. 12).
 
@@ -764,6 +769,12 @@ def train(
     callback : callable or None
         Called with a :class:`TrainProgress` at every evaluation (step 0
         included); a truthy return value stops training (``converged`` False).
+    resume : bool
+        Continue from the intermediate checkpoint in ``checkpoint_dir`` (the
+        last evaluation before an interrupt): weights, Adam state, batch
+        generator, curves. The result equals that of an uninterrupted run of
+        the same config, bitwise. Without a checkpoint there, training starts
+        from step 0.
 
     Returns
     -------
@@ -773,6 +784,9 @@ def train(
     ------
     TrainingDiverged
         When a training or evaluation loss (or gradient) is NaN or infinite.
+    ValueError
+        ``resume`` with a checkpoint of another config, a finished checkpoint
+        or one without a training state.
 
     References
     ----------
@@ -794,24 +808,41 @@ def train(
     from numerics.models import get_model
     from numerics.tasks import sample
 
-    t_start = time.perf_counter()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     model = get_model(config.model)
     spectrum = config.spectrum()
     dtype = config.numpy_dtype
     rng_init, rng_batches, _ = _generators(config)
-    params = model.init_params(config.d, config.N, config.depth, rng_init, dtype=dtype, **config.init_options)
-    eval_batch = evaluation_batch(config)
-    state = adam_init(params)
     ckpt = None if checkpoint_dir is None else str(checkpoint_dir)
+    if resume and ckpt is None:
+        raise ValueError("resume=True needs the checkpoint_dir to resume from")
+    resumed = _resume_point(ckpt, config) if resume else None
+    eval_batch = evaluation_batch(config)
 
     eval_steps: list[int] = []
     eval_losses: list[float] = []
     train_losses = np.full(config.max_steps, np.nan)
     last_good: int | None = None
     stopped_by_callback = False
+    spent = (0.0, 0.0)  # wall and CPU seconds of earlier sessions of a resumed run
+    if resumed is None:
+        params = model.init_params(config.d, config.N, config.depth, rng_init, dtype=dtype, **config.init_options)
+        state = adam_init(params)
+        first_step = 0
+    else:
+        params, training, curve = resumed
+        state = training.adam
+        rng_batches.bit_generator.state = training.rng_state
+        first_step = training.steps
+        train_losses[:first_step] = training.train_loss
+        eval_steps += [int(step) for step in curve[:, 0]]
+        eval_losses += [float(loss) for loss in curve[:, 1]]
+        last_good = first_step
+        spent = (training.elapsed, training.cpu_time)
 
     bar = tqdm(
         total=config.max_steps,
+        initial=first_step,
         disable=not progress,
         desc=f"{config.model} {config.task} L={config.depth}",
         unit="step",
@@ -826,8 +857,15 @@ def train(
         eval_steps.append(step)
         eval_losses.append(loss)
         if ckpt is not None:
-            partial = {"step": step, "eval_loss": loss, "complete": False}
-            save_checkpoint(ckpt, config, params, partial, {"loss_curve": _curve(eval_steps, eval_losses)})
+            # everything the loop needs to continue from here exactly (``resume=True``)
+            training = TrainingState(
+                steps=step, adam=state, rng_state=rng_batches.bit_generator.state,
+                train_loss=train_losses[:step].copy(), elapsed=spent[0] + time.perf_counter() - t_start,
+                cpu_time=spent[1] + time.process_time() - cpu_start,
+            )
+            partial = {"step": step, "max_steps": config.max_steps, "eval_loss": loss, "complete": False}
+            save_checkpoint(ckpt, config, params, partial, {"loss_curve": _curve(eval_steps, eval_losses)},
+                            training_state=training)
         last_good = step
         bar.set_postfix(eval=f"{loss:.4g}", train=f"{train_loss:.4g}", refresh=False)
         if callback is not None:
@@ -836,10 +874,13 @@ def train(
         return False
 
     converged = False
-    steps_done = 0
+    steps_done = first_step
     try:
-        stopped_by_callback = do_eval(0, math.nan)
-        for step in range(config.max_steps if not stopped_by_callback else 0):
+        if resumed is None:
+            stopped_by_callback = do_eval(0, math.nan)
+        elif has_converged(np.asarray(eval_steps), np.asarray(eval_losses), config.tol, config.window):
+            converged = True  # interrupted between the checkpoint and the convergence test
+        for step in range(first_step, config.max_steps if not (stopped_by_callback or converged) else 0):
             batch = sample(config.task, spectrum, config.P, config.batch_size, rng_batches, k=config.k, dtype=dtype)
             with np.errstate(over="ignore", invalid="ignore"):  # a non-finite loss is caught just below
                 loss, grads = model.loss_and_grad(params, batch)
@@ -887,12 +928,39 @@ def train(
         label_variance=spectrum.label_variance,
         content_hash=config.content_hash(),
         package_version=__version__,
-        wall_time=time.perf_counter() - t_start,
+        wall_time=spent[0] + time.perf_counter() - t_start,
+        cpu_time=spent[1] + time.process_time() - cpu_start,
+        resumed_at=first_step,
     )
     result = TrainResult(config=config, params=params, metrics=metrics, arrays=arrays)
     if ckpt is not None:
         result.save(ckpt)
     return result
+
+
+def _resume_point(ckpt: str, config: TrainConfig):
+    """``(params, TrainingState, loss_curve)`` of the intermediate checkpoint in ``ckpt``; None if there is none."""
+    from .checkpoint import checkpoint_status
+
+    status = checkpoint_status(ckpt)
+    if status is None:
+        if Path(ckpt).is_dir() and any(Path(ckpt).iterdir()):
+            raise ValueError(f"cannot resume: {ckpt!r} holds no checkpoint (no readable metrics.json)")
+        return None
+    config_data, params, metrics, arrays = read_checkpoint(ckpt)
+    stored = TrainConfig.from_dict(config_data)
+    if stored.content_hash() != config.content_hash():
+        differing = [f.name for f in dataclasses.fields(TrainConfig) if getattr(stored, f.name) != getattr(config, f.name)]
+        detail = f"differs in {', '.join(differing)}" if differing else "was written by another package version"
+        raise ValueError(f"cannot resume: the checkpoint in {ckpt!r} is of another config ({detail}); "
+                         "give the same options as the interrupted run")
+    if metrics.get("complete"):
+        raise ValueError(f"cannot resume: the checkpoint in {ckpt!r} is of a finished run (nothing to continue)")
+    training = read_training_state(ckpt)
+    if training is None:
+        raise ValueError(f"cannot resume: the checkpoint in {ckpt!r} has no training state "
+                         f"({'training_state.npz'} is missing; written by an older version?)")
+    return params, training, np.asarray(arrays["loss_curve"], dtype=np.float64).reshape(-1, 2)
 
 
 def _curve(steps: list[int], losses: list[float]) -> np.ndarray:

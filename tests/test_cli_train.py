@@ -129,3 +129,136 @@ def test_help_explains_every_option(capsys, command, words):
     text = capsys.readouterr().out
     for word in words:
         assert word in text, word
+
+
+# ------------------------------------------------------------------------------------------- options = TrainConfig fields
+
+EXPLICIT = dict(model="context_updates", task="easy", k=3, a=0.25, b=1.5, d=5, N=6, P=9, depth=3, seed=7,
+                batch_size=5, max_steps=11, learning_rate=0.002, schedule="warmup_constant", warmup_steps=2,
+                beta1=0.8, beta2=0.99, eps=1e-7, grad_clip=2.5, init={"qk_scale": 2.0}, eval_size=12, eval_every=4,
+                eval_seed=3, tol=0.01, window=50, dtype="float64", c_lambda=2.0, c_omega=0.5,
+                frozen=("W_v", "W_y"))
+
+
+def _train_parser():
+    import argparse
+
+    from idepth.commands import train as train_command
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    train_command.register(sub)
+    return sub.choices["train"]
+
+
+def _argv(values: dict, parser) -> list[str]:
+    by_dest = {action.dest: action for action in parser._actions}
+    argv = []
+    for name, value in values.items():
+        flag = by_dest[name].option_strings[0]
+        if name == "init":
+            argv += [item for key, v in value.items() for item in (flag, f"{key}={v}")]
+        elif name == "frozen":
+            argv += [flag, ",".join(value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def test_every_train_config_field_is_an_option_of_idepth_train():
+    import dataclasses
+
+    from numerics.train import TrainConfig
+
+    dests = {action.dest for action in _train_parser()._actions}
+    missing = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in dests]
+    assert missing == [], f"TrainConfig fields without an idepth train option: {missing}"
+    assert sorted(EXPLICIT) == sorted(f.name for f in dataclasses.fields(TrainConfig))
+
+
+def test_options_build_exactly_the_config_they_name_under_the_historical_and_the_field_names():
+    from idepth.commands.train import config_from_args
+    from numerics.train import TrainConfig
+
+    parser = _train_parser()
+    expected = TrainConfig(**EXPLICIT)
+    argv = _argv(EXPLICIT, parser)
+    for historical in ("--steps", "--lr", "--warmup", "--batch-size", "--eval-size", "--eval-every", "--eval-seed",
+                       "--grad-clip", "--c-lambda", "--c-omega", "--frozen", "--beta1", "--beta2", "--eps"):
+        assert historical in argv, historical
+    assert config_from_args(parser.parse_args([*argv, "--out", "x"])) == expected
+    renamed = [{"--steps": "--max-steps", "--lr": "--learning-rate", "--warmup": "--warmup-steps"}.get(a, a) for a in argv]
+    assert config_from_args(parser.parse_args([*renamed, "--out", "x"])) == expected
+    assert config_from_args(parser.parse_args(["--out", "x"])) == TrainConfig()
+
+
+# ------------------------------------------------------------------------------------------- --resume
+
+RESUMABLE = TINY_ARGS + ["--dtype", "float64", "--steps", "20"]  # a later option overrides an earlier one
+
+
+def _interrupt_at(monkeypatch, n: int) -> None:
+    """Make the n-th Adam step raise KeyboardInterrupt (what Ctrl-C does in the training loop)."""
+    import numerics.train as train_module
+
+    real, calls = train_module.adam_update, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "adam_update", interrupted)
+
+
+@pytest.mark.parametrize("interrupt_at", [7, 10], ids=["between-evaluations", "right-after-an-evaluation"])
+def test_ctrl_c_leaves_a_checkpoint_that_resume_finishes_bitwise_like_an_uninterrupted_run(
+        tmp_path, capsys, monkeypatch, interrupt_at):
+    assert cli.main(["train", *RESUMABLE, "--out", str(tmp_path / "whole"), "--quiet"]) == 0
+    with monkeypatch.context() as patch:
+        _interrupt_at(patch, interrupt_at)
+        assert cli.main(["train", *RESUMABLE, "--out", str(tmp_path / "cut"), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    step = 3 * ((interrupt_at - 1) // 3)  # the last evaluation before the interrupted step
+    assert f"interrupted; the checkpoint of step {step} in {tmp_path / 'cut'} is kept" in err and "--resume" in err
+    assert json.loads((tmp_path / "cut" / "metrics.json").read_text())["metrics"]["complete"] is False
+
+    code = cli.main(["train", *RESUMABLE, "--out", str(tmp_path / "cut"), "--quiet"])
+    _one_line_error(capsys, code, "not empty", "--resume", "--force")
+    assert cli.main(["train", *RESUMABLE, "--out", str(tmp_path / "cut"), "--resume"]) == 0
+    assert f"resumed at step {step}" in capsys.readouterr().out
+
+    whole, resumed = TrainResult.load(tmp_path / "whole"), TrainResult.load(tmp_path / "cut")
+    assert resumed.params["W_q"].dtype == np.float64
+    for key in whole.params:
+        assert np.array_equal(whole.params[key], resumed.params[key]), key
+    for key in whole.arrays:
+        assert np.array_equal(whole.arrays[key], resumed.arrays[key], equal_nan=True), key
+    for key, value in whole.metrics.items():
+        if key not in ("wall_time", "cpu_time", "resumed_at"):
+            assert value == resumed.metrics[key] or (value != value and resumed.metrics[key] != resumed.metrics[key]), key
+    assert sorted(os.listdir(tmp_path / "cut")) == sorted(os.listdir(tmp_path / "whole"))
+
+
+def test_resume_refuses_another_config_a_finished_run_and_a_foreign_directory(tmp_path, capsys, monkeypatch):
+    with monkeypatch.context() as patch:
+        _interrupt_at(patch, 5)
+        assert cli.main(["train", *RESUMABLE, "--out", str(tmp_path / "cut"), "--quiet"]) == 130
+    capsys.readouterr()
+    code = cli.main(["train", *RESUMABLE, "--seed", "1", "--out", str(tmp_path / "cut"), "--quiet", "--resume"])
+    _one_line_error(capsys, code, "cannot resume", "another config", "differs in seed")
+    assert cli.main(["train", *RESUMABLE, "--out", str(tmp_path / "cut"), "--quiet", "--resume"]) == 0
+    code = cli.main(["train", *RESUMABLE, "--out", str(tmp_path / "cut"), "--quiet", "--resume"])
+    _one_line_error(capsys, code, "cannot resume", "finished run")
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "notes.txt").write_text("mine")
+    code = cli.main(["train", *RESUMABLE, "--out", str(tmp_path / "foreign"), "--quiet", "--resume"])
+    _one_line_error(capsys, code, "holds no checkpoint")
+    code = cli.main(["train", *RESUMABLE, "--out", str(tmp_path / "x"), "--quiet", "--resume", "--force"])
+    _one_line_error(capsys, code, "--force", "--resume")
+
+
+def test_resume_without_a_checkpoint_starts_at_step_0_and_says_so(tmp_path, capsys):
+    assert cli.main(["train", *TINY_ARGS, "--out", str(tmp_path / "new"), "--quiet", "--resume"]) == 0
+    assert "nothing to resume" in capsys.readouterr().err
+    assert TrainResult.load(tmp_path / "new").metrics["complete"] is True

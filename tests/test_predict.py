@@ -2,7 +2,6 @@
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 from theory import PowerLawSpectrum, Spectrum, decompose, predict_loss
 from theory.polynomial_laws import constrained_loss, free_loss
 from tolerances import ROUNDOFF, rtol
+from _checkout import ROOT, checkout_env, idepth_command
 
 SPEC = PowerLawSpectrum(a=2.0, b=1.0, d=512)
 
@@ -106,7 +106,7 @@ def test_bad_power_law_parameters_raise_value_error(kwargs, name):
 
 
 def _idepth(*args):
-    return subprocess.run([sys.executable, "-m", "idepth", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(idepth_command(*args), capture_output=True, text=True, timeout=120, cwd=ROOT, env=checkout_env())
 
 
 def test_cli_predict_json_matches_the_python_api():

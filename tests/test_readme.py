@@ -18,3 +18,18 @@ def test_readme_gives_exactly_two_commands_and_ci_runs_the_test_command_verbatim
     assert "pytest" in test_command and "pip install" in test_command and "pip install" in main_job
     ci = (ROOT / ".ci" / "run").read_text()
     assert test_command in ci.splitlines()
+
+
+def test_readme_quotes_the_one_measured_run_time_of_the_main_job():
+    from numerics.experiments.scales import MEASURED_RUN_TIMES, get_scale
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    measured = MEASURED_RUN_TIMES["quick"].text()
+    assert f"measured: {measured}" in text
+    assert measured in get_scale("quick").description  # --help, the printed plan and the report quote it
+    assert "minutes" not in text.split("## Layout")[0]  # no second, unmeasured figure
+
+
+def test_readme_says_how_to_get_the_browser_tests():
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert "bash .ci/install-chromium.sh" in text and "skipped" in text and "chromium" in text

@@ -11,7 +11,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,12 +19,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from tolerances import ROUNDOFF, rtol
+from _checkout import checkout_env, idepth_command
 
 from idepth.cli import main
 from numerics.experiments.reproduce import ARTEFACTS, get_scale, make_plan, parse_only, reproduce
-from numerics.io import check_output_dir as check_out_dir
+from numerics.io import make_output_dir
 from numerics.experiments import criteria
 from numerics.experiments.reproduce.results import Curve, fit_curve, last_doubling
+from numerics.experiments.sweep import HOLD_AFTER_COMMIT_VARIABLE
 from theory.paper import paper_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,33 +117,32 @@ def test_rerunning_reuses_the_store_and_trains_nothing(smoke):
 
 def test_interrupting_leaves_the_store_consistent_and_rerunning_continues(tmp_path):
     out = tmp_path / "interrupted"
-    command = [sys.executable, "-m", "idepth", "reproduce", "--scale", "smoke", "--only", "fig6a", "--out", str(out),
-               "--workers", "1", "--no-progress"]
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    command = idepth_command("reproduce", "--scale", "smoke", "--only", "fig6a", "--out", str(out),
+                             "--workers", "1", "--no-progress")
+    # deterministic interruption: the sweep driver creates `marker` after its first commit and waits there
+    marker = tmp_path / "first-commit"
+    env = checkout_env(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", **{HOLD_AFTER_COMMIT_VARIABLE: str(marker)})
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
-    store = out / "store" / "results.sqlite"
-    done_before = 0
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if store.exists():
-            try:
-                with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
-                    done_before = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0]
-            except sqlite3.OperationalError:
-                done_before = 0
-            if done_before >= 1:
-                break
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground process group
-    _, stderr = proc.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 600  # a bound on a hang, not a race: the driver waits for us
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), f"the sweep never committed a run: {proc.poll()=}"
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground process group
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     assert proc.returncode == 130, stderr.decode()
+    store = out / "store" / "results.sqlite"
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
         counts = dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
     assert counts.get("running", 0) == 0, counts
     done = counts.get("done", 0)
     total = sum(counts.values())
-    assert 1 <= done < total, counts
+    assert done == 1 and total > 1, counts  # interrupted right after the first commit
     result = reproduce("smoke", "fig6a", out, workers=1, progress=False, study=False, log=lambda text: None)
     assert result.sweep.skipped == done
     assert result.sweep.executed == total - done
@@ -178,19 +178,23 @@ def test_an_output_directory_that_is_a_file_is_refused_with_exit_status_2(tmp_pa
 
 
 def test_an_unwritable_output_directory_is_refused(tmp_path, monkeypatch, capsys):
-    import numerics.experiments.reproduce as package
+    import numerics.io as io_module
 
-    monkeypatch.setattr(package.os, "access", lambda path, mode: False)  # root can write anywhere: simulate
+    # root can write anywhere: a directory that refuses the write probe stands for a read-only one
+    monkeypatch.setattr(io_module, "_probe_writable", lambda directory: "Read-only file system")
     status = main(["reproduce", "--scale", "smoke", "--out", str(tmp_path / "ro"), "--no-progress"])
     err = capsys.readouterr().err
     assert status == 2 and "not writable" in err and err.count("\n") == 1, err
 
 
-def test_check_out_dir_refuses_a_file(tmp_path):
+def test_make_output_dir_refuses_a_file_and_creates_nothing(tmp_path):
     target = tmp_path / "f"
     target.write_text("x")
-    with pytest.raises(NotADirectoryError, match="existing file"):
-        check_out_dir(target)
+    with pytest.raises(ValueError, match="existing file"):
+        make_output_dir(target)
+    with pytest.raises(ValueError, match="is a file"):
+        make_output_dir(target / "below")
+    assert target.read_text() == "x"
 
 
 # ------------------------------------------------------------------------------------------- plan and scales

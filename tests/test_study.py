@@ -1,7 +1,6 @@
 """Claims about the regime study, the oracle bounds and the paper-consistency check (numerics.experiments.study, numerics.experiments.bounds)."""
 
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,6 +27,7 @@ from numerics.experiments.study import (
 from numerics.tasks import sample
 from theory import PowerLawSpectrum
 from theory.decomposition import exchangeable_loss
+from _checkout import ROOT, checkout_env, idepth_command
 
 
 # ----------------------------------------------------------------------------- oracle bounds
@@ -251,7 +251,7 @@ def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch
 
 
 def _idepth(*args):
-    return subprocess.run([sys.executable, "-m", "idepth", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(idepth_command(*args), capture_output=True, text=True, timeout=120, cwd=ROOT, env=checkout_env())
 
 
 def test_cli_study_refuses_bad_input_with_one_line_and_exit_2(tmp_path):

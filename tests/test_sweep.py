@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from _checkout import checkout_env
 
 from idepth.cli import main as idepth_main
 from numerics.experiments import sweep as sw
@@ -349,21 +350,23 @@ def test_sigkill_of_the_driver_loses_no_finished_run_and_the_rerun_completes_eac
     grid_file.write_text(TINY_TOML.replace("max_steps = 30", "max_steps = 150") + "\ndepth = [1, 2, 3, 4, 5]\n")
     code = ("import sys; from numerics.experiments.sweep import run_sweep; "
             "run_sweep(sys.argv[1], sys.argv[2], workers=1, progress=False)")
-    driver = subprocess.Popen([sys.executable, "-c", code, str(grid_file), str(out)], cwd=REPO,
+    marker = tmp_path / "first-commit"  # the driver creates it after its first commit and waits (no race)
+    env = checkout_env(**{sw.HOLD_AFTER_COMMIT_VARIABLE: str(marker)})
+    driver = subprocess.Popen([sys.executable, "-c", code, str(grid_file), str(out)], cwd=REPO, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    done = []
-    while not done and time.monotonic() < deadline and driver.poll() is None:
-        time.sleep(0.05)
-        if (out / STORE_FILENAME).exists():
-            done = load_results(out, status="done")
-    driver.send_signal(signal.SIGKILL)
-    driver.wait()
-    assert done, f"no run was committed before the deadline: {driver.stderr.read().decode()[-2000:]}"
+    try:
+        deadline = time.monotonic() + 300  # bounds a hang only
+        while not marker.exists() and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        held = marker.exists()
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    assert held, f"no run was committed: {driver.stderr.read().decode()[-2000:]}"
     committed = {r["hash"]: (r["finished_at"], r["pid"]) for r in load_results(out, status="done")}
-    assert len(committed) < 5, "the sweep finished before it could be killed"
+    assert len(committed) == 1, "killed right after the first commit"
     worker = next(iter(committed.values()))[1]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # it polls its parent every 0.5 s; a bound on a hang under load
     while _alive(worker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(worker), "a local worker outlived its killed driver"
@@ -463,6 +466,8 @@ def test_cli_unreachable_scheduler_exits_2_within_the_timeout_and_writes_nothing
         port = probe.getsockname()[1]
     grid_file = tmp_path / "grid.toml"
     grid_file.write_text(TINY_TOML + "\ndepth = [1, 2]\n")
+    import distributed  # noqa: F401 - time the connection attempt, not the import (seconds on a loaded machine)
+
     started = time.monotonic()
     code, _, err = _cli(["run", grid_file, "--out", tmp_path / "out", "--backend", "dask",
                          "--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout", "2"], capsys)

@@ -442,3 +442,73 @@ def test_frozen_rejects_unknown_names_and_freezing_everything():
         TrainConfig(frozen=("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     with pytest.raises(ValueError, match="frozen"):
         TrainConfig(model="nonlinear", frozen=("m",))
+
+
+# --------------------------------------------------------------------------- resuming
+
+
+def _same_result(a: TrainResult, b: TrainResult) -> None:
+    for key in a.params:
+        assert np.array_equal(a.params[key], b.params[key]), key
+    assert sorted(a.arrays) == sorted(b.arrays)
+    for key in a.arrays:
+        assert np.array_equal(a.arrays[key], b.arrays[key], equal_nan=True), key
+    for key in ("R_L", "steps", "converged", "best_eval_loss", "final_train_loss"):
+        assert a.metrics[key] == b.metrics[key], key
+
+
+@pytest.mark.parametrize("stop_after_eval_at", [4, 8])
+def test_a_run_interrupted_after_a_checkpoint_resumes_to_the_same_float64_result(tmp_path, stop_after_eval_at):
+    config = tiny(dtype="float64", max_steps=24)
+    whole = train(config)
+
+    def interrupt(progress):  # runs right after the checkpoint of this evaluation is written
+        if progress.step == stop_after_eval_at:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(config, checkpoint_dir=tmp_path, callback=interrupt)
+    resumed = train(config, checkpoint_dir=tmp_path, resume=True)
+    assert resumed.metrics["resumed_at"] == stop_after_eval_at and resumed.metrics["complete"]
+    _same_result(whole, resumed)
+    assert not (tmp_path / "training_state.npz").exists()  # the finished checkpoint holds no stale state
+
+
+def test_a_run_interrupted_between_its_last_checkpoint_and_the_convergence_test_stops_there(tmp_path):
+    config = tiny(dtype="float64", max_steps=400, eval_every=4, tol=0.5, window=8)  # converges early
+    whole = train(config)
+    assert whole.metrics["converged"] and whole.metrics["steps"] < 400
+    last = whole.metrics["steps"]
+
+    def interrupt(progress):
+        if progress.step == last:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(config, checkpoint_dir=tmp_path, callback=interrupt)
+    resumed = train(config, checkpoint_dir=tmp_path, resume=True)
+    assert resumed.metrics["resumed_at"] == last
+    _same_result(whole, resumed)
+
+
+def test_the_checkpoint_holds_the_optimiser_and_batch_generator_state(tmp_path):
+    from numerics.checkpoint import read_training_state
+
+    config = tiny(dtype="float64")
+
+    def interrupt(progress):
+        if progress.step == 8:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(config, checkpoint_dir=tmp_path / "run", callback=interrupt)
+    state = read_training_state(tmp_path / "run")
+    assert state.steps == 8 and state.adam.step == 8 and state.train_loss.shape == (8,)
+    assert sorted(state.adam.m) == sorted(TrainResult.load(tmp_path / "run").params)
+    # the generator state is the one the 9th batch is drawn from
+    rng = np.random.default_rng(np.random.SeedSequence(config.seed, spawn_key=(1,)))
+    from numerics.tasks import sample
+
+    for _ in range(8):
+        sample(config.task, config.spectrum(), config.P, config.batch_size, rng, k=config.k, dtype=np.float64)
+    assert rng.bit_generator.state == state.rng_state

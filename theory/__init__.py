@@ -5,7 +5,7 @@ the ensemble (CLT) decomposition, depth-law fitting and :func:`predict_loss`.
 (see :mod:`theory.symbols`) and evaluated numerically from that source.
 """
 
-from ._version import __version__
+from ._version import __version__  # noqa: F401 (re-exported)
 
 from .decomposition import (
     Decomposition,

@@ -31,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
     from derivations import DerivationError, check_pages, default_pages_dir, write_pages
 
     directory = args.out if args.out is not None else default_pages_dir()
+    if not args.check:
+        from numerics.io import check_output_dir
+
+        check_output_dir(directory, "--out")
     try:
         if args.check:
             differing = check_pages(directory, args.only)

@@ -33,7 +33,10 @@ def register(subparsers) -> None:
     p.add_argument("checkpoint", metavar="DIR", help="checkpoint directory written by 'idepth train'")
     p.add_argument("--contexts", type=int, default=2048, help="number of fresh contexts to average over")
     p.add_argument("--seed", type=int, default=12345, help="seed of the fresh contexts")
-    p.add_argument("--plot", metavar="FILE", default=None, help="save the normalised mode-wise loss plot (PNG) here")
+    p.add_argument("--plot", metavar="FILE", default=None,
+                   help="save the normalised mode-wise loss plot here (.png, .pdf, .svg, ...)")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="diagnose a checkpoint of an unfinished (interrupted) training run; said in the output")
     p.set_defaults(func=run)
 
 
@@ -71,11 +74,26 @@ def format_table(diag) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Load the checkpoint, run the diagnostics, print them, optionally plot."""
+    from numerics.checkpoint import checkpoint_status
     from numerics.diagnostics import diagnose, plot_modewise_loss
+    from numerics.io import FIGURE_FORMATS, check_output_file
     from numerics.train import TrainResult
 
+    if args.plot is not None:  # before any work: nothing is computed for a plot that cannot be written
+        check_output_file(args.plot, "--plot", suffixes=FIGURE_FORMATS)
+    status = checkpoint_status(args.checkpoint)
+    incomplete = status is not None and status.get("complete") is False
+    if incomplete and not args.allow_incomplete:
+        raise ValueError(
+            f"checkpoint {args.checkpoint!r} is incomplete: its training stopped at step {status.get('step', '?')} "
+            f"of {status.get('max_steps', '?')} (interrupted?); continue it with 'idepth train ... --resume', "
+            "or pass --allow-incomplete to diagnose it as it is"
+        )
     result = TrainResult.load(args.checkpoint)
     diag = diagnose(result, n_contexts=args.contexts, rng=np.random.default_rng(args.seed))
+    if incomplete:
+        print(f"INCOMPLETE CHECKPOINT (--allow-incomplete): training stopped at step {status.get('step', '?')} of "
+              f"{status.get('max_steps', '?')}; these are the weights of that step, not of a finished run\n")
     print(format_table(diag))
     if args.plot is not None:
         plot_modewise_loss(diag, args.plot)

@@ -47,9 +47,12 @@ def run(args: argparse.Namespace) -> int:
     if not (DOCS_DIR / "conf.py").is_file():
         raise FileNotFoundError(f"no docs/conf.py next to the idepth package (looked in {DOCS_DIR}); "
                                 "build the docs from a source checkout")
+    from numerics.io import check_output_dir
+
     out = args.out.resolve()
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out must be a directory; {str(out)!r} is a file")
+    check_output_dir(out, "--out")
     out.mkdir(parents=True, exist_ok=True)
     status = subprocess.call(sphinx_command(out))
     if status == 0:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 
 HELP = "predicted loss R_L of a depth-L attention model (theory.predict_loss)"
@@ -111,8 +109,11 @@ def _spectrum(args):
 
 
 def run(args) -> int:
+    from numerics.io import FIGURE_FORMATS, check_output_file
     from theory.predict import predict_loss
 
+    if args.plot is not None:  # before any work
+        check_output_file(args.plot, "--plot", suffixes=FIGURE_FORMATS)
     spectrum = _spectrum(args)
     prediction = predict_loss(
         parse_depths(args.depth), spectrum, attention=args.attention, task=args.task, polynomial=args.polynomial,
@@ -155,11 +156,9 @@ def write_plot(prediction, path: Path, title: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"--plot {path} is a directory")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"--plot: directory {path.parent} does not exist")
+    from numerics.io import FIGURE_FORMATS, check_output_file, save_figure
+
+    path = check_output_file(path, "--plot", suffixes=FIGURE_FORMATS)
     fig, ax = plt.subplots(figsize=(5.5, 4.0), layout="constrained")
     positive = prediction.loss > 0
     ax.loglog(prediction.depth[positive], prediction.loss[positive], "o-", label="predicted $R_L$")
@@ -173,12 +172,4 @@ def write_plot(prediction, path: Path, title: str = "") -> None:
     ax.set_ylabel("loss $R_L$")
     ax.set_title(f"{prediction.attention} attention, {prediction.task} task\n{title}", fontsize=9)
     ax.legend(fontsize=8)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, path)
-    finally:
-        plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    save_figure(fig, path, dpi=120)

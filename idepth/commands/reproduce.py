@@ -18,6 +18,7 @@ HELP = "regenerate the paper's figures and tables (PNG/PDF, Markdown) and write 
 def register(subparsers) -> None:
     """Add the ``reproduce`` sub-command to ``subparsers``."""
     from numerics.experiments.reproduce import ARTEFACTS, SCALES
+    from numerics.experiments.scales import MEASURED_RUN_TIMES
 
     parser = subparsers.add_parser(
         "reproduce",
@@ -31,7 +32,7 @@ def register(subparsers) -> None:
         epilog="scales: " + "; ".join(f"{name}: {scale.description}" for name, scale in SCALES.items()),
     )
     parser.add_argument("--scale", default="quick", metavar="SCALE",
-                        help=f"one of {', '.join(SCALES)} (default: quick, about 15 minutes on 2 cores)")
+                        help=f"one of {', '.join(SCALES)} (default: quick; measured: {MEASURED_RUN_TIMES['quick'].text()})")
     parser.add_argument("--only", metavar="ID,...", default=None,
                         help="only these artefacts (comma-separated): " + ", ".join(ARTEFACTS))
     parser.add_argument("--out", metavar="DIR", default="reproduction",
@@ -45,7 +46,8 @@ def register(subparsers) -> None:
                         help="address of a running Dask scheduler, e.g. tcp://host:8786 (with --backend dask)")
     parser.add_argument("--no-study", action="store_true",
                         help="skip the regime study and the consistency check (numerics.experiments.study)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress output (bars on a terminal, otherwise a one-line record every 30 s)")
     parser.set_defaults(func=run)
 
 
@@ -62,8 +64,11 @@ def _argv(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the reproduction; print where the report is."""
-    from numerics.experiments.reproduce import command_line, reproduce
+    from numerics.experiments.reproduce import command_line, get_scale, parse_only, reproduce
+    from numerics.io import check_output_dir
 
+    get_scale(args.scale), parse_only(args.only)  # bad input first, then the output directory
+    check_output_dir(args.out, "--out")
     result = reproduce(
         args.scale, args.only, args.out, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
         progress=False if args.no_progress else None, study=False if args.no_study else None,

@@ -16,6 +16,7 @@ Exit status: 0 on success, 1 when training runs failed, 2 on bad input (one line
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 HELP = "regime study (where inverse-depth appears), oracle bounds vs the paper, measured softmax defaults"
 
@@ -65,8 +66,9 @@ def register(subparsers) -> None:
 
     defaults = actions.add_parser(
         "defaults", help="measure and write the softmax defaults file read by theory.predict_loss",
-        description="Train the regimes over a spectrum grid (sweep layer, cached next to the file), fit "
-                    "R_L = L0 + c/L and write the JSON with its provenance.",
+        description="Train the regimes over a spectrum grid (sweep layer; the runs are kept in --store if given), "
+                    "fit R_L = L0 + c/L and write the JSON with its provenance. --out and --store are checked "
+                    "before any training.",
     )
     defaults.add_argument("--scale", default="quick", choices=_scale_names(),
                           help="the study budget of a reproduction scale: sizes, depths and seeds (default quick)")
@@ -120,7 +122,11 @@ def _scale_names() -> tuple:
 def run_regime(args) -> int:
     """Run ``idepth study regime``."""
     from numerics.experiments.study import run_study_sections
+    from numerics.io import check_output_dir
 
+    check_output_dir(args.out, "--out")  # every output is checked before any training
+    if args.store is not None:
+        check_output_dir(args.store, "--store")
     progress = None if not args.no_progress else False
     try:
         study, report = run_study_sections(args.scale, args.out, backend=args.backend, workers=args.workers,
@@ -137,14 +143,14 @@ def run_regime(args) -> int:
 
 def run_consistency(args) -> int:
     """Run ``idepth study consistency``."""
-    from pathlib import Path
 
     from numerics.experiments.study import paper_consistency
-    from numerics.io import check_output_dir, write_text
+    from numerics.io import make_output_dir, write_text
 
-    out = check_output_dir(args.out, "--out")
-    report = paper_consistency(d=args.d, P_values=_ints(args.P, "--P"), n_contexts=args.contexts, cache_dir=out / "cache",
-                               workers=args.workers, progress=not args.no_progress and sys.stderr.isatty())
+    P_values = _ints(args.P, "--P")
+    out = make_output_dir(args.out, "--out")
+    report = paper_consistency(d=args.d, P_values=P_values, n_contexts=args.contexts, cache_dir=out / "cache",
+                               workers=args.workers, progress=None if not args.no_progress else False)
     write_text(out / "consistency.md", report.markdown)
     print(f"{report.n_below} of {len(report.rows)} paper values are below the oracle bound; "
           f"wrote {Path(args.out) / 'consistency.md'}")
@@ -154,10 +160,15 @@ def run_consistency(args) -> int:
 def run_defaults(args) -> int:
     """Run ``idepth study defaults``."""
     from numerics.experiments.study import make_softmax_defaults
+    from numerics.io import check_output_dir, check_output_file
 
+    # every output is checked before any training; no store is left in the working directory unless asked
+    check_output_file(args.out, "--out", suffixes=("json",))
+    if args.store is not None:
+        check_output_dir(args.store, "--store")
     spectra = None if args.spectra is None else _spectra(args.spectra)
     regimes = tuple(r.strip() for r in args.regimes.split(",") if r.strip())
-    try:
+    try:  # without --store, the library trains into a temporary store it removes afterwards
         data = make_softmax_defaults(
             args.out, scale=args.scale, spectra=spectra, regimes=regimes, default_regime=args.default_regime,
             store_dir=args.store, backend=args.backend, workers=args.workers,

@@ -59,7 +59,7 @@ def register(subparsers) -> None:
     run_parser.add_argument("--retry-failed", action="store_true",
                             help="run again the runs recorded as failed")
     run_parser.add_argument("--no-progress", action="store_true",
-                            help="no progress bar (it is shown only on a terminal anyway)")
+                            help="no progress output (a bar on a terminal, otherwise a one-line record every 30 s)")
     run_parser.set_defaults(func=run)
 
     status_parser = actions.add_parser(
@@ -84,7 +84,9 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """``idepth sweep run``: run the grid, print a one-line summary."""
     from numerics.experiments.sweep import run_sweep
+    from numerics.io import check_output_dir
 
+    check_output_dir(args.out, "--out")  # before the grid is read or a worker started
     summary = run_sweep(
         args.grid, args.out, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
         dask_local=args.dask_local, retry_failed=args.retry_failed,
@@ -109,7 +111,9 @@ def status(args: argparse.Namespace) -> int:
 def export(args: argparse.Namespace) -> int:
     """``idepth sweep export``: every run as a CSV row, written atomically."""
     from numerics.experiments.store import export_csv
+    from numerics.io import check_output_file
 
+    check_output_file(args.csv, "--csv")
     count = export_csv(args.out, args.csv)
     print(f"wrote {count} runs to {args.csv}")
     return 0

@@ -1,74 +1,158 @@
 """``idepth train``: train one model to convergence and write a checkpoint (paper eq. (12)).
 
-A thin layer over :func:`numerics.train.train`: parses the options into a
-:class:`numerics.train.TrainConfig`, shows a progress bar, writes the
-checkpoint (``params.npz``, ``arrays.npz``, ``config.json``, ``metrics.json``)
-into ``--out`` and prints the final metrics.
+A thin layer over :func:`numerics.train.train`. Its options are derived from the
+fields of :class:`numerics.train.TrainConfig` (one option per field, ``--name``
+with ``-`` for ``_``; a few keep shorter historical names), so a new field is an
+option without an edit here. The checkpoint (``params.npz``, ``arrays.npz``,
+``config.json``, ``metrics.json``) goes into ``--out``; an interrupted run
+(Ctrl-C) leaves its last evaluation's checkpoint there, and the same command with
+``--resume`` continues it to the same final weights as an uninterrupted run.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+import typing
 from pathlib import Path
 
 HELP = "train one model to convergence (paper eq. 12) and write a checkpoint"
 
+#: option names of a TrainConfig field other than ``--field-name`` (the first is shown in --help)
+ALIASES = {
+    "max_steps": ("--steps", "--max-steps"),
+    "learning_rate": ("--lr", "--learning-rate"),
+    "warmup_steps": ("--warmup", "--warmup-steps"),
+}
+
+#: help text of each field (a field missing here still gets an option, under "other TrainConfig fields")
+FIELD_HELP = {
+    "task": "easy: exact-match retrieval (eq. 5); difficult: mean label of the top-k tokens (eq. 6)",
+    "k": "tokens averaged by the difficult task (eq. 6)",
+    "a": "input spectrum exponent a: λ_k = c_λ k^-a (eq. 2)",
+    "b": "teacher spectrum exponent b: ω_k = c_ω k^-b (eq. 2)",
+    "c_lambda": "input spectrum prefactor c_λ (eq. 2)",
+    "c_omega": "teacher spectrum prefactor c_ω (eq. 2)",
+    "d": "input dimension d",
+    "P": "context length P (number of context tokens)",
+    "model": "linear, nonlinear, single_stream, untied_values or context_updates",
+    "N": "hidden width N (>= d)",
+    "depth": "number of attention layers L",
+    "init": "an init_params option of the model (repeatable), e.g. --init qk_scale=4; merged over the model "
+            "family's default",
+    "frozen": "parameters kept at their initial value, comma separated (repeatable), e.g. --frozen W_o,W_v,W_y "
+              "(the gain g = W_o W_v W_y of eq. 60 fixed)",
+    "seed": "seed of the initial weights and training batches",
+    "max_steps": "step cap (max_steps)",
+    "batch_size": "fresh contexts per Adam step",
+    "learning_rate": "peak Adam learning rate (default: the model family's measured default)",
+    "schedule": "learning-rate schedule",
+    "warmup_steps": "linear warm-up steps",
+    "beta1": "Adam's first-moment decay rate β1",
+    "beta2": "Adam's second-moment decay rate β2",
+    "eps": "Adam's denominator offset ε",
+    "grad_clip": "clip the global gradient norm to this value",
+    "eval_size": "size of the fixed held-out evaluation set",
+    "eval_every": "evaluate (and checkpoint) every this many steps",
+    "eval_seed": "seed of the evaluation set",
+    "tol": "converged when the evaluation loss has not improved by this relative amount ...",
+    "window": "... over this many steps",
+    "dtype": "floating-point type",
+}
+
+GROUPS = (
+    ("data (paper eqs. 1-6)", ("task", "k", "a", "b", "c_lambda", "c_omega", "d", "P")),
+    ("model (paper eqs. 7-12, appendix C)", ("model", "N", "depth", "init", "frozen")),
+    ("optimisation and stopping", ("seed", "max_steps", "batch_size", "learning_rate", "schedule", "warmup_steps",
+                                   "beta1", "beta2", "eps", "grad_clip", "eval_size", "eval_every", "eval_seed",
+                                   "tol", "window", "dtype")),
+)
+
+
+def _choices() -> dict:
+    from numerics.train import DTYPES, SCHEDULES, TASKS
+
+    return {"task": TASKS, "schedule": SCHEDULES, "dtype": DTYPES}
+
+
+def _base_type(hint):
+    """``float`` for ``float | None`` (an optional field); the hint itself otherwise."""
+    args = typing.get_args(hint)
+    if type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+    return hint
+
+
+def _add_field_option(group, field, hint, choices) -> None:
+    from collections.abc import Mapping
+
+    names = ALIASES.get(field.name, ("--" + field.name.replace("_", "-"),))
+    text = FIELD_HELP.get(field.name, f"TrainConfig.{field.name}")
+    kind = _base_type(hint)
+    origin = typing.get_origin(kind)
+    if field.name == "init" or origin in (Mapping, dict) or kind in (dict,):
+        group.add_argument(*names, dest=field.name, action="append", default=[], metavar="KEY=VALUE", help=text)
+    elif origin is tuple or kind is tuple:
+        group.add_argument(*names, dest=field.name, action="append", default=[], metavar="NAMES", help=text)
+    elif kind is bool:
+        group.add_argument(*names, dest=field.name, action=argparse.BooleanOptionalAction,
+                           default=field.default, help=text)
+    else:
+        convert = kind if kind in (int, float, str) else str
+        group.add_argument(*names, dest=field.name, type=convert, default=field.default,
+                           choices=choices.get(field.name), help=text)
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Show a default only where there is one to show (not ``None`` or an empty list)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default == [] or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
 
 def register(subparsers) -> None:
-    """Add the ``train`` sub-command to ``subparsers``."""
-    from numerics.train import DTYPES, SCHEDULES, TASKS, TrainConfig
+    """Add the ``train`` sub-command to ``subparsers``: one option per :class:`~numerics.train.TrainConfig` field."""
+    from numerics.train import TrainConfig
 
-    defaults = TrainConfig.__dataclass_fields__
-    default = lambda name: defaults[name].default  # noqa: E731
     p = subparsers.add_parser(
         "train",
         help=HELP,
         description=(
             "Train one of the paper's attention models online with Adam on fresh contexts until the "
             "evaluation loss stops improving (or --steps), then evaluate R_L, A_L, C_L (eqs. 61-63), "
-            "per-layer and mode-wise errors on a fixed held-out set and write a checkpoint to --out."
+            "per-layer and mode-wise errors on a fixed held-out set and write a checkpoint to --out. "
+            "Ctrl-C keeps the checkpoint of the last evaluation; the same command with --resume continues it "
+            "(same final weights as an uninterrupted run). Every field of numerics.train.TrainConfig is an option."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
-    data = p.add_argument_group("data (paper eqs. 1-6)")
-    data.add_argument("--task", choices=TASKS, default=default("task"),
-                      help="easy: exact-match retrieval (eq. 5); difficult: mean label of the top-k tokens (eq. 6)")
-    data.add_argument("--k", type=int, default=default("k"), help="tokens averaged by the difficult task (eq. 6)")
-    data.add_argument("--a", type=float, default=default("a"), help="input spectrum exponent a: λ_k = c_λ k^-a (eq. 2)")
-    data.add_argument("--b", type=float, default=default("b"), help="teacher spectrum exponent b: ω_k = c_ω k^-b (eq. 2)")
-    data.add_argument("--c-lambda", type=float, default=default("c_lambda"), help="input spectrum prefactor c_λ (eq. 2)")
-    data.add_argument("--c-omega", type=float, default=default("c_omega"), help="teacher spectrum prefactor c_ω (eq. 2)")
-    data.add_argument("--d", type=int, default=default("d"), help="input dimension d")
-    data.add_argument("--P", type=int, default=default("P"), help="context length P (number of context tokens)")
-    model = p.add_argument_group("model (paper eqs. 7-12, appendix C)")
-    model.add_argument("--model", default=default("model"),
-                       help="linear, nonlinear, single_stream, untied_values or context_updates")
-    model.add_argument("--N", type=int, default=default("N"), help="hidden width N (>= d)")
-    model.add_argument("--depth", type=int, default=default("depth"), help="number of attention layers L")
-    model.add_argument("--init", action="append", default=[], metavar="KEY=VALUE",
-                       help="an init_params option of the model (repeatable), e.g. --init qk_scale=4; "
-                            "merged over the model family's default")
-    opt = p.add_argument_group("optimisation and stopping")
-    opt.add_argument("--seed", type=int, default=default("seed"), help="seed of the initial weights and training batches")
-    opt.add_argument("--steps", type=int, default=default("max_steps"), help="step cap (max_steps)")
-    opt.add_argument("--batch-size", type=int, default=default("batch_size"), help="fresh contexts per Adam step")
-    opt.add_argument("--lr", type=float, default=None,
-                     help="peak Adam learning rate (default: the model family's measured default)")
-    opt.add_argument("--schedule", choices=SCHEDULES, default=default("schedule"), help="learning-rate schedule")
-    opt.add_argument("--warmup", type=int, default=default("warmup_steps"), help="linear warm-up steps")
-    opt.add_argument("--grad-clip", type=float, default=None, help="clip the global gradient norm to this value")
-    opt.add_argument("--eval-size", type=int, default=default("eval_size"), help="size of the fixed held-out evaluation set")
-    opt.add_argument("--eval-every", type=int, default=default("eval_every"), help="evaluate (and checkpoint) every this many steps")
-    opt.add_argument("--eval-seed", type=int, default=default("eval_seed"), help="seed of the evaluation set")
-    opt.add_argument("--tol", type=float, default=default("tol"),
-                     help="converged when the evaluation loss has not improved by this relative amount ...")
-    opt.add_argument("--window", type=int, default=default("window"), help="... over this many steps")
-    opt.add_argument("--dtype", choices=DTYPES, default=default("dtype"), help="floating-point type")
+    hints = typing.get_type_hints(TrainConfig)
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    choices = _choices()
+    placed = set()
+    for title, names in GROUPS:
+        group = p.add_argument_group(title)
+        for name in names:
+            if name in fields:
+                _add_field_option(group, fields[name], hints[name], choices)
+                placed.add(name)
+    rest = [name for name in fields if name not in placed]
+    if rest:  # a field added to TrainConfig later: still an option
+        group = p.add_argument_group("other TrainConfig fields")
+        for name in rest:
+            _add_field_option(group, fields[name], hints[name], choices)
     out = p.add_argument_group("output")
-    out.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory (created; must be empty unless --force)")
+    out.add_argument("--out", required=True, metavar="DIR",
+                     help="checkpoint directory (created; must be empty unless --force or --resume)")
     out.add_argument("--force", action="store_true", help="write into a non-empty --out directory, replacing a checkpoint there")
+    out.add_argument("--resume", action="store_true",
+                     help="continue the interrupted run whose checkpoint is in --out (give the same options as that run)")
     out.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     p.set_defaults(func=run)
 
@@ -87,37 +171,65 @@ def _parse_init(items: list[str]) -> dict:
     return options
 
 
-def _check_out(path: Path, force: bool) -> None:
+def _parse_names(items: list[str]) -> tuple[str, ...]:
+    return tuple(name.strip() for item in items for name in item.split(",") if name.strip())
+
+
+def config_from_args(args: argparse.Namespace):
+    """The :class:`~numerics.train.TrainConfig` the options describe (one value per field)."""
+    from numerics.train import TrainConfig
+
+    values = {}
+    for field in dataclasses.fields(TrainConfig):
+        value = getattr(args, field.name)
+        if field.name == "init":
+            value = _parse_init(value)
+        elif isinstance(value, list):
+            value = _parse_names(value)
+        values[field.name] = value
+    return TrainConfig(**values)
+
+
+def _check_out(path: Path, force: bool, resume: bool) -> None:
+    from numerics.io import check_output_dir
+
+    if force and resume:
+        raise ValueError("--force (start over) and --resume (continue) exclude each other")
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"--out {str(path)!r} is a file, not a directory")
-    if path.is_dir() and any(path.iterdir()) and not force:
-        raise FileExistsError(f"--out {str(path)!r} is not empty (use --force to write into it)")
+    check_output_dir(path, "--out")
+    if path.is_dir() and any(path.iterdir()) and not (force or resume):
+        raise FileExistsError(f"--out {str(path)!r} is not empty (use --resume to continue an interrupted run "
+                              "there, --force to start over)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Build the config, train with a progress bar, write the checkpoint, print the metrics."""
-    from numerics.train import TrainConfig, TrainingDiverged, train
+    from numerics.checkpoint import checkpoint_status
+    from numerics.train import TrainingDiverged, train
 
-    config = TrainConfig(
-        model=args.model, task=args.task, k=args.k, a=args.a, b=args.b, d=args.d, N=args.N, P=args.P,
-        depth=args.depth, seed=args.seed, batch_size=args.batch_size, max_steps=args.steps,
-        learning_rate=args.lr, schedule=args.schedule, warmup_steps=args.warmup, grad_clip=args.grad_clip,
-        init=_parse_init(args.init), eval_size=args.eval_size, eval_every=args.eval_every,
-        eval_seed=args.eval_seed, tol=args.tol, window=args.window, dtype=args.dtype,
-        c_lambda=args.c_lambda, c_omega=args.c_omega,
-    )
+    config = config_from_args(args)
     out = Path(args.out)
-    _check_out(out, args.force)
+    _check_out(out, args.force, args.resume)
+    if args.resume and checkpoint_status(out) is None and not (out.is_dir() and any(out.iterdir())):
+        print(f"idepth train: nothing to resume in {out}; starting at step 0", file=sys.stderr)
     try:
-        result = train(config, progress=not args.quiet, checkpoint_dir=out)
+        result = train(config, progress=not args.quiet, checkpoint_dir=out, resume=args.resume)
     except TrainingDiverged as exc:
         print(f"idepth train: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        status = checkpoint_status(out) or {}
+        where = (f"the checkpoint of step {status['step']} in {out} is kept; continue with the same command and --resume"
+                 if "step" in status and not status.get("complete") else "no checkpoint was written yet")
+        print(f"idepth train: interrupted; {where}", file=sys.stderr)
+        return 130
     if not args.quiet:
         m = result.metrics
         status = "converged" if m["converged"] else "stopped at the step cap"
+        resumed = f", resumed at step {m['resumed_at']}" if m.get("resumed_at") else ""
         print(f"{config.model}, {config.task} task, L = {config.depth}: {status} after {m['steps']} steps "
-              f"({m['wall_time']:.1f} s)")
+              f"({m['wall_time']:.1f} s wall, {m['cpu_time']:.1f} s CPU{resumed})")
         print(f"  R_L = {m['R_L']:.6g} ± {m['R_L_se']:.2g}   A_L = {m['A_L']:.6g}   C_L = {m['C_L']:.6g}")
         print(f"  initial eval loss {m['initial_eval_loss']:.6g}, label variance {m['label_variance']:.6g}")
         print(f"  checkpoint: {out}")

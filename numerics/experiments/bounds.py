@@ -471,7 +471,7 @@ def compute_bound(key: dict) -> dict:
     return bound.to_dict()
 
 
-def head_bounds(keys, cache_dir=None, *, workers: int = 1, progress: bool = False) -> list[HeadBound]:
+def head_bounds(keys, cache_dir=None, *, workers: int = 1, progress: bool | None = False) -> list[HeadBound]:
     """The bounds of ``keys`` (from :func:`bound_key`), cached in ``cache_dir`` (:mod:`numerics.experiments.cache`).
 
     References

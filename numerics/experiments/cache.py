@@ -118,7 +118,7 @@ def _pinned_pool(workers: int) -> cf.ProcessPoolExecutor:
 
 
 def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[dict], compute: Callable[[dict], Any],
-                *, workers: int = 1, progress: bool = False, desc: str | None = None,
+                *, workers: int = 1, progress: bool | None = False, desc: str | None = None,
                 recompute: bool = False) -> list[Any]:
     """``[compute(key) for key in keys]``, computing only what ``cache_dir`` lacks, in ``workers`` processes.
 
@@ -133,7 +133,7 @@ def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[d
     ...     cached_many(tmp, "demo", [{"x": 1}, {"x": 2}, {"x": 1}], lambda key: {"y": 10 * key["x"]})
     [{'y': 10}, {'y': 20}, {'y': 10}]
     """
-    from .progress import progress_bar
+    from numerics.progress import progress_bar
 
     values: dict[str, Any] = {}
     todo: dict[str, dict] = {}
@@ -147,7 +147,7 @@ def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[d
         else:
             todo[ident] = key
     if todo:
-        bar = progress_bar(total=len(todo), desc=desc or kind, unit="value", enabled=progress)
+        bar = progress_bar(len(todo), enabled=progress, desc=desc or kind, unit="value")
         try:
             def keep(ident: str, value: Any) -> None:
                 value = json_clean(value)

@@ -9,8 +9,9 @@ size and training recipe, over a grid of spectra, depths and seeds). A
     report in about a minute. Its numbers mean nothing.
 ``quick``
     The default (``idepth reproduce``): small ``d``, ``N``, ``P`` chosen so the
-    whole reproduction, the regime study included, fits in about 15 minutes on
-    2 cores; the nonlinear difficult task reaches ``L = 32``.
+    whole reproduction, the regime study included, runs in well under an hour on
+    2 cores (the measured figure is :data:`MEASURED_RUN_TIMES`); the nonlinear
+    difficult task reaches ``L = 32``.
 ``medium``
     Hours on a workstation: larger sizes, depths to 64-128, every table row.
 ``paper``
@@ -48,8 +49,48 @@ __all__ = [
     "Family",
     "Scale",
     "SCALES",
+    "MeasuredRunTime",
+    "MEASURED_RUN_TIMES",
     "get_scale",
 ]
+
+
+@dataclass(frozen=True)
+class MeasuredRunTime:
+    """One measured run time of a whole reproduction, with the machine state it was measured on.
+
+    The one place a run time is stated: the README (checked by a test), ``idepth
+    reproduce --help``, the printed plan and the report all quote :meth:`text`.
+    Update it after a fresh measurement (``/usr/bin/time -v idepth reproduce
+    --scale quick --out DIR`` from an empty DIR: wall clock and user + system time
+    of the process and its children).
+
+    Examples
+    --------
+    >>> MeasuredRunTime("quick", 1745, 1759, "2 cores", "idepth reproduce").text()
+    '29 min wall, 29 min CPU (1745 s, 1759 s) on 2 cores'
+    """
+
+    scale: str
+    wall_seconds: float
+    cpu_seconds: float
+    machine: str
+    command: str
+
+    def text(self) -> str:
+        """``'29 min wall, 29 min CPU (1745 s, 1759 s) on <machine>'``."""
+        return (f"{self.wall_seconds / 60:.0f} min wall, {self.cpu_seconds / 60:.0f} min CPU "
+                f"({self.wall_seconds:.0f} s, {self.cpu_seconds:.0f} s) on {self.machine}")
+
+
+#: measured run times per scale (from an empty output directory, regime study included)
+MEASURED_RUN_TIMES: Mapping[str, MeasuredRunTime] = MappingProxyType({
+    "quick": MeasuredRunTime(
+        scale="quick", wall_seconds=1745, cpu_seconds=1759,
+        machine="a 2-core machine shared with other jobs (default --workers, i.e. 2)",
+        command="idepth reproduce --scale quick",
+    ),
+})
 
 #: every family of runs a reproduction may need, with what it is for
 FAMILIES = MappingProxyType({
@@ -557,7 +598,7 @@ def _quick() -> Scale:
     # the learned scalar m of M(m) must be able to move (paper: m ≈ −2.3 for top-16): train to convergence
     context = dict(_CONVERGED, max_steps=2000, batch_size=32, eval_every=100, warmup_steps=100)
     linear = dict(_LINEAR, batch_size=64, max_steps=1500, eval_every=100, warmup_steps=100)
-    return _scale("quick", "default: about 15 minutes on 2 cores, regime study included", [
+    return _scale("quick", f"default; measured: {MEASURED_RUN_TIMES['quick'].text()}, regime study included", [
         # L = 16 is left out: at lr 1e-2 it trained unstably here (a = 2, b = 0.5: 0.099 after training from 0.035)
         Family("linear_easy", "linear", "easy", 2, 16, 16, 512, _TABLE2_SPECTRA[:4], (1, 2, 4, 8), (0,),
                **linear),

@@ -173,11 +173,26 @@ def store_path(path: str | os.PathLike) -> Path:
     return path / STORE_FILENAME
 
 
+def _unwritable_directory(directory: Path) -> bool:
+    from numerics.io import _probe_writable
+
+    return _probe_writable(directory) is not None
+
+
+def _has_wal_content(path: Path) -> bool:
+    wal = path.with_name(path.name + "-wal")
+    return wal.is_file() and wal.stat().st_size > 0
+
+
 def _connect_readonly(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
     if not path.is_file():
         raise FileNotFoundError(f"no sweep results store at {path} (run 'idepth sweep run' first)")
     # immutable: read the main file only, creating no -wal/-shm files; right for ``meta``,
     # which is written once, when the store is created (already checkpointed, see _create_store)
+    if not immutable and _unwritable_directory(path.parent) and not _has_wal_content(path):
+        # a read-only file system: ?mode=ro would need to create the -shm file; with no WAL
+        # content left (the last writer checkpointed it) the main file is the whole store
+        immutable = True
     query = "?immutable=1" if immutable else "?mode=ro"
     conn = sqlite3.connect(path.resolve().as_uri() + query, uri=True, timeout=30.0)
     conn.row_factory = sqlite3.Row

@@ -403,11 +403,10 @@ def _check_int(name: str, value: Any, minimum: int = 1) -> int:
 
 
 def _progress_bar(total: int, initial: int, enabled: bool | None):
-    from tqdm import tqdm
+    """A tqdm bar on a terminal, a one-line record every 30 s otherwise (:mod:`numerics.progress`), or nothing."""
+    from numerics.progress import progress_bar
 
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    return tqdm(total=total, initial=initial, unit="run", desc="sweep", disable=not enabled, dynamic_ncols=True)
+    return progress_bar(total, initial, enabled=enabled, desc="sweep", unit="run")
 
 
 def run_sweep(
@@ -581,6 +580,21 @@ def _validation_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
     return check_choice(name, value, allowed)
 
 
+#: test hook: when set to a file path, the driver creates that file after its first commit and then waits
+#: (interruptible) until the file is removed -- so tests interrupt or kill a sweep at a known point
+#: instead of racing it. Inert unless set.
+HOLD_AFTER_COMMIT_VARIABLE = "IDEPTH_TEST_HOLD_AFTER_COMMIT"
+
+
+def _hold_after_first_commit() -> None:
+    marker = os.environ.get(HOLD_AFTER_COMMIT_VARIABLE)
+    if not marker:
+        return
+    Path(marker).write_text(str(os.getpid()))
+    while os.path.exists(marker):  # Ctrl-C / SIGKILL end the wait; so does removing the file
+        time.sleep(0.02)
+
+
 def _drive(executor, results: ResultsStore, todo, bar, failed: int, max_in_flight: int, max_deaths: int) -> int:
     """Submit lazily, commit each outcome as it completes; return the number of runs finished."""
     queue = collections.deque(todo)
@@ -613,6 +627,8 @@ def _drive(executor, results: ResultsStore, todo, bar, failed: int, max_in_fligh
         failed += not outcome.ok
         bar.set_postfix(failed=failed, refresh=False)
         bar.update(1)
+        if finished == 1:
+            _hold_after_first_commit()
 
     try:
         while queue or suspects or in_flight:

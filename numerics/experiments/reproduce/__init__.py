@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from numerics.io import check_output_dir
+from numerics.io import make_output_dir
 from theory.validation import check_positive_int
 
 from .. import study
@@ -184,7 +184,7 @@ def reproduce(
     >>> result.report.name  # doctest: +SKIP
     'REPORT.md'
     """
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), _cpu_seconds()
     if log is None:
         def log(text: str) -> None:
             print(f"[{time.perf_counter() - started:6.0f} s] {text}", file=sys.stderr, flush=True)
@@ -196,7 +196,7 @@ def reproduce(
         raise ValueError(f"scheduler is only used with backend='dask'; got scheduler={scheduler!r} with backend={backend!r}")
     if workers is not None:
         workers = check_positive_int("workers", workers)
-    out = check_output_dir(out_dir)
+    out = make_output_dir(out_dir)
     study = (only is None) if study is None else bool(study)
     command = command or "numerics.experiments.reproduce.reproduce(" + ", ".join(
         [repr(scale.name)] + ([f"only={only!r}"] if only else []) + [f"out_dir={str(out)!r}"]) + ")"
@@ -237,10 +237,16 @@ def reproduce(
     wall = time.perf_counter() - started
     report = write_report(ctx, plan, figures=figures, tables=tables, claims=claims, study_markdown=study_md,
                           consistency_markdown=consistency_md, wall_time=wall, sweep_summary=summary,
-                          command=command)
+                          command=command, cpu_time=_cpu_seconds() - cpu_started)
     log(f"wrote {report} ({wall:.0f} s)")
     return ReproductionResult(out_dir=out, report=report, plan=plan, figures=tuple(figures), tables=tuple(tables),
                               claims=claims, sweep=summary, wall_time=wall)
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process and its finished child processes (local sweep workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _usable_cores() -> int:

@@ -387,7 +387,7 @@ def relink(markdown: str, prefix: str) -> str:
 
 
 def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, consistency_markdown: str,
-                  wall_time: float, sweep_summary, command: str) -> str:
+                  wall_time: float, sweep_summary, command: str, cpu_time: float | None = None) -> str:
     """The text of ``REPORT.md`` (see :func:`write_report`).
 
     References
@@ -401,8 +401,11 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
     from theory import __version__
 
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    train_seconds = ctx.results.wall_time(plan.configs)
-    done = sum(1 for c in plan.configs if ctx.results.record(c) is not None)
+    run_wall = ctx.results.wall_time(plan.configs)
+    cpu_values = [ctx.results.metrics(c).get("cpu_time") for c in plan.configs if ctx.results.record(c) is not None]
+    run_cpu = sum(float(v) for v in cpu_values if v is not None)
+    no_cpu = sum(v is None for v in cpu_values)
+    done = len(cpu_values)
     lines = [f"# Reproduction report — scale {ctx.scale.name}", "",
              "Paper: *Emergent Inverse-Depth Scaling From Nonlinearity In Attention* (Peng, Liu, Liu, Gore, 2026). "
              f"Package `inverse-depth` {__version__}; generated {now} by `{command}`.", ""]
@@ -411,9 +414,18 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
         ran = (f"{sweep_summary.executed} trained now, {sweep_summary.skipped} reused from the store, "
                f"{sweep_summary.failed} failed, {sweep_summary.pending} pending; {sweep_summary.backend} backend, "
                f"{sweep_summary.workers} worker(s)")
-    lines += [f"**Wall time**: {wall_time:.0f} s for the whole reproduction (training runs: {done}/{plan.n_runs} done "
-              f"in the store — {ran}; {train_seconds:.0f} core-seconds of training in total; the plan estimated "
-              f"{plan.estimated_seconds:.0f}).", ""]
+    from ..scales import MEASURED_RUN_TIMES
+
+    cpu_text = "" if cpu_time is None else (
+        f" and {cpu_time:.0f} s of CPU time (user + system of this process and its local worker processes)")
+    runs_text = (f"summed over the {done} finished runs in the store: {run_cpu:.0f} s of CPU time in the workers"
+                 + (f" ({no_cpu} run(s) trained by an older version recorded none)" if no_cpu else "")
+                 + f" and {run_wall:.0f} s of worker wall time")
+    measured = MEASURED_RUN_TIMES.get(ctx.scale.name)
+    reference = (f" Measured reference for scale {ctx.scale.name} (from an empty directory): {measured.text()}."
+                 if measured is not None else "")
+    lines += [f"**Run time**: {wall_time:.0f} s wall{cpu_text} for this reproduction. Training runs: "
+              f"{done}/{plan.n_runs} done in the store ({ran}); {runs_text}.{reference}", ""]
     lines += _scale_section(ctx, plan)
     lines += ["## Verdict", "",
               "Each claim with the criterion it is tested by; the status is computed from the numbers "

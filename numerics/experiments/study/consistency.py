@@ -120,7 +120,7 @@ def paper_consistency(
     seed: int = BOUND_SEED,
     cache_dir: str | os.PathLike | None = None,
     workers: int = 1,
-    progress: bool = False,
+    progress: bool | None = False,
     bound: Callable | None = None,
     extra_sizes: Sequence[tuple] = (),
 ) -> ConsistencyReport:
@@ -321,6 +321,6 @@ def run_study_sections(
     result = run_regime_study(s, out_dir, backend=backend, workers=workers, scheduler=scheduler, store_dir=store_dir,
                               progress=progress, figures=figures, cache_dir=cache)
     report = paper_consistency(study=result, n_contexts=s.bound_contexts, cache_dir=cache, workers=workers or 1,
-                               progress=bool(progress), **(consistency_sizes or {}))
+                               progress=progress, **(consistency_sizes or {}))
     write_text(Path(result.out_dir) / "consistency.md", report.markdown)
     return result, report

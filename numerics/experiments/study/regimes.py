@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from numerics.io import check_output_dir, write_json, write_text
+from numerics.io import write_json, write_text
 from numerics.train import TrainConfig
 from theory.validation import check_choice, check_positive_int
 
@@ -361,7 +361,7 @@ def run_regime_study(
     store_dir : path, optional
         Sweep store (default ``out_dir/store``); pass the reproduction's store to share runs.
     progress : bool, optional
-        tqdm bars (default: when stderr is a terminal).
+        tqdm bars on a terminal, one-line records every 30 s otherwise (default); False: silent.
     figures : bool
         Draw the depth plots.
     cache_dir : path, optional
@@ -389,8 +389,6 @@ def run_regime_study(
     >>> study.regime_name  # doctest: +SKIP
     'flat under lazy training; ...'
     """
-    import sys
-
     from numerics.experiments.store import load_arrays, load_results
     from numerics.experiments.sweep import Grid, run_sweep
 
@@ -399,11 +397,9 @@ def run_regime_study(
 
     started = time.perf_counter()
     s = _scale(scale)
-    out = check_output_dir(out_dir)
+    out = make_output_dir(out_dir)
     cache = out / "cache" if cache_dir is None else Path(cache_dir)
     store = Path(store_dir) if store_dir is not None else out / "store"
-    if progress is None:
-        progress = sys.stderr.isatty()
     workers = (os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
 
     configs = _trained_configs(s)

@@ -1,0 +1,226 @@
+"""Progress of long jobs: a tqdm bar on a terminal, one-line records otherwise.
+
+A job run with its output redirected (``idepth reproduce --scale quick > log 2>&1``,
+a batch queue, CI) cannot show a bar; :class:`ProgressLog` writes instead one
+line such as ``sweep: 12/145 runs (8 %), 2m10s elapsed, ETA 24m, failed=0`` at
+the start, at least every ``interval`` seconds (a daemon thread makes sure of
+it even while nothing finishes), and at the end. :func:`progress_bar` picks one
+or the other: a bar when the stream is a terminal, records when it is not,
+nothing when progress is switched off.
+
+Both offer the subset of tqdm's interface the package uses: ``update(n)``,
+``set_postfix(**values)``, ``close()``, ``n`` and use as a context manager.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any, Callable, TextIO
+
+__all__ = ["RECORD_INTERVAL", "ProgressLog", "progress_bar", "format_duration"]
+
+#: seconds between two progress records when the output is not a terminal
+RECORD_INTERVAL = 30.0
+
+
+def format_duration(seconds: float) -> str:
+    """A short human duration: ``42s``, ``3m05s``, ``2h07m``.
+
+    Examples
+    --------
+    >>> format_duration(42.4), format_duration(185), format_duration(7620)
+    ('42s', '3m05s', '2h07m')
+    """
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        minutes, rest = divmod(int(round(seconds)), 60)
+        return f"{minutes}m{rest:02d}s"
+    hours, rest = divmod(int(round(seconds)) // 60, 60)
+    return f"{hours}h{rest:02d}m"
+
+
+class ProgressLog:
+    """One-line progress records (done/total, elapsed, ETA) at least every ``interval`` seconds.
+
+    Parameters
+    ----------
+    total : int
+        Number of items of the job.
+    initial : int
+        Items already done before this call (e.g. runs reused from a store);
+        the ETA is extrapolated from the items done since the start only.
+    desc, unit : str
+        Shown as ``desc: n/total units``.
+    interval : float
+        Largest gap between two records (default :data:`RECORD_INTERVAL`).
+    stream : file, optional
+        Where records go (default: ``sys.stderr`` at the time of writing).
+    clock : callable
+        Monotonic time in seconds (a fake one in tests).
+    heartbeat : bool
+        Start a daemon thread that writes a record when ``interval`` has
+        passed without one (so a record appears while an item takes long).
+
+    Examples
+    --------
+    >>> import io
+    >>> now = [0.0]
+    >>> out = io.StringIO()
+    >>> log = ProgressLog(4, desc="sweep", unit="run", interval=30, stream=out, clock=lambda: now[0], heartbeat=False)
+    >>> now[0] = 10.0; log.update(1)           # within the interval: no record
+    >>> now[0] = 31.0; log.update(1)           # 31 s since the last record
+    >>> now[0] = 40.0; log.update(2); log.close()
+    >>> print(out.getvalue(), end="")
+    sweep: 0/4 runs (0 %), 0s elapsed, ETA unknown
+    sweep: 2/4 runs (50 %), 31s elapsed, ETA 31s
+    sweep: 4/4 runs (100 %), 40s elapsed, finished
+    """
+
+    def __init__(self, total: int, initial: int = 0, *, desc: str = "progress", unit: str = "item",
+                 interval: float = RECORD_INTERVAL, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic, heartbeat: bool = True):
+        if not interval > 0:
+            raise ValueError(f"interval must be a number of seconds > 0; got {interval!r}")
+        self.total, self.initial, self.n = int(total), int(initial), int(initial)
+        self.desc, self.unit, self.interval = desc, unit, float(interval)
+        self._stream, self._clock = stream, clock
+        self._postfix: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._emit_lock = threading.Lock()  # the heartbeat thread and the caller never write the same record twice
+        self._started = self._last = clock()
+        self._closed = threading.Event()
+        self._emit()
+        self._thread = None
+        if heartbeat:
+            self._thread = threading.Thread(target=self._beat, name=f"idepth-progress-{desc}", daemon=True)
+            self._thread.start()
+
+    # -- tqdm's interface ------------------------------------------------------------------------
+
+    def update(self, n: int = 1) -> None:
+        """Count ``n`` more items done; write a record if ``interval`` has passed."""
+        with self._lock:
+            self.n += n
+        self.poll()
+
+    def set_postfix(self, refresh: bool = True, **values: Any) -> None:
+        """Values appended to each record (``failed=2``)."""
+        with self._lock:
+            self._postfix.update(values)
+
+    def close(self) -> None:
+        """Write the final record and stop the heartbeat."""
+        with self._emit_lock:
+            if self._closed.is_set():
+                return
+            self._closed.set()
+            self._emit(final=True)
+
+    def __enter__(self) -> "ProgressLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- records ---------------------------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Write a record if ``interval`` seconds have passed since the last; True if one was written."""
+        with self._emit_lock:
+            if self._closed.is_set() or self._clock() - self._last < self.interval:
+                return False
+            self._emit()
+            return True
+
+    def record(self, final: bool = False) -> str:
+        """The current record (without writing it)."""
+        now = self._clock()
+        elapsed = now - self._started
+        with self._lock:
+            n, postfix = self.n, dict(self._postfix)
+        pct = f" ({100 * n / self.total:.0f} %)" if self.total else ""
+        line = f"{self.desc}: {n}/{self.total} {self.unit}s{pct}, {format_duration(elapsed)} elapsed, "
+        if final:
+            line += "finished" if n >= self.total else "stopped"
+        else:
+            done_now = n - self.initial
+            line += (f"ETA {format_duration(elapsed / done_now * (self.total - n))}" if done_now > 0 and elapsed > 0
+                     else "ETA unknown")
+        if postfix:
+            line += ", " + ", ".join(f"{key}={value}" for key, value in postfix.items())
+        return line
+
+    def _emit(self, final: bool = False) -> None:
+        line = self.record(final)
+        self._last = self._clock()
+        stream = self._stream if self._stream is not None else sys.stderr
+        try:
+            print(line, file=stream, flush=True)
+        except (OSError, ValueError):  # a closed or broken stream must not stop the job
+            pass
+
+    def _beat(self) -> None:
+        while not self._closed.wait(min(self.interval, 5.0)):
+            self.poll()
+
+
+class _Silent:
+    """No output (progress switched off); same interface."""
+
+    def __init__(self, total: int = 0, initial: int = 0):
+        self.total, self.n = total, initial
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def set_postfix(self, refresh: bool = True, **values: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def progress_bar(total: int, initial: int = 0, *, enabled: bool | None = None, desc: str = "progress",
+                 unit: str = "item", interval: float = RECORD_INTERVAL, stream: TextIO | None = None):
+    """A tqdm bar (``stream`` is a terminal, or ``enabled=True``), records (not a terminal) or nothing.
+
+    Parameters
+    ----------
+    total, initial, desc, unit
+        As for :class:`ProgressLog`.
+    enabled : bool, optional
+        ``False``: no output at all; ``True``: a tqdm bar even if ``stream`` is not a terminal;
+        ``None`` (default): a bar on a terminal, one-line records every ``interval`` seconds otherwise.
+    interval : float
+        See :class:`ProgressLog`.
+    stream : file, optional
+        Default ``sys.stderr``.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> with progress_bar(2, enabled=None, desc="bounds", unit="bound", stream=out) as bar:
+    ...     bar.update(2)
+    >>> out.getvalue().splitlines()[-1]
+    'bounds: 2/2 bounds (100 %), 0s elapsed, finished'
+    """
+    if enabled is False:
+        return _Silent(total, initial)
+    stream = sys.stderr if stream is None else stream
+    is_terminal = bool(getattr(stream, "isatty", lambda: False)())
+    if enabled or is_terminal:
+        from tqdm import tqdm
+
+        return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=stream, dynamic_ncols=True)
+    return ProgressLog(total, initial, desc=desc, unit=unit, interval=interval, stream=stream)

@@ -1,0 +1,123 @@
+"""Claims about progress output (numerics.progress): when the output is not a terminal, a one-line
+record with done/total and an ETA appears at the start, at least every ``interval`` seconds (even
+while nothing finishes) and at the end; on a terminal a bar; nothing when switched off.
+Time is a fake clock: no test sleeps."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from numerics.progress import ProgressLog, progress_bar
+
+RECORD = re.compile(r"^sweep: (\d+)/(\d+) runs \(\d+ %\), \S+ elapsed, (ETA \S+|finished|stopped)")
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def _records(stream: io.StringIO) -> list[str]:
+    lines = stream.getvalue().splitlines()
+    assert all(RECORD.match(line) for line in lines), lines
+    return lines
+
+
+def test_a_record_is_written_at_least_every_interval_while_runs_finish():
+    clock, out = FakeClock(), io.StringIO()
+    log = ProgressLog(100, desc="sweep", unit="run", interval=30, stream=out, clock=clock, heartbeat=False)
+    for _ in range(100):
+        clock.now += 7.0  # a run every 7 s: 700 s in all
+        log.update(1)
+    log.close()
+    lines = _records(out)
+    # start, then one record per 30 s window (every 5th run: 35 s > 30 s), then the final one
+    assert len(lines) == 1 + 100 // 5 + 1
+    done = [int(RECORD.match(line).group(1)) for line in lines]
+    assert done[0] == 0 and done[-1] == 100 and lines[-1].endswith("finished")
+    gaps = [b - a for a, b in zip(done[1:-1], done[2:-1])]
+    assert set(gaps) == {5}, gaps  # never more than 30 s (5 runs x 7 s > 30 s) without a record
+
+
+def test_a_record_is_written_while_nothing_finishes():
+    clock, out = FakeClock(), io.StringIO()
+    log = ProgressLog(3, desc="sweep", unit="run", interval=30, stream=out, clock=clock, heartbeat=False)
+    clock.now = 29.0
+    assert not log.poll()  # what the heartbeat thread calls
+    clock.now = 30.0
+    assert log.poll()
+    clock.now = 59.0
+    assert not log.poll()
+    clock.now = 60.5
+    assert log.poll()
+    assert [RECORD.match(line).group(3) for line in _records(out)] == ["ETA unknown"] * 3
+
+
+def test_the_eta_extrapolates_the_runs_done_in_this_call_not_those_reused():
+    clock, out = FakeClock(), io.StringIO()
+    log = ProgressLog(10, initial=4, desc="sweep", unit="run", interval=30, stream=out, clock=clock, heartbeat=False)
+    clock.now = 40.0
+    log.update(2)  # 2 runs in 40 s, 4 to go: 80 s
+    assert _records(out)[-1] == "sweep: 6/10 runs (60 %), 40s elapsed, ETA 1m20s"
+
+
+def test_the_heartbeat_thread_writes_records_without_updates():
+    clock, out = FakeClock(), io.StringIO()
+    log = ProgressLog(2, desc="sweep", unit="run", interval=0.01, stream=out, clock=clock)
+    try:
+        for _ in range(3):
+            clock.now += 1.0
+            # the thread polls at the interval (0.01 s of real time); wait for it without a fixed sleep
+            deadline = len(out.getvalue().splitlines()) + 1
+            for _ in range(10_000):
+                if len(out.getvalue().splitlines()) >= deadline:
+                    break
+                log._closed.wait(0.001)
+            assert len(out.getvalue().splitlines()) >= deadline
+    finally:
+        log.close()
+    assert len(_records(out)) >= 5
+
+
+def test_progress_bar_is_records_off_a_terminal_a_bar_on_one_and_nothing_when_off():
+    out = io.StringIO()
+    with progress_bar(2, enabled=None, desc="sweep", unit="run", stream=out) as bar:
+        bar.update(2)
+    assert isinstance(bar, ProgressLog) and _records(out)[-1].startswith("sweep: 2/2 runs (100 %)")
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Terminal()
+    bar = progress_bar(2, enabled=None, desc="sweep", unit="run", stream=tty)
+    bar.update(2)
+    bar.close()
+    assert not isinstance(bar, ProgressLog) and "2/2" in tty.getvalue()
+
+    silent = io.StringIO()
+    with progress_bar(2, enabled=False, stream=silent) as bar:
+        bar.update(2)
+    assert silent.getvalue() == ""
+
+
+def test_a_sweep_whose_output_is_not_a_terminal_writes_records(tmp_path, capsys):
+    from test_sweep import ToyConfig, toy_runner
+
+    from numerics.experiments.sweep import Grid, run_sweep
+
+    run_sweep(Grid(depth=[1, 2, 3], config_type=ToyConfig), tmp_path, workers=1, runner=toy_runner)
+    lines = capsys.readouterr().err.splitlines()
+    assert RECORD.match(lines[0]).group(1, 2) == ("0", "3")
+    assert lines[-1].startswith("sweep: 3/3 runs (100 %)") and lines[-1].endswith("finished, failed=0")
+
+
+def test_interval_must_be_positive():
+    with pytest.raises(ValueError, match="interval"):
+        ProgressLog(1, interval=0)
