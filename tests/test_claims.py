@@ -1,0 +1,461 @@
+"""Every claim's status in the verdict of ``REPORT.md`` follows from its own numbers.
+
+For each of the nine claims of :func:`numerics.experiments.reproduce.report.evaluate_claims`
+the status is recomputed here from the raw runs of the store (``load_results`` /
+``load_arrays``, each run found by its config's content hash), exactly as the claim's
+criterion text states it: means over seeds per depth, SE over seeds,
+``theory.fit_depth_law`` fits, the linear floor of the reproduction's context (a theory
+input) and the primitives of :mod:`numerics.experiments.criteria`. None of the report's
+``_..._claim`` functions or the ``analysis.*_summary`` functions is used.
+
+The thresholds are read once, at import, and each criterion text is checked to state them;
+:func:`test_a_wrong_threshold_in_the_report_is_caught_by_the_independent_check` patches one in
+the report's module and shows that the check then fails.
+
+The ``smoke`` scale (20 training steps, tiny sizes) is run once per module: most claims
+come out 'not reproduced', which is fine -- what is tested is that the status follows
+from the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from numerics.experiments import criteria
+from numerics.experiments.reproduce import analysis, reproduce
+from numerics.experiments.reproduce import report as report_module
+from numerics.experiments.reproduce.context import ReproductionContext
+from numerics.experiments.reproduce.report import evaluate_claims
+from numerics.experiments.scales import get_scale
+from numerics.experiments.store import STORE_FILENAME, load_arrays, load_results
+from theory import PowerLawSpectrum, fit_depth_law
+
+SCALE = get_scale("smoke")
+CLAIM_IDS = ("inverse_depth", "converged", "linear_easy", "linear_floor", "easy_softmax", "selection_tail",
+             "modewise", "context_updates", "paper_plateaus")
+
+# the documented thresholds, read before any test can patch them (each criterion text is checked to state them)
+ALPHA_LO, ALPHA_HI = (float(x) for x in analysis.ALPHA_TARGET)
+EASY = float(analysis.EASY_TARGET)
+FLOOR = float(analysis.FLOOR_TARGET)
+WINDOW = float(analysis.WINDOW_MARGIN)
+SETTLE = float(criteria.SETTLING_TOLERANCE)
+SIGMAS = float(criteria.AGREEMENT_SIGMAS)
+BOUND_SIGMAS = float(criteria.BOUND_SIGMAS)
+PARALLEL = float(report_module.PARALLEL_SPREAD)
+SEQUENTIAL = float(report_module.SEQUENTIAL_CORRELATION)
+GAIN = 1.1  # "depth gain R_1/R_Lmax below 1.1 (saturates)"
+
+NOT_TESTED, REPRODUCED, NOT_REPRODUCED = "not tested", "reproduced", "not reproduced"
+
+
+def _verdict(ok: bool) -> str:
+    return REPRODUCED if ok else NOT_REPRODUCED
+
+
+# ------------------------------------------------------------------------------------------- raw numbers
+
+
+class Raw:
+    """The finished runs of ``out/store``, read with the store's own loaders only."""
+
+    def __init__(self, out: Path):
+        self.store = Path(out) / "store"
+        done = load_results(self.store, status="done") if (self.store / STORE_FILENAME).exists() else []
+        self.records = {r["hash"]: r for r in done}
+
+    def metric(self, config, name: str) -> float:
+        record = self.records.get(config.content_hash())
+        if record is None:
+            return math.nan
+        value = record["metrics"].get(name)
+        return math.nan if value is None else float(value)
+
+    def done(self, config) -> bool:
+        return config.content_hash() in self.records
+
+    def array(self, config, name: str):
+        h = config.content_hash()
+        if h not in self.records:
+            return None
+        value = load_arrays(self.store, h, [name]).get(name)
+        return None if value is None else np.asarray(value, dtype=np.float64)
+
+    def table(self, family, a, b, quantity: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(depths, values[seed, depth])``; ``A_minus_C`` is ``A_L − C_L`` per run."""
+        depths = np.asarray(family.depths, dtype=np.int64)
+        values = np.full((len(family.seeds), len(depths)), np.nan)
+        for j, depth in enumerate(depths):
+            for i, seed in enumerate(family.seeds):
+                config = family.config(a, b, int(depth), seed)
+                if quantity == "A_minus_C":
+                    values[i, j] = self.metric(config, "A_L") - self.metric(config, "C_L")
+                else:
+                    values[i, j] = self.metric(config, quantity)
+        return depths, values
+
+
+def seed_mean(values: np.ndarray) -> np.ndarray:
+    """Mean over seeds (rows) of the finite values per depth (NaN where none)."""
+    return np.array([values[np.isfinite(values[:, j]), j].mean() if np.isfinite(values[:, j]).any() else np.nan
+                     for j in range(values.shape[1])])
+
+
+def seed_se(values: np.ndarray) -> np.ndarray:
+    """SE over seeds (rows): std (ddof 1) / sqrt(n); NaN with fewer than two seeds."""
+    out = np.full(values.shape[1], np.nan)
+    for j in range(values.shape[1]):
+        column = values[np.isfinite(values[:, j]), j]
+        if column.size >= 2:
+            out[j] = column.std(ddof=1) / math.sqrt(column.size)
+    return out
+
+
+def at(depths, mean, depth) -> float:
+    hits = np.flatnonzero(np.asarray(depths) == depth)
+    return float(mean[hits[0]]) if hits.size else math.nan
+
+
+def depth_fit(depths, values, floor=None):
+    """``R_L = L0 + c L^-α`` fitted to the seeds with a value at every depth with data (None if no fit)."""
+    mean = seed_mean(values)
+    keep = np.isfinite(mean)
+    depths, values, mean = np.asarray(depths)[keep], values[:, keep], mean[keep]
+    if len(np.unique(depths)) < (3 if floor is None else 2):
+        return None
+    complete = values[np.all(np.isfinite(values), axis=1)]
+    try:
+        return fit_depth_law(depths, complete if complete.shape[0] else mean[None, :], floor)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+        return None
+
+
+def alpha_in_target(depths, values) -> bool:
+    fit = depth_fit(depths, values)
+    return fit is not None and ALPHA_LO <= float(fit.alpha) <= ALPHA_HI
+
+
+# ------------------------------------------------------------------------------------------- each claim
+
+
+def inverse_depth(raw, ran, ctx):
+    if "nonlinear_lazy" not in ran:
+        return NOT_TESTED, "not run"
+    family = SCALE.families["nonlinear_lazy"]
+    passing, measured = [], 0
+    for a, b in family.spectra:
+        depths, R = raw.table(family, a, b, "R_L")
+        if not np.isfinite(seed_mean(R)).any():
+            continue
+        measured += 1
+        C = seed_mean(raw.table(family, a, b, "C_L")[1])
+        gap = seed_mean(raw.table(family, a, b, "A_minus_C")[1])
+        c_change = criteria.last_doubling(depths, C)[2]
+        g_change = criteria.last_doubling(depths, gap)[2]
+        if alpha_in_target(depths, R) and c_change < SETTLE and g_change < SETTLE:
+            passing.append((a, b))
+    if not measured:
+        return NOT_TESTED, "no finished runs"
+    ok = (len(passing) >= 3 and (0.0, 0.0) in passing and any(a > 0 for a, _ in passing)
+          and any(b > 0 for _, b in passing))
+    return _verdict(ok), f"passing spectra {passing}"
+
+
+def converged(raw, ran, ctx):
+    if "nonlinear_converged" not in ran:
+        return NOT_TESTED, "not run"
+    family = SCALE.families["nonlinear_converged"]
+    verdicts = []
+    for a, b in family.spectra:
+        depths, R = raw.table(family, a, b, "R_L")
+        if np.isfinite(seed_mean(R)).any():
+            verdicts.append(alpha_in_target(depths, R))
+    if not verdicts:
+        return NOT_TESTED, "no finished runs"
+    return _verdict(all(verdicts)), f"alpha in target per spectrum: {verdicts}"
+
+
+def linear_easy(raw, ran, ctx):
+    if "linear_easy" not in ran:
+        return NOT_TESTED, "not run"
+    family = SCALE.families["linear_easy"]
+    verdicts = []
+    for a, b in family.spectra:
+        upper = PowerLawSpectrum(a, b, family.d).condition_number / WINDOW  # L <= (λ_1/λ_d)/10
+        if sum(1 for L in family.depths if L <= upper) < 3:
+            continue  # not resolvable at this d
+        depths, R = raw.table(family, a, b, "R_L")
+        keep = depths <= upper
+        fit = depth_fit(depths[keep], R[:, keep], floor=0.0)
+        if fit is None:
+            continue
+        zeta = (a + b - 1) / a
+        alpha, se = float(fit.alpha), float(fit.standard_errors["alpha"])
+        verdicts.append(zeta > 0 and criteria.between(alpha, se, zeta, 2 * zeta, SIGMAS) is True)
+    if not verdicts:
+        return NOT_TESTED, "no resolvable spectrum with a fit"
+    return _verdict(all(verdicts)), f"alpha in [ζ, 2ζ] per tested spectrum: {verdicts}"
+
+
+def linear_floor(raw, ran, ctx):
+    names = [n for n in ("linear_difficult", "linear_difficult_k16") if n in ran]
+    if not names:
+        return NOT_TESTED, "not run"
+    deviations = []
+    for name in names:
+        family = SCALE.families[name]
+        for a, b in family.spectra:
+            depths, R = raw.table(family, a, b, "R_L")
+            mean = seed_mean(R)
+            if not np.isfinite(mean).any():
+                continue
+            deepest = int(depths[np.isfinite(mean)].max())
+            floor, _ = ctx.floor_at(family, a, b, deepest)
+            deviations.append(criteria.relative_deviation(at(depths, mean, deepest), floor))
+    if not deviations:
+        return NOT_TESTED, "no finished runs"
+    return _verdict(all(dev < FLOOR for dev in deviations)), f"relative deviations {deviations}"
+
+
+def easy_softmax(raw, ran, ctx):
+    if "nonlinear_easy" not in ran:
+        return NOT_TESTED, "not run"
+    family = SCALE.families["nonlinear_easy"]
+    ratios = []
+    for a, b in family.spectra:
+        runs = [family.config(a, b, 1, seed) for seed in family.seeds]
+        runs = [c for c in runs if raw.done(c)]
+        if not runs:
+            continue
+        ratio = np.mean([raw.metric(c, "R_L") for c in runs]) / np.mean([raw.metric(c, "initial_eval_loss") for c in runs])
+        if np.isfinite(ratio):
+            ratios.append(float(ratio))
+    if not ratios:
+        return NOT_TESTED, "no finished runs"
+    return _verdict(all(r < EASY for r in ratios)), f"final/initial at L = 1: {ratios}"
+
+
+def selection_tail(raw, ran, ctx):
+    if "nonlinear_lazy" not in ran:
+        return NOT_TESTED, "not run"
+    family = SCALE.families["nonlinear_lazy"]
+    verdicts = []
+    for a, b in family.spectra:
+        stats = []
+        for depth in (min(family.depths), max(family.depths)):
+            q = [np.quantile(e, 0.99) for e in (raw.array(family.config(a, b, depth, s), "selection_error")
+                                                for s in family.seeds) if e is not None]
+            q = np.asarray(q, dtype=np.float64)[:, None]
+            stats.append((float(seed_mean(q)[0]) if len(q) else math.nan, float(seed_se(q)[0]) if len(q) else math.nan))
+        (q1, se1), (qL, seL) = stats
+        if not (math.isfinite(q1) and math.isfinite(qL)):
+            continue
+        verdicts.append(q1 - qL > SIGMAS * math.hypot(np.nan_to_num(se1), np.nan_to_num(seL)))
+    if not verdicts:
+        return NOT_TESTED, "no finished runs"
+    return _verdict(all(verdicts)), f"ΔQ(0.99) beyond two SE per spectrum: {verdicts}"
+
+
+def _mode_matrix(raw, family, a, b) -> np.ndarray:
+    rows = []
+    for depth in family.depths:
+        stack = [raw.array(family.config(a, b, depth, s), "modewise_loss_normalised") for s in family.seeds]
+        stack = [x for x in stack if x is not None]
+        rows.append(np.mean(stack, axis=0) if stack else np.full(family.d, np.nan))
+    return np.vstack(rows)
+
+
+def modewise(raw, ran, ctx):
+    if not ("nonlinear_lazy" in ran and "linear_easy" in ran):
+        return NOT_TESTED, "not run"
+    softmax, linear = SCALE.families["nonlinear_lazy"], SCALE.families["linear_easy"]
+    soft_spectra = [s for s in softmax.spectra if s[0] > 0]
+    linear_spectra = [s for s in linear.spectra if s[0] > 0]
+    if not (soft_spectra and linear_spectra):
+        return NOT_TESTED, "no spectrum with a > 0"
+    soft = _mode_matrix(raw, softmax, *soft_spectra[0])
+    lin = _mode_matrix(raw, linear, *linear_spectra[0])
+    if soft.shape[0] < 3 or not np.all(np.isfinite(soft)) or not np.all(np.isfinite(lin)):
+        return NOT_TESTED, "no finished runs"
+    # softmax: normalised reducible loss (M_L − M_Lmax)/(M_1 − M_Lmax) at every intermediate depth, std over modes
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reducible = (soft[1:-1] - soft[-1]) / (soft[0] - soft[-1])
+    spreads = [float(np.nanstd(row)) for row in reducible]
+    parallel = all(s < PARALLEL for s in spreads)
+    # linear: Spearman(mode index, normalised mode loss) at every depth > 1
+    modes = np.arange(1, lin.shape[1] + 1)
+    rhos = [float(spearmanr(modes, row).statistic) for L, row in zip(linear.depths, lin) if L > 1]
+    sequential = all(r > SEQUENTIAL for r in rhos)
+    return _verdict(parallel and sequential), f"spreads {spreads}, Spearman {rhos}"
+
+
+def context_updates(raw, ran, ctx):
+    if not ("context_updates" in ran and "context_updates_k16" in ran):
+        return NOT_TESTED, "not run"
+    top2, top16 = SCALE.families["context_updates"], SCALE.families["context_updates_k16"]
+    d2, R2 = raw.table(top2, *top2.spectra[0], "R_L")
+    d16, R16 = raw.table(top16, *top16.spectra[0], "R_L")
+    mean16 = seed_mean(R16)
+    if not (np.isfinite(seed_mean(R2)).any() and np.isfinite(mean16).any()):
+        return NOT_TESTED, "no finished runs"
+    r1, rmax = at(d16, mean16, min(top16.depths)), at(d16, mean16, int(d16[np.isfinite(mean16)].max()))
+    gain = criteria.depth_gain(r1, rmax)[0] if (math.isfinite(r1) and math.isfinite(rmax) and rmax > 0) else math.nan
+    m_depths, m = raw.table(top16, *top16.spectra[0], "m")
+    m16 = at(m_depths, seed_mean(m), max(top16.depths))  # the learned m at the deepest model
+    ok = alpha_in_target(d2, R2) and gain < GAIN and m16 < 0
+    return _verdict(ok), f"top-2 alpha in target {alpha_in_target(d2, R2)}, top-16 gain {gain}, m {m16}"
+
+
+def paper_plateaus(consistency):
+    if consistency is None:
+        return NOT_TESTED, "consistency not run", []
+    rows = list(consistency.rows)
+    if not rows:
+        return NOT_TESTED, "no consistency rows", []
+    # below the bound: more than BOUND_SIGMAS of the bound's SEs under the best mixture
+    below = [float(r.paper_value) < r.mixture - BOUND_SIGMAS * float(np.nan_to_num(r.mixture_se)) for r in rows]
+    return _verdict(not any(below)), f"{sum(below)} of {len(rows)} below", below
+
+
+CHECKS = {check.__name__: check for check in (inverse_depth, converged, linear_easy, linear_floor, easy_softmax,
+                                              selection_tail, modewise, context_updates)}
+#: what the report's evidence says when a claim is not tested for the given reason
+NOT_TESTED_EVIDENCE = {"not run": ("not run", "needs "), "no finished runs": ("no finished runs",),
+                       "no resolvable spectrum with a fit": ("no fit",), "no spectrum with a > 0": ("a > 0",),
+                       "consistency not run": ("was not run",), "no consistency rows": ("no consistency rows",)}
+
+
+def independent_statuses(out: Path, ran, ctx, consistency) -> dict:
+    """``{claim id: (status, why)}`` recomputed from the raw store of ``out``."""
+    raw = Raw(out)
+    statuses = {name: check(raw, tuple(ran), ctx) for name, check in CHECKS.items()}
+    statuses["paper_plateaus"] = paper_plateaus(consistency)[:2]
+    return statuses
+
+
+def disagreements(claims, statuses) -> list[str]:
+    """Claims whose status differs from the independent one (or is 'not tested' for another reason)."""
+    wrong = []
+    for claim in claims:
+        status, why = statuses[claim.id]
+        if claim.status != status or (status == NOT_TESTED and not any(
+                s in claim.evidence for s in NOT_TESTED_EVIDENCE[why])):
+            wrong.append(claim.id)
+    return wrong
+
+
+def _explain(claims, statuses) -> str:
+    return "\n".join(f"{c.id}: report {c.status!r}, independent {statuses[c.id][0]!r} ({statuses[c.id][1]}); "
+                     f"evidence: {c.evidence[:200]}" for c in claims)
+
+
+# ------------------------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """The smoke reproduction, its consistency report recomputed with reproduce's arguments, and a fresh context."""
+    from numerics.experiments.reproduce import _CONSISTENCY_SIZES
+    from numerics.experiments.study import run_study_sections
+
+    base = tmp_path_factory.mktemp("claims")
+    out = base / "out"
+    result = reproduce("smoke", out_dir=out, workers=2, progress=False, study=True, log=lambda text: None)
+    # the study's runs and bounds are in the shared store and cache: nothing is trained or sampled again
+    _, consistency = run_study_sections(SCALE.study, base / "study-again", store_dir=out / "store",
+                                        cache_dir=out / "cache", workers=2, progress=False,
+                                        consistency_sizes=_CONSISTENCY_SIZES[SCALE.name], figures=False)
+    return result, consistency
+
+
+def _context(out, families=()):
+    return ReproductionContext.open(SCALE, out, families=families)
+
+
+# ------------------------------------------------------------------------------------------- tests
+
+
+def test_every_claims_status_follows_from_its_own_numbers(smoke):
+    result, consistency = smoke
+    ctx = _context(result.out_dir, result.plan.families)
+    claims = evaluate_claims(ctx, consistency)
+    assert tuple(c.id for c in claims) == tuple(c.id for c in result.claims) == CLAIM_IDS
+    assert [c.status for c in claims] == [c.status for c in result.claims], "the verdict is not reproducible"
+    statuses = independent_statuses(result.out_dir, result.plan.families, ctx, consistency)
+    assert disagreements(result.claims, statuses) == [], _explain(result.claims, statuses)
+    assert disagreements(claims, statuses) == [], _explain(claims, statuses)
+    # not vacuous: at smoke scale some claims pass and some fail
+    assert {s for s, _ in statuses.values()} >= {REPRODUCED, NOT_REPRODUCED}
+
+
+def test_every_paper_plateau_is_below_the_bound_only_by_more_than_three_bound_SEs(smoke):
+    _, consistency = smoke
+    _, _, below = paper_plateaus(consistency)
+    assert below == [r.below_bound for r in consistency.rows]
+    assert len(below) > 0
+
+
+@pytest.mark.parametrize("families", [("linear_easy",), ("nonlinear_lazy", "linear_easy", "linear_difficult")],
+                         ids=["linear_easy-only", "three-families"])
+def test_a_claim_whose_families_were_not_run_is_not_tested_and_the_rest_follow_their_numbers(smoke, families):
+    result, _ = smoke
+    ctx = _context(result.out_dir, families)
+    claims = evaluate_claims(ctx, None)
+    statuses = independent_statuses(result.out_dir, families, ctx, None)
+    assert disagreements(claims, statuses) == [], _explain(claims, statuses)
+    assert statuses["context_updates"] == (NOT_TESTED, "not run")
+    assert statuses["paper_plateaus"][0] == NOT_TESTED
+
+
+def test_a_claim_with_no_finished_runs_is_not_tested(tmp_path):
+    ctx = _context(tmp_path)  # every family planned, nothing in the store
+    claims = evaluate_claims(ctx, None)
+    statuses = independent_statuses(tmp_path, tuple(SCALE.families), ctx, None)
+    assert disagreements(claims, statuses) == [], _explain(claims, statuses)
+    assert {s for s, _ in statuses.values()} == {NOT_TESTED}
+
+
+def test_every_criterion_text_states_the_threshold_the_check_uses(smoke):
+    result, _ = smoke
+    text = {c.id: c.criterion for c in result.claims}
+    for claim_id in ("inverse_depth", "converged", "context_updates"):
+        assert f"[{ALPHA_LO}, {ALPHA_HI}]" in text[claim_id], claim_id
+    assert f"< {100 * SETTLE:.0f} %" in text["inverse_depth"]
+    assert f"below {100 * EASY:g} %" in text["easy_softmax"]
+    assert f"within {100 * FLOOR:.0f} %" in text["linear_floor"]
+    assert "(λ_1/λ_d)/10" in text["linear_easy"] and WINDOW == 10 and "two SE" in text["linear_easy"]
+    assert "two SE" in text["selection_tail"] and SIGMAS == 2
+    assert f"below {PARALLEL:g}" in text["modewise"] and f"above {SEQUENTIAL:g}" in text["modewise"]
+    assert f"below {GAIN}" in text["context_updates"]
+    assert f"more than {BOUND_SIGMAS:.0f} SE" in text["paper_plateaus"]
+
+
+# the constant patched in the report's module, the claims that use it, and a value that flips them either way
+PATCHES = {
+    "EASY_TARGET": (("easy_softmax",), lambda reproduced: 0.0 if reproduced else 1e9),
+    "FLOOR_TARGET": (("linear_floor",), lambda reproduced: 0.0 if reproduced else 1e9),
+    "ALPHA_TARGET": (("inverse_depth", "converged", "context_updates"),
+                     lambda reproduced: (2.0, 1.0) if reproduced else (-math.inf, math.inf)),
+}
+
+
+@pytest.mark.parametrize("constant", list(PATCHES))
+def test_a_wrong_threshold_in_the_report_is_caught_by_the_independent_check(smoke, monkeypatch, constant):
+    result, consistency = smoke
+    users, flip = PATCHES[constant]
+    ctx = _context(result.out_dir, result.plan.families)
+    statuses = independent_statuses(result.out_dir, result.plan.families, ctx, consistency)
+    target = "converged" if constant == "ALPHA_TARGET" else users[0]  # a tested claim that this constant decides
+    assert statuses[target][0] != NOT_TESTED
+    monkeypatch.setattr(analysis, constant, flip(statuses[target][0] == REPRODUCED))
+    patched = evaluate_claims(_context(result.out_dir, result.plan.families), consistency)  # fresh memo
+    wrong = disagreements(patched, statuses)
+    assert target in wrong, _explain(patched, statuses)
+    assert set(wrong) <= set(users), wrong
+    monkeypatch.undo()
+    assert disagreements(evaluate_claims(_context(result.out_dir, result.plan.families), consistency), statuses) == []
