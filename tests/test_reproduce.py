@@ -100,14 +100,6 @@ def test_table_agreement_cells_are_computed_from_the_numbers(smoke):
     assert checked >= 1
 
 
-def test_no_claim_is_marked_reproduced_unless_its_numbers_meet_the_criterion(smoke):
-    # at smoke scale (20 training steps) the easy softmax target cannot be met: the verdict must say so
-    claims = {claim.id: claim for claim in smoke.claims}
-    assert claims["easy_softmax"].status == "not reproduced"
-    report = smoke.report.read_text(encoding="utf-8")
-    assert report.count("**REPRODUCED**") == sum(c.status == "reproduced" for c in smoke.claims)
-
-
 def test_rerunning_reuses_the_store_and_trains_nothing(smoke):
     again = reproduce("smoke", out_dir=smoke.out_dir, workers=1, progress=False, study=False, log=lambda text: None)
     assert again.sweep.executed == 0

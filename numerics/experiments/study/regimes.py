@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from numerics.io import write_json, write_text
+from numerics.io import make_output_dir, write_json, write_text
 from numerics.train import TrainConfig
 from theory.validation import check_choice, check_positive_int
 
