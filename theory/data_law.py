@@ -12,7 +12,7 @@ Per context:
    (:func:`top_k_indices`, :func:`select_top_k`, :func:`top_k_mean`).
 
 The samplers built on these primitives -- :func:`numerics.tasks.sample` (training
-batches), :func:`numerics.bounds.softmax_head_bound` (oracle heads) and
+batches), :func:`numerics.experiments.bounds.softmax_head_bound` (oracle heads) and
 :func:`theory.floor.linear_floor_monte_carlo` (the linear floor) -- each consume
 their generator in their own documented order; the primitives draw exactly what
 they are asked for, so a sampler's stream does not depend on how it is factored.
