@@ -134,3 +134,32 @@ def test_cli_bad_input_is_one_line_on_stderr_with_exit_2(args, name):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and name in lines[0] and "Traceback" not in out.stderr
+
+
+# ----------------------------------------------------------------------------- softmax: regime="converged"
+def test_converged_softmax_prediction_is_the_bound_B_L_at_every_depth():
+    from theory.softmax_bounds import softmax_bounds
+
+    spectrum = PowerLawSpectrum(0, 0.5, 8)
+    pred = predict_loss([1, 2, 8], spectrum, attention="softmax", task="difficult", P=32, regime="converged",
+                        n_samples=512, rng=11)
+    bounds = softmax_bounds(spectrum, 32, 2, depths=(1, 2, 8), n_contexts=512, rng=11)
+    assert pred.loss.tolist() == list(bounds.average)
+    assert np.all(pred.lower <= pred.loss) and np.all(pred.loss <= pred.upper)
+    assert pred.plateau == bounds.mixture
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(regime="lazy"), "regime"), (dict(regime="converged"), "P"), (dict(norm="batch", P=32), "norm"),
+    (dict(regime="converged", P=32, calibration={"L0": 1.0, "c": 1.0}), "calibration"),
+    (dict(calibration={"L0": 1.0, "c": -1.0}), "coefficient"), (dict(calibration={"L0": -1.0, "c": 1.0}), "plateau"),
+])
+def test_bad_softmax_difficult_arguments_raise_naming_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        predict_loss([1, 2], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult",
+                     **{"n_samples": 64, **kwargs})
+
+
+def test_regime_is_refused_outside_softmax_difficult():
+    with pytest.raises(ValueError, match="regime"):
+        predict_loss([1, 2], PowerLawSpectrum(2, 1, 8), regime="converged")

@@ -13,8 +13,12 @@ linear     difficult   top-k floor ``T − hᵀG†h`` of the best degree-L cova
                        polynomial-approximation term, which vanishes as L grows
 softmax    easy        0 for every L ≥ 1 (one layer retrieves the exact match,
                        section 3.2 / Fig. 4)
-softmax    difficult   ``plateau + c/L`` (eq. 63 read as an exchangeable ensemble:
-                       plateau = C, c = A − C) from an explicit calibration
+softmax    difficult   ``regime="calibrated"`` (default): ``plateau + c/L`` (eq. 63 read
+                       as an exchangeable ensemble: plateau = C, c = A − C) from a
+                       calibration or the measured defaults; ``regime="converged"``:
+                       ``B_L``, the best loss an equal-weight average of L softmax heads
+                       with one gain can reach (eq. 60, :mod:`theory.softmax_bounds`) —
+                       what a converged controlled model of depth L can express
 ========== =========== ============================================================
 """
 
@@ -28,9 +32,11 @@ import numpy as np
 from .validation import check_choice, check_depths, check_positive_int
 from .spectra import as_spectrum
 
-__all__ = ["ATTENTIONS", "TASKS", "POLYNOMIALS", "LossPrediction", "SoftmaxCalibration", "predict_loss"]
+__all__ = ["ATTENTIONS", "TASKS", "POLYNOMIALS", "REGIMES", "LossPrediction", "SoftmaxCalibration", "predict_loss"]
 
 ATTENTIONS = ("linear", "softmax")
+#: how the softmax/difficult loss is predicted (see the module table)
+REGIMES = ("calibrated", "converged")
 TASKS = ("easy", "difficult")
 POLYNOMIALS = ("constrained", "free")
 
@@ -349,6 +355,32 @@ def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
     )
 
 
+def _softmax_converged(depths, spectrum, P, k, n_samples, rng, norm, width):
+    from .softmax_bounds import softmax_bounds
+
+    if P is None:
+        raise ValueError("P (context length) is required for regime='converged' (the bounds depend on P)")
+    similarity = "cosine" if width is None else "prenorm"
+    bounds = softmax_bounds(spectrum, P, k, depths=tuple(int(L) for L in depths), similarity=similarity, width=width,
+                            norm=norm, n_contexts=max(int(n_samples), 16), rng=0 if rng is None else rng)
+    loss = np.array([bounds.at(int(L))[0] for L in depths])
+    se = np.array([bounds.at(int(L))[1] for L in depths])
+    half = 1.959963984540054 * np.nan_to_num(se, nan=0.0)
+    what = "exact cosine similarity" if width is None else f"the pre-norm ({norm}) similarity at width N = {width}"
+    return dict(
+        loss=loss, lower=loss - half, upper=loss + half,
+        law="B_L: best equal-weight average of L softmax heads with one common gain (eq. 60; theory.softmax_bounds)",
+        plateau=bounds.mixture, coefficient=None, exponent=None,
+        assumptions=(
+            f"each layer of the controlled model (M(0), fixed H_x, eqs. 59-60) is a softmax head over {what} with "
+            "its own temperature; a converged model reaches the best such average (it can do no better)",
+            f"Monte Carlo: {bounds.n_seeds} seeds x {bounds.n_contexts} fit + {bounds.n_contexts} held-out contexts, "
+            f"top-{k} of P = {P}; interval = ±1.96 SE over seeds; plateau = B_∞ (best non-negative mixture) = "
+            f"{bounds.mixture:.6g} ± {bounds.mixture_se:.2g}",
+        ),
+    )
+
+
 def predict_loss(
     depth,
     spectrum,
@@ -363,6 +395,9 @@ def predict_loss(
     n_samples: int = 4096,
     rng=None,
     calibration=None,
+    regime: str = "calibrated",
+    norm: str = "layer",
+    width: int | None = None,
 ) -> LossPrediction:
     """Predicted loss ``R_L`` of a depth-L attention model (see the module table).
 
@@ -402,6 +437,16 @@ def predict_loss(
         interpolated linearly over ``(a, b)`` inside the measured grid; a string names
         another training regime of that file (e.g. ``"converged"``). Sizes or spectra
         outside the file raise ValueError naming the sizes it has.
+    regime : {'calibrated', 'converged'}
+        Softmax/difficult only. ``'calibrated'`` (default): ``plateau + c/L`` from
+        ``calibration`` (a negative plateau or coefficient is refused). ``'converged'``:
+        ``B_L`` at every depth, at any sizes (needs ``P``), from
+        :func:`theory.softmax_bounds.softmax_bounds` with ``n_samples`` contexts per set and
+        ``rng``; its interval is ±1.96 SE over independent seeds.
+    norm : {'layer', 'rms'}
+        ``regime='converged'`` with ``width``: the model's pre-norm.
+    width : int, optional
+        ``regime='converged'``: the hidden width N of the pre-norm similarity; default exact cosine.
 
     Returns
     -------
@@ -428,10 +473,16 @@ def predict_loss(
     True
     >>> predict_loss(8, spec, attention="softmax", task="difficult", calibration={"L0": 2.0, "c": 8.0}).loss.tolist()
     [3.0]
+    >>> b = predict_loss([1, 4], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult", P=32,
+    ...                  regime="converged", n_samples=1024)
+    >>> bool(b.loss[1] <= b.loss[0] + 0.1) and b.law.startswith("B_L")
+    True
     """
     attention = check_choice("attention", attention, ATTENTIONS)
     task = check_choice("task", task, TASKS)
     polynomial = check_choice("polynomial", polynomial, POLYNOMIALS)
+    regime = check_choice("regime", regime, REGIMES)
+    norm = check_choice("norm", norm, ("layer", "rms"))
     depths = check_depths(depth)
     spectrum = as_spectrum(spectrum)
     if attention == "linear" and task == "easy":
@@ -448,7 +499,16 @@ def predict_loss(
             ),
         )
     else:
-        parts = _softmax_difficult(depths, calibration, spectrum, P, k)
+        if regime == "converged":
+            if calibration is not None:
+                raise ValueError("calibration applies to regime='calibrated'; regime='converged' predicts from the bounds")
+            parts = _softmax_converged(depths, spectrum, P, k, n_samples, rng, norm, width)
+        else:
+            parts = _softmax_difficult(depths, calibration, spectrum, P, k)
+            if parts["coefficient"] < 0:
+                raise ValueError(f"calibration coefficient must be >= 0 (the loss falls with depth); got {parts['coefficient']!r}")
+    if (regime != "calibrated" or norm != "layer" or width is not None) and not (attention == "softmax" and task == "difficult"):
+        raise ValueError("regime, norm and width apply only to attention='softmax', task='difficult'")
     for key in ("loss", "lower", "upper", "in_window"):
         if parts.get(key) is not None:
             parts[key] = _readonly(parts[key])

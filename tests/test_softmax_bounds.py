@@ -1,0 +1,106 @@
+"""Claims about the softmax-head bounds B_1, B_L, B_∞ (theory.softmax_bounds)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tolerances import MC_SIGMAS, ROUNDOFF, rtol
+
+from theory import PowerLawSpectrum
+from theory.softmax_bounds import average_of_heads, softmax_bounds, softmax_head_bound
+
+
+def _moments(seed: int, T: int, n: int = 400):
+    rng = np.random.default_rng(seed)
+    U = rng.normal(size=(n, T)) + rng.normal(size=(n, 1))  # correlated heads
+    y = U @ rng.uniform(0, 1, T) / T + 0.5 * rng.normal(size=n)
+    return U.T @ U / n, U.T @ y / n, float(y @ y / n)
+
+
+def _exhaustive(G, h, m2, L):
+    """Every allocation of L layers to T heads (with repeats), the optimal common gain for each."""
+    T = h.size
+    best = np.inf
+    for combo in itertools.combinations_with_replacement(range(T), L):
+        n = np.bincount(combo, minlength=T).astype(float)
+        quad, lin = n @ G @ n, h @ n
+        if quad > 0 and lin > 0:
+            best = min(best, m2 - lin * lin / quad)
+    return best
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), T=st.integers(2, 5), L=st.integers(1, 4))
+def test_average_of_heads_finds_the_best_allocation_of_an_exhaustive_search(seed, T, L):
+    G, h, m2 = _moments(seed, T)
+    counts, gain, loss = average_of_heads(G, h, m2, L)
+    assert counts.sum() == L and np.all(counts >= 0)
+    assert loss == pytest.approx(_exhaustive(G, h, m2, L), rel=rtol(ROUNDOFF), abs=rtol(ROUNDOFF))
+    n = counts.astype(float)  # the reported gain is optimal for the reported allocation
+    assert gain == pytest.approx(float(h @ n) / float(n @ G @ n) * L, rel=rtol(ROUNDOFF))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), T=st.integers(2, 8))
+def test_deeper_averages_are_never_worse_along_doublings_on_the_fitted_moments(seed, T):
+    G, h, m2 = _moments(seed, T)
+    losses, previous = [], None
+    for L in (1, 2, 4, 8, 16):
+        start = None if previous is None else previous * 2
+        counts, _, loss = average_of_heads(G, h, m2, L, start)
+        losses.append(loss)
+        previous = counts
+    assert all(b <= a + rtol(ROUNDOFF) * abs(a) for a, b in zip(losses, losses[1:]))
+
+
+def test_bounds_are_ordered_single_average_mixture_beyond_noise():
+    b = softmax_bounds(PowerLawSpectrum(0, 0, 8), 32, 2, depths=(1, 2, 8), n_contexts=4096, n_seeds=3, rng=1)
+    assert b.at(1) == (b.single, b.single_se)
+    for value, se in zip(b.average, b.average_se):
+        assert value <= b.single + MC_SIGMAS * np.hypot(se, b.single_se)
+        assert value >= b.mixture - MC_SIGMAS * np.hypot(se, b.mixture_se)
+    assert b.mixture < b.target_second_moment
+
+
+def test_seeds_are_independent_draws_and_give_a_standard_error():
+    b = softmax_bounds(PowerLawSpectrum(0.5, 0, 8), 32, 2, depths=(1,), n_contexts=512, n_seeds=4, rng=2)
+    singles = [s["single"] for s in b.per_seed]
+    assert len(set(singles)) == 4 and np.isfinite(b.single_se) and b.single_se > 0
+    assert b.single_se == pytest.approx(np.std(singles, ddof=1) / 2, rel=rtol(ROUNDOFF))
+
+
+def test_single_head_agrees_with_the_half_split_single_head_bound():
+    spectrum = PowerLawSpectrum(0, 0.5, 8)
+    b = softmax_bounds(spectrum, 32, 2, depths=(1,), n_contexts=4096, n_seeds=4, rng=3)
+    ref = softmax_head_bound(spectrum, 32, 2, n_contexts=16384, rng=4)
+    assert abs(b.single - ref.single_head_loss) < MC_SIGMAS * np.hypot(b.single_se, ref.single_head_standard_error)
+
+
+def test_rms_prenorm_with_an_orthonormal_input_map_is_exact_cosine():
+    spectrum = PowerLawSpectrum(0, 0, 6)
+    cosine = softmax_bounds(spectrum, 16, 2, depths=(1, 2), n_contexts=256, n_seeds=2, rng=5)
+    rms = softmax_bounds(spectrum, 16, 2, depths=(1, 2), n_contexts=256, n_seeds=2, rng=5, similarity="prenorm",
+                         width=6, norm="rms")
+    assert rms.average == cosine.average and rms.mixture == cosine.mixture
+
+
+def test_layer_norm_at_width_d_is_worse_than_exact_cosine():
+    spectrum = PowerLawSpectrum(0, 0, 8)
+    cosine = softmax_bounds(spectrum, 32, 2, depths=(1,), n_contexts=4096, n_seeds=3, rng=6)
+    layer = softmax_bounds(spectrum, 32, 2, depths=(1,), n_contexts=4096, n_seeds=3, rng=7, similarity="prenorm",
+                           width=8, norm="layer")
+    assert layer.single - cosine.single > MC_SIGMAS * np.hypot(layer.single_se, cosine.single_se)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(k=40), "k"), (dict(norm="batch"), "norm"), (dict(similarity="prenorm"), "width"),
+    (dict(similarity="prenorm", width=2), "width"), (dict(width=8), "width"), (dict(similarity="dot"), "similarity"),
+    (dict(n_seeds=0), "n_seeds"), (dict(depths=(0,)), "depths"),
+])
+def test_bad_bound_arguments_raise_naming_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        softmax_bounds(PowerLawSpectrum(0, 0, 4), 8, **{"k": 2, "n_contexts": 32, **kwargs})
