@@ -7,6 +7,8 @@ A thin layer over :mod:`numerics.experiments.study`:
   against the bounds); writes ``DIR/study.md``, ``DIR/consistency.md``, ``DIR/study.json``, ``DIR/figures/``;
 * ``idepth study consistency [--out DIR] [--d 128] [--P 1024,2048] [--contexts N]``
   -- the paper's nonlinear plateaus against the oracle bounds only;
+* ``idepth study sizes [--d 8,12,...] [--P 32,48,...] [--contexts N] [--seeds S] [--out DIR]``
+  -- :func:`numerics.experiments.study.run_size_inference` (which (d, P) the paper's nonlinear plateaus imply);
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``
   -- :func:`numerics.experiments.study.make_softmax_defaults` (the file ``theory.predict_loss`` reads).
 
@@ -64,6 +66,23 @@ def register(subparsers) -> None:
     consistency.add_argument("--no-progress", action="store_true", help="no progress bar")
     consistency.set_defaults(func=run_consistency)
 
+    sizes = actions.add_parser(
+        "sizes", help="infer the (d, P) the paper's nonlinear plateaus come from (chi-square against the bounds)",
+        description="For every (d, P) of a grid: the best mixture of softmax heads B_inf and the best single head B_1 "
+                    "(theory.softmax_bounds, Monte Carlo with independent seeds) of all 14 nonlinear plateaus of the "
+                    "paper's Tables 1 and 4, and the chi-square against the paper's values. Prints the table, writes "
+                    "DIR/sizes.md, DIR/sizes.json and the chi-square map DIR/figures/sizes_chi2.png. Bounds are cached "
+                    "in DIR/cache/ (re-running computes only what is missing).",
+    )
+    sizes.add_argument("--out", metavar="DIR", default="study-out", help="output directory (default study-out)")
+    sizes.add_argument("--d", default=",".join(map(str, _size_grid()[0])), help="input dimensions, comma separated")
+    sizes.add_argument("--P", default=",".join(map(str, _size_grid()[1])), help="context lengths, comma separated")
+    sizes.add_argument("--contexts", type=int, default=2048, help="fit and held-out contexts per seed (default 2048)")
+    sizes.add_argument("--seeds", type=int, default=4, help="independent seeds per bound (default 4)")
+    sizes.add_argument("--workers", type=int, default=1, help="processes computing bounds (default 1)")
+    sizes.add_argument("--no-progress", action="store_true", help="no progress output")
+    sizes.set_defaults(func=run_sizes)
+
     defaults = actions.add_parser(
         "defaults", help="measure and write the softmax defaults file read by theory.predict_loss",
         description="Train the regimes over a spectrum grid (sweep layer; the runs are kept in --store if given), "
@@ -111,6 +130,36 @@ def _ints(text: str, name: str) -> tuple[int, ...]:
         return tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ValueError(f"{name} must be comma-separated integers; got {text!r}") from None
+
+
+def _size_grid() -> tuple:
+    from numerics.experiments.study.sizes import SIZE_GRID_D, SIZE_GRID_P
+
+    return SIZE_GRID_D, SIZE_GRID_P
+
+
+def run_sizes(args) -> int:
+    """Run ``idepth study sizes``."""
+    from numerics.experiments.study import run_size_inference
+    from numerics.io import check_output_dir
+    from theory.validation import check_positive_int
+
+    d_values, P_values = _ints(args.d, "--d"), _ints(args.P, "--P")
+    for name, values in (("--d", d_values), ("--P", P_values)):
+        if not values:
+            raise ValueError(f"{name} must list at least one size")
+        for v in values:
+            check_positive_int(name, v)
+    check_positive_int("--contexts", args.contexts, minimum=16)
+    check_positive_int("--seeds", args.seeds, minimum=2)
+    check_positive_int("--workers", args.workers)
+    check_output_dir(args.out, "--out")
+    result, markdown = run_size_inference(args.out, d_values=d_values, P_values=P_values, n_contexts=args.contexts,
+                                          n_seeds=args.seeds, workers=args.workers,
+                                          progress=None if not args.no_progress else False)
+    print(markdown)
+    print(f"wrote {args.out}/sizes.md, sizes.json, figures/sizes_chi2.png")
+    return 0
 
 
 def _scale_names() -> tuple:

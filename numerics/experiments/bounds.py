@@ -20,7 +20,8 @@ from theory.softmax_bounds import (  # noqa: F401 (re-exported: the names the ex
 
 __all__ = [
     "HeadBound", "SIMILARITIES", "BOUND_HEADS", "BOUND_SEED", "softmax_head_bound", "head_outputs",
-    "default_temperatures", "bound_key", "bound_stream", "compute_bound", "head_bounds",
+    "default_temperatures", "bound_key", "bound_stream", "compute_bound", "head_bounds", "softmax_bounds_key",
+    "compute_softmax_bounds", "cached_softmax_bounds",
 ]
 
 
@@ -109,3 +110,55 @@ def head_bounds(keys, cache_dir=None, *, workers: int = 1, progress: bool | None
     values = cached_many(cache_dir, "oracle-bound", list(keys), compute_bound, workers=workers, progress=progress,
                          desc="oracle bounds")
     return [HeadBound.from_dict(v) for v in values]
+
+
+def softmax_bounds_key(a: float, b: float, d: int, P: int, k: int, *, depths=(1,), n_contexts: int, n_seeds: int = 4,
+                       similarity: str = "cosine", width: int | None = None, norm: str = "layer",
+                       seed: int = BOUND_SEED) -> dict:
+    """The cache key of one :func:`theory.softmax_bounds.softmax_bounds` evaluation (every input of its value).
+
+    Examples
+    --------
+    >>> softmax_bounds_key(0, 0, 16, 64, 2, n_contexts=1024)["depths"]
+    [1]
+    """
+    return {"a": float(a), "b": float(b), "d": int(d), "P": int(P), "k": int(k),
+            "depths": sorted({1, *(int(L) for L in depths)}), "n_contexts": int(n_contexts), "n_seeds": int(n_seeds),
+            "similarity": similarity, "width": None if width is None else int(width), "norm": norm, "seed": int(seed)}
+
+
+def compute_softmax_bounds(key: dict) -> dict:
+    """:func:`theory.softmax_bounds.softmax_bounds` of ``key`` (own stream, :func:`bound_stream`) as a dict.
+
+    Examples
+    --------
+    >>> out = compute_softmax_bounds(softmax_bounds_key(0, 0, 4, 8, 2, n_contexts=64, n_seeds=2))
+    >>> sorted(out)[:3]
+    ['P', 'average', 'average_se']
+    """
+    from theory import PowerLawSpectrum
+    from theory.softmax_bounds import softmax_bounds
+
+    return softmax_bounds(PowerLawSpectrum(key["a"], key["b"], key["d"]), key["P"], key["k"], depths=key["depths"],
+                          similarity=key["similarity"], width=key["width"], norm=key["norm"],
+                          n_contexts=key["n_contexts"], n_seeds=key["n_seeds"], rng=bound_stream(key)).to_dict()
+
+
+def cached_softmax_bounds(keys, cache_dir=None, *, workers: int = 1, progress: bool | None = False) -> list:
+    """:class:`theory.softmax_bounds.SoftmaxBounds` of ``keys`` (from :func:`softmax_bounds_key`), cached.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     key = softmax_bounds_key(0, 0, 4, 8, 2, n_contexts=64, n_seeds=2)
+    ...     cached_softmax_bounds([key], tmp)[0] == cached_softmax_bounds([key], tmp)[0]
+    True
+    """
+    from theory.softmax_bounds import SoftmaxBounds
+
+    from .cache import cached_many
+
+    values = cached_many(cache_dir, "softmax-bounds", list(keys), compute_softmax_bounds, workers=workers,
+                         progress=progress, desc="softmax bounds")
+    return [SoftmaxBounds.from_dict(v) for v in values]

@@ -54,6 +54,7 @@ from __future__ import annotations
 from ..scales import GAIN_PARAMETERS, LAZY_INIT, REGIME_DESCRIPTIONS, REGIMES, TRAINED_REGIMES, StudyScale
 from .consistency import ConsistencyReport, ConsistencyRow, paper_consistency, run_study_sections
 from .defaults import fit_inverse_depth, make_softmax_defaults
+from .sizes import SizeInference, infer_sizes, run_size_inference
 from .regimes import RegimeStudy, frozen_heads_control, regime_config, run_regime_study, separate_models_average
 from .verdicts import RegimePoint, name_regime, summarise_point
 
@@ -78,4 +79,7 @@ __all__ = [
     "run_study_sections",
     "make_softmax_defaults",
     "fit_inverse_depth",
+    "SizeInference",
+    "infer_sizes",
+    "run_size_inference",
 ]

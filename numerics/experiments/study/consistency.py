@@ -15,7 +15,7 @@ from .. import criteria
 from ..bounds import BOUND_SEED, bound_key, head_bounds
 from .regimes import RegimeStudy
 
-__all__ = ["ConsistencyRow", "ConsistencyReport", "paper_consistency", "run_study_sections"]
+__all__ = ["ConsistencyRow", "ConsistencyReport", "paper_consistency", "paper_plateaus", "run_study_sections"]
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,17 @@ class ConsistencyReport:
     n_below: int
 
 
-def _paper_rows() -> list[dict]:
+def paper_plateaus() -> list[dict]:
+    """The paper's 14 nonlinear plateaus: Table 1 (nonlinear L0, top-2) and Table 4 (L0, top-2 and top-16).
+
+    Each row: ``source``, ``a``, ``b``, ``k``, ``value`` (float) and ``verbatim`` (as printed).
+
+    Examples
+    --------
+    >>> rows = paper_plateaus()
+    >>> len(rows), rows[0]["verbatim"], sorted({r["k"] for r in rows})
+    (14, '2.007', [2, 16])
+    """
     from theory.paper import paper_table
 
     rows = []
@@ -174,7 +184,7 @@ def paper_consistency(
     """
     d = check_positive_int("d", d)
     P_values = tuple(check_positive_int("P", P) for P in P_values)
-    paper = _paper_rows()
+    paper = paper_plateaus()
     sizes = [(d, P) for P in P_values]
     if study is not None:
         sizes += [(sd, sP) for (sd, sP, _) in study.scale.sizes if (sd, sP) not in sizes]
