@@ -399,10 +399,8 @@ def regime_config(
 
 
 def _predict_in_chunks(model, params, batch, chunk: int = 256) -> np.ndarray:
-    from numerics.train import _slice_batch
-
     n = batch.target.shape[0]
-    out = [np.asarray(model.forward(params, _slice_batch(batch, s, s + chunk)).prediction, dtype=np.float64)
+    out = [np.asarray(model.forward(params, batch.slice(s, s + chunk)).prediction, dtype=np.float64)
            for s in range(0, n, chunk)]
     return np.concatenate(out)
 
@@ -478,7 +476,7 @@ def frozen_heads_control(
     """
     from numerics.models import get_model
     from numerics.tasks import sample
-    from numerics.train import _generators, _slice_batch, evaluation_batch
+    from numerics.train import _generators, evaluation_batch
     from theory.decomposition import decompose
 
     s = _scale(scale)
@@ -492,7 +490,7 @@ def frozen_heads_control(
     gain0 = float((params["W_o"] @ params["W_v"] @ params["W_y"]).item())
 
     def layer_reads(batch):
-        parts = [np.asarray(model.forward(params, _slice_batch(batch, i, i + 256)).layer_predictors) / gain0
+        parts = [np.asarray(model.forward(params, batch.slice(i, i + 256)).layer_predictors) / gain0
                  for i in range(0, batch.target.shape[0], 256)]
         return np.concatenate(parts, axis=1)  # (L_max, B): p_ℓ·y
 
