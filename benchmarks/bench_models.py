@@ -44,15 +44,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from numerics.models import get_model  # noqa: E402
-from numerics.models._common import (  # noqa: E402
-    allowed_positions,
-    attention_mask,
-    dense_inputs,
-    layer_norm,
-    layer_norm_backward,
-    masked_softmax,
-    softmax_backward,
-)
+from numerics.models._common import layer_norm, layer_norm_backward, softmax_backward  # noqa: E402
+from numerics.models.reference import allowed_positions, attention_mask, dense_inputs, masked_softmax  # noqa: E402
 from numerics.tasks import sample  # noqa: E402
 from theory import PowerLawSpectrum  # noqa: E402
 
@@ -118,7 +111,7 @@ def _dense_chunk(params, context_x, context_y, test_x, target):
     H_hat_rows, inv_std = layer_norm(np.swapaxes(H_x, 1, 2))  # tokens as rows for the norm
     H_hat = np.swapaxes(H_hat_rows, 1, 2)
     M = attention_mask(P, 0.0)
-    allowed = allowed_positions(P, context_block=False)
+    allowed = allowed_positions(P, "M(0)")
 
     def attention(ell):
         Q = W_q[ell] @ H_hat

@@ -9,12 +9,12 @@ What is measured (all on ``n_contexts`` fresh contexts of the run's task):
   and the per-layer errors ``E e_ℓ²``.
 * **Top-1 attention mass** per layer: the mean over contexts of the largest
   weight of the test token's attention row (paper Fig. 4c). Defined for the
-  softmax models; NaN for linear attention, whose "weights" are not a
+  softmax models (model fact ``ATTENTION == "softmax"``, see
+  :mod:`numerics.models`); NaN for linear attention, whose "weights" are not a
   distribution.
 * **Mode-wise loss** (paper Figs. 3c, 7). For the models whose prediction is
-  linear in the context labels -- ``linear``, ``nonlinear``,
-  ``untied_values``, ``context_updates`` (their attention depends on the
-  input stream only) -- the prediction is ``ŷ = Σ_i w_i y_i = βᵀ (X w)``, so
+  linear in the context labels (model fact ``LABEL_LINEAR``: their attention
+  depends on the input stream only) the prediction is ``ŷ = Σ_i w_i y_i = βᵀ (X w)``, so
   the error is exactly ``ŷ − y* = βᵀ e`` with the *error vector in input space*
 
       ``e = X w − t``,
@@ -32,14 +32,15 @@ What is measured (all on ``n_contexts`` fresh contexts of the run's task):
   loss is ``ω_k E[ẽ_k²]`` (these sum to the expected loss; ``modewise_total``),
   and the normalised mode-k loss is ``E[ẽ_k²]/E[t̃_k²]`` (i.e. divided by
   ``ω_k E[t̃_k²]``, the mode-k loss of the zero predictor).
-  The ``single_stream`` model mixes labels into its queries and keys and its
-  values carry the inputs too, so its prediction is not of the form ``βᵀ e``;
+  A model that mixes labels into its queries and keys (``single_stream``,
+  whose values carry the inputs too) has no prediction of the form ``βᵀ e``;
   its mode-wise arrays are NaN (documented, not approximated).
 * **Selection error** (paper eqs. 90-91, Fig. 13): ``E_L(c) = ‖p̄_L(c) − p*‖²``
   with ``p̄_L = (1/L) Σ_ℓ p_ℓ`` and ``p* = 1/k`` on the top-k context tokens by
   cosine similarity to the test input (``k = 1``, the matched token, on the
   easy task), zero elsewhere; its percentiles ``Q_L(q)``. Softmax models only.
-* **ρ** (paper eq. 83), ``context_updates`` only: the least-squares fit of
+* **ρ** (paper eq. 83), for a model with a context-to-context attention
+  (``ForwardResult.context_attention``, the mask ``M(m)``): the least-squares fit of
   layer 1's context-to-context attention, ``A_1 ≈ ρ I_P + (1 − ρ) J_P``,
   ``J_P = 11ᵀ/P``, jointly over all contexts (closed form :data:`RHO`).
 """
@@ -56,9 +57,9 @@ import sympy as sp
 
 from theory.validation import check_generator, check_positive_int
 
+from .models import MODELS, chunk_size, get_model
+
 __all__ = [
-    "LABEL_LINEAR_MODELS",
-    "SOFTMAX_MODELS",
     "RHO",
     "Diagnostics",
     "diagnose",
@@ -73,10 +74,6 @@ __all__ = [
     "plot_modewise_loss",
 ]
 
-#: models whose prediction is linear in the context labels (attention from the input stream only)
-LABEL_LINEAR_MODELS = ("linear", "nonlinear", "untied_values", "context_updates")
-#: models whose test-token attention row is a softmax distribution over the context
-SOFTMAX_MODELS = ("nonlinear", "single_stream", "untied_values", "context_updates")
 #: percentiles q of the selection error reported by default (eq. 91)
 DEFAULT_QUANTILES = (0.5, 0.9, 0.95, 0.99)
 
@@ -153,8 +150,8 @@ def error_vectors(model, params: Mapping[str, np.ndarray], batch) -> np.ndarray:
     Parameters
     ----------
     model : module
-        A model module from :func:`numerics.models.get_model` whose name is in
-        :data:`LABEL_LINEAR_MODELS`.
+        A model module from :func:`numerics.models.get_model` with the fact
+        ``LABEL_LINEAR`` (its prediction is linear in the labels).
     params : dict
     batch : numerics.tasks.Batch
 
@@ -179,10 +176,9 @@ def error_vectors(model, params: Mapping[str, np.ndarray], batch) -> np.ndarray:
     >>> bool(np.allclose(np.einsum("bd,bd->b", batch.teacher, e), residual))
     True
     """
-    name = _model_name(model)
-    if name not in LABEL_LINEAR_MODELS:
+    if not model.LABEL_LINEAR:
         raise ValueError(
-            f"model must be one of {', '.join(LABEL_LINEAR_MODELS)} (prediction linear in the labels); got {name!r}"
+            f"model must be one of {', '.join(_label_linear_models())} (prediction linear in the labels); got {model.NAME!r}"
         )
     context_x = np.asarray(batch.context_x)
     d = context_x.shape[2]
@@ -411,11 +407,11 @@ class Diagnostics:
         return out
 
 
-def _model_name(model) -> str:
-    return getattr(model, "__name__", str(model)).rsplit(".", 1)[-1]
+def _label_linear_models() -> list[str]:
+    return [name for name, model in MODELS.items() if model.LABEL_LINEAR]
 
 
-def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, config, *, chunk: int | None = None, quantiles=DEFAULT_QUANTILES) -> Diagnostics:
+def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, spectrum, *, chunk: int | None = None, quantiles=DEFAULT_QUANTILES) -> Diagnostics:
     """All diagnostics of ``params`` on a given batch (used by :func:`diagnose` and by training).
 
     Parameters
@@ -424,11 +420,13 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, config, *, ch
         From :func:`numerics.models.get_model`.
     params : dict
     batch : numerics.tasks.Batch
-    config : numerics.train.TrainConfig
-        Supplies the spectrum and names.
+    spectrum : theory.Spectrum or theory.PowerLawSpectrum
+        The spectra ``λ``, ``ω`` the batch was drawn from (eq. 2), for the mode-wise loss.
     chunk : int or None
         Contexts per forward pass (bounds memory; default
-        :func:`numerics.train.chunk_size`).
+        :func:`numerics.models.chunk_size`).
+    quantiles : sequence of float
+        Levels ``q`` of the selection-error percentiles ``Q_L(q)``.
 
     Notes
     -----
@@ -439,25 +437,24 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, config, *, ch
     Paper eqs. (61)-(63), (83), (90)-(91).
     """
     from theory.decomposition import decompose
+    from theory.spectra import as_spectrum
 
     from numerics.tasks import top_k_indices
-    from numerics.train import _slice_batch, chunk_size
 
-    name = _model_name(model)
-    chunk = chunk_size(batch, params) if chunk is None else check_positive_int("chunk", chunk)
-    spectrum = config.spectrum()
+    chunk = chunk_size(model, params, batch) if chunk is None else check_positive_int("chunk", chunk)
+    spectrum = as_spectrum(spectrum)
     n = batch.target.shape[0]
     layer_predictions, top1, sel, errors, targets, rhos = [], [], [], [], [], []
     for start in range(0, n, chunk):
-        part = _slice_batch(batch, start, start + chunk)
+        part = batch.slice(start, start + chunk)
         result = model.forward(params, part)
         layer_predictions.append(np.asarray(result.layer_predictors, dtype=np.float64))
         attention = np.asarray(result.attention, dtype=np.float64)
-        if name in SOFTMAX_MODELS:
+        if model.ATTENTION == "softmax":
             top1.append(attention.max(axis=2))
             selected = top_k_indices(part.context_x, part.test_x, 1 if part.task == "easy" else part.k)
             sel.append(selection_error(attention, selected))
-        if name in LABEL_LINEAR_MODELS:
+        if model.LABEL_LINEAR:
             errors.append(error_vectors(model, params, part))
             targets.append(target_vectors(part))
         if result.context_attention is not None:
@@ -492,7 +489,7 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, config, *, ch
     else:
         rho = m = math.nan
     return Diagnostics(
-        model=name,
+        model=model.NAME,
         task=batch.task,
         depth=int(L),
         n_contexts=int(n),
@@ -522,10 +519,11 @@ def diagnose(params_or_result, config=None, n_contexts: int = 2048, rng=None, *,
     Parameters
     ----------
     params_or_result : numerics.train.TrainResult or dict
-        A training result (its config is used when ``config`` is None) or a
-        parameter dict (then ``config`` is required).
+        A training result -- anything with ``.config`` and ``.params``; its config is
+        used when ``config`` is None -- or a parameter dict (then ``config`` is required).
     config : numerics.train.TrainConfig or None
-        Model, task, sizes and spectrum.
+        Model, task, sizes and spectrum (read: ``model``, ``task``, ``P``, ``k``,
+        ``spectrum()``, ``numpy_dtype``).
     n_contexts : int
         Fresh contexts to average over.
     rng : numpy.random.Generator or int
@@ -552,30 +550,28 @@ def diagnose(params_or_result, config=None, n_contexts: int = 2048, rng=None, *,
     >>> bool(np.isclose(diag.modewise_loss.sum(), diag.modewise_total))
     True
     """
-    from numerics.models import get_model
     from numerics.tasks import sample
-    from numerics.train import TrainConfig, TrainResult
 
-    if isinstance(params_or_result, TrainResult):
-        params = params_or_result.params
-        config = params_or_result.config if config is None else config
-    elif isinstance(params_or_result, Mapping):
+    if isinstance(params_or_result, Mapping):
         params = params_or_result
         if config is None:
             raise ValueError("config is required when params_or_result is a parameter dict")
+    elif hasattr(params_or_result, "config") and hasattr(params_or_result, "params"):  # a TrainResult
+        params = params_or_result.params
+        config = params_or_result.config if config is None else config
     else:
         raise TypeError(
             f"params_or_result must be a TrainResult or a parameter dict; got {type(params_or_result).__name__}"
         )
-    if not isinstance(config, TrainConfig):
+    if not all(hasattr(config, name) for name in ("model", "task", "P", "k", "spectrum", "numpy_dtype")):
         raise TypeError(f"config must be a TrainConfig; got {type(config).__name__}")
     n_contexts = check_positive_int("n_contexts", n_contexts)
     if rng is None:  # the signature's default: a required argument left out
         raise ValueError("rng must be a numpy.random.Generator or a non-negative integer seed; got None")
     rng = check_generator(rng, allow_seed=True)
-    model = get_model(config.model)
-    batch = sample(config.task, config.spectrum(), config.P, n_contexts, rng, k=config.k, dtype=config.numpy_dtype)
-    return diagnose_batch(model, params, batch, config, quantiles=quantiles)
+    spectrum = config.spectrum()
+    batch = sample(config.task, spectrum, config.P, n_contexts, rng, k=config.k, dtype=config.numpy_dtype)
+    return diagnose_batch(get_model(config.model), params, batch, spectrum, quantiles=quantiles)
 
 
 def plot_modewise_loss(diagnostics: Diagnostics, path, *, title: str | None = None) -> None:
@@ -611,7 +607,7 @@ def plot_modewise_loss(diagnostics: Diagnostics, path, *, title: str | None = No
     if not np.any(np.isfinite(values)):
         raise ValueError(
             f"the mode-wise loss is not defined for the {diagnostics.model!r} model "
-            f"(defined for {', '.join(LABEL_LINEAR_MODELS)})"
+            f"(defined for {', '.join(_label_linear_models())})"
         )
     modes = np.arange(1, values.size + 1)
     fig, ax = plt.subplots(figsize=(5.0, 3.6), constrained_layout=True)

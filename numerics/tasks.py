@@ -119,6 +119,43 @@ class Batch:
         """Input dimension ``d``."""
         return int(self.context_x.shape[2])
 
+    def slice(self, start: int, stop: int) -> "Batch":
+        """The contexts ``start .. stop−1`` as a batch of their own (views, no copies).
+
+        Every per-context array is sliced along its first axis; ``task`` and ``k`` are
+        kept. A slice covering the whole batch is the batch itself. Used to run a model
+        on a large batch in chunks of contexts.
+
+        Parameters
+        ----------
+        start, stop : int
+            As in ``array[start:stop]``; ``stop`` may exceed the batch size.
+
+        Returns
+        -------
+        Batch
+
+        References
+        ----------
+        Paper eqs. (1)-(6) (each context is an independent draw, so any subset is a batch).
+
+        Examples
+        --------
+        >>> from theory import PowerLawSpectrum
+        >>> b = sample("difficult", PowerLawSpectrum(1.0, 1.0, 3), 5, 4, np.random.default_rng(0))
+        >>> part = b.slice(1, 3)
+        >>> part.batch_size, part.rotation.shape, bool(np.all(part.target == b.target[1:3]))
+        (2, (2, 3, 3), True)
+        >>> b.slice(0, 10) is b
+        True
+        """
+        from dataclasses import fields, replace
+
+        if start == 0 and stop >= self.target.shape[0]:
+            return self
+        arrays = {f.name: getattr(self, f.name) for f in fields(self)}
+        return replace(self, **{name: a[start:stop] for name, a in arrays.items() if isinstance(a, np.ndarray) and a.ndim >= 1})
+
 
 def sample(task: str, spectrum, P: int, batch_size: int, rng: np.random.Generator, k: int = 2, dtype=np.float64) -> Batch:
     """Draw a batch of contexts of the easy (eq. 5) or difficult (eq. 6) task.

@@ -60,11 +60,11 @@ files is detected on load instead of being read as a mixture.
 
 Measured defaults
 -----------------
-:data:`MODEL_DEFAULTS` holds the per-family learning rate; initial weights are
-the model's own ``INIT_DEFAULTS`` (``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + 0.1 G/sqrt(N))``,
+Each model module's ``TRAIN_DEFAULTS`` holds its learning rate (the numbers below);
+initial weights are the model's own ``INIT_DEFAULTS`` (``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + 0.1 G/sqrt(N))``,
 orthonormal ``W_x``, ``W_v = I``, ``g = W_o W_v W_y = 1``) except that the linear
 model starts at ``κ = N/c_λ``, i.e. ``B_ℓ ≈ I/λ_1`` (eq. 20), the stable one-step
-value of eq. (33). Schedule ``warmup_cosine`` (100 warm-up steps), batch 128,
+value of eq. (33) (:func:`numerics.models.linear.stable_qk_scale`). Schedule ``warmup_cosine`` (100 warm-up steps), batch 128,
 Adam (0.9, 0.999, 1e-8), no clipping. All numbers below: single-threaded numpy on
 a shared 2-core machine (wall times inflated by other jobs), float32, evaluation
 on the fixed 1024-context set (standard error ≈ 3-5 %).
@@ -130,10 +130,11 @@ import numpy as np
 from theory.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
 from .checkpoint import TrainingState, read_checkpoint, read_training_state, save_checkpoint
+from .diagnostics import diagnose_batch
+from .models import MODELS, chunk_size, get_model
 from .optim import SCHEDULES, AdamState, adam_init, adam_update, clip_by_global_norm, schedule_value
 
 __all__ = [
-    "MODEL_DEFAULTS",
     "SCHEDULES",
     "TASKS",
     "DTYPES",
@@ -158,24 +159,8 @@ __all__ = [
 TASKS = ("easy", "difficult")
 DTYPES = ("float32", "float64")
 
-#: Per-family defaults used when ``learning_rate`` / ``init`` are not given (measured:
-#: see *Measured defaults* in the module docstring).
-MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
-    "linear": {"learning_rate": 1e-2, "init": {}},  # plus qk_scale = N/c_λ, see _family_init
-    "nonlinear": {"learning_rate": 1e-3, "init": {}},
-    "single_stream": {"learning_rate": 3e-3, "init": {}},
-    "untied_values": {"learning_rate": 1e-3, "init": {}},
-    "context_updates": {"learning_rate": 1e-3, "init": {}},
-}
-
 _JSON_SCALARS = (str, int, float, bool)
 _SEED_INIT, _SEED_TRAIN, _SEED_EVAL = 0, 1, 2
-
-
-def _model_names() -> tuple[str, ...]:
-    from numerics.models import MODELS
-
-    return tuple(MODELS)
 
 
 # --------------------------------------------------------------------------- config
@@ -203,8 +188,8 @@ class TrainConfig:
     batch_size, max_steps : int
         Contexts per step; step cap.
     learning_rate : float or None
-        Peak Adam step size; ``None`` takes the model family's default from
-        :data:`MODEL_DEFAULTS` (resolved at construction, so ``to_dict`` always
+        Peak Adam step size; ``None`` takes the model's default from its
+        ``TRAIN_DEFAULTS`` (resolved at construction, so ``to_dict`` always
         holds the number used).
     schedule : {'constant', 'warmup_constant', 'warmup_cosine'}
         Learning-rate schedule (see :func:`learning_rate_at`).
@@ -216,7 +201,7 @@ class TrainConfig:
         Clip the global gradient norm to this value (``None``: no clipping).
     init : mapping or None
         Keyword options for the model's ``init_params`` (JSON scalars), merged
-        over the model family's defaults from :data:`MODEL_DEFAULTS`.
+        over the model's ``TRAIN_DEFAULTS["init"]`` and its ``INIT_DEFAULTS``.
     eval_size, eval_every, eval_seed : int
         Size of the fixed held-out evaluation set, evaluation period in
         steps, and the seed the evaluation set is drawn from.
@@ -281,7 +266,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("model", check_choice("model", self.model, _model_names()))
+        set_("model", check_choice("model", self.model, MODELS))
         set_("task", check_choice("task", self.task, TASKS))
         for name in ("d", "N", "P", "depth", "batch_size", "max_steps", "eval_size", "eval_every", "window"):
             set_(name, check_positive_int(name, getattr(self, name)))
@@ -305,11 +290,11 @@ class TrainConfig:
             set_("grad_clip", check_positive("grad_clip", self.grad_clip))
         set_("schedule", check_choice("schedule", self.schedule, SCHEDULES))
         set_("dtype", check_choice("dtype", self.dtype, DTYPES))
-        defaults = MODEL_DEFAULTS[self.model]
-        lr = defaults["learning_rate"] if self.learning_rate is None else self.learning_rate
+        model = MODELS[self.model]
+        lr = model.TRAIN_DEFAULTS["learning_rate"] if self.learning_rate is None else self.learning_rate
         set_("learning_rate", check_positive("learning_rate", lr))
-        set_("init", _freeze_init(self.model, _family_init(self), self.init))
-        set_("frozen", _check_frozen(self.model, self.frozen))
+        set_("init", _freeze_init(model, _train_init(model, self), self.init))
+        set_("frozen", _check_frozen(model, self.frozen))
 
     # -- serialisation -------------------------------------------------------------
 
@@ -400,43 +385,35 @@ class TrainConfig:
         return np.float32 if self.dtype == "float32" else np.float64
 
 
-#: parameter names of the models (paper eqs. 8-12; ``m`` only for context_updates, eq. 77)
-PARAMETER_NAMES = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o", "m")
-
-
-def _check_frozen(model: str, frozen: object) -> tuple[str, ...]:
-    """``frozen`` as a sorted tuple of parameter names of ``model``."""
+def _check_frozen(model, frozen: object) -> tuple[str, ...]:
+    """``frozen`` as a sorted tuple of names from ``model.PARAMETERS``."""
+    allowed = model.PARAMETERS
     if isinstance(frozen, str) or not isinstance(frozen, (list, tuple)):
-        raise ValueError(f"frozen must be a list of parameter names from {', '.join(PARAMETER_NAMES)}; got {frozen!r}")
-    allowed = PARAMETER_NAMES if model == "context_updates" else PARAMETER_NAMES[:-1]
+        raise ValueError(f"frozen must be a list of parameter names from {', '.join(allowed)}; got {frozen!r}")
     for name in frozen:
         if name not in allowed:
-            raise ValueError(f"frozen names an unknown parameter {name!r} of model {model!r}; allowed: {', '.join(allowed)}")
+            raise ValueError(f"frozen names an unknown parameter {name!r} of model {model.NAME!r}; allowed: {', '.join(allowed)}")
     if len(set(frozen)) == len(allowed):
         raise ValueError("frozen must leave at least one parameter to train")
     return tuple(sorted(set(frozen)))
 
 
-def _family_init(config: "TrainConfig") -> dict[str, Any]:
-    """The model family's default init options, with the size-dependent linear-attention scale."""
-    init = dict(MODEL_DEFAULTS[config.model]["init"])
-    if config.model == "linear":
-        # B_ℓ = (1/N) W_xᵀ W_kᵀ W_q W_x ≈ (qk_scale/N) I (eq. 20): start at B ≈ I/λ_1,
-        # the stable one-step value γ = 1/λ_1 of eq. (33); λ_1 = c_λ for eq. (2)
-        init["qk_scale"] = config.N / config.c_lambda
-    return init
+def _train_init(model, config: "TrainConfig") -> dict[str, Any]:
+    """The model's ``TRAIN_DEFAULTS["init"]``, with size-dependent values evaluated at the config's sizes."""
+    return {
+        key: value(config.d, config.N, config.c_lambda) if callable(value) else value
+        for key, value in model.TRAIN_DEFAULTS["init"].items()
+    }
 
 
-def _freeze_init(model: str, defaults: Mapping[str, Any], given: object) -> tuple[tuple[str, Any], ...]:
+def _freeze_init(model, defaults: Mapping[str, Any], given: object) -> tuple[tuple[str, Any], ...]:
     """All of the model's init options, resolved and frozen (sorted pairs).
 
-    Order of precedence: ``given`` > the family defaults of this module > the
+    Order of precedence: ``given`` > the model's ``TRAIN_DEFAULTS["init"]`` > the
     model's own ``INIT_DEFAULTS``. Every option is spelled out, so the content
     hash changes if a model's built-in default ever does; an integer given for
     a float option is stored as a float (``2`` and ``2.0`` are the same run).
     """
-    from numerics.models import get_model
-
     if given is not None:
         if isinstance(given, tuple):  # already frozen (dataclasses.replace)
             given = dict(given)
@@ -451,7 +428,7 @@ def _freeze_init(model: str, defaults: Mapping[str, Any], given: object) -> tupl
                 raise TypeError(
                     f"init[{key!r}] must be a JSON scalar (str, int, float, bool or None); got {value!r} ({type(value).__name__})"
                 )
-    builtin = dict(getattr(get_model(model), "INIT_DEFAULTS", {}))
+    builtin = dict(model.INIT_DEFAULTS)
     merged = {**builtin, **defaults, **(given or {})}
     for key, value in merged.items():
         if isinstance(builtin.get(key), float) and isinstance(value, int) and not isinstance(value, bool):
@@ -460,14 +437,12 @@ def _freeze_init(model: str, defaults: Mapping[str, Any], given: object) -> tupl
     return tuple(sorted(merged.items()))
 
 
-def _check_init_options(model: str, options: dict[str, Any]) -> None:
+def _check_init_options(model, options: dict[str, Any]) -> None:
     """Dry-run ``init_params`` at a tiny size so a bad option fails at construction."""
-    from numerics.models import get_model
-
     try:
-        get_model(model).init_params(2, 2, 1, np.random.default_rng(0), **options)
+        model.init_params(2, 2, 1, np.random.default_rng(0), **options)
     except TypeError as exc:
-        raise ValueError(f"init has an option that the {model!r} model's init_params does not accept: {exc}") from None
+        raise ValueError(f"init has an option that the {model.NAME!r} model's init_params does not accept: {exc}") from None
 
 
 def learning_rate_at(step: int, config: TrainConfig) -> float:
@@ -681,31 +656,6 @@ def evaluation_batch(config: TrainConfig):
     return sample(config.task, config.spectrum(), config.P, config.eval_size, rng, k=config.k, dtype=config.numpy_dtype)
 
 
-def chunk_size(batch, params: Mapping[str, np.ndarray], budget: int = 1 << 23) -> int:
-    """Contexts per forward pass so that the large intermediates stay near ``budget`` numbers.
-
-    Per context a forward pass holds about ``P (N + L)`` numbers (hidden states and
-    attention rows), plus ``P²`` for the context-to-context attention of the
-    context-updates model (eq. 81); the result is between 1 and 512.
-
-    References
-    ----------
-    Paper eqs. (9)-(12), (81).
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> batch = SimpleNamespace(context_x=np.zeros((1, 1024, 8)))
-    >>> chunk_size(batch, {"W_x": np.zeros((64, 8)), "W_q": np.zeros((16, 64, 64)), "m": np.zeros(())})
-    7
-    """
-    P = np.shape(batch.context_x)[1]
-    N = np.shape(params["W_x"])[0]
-    L = np.shape(params["W_q"])[0]
-    per_context = P * (N + L) + (P * P if "m" in params else 0)
-    return int(min(512, max(1, budget // per_context)))
-
-
 def evaluate(model, params: Mapping[str, np.ndarray], batch, chunk: int | None = None) -> float:
     """Mean squared error ``mean((ŷ_L − y*)²)`` of ``params`` on ``batch`` (eq. 12), accumulated in float64.
 
@@ -724,24 +674,13 @@ def evaluate(model, params: Mapping[str, np.ndarray], batch, chunk: int | None =
     """
     total, count = 0.0, 0
     n = batch.target.shape[0]
-    chunk = chunk_size(batch, params) if chunk is None else chunk
+    chunk = chunk_size(model, params, batch) if chunk is None else chunk
     for start in range(0, n, chunk):
-        part = _slice_batch(batch, start, start + chunk)
+        part = batch.slice(start, start + chunk)
         prediction = np.asarray(model.forward(params, part).prediction, dtype=np.float64)
         total += float(np.sum((prediction - part.target.astype(np.float64)) ** 2))
         count += prediction.shape[0]
     return total / count
-
-
-def _slice_batch(batch, start: int, stop: int):
-    if start == 0 and stop >= batch.target.shape[0]:
-        return batch
-    changes = {
-        f.name: getattr(batch, f.name)[start:stop]
-        for f in dataclasses.fields(batch)
-        if isinstance(getattr(batch, f.name), np.ndarray) and getattr(batch, f.name).ndim >= 1
-    }
-    return dataclasses.replace(batch, **changes)
 
 
 def _all_finite(grads: Mapping[str, np.ndarray]) -> bool:
@@ -805,7 +744,6 @@ def train(
         raise TypeError(f"config must be a TrainConfig; got {type(config).__name__}")
     from tqdm.auto import tqdm
 
-    from numerics.models import get_model
     from numerics.tasks import sample
 
     t_start, cpu_start = time.perf_counter(), time.process_time()
@@ -968,9 +906,7 @@ def _curve(steps: list[int], losses: list[float]) -> np.ndarray:
 
 
 def _final_evaluation(model, params, batch, config: TrainConfig) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    from numerics import diagnostics
-
-    diag = diagnostics.diagnose_batch(model, params, batch, config)
+    diag = diagnose_batch(model, params, batch, config.spectrum())
     metrics = {
         "R_L": diag.R_L,
         "A_L": diag.A_L,

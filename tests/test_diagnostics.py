@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics.diagnostics import (
-    LABEL_LINEAR_MODELS,
     Diagnostics,
     diagnose,
     diagnose_batch,
@@ -23,11 +22,13 @@ from numerics.diagnostics import (
     target_vectors,
     top1_attention_mass,
 )
-from numerics.models import get_model
+from numerics.models import MODELS, get_model
 from numerics.tasks import sample
 from numerics.train import TrainConfig
 from theory.spectra import PowerLawSpectrum
 from tolerances import MC_SIGMAS, ROUNDOFF, rtol
+
+LABEL_LINEAR_MODELS = tuple(name for name, model in MODELS.items() if model.LABEL_LINEAR)
 
 
 def _setup(model_name, task="difficult", *, d=3, N=4, P=10, depth=3, B=64, a=1.0, b=0.5, seed=0, scale=1.0):
@@ -96,11 +97,11 @@ def test_error_vectors_refuse_the_single_stream_model():
 # --------------------------------------------------------------------------- mode-wise loss
 
 
-@pytest.mark.parametrize("model_name", ["linear", "nonlinear", "untied_values", "context_updates"])
+@pytest.mark.parametrize("model_name", LABEL_LINEAR_MODELS)
 def test_modewise_losses_sum_to_the_loss(model_name):
     """Σ_k ω_k E ẽ_k² equals E eᵀΩe (round-off) and the measured loss within Monte-Carlo error."""
     model, params, batch, config = _setup(model_name, "difficult", B=4000, scale=2.0)
-    diag = diagnose_batch(model, params, batch, config)
+    diag = diagnose_batch(model, params, batch, config.spectrum())
     e = error_vectors(model, params, batch)
     _, omega = config.spectrum().covariances(batch.rotation)
     dense = np.einsum("bi,bij,bj->b", e, omega, e)  # eᵀΩe with the dense Ω = O diag(ω) Oᵀ
@@ -114,7 +115,7 @@ def test_modewise_losses_sum_to_the_loss(model_name):
 def test_zero_predictor_has_normalised_modewise_loss_one():
     model, params, batch, config = _setup("nonlinear", "difficult", B=32)
     params["W_o"] = np.zeros_like(params["W_o"])
-    diag = diagnose_batch(model, params, batch, config)
+    diag = diagnose_batch(model, params, batch, config.spectrum())
     np.testing.assert_allclose(diag.modewise_loss_normalised, 1.0, rtol=rtol(ROUNDOFF))
 
 
@@ -193,7 +194,7 @@ def test_rho_rejects_non_square_input():
 
 def test_diagnose_matches_the_decomposition_identity_and_per_layer_errors():
     model, params, batch, config = _setup("untied_values", "difficult", depth=4, B=256, scale=2.0)
-    diag = diagnose_batch(model, params, batch, config)
+    diag = diagnose_batch(model, params, batch, config.spectrum())
     f = model.forward(params, batch).layer_predictors
     np.testing.assert_allclose(diag.layer_errors, np.mean((f - batch.target) ** 2, axis=1), rtol=rtol(ROUNDOFF))
     assert diag.A_L == pytest.approx(diag.layer_errors.mean(), rel=rtol(ROUNDOFF))
@@ -204,8 +205,8 @@ def test_diagnose_matches_the_decomposition_identity_and_per_layer_errors():
 
 def test_diagnose_in_chunks_equals_one_pass():
     model, params, batch, config = _setup("nonlinear", "difficult", B=50)
-    whole = diagnose_batch(model, params, batch, config, chunk=1000)
-    pieces = diagnose_batch(model, params, batch, config, chunk=7)
+    whole = diagnose_batch(model, params, batch, config.spectrum(), chunk=1000)
+    pieces = diagnose_batch(model, params, batch, config.spectrum(), chunk=7)
     for field in ("R_L", "A_L", "C_L", "modewise_total"):
         assert getattr(pieces, field) == pytest.approx(getattr(whole, field), rel=rtol(ROUNDOFF)), field
     np.testing.assert_allclose(pieces.selection_error, whole.selection_error, rtol=rtol(ROUNDOFF))
@@ -213,18 +214,18 @@ def test_diagnose_in_chunks_equals_one_pass():
 
 def test_context_updates_diagnostics_report_rho_and_m():
     model, params, batch, config = _setup("context_updates", "difficult", B=16, P=6)
-    diag = diagnose_batch(model, params, batch, config)
+    diag = diagnose_batch(model, params, batch, config.spectrum())
     A1 = model.forward(params, batch).context_attention
     assert diag.rho == pytest.approx(fit_rho(A1), rel=rtol(ROUNDOFF))
     assert diag.m == pytest.approx(-0.7)
-    assert math.isnan(diagnose_batch(*_setup("nonlinear", B=4)[:3], config).rho)
+    assert math.isnan(diagnose_batch(*_setup("nonlinear", B=4)[:3], config.spectrum()).rho)
 
 
 def test_linear_and_single_stream_diagnostics_mark_undefined_quantities_nan():
-    lin = diagnose_batch(*_setup("linear", B=8)[:3], _setup("linear", B=8)[3])
+    lin = diagnose_batch(*_setup("linear", B=8)[:3], _setup("linear", B=8)[3].spectrum())
     assert np.all(np.isnan(lin.top1_attention_mass)) and np.all(np.isnan(lin.selection_quantiles))
     assert np.all(np.isfinite(lin.modewise_loss))
-    single = diagnose_batch(*_setup("single_stream", B=8)[:3], _setup("single_stream", B=8)[3])
+    single = diagnose_batch(*_setup("single_stream", B=8)[:3], _setup("single_stream", B=8)[3].spectrum())
     assert np.all(np.isnan(single.modewise_loss)) and math.isnan(single.modewise_total)
     assert np.all(np.isfinite(single.top1_attention_mass))
 
@@ -267,8 +268,8 @@ def test_plot_is_written_as_png(tmp_path):
 
     model, params, batch, config = _setup("nonlinear", B=32)
     path = tmp_path / "modes.png"
-    plot_modewise_loss(diagnose_batch(model, params, batch, config), path)
+    plot_modewise_loss(diagnose_batch(model, params, batch, config.spectrum()), path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    single = diagnose_batch(*_setup("single_stream", B=4)[:3], _setup("single_stream", B=4)[3])
+    single = diagnose_batch(*_setup("single_stream", B=4)[:3], _setup("single_stream", B=4)[3].spectrum())
     with pytest.raises(ValueError, match="single_stream"):
         plot_modewise_loss(single, tmp_path / "x.png")

@@ -7,12 +7,13 @@ from hypothesis import strategies as st
 from tolerances import APPROX, FINITE_DIFF, ROUNDOFF, rtol
 
 from numerics.models import LAYER_NORM_EPS, MODELS, get_model
-from numerics.models._common import masked_softmax, softmax
+from numerics.models._common import softmax
+from numerics.models.reference import masked_softmax
 from numerics.tasks import sample
 from theory import PowerLawSpectrum
 from theory.decomposition import decompose
 
-SOFTMAX_MODELS = tuple(name for name in MODELS if name != "linear")
+SOFTMAX_MODELS = tuple(name for name, model in MODELS.items() if model.ATTENTION == "softmax")
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -29,7 +30,7 @@ def _random_params(name, d, N, depth, rng, *, qk_scale=2.0, dtype=np.float64):
 
 
 @st.composite
-def model_cases(draw, models=MODELS):
+def model_cases(draw, models=tuple(MODELS)):
     name = draw(st.sampled_from(models), label="model")
     d = draw(st.integers(1, 4), label="d")
     # N >= 2: a pre-norm over a single feature is identically 0 (uniform attention)
@@ -240,7 +241,7 @@ def test_context_attention_is_layer_one_context_softmax_of_the_reference():
     assert out.context_attention.shape == (2, 6, 6)
     np.testing.assert_allclose(out.context_attention.sum(axis=-1), 1.0, rtol=rtol(ROUNDOFF))
     # dense: softmax over the P context columns of (Q^1)ᵀK^1 with Q, K from the normed input stream
-    from numerics.models._common import dense_inputs, norm_columns
+    from numerics.models.reference import dense_inputs, norm as norm_columns
 
     X, _ = dense_inputs(batch.context_x, batch.context_y, batch.test_x)
     H_hat = norm_columns(params["W_x"] @ X)
@@ -419,7 +420,7 @@ def test_linear_prediction_equals_covariance_polynomial(case):
 def test_context_updates_follow_eq_81_when_values_are_identity():
     # with W_v = I: z_ℓ = z_{ℓ-1}(I_P + (m/L) A_ℓᵀ), h_ℓ = h_{ℓ-1} + (1/L) z_{ℓ-1} p_ℓᵀ (eq. 81) on the
     # label row z_0 = y, and ŷ = g h_L with g = W_o W_y
-    from numerics.models._common import dense_inputs, norm_columns
+    from numerics.models.reference import dense_inputs, norm as norm_columns
 
     rng = np.random.default_rng(25)
     batch = sample("difficult", PowerLawSpectrum(0.5, 0.5, 3), 6, 4, rng, k=2)

@@ -64,7 +64,7 @@ def test_config_spells_out_every_init_option_and_the_family_defaults():
     from numerics.models import get_model
 
     cfg = TrainConfig(model="linear", N=16, d=8, c_lambda=2.0)
-    assert cfg.learning_rate == train_mod.MODEL_DEFAULTS["linear"]["learning_rate"]
+    assert cfg.learning_rate == get_model("linear").TRAIN_DEFAULTS["learning_rate"]
     assert set(cfg.to_dict()["init"]) == set(get_model("linear").INIT_DEFAULTS)
     assert cfg.init_options["qk_scale"] == 16 / 2.0  # B_ℓ ≈ I/λ_1 at initialisation
     merged = TrainConfig(model="nonlinear", init={"qk_noise": 0.0}).init_options

@@ -63,15 +63,15 @@ def run(config):
     >>> bool(np.isclose(np.mean((result.arrays["eval_prediction"] - target) ** 2), result.metrics["R_L"], rtol=1e-4))
     True
     """
-    from numerics.diagnostics import SOFTMAX_MODELS, fit_rho, selection_error, selection_quantiles
+    from numerics.diagnostics import fit_rho, selection_error, selection_quantiles
     from numerics.models import get_model
     from numerics.tasks import top_k_indices
-    from numerics.train import TrainResult, _slice_batch, evaluation_batch, train
+    from numerics.train import TrainResult, evaluation_batch, train
 
     model = get_model(config.model)
-    softmax = config.model in SOFTMAX_MODELS
+    softmax = model.ATTENTION == "softmax"
     eval_batch = evaluation_batch(config)
-    probe = _slice_batch(eval_batch, 0, min(PROBE_CONTEXTS, config.eval_size))
+    probe = eval_batch.slice(0, min(PROBE_CONTEXTS, config.eval_size))
     curve: list[tuple[float, float]] = []
 
     def record_top1(progress) -> bool:
@@ -86,13 +86,13 @@ def run(config):
     predictions = []
     if not softmax:
         for start in range(0, config.eval_size, 512):
-            part = _slice_batch(eval_batch, start, start + 512)
+            part = eval_batch.slice(start, start + 512)
             predictions.append(np.asarray(model.forward(result.params, part).prediction, dtype=np.float64))
     if softmax:
         arrays["top1_mass_curve"] = np.asarray(curve, dtype=np.float64).reshape(-1, 2)
         errors, first = [], None
         for start in range(0, config.eval_size, 512):
-            part = _slice_batch(eval_batch, start, start + 512)
+            part = eval_batch.slice(start, start + 512)
             out = model.forward(result.params, part)
             predictions.append(np.asarray(out.prediction, dtype=np.float64))
             k = 1 if config.task == "easy" else config.k

@@ -1,5 +1,5 @@
-"""Pieces shared by the five attention models: pre-norm, masked softmax, the
-forward-result type, initialisation helpers and the checks of params and batches.
+"""Pieces shared by the five fast engines: pre-norm, softmax, the forward-result type,
+initialisation helpers and the checks of params and batches.
 
 Choices the paper leaves open (digest §3 "Not stated in the paper"), made here once:
 
@@ -7,8 +7,12 @@ Choices the paper leaves open (digest §3 "Not stated in the paper"), made here 
   gain or bias, ``eps = 1e-5`` (:data:`LAYER_NORM_EPS`) added to the variance
   (population variance, divisor ``N``). The paper writes ``norm(·)`` without saying which.
 * **softmax** -- taken only over the positions the mask allows (paper eqs. (9)-(10),
-  (76)-(77)); computed max-subtracted, so logits of size ``1e4`` stay finite, and a
-  row with no allowed position gives all zeros (a context row of ``M(0)``).
+  (76)-(77)); computed max-subtracted, so logits of size ``1e4`` stay finite. The fast
+  engines never form a masked row: they apply :func:`softmax` to the allowed columns
+  only (the ``P`` context tokens).
+
+The reference transcriptions (:mod:`numerics.models.reference`) write their own norm and
+masked softmax, so "fast engine = reference" also checks the two functions here.
 """
 
 from __future__ import annotations
@@ -16,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
-from theory.validation import (  # check_generator and check_dtype lived here: still importable from here
+from theory.validation import (
     FLOAT_DTYPES as _FLOAT_DTYPES,
     check_choice,
     check_dtype,
@@ -32,28 +36,31 @@ from theory.validation import (  # check_generator and check_dtype lived here: s
 
 __all__ = [
     "LAYER_NORM_EPS",
+    "VALUE_SHARING",
+    "MASKS",
     "SHARED_INIT_DEFAULTS",
     "ForwardResult",
+    "ParamSizes",
+    "BatchArrays",
     "layer_norm",
     "layer_norm_backward",
-    "masked_softmax",
     "softmax",
     "softmax_backward",
-    "check_generator",
-    "check_dtype",
     "check_params",
     "check_batch",
-    "dense_inputs",
-    "attention_mask",
-    "allowed_positions",
-    "norm_columns",
     "resolve_init_options",
     "init_shared",
     "param_shapes",
+    "floats_per_context",
 ]
 
 #: eps added to the per-token feature variance inside the pre-norm (not stated in the paper)
 LAYER_NORM_EPS = 1e-5
+
+#: the value matrices: one ``W_v`` shared by all layers (paper eq. (9)) or one ``W_v^ℓ`` per layer (eq. (71))
+VALUE_SHARING = ("tied", "untied")
+#: the attention masks of paper eqs. (75)-(77); only ``M(m)`` carries a parameter (the scalar ``m``)
+MASKS = ("M_linear", "M(0)", "M(m)")
 
 
 # --------------------------------------------------------------------------- results
@@ -92,6 +99,64 @@ class ForwardResult:
     layer_predictors: np.ndarray
     attention: np.ndarray
     context_attention: Optional[np.ndarray] = None
+
+
+class ParamSizes(NamedTuple):
+    """Sizes read off a parameter dict by :func:`check_params`.
+
+    Attributes
+    ----------
+    d : int
+        Input dimension (columns of ``W_x``).
+    N : int
+        Hidden width (rows of ``W_x``), ``N >= d``.
+    depth : int
+        Number of layers ``L`` (leading axis of ``W_q``).
+    dtype : type
+        ``numpy.float32`` or ``numpy.float64``, shared by all arrays.
+
+    References
+    ----------
+    Paper eqs. (8)-(12).
+
+    Examples
+    --------
+    >>> d, N, L, dtype = ParamSizes(2, 3, 4, np.float64)
+    >>> N, L
+    (3, 4)
+    """
+
+    d: int
+    N: int
+    depth: int
+    dtype: type
+
+
+class BatchArrays(NamedTuple):
+    """The four arrays of a batch a model reads, validated by :func:`check_batch`.
+
+    Attributes
+    ----------
+    context_x : ndarray, shape (B, P, d)
+    context_y : ndarray, shape (B, P)
+    test_x : ndarray, shape (B, d)
+    target : ndarray, shape (B,)
+
+    References
+    ----------
+    Paper eqs. (1), (5)-(7).
+
+    Examples
+    --------
+    >>> arrays = BatchArrays(np.zeros((2, 5, 3)), np.zeros((2, 5)), np.zeros((2, 3)), np.zeros(2))
+    >>> arrays.context_y.shape
+    (2, 5)
+    """
+
+    context_x: np.ndarray
+    context_y: np.ndarray
+    test_x: np.ndarray
+    target: np.ndarray
 
 
 # --------------------------------------------------------------------------- norm
@@ -177,45 +242,24 @@ def softmax_backward(probs: np.ndarray, grad_probs: np.ndarray) -> np.ndarray:
     return probs * (grad_probs - np.sum(probs * grad_probs, axis=-1, keepdims=True))
 
 
-def masked_softmax(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis taken only over ``allowed`` positions (others give 0).
+# --------------------------------------------------------------------------- checks
+def check_params(params: object, *, model: str, values: str = "tied", mask: str = "M(0)") -> ParamSizes:
+    """Check a parameter dict of one of the models and return its :class:`ParamSizes` ``(d, N, L, dtype)``.
 
-    A row with no allowed position is all zeros. Max-subtracted over the allowed
-    positions, so logits of any finite size give finite probabilities.
+    Expected keys and shapes are those of :func:`param_shapes`: ``W_x (N, d)`` with
+    ``N >= d``, ``W_y (N, 1)``, ``W_q (L, N, N)``, ``W_k (L, N, N)``, ``W_v (N, N)``
+    (``(L, N, N)`` for ``values="untied"``), ``W_o (1, N)`` and, for ``mask="M(m)"``,
+    ``m`` of shape ``()``; all arrays of one dtype, float32 or float64.
 
     Parameters
     ----------
-    logits : ndarray, shape (..., n)
-    allowed : ndarray of bool, broadcastable to ``logits``
-
-    References
-    ----------
-    Paper eqs. (9)-(10), (75)-(77) ("softmax taken only over positions the mask allows").
-
-    Examples
-    --------
-    >>> logits = np.array([[3.0, 1e4, 5.0], [1.0, 2.0, 3.0]])
-    >>> allowed = np.array([[True, False, True], [False, False, False]])
-    >>> masked_softmax(logits, allowed).round(4).tolist()
-    [[0.1192, 0.0, 0.8808], [0.0, 0.0, 0.0]]
-    """
-    allowed = np.broadcast_to(np.asarray(allowed, dtype=bool), logits.shape)
-    masked = np.where(allowed, logits, -np.inf)
-    row_max = masked.max(axis=-1, keepdims=True)
-    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
-    weights = np.exp(masked - row_max)  # exp(-inf) = 0 on masked positions
-    total = weights.sum(axis=-1, keepdims=True)
-    return weights / np.where(total > 0, total, 1.0)
-
-
-# --------------------------------------------------------------------------- checks
-def check_params(params: object, *, model: str, untied_values: bool = False, has_m: bool = False) -> tuple[int, int, int, type]:
-    """Check a parameter dict of one of the models and return ``(d, N, L, dtype)``.
-
-    Expected keys and shapes: ``W_x (N, d)`` with ``N >= d``, ``W_y (N, 1)``,
-    ``W_q (L, N, N)``, ``W_k (L, N, N)``, ``W_v (N, N)`` (``(L, N, N)`` if
-    ``untied_values``), ``W_o (1, N)`` and, if ``has_m``, ``m`` of shape ``()``;
-    all arrays of one dtype, float32 or float64.
+    params : dict of str to ndarray
+    model : str
+        The model's name (for the error messages).
+    values : {'tied', 'untied'}
+        One shared ``W_v`` or one per layer (:data:`VALUE_SHARING`).
+    mask : {'M_linear', 'M(0)', 'M(m)'}
+        The model's mask (:data:`MASKS`).
 
     Raises
     ------
@@ -233,11 +277,11 @@ def check_params(params: object, *, model: str, untied_values: bool = False, has
     >>> p = {"W_x": np.eye(3, 2), "W_y": np.ones((3, 1)), "W_q": np.zeros((4, 3, 3)),
     ...      "W_k": np.zeros((4, 3, 3)), "W_v": np.eye(3), "W_o": np.ones((1, 3))}
     >>> check_params(p, model="nonlinear")
-    (2, 3, 4, <class 'numpy.float64'>)
+    ParamSizes(d=2, N=3, depth=4, dtype=<class 'numpy.float64'>)
     """
     if not isinstance(params, Mapping):
         raise TypeError(f"params for model {model!r} must be a dict of arrays; got {type(params).__name__}")
-    expected = ["W_x", "W_y", "W_q", "W_k", "W_v", "W_o"] + (["m"] if has_m else [])
+    expected = list(param_shapes(1, 1, 1, values=values, mask=mask))
     missing = [key for key in expected if key not in params]
     extra = [key for key in params if key not in expected]
     if missing or extra:
@@ -271,25 +315,17 @@ def check_params(params: object, *, model: str, untied_values: bool = False, has
     if W_q.ndim != 3 or W_q.shape[1:] != (N, N) or W_q.shape[0] < 1:
         raise ValueError(f"params['W_q'] must have shape (L, N, N) = (L, {N}, {N}) with L >= 1; got {W_q.shape}")
     L = W_q.shape[0]
-    shapes = {
-        "W_y": (N, 1),
-        "W_k": (L, N, N),
-        "W_v": (L, N, N) if untied_values else (N, N),
-        "W_o": (1, N),
-    }
-    if has_m:
-        shapes["m"] = ()
-    for key, shape in shapes.items():
-        if np.shape(params[key]) != shape:
+    for key, shape in param_shapes(d, N, L, values=values, mask=mask).items():
+        if np.shape(params[key]) != shape:  # W_x and W_q agree by construction
             raise ValueError(
                 f"params[{key!r}] must have shape {shape} (N={N}, d={d}, L={L} from W_x and W_q); "
                 f"got {params[key].shape}"
             )
-    return d, N, L, dtypes.pop()
+    return ParamSizes(d, N, L, dtypes.pop())
 
 
-def check_batch(batch: object, d: int, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``(context_x (B,P,d), context_y (B,P), test_x (B,d), target (B,))`` of ``batch`` in ``dtype``.
+def check_batch(batch: object, d: int, dtype: type) -> BatchArrays:
+    """Return :class:`BatchArrays` ``(context_x (B,P,d), context_y (B,P), test_x (B,d), target (B,))`` of ``batch`` in ``dtype``.
 
     ``batch`` is a :class:`numerics.tasks.Batch` (any object with those four
     attributes is accepted).
@@ -334,25 +370,7 @@ def check_batch(batch: object, d: int, dtype: type) -> tuple[np.ndarray, np.ndar
     ):
         if array.shape != shape:
             raise ValueError(f"batch.{name} must have shape {shape} to match context_x {context_x.shape}; got {array.shape}")
-    return context_x, context_y, test_x, target
-
-
-def dense_inputs(context_x: np.ndarray, context_y: np.ndarray, test_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The paper's token matrices ``X = [x_1..x_P, x_test]`` (B, d, P+1) and ``y_in = (y_1..y_P, 0)`` (B, 1, P+1).
-
-    References
-    ----------
-    Paper eq. (7).
-
-    Examples
-    --------
-    >>> X, y_in = dense_inputs(np.ones((1, 2, 3)), np.ones((1, 2)), np.zeros((1, 3)))
-    >>> X.shape, y_in.tolist()
-    ((1, 3, 3), [[[1.0, 1.0, 0.0]]])
-    """
-    X = np.concatenate([context_x, test_x[:, None, :]], axis=1).transpose(0, 2, 1)
-    y_in = np.concatenate([context_y, np.zeros_like(context_y[:, :1])], axis=1)[:, None, :]
-    return X, y_in
+    return BatchArrays(context_x, context_y, test_x, target)
 
 
 # --------------------------------------------------------------------------- initialisation
@@ -379,6 +397,10 @@ def resolve_init_options(defaults: Mapping, options: Mapping) -> dict:
         For an unknown option name (the message lists the allowed ones).
     ValueError
         For a value outside its allowed set or range.
+
+    References
+    ----------
+    Paper eqs. (8)-(12), (77) (the weights being initialised; the paper states no initialisation).
 
     Examples
     --------
@@ -409,17 +431,19 @@ def resolve_init_options(defaults: Mapping, options: Mapping) -> dict:
     return merged
 
 
-def init_shared(d: object, N: object, depth: object, rng: object, dtype: object, options: Mapping, *, untied_values: bool = False) -> dict:
+def init_shared(d: object, N: object, depth: object, rng: object, dtype: object, options: Mapping, *, values: str = "tied") -> dict:
     """Draw ``W_x, W_y, W_q, W_k, W_v, W_o`` from resolved initialisation ``options``.
 
-    * ``w_x``: ``"orthonormal"`` -- ``W_x`` has orthonormal columns (QR of a Gaussian
-      ``N x d`` matrix); ``"gaussian"`` -- iid ``N(0, 1/d)`` entries.
-    * ``qk_init``: ``"identity"`` -- ``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + σ G/sqrt(N))`` with ``G``
-      standard Gaussian, ``κ = qk_scale``, ``σ = qk_noise`` (so ``W_k^ᵀ W_q ≈ κ I``);
-      ``"gaussian"`` -- iid ``N(0, κ/N)`` entries.
-    * ``value_init``: ``"identity"`` -- ``W_v = I``; ``"gaussian"`` -- iid ``N(0, 1/N)``.
-    * ``readout_gain``: ``W_y`` is a random unit vector and ``W_o = readout_gain · W_yᵀ``,
-      so ``g = W_o W_v W_y = readout_gain`` when ``W_v = I`` (paper eq. (60)).
+    The options every model's ``init_params`` accepts (``w_x``, ``qk_init``, ``qk_scale``,
+    ``qk_noise``, ``value_init``, ``readout_gain``) are described in the
+    :mod:`numerics.models` package docstring; their defaults are :data:`SHARED_INIT_DEFAULTS`.
+
+    ``values="untied"`` draws one ``W_v^ℓ`` per layer (all equal to ``I`` with
+    ``value_init="identity"``), paper eq. (71).
+
+    References
+    ----------
+    Paper eqs. (8), (60), (71); the initialisation itself is this package's choice.
 
     Examples
     --------
@@ -434,6 +458,7 @@ def init_shared(d: object, N: object, depth: object, rng: object, dtype: object,
         raise ValueError(f"hidden width N must be >= input dimension d; got N={N}, d={d}")
     rng = check_generator(rng)
     dtype = check_dtype(dtype)
+    v_shape = param_shapes(d, N, depth, values=values)["W_v"]
     if options["w_x"] == "orthonormal":
         q, r = np.linalg.qr(rng.standard_normal((N, d)))
         W_x = q * np.where(np.diag(r) < 0, -1.0, 1.0)
@@ -448,7 +473,6 @@ def init_shared(d: object, N: object, depth: object, rng: object, dtype: object,
 
     W_q = qk()
     W_k = qk()
-    v_shape = (depth, N, N) if untied_values else (N, N)
     if options["value_init"] == "identity":
         W_v = np.broadcast_to(np.eye(N), v_shape).copy()
     else:
@@ -460,80 +484,51 @@ def init_shared(d: object, N: object, depth: object, rng: object, dtype: object,
     return {key: np.require(value, dtype=dtype, requirements="C") for key, value in params.items()}
 
 
-def param_shapes(d: int, N: int, depth: int, *, untied_values: bool = False, has_m: bool = False) -> dict:
-    """Shapes of the parameter arrays (see :func:`check_params`).
+def param_shapes(d: int, N: int, depth: int, *, values: str = "tied", mask: str = "M(0)") -> dict:
+    """Shapes of the parameter arrays: ``W_x (N,d)``, ``W_y (N,1)``, ``W_q, W_k (L,N,N)``,
+    ``W_v`` ``(N,N)`` (``values="tied"``) or ``(L,N,N)`` (``"untied"``), ``W_o (1,N)``, and
+    the scalar ``m`` (shape ``()``) for ``mask="M(m)"``.
+
+    References
+    ----------
+    Paper eqs. (8)-(12), (71), (77).
 
     Examples
     --------
     >>> param_shapes(2, 3, 4)["W_q"]
     (4, 3, 3)
+    >>> param_shapes(2, 3, 4, values="untied", mask="M(m)")["W_v"]
+    (4, 3, 3)
     """
+    check_choice("values", values, VALUE_SHARING)
+    check_choice("mask", mask, MASKS)
     shapes = {
         "W_x": (N, d),
         "W_y": (N, 1),
         "W_q": (depth, N, N),
         "W_k": (depth, N, N),
-        "W_v": (depth, N, N) if untied_values else (N, N),
+        "W_v": (depth, N, N) if values == "untied" else (N, N),
         "W_o": (1, N),
     }
-    if has_m:
+    if mask == "M(m)":
         shapes["m"] = ()
     return shapes
 
 
-# --------------------------------------------------------------------------- dense-reference helpers
-def attention_mask(P: int, m: float, dtype: type = np.float64) -> np.ndarray:
-    """The mask ``M(m) = [[m 1_P 1_Pᵀ, 0], [1_Pᵀ, 0]]`` of shape (P+1, P+1); ``M(0)`` for ``m = 0``.
+def floats_per_context(P: int, N: int, depth: int) -> int:
+    """Numbers one context holds in a forward pass, about ``P (N + L)``: its ``P`` hidden
+    states of width ``N`` and ``L`` attention rows over the ``P`` context tokens.
 
-    Rows are receiving tokens, the last row/column is the test token. ``M_linear``
-    of paper eq. (75) is ``M(−1)``.
-
-    References
-    ----------
-    Paper eqs. (75)-(77).
-
-    Examples
-    --------
-    >>> attention_mask(2, -1.0).tolist()
-    [[-1.0, -1.0, 0.0], [-1.0, -1.0, 0.0], [1.0, 1.0, 0.0]]
-    """
-    mask = np.zeros((P + 1, P + 1), dtype=dtype)
-    mask[:P, :P] = m
-    mask[P, :P] = 1.0
-    return mask
-
-
-def allowed_positions(P: int, context_block: bool) -> np.ndarray:
-    """Boolean pattern of the positions a softmax runs over: the test row reads the
-    ``P`` context columns; with ``context_block`` the context rows also read the
-    ``P`` context columns (mask ``M(m)``, paper eq. (77)); the test column is never read.
+    The memory fact of the models without a context-to-context block (used by
+    :func:`numerics.models.chunk_size`); the context-updates model adds ``P²``.
 
     References
     ----------
-    Paper eqs. (76)-(77).
+    Paper eqs. (9)-(12).
 
     Examples
     --------
-    >>> allowed_positions(2, False).astype(int).tolist()
-    [[0, 0, 0], [0, 0, 0], [1, 1, 0]]
+    >>> floats_per_context(128, 32, 4)
+    4608
     """
-    allowed = np.zeros((P + 1, P + 1), dtype=bool)
-    allowed[P, :P] = True
-    if context_block:
-        allowed[:P, :P] = True
-    return allowed
-
-
-def norm_columns(H: np.ndarray) -> np.ndarray:
-    """Pre-norm of every token of a column-token matrix ``H`` (..., N, P+1) over its ``N`` features.
-
-    References
-    ----------
-    Paper eq. (9).
-
-    Examples
-    --------
-    >>> norm_columns(np.array([[1.0, 5.0], [3.0, 5.0]])).round(4).tolist()
-    [[-1.0, 0.0], [1.0, 0.0]]
-    """
-    return np.swapaxes(layer_norm(np.swapaxes(H, -1, -2))[0], -1, -2)
+    return P * (N + depth)

@@ -38,34 +38,44 @@ batches are processed in chunks of contexts so that one attention array has at m
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 
-from ._common import (
-    SHARED_INIT_DEFAULTS,
-    ForwardResult,
-    allowed_positions,
-    attention_mask,
-    check_batch,
-    check_params,
-    dense_inputs,
-    init_shared,
-    layer_norm,
-    layer_norm_backward,
-    masked_softmax,
-    norm_columns,
-    resolve_init_options,
-    softmax,
-    softmax_backward,
-)
+from . import _common, reference
+from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, init_shared
+from ._common import layer_norm, layer_norm_backward, resolve_init_options, softmax, softmax_backward
 from ._common import param_shapes as _param_shapes
 
-__all__ = ["INIT_DEFAULTS", "param_shapes", "init_params", "reference_forward", "forward", "loss_and_grad"]
+__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
 
+# facts (see the package docstring)
 NAME = "context_updates"
-
+ATTENTION = "softmax"
+LABEL_LINEAR = True  # the attention reads only the input stream; labels mix linearly through M(m)
+VALUES = "tied"
+MASK = "M(m)"
+PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o", "m")
 #: default initialisation options (see :func:`init_params`); ``m_init = 0`` starts at the nonlinear model
 INIT_DEFAULTS = MappingProxyType({**SHARED_INIT_DEFAULTS, "m_init": 0.0})
+#: as the nonlinear model (measured in :mod:`numerics.train`)
+TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 1e-3, "init": MappingProxyType({})})
+
+
+def floats_per_context(P: int, N: int, depth: int) -> int:
+    """Numbers one context holds in a forward pass: those of the nonlinear model plus the
+    ``P x P`` context-to-context attention of one layer (eq. 81).
+
+    References
+    ----------
+    Paper eqs. (77), (81).
+
+    Examples
+    --------
+    >>> floats_per_context(128, 32, 4)
+    20992
+    """
+    return _common.floats_per_context(P, N, depth) + P * P
 
 
 def param_shapes(d: int, N: int, depth: int) -> dict:
@@ -80,7 +90,7 @@ def param_shapes(d: int, N: int, depth: int) -> dict:
     >>> param_shapes(2, 3, 4)["m"]
     ()
     """
-    return _param_shapes(d, N, depth, has_m=True)
+    return _param_shapes(d, N, depth, values=VALUES, mask=MASK)
 
 
 def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=np.float64, **init_options) -> dict:
@@ -100,49 +110,9 @@ def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=n
     (-1.0, ())
     """
     options = resolve_init_options(INIT_DEFAULTS, init_options)
-    params = init_shared(d, N, depth, rng, dtype, options)
+    params = init_shared(d, N, depth, rng, dtype, options, values=VALUES)
     params["m"] = np.array(options["m_init"], dtype=params["W_x"].dtype)
     return params
-
-
-def reference_forward(params: dict, batch) -> np.ndarray:
-    """Literal transcription of eqs. (7)-(10), (12) with the mask ``M(m)`` of eq. (77).
-
-    Returns
-    -------
-    ndarray, shape (B,)
-
-    References
-    ----------
-    Paper eqs. (7)-(10), (12), (77).
-
-    Examples
-    --------
-    >>> from numerics.tasks import sample
-    >>> from theory import PowerLawSpectrum
-    >>> rng = np.random.default_rng(0)
-    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 2, rng)
-    >>> p = init_params(4, 4, 2, rng, m_init=-2.0)
-    >>> np.allclose(reference_forward(p, batch), forward(p, batch).prediction)
-    True
-    """
-    d, N, L, dtype = check_params(params, model=NAME, has_m=True)
-    context_x, context_y, test_x, _ = check_batch(batch, d, dtype)
-    P = context_y.shape[1]
-    W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
-    X, y_in = dense_inputs(context_x, context_y, test_x)  # eq. (7)
-    H_x = W_x @ X  # eq. (8)
-    H_y = W_y @ y_in
-    H_x_hat = norm_columns(H_x)  # eq. (9)
-    M = attention_mask(P, params["m"].item(), dtype)  # M(m), eq. (77)
-    allowed = allowed_positions(P, context_block=True)
-    for ell in range(L):
-        Q = W_q[ell] @ H_x_hat
-        K = W_k[ell] @ H_x_hat
-        V = W_v @ H_y
-        A = M * masked_softmax(np.swapaxes(Q, -1, -2) @ K, allowed)
-        H_y = H_y + (V @ np.swapaxes(A, -1, -2)) / L
-    return (W_o @ H_y[:, :, -1:])[:, 0, 0]
 
 
 def _attention(H_hat_all: np.ndarray, C_ell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -157,16 +127,30 @@ def _attention(H_hat_all: np.ndarray, C_ell: np.ndarray) -> tuple[np.ndarray, np
 MAX_ATTENTION_ENTRIES = 1 << 22
 
 
-def _chunks(params, batch):
+def _chunks(params, batch) -> tuple[list[BatchArrays], int]:
     """Validated arrays of ``batch`` split into chunks of contexts bounded by :data:`MAX_ATTENTION_ENTRIES`."""
-    d, N, L, dtype = check_params(params, model=NAME, has_m=True)
+    d, N, L, dtype = check_params(params, model=NAME, values=VALUES, mask=MASK)
     arrays = check_batch(batch, d, dtype)
-    B, P = arrays[1].shape
+    B, P = arrays.context_y.shape
     size = max(1, MAX_ATTENTION_ENTRIES // ((P + 1) * P))
-    return [tuple(a[start : start + size] for a in arrays) for start in range(0, B, size)], B
+    return [BatchArrays(*(a[start : start + size] for a in arrays)) for start in range(0, B, size)], B
 
 
-def _forward(params, arrays, *, keep_states: bool):
+class _Pass(NamedTuple):
+    """One forward pass over a chunk of contexts, with what the reverse pass needs."""
+
+    prediction: np.ndarray  # (B,)
+    layer_reads: np.ndarray  # W_v Z_{ℓ-1} p_ℓᵀ, (L, B, N)
+    probs_test: np.ndarray  # p_ℓ, (L, B, P)
+    context_attention: np.ndarray  # A_1, (B, P, P)
+    H_hat_all: np.ndarray  # Ĥ_x as token rows, (B, P+1, N)
+    inv_std: np.ndarray  # its 1/std, (B, P+1, 1)
+    C: np.ndarray  # C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ, (L, N, N)
+    tokens: np.ndarray  # [x_1..x_P, x_test] as rows, (B, P+1, d)
+
+
+def _forward(params, arrays: BatchArrays, states: np.ndarray | None = None) -> _Pass:
+    """Forward pass; if ``states`` (L, B, P, N) is given, ``Z_{ℓ−1}`` of every layer is written into it."""
     context_x, context_y, test_x, target = arrays
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     m = params["m"]
@@ -177,12 +161,11 @@ def _forward(params, arrays, *, keep_states: bool):
     H_hat_all, inv_std = layer_norm(tokens @ W_x.T)  # Ĥ_x, token rows, (B, P+1, N)
     C = np.swapaxes(W_q, -1, -2) @ W_k
     Z = context_y[:, :, None] * W_y[:, 0]  # Z_0ᵀ as token rows, (B, P, N)
-    states = np.empty((L, B, P, N), dtype=dtype) if keep_states else None
     probs_test = np.empty((L, B, P), dtype=dtype)
     layer_reads = np.empty((L, B, N), dtype=dtype)  # W_v Z_{ℓ-1} p_ℓᵀ
     context_attention = None
     for ell in range(L):
-        if keep_states:
+        if states is not None:
             states[ell] = Z
         probs, _ = _attention(H_hat_all, C[ell])
         if ell == 0:
@@ -192,8 +175,11 @@ def _forward(params, arrays, *, keep_states: bool):
         layer_reads[ell] = (probs[:, -1:, :] @ values)[:, 0]
         Z = Z + (m / L) * (probs[:, :-1] @ values)  # eq. (81) with W_v
     prediction = layer_reads.sum(axis=0) @ W_o[0] / L  # ŷ = W_o h_L, h_L = (1/L) Σ_ℓ W_v Z_{ℓ-1} p_ℓᵀ
-    cache = dict(H_hat_all=H_hat_all, inv_std=inv_std, C=C, states=states, tokens=tokens)
-    return prediction, layer_reads, probs_test, context_attention, cache
+    return _Pass(prediction, layer_reads, probs_test, context_attention, H_hat_all, inv_std, C, tokens)
+
+
+#: the literal transcription of the paper's equations (slow, for checking :func:`forward`)
+reference_forward = reference.context_updates
 
 
 def forward(params: dict, batch) -> ForwardResult:
@@ -221,23 +207,20 @@ def forward(params: dict, batch) -> ForwardResult:
     ((3, 6, 6), True)
     """
     chunks, _ = _chunks(params, batch)
-    parts = [_forward(params, arrays, keep_states=False) for arrays in chunks]
+    parts = [_forward(params, arrays) for arrays in chunks]
     return ForwardResult(
-        prediction=np.concatenate([part[0] for part in parts]),
-        layer_predictors=np.concatenate([part[1] for part in parts], axis=1) @ params["W_o"][0],
-        attention=np.concatenate([part[2] for part in parts], axis=1),
-        context_attention=np.concatenate([part[3] for part in parts]),
+        prediction=np.concatenate([part.prediction for part in parts]),
+        layer_predictors=np.concatenate([part.layer_reads for part in parts], axis=1) @ params["W_o"][0],
+        attention=np.concatenate([part.probs_test for part in parts], axis=1),
+        context_attention=np.concatenate([part.context_attention for part in parts]),
     )
 
 
 def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
-    """Mean squared error of :func:`forward` and its exact gradient (hand-written reverse pass).
+    """Mean squared error of :func:`forward` (eq. 12) and its exact gradient, keyed like ``params`` (``grads["m"]`` of shape ``()``).
 
-    Returns
-    -------
-    loss : float
-    grads : dict
-        Same keys and shapes as ``params``, including ``m`` (shape ``()``).
+    The reverse pass stores ``Z_ℓ`` per layer and recomputes each layer's attention;
+    chunks of contexts (see the module docstring) combine with weights ``B_chunk/B``.
 
     References
     ----------
@@ -248,15 +231,15 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     >>> from numerics.tasks import sample
     >>> from theory import PowerLawSpectrum
     >>> rng = np.random.default_rng(2)
-    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 3, rng)
-    >>> loss, grads = loss_and_grad(init_params(4, 8, 2, rng), batch)
-    >>> grads["m"].shape
-    ()
+    >>> params = init_params(4, 8, 2, rng, m_init=-1.0)
+    >>> _, grads = loss_and_grad(params, sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 3, rng))
+    >>> grads["m"].shape, grads["m"].dtype
+    ((), dtype('float64'))
     """
     chunks, B_total = _chunks(params, batch)
     loss, grads = 0.0, None
     for arrays in chunks:  # the loss is a mean over contexts: chunks combine with weights B_c/B
-        weight = arrays[1].shape[0] / B_total
+        weight = arrays.context_y.shape[0] / B_total
         chunk_loss, chunk_grads = _loss_and_grad(params, arrays)
         loss += weight * chunk_loss
         if grads is None:
@@ -268,13 +251,14 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     return loss, {key: np.require(value, dtype=dtype, requirements="C") for key, value in grads.items()}
 
 
-def _loss_and_grad(params, arrays):
-    prediction, layer_reads, _, _, cache = _forward(params, arrays, keep_states=True)
+def _loss_and_grad(params, arrays: BatchArrays) -> tuple[float, dict]:
     context_x, context_y, test_x, target = arrays
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     m = params["m"]
-    H_hat_all, C, states = cache["H_hat_all"], cache["C"], cache["states"]
-    L, B, P, N = states.shape
+    (B, P), N, L = context_y.shape, W_x.shape[0], W_q.shape[0]
+    states = np.empty((L, B, P, N), dtype=W_x.dtype)  # Z_{ℓ-1} of every layer
+    run = _forward(params, arrays, states)
+    prediction, layer_reads, H_hat_all, C = run.prediction, run.layer_reads, run.H_hat_all, run.C
     residual = prediction - target
     loss = float(np.mean(residual * residual))
     grad_h = (2.0 / B) * residual[:, None] * W_o[0]  # dℒ/dh_ℓ for every ℓ (h_L = h_ℓ + later terms)
@@ -304,9 +288,9 @@ def _loss_and_grad(params, arrays):
         grad_W_v += grad_values.reshape(-1, N).T @ Z.reshape(-1, N)
         grad_Z = grad_Z + grad_values @ W_v
     grad_W_y = (grad_Z.reshape(-1, N).T @ context_y.reshape(-1))[:, None]  # Z_0 = W_y yᵀ
-    grad_H = layer_norm_backward(H_hat_all, cache["inv_std"], grad_H_hat_all)
+    grad_H = layer_norm_backward(H_hat_all, run.inv_std, grad_H_hat_all)
     d = W_x.shape[1]
-    grad_W_x = grad_H.reshape(-1, N).T @ cache["tokens"].reshape(-1, d)
+    grad_W_x = grad_H.reshape(-1, N).T @ run.tokens.reshape(-1, d)
     grads = {
         "W_x": grad_W_x,
         "W_y": grad_W_y,

@@ -32,27 +32,51 @@ from __future__ import annotations
 
 import math
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 
-from ._common import (
-    SHARED_INIT_DEFAULTS,
-    ForwardResult,
-    attention_mask,
-    check_batch,
-    check_params,
-    dense_inputs,
-    init_shared,
-    resolve_init_options,
-)
-from ._common import param_shapes as _param_shapes
+from . import reference
+from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, floats_per_context
+from ._common import init_shared, param_shapes as _param_shapes, resolve_init_options
 
-__all__ = ["INIT_DEFAULTS", "param_shapes", "init_params", "effective_qk", "reference_forward", "forward", "loss_and_grad"]
+__all__ = [
+    "INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "stable_qk_scale", "init_params",
+    "effective_qk", "reference_forward", "forward", "loss_and_grad",
+]
 
+
+def stable_qk_scale(d: int, N: int, c_lambda: float) -> float:
+    """The training start ``κ = N/c_λ`` of ``qk_scale``: ``B_ℓ ≈ (κ/N) I = I/λ_1``.
+
+    ``B_ℓ = (1/N) W_xᵀ W_kᵀ W_q W_x ≈ (qk_scale/N) I`` at initialisation (eq. 20); this
+    starts at the stable one-step value ``γ = 1/λ_1`` of eq. (33), with ``λ_1 = c_λ``
+    for the spectra of eq. (2). ``d`` is unused (all size-dependent defaults take
+    ``(d, N, c_lambda)``).
+
+    References
+    ----------
+    Paper eqs. (2), (20), (33).
+
+    Examples
+    --------
+    >>> stable_qk_scale(8, 16, 2.0)
+    8.0
+    """
+    return N / c_lambda
+
+
+# facts (see the package docstring)
 NAME = "linear"
-
+ATTENTION = "linear"
+LABEL_LINEAR = True  # ŷ = βᵀ 𝒫_L(S) x_test, eq. (24)
+VALUES = "tied"
+MASK = "M_linear"
+PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
 #: default initialisation options (see :func:`init_params`)
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
+#: Adam learning rate of :mod:`numerics.train` (measured there) and qk_scale = :func:`stable_qk_scale`
+TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 1e-2, "init": MappingProxyType({"qk_scale": stable_qk_scale})})
 
 
 def param_shapes(d: int, N: int, depth: int) -> dict:
@@ -67,7 +91,7 @@ def param_shapes(d: int, N: int, depth: int) -> dict:
     >>> param_shapes(2, 3, 4)["W_o"]
     (1, 3)
     """
-    return _param_shapes(d, N, depth)
+    return _param_shapes(d, N, depth, values=VALUES, mask=MASK)
 
 
 def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=np.float64, **init_options) -> dict:
@@ -88,7 +112,7 @@ def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=n
     True
     """
     options = resolve_init_options(INIT_DEFAULTS, init_options)
-    return init_shared(d, N, depth, rng, dtype, options)
+    return init_shared(d, N, depth, rng, dtype, options, values=VALUES)
 
 
 def effective_qk(params: dict) -> np.ndarray:
@@ -104,7 +128,7 @@ def effective_qk(params: dict) -> np.ndarray:
     >>> effective_qk(p).shape
     (4, 2, 2)
     """
-    _, N, _, _ = check_params(params, model=NAME)
+    _, N, _, _ = check_params(params, model=NAME, values=VALUES, mask=MASK)
     return _effective_qk(params["W_x"], params["W_q"], params["W_k"], N)
 
 
@@ -112,54 +136,28 @@ def _effective_qk(W_x, W_q, W_k, N):
     return np.swapaxes(W_k @ W_x, -1, -2) @ (W_q @ W_x) / N
 
 
-def reference_forward(params: dict, batch) -> np.ndarray:
-    """Literal transcription of eqs. (7)-(8), (11)-(12) with the full (P+1)x(P+1) attention and ``M_linear``.
+class _Prepared(NamedTuple):
+    """What every layer of the ``Y`` recursion reads (computed once per batch)."""
 
-    Returns
-    -------
-    ndarray, shape (B,)
-
-    References
-    ----------
-    Paper eqs. (7)-(8), (11)-(12), (75).
-
-    Examples
-    --------
-    >>> from numerics.tasks import sample
-    >>> from theory import PowerLawSpectrum
-    >>> rng = np.random.default_rng(0)
-    >>> batch = sample("easy", PowerLawSpectrum(1, 1, 4), 6, 2, rng)
-    >>> p = init_params(4, 4, 3, rng, qk_scale=8.0)
-    >>> np.allclose(reference_forward(p, batch), forward(p, batch).prediction)
-    True
-    """
-    d, N, L, dtype = check_params(params, model=NAME)
-    context_x, context_y, test_x, _ = check_batch(batch, d, dtype)
-    P = context_y.shape[1]
-    W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
-    X, y_in = dense_inputs(context_x, context_y, test_x)  # eq. (7)
-    H_x = W_x @ X  # eq. (8), fixed, no norm
-    H_y = W_y @ y_in
-    M = attention_mask(P, -1.0, dtype)  # M_linear, eq. (75)
-    for ell in range(L):
-        Q = W_q[ell] @ H_x
-        K = W_k[ell] @ H_x
-        V = W_v @ H_y
-        A = M * (np.swapaxes(Q, -1, -2) @ K) / (P * N)  # eq. (11)
-        H_y = H_y + (V @ np.swapaxes(A, -1, -2)) / L
-    return (W_o @ H_y[:, :, -1:])[:, 0, 0]  # eq. (12)
+    S: np.ndarray  # UUᵀ/P, (B, d, d), eq. (19)
+    c: np.ndarray  # U y/P, (B, d)
+    B_eff: np.ndarray  # B_ℓ, (L, d, d), eq. (20)
+    r: np.ndarray  # r_ℓ = B_ℓ x_test, (B, L, d)
+    Y0: np.ndarray  # W_y cᵀ, (B, N, d)
+    arrays: BatchArrays
 
 
-def _prepare(params, batch):
-    d, N, L, dtype = check_params(params, model=NAME)
-    context_x, context_y, test_x, target = check_batch(batch, d, dtype)
+def _prepare(params, batch) -> _Prepared:
+    d, N, L, dtype = check_params(params, model=NAME, values=VALUES, mask=MASK)
+    arrays = check_batch(batch, d, dtype)
+    context_x, context_y, test_x, _ = arrays
     P = context_y.shape[1]
     S = np.swapaxes(context_x, -1, -2) @ context_x / P  # (B, d, d), eq. (19)
     c = (context_y[:, None, :] @ context_x)[:, 0] / P  # U y / P, (B, d)
     B_eff = _effective_qk(params["W_x"], params["W_q"], params["W_k"], N)  # (L, d, d), eq. (20)
     r = np.swapaxes(test_x @ np.swapaxes(B_eff, -1, -2), 0, 1)  # r_ℓ = B_ℓ x_test, (B, L, d)
     Y0 = params["W_y"][:, 0][None, :, None] * c[:, None, :]  # W_y cᵀ, (B, N, d)
-    return S, c, B_eff, r, Y0, (context_x, context_y, test_x, target)
+    return _Prepared(S, c, B_eff, r, Y0, arrays)
 
 
 def _layer(Y, W_v, B_ell, S, r_ell, L):
@@ -169,17 +167,22 @@ def _layer(Y, W_v, B_ell, S, r_ell, L):
     return WvY, read, Y - (WvY @ B_ell) @ S / L
 
 
-def _run(params, S, B_eff, r, Y0, start, stop, Y=None, keep=False):
+def _run(params, prep: _Prepared, start: int, stop: int, Y: np.ndarray, kept: list | None = None):
+    """Layers ``start .. stop−1`` from ``Y = Y_start``: returns ``(Y_stop, [read_ℓ])``; appends each ``Y_{ℓ−1}`` to ``kept`` if given."""
+    S, B_eff, r = prep.S, prep.B_eff, prep.r
     L = B_eff.shape[0]
-    Y = Y0 if Y is None else Y
     W_v = params["W_v"]
-    reads, kept = [], []
+    reads = []
     for ell in range(start, stop):
-        if keep:
+        if kept is not None:
             kept.append(Y)
         _, read, Y = _layer(Y, W_v, B_eff[ell], S, r[:, ell], L)
         reads.append(read)
-    return Y, reads, kept
+    return Y, reads
+
+
+#: the literal transcription of the paper's equations (slow, for checking :func:`forward`)
+reference_forward = reference.linear
 
 
 def forward(params: dict, batch) -> ForwardResult:
@@ -206,13 +209,13 @@ def forward(params: dict, batch) -> ForwardResult:
     >>> out.attention.shape, np.allclose(out.layer_predictors.mean(0), out.prediction)
     ((5, 3, 6), True)
     """
-    S, _, B_eff, r, Y0, arrays = _prepare(params, batch)
-    L = B_eff.shape[0]
-    _, reads, _ = _run(params, S, B_eff, r, Y0, 0, L)
+    prep = _prepare(params, batch)
+    L = prep.B_eff.shape[0]
+    _, reads = _run(params, prep, 0, L, prep.Y0)
     layer_predictors = np.stack(reads) @ params["W_o"][0]  # L d_ℓ = W_o W_v Y_{ℓ-1} r_ℓ, (L, B)
-    context_x = arrays[0]
+    context_x = prep.arrays.context_x
     P = context_x.shape[1]
-    attention = np.swapaxes(context_x @ np.swapaxes(r, -1, -2), -1, -2).transpose(1, 0, 2) / P  # (L, B, P)
+    attention = np.swapaxes(context_x @ np.swapaxes(prep.r, -1, -2), -1, -2).transpose(1, 0, 2) / P  # (L, B, P)
     return ForwardResult(
         prediction=layer_predictors.sum(axis=0) / L,
         layer_predictors=layer_predictors,
@@ -222,16 +225,10 @@ def forward(params: dict, batch) -> ForwardResult:
 
 
 def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
-    """Mean squared error of :func:`forward` and its exact gradient (hand-written reverse pass).
+    """Mean squared error of :func:`forward` (eq. 12) and its exact gradient, keyed like ``params``.
 
-    Reverse pass through the ``Y`` recursion with ``≈ sqrt(L)`` checkpoints, then
-    through ``B_ℓ = (1/N) W_xᵀ (W_k^ℓ)ᵀ W_q^ℓ W_x`` to ``W_x, W_q, W_k``.
-
-    Returns
-    -------
-    loss : float
-    grads : dict
-        Same keys and shapes as ``params``.
+    A hand-written reverse pass through the ``Y`` recursion with ``≈ sqrt(L)``
+    checkpoints, then through ``B_ℓ = (1/N) W_xᵀ (W_k^ℓ)ᵀ W_q^ℓ W_x`` to ``W_x, W_q, W_k``.
 
     References
     ----------
@@ -247,8 +244,8 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     >>> grads["W_x"].shape
     (8, 4)
     """
-    S, c, B_eff, r, Y0, arrays = _prepare(params, batch)
-    context_x, context_y, test_x, target = arrays
+    prep = _prepare(params, batch)
+    S, c, B_eff, r, Y0, (context_x, context_y, test_x, target) = prep
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     L, d = B_eff.shape[:2]
     N = W_x.shape[0]
@@ -260,7 +257,7 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     total_read = np.zeros((B, N), dtype=W_x.dtype)
     for start in range(0, L, segment):
         checkpoints[start] = Y
-        Y, reads, _ = _run(params, S, B_eff, r, Y0, start, min(start + segment, L), Y=Y)
+        Y, reads = _run(params, prep, start, min(start + segment, L), Y)
         total_read += sum(reads)
     h_final = total_read / L
     residual = h_final @ W_o[0] - target
@@ -273,7 +270,8 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     grad_B = np.zeros_like(B_eff)
     for start in sorted(checkpoints, reverse=True):
         stop = min(start + segment, L)
-        _, _, kept = _run(params, S, B_eff, r, Y0, start, stop, Y=checkpoints[start], keep=True)
+        kept: list = []
+        _run(params, prep, start, stop, checkpoints[start], kept=kept)
         for ell in range(stop - 1, start - 1, -1):
             Y_prev = kept[ell - start]
             WvY = W_v @ Y_prev

@@ -35,33 +35,27 @@ Gaussian inits do learn, more slowly). The trainer owns the final choice.
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 
-from ._common import (
-    SHARED_INIT_DEFAULTS,
-    ForwardResult,
-    allowed_positions,
-    attention_mask,
-    check_batch,
-    check_params,
-    dense_inputs,
-    init_shared,
-    layer_norm,
-    layer_norm_backward,
-    masked_softmax,
-    norm_columns,
-    resolve_init_options,
-    softmax,
-)
-from ._common import param_shapes as _param_shapes
+from . import reference
+from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, floats_per_context
+from ._common import init_shared, layer_norm, layer_norm_backward, param_shapes as _param_shapes, resolve_init_options, softmax
 
-__all__ = ["INIT_DEFAULTS", "param_shapes", "init_params", "reference_forward", "forward", "loss_and_grad"]
+__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
 
+# facts (see the package docstring)
 NAME = "nonlinear"
-
+ATTENTION = "softmax"
+LABEL_LINEAR = True  # the attention reads only the input stream
+VALUES = "tied"
+MASK = "M(0)"
+PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
 #: default initialisation options (see :func:`init_params`)
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
+#: Adam learning rate of :mod:`numerics.train` (measured there: above 1e-3 is worse); no init overrides
+TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 1e-3, "init": MappingProxyType({})})
 
 
 def param_shapes(d: int, N: int, depth: int) -> dict:
@@ -76,7 +70,7 @@ def param_shapes(d: int, N: int, depth: int) -> dict:
     >>> param_shapes(2, 3, 4)["W_v"]
     (3, 3)
     """
-    return _param_shapes(d, N, depth)
+    return _param_shapes(d, N, depth, values=VALUES, mask=MASK)
 
 
 def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=np.float64, **init_options) -> dict:
@@ -89,13 +83,9 @@ def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=n
     rng : numpy.random.Generator
     dtype : {numpy.float64, numpy.float32}
     **init_options
-        ``w_x`` ({'orthonormal', 'gaussian'}, default 'orthonormal'); ``qk_init``
-        ({'identity', 'gaussian'}, default 'identity': ``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + σG/sqrt(N))``;
-        'gaussian': iid ``N(0, κ/N)``); ``qk_scale`` (κ, default 1.0, so the logits start at
-        ``≈ κ N cos(x_j, x_test)`` after the norm); ``qk_noise`` (σ, default 0.1);
-        ``value_init`` ({'identity', 'gaussian'}, default 'identity': ``W_v = I``);
-        ``readout_gain`` (default 1.0: ``W_o = gain · W_yᵀ`` with ``W_y`` a random unit
-        vector, so ``g = W_o W_v W_y = gain``).
+        ``w_x``, ``qk_init``, ``qk_scale`` (κ: the logits start at ``≈ κ N cos(x_j, x_test)``
+        after the norm), ``qk_noise``, ``value_init``, ``readout_gain``: see
+        :mod:`numerics.models`; defaults in :data:`INIT_DEFAULTS`.
 
     Returns
     -------
@@ -120,117 +110,83 @@ def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=n
     ((3, 8, 8), 1.0)
     """
     options = resolve_init_options(INIT_DEFAULTS, init_options)
-    return init_shared(d, N, depth, rng, dtype, options)
-
-
-def reference_forward(params: dict, batch) -> np.ndarray:
-    """Literal transcription of eqs. (7)-(10), (12) with the full (P+1)x(P+1) attention.
-
-    Parameters
-    ----------
-    params : dict
-        See :func:`param_shapes`.
-    batch : numerics.tasks.Batch
-
-    Returns
-    -------
-    ndarray, shape (B,)
-        ``ŷ_L = W_o h^L_{y,test}``.
-
-    References
-    ----------
-    Paper eqs. (7)-(10), (12), (76).
-
-    Examples
-    --------
-    >>> from numerics.tasks import sample
-    >>> from theory import PowerLawSpectrum
-    >>> rng = np.random.default_rng(0)
-    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 2, rng)
-    >>> p = init_params(4, 4, 2, rng)
-    >>> np.allclose(reference_forward(p, batch), forward(p, batch).prediction)
-    True
-    """
-    d, N, L, dtype = check_params(params, model=NAME)
-    context_x, context_y, test_x, _ = check_batch(batch, d, dtype)
-    P = context_y.shape[1]
-    W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
-    X, y_in = dense_inputs(context_x, context_y, test_x)  # eq. (7): (B, d, P+1), (B, 1, P+1)
-    H_x = W_x @ X  # eq. (8), fixed across layers
-    H_y = W_y @ y_in  # eq. (8)
-    H_x_hat = norm_columns(H_x)  # pre-norm on the input stream (eq. 9)
-    M = attention_mask(P, 0.0, dtype)  # M(0), eq. (76)
-    allowed = allowed_positions(P, context_block=False)
-    for ell in range(L):
-        Q = W_q[ell] @ H_x_hat
-        K = W_k[ell] @ H_x_hat
-        V = W_v @ H_y
-        A = M * masked_softmax(np.swapaxes(Q, -1, -2) @ K, allowed)  # eq. (10)
-        H_y = H_y + (V @ np.swapaxes(A, -1, -2)) / L  # eq. (10)
-    return (W_o @ H_y[:, :, -1:])[:, 0, 0]  # eq. (12)
+    return init_shared(d, N, depth, rng, dtype, options, values=VALUES)
 
 
 # ----------------------------------------------------------------------------- shared engine
-def _test_row_attention(W_x, W_q, W_k, context_x, test_x) -> dict:
+class _TestRows(NamedTuple):
+    """Softmax test rows ``p_ℓ`` of all layers and what their reverse pass needs."""
+
+    probs: np.ndarray  # p_ℓ, (B, L, P)
+    H_ctx_hat: np.ndarray  # normed context inputs, (B, P, N)
+    r_ctx: np.ndarray  # their 1/std, (B, P, 1)
+    h_test_hat: np.ndarray  # normed test input, (B, N)
+    r_test: np.ndarray  # its 1/std, (B, 1)
+    C: np.ndarray  # C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ, (L, N, N)
+    u: np.ndarray  # ĥ_testᵀ C_ℓ, (L, B, N)
+
+
+class _Parallel(NamedTuple):
+    """The parallel forward pass ``ŷ_L = (1/L) Σ_ℓ f_ℓ`` (eqs. 59-60, 72)."""
+
+    prediction: np.ndarray  # (B,)
+    layer_predictors: np.ndarray  # f_ℓ, (B, L)
+    label_reads: np.ndarray  # p_ℓ·y, (B, L)
+    gains: np.ndarray  # g (shape ()) or g_ℓ (shape (L,))
+    rows: _TestRows
+    arrays: BatchArrays
+
+
+def _test_row_attention(W_x, W_q, W_k, context_x, test_x) -> _TestRows:
     """Softmax test rows ``p_ℓ`` of all layers, (B, L, P), with the cache for the reverse pass."""
     H_ctx_hat, r_ctx = layer_norm(context_x @ W_x.T)  # (B, P, N)
     h_test_hat, r_test = layer_norm(test_x @ W_x.T)  # (B, N)
     C = np.swapaxes(W_q, -1, -2) @ W_k  # C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ, (L, N, N)
     u = h_test_hat @ C  # ĥ_testᵀ C_ℓ, (L, B, N)
     logits = np.swapaxes(u, 0, 1) @ np.swapaxes(H_ctx_hat, -1, -2)  # (B, L, P)
-    return {
-        "probs": softmax(logits),
-        "H_ctx_hat": H_ctx_hat,
-        "r_ctx": r_ctx,
-        "h_test_hat": h_test_hat,
-        "r_test": r_test,
-        "C": C,
-        "u": u,
-    }
+    return _TestRows(softmax(logits), H_ctx_hat, r_ctx, h_test_hat, r_test, C, u)
 
 
-def _test_row_attention_backward(cache, grad_logits, W_x, W_q, W_k, context_x, test_x) -> tuple:
+def _test_row_attention_backward(rows: _TestRows, grad_logits, W_x, W_q, W_k, context_x, test_x) -> tuple:
     """Gradients of ``W_x, W_q, W_k`` given the gradient of the test-row logits (B, L, P)."""
-    H_ctx_hat, h_test_hat, C, u = cache["H_ctx_hat"], cache["h_test_hat"], cache["C"], cache["u"]
+    H_ctx_hat, h_test_hat, C, u = rows.H_ctx_hat, rows.h_test_hat, rows.C, rows.u
     grad_u = np.swapaxes(grad_logits @ H_ctx_hat, 0, 1)  # (L, B, N)
     grad_H_ctx_hat = np.swapaxes(grad_logits, -1, -2) @ np.swapaxes(u, 0, 1)  # (B, P, N)
     grad_C = h_test_hat.T @ grad_u  # (L, N, N)
     grad_h_test_hat = np.sum(grad_u @ np.swapaxes(C, -1, -2), axis=0)  # (B, N)
     grad_W_q = W_k @ np.swapaxes(grad_C, -1, -2)
     grad_W_k = W_q @ grad_C
-    grad_H_ctx = layer_norm_backward(H_ctx_hat, cache["r_ctx"], grad_H_ctx_hat)
-    grad_h_test = layer_norm_backward(h_test_hat, cache["r_test"], grad_h_test_hat)
+    grad_H_ctx = layer_norm_backward(H_ctx_hat, rows.r_ctx, grad_H_ctx_hat)
+    grad_h_test = layer_norm_backward(h_test_hat, rows.r_test, grad_h_test_hat)
     N, d = W_x.shape
     grad_W_x = grad_H_ctx.reshape(-1, N).T @ context_x.reshape(-1, d) + grad_h_test.T @ test_x
     return grad_W_x, grad_W_q, grad_W_k
 
 
-def _parallel_forward(params, batch, *, untied_values: bool, model: str):
-    d, N, L, dtype = check_params(params, model=model, untied_values=untied_values)
-    context_x, context_y, test_x, target = check_batch(batch, d, dtype)
-    cache = _test_row_attention(params["W_x"], params["W_q"], params["W_k"], context_x, test_x)
+def _parallel_forward(params, batch, *, values: str, model: str) -> _Parallel:
+    d, N, L, dtype = check_params(params, model=model, values=values, mask="M(0)")
+    arrays = check_batch(batch, d, dtype)
+    rows = _test_row_attention(params["W_x"], params["W_q"], params["W_k"], arrays.context_x, arrays.test_x)
     # g = W_o W_v W_y (eq. 60), or g_ℓ = W_o W_v^ℓ W_y (eq. 72); shape () or (L,)
     gains = (params["W_o"] @ params["W_v"] @ params["W_y"])[..., 0, 0]
-    label_reads = (cache["probs"] @ context_y[:, :, None])[..., 0]  # p_ℓ·y, (B, L)
+    label_reads = (rows.probs @ arrays.context_y[:, :, None])[..., 0]  # p_ℓ·y, (B, L)
     layer_predictors = label_reads * gains  # f_ℓ, (B, L)
     prediction = layer_predictors.mean(axis=1)  # ŷ_L = (1/L) Σ_ℓ f_ℓ (eq. 59)
-    return prediction, layer_predictors, label_reads, gains, cache, (context_x, context_y, test_x, target)
+    return _Parallel(prediction, layer_predictors, label_reads, gains, rows, arrays)
 
 
-def _parallel_result(params, batch, *, untied_values: bool, model: str) -> ForwardResult:
-    prediction, layer_predictors, _, _, cache, _ = _parallel_forward(params, batch, untied_values=untied_values, model=model)
+def _parallel_result(params, batch, *, values: str, model: str) -> ForwardResult:
+    run = _parallel_forward(params, batch, values=values, model=model)
     return ForwardResult(
-        prediction=prediction,
-        layer_predictors=np.ascontiguousarray(layer_predictors.T),
-        attention=np.ascontiguousarray(np.swapaxes(cache["probs"], 0, 1)),
+        prediction=run.prediction,
+        layer_predictors=np.ascontiguousarray(run.layer_predictors.T),
+        attention=np.ascontiguousarray(np.swapaxes(run.rows.probs, 0, 1)),
         context_attention=None,
     )
 
 
-def _parallel_loss_and_grad(params, batch, *, untied_values: bool, model: str) -> tuple[float, dict]:
-    prediction, _, label_reads, gains, cache, arrays = _parallel_forward(
-        params, batch, untied_values=untied_values, model=model
-    )
+def _parallel_loss_and_grad(params, batch, *, values: str, model: str) -> tuple[float, dict]:
+    prediction, _, label_reads, gains, rows, arrays = _parallel_forward(params, batch, values=values, model=model)
     context_x, context_y, test_x, target = arrays
     B, L = label_reads.shape
     residual = prediction - target
@@ -239,12 +195,12 @@ def _parallel_loss_and_grad(params, batch, *, untied_values: bool, model: str) -
     grad_gains = np.sum(grad_f * label_reads, axis=0)  # (L,)
     grad_reads = grad_f * gains  # dℒ/d(p_ℓ·y), (B, L)
     # softmax backward with dℒ/dp_ℓj = grad_reads y_j:  p ⊙ (dp − p·dp)
-    grad_logits = cache["probs"] * grad_reads[..., None] * (context_y[:, None, :] - label_reads[..., None])
+    grad_logits = rows.probs * grad_reads[..., None] * (context_y[:, None, :] - label_reads[..., None])
     grad_W_x, grad_W_q, grad_W_k = _test_row_attention_backward(
-        cache, grad_logits, params["W_x"], params["W_q"], params["W_k"], context_x, test_x
+        rows, grad_logits, params["W_x"], params["W_q"], params["W_k"], context_x, test_x
     )
     W_y, W_v, W_o = params["W_y"], params["W_v"], params["W_o"]
-    if untied_values:
+    if values == "untied":
         grad_g = grad_gains[:, None, None]  # (L, 1, 1)
         grad_W_o = np.sum(grad_g * np.swapaxes(W_v @ W_y, -1, -2), axis=0)
         grad_W_v = grad_g * (W_o.T @ W_y.T)
@@ -260,6 +216,10 @@ def _parallel_loss_and_grad(params, batch, *, untied_values: bool, model: str) -
 
 
 # ----------------------------------------------------------------------------- public engine
+#: the literal transcription of the paper's equations (slow, for checking :func:`forward`)
+reference_forward = reference.nonlinear
+
+
 def forward(params: dict, batch) -> ForwardResult:
     """Fast forward pass through the parallel form ``ŷ_L = (1/L) Σ_ℓ g p_ℓ·y``.
 
@@ -291,20 +251,15 @@ def forward(params: dict, batch) -> ForwardResult:
     >>> np.allclose(out.layer_predictors.mean(0), out.prediction)
     True
     """
-    return _parallel_result(params, batch, untied_values=False, model=NAME)
+    return _parallel_result(params, batch, values=VALUES, model=NAME)
 
 
 def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
-    """Mean squared error of :func:`forward` against ``batch.target`` and its exact gradient.
+    """Mean squared error ``mean_b (ŷ_b − y*_b)²`` of :func:`forward` (eq. 12) and its exact gradient, keyed like ``params``.
 
-    A hand-written reverse pass through the fast engine, in the params' dtype.
-
-    Returns
-    -------
-    loss : float
-        ``mean_b (ŷ_b − y*_b)²`` (paper eq. (12)).
-    grads : dict
-        Same keys and shapes as ``params``.
+    A hand-written reverse pass through the parallel form (eqs. 59-60): through the
+    gain ``g`` to ``W_o, W_v, W_y`` and through the softmax rows to ``W_q, W_k, W_x``,
+    in the params' dtype.
 
     References
     ----------
@@ -320,4 +275,4 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     >>> loss > 0, grads["W_q"].shape
     (True, (2, 8, 8))
     """
-    return _parallel_loss_and_grad(params, batch, untied_values=False, model=NAME)
+    return _parallel_loss_and_grad(params, batch, values=VALUES, model=NAME)

@@ -26,38 +26,35 @@ Fast engine: per layer ``O(N² + P N)`` per context (the query is contracted wit
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 
-from ._common import (
-    SHARED_INIT_DEFAULTS,
-    ForwardResult,
-    allowed_positions,
-    attention_mask,
-    check_batch,
-    check_params,
-    dense_inputs,
-    init_shared,
-    layer_norm,
-    layer_norm_backward,
-    masked_softmax,
-    norm_columns,
-    resolve_init_options,
-    softmax,
-    softmax_backward,
-)
+from . import reference
+from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, floats_per_context
+from ._common import init_shared, layer_norm, layer_norm_backward, resolve_init_options, softmax, softmax_backward
 from ._common import param_shapes as _param_shapes
 
-__all__ = ["INIT_DEFAULTS", "param_shapes", "init_params", "reference_forward", "forward", "loss_and_grad"]
+__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
 
+# facts (see the package docstring)
 NAME = "single_stream"
-
+ATTENTION = "softmax"
+LABEL_LINEAR = False  # labels enter the queries, keys and (normed) values
+VALUES = "tied"
+MASK = "M(0)"
+PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
 #: default initialisation options (see :func:`init_params`)
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
+#: Adam learning rate of :mod:`numerics.train` (measured there: 3e-3 beat 1e-3 and 3e-4); no init overrides
+TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 3e-3, "init": MappingProxyType({})})
 
 
 def param_shapes(d: int, N: int, depth: int) -> dict:
-    """Shapes of the parameters (same names as the two-stream model).
+    """Shapes of the parameters, named as in the two-stream models.
+
+    Here ``W_x`` and ``W_y`` write into the same stream ``H^0`` (eq. 64), and ``W_v``
+    reads its normed state.
 
     References
     ----------
@@ -65,10 +62,11 @@ def param_shapes(d: int, N: int, depth: int) -> dict:
 
     Examples
     --------
-    >>> param_shapes(2, 3, 4)["W_x"]
-    (3, 2)
+    >>> shapes = param_shapes(2, 3, 4)
+    >>> shapes["W_x"], shapes["W_y"], shapes["W_v"]
+    ((3, 2), (3, 1), (3, 3))
     """
-    return _param_shapes(d, N, depth)
+    return _param_shapes(d, N, depth, values=VALUES, mask=MASK)
 
 
 def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=np.float64, **init_options) -> dict:
@@ -85,51 +83,28 @@ def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=n
     ['W_k', 'W_o', 'W_q', 'W_v', 'W_x', 'W_y']
     """
     options = resolve_init_options(INIT_DEFAULTS, init_options)
-    return init_shared(d, N, depth, rng, dtype, options)
+    return init_shared(d, N, depth, rng, dtype, options, values=VALUES)
 
 
-def reference_forward(params: dict, batch) -> np.ndarray:
-    """Literal transcription of eqs. (64)-(66), (12) with the full (P+1)x(P+1) attention.
+class _Trace(NamedTuple):
+    """The forward pass of the test column, kept for the reverse pass."""
 
-    Returns
-    -------
-    ndarray, shape (B,)
-
-    References
-    ----------
-    Paper eqs. (7), (12), (64)-(66), (76).
-
-    Examples
-    --------
-    >>> from numerics.tasks import sample
-    >>> from theory import PowerLawSpectrum
-    >>> rng = np.random.default_rng(0)
-    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 2, rng)
-    >>> p = init_params(4, 4, 3, rng)
-    >>> np.allclose(reference_forward(p, batch), forward(p, batch).prediction)
-    True
-    """
-    d, N, L, dtype = check_params(params, model=NAME)
-    context_x, context_y, test_x, _ = check_batch(batch, d, dtype)
-    P = context_y.shape[1]
-    W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
-    X, y_in = dense_inputs(context_x, context_y, test_x)  # eq. (7)
-    H = W_x @ X + W_y @ y_in  # eq. (64)
-    M = attention_mask(P, 0.0, dtype)  # M(0)
-    allowed = allowed_positions(P, context_block=False)
-    for ell in range(L):
-        H_hat = norm_columns(H)  # pre-norm of the evolving stream
-        Q = W_q[ell] @ H_hat
-        K = W_k[ell] @ H_hat
-        V = W_v @ H_hat
-        A = M * masked_softmax(np.swapaxes(Q, -1, -2) @ K, allowed)
-        H = H + (V @ np.swapaxes(A, -1, -2)) / L  # residual stream, un-normed
-    return (W_o @ H[:, :, -1:])[:, 0, 0]
+    H_ctx_hat: np.ndarray  # normed frozen context columns, (B, P, N)
+    r_ctx: np.ndarray  # their 1/std, (B, P, 1)
+    C: np.ndarray  # C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ, (L, N, N)
+    states: np.ndarray  # h^0_test .. h^L_test, (L+1, B, N)
+    hats: np.ndarray  # norm(h^{ℓ-1}_test), (L, B, N)
+    inv_stds: np.ndarray  # their 1/std, (L, B, 1)
+    queries: np.ndarray  # ĥ_testᵀ C_ℓ, (L, B, N)
+    probs: np.ndarray  # p_ℓ, (L, B, P)
+    reads: np.ndarray  # Ĥ_ctxᵀ p_ℓ, (L, B, N)
+    arrays: BatchArrays
 
 
-def _forward(params, batch):
-    d, N, L, dtype = check_params(params, model=NAME)
-    context_x, context_y, test_x, target = check_batch(batch, d, dtype)
+def _forward(params, batch) -> tuple[np.ndarray, _Trace]:
+    d, N, L, dtype = check_params(params, model=NAME, values=VALUES, mask=MASK)
+    arrays = check_batch(batch, d, dtype)
+    context_x, context_y, test_x, _ = arrays
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     H_ctx = context_x @ W_x.T + context_y[:, :, None] * W_y[:, 0]  # frozen context columns of H^0
     H_ctx_hat, r_ctx = layer_norm(H_ctx)  # (B, P, N)
@@ -152,11 +127,11 @@ def _forward(params, batch):
         h = h + (reads[ell] @ W_v.T) / L
         states[ell + 1] = h
     readouts = states @ W_o[0]  # z_ℓ = W_o h^ℓ_test, (L+1, B)
-    cache = dict(
-        H_ctx_hat=H_ctx_hat, r_ctx=r_ctx, C=C, states=states, hats=hats, inv_stds=inv_stds,
-        queries=queries, probs=probs, reads=reads, arrays=(context_x, context_y, test_x, target),
-    )
-    return readouts, cache
+    return readouts, _Trace(H_ctx_hat, r_ctx, C, states, hats, inv_stds, queries, probs, reads, arrays)
+
+
+#: the literal transcription of the paper's equations (slow, for checking :func:`forward`)
+reference_forward = reference.single_stream
 
 
 def forward(params: dict, batch) -> ForwardResult:
@@ -181,25 +156,23 @@ def forward(params: dict, batch) -> ForwardResult:
     >>> np.allclose(out.layer_predictors.mean(0), out.prediction)
     True
     """
-    readouts, cache = _forward(params, batch)
+    readouts, trace = _forward(params, batch)
     L = readouts.shape[0] - 1
     layer_predictors = readouts[0] + L * np.diff(readouts, axis=0)  # b_L + L d_ℓ, eqs. (67)-(70)
     return ForwardResult(
         prediction=readouts[-1].copy(),
         layer_predictors=layer_predictors,
-        attention=cache["probs"],
+        attention=trace.probs,
         context_attention=None,
     )
 
 
 def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
-    """Mean squared error of :func:`forward` and its exact gradient (hand-written reverse pass).
+    """Mean squared error of :func:`forward` (eq. 12) and its exact gradient, keyed like ``params``.
 
-    Returns
-    -------
-    loss : float
-    grads : dict
-        Same keys and shapes as ``params``.
+    A hand-written reverse pass down the test column; the frozen context columns
+    collect their gradient from every layer and pass it to ``W_x`` and ``W_y`` through
+    one norm (eq. 64).
 
     References
     ----------
@@ -209,22 +182,22 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     --------
     >>> from numerics.tasks import sample
     >>> from theory import PowerLawSpectrum
-    >>> rng = np.random.default_rng(2)
-    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 3, rng)
-    >>> loss, grads = loss_and_grad(init_params(4, 8, 2, rng), batch)
-    >>> grads["W_x"].shape
-    (8, 4)
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 3, np.random.default_rng(2))
+    >>> params = init_params(4, 8, 2, np.random.default_rng(3))
+    >>> loss, grads = loss_and_grad(params, batch)
+    >>> bool(np.isclose(loss, np.mean((forward(params, batch).prediction - batch.target) ** 2)))
+    True
     """
-    readouts, cache = _forward(params, batch)
-    context_x, context_y, test_x, target = cache["arrays"]
+    readouts, trace = _forward(params, batch)
+    context_x, context_y, test_x, target = trace.arrays
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
-    L, B, N = cache["hats"].shape
+    L, B, N = trace.hats.shape
     P = context_y.shape[1]
-    H_ctx_hat, C = cache["H_ctx_hat"], cache["C"]
+    H_ctx_hat, C = trace.H_ctx_hat, trace.C
     residual = readouts[-1] - target
     loss = float(np.mean(residual * residual))
     grad_h = (2.0 / B) * residual[:, None] * W_o[0]  # dℒ/dh^L_test, (B, N)
-    grad_W_o = ((2.0 / B) * residual) @ cache["states"][-1]
+    grad_W_o = ((2.0 / B) * residual) @ trace.states[-1]
     grad_W_v = np.zeros_like(W_v)
     grad_C = np.zeros_like(C)
     # Ĥ_ctx receives rank-one terms p_ℓ ⊗ dr_ℓ and dlogits_ℓ ⊗ query_ℓ from every layer:
@@ -232,7 +205,7 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     row_factors = np.empty((B, 2 * L, P), dtype=W_x.dtype)
     column_factors = np.empty((B, 2 * L, N), dtype=W_x.dtype)
     for ell in range(L - 1, -1, -1):
-        probs, reads, query, h_hat = cache["probs"][ell], cache["reads"][ell], cache["queries"][ell], cache["hats"][ell]
+        probs, reads, query, h_hat = trace.probs[ell], trace.reads[ell], trace.queries[ell], trace.hats[ell]
         # h^ℓ = h^{ℓ-1} + (1/L) W_v r_ℓ,  r_ℓ = Ĥ_ctxᵀ p_ℓ
         grad_W_v += grad_h.T @ reads / L
         grad_reads = grad_h @ W_v / L  # (B, N)
@@ -244,10 +217,10 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
         grad_query = (grad_logits[:, None, :] @ H_ctx_hat)[:, 0]  # (B, N)
         grad_C[ell] = h_hat.T @ grad_query
         grad_h_hat = grad_query @ C[ell].T
-        grad_h = grad_h + layer_norm_backward(h_hat, cache["inv_stds"][ell], grad_h_hat)
+        grad_h = grad_h + layer_norm_backward(h_hat, trace.inv_stds[ell], grad_h_hat)
     grad_H_ctx_hat = np.swapaxes(row_factors, 1, 2) @ column_factors  # (B, P, N)
     # h^0_test = W_x x_test;  H_ctx = W_x x_j + W_y y_j
-    grad_H_ctx = layer_norm_backward(H_ctx_hat, cache["r_ctx"], grad_H_ctx_hat)
+    grad_H_ctx = layer_norm_backward(H_ctx_hat, trace.r_ctx, grad_H_ctx_hat)
     d = W_x.shape[1]
     grad_W_x = grad_h.T @ test_x + grad_H_ctx.reshape(-1, N).T @ context_x.reshape(-1, d)
     grad_W_y = (grad_H_ctx.reshape(-1, N).T @ context_y.reshape(-1))[:, None]
