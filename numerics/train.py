@@ -152,6 +152,7 @@ __all__ = [
     "run_config",
     "evaluate",
     "evaluation_batch",
+    "random_streams",
     "chunk_size",
     "save_checkpoint",
 ]
@@ -629,8 +630,23 @@ class TrainResult:
 # --------------------------------------------------------------------------- training
 
 
-def _generators(config: TrainConfig) -> tuple[np.random.Generator, np.random.Generator, np.random.Generator]:
-    """Independent streams for initial weights, training batches and the evaluation set."""
+def random_streams(config: TrainConfig) -> tuple[np.random.Generator, np.random.Generator, np.random.Generator]:
+    """Independent streams of a run: initial weights, training batches, the evaluation set.
+
+    ``SeedSequence(config.seed, spawn_key=(0,))`` and ``(1,)``, and
+    ``SeedSequence(config.eval_seed, spawn_key=(2,))`` (see the module docstring).
+
+    References
+    ----------
+    Paper eqs. (1)-(6) (the data the streams draw).
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(model="linear", d=2, N=2, P=4)
+    >>> a, b, c = random_streams(cfg)
+    >>> a.random() != b.random()
+    True
+    """
     init = np.random.default_rng(np.random.SeedSequence(config.seed, spawn_key=(_SEED_INIT,)))
     batches = np.random.default_rng(np.random.SeedSequence(config.seed, spawn_key=(_SEED_TRAIN,)))
     evaluation = np.random.default_rng(np.random.SeedSequence(config.eval_seed, spawn_key=(_SEED_EVAL,)))
@@ -652,7 +668,7 @@ def evaluation_batch(config: TrainConfig):
     """
     from numerics.tasks import sample
 
-    rng = _generators(config)[2]
+    rng = random_streams(config)[2]
     return sample(config.task, config.spectrum(), config.P, config.eval_size, rng, k=config.k, dtype=config.numpy_dtype)
 
 
@@ -750,7 +766,7 @@ def train(
     model = get_model(config.model)
     spectrum = config.spectrum()
     dtype = config.numpy_dtype
-    rng_init, rng_batches, _ = _generators(config)
+    rng_init, rng_batches, _ = random_streams(config)
     ckpt = None if checkpoint_dir is None else str(checkpoint_dir)
     if resume and ckpt is None:
         raise ValueError("resume=True needs the checkpoint_dir to resume from")

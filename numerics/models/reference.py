@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import check_choice
+from theory.validation import check_choice
 
 from ._common import LAYER_NORM_EPS, check_batch, check_params
 

@@ -142,7 +142,7 @@ def frozen_heads_control(
     """
     from numerics.models import get_model
     from numerics.tasks import sample
-    from numerics.train import _generators, _slice_batch, evaluation_batch
+    from numerics.train import evaluation_batch, random_streams
     from theory.decomposition import decompose
 
     s = _scale(scale)
@@ -151,12 +151,12 @@ def frozen_heads_control(
     config = regime_config("converged", d=d, N=N, P=P, depth=L_max, seed=seed, a=a, b=b, k=k, scale=s)
     config = dataclasses.replace(config, dtype="float64", init=dict(LAZY_INIT))  # the lazy run's initial heads
     model = get_model(config.model)
-    rng_init, rng_batches, _ = _generators(config)
+    rng_init, rng_batches, _ = random_streams(config)
     params = model.init_params(d, N, L_max, rng_init, dtype=np.float64, **config.init_options)
     gain0 = float((params["W_o"] @ params["W_v"] @ params["W_y"]).item())
 
     def layer_reads(batch):
-        parts = [np.asarray(model.forward(params, _slice_batch(batch, i, i + 256)).layer_predictors) / gain0
+        parts = [np.asarray(model.forward(params, batch.slice(i, i + 256)).layer_predictors) / gain0
                  for i in range(0, batch.target.shape[0], 256)]
         return np.concatenate(parts, axis=1)  # (L_max, B): p_ℓ·y
 
