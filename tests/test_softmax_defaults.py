@@ -60,10 +60,16 @@ def test_predict_loss_without_calibration_uses_the_defaults_at_matching_sizes(pa
 
 def test_predict_loss_can_select_another_measured_regime_by_name(packaged):
     for regime in packaged.regimes:
-        entry = next(e for e in packaged.entries if e.regime == regime)
-        pred = predict_loss(4, PowerLawSpectrum(entry.a, entry.b, entry.d), attention="softmax", task="difficult",
-                            P=entry.P, k=entry.k, calibration=regime)
-        assert pred.loss[0] == pytest.approx(entry.L0 + entry.c / 4, rel=rtol(ROUNDOFF))
+        for entry in (e for e in packaged.entries if e.regime == regime):
+            spectrum = PowerLawSpectrum(entry.a, entry.b, entry.d)
+            if entry.c < 0:  # a measured loss that rises with depth is no calibration of plateau + c/L: refused
+                with pytest.raises(ValueError, match="coefficient"):
+                    predict_loss(4, spectrum, attention="softmax", task="difficult", P=entry.P, k=entry.k,
+                                 calibration=regime)
+                continue
+            pred = predict_loss(4, spectrum, attention="softmax", task="difficult", P=entry.P, k=entry.k,
+                                calibration=regime)
+            assert pred.loss[0] == pytest.approx(entry.L0 + entry.c / 4, rel=rtol(ROUNDOFF))
     with pytest.raises(ValueError, match="regime"):
         predict_loss(4, PowerLawSpectrum(entry.a, entry.b, entry.d), attention="softmax", task="difficult",
                      P=entry.P, k=entry.k, calibration="no-such-regime")

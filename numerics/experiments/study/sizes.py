@@ -115,7 +115,8 @@ def infer_sizes(d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, *, n_contexts: int =
     Parameters
     ----------
     d_values, P_values : sequence of int
-        The grid (default :data:`SIZE_GRID_D` x :data:`SIZE_GRID_P`); cells with ``P < k`` are skipped.
+        The grid (default :data:`~numerics.experiments.study.sizes.SIZE_GRID_D` x
+        :data:`~numerics.experiments.study.sizes.SIZE_GRID_P`); cells with ``P < k`` are skipped.
     n_contexts, n_seeds : int
         Monte Carlo of each bound (:func:`theory.softmax_bounds.softmax_bounds`).
     cache_dir : path, optional
