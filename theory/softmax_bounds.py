@@ -599,10 +599,23 @@ class SoftmaxBounds:
         return cls(**data)
 
 
-def _mean_se(values) -> tuple[float, float]:
+def _mean_se(values, within) -> tuple[float, float]:
+    """Mean over seeds and its SE: ``sqrt(max(between-seed variance, mean within-seed variance) / n)``.
+
+    The between-seed variance holds both the fit and the evaluation noise but is itself
+    noisy with a few seeds; the within-seed variance (the squared SE of each seed's held-out
+    mean squared error) is a floor on it, so an accidentally small spread of a few seeds
+    cannot make a bound look more precise than its evaluation set allows.
+    """
     values = np.asarray(values, dtype=np.float64)
-    se = float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else float("nan")
-    return float(values.mean()), se
+    floor = float(np.mean(np.square(within)))
+    between = float(values.var(ddof=1)) if values.size > 1 else float("nan")
+    return float(values.mean()), float(np.sqrt(max(between, floor) / values.size)) if values.size > 1 else float("nan")
+
+
+def _mse(prediction: np.ndarray, target: np.ndarray) -> tuple[float, float]:
+    sq = (prediction - target) ** 2
+    return float(sq.mean()), float(sq.std(ddof=1) / np.sqrt(sq.size))
 
 
 def softmax_bounds(
@@ -625,7 +638,8 @@ def softmax_bounds(
     fitted on ``n_contexts`` fresh contexts and the loss is evaluated on ``n_contexts``
     other ones (drawn as in paper eqs. 1-6, in the eigenbasis, see the module docstring);
     the reported value is the mean over seeds and the SE the seed-to-seed standard
-    error, so every number comes from independent draws.
+    error (floored by the held-out sets' own sampling error, see ``_mean_se``), so every
+    number comes from independent draws.
 
     Parameters
     ----------
@@ -702,19 +716,22 @@ def softmax_bounds(
         U, y = _reads(spectrum, P, k, n_contexts, fit_rng, similarity, width, norm, temperatures, chunk)
         V, z = _reads(spectrum, P, k, n_contexts, eval_rng, similarity, width, norm, temperatures, chunk)
         G, h, m2 = U.T @ U / len(y), U.T @ y / len(y), float(y @ y / len(y))
-        average, previous = [], None
+        average, average_se, previous = [], [], None
         for L in depths:
             start = None if previous is None or L % previous[0] else previous[1] * (L // previous[0])
             counts, gain, _ = average_of_heads(G, h, m2, L, start)
-            prediction = gain * (V @ counts) / L
-            average.append(float(np.mean((prediction - z) ** 2)))
+            value, se = _mse(gain * (V @ counts) / L, z)
+            average.append(value)
+            average_se.append(se)
             previous = (L, counts)
         weights, _ = nnls(U, y)
-        per_seed.append({"single": average[0], "average": average, "mixture": float(np.mean((V @ weights - z) ** 2)),
-                         "target_second_moment": float(np.mean(z * z))})
-    single, single_se = _mean_se([s["single"] for s in per_seed])
-    by_depth = [_mean_se([s["average"][i] for s in per_seed]) for i in range(len(depths))]
-    mixture, mixture_se = _mean_se([s["mixture"] for s in per_seed])
+        mixture, mixture_within = _mse(V @ weights, z)
+        per_seed.append({"single": average[0], "average": average, "mixture": mixture, "average_within_se": average_se,
+                         "mixture_within_se": mixture_within, "target_second_moment": float(np.mean(z * z))})
+    single, single_se = _mean_se([s["single"] for s in per_seed], [s["average_within_se"][0] for s in per_seed])
+    by_depth = [_mean_se([s["average"][i] for s in per_seed], [s["average_within_se"][i] for s in per_seed])
+                for i in range(len(depths))]
+    mixture, mixture_se = _mean_se([s["mixture"] for s in per_seed], [s["mixture_within_se"] for s in per_seed])
     label = (f"PowerLawSpectrum(a={spectrum.a:g}, b={spectrum.b:g}, d={spectrum.d})" if hasattr(spectrum, "a")
              else repr(spectrum))
     return SoftmaxBounds(

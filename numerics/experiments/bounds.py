@@ -124,7 +124,8 @@ def softmax_bounds_key(a: float, b: float, d: int, P: int, k: int, *, depths=(1,
     """
     return {"a": float(a), "b": float(b), "d": int(d), "P": int(P), "k": int(k),
             "depths": sorted({1, *(int(L) for L in depths)}), "n_contexts": int(n_contexts), "n_seeds": int(n_seeds),
-            "similarity": similarity, "width": None if width is None else int(width), "norm": norm, "seed": int(seed)}
+            "similarity": similarity, "width": None if width is None else int(width), "norm": norm, "seed": int(seed),
+            "se": "max(between, within)"}
 
 
 def compute_softmax_bounds(key: dict) -> dict:
