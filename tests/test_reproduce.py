@@ -264,7 +264,186 @@ def test_figure_pages_for_the_docs_show_every_reproduced_figure_with_its_command
     assert sorted(p.stem for p in pages[1:]) == figures
     for page in pages[1:]:
         text = page.read_text()
-        assert f"]({page.stem}.png)" in text and f"--only {page.stem}" in text
+        assert f"```{{image}} {page.stem}.png\n" in text and f"--only {page.stem}" in text
         assert (tmp_path / f"{page.stem}.png").stat().st_size > 0
     index = pages[0].read_text()
     assert all(name in index for name in figures) and "{toctree}" in index
+
+
+# ------------------------------------------------------------------------------------------- run time
+
+
+def test_the_report_gives_cpu_time_as_cpu_time_summed_from_the_runs(smoke):
+    import re
+
+    from numerics.experiments.reproduce.results import StoreResults
+
+    report = " ".join(smoke.report.read_text(encoding="utf-8").split())
+    results = StoreResults(smoke.out_dir / "store")
+    cpu = [results.metrics(c)["cpu_time"] for c in smoke.plan.configs]
+    wall = results.wall_time(smoke.plan.configs)
+    assert all(value > 0 for value in cpu)
+    match = re.search(r"summed over the (\d+) finished runs in the store: (\d+) s of CPU time in the workers and "
+                      r"(\d+) s of worker wall time", report)
+    assert match, report[:2000]
+    assert int(match.group(1)) == smoke.plan.n_runs
+    assert int(match.group(2)) == round(sum(cpu)) and int(match.group(3)) == round(wall)
+    assert re.search(r"\*\*Run time\*\*: \d+ s wall and \d+ s of CPU time \(user \+ system", report)
+    assert "core-seconds" not in report
+
+
+def test_help_plan_and_readme_quote_the_one_measured_run_time(capsys):
+    from numerics.experiments.reproduce.scales import MEASURED_RUN_TIMES
+
+    measured = MEASURED_RUN_TIMES["quick"].text()
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    assert measured in " ".join(capsys.readouterr().out.split())
+    full = make_plan("quick").format(2)
+    assert f"whole reproduction measured: {measured}" in full and "estimate" not in full
+    assert "cost-model estimate" in make_plan("quick", "fig6a").format(2)
+    assert measured in (ROOT / "README.md").read_text().replace("\n", " ")
+
+
+# ------------------------------------------------------------------------------------------- figures a reader can read
+
+
+@pytest.fixture(scope="module")
+def drawn(smoke, tmp_path_factory):
+    """Every figure of the smoke reproduction redrawn from its store, with the matplotlib figures kept."""
+    import shutil
+
+    from numerics.experiments.reproduce import figures as figures_module
+    from numerics.experiments.reproduce.context import ReproductionContext
+
+    out = tmp_path_factory.mktemp("redrawn")
+    shutil.copytree(smoke.out_dir / "store", out / "store")
+    ctx = ReproductionContext.open(smoke.plan.scale, out, families=smoke.plan.families)
+    kept, save = {}, figures_module._save
+    figures_module._save = lambda ctx_, fig, artefact_id: (kept.__setitem__(artefact_id, fig), save(ctx_, fig, artefact_id))[1]
+    try:
+        built = {artefact_id: figures_module.build_figure(ctx, artefact_id) for artefact_id in FIGURES}
+    finally:
+        figures_module._save = save
+    return ctx, built, kept
+
+
+def _curves(ax):
+    """(label, marker, line style) of every legend entry drawn with markers (data, not fits or bounds)."""
+    from matplotlib.container import ErrorbarContainer
+
+    out = []
+    for handle, label in zip(*ax.get_legend_handles_labels()):
+        line = handle.lines[0] if isinstance(handle, ErrorbarContainer) else handle
+        if not hasattr(line, "get_marker"):  # a band (fill_between, axvspan)
+            continue
+        marker = line.get_marker()
+        if marker not in (None, "None", "", " "):
+            out.append((label, marker, line.get_linestyle()))
+    return out
+
+
+@pytest.mark.parametrize("artefact_id", FIGURES)
+def test_no_two_data_curves_of_a_panel_share_marker_and_line_style(drawn, artefact_id):
+    _, _, kept = drawn
+    for ax in kept[artefact_id].axes:
+        styles = [(marker, style) for _, marker, style in _curves(ax)]
+        assert len(styles) == len(set(styles)), (artefact_id, ax.get_title(), _curves(ax))
+
+
+def test_fits_that_do_not_determine_alpha_are_not_drawn_and_the_legend_says_why():
+    from theory.fitting import fit_depth_law
+
+    from numerics.experiments.reproduce.figures import _plot_fit, fit_problem
+    from numerics.experiments.reproduce.results import FitSummary
+
+    depths = np.array([1, 2, 4, 8])
+    flat = FitSummary(fit_depth_law(depths, 2.0 + 1e-3 * np.array([1.0, -1.0, 1.0, -1.0]), None))
+    good = FitSummary(fit_depth_law(depths, (2.0 + 5.0 / depths) * (1 + 1e-3 * np.array([1.0, -1.0, 1.0, -1.0])), None))
+    assert fit_problem(good) is None
+    assert "flat curve" in fit_problem(flat)
+    assert fit_problem(FitSummary(None, "2 depth(s) with data")) == "no fit: 2 depth(s) with data"
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    assert _plot_fit(ax, good, depths, "C0", "fit good") and not _plot_fit(ax, flat, depths, "C1", "fit flat")
+    lines = [line for line in ax.get_lines() if line.get_xdata().size]
+    assert len(lines) == 1  # only the good fit is drawn
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels[0].startswith("fit good: α = ") and labels[1].startswith("fit flat: not drawn, α = ")
+    plt.close(fig)
+
+
+def test_fig3a_and_fig3b_draw_the_slopes_zeta_and_two_zeta_and_fig3b_says_which_spectra_it_lacks(drawn):
+    _, built, kept = drawn
+    for artefact_id in ("fig3a", "fig3b"):
+        labels = [label for ax in kept[artefact_id].axes for label in ax.get_legend_handles_labels()[1]]
+        panels = [ax for ax in kept[artefact_id].axes if ax.get_legend_handles_labels()[1]]
+        assert panels and all(any(l.startswith("slope ζ = ") for l in ax.get_legend_handles_labels()[1])
+                              and any(l.startswith("slope 2ζ = ") for l in ax.get_legend_handles_labels()[1])
+                              for ax in panels), (artefact_id, labels)
+        assert "slopes ζ (constrained polynomial, eq. 34) and 2ζ (free polynomial, eq. 40)" in built[artefact_id].caption
+    # fig3b names each of the paper's spectra at b = 2 that this scale does not run, and why it is absent
+    from theory.paper import paper_table
+
+    from numerics.experiments.reproduce.results import spectrum_label
+
+    ctx = drawn[0]
+    absent = [spectrum_label(r["a"], r["b"]) for r in paper_table("table2")
+              if r["b"] == 2 and (float(r["a"]), float(r["b"])) not in ctx.family("linear_easy").spectra]
+    caption = built["fig3b"].caption
+    assert absent, "the smoke scale leaves out some of the paper's b = 2 spectra"
+    for label in absent:
+        assert label in caption.split("The paper's other spectra of this panel:")[1], caption
+
+
+def test_fig12_plots_no_learned_m_at_depth_1(drawn):
+    ctx, built, kept = drawn
+    top = kept["fig12"].axes[0]
+    for handle in top.get_legend_handles_labels()[0]:
+        line = getattr(handle, "lines", [handle])[0]
+        assert 1 not in set(np.asarray(line.get_xdata(), dtype=float).tolist())
+    if 1 in ctx.family("context_updates").depths:
+        assert "L = 1 not shown: m is not used there" in top.get_legend_handles_labels()[1]
+    assert "learned m = " in built["fig12"].caption and "at L = [1," not in built["fig12"].caption.split("ρ")[0]
+
+
+def test_fig7b_caption_gives_the_spread_numbers_of_the_verdict(smoke, drawn):
+    from numerics.experiments.reproduce.figures import reducible_mode_spread
+
+    ctx, built, _ = drawn
+    spectrum = next(s for s in ctx.family("nonlinear_lazy").spectra if s[0] > 0)
+    depths, spread = reducible_mode_spread(ctx, "nonlinear_lazy", spectrum)
+    numbers = ", ".join(f"{v:.3f} at L = {L}" for L, v in zip(depths, spread))
+    assert numbers and f"as in the verdict: {numbers}" in built["fig7b"].caption
+    verdict = {c.id: c for c in smoke.claims}["modewise"].evidence
+    assert f"spread {numbers}" in verdict
+
+
+def test_fig13_and_fig5a_are_small_multiples_one_panel_per_spectrum(drawn):
+    ctx, _, kept = drawn
+    visible = lambda fig: [ax for ax in fig.axes if ax.get_visible()]  # noqa: E731
+    assert len(visible(kept["fig13"])) == len(ctx.family("nonlinear_lazy").spectra)
+    assert len(visible(kept["fig5a"])) == len(ctx.family("linear_difficult").spectra)
+    assert len(visible(kept["fig4c"])) == 2  # the mass, and 1 - mass on a log scale
+
+
+def test_docs_figure_pages_show_each_figure_at_its_own_size_with_caption_and_verdict(smoke, tmp_path):
+    from numerics.experiments.reproduce.docs_pages import _escape, png_size, write_figure_pages
+
+    pages = write_figure_pages(smoke.out_dir, tmp_path)
+    claims = {c.id: c for c in smoke.claims}
+    captions = {f.id: f.caption for f in smoke.figures}
+    for page in pages[1:]:
+        text = page.read_text()
+        width, _ = png_size(tmp_path / f"{page.stem}.png")
+        assert f":width: {width}px" in text and ":::{container} idepth-figure" in text
+        assert f"**Caption.** {_escape(captions[page.stem])}" in text
+        assert "## Verdict" in text
+    fig13 = (tmp_path / "fig13.md").read_text()
+    assert f"**{claims['selection_tail'].mark}**" in fig13
+    css = (ROOT / "docs" / "_static" / "custom.css").read_text()
+    assert "div.idepth-figure img { max-width: none;" in css

@@ -500,3 +500,97 @@ def test_a_runner_that_spawned_workers_cannot_import_is_refused_before_anything_
     with pytest.raises(TypeError, match="runner must be picklable"):
         run_sweep(_toy_grid(depth=[1]), tmp_path / "out", runner=lambda config: None, progress=False)
     assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------- a real dask cluster
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for(condition, timeout: float, what: str, procs=()):
+    """Poll ``condition()`` until true; fail naming ``what`` after ``timeout`` s or when a process died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        dead = [p for p in procs if p.poll() is not None]
+        if dead:
+            pytest.fail(f"{what}: process {dead[0].args[:4]} exited with {dead[0].returncode}")
+        time.sleep(0.1)
+    pytest.fail(f"{what}: not within {timeout} s")
+
+
+def test_a_sweep_on_real_dask_processes_survives_a_sigkilled_worker_with_each_run_done_once_and_local_results(
+        tmp_path):
+    """A scheduler and two workers started here (``python -m dask scheduler|worker``, loopback, random ports),
+    the sweep driven through ``idepth sweep run --backend dask --scheduler``; one worker is SIGKILLed while
+    the driver holds right after its first commit (IDEPTH_TEST_HOLD_AFTER_COMMIT), with runs in flight."""
+    import distributed
+
+    grid_file = tmp_path / "grid.toml"
+    grid_file.write_text(TINY_TOML.replace("max_steps = 30", "max_steps = 120") + "\ndepth = [1, 2, 3, 4, 5, 6]\n")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = checkout_env(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    quiet = dict(cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs: list[subprocess.Popen] = []
+    try:
+        procs.append(subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port",
+                                       str(port), "--no-dashboard"], **quiet))
+        workers = [subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nthreads", "1",
+                                     "--no-dashboard", "--no-nanny", "--host", "127.0.0.1", "--name", f"w{i}"],
+                                    **quiet) for i in range(2)]
+        procs += workers
+
+        def connected() -> dict:
+            try:
+                with distributed.Client(address, timeout="2s", set_as_default=False) as client:
+                    if len(client.scheduler_info()["workers"]) < 2:
+                        return {}
+                    return {pid: addr for addr, pid in client.run(os.getpid).items()}
+            except (OSError, TimeoutError):
+                return {}
+
+        pids = _wait_for(connected, 120, "scheduler and two workers up", procs)
+        assert set(pids) == {w.pid for w in workers}, "the cluster's workers are the processes started here"
+
+        marker = tmp_path / "first-commit"
+        driver = subprocess.Popen(
+            idepth_command("sweep", "run", grid_file, "--out", tmp_path / "dask", "--backend", "dask", "--scheduler",
+                           address, "--no-progress"),
+            cwd=REPO, env={**env, sw.HOLD_AFTER_COMMIT_VARIABLE: str(marker)}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        procs.append(driver)
+        _wait_for(marker.exists, 180, "the driver's first commit", [driver])
+        in_store = load_results(tmp_path / "dask")
+        assert sum(r["status"] == "done" for r in in_store) == 1 and any(r["status"] == "running" for r in in_store)
+        workers[0].send_signal(signal.SIGKILL)  # mid-sweep: runs are in flight on the cluster
+        workers[0].wait(timeout=30)
+        marker.unlink()  # let the driver go on
+        out, err = driver.communicate(timeout=300)
+        assert driver.returncode == 0, err.decode()[-3000:]
+        assert "6 done" in out.decode()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        for proc in procs:
+            proc.wait(timeout=30)
+
+    rows = load_results(tmp_path / "dask")
+    assert len(rows) == 6 and len({r["hash"] for r in rows}) == 6 and {r["status"] for r in rows} == {"done"}
+    assert [r["attempts"] for r in rows] == [1] * 6, "each run handed out once; dask re-ran the lost ones itself"
+    first = next(r for r in in_store if r["status"] == "done")
+    assert first["pid"] in {w.pid for w in workers}
+    later = {r["pid"] for r in rows if r["hash"] != first["hash"]}
+    assert later == {workers[1].pid}, "every run not committed before the kill was finished by the surviving worker"
+    with sqlite3.connect(tmp_path / "dask" / STORE_FILENAME) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("SELECT COUNT(DISTINCT run_hash) FROM arrays").fetchone() == (6,)
+    run_sweep(grid_file, tmp_path / "local", workers=1, progress=False)
+    assert _stored(tmp_path / "dask") == _stored(tmp_path / "local")  # bitwise: metrics and every array

@@ -63,7 +63,8 @@ def register(subparsers) -> None:
     consistency.add_argument("--P", default="1024,2048", help="context lengths, comma separated (default 1024,2048)")
     consistency.add_argument("--contexts", type=int, default=8192, help="Monte-Carlo contexts per bound (default 8192)")
     consistency.add_argument("--workers", type=int, default=1, help="processes computing bounds (default 1)")
-    consistency.add_argument("--no-progress", action="store_true", help="no progress bar")
+    consistency.add_argument("--no-progress", action="store_true",
+                             help="no progress output (a bar on a terminal, otherwise a one-line record every 30 s)")
     consistency.set_defaults(func=run_consistency)
 
     sizes = actions.add_parser(
@@ -106,7 +107,8 @@ def _execution_options(parser) -> None:
     parser.add_argument("--backend", choices=("local", "dask"), default="local", help="local processes (default) or dask")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: usable cores)")
     parser.add_argument("--scheduler", metavar="ADDR", default=None, help="dask scheduler address (dask only)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress output (bars on a terminal, otherwise a one-line record every 30 s)")
 
 
 def _spectra(text: str) -> list[tuple[float, float]]:

@@ -20,11 +20,16 @@ the paper's figures and the study need but a plain training result does not keep
   study averages separately trained models on the common held-out set).
 
 Linear attention has no softmax row: those entries are absent for it.
+
+``cpu_time`` (metric) is the CPU time (:func:`time.process_time`) of the whole
+call, training and these diagnostics, in the worker process; ``wall_time``
+stays the training's.
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -68,6 +73,7 @@ def run(config):
     from numerics.tasks import top_k_indices
     from numerics.train import TrainResult, evaluation_batch, train
 
+    cpu_started = time.process_time()
     model = get_model(config.model)
     softmax = model.ATTENTION == "softmax"
     eval_batch = evaluation_batch(config)
@@ -111,4 +117,5 @@ def run(config):
             metrics["rho"] = fit_rho(A)
             metrics["m"] = float(np.asarray(result.params["m"]).reshape(-1)[0]) if "m" in result.params else math.nan
     arrays["eval_prediction"] = np.concatenate(predictions)
+    metrics["cpu_time"] = time.process_time() - cpu_started
     return TrainResult(config=result.config, params=result.params, metrics=metrics, arrays=arrays)

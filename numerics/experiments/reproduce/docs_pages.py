@@ -1,22 +1,97 @@
 """Publish a reproduction's figures into the documentation (``docs/figures/``).
 
 ``idepth reproduce`` writes its figures into ``OUT/figures``; :func:`write_figure_pages`
-copies the PNGs into ``docs/figures/`` and writes one MyST page per figure (title, the
-paper's figure and equations, the image, the command that regenerates it and the scale it
-was run at) plus an index with a toctree, so the site shows what the package measured.
+copies the PNGs into ``docs/figures/`` and writes one MyST page per figure plus an index
+with a toctree, so the site shows what the package measured. A page holds the title, the
+paper's figure and equations, the image at its own pixel size (never shrunk to the text
+column: a horizontal scroll bar instead, and a click opens the PNG), the figure's caption
+with its numbers, the verdicts computed about it (from ``OUT/report.json``), and the command
+that regenerates it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import struct
 from pathlib import Path
 
 from .plan import ARTEFACTS
 
-__all__ = ["write_figure_pages"]
+__all__ = ["write_figure_pages", "png_size"]
 
 _SCALE = re.compile(r"# Reproduction report — scale (\w+)")
+#: characters with a meaning in MyST Markdown, escaped in captions and verdict texts
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>$|#{}])")
+
+
+def png_size(path) -> tuple[int, int]:
+    """(width, height) in pixels of a PNG file, read from its header.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     fig = plt.figure(figsize=(2, 1)); fig.savefig(pathlib.Path(tmp) / "f.png", dpi=100); plt.close(fig)
+    ...     png_size(pathlib.Path(tmp) / "f.png")
+    (200, 100)
+    """
+    with open(path, "rb") as fh:
+        header = fh.read(24)
+    if header[:8] != b"\x89PNG\r\n\x1a\n" or header[12:16] != b"IHDR":
+        raise ValueError(f"{path} is not a PNG file")
+    return struct.unpack(">II", header[16:24])
+
+
+def _escape(text: str) -> str:
+    return _MARKDOWN.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def _captions_from_report(report_text: str) -> dict:
+    """Fallback for reproductions without ``report.json``: the paragraph after each figure's image in REPORT.md."""
+    captions = {}
+    for match in re.finditer(r"!\[(\w+)\]\(figures/\1\.png\)\n\n(.+?)\n\n", report_text):
+        captions[match.group(1)] = {"caption": match.group(2), "verdicts": []}
+    return captions
+
+
+def _page(artefact, png: Path, scale: str, entry: dict, claims: dict) -> str:
+    width, _ = png_size(png)
+    lines = [
+        f"# {artefact.paper.split(';')[0]}: {artefact.title}", "",
+        f"Paper: {artefact.paper}. Measured by this package at scale `{scale}`.", "",
+        ":::{container} idepth-figure",
+        "```{image} " + png.name,
+        f":alt: {artefact.id}",
+        f":width: {width}px",
+        f":target: {png.name}",
+        "```",
+        ":::", "",
+    ]
+    caption = entry.get("caption")
+    if caption:
+        lines += [f"**Caption.** {_escape(caption)}", ""]
+    verdicts = [claims[v] for v in entry.get("verdicts", []) if v in claims]
+    lines += ["## Verdict", ""]
+    if verdicts:
+        lines += ["Computed from the numbers by the reproduction (`REPORT.md`, section *Verdict*):", ""]
+        for claim in verdicts:
+            lines += [f"- **{claim['mark']}**: {_escape(claim['paper'])}",
+                      f"  - criterion: {_escape(claim['criterion'])}",
+                      f"  - measured: {_escape(claim['evidence'])}"]
+        lines.append("")
+    elif entry.get("verdicts") is None or "caption" not in entry:
+        lines += ["The reproduction this page was made from recorded no verdicts per figure; see its `REPORT.md`.", ""]
+    else:
+        lines += ["No claim of the paper is tested on this figure alone; the caption gives its numbers.", ""]
+    lines += [
+        f"Regenerate (writes `reproduction/figures/{artefact.id}.png` and `.pdf`, reusing the run store):", "",
+        f"```bash\nidepth reproduce --scale {scale} --only {artefact.id}\n```", "",
+    ]
+    return "\n".join(lines)
 
 
 def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
@@ -25,7 +100,8 @@ def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
     Parameters
     ----------
     reproduction_dir : path
-        The ``--out`` directory of ``idepth reproduce`` (holds ``REPORT.md`` and ``figures/``).
+        The ``--out`` directory of ``idepth reproduce`` (holds ``REPORT.md``,
+        ``report.json`` and ``figures/``).
     docs_figures_dir : path
         Usually ``docs/figures``; its ``index.md`` is rewritten.
 
@@ -45,41 +121,43 @@ def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
     ...
     ValueError: reproduction_dir no-such-dir has no REPORT.md: run `idepth reproduce` first
     """
+    from numerics.io import atomic_path, write_text
+
     source, target = Path(reproduction_dir), Path(docs_figures_dir)
     report = source / "REPORT.md"
     if not report.is_file():
         raise ValueError(f"reproduction_dir {source} has no REPORT.md: run `idepth reproduce` first")
-    match = _SCALE.search(report.read_text(encoding="utf-8"))
+    report_text = report.read_text(encoding="utf-8")
+    match = _SCALE.search(report_text)
     scale = match.group(1) if match else "quick"
+    data_file = source / "report.json"
+    if data_file.is_file():
+        data = json.loads(data_file.read_text(encoding="utf-8"))
+        figures, claims = data.get("figures", {}), {c["id"]: c for c in data.get("claims", [])}
+    else:
+        figures, claims = _captions_from_report(report_text), {}
+        for entry in figures.values():
+            entry["verdicts"] = None
     target.mkdir(parents=True, exist_ok=True)
     written, names = [], []
     for artefact in ARTEFACTS.values():
         png = source / "figures" / f"{artefact.id}.png"
         if artefact.kind != "figure" or not png.is_file():
             continue
-        shutil.copyfile(png, target / png.name)
-        page = target / f"{artefact.id}.md"
-        page.write_text(
-            f"# {artefact.paper.split(';')[0]}: {artefact.title}\n\n"
-            f"Paper: {artefact.paper}. Measured by this package at scale `{scale}`.\n\n"
-            f"![{artefact.id}]({png.name})\n\n"
-            f"Regenerate (writes `reproduction/figures/{artefact.id}.png` and `.pdf`, reusing the run store):\n\n"
-            f"```bash\nidepth reproduce --scale {scale} --only {artefact.id}\n```\n\n"
-            "What the numbers mean, and where they agree or disagree with the paper, is in the\n"
-            "reproduction's `REPORT.md` (verdicts are computed from the numbers).\n",
-            encoding="utf-8",
-        )
+        with atomic_path(target / png.name) as tmp:
+            shutil.copyfile(png, tmp)
+        page = write_text(target / f"{artefact.id}.md", _page(artefact, png, scale, figures.get(artefact.id, {}), claims))
         names.append(artefact.id)
         written.append(page)
     if not names:
         raise ValueError(f"reproduction_dir {source} has no figures/*.png")
-    index = target / "index.md"
-    index.write_text(
+    index = write_text(
+        target / "index.md",
         "# Reproduced figures\n\n"
-        f"Each page shows one figure of the paper as measured by this package (`idepth reproduce --scale {scale}`),\n"
-        "with the command that regenerates it. The pages are written by\n"
-        "`numerics.experiments.reproduce.docs_pages.write_figure_pages(OUT, 'docs/figures')` from a finished reproduction.\n\n"
+        f"Each page shows one figure of the paper as measured by this package (`idepth reproduce --scale {scale}`)\n"
+        "at its own size, with its caption, the verdicts computed about it and the command that regenerates it.\n"
+        "The pages are written by `numerics.experiments.reproduce.docs_pages.write_figure_pages(OUT, 'docs/figures')`\n"
+        "from a finished reproduction.\n\n"
         "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(names) + "\n```\n",
-        encoding="utf-8",
     )
     return [index, *written]

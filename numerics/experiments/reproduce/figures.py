@@ -2,23 +2,27 @@
 
 Every builder takes a :class:`numerics.experiments.reproduce.context.ReproductionContext`
 and returns a :class:`Figure`: the files written under ``OUT/figures/`` and a
-caption stating what is plotted and the key numbers. Conventions (issue 6):
-labelled axes, log-log where the paper's are, one colour and legend entry per
-spectrum ``(a, b)``, fitted laws dashed with their exponents in the legend, and
-on every nonlinear depth plot the oracle bound of :mod:`numerics.experiments.bounds` (best
-single softmax head at the same ``(d, P, k)``) as a dash-dotted horizontal
-line in the spectrum's colour. Error bars are one standard error (over seeds,
-or of the held-out mean with one seed). A family without data (not run, or
-all runs failed) gives a figure that says so instead of failing.
+caption stating what is plotted and the key numbers. Conventions (issues 6, 12):
+labelled axes, log-log where the paper's are, one colour, marker and line
+style and one legend entry per spectrum ``(a, b)`` (so curves that coincide
+stay distinguishable; where many would lie on top of each other, one panel per
+spectrum), fitted laws dashed with their exponents in the legend, and on every
+nonlinear depth plot the oracle bound of :mod:`numerics.experiments.bounds` (best single
+softmax head at the same ``(d, P, k)``) as a dash-dotted horizontal line in
+the spectrum's colour. A fit that does not determine its exponent (no fit, no
+standard error, or ``α`` within one standard error of 0: a flat curve) is not
+drawn; its legend entry says why (:func:`fit_problem`). Error bars are one
+standard error (over seeds, or of the held-out mean with one seed). A family
+without data (not run, or all runs failed) gives a figure that says so
+instead of failing.
 
-Files are written atomically (temporary file, then :func:`os.replace`).
+Files are written atomically by :func:`numerics.io.save_figure`.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -28,7 +32,10 @@ import numpy as np
 from . import analysis
 from .results import Curve, FitSummary, spectrum_label
 
-__all__ = ["Figure", "BUILDERS", "build_figure"]
+__all__ = ["Figure", "BUILDERS", "build_figure", "fit_problem", "reducible_mode_spread", "STYLES"]
+
+#: (marker, line style) of the i-th curve of a panel: colour alone does not separate curves that coincide
+STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("X", "-."), ("*", ":"))
 
 
 @dataclass(frozen=True)
@@ -81,26 +88,26 @@ def _colours(n: int) -> list:
     return [cmap(i % 10) for i in range(max(n, 1))]
 
 
+def _style(index: int) -> tuple:
+    return STYLES[index % len(STYLES)]
+
+
 def _save(ctx, fig, artefact_id: str) -> tuple:
-    """Write ``fig`` as PNG and PDF atomically; close it."""
+    """Write ``fig`` as PNG and PDF atomically (:func:`numerics.io.save_figure`); close it."""
+    from numerics.io import save_figure
+
     plt = _plt()
-    paths = []
     try:
-        for ext in ("png", "pdf"):
-            target = ctx.figures_dir / f"{artefact_id}.{ext}"
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            os.close(fd)
-            try:
-                fig.savefig(tmp, format=ext, dpi=130)
-                os.replace(tmp, target)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-            paths.append(target)
+        paths = tuple(save_figure(fig, ctx.figures_dir / f"{artefact_id}.{ext}", dpi=130, close=False)
+                      for ext in ("png", "pdf"))
     finally:
         plt.close(fig)
-    return tuple(paths)
+    return paths
+
+
+def _note(ax, text: str) -> None:
+    """A legend entry without a line: says what is not drawn and why."""
+    ax.plot([], [], ls="none", label=text)
 
 
 def _no_data(ax, message: str) -> None:
@@ -131,21 +138,55 @@ def _errorbar(ax, curve: Curve, colour, label: str, *, marker: str = "o", linest
     return True
 
 
-def _fit_label(fit: FitSummary, *, floor_fixed: bool = False) -> str:
+def fit_problem(fit: FitSummary) -> str | None:
+    """Why a fit of eq. (16) is not drawn (it does not determine its exponent), or None if it is fine.
+
+    No fit; no standard error of ``α`` (the curve does not constrain it); or ``α``
+    within one standard error of 0 (a flat curve: ``c`` and ``α`` trade off, and
+    the printed ``L0`` and ``α`` mean nothing).
+
+    References
+    ----------
+    Paper eq. (16).
+
+    Examples
+    --------
+    >>> fit_problem(FitSummary(None, "2 depth(s) with data; the fit needs 3"))
+    'no fit: 2 depth(s) with data; the fit needs 3'
+    """
     if not fit.ok:
-        return "no fit"
+        return f"no fit: {fit.reason}"
     alpha, se = fit.value("alpha"), fit.se("alpha")
-    text = f"α = {alpha:.2f}" + (f" ± {se:.2f}" if math.isfinite(se) else "")
+    if not math.isfinite(se):
+        return f"α = {alpha:.2g} undetermined (no standard error; flat curve)"
+    if se >= abs(alpha):
+        return f"α = {alpha:.2g} ± {se:.2g}, indistinguishable from 0 (flat curve)"
+    return None
+
+
+def _fit_label(fit: FitSummary, *, floor_fixed: bool = False) -> str:
+    problem = fit_problem(fit)
+    if problem is not None:
+        return problem if problem.startswith("no fit") else f"no power law: {problem}"
+    alpha, se = fit.value("alpha"), fit.se("alpha")
+    text = f"α = {alpha:.2f} ± {se:.2f}"
     if not floor_fixed:
         text += f", L0 = {fit.value('L0'):.3g}"
     return text
 
 
-def _plot_fit(ax, fit: FitSummary, depths, colour, label: str) -> None:
-    if not fit.ok or not len(depths):
-        return
+def _plot_fit(ax, fit: FitSummary, depths, colour, label: str, *, floor_fixed: bool = False) -> bool:
+    """Draw the fitted law (dashed) labelled ``label: α = ...``; if it failed, only a legend entry saying why."""
+    if not len(depths):
+        return False
+    problem = fit_problem(fit)
+    if problem is not None:
+        _note(ax, f"{label}: not drawn, {problem}")
+        return False
     grid = np.unique(np.geomspace(min(depths), max(depths), 60).round().astype(int))
-    ax.plot(grid, fit.fit.predict(grid), ls="--", lw=1.1, color=colour, label=label)
+    ax.plot(grid, fit.fit.predict(grid), ls="--", lw=1.1, color=colour,
+            label=f"{label}: {_fit_label(fit, floor_fixed=floor_fixed)}")
+    return True
 
 
 def _plot_bound(ax, bound: dict | None, colour, label: str | None) -> None:
@@ -192,15 +233,17 @@ def _nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, ca
     family = ctx.family(family_name)
     colours = _colours(len(spectra))
     drawn = False
-    for colour, (a, b) in zip(colours, spectra):
+    for index, (colour, (a, b)) in enumerate(zip(colours, spectra)):
         s = analysis.nonlinear_summary(ctx, family_name, a, b)
         curve = {"R_L": s.R, "C_L": s.C, "A_minus_C": s.gap}[quantity]
-        if not _errorbar(ax, curve, colour, f"{s.label}"):
+        marker, style = _style(index)
+        # with fits (dashed) on the plot the data stay solid; the marker tells the spectra apart
+        if not _errorbar(ax, curve, colour, f"{s.label}", marker=marker, linestyle="-" if quantity == "R_L" else style):
             continue
         drawn = True
         if quantity == "R_L":
             if with_fit:
-                _plot_fit(ax, s.fit, family.depths, colour, f"fit {s.label}: {_fit_label(s.fit)}")
+                _plot_fit(ax, s.fit, family.depths, colour, f"fit {s.label}")
                 caption_parts.append(f"{s.label}: {_fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
             if with_bound and s.bound:
                 _plot_bound(ax, s.bound, colour, f"oracle single head {s.label}: {s.bound['single_head_loss']:.3g}")
@@ -370,6 +413,9 @@ def fig14(ctx) -> Figure:
 def fig11(ctx) -> Figure:
     """Fig. 11: context updates M(m), R_L against depth for top-2 and top-16, fits and oracle bounds.
 
+    A fit that does not determine its exponent (flat curves) is not drawn; the
+    legend says why (:func:`fit_problem`).
+
     References
     ----------
     Paper Fig. 11; eqs. (75)-(82).
@@ -384,13 +430,14 @@ def fig11(ctx) -> Figure:
         family = ctx.family(family_name)
         for (a, b) in family.spectra:
             colour = colours[index % 4]
+            marker, _ = _style(index)
             index += 1
             s = analysis.nonlinear_summary(ctx, family_name, a, b)
             label = f"top-{family.k} {s.label}"
-            if not _errorbar(ax, s.R, colour, label):
+            if not _errorbar(ax, s.R, colour, label, marker=marker):
                 continue
             drawn = True
-            _plot_fit(ax, s.fit, family.depths, colour, f"fit top-{family.k}: {_fit_label(s.fit)}")
+            _plot_fit(ax, s.fit, family.depths, colour, f"fit top-{family.k}")
             _plot_bound(ax, s.bound, colour, f"oracle single head top-{family.k}: "
                                              f"{s.bound['single_head_loss']:.3g}" if s.bound else None)
             parts.append(f"top-{family.k} {s.label}: {_fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
@@ -403,7 +450,8 @@ def fig11(ctx) -> Figure:
     _legend(ax)
     paths = _save(ctx, fig, "fig11")
     return Figure("fig11", paths, "Context-update model: R_L against depth for top-2 and top-16 (paper: top-2 keeps "
-                                  "a 1/L trend, top-16 saturates). " + "; ".join(parts))
+                                  "a 1/L trend, top-16 saturates); dashed: fits of eq. (16) where they determine α "
+                                  "(a fit that does not is not drawn, the legend says why). " + "; ".join(parts))
 
 
 def fig12(ctx) -> Figure:
@@ -414,22 +462,29 @@ def fig12(ctx) -> Figure:
     Paper Fig. 12; eqs. (83)-(84).
     """
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(12.0, 3.9), constrained_layout=True)
+    fig = plt.figure(figsize=(8.0, 7.0), constrained_layout=True)
+    grid = fig.add_gridspec(2, 2)
+    axes = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
     parts: list[str] = []
     drawn = False
     for colour, family_name in zip(_colours(2), ("context_updates", "context_updates_k16")):
         family = ctx.family(family_name)
         (a, b) = family.spectra[0]
-        m_curve = ctx.results.curve(family, a, b, "m")
+        # at L = 1 no later layer reads the updated context: m gets no gradient and stays at its initial 0
+        m_curve = _without_depth_1(ctx.results.curve(family, a, b, "m"))
         rho_curve = ctx.results.curve(family, a, b, "rho")
-        if _errorbar(axes[0], m_curve, colour, f"m, top-{family.k}"):
+        marker, style = _style(len(parts))
+        if _errorbar(axes[0], m_curve, colour, f"m, top-{family.k}", marker=marker, linestyle=style):
             drawn = True
             last = m_curve.finite()
+            rho = rho_curve.finite()
             parts.append(f"top-{family.k}: learned m = " + ", ".join(f"{v:.3g}" for v in last.mean)
                          + f" at L = {list(map(int, last.depths))}; ρ = "
-                         + ", ".join(f"{v:.3g}" for v in rho_curve.finite().mean))
+                         + ", ".join(f"{v:.3g}" for v in rho.mean) + f" at L = {list(map(int, rho.depths))}")
     _depth_axis(axes[0], ctx.family("context_updates").depths, logy=False)
     axes[0].axhline(0.0, color="0.6", lw=0.8)
+    if 1 in ctx.family("context_updates").depths:
+        _note(axes[0], "L = 1 not shown: m is not used there")
     axes[0].set_ylabel("learned context-update scalar m")
     axes[0].set_title("m (paper: ≈ −2.3 for top-16)", fontsize=9)
     if not drawn:
@@ -448,70 +503,132 @@ def fig12(ctx) -> Figure:
             continue
         image = ax.imshow(np.asarray(A1), cmap="viridis", aspect="equal")
         fig.colorbar(image, ax=ax, shrink=0.8)
-        ax.set_title(f"A_1, top-{family.k}, L = {depth}, one context (ρ = {float(rho):.3g})", fontsize=9)
+        ax.set_title(f"A_1, top-{family.k}, L = {depth}, one context\n(ρ = {float(rho):.3g})", fontsize=9)
         ax.set_xlabel("key token j")
         ax.set_ylabel("query token i")
     paths = _save(ctx, fig, "fig12")
-    return Figure("fig12", paths, "Learned m and layer 1's context attention A_1 ≈ ρ I + (1 − ρ) J (eq. 83; paper: "
-                                  "ρ_2 = 0.9999, ρ_16 = 0.0989, m ≈ −2.3 for top-16). " + "; ".join(parts))
+    return Figure("fig12", paths, "Learned m (depths L ≥ 2: at L = 1 no later layer reads the updated context, so m "
+                                  "is not learned) and layer 1's context attention A_1 ≈ ρ I + (1 − ρ) J (eq. 83; "
+                                  "paper: ρ_2 = 0.9999, ρ_16 = 0.0989, m ≈ −2.3 for top-16). " + "; ".join(parts))
+
+
+def _without_depth_1(curve: Curve) -> Curve:
+    keep = np.asarray(curve.depths) != 1
+    return Curve(curve.quantity, curve.a, curve.b, np.asarray(curve.depths)[keep], np.asarray(curve.values)[:, keep],
+                 np.asarray(curve.mean)[keep], np.asarray(curve.se)[keep], np.asarray(curve.n_seeds)[keep],
+                 curve.se_kind)
+
+
+def _panel_grid(n: int, *, ncols: int, width: float = 3.3, height: float = 3.0, sharey: bool = False):
+    """``n`` small multiples in rows of ``ncols`` (unused cells hidden); returns (figure, list of axes)."""
+    plt = _plt()
+    n = max(n, 1)
+    ncols = min(ncols, n)
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols + 0.6, height * nrows + 0.5), squeeze=False,
+                             sharey=sharey, constrained_layout=True)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
 
 
 def fig13(ctx) -> Figure:
-    """Fig. 13: selection-error percentiles Q_L(q), L = 1 against the deepest model.
+    """Fig. 13: selection-error percentiles Q_L(q), L = 1 against the deepest model, one panel per spectrum.
 
     References
     ----------
     Paper Fig. 13; eqs. (90)-(91).
     """
-    plt = _plt()
     family = ctx.family("nonlinear_lazy")
     levels = (0.5, 0.9, 0.95, 0.99)
     deepest = max(family.depths)
     shallow = min(family.depths)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+    spectra = family.spectra
+    # one panel per spectrum: the spectra's percentiles nearly coincide, on one axes they hide each other
+    fig, axes = _panel_grid(len(spectra), ncols=3, sharey=True)
     parts: list[str] = []
     drawn = False
     x = np.arange(len(levels))
-    for colour, (a, b) in zip(_colours(len(family.spectra)), family.spectra):
-        for depth, style, marker in ((shallow, "-", "o"), (deepest, "--", "s")):
+    for ax, colour, (a, b) in zip(axes, _colours(len(spectra)), spectra):
+        here = False
+        for index, depth in enumerate((shallow, deepest)):
+            marker, style = _style(index)
             mean, se = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, depth, levels)
             if not np.any(np.isfinite(mean)):
                 continue
-            drawn = True
-            ax.errorbar(x, mean, yerr=np.where(np.isfinite(se), se, 0.0), color=colour, ls=style, marker=marker,
-                        ms=4, capsize=2, label=f"{spectrum_label(a, b)}, L = {depth}")
+            here = drawn = True
+            ax.errorbar(x, mean, yerr=np.where(np.isfinite(se), se, 0.0), color=colour if index else "0.35",
+                        ls=style, marker=marker, ms=4, capsize=2, label=f"L = {depth}")
         m1, _ = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, shallow, levels)
         mL, _ = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, deepest, levels)
         if np.all(np.isfinite(m1)) and np.all(np.isfinite(mL)):
             parts.append(f"{spectrum_label(a, b)}: ΔQ(q) = Q_{shallow} − Q_{deepest} = "
                          + ", ".join(f"{d:.3g}" for d in (m1 - mL)) + f" at q = {', '.join(map(str, levels))}")
-    ax.set_xticks(x, [f"{q:g}" for q in levels])
-    ax.set_yscale("log")
-    ax.set_xlabel("percentile level q")
-    ax.set_ylabel("selection error percentile Q_L(q) = quantile of ‖p̄_L − p*‖²")
-    ax.set_title(f"token selection, softmax top-{family.k} ({_sizes(family)})", fontsize=9)
-    if not drawn:
-        _no_data(ax, _missing(ctx, "nonlinear_lazy"))
-    _legend(ax)
+        ax.set_xticks(x, [f"{q:g}" for q in levels])
+        ax.set_yscale("log")
+        ax.set_xlabel("percentile level q")
+        ax.set_title(f"spectrum {spectrum_label(a, b)}", fontsize=9)
+        ax.grid(True, which="major", alpha=0.3)
+        if not here:
+            _no_data(ax, _missing(ctx, "nonlinear_lazy"))
+        _legend(ax, loc="upper left")
+    axes[0].set_ylabel("selection error percentile Q_L(q)\n(quantile of ‖p̄_L − p*‖² over contexts)")
+    fig.suptitle(f"token selection, softmax top-{family.k} ({_sizes(family)}, {_regime(family)})", fontsize=10)
+    if not drawn and not spectra:
+        _no_data(axes[0], _missing(ctx, "nonlinear_lazy"))
     paths = _save(ctx, fig, "fig13")
-    return Figure("fig13", paths, "Percentiles of the selection error E_L(c) = ‖p̄_L(c) − p*‖² (eqs. 90-91); solid: "
-                                  f"L = {shallow}, dashed: L = {deepest}. " + "; ".join(parts))
+    return Figure("fig13", paths, "Percentiles of the selection error E_L(c) = ‖p̄_L(c) − p*‖² (eqs. 90-91), one panel "
+                                  f"per spectrum; grey solid circles: L = {shallow}, coloured dashed squares: "
+                                  f"L = {deepest}. " + "; ".join(parts))
 
 
-def _modewise_lines(ax, depths, matrix, *, reducible: bool) -> tuple:
+def _reducible(matrix: np.ndarray) -> np.ndarray:
+    """``(ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max))`` for every mode (rows: depths)."""
+    base = matrix[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (matrix - base) / (matrix[0] - base)
+
+
+def reducible_mode_spread(ctx, family_name: str, spectrum) -> tuple:
+    """``(depths, spread)``: std over all modes of the normalised reducible mode loss at each intermediate depth.
+
+    The one computation of this number: the Fig. 7b caption and the verdict on
+    parallel learning (:mod:`numerics.experiments.reproduce.report`) both quote it.
+    Empty when fewer than three depths have every mode finite.
+
+    References
+    ----------
+    Paper Fig. 7b.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     reducible_mode_spread(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", (0.5, 0.0))
+    ((), array([], dtype=float64))
+    """
+    depths, matrix = analysis.modewise_matrix(ctx, family_name, *spectrum)
+    if matrix.shape[0] < 3 or not np.all(np.isfinite(matrix)):
+        return (), np.array([])
+    return tuple(int(L) for L in depths[1:-1]), np.nanstd(_reducible(matrix)[1:-1], axis=1)
+
+
+def _modewise_lines(ax, depths, matrix, *, reducible: bool) -> list:
     d = matrix.shape[1]
     modes = sorted({1, 2, 4, 8, 16, 32, 64, 128, d} & set(range(1, d + 1)))
     colours = _colours(len(modes))
-    spreads = []
     if reducible:
-        base = matrix[-1]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            matrix = (matrix - base) / (matrix[0] - base)
-        if matrix.shape[0] > 2:
-            spreads = np.nanstd(matrix[1:-1, [m - 1 for m in modes]], axis=1)
-    for colour, mode in zip(colours, modes):
-        ax.plot(depths, matrix[:, mode - 1], marker="o", ms=3, color=colour, label=f"mode k = {mode}")
-    return modes, spreads
+        matrix = _reducible(matrix)
+        mean, std = np.nanmean(matrix, axis=1), np.nanstd(matrix, axis=1)
+        ax.fill_between(depths, mean - std, mean + std, color="0.8", lw=0,
+                        label=f"mean ± std over all {d} modes (the spread tested)")
+    for index, (colour, mode) in enumerate(zip(colours, modes)):
+        marker, style = _style(index)
+        ax.plot(depths, matrix[:, mode - 1], marker=marker, ms=3.5, ls=style, color=colour, label=f"mode k = {mode}")
+    return modes
 
 
 def _modewise_figure(ctx, artefact_id: str, family_name: str, spectrum, *, reducible: bool, title: str) -> Figure:
@@ -527,17 +644,22 @@ def _modewise_figure(ctx, artefact_id: str, family_name: str, spectrum, *, reduc
         if not np.any(np.isfinite(matrix)):
             _no_data(ax, _missing(ctx, family_name))
         else:
-            modes, spreads = _modewise_lines(ax, depths, matrix, reducible=reducible)
-            caption = f"spectrum {spectrum_label(a, b)}, modes {modes}"
-            if reducible and len(spreads):
-                caption += ("; spread (std over modes) of the normalised reducible loss at intermediate depths: "
-                            + ", ".join(f"L = {L}: {s:.3g}" for L, s in zip(depths[1:-1], spreads)))
+            modes = _modewise_lines(ax, depths, matrix, reducible=reducible)
+            caption = f"spectrum {spectrum_label(a, b)}, modes {modes} drawn"
+            spread_depths, spreads = reducible_mode_spread(ctx, family_name, spectrum) if reducible else ((), [])
+            if len(spreads):
+                caption += (f"; grey band: mean ± std over all {matrix.shape[1]} modes; the spread (std over all "
+                            "modes) at the intermediate depths, as in the verdict: "
+                            + ", ".join(f"{v:.3f} at L = {L}" for L, v in zip(spread_depths, spreads)))
         _depth_axis(ax, family.depths, logy=not reducible)
         ax.set_title(title + "\n" + (f"spectrum {spectrum_label(*spectrum)}, " if spectrum else "") + _sizes(family),
                      fontsize=9)
-    ax.set_ylabel("normalised reducible mode loss" if reducible else "normalised mode loss E ẽ_k² / E t̃_k²")
+    ax.set_ylabel("reducible mode loss (ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max))" if reducible
+                  else "normalised mode loss ℓ_k = E ẽ_k² / E t̃_k²", fontsize=9 if reducible else None)
     _legend(ax)
     paths = _save(ctx, fig, artefact_id)
+    if reducible:
+        title += " (ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max)), ℓ_k the normalised mode loss"
     return Figure(artefact_id, paths, title + ". " + caption)
 
 
@@ -581,95 +703,152 @@ def fig7b(ctx) -> Figure:
     Paper Fig. 7b.
     """
     return _modewise_figure(ctx, "fig7b", "nonlinear_lazy", _mode_spectrum(ctx, "nonlinear_lazy"), reducible=True,
-                            title="softmax attention, top-2: normalised reducible mode-wise loss "
-                                  "(ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max))")
+                            title="softmax attention, top-2: normalised reducible mode-wise loss")
 
 
 # ------------------------------------------------------------------------------------------- linear plots
 
 
-def _linear_easy_figure(ctx, artefact_id: str, spectra, title: str) -> Figure:
-    plt = _plt()
+def _not_run_rows(ctx, fixed: str, value: float) -> list[str]:
+    """The paper's Table 2 spectra of this panel that this scale does not run, and why."""
+    from theory import PowerLawSpectrum
+    from theory.paper import paper_table
+
     family = ctx.family("linear_easy")
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
+    out = []
+    for row in paper_table("table2"):
+        a, b = float(row["a"]), float(row["b"])
+        if (a if fixed == "a" else b) != value or (a, b) in family.spectra:
+            continue
+        upper = PowerLawSpectrum(a, b, family.d).condition_number / analysis.WINDOW_MARGIN
+        inside = sum(1 for L in family.depths if L <= upper)
+        why = (f"not resolvable at d = {family.d} (the window L ≤ d^a/10 = {upper:.2g} holds {inside} of the depths)"
+               if inside < 3 else f"not run at scale {ctx.scale.name} (budget)")
+        out.append(f"{spectrum_label(a, b)}: {why}")
+    return out
+
+
+def _linear_easy_figure(ctx, artefact_id: str, spectra, title: str, *, fixed: str, value: float) -> Figure:
+    """One panel per spectrum: R_L, the fit inside the window, and reference slopes ζ and 2ζ (eq. 34, 40)."""
+    family = ctx.family("linear_easy")
+    missing = _not_run_rows(ctx, fixed, value)
+    fig, axes = _panel_grid(len(spectra) + bool(missing), ncols=2, width=3.6, height=3.1, sharey=True)
+    if missing:  # a panel that says which of the paper's spectra are not here, and why
+        note = axes.pop()
+        note.set_axis_off()
+        note.text(0.0, 0.95, "The paper's other spectra of this panel:\n\n" + "\n\n".join(
+            textwrap.fill(line, 44) for line in missing), transform=note.transAxes, va="top", ha="left", fontsize=8)
     parts: list[str] = []
     drawn = False
-    for colour, (a, b) in zip(_colours(len(spectra)), spectra):
+    for ax, colour, (a, b) in zip(axes, _colours(len(spectra)), spectra):
         s = analysis.linear_easy_summary(ctx, a, b)
         zeta = f"ζ = {s.zeta:.3g}" if s.zeta is not None else "ζ undefined"
-        if not _errorbar(ax, s.R, colour, f"{s.label}, {zeta}"):
-            continue
-        drawn = True
-        _plot_fit(ax, s.fit, s.fit_depths, colour, f"fit {s.label}: {_fit_label(s.fit, floor_fixed=True)}")
-        parts.append(f"{s.label}: {_fit_label(s.fit, floor_fixed=True)} on L ≤ {s.window_upper:.3g} "
-                     f"(ζ = {s.zeta:.3g}, 2ζ = {2 * s.zeta:.3g})" if s.zeta else f"{s.label}: ζ undefined")
-    _depth_axis(ax, family.depths)
-    ax.set_ylabel("held-out loss R_L")
-    ax.set_title(f"{title} ({_sizes(family)})", fontsize=9)
-    if not drawn:
-        _no_data(ax, _missing(ctx, "linear_easy") if spectra else "no spectrum of this panel is run at this scale")
-    _legend(ax)
+        here = _errorbar(ax, s.R, colour, "measured R_L")
+        if here:
+            drawn = True
+            _plot_fit(ax, s.fit, s.fit_depths, colour, "fit", floor_fixed=True)
+            data = s.R.finite()
+            if s.zeta is not None and len(data.depths):
+                # the constrained (ζ) and free (2ζ) polynomial laws as slopes through the first measured point
+                L = np.geomspace(min(family.depths), max(family.depths), 30)
+                L1, R1 = float(data.depths[0]), float(data.mean[0])
+                ax.plot(L, R1 * (L / L1) ** (-s.zeta), ls=":", lw=1.2, color="0.35", label=f"slope ζ = {s.zeta:.3g}")
+                ax.plot(L, R1 * (L / L1) ** (-2 * s.zeta), ls="-.", lw=1.2, color="0.6",
+                        label=f"slope 2ζ = {2 * s.zeta:.3g}")
+            if s.window_upper < max(family.depths):
+                ax.axvspan(max(s.window_upper, min(family.depths) / 1.3), max(family.depths) * 1.3, color="0.93",
+                           lw=0, label=f"outside the window L ≤ {s.window_upper:.3g}")
+            where = f" on L ≤ {s.window_upper:.3g}" if fit_problem(s.fit) is None else ""
+            parts.append(f"{s.label}: {_fit_label(s.fit, floor_fixed=True)}{where} (ζ = {s.zeta:.3g}, 2ζ = "
+                         f"{2 * s.zeta:.3g})" if s.zeta else f"{s.label}: ζ undefined")
+        _depth_axis(ax, family.depths)
+        ax.set_title(f"spectrum {s.label}, {zeta}", fontsize=9)
+        if not here:
+            _no_data(ax, _missing(ctx, "linear_easy"))
+        _legend(ax, loc="lower left")
+    if axes:
+        axes[0].set_ylabel("held-out loss R_L")
+    heading = f"{title} ({_sizes(family)})"
+    if len(spectra) == 1:
+        heading = f"{title}\nonly {spectrum_label(*spectra[0])} is run at this scale ({_sizes(family)})"
+    fig.suptitle(heading, fontsize=10)
+    if axes and not drawn:
+        _no_data(axes[0], _missing(ctx, "linear_easy"))
     paths = _save(ctx, fig, artefact_id)
-    return Figure(artefact_id, paths, f"{title}: R_L against depth; dashed: fit R_L = c L^-α (L0 = 0) on the depths "
-                                      "inside the validity window L ≤ (λ_1/λ_d)/10 (eq. 34). " + "; ".join(parts))
+    caption = (f"{title}: R_L against depth, one panel per spectrum; dashed: fit R_L = c L^-α (L0 = 0) on the depths "
+               "inside the validity window L ≤ (λ_1/λ_d)/10 (eq. 34, shaded outside); dotted and dash-dotted: the "
+               "slopes ζ (constrained polynomial, eq. 34) and 2ζ (free polynomial, eq. 40) through the first point, "
+               "between which the paper puts α. " + "; ".join(parts))
+    if missing:
+        caption += ". The paper's other spectra of this panel: " + "; ".join(missing)
+    return Figure(artefact_id, paths, caption + ".")
 
 
 def fig3a(ctx) -> Figure:
-    """Fig. 3a: linear attention, easy task, a = 2 with varying b: R_L against depth and fitted exponents.
+    """Fig. 3a: linear attention, easy task, a = 2 with varying b: R_L, fitted exponents, slopes ζ and 2ζ.
 
     References
     ----------
     Paper Fig. 3a; eqs. (34), (40).
     """
     return _linear_easy_figure(ctx, "fig3a", analysis.spectra_of(ctx, "linear_easy", a=2.0),
-                               "linear attention, easy task, a = 2, varying b")
+                               "linear attention, easy task, a = 2, varying b", fixed="a", value=2.0)
 
 
 def fig3b(ctx) -> Figure:
-    """Fig. 3b: linear attention, easy task, b = 2 with varying a.
+    """Fig. 3b: linear attention, easy task, b = 2 with varying a (the title says which a are run).
 
     References
     ----------
     Paper Fig. 3b; eqs. (34), (40).
     """
     return _linear_easy_figure(ctx, "fig3b", analysis.spectra_of(ctx, "linear_easy", b=2.0),
-                               "linear attention, easy task, b = 2, varying a")
+                               "linear attention, easy task, b = 2, varying a", fixed="b", value=2.0)
 
 
 def fig5a(ctx) -> Figure:
     """Fig. 5a: linear attention on the top-2 task, R_L against depth with the theory floor by degree.
 
+    One panel per spectrum: plateaus and floors of different spectra nearly coincide.
+
     References
     ----------
     Paper Fig. 5a; eqs. (41)-(54).
     """
-    plt = _plt()
     family = ctx.family("linear_difficult")
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
+    fig, axes = _panel_grid(len(family.spectra), ncols=3, width=3.1, height=2.8)
     parts: list[str] = []
     drawn = False
-    for colour, (a, b) in zip(_colours(len(family.spectra)), family.spectra):
+    for ax, colour, (a, b) in zip(axes, _colours(len(family.spectra)), family.spectra):
         s = analysis.linear_difficult_summary(ctx, "linear_difficult", a, b)
-        if not _errorbar(ax, s.R, colour, s.label):
-            continue
-        drawn = True
-        floor = ctx.linear_floor(family, a, b)
-        degrees = np.arange(1, len(floor["floor_by_degree"]) + 1)
-        keep = np.isin(degrees, family.depths)
-        ax.plot(degrees[keep], np.asarray(floor["floor_by_degree"])[keep], ls="--", color=colour, lw=1.1,
-                label=f"theory floor {s.label} ({floor['method'].replace('_', '-')})")
-        parts.append(f"{s.label}: plateau {s.plateau:.4g} ± {s.plateau_se:.2g} at L = {s.depth}, floor "
-                     f"{s.floor:.4g} ± {s.floor_se:.2g} ({100 * s.deviation:.1f} % apart)")
-    _depth_axis(ax, family.depths)
-    ax.set_ylabel("held-out loss R_L")
-    ax.set_title(f"linear attention, top-{family.k} task ({_sizes(family)})", fontsize=9)
-    if not drawn:
-        _no_data(ax, _missing(ctx, "linear_difficult"))
-    _legend(ax)
+        here = _errorbar(ax, s.R, colour, "measured R_L")
+        if here:
+            drawn = True
+            floor = ctx.linear_floor(family, a, b)
+            degrees = np.arange(1, len(floor["floor_by_degree"]) + 1)
+            keep = np.isin(degrees, family.depths)
+            values = np.asarray(floor["floor_by_degree"])[keep]
+            ax.plot(degrees[keep], values, ls="--", marker="s", ms=3, color="0.3", lw=1.1,
+                    label=f"theory floor ({floor['method'].replace('_', '-')})")
+            se = float(s.floor_se) if math.isfinite(s.floor_se) else 0.0
+            if se > 0:
+                ax.fill_between(degrees[keep], values - 2 * se, values + 2 * se, color="0.85", lw=0, label="floor ± 2 SE")
+            parts.append(f"{s.label}: plateau {s.plateau:.4g} ± {s.plateau_se:.2g} at L = {s.depth}, floor "
+                         f"{s.floor:.4g} ± {s.floor_se:.2g} ({100 * s.deviation:.1f} % apart)")
+        _depth_axis(ax, family.depths, logy=False)
+        ax.set_title(f"spectrum {s.label}", fontsize=9)
+        if not here:
+            _no_data(ax, _missing(ctx, "linear_difficult"))
+        _legend(ax, loc="best")
+    for ax in axes[:: min(3, len(axes))]:
+        ax.set_ylabel("held-out loss R_L")
+    fig.suptitle(f"linear attention, top-{family.k} task ({_sizes(family)})", fontsize=10)
+    if not drawn and not family.spectra:
+        _no_data(axes[0], _missing(ctx, "linear_difficult"))
     paths = _save(ctx, fig, "fig5a")
-    return Figure("fig5a", paths, "Linear attention on the top-2 task: R_L against depth; dashed: the floor "
-                                  "T − hᵀG†h of the best degree-L covariance polynomial at the same (d, P) "
-                                  "(eqs. 47-54). " + "; ".join(parts))
+    return Figure("fig5a", paths, "Linear attention on the top-2 task: R_L against depth, one panel per spectrum; "
+                                  "dashed: the floor T − hᵀG†h of the best degree-L covariance polynomial at the same "
+                                  "(d, P) (eqs. 47-54). " + "; ".join(parts))
 
 
 def fig5b(ctx) -> Figure:
@@ -686,14 +865,16 @@ def fig5b(ctx) -> Figure:
     xs, parts = [], []
     pairs = [(marker, name, spectrum) for marker, name in (("o", "linear_difficult"), ("s", "linear_difficult_k16"))
              for spectrum in ctx.family(name).spectra]
-    for colour, (marker, family_name, (a, b)) in zip(_colours(len(pairs)), pairs):
+    for index, (colour, (_, family_name, (a, b))) in enumerate(zip(_colours(len(pairs)), pairs)):
+        marker = _style(index)[0]  # points of different spectra may coincide: each its own marker
         family = ctx.family(family_name)
         s = analysis.linear_difficult_summary(ctx, family_name, a, b)
         if not math.isfinite(s.plateau):
             continue
         xs += [s.floor, s.plateau]
         ax.errorbar([s.floor], [s.plateau], xerr=[s.floor_se], yerr=[0 if math.isnan(s.plateau_se) else s.plateau_se],
-                    marker=marker, color=colour, ms=6, capsize=2, ls="none", label=f"top-{family.k} {s.label}")
+                    marker=marker, color=colour, ms=7, mfc="none", mew=1.5, capsize=2, ls="none",
+                    label=f"top-{family.k} {s.label}")
         parts.append(f"top-{family.k} {s.label}: {s.plateau:.4g} vs {s.floor:.4g} ({100 * s.deviation:.1f} %)")
     if xs:
         lo, hi = min(xs) / 1.5, max(xs) * 1.5
@@ -738,13 +919,15 @@ def fig4a(ctx) -> Figure:
     family, depth, runs = _easy_runs(ctx)
     fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
     parts, drawn = [], False
-    for colour, (a, b, config) in zip(_colours(len(runs)), runs):
+    for index, (colour, (a, b, config)) in enumerate(zip(_colours(len(runs)), runs)):
         curve = ctx.results.arrays(config).get("loss_curve")
         if curve is None or len(curve) == 0:
             continue
         curve = np.asarray(curve)
         drawn = True
-        ax.plot(curve[:, 0], curve[:, 1] / curve[0, 1], color=colour, label=spectrum_label(a, b))
+        marker, style = _style(index)
+        ax.plot(curve[:, 0], curve[:, 1] / curve[0, 1], color=colour, marker=marker, ms=3.5, ls=style,
+                label=spectrum_label(a, b))
         parts.append(f"{spectrum_label(a, b)}: final/initial = {curve[-1, 1] / curve[0, 1]:.3g}")
     ax.axhline(0.01, color="0.5", ls=":", lw=0.9, label="1 % of the initial loss")
     ax.set_yscale("log")
@@ -770,13 +953,14 @@ def fig4b(ctx) -> Figure:
     family = ctx.family("nonlinear_easy")
     fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
     parts, drawn = [], False
-    for colour, (a, b) in zip(_colours(len(family.spectra)), family.spectra):
+    for index, (colour, (a, b)) in enumerate(zip(_colours(len(family.spectra)), family.spectra)):
         s = analysis.easy_softmax_summary(ctx, a, b)
         keep = np.isfinite(s.ratio)
         if not np.any(keep):
             continue
         drawn = True
-        ax.plot(np.asarray(s.depths)[keep], s.ratio[keep], marker="o", color=colour, label=s.label)
+        marker, style = _style(index)
+        ax.plot(np.asarray(s.depths)[keep], s.ratio[keep], marker=marker, ls=style, color=colour, label=s.label)
         parts.append(f"{s.label}: final/initial = " + ", ".join(f"{r:.3g}" for r in s.ratio[keep])
                      + f" at L = {list(np.asarray(s.depths)[keep])}")
     ax.axhline(0.01, color="0.5", ls=":", lw=0.9, label="1 % of the initial loss")
@@ -794,32 +978,44 @@ def fig4b(ctx) -> Figure:
 def fig4c(ctx) -> Figure:
     """Fig. 4c: softmax attention, easy task, top-1 attention mass during training.
 
+    Left the mass itself (as in the paper); right ``1 − mass`` on a log scale, which
+    separates the spectra whose masses all approach 1 and would hide each other.
+
     References
     ----------
     Paper Fig. 4c.
     """
     plt = _plt()
     family, depth, runs = _easy_runs(ctx)
-    fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
+    fig, (ax, gap) = plt.subplots(1, 2, figsize=(9.0, 3.8), constrained_layout=True)
     parts, drawn = [], False
-    for colour, (a, b, config) in zip(_colours(len(runs)), runs):
+    for index, (colour, (a, b, config)) in enumerate(zip(_colours(len(runs)), runs)):
         curve = ctx.results.arrays(config).get("top1_mass_curve")
         if curve is None or len(curve) == 0:
             continue
         curve = np.asarray(curve)
         drawn = True
-        ax.plot(curve[:, 0], curve[:, 1], color=colour, label=spectrum_label(a, b))
+        marker, style = _style(index)
+        for target, values in ((ax, curve[:, 1]), (gap, np.clip(1.0 - curve[:, 1], 1e-6, None))):
+            target.plot(curve[:, 0], values, color=colour, marker=marker, ms=4, mfc="none", ls=style, lw=1.4,
+                        label=spectrum_label(a, b))
         parts.append(f"{spectrum_label(a, b)}: top-1 mass {curve[0, 1]:.3g} → {curve[-1, 1]:.3g}")
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("training step")
     ax.set_ylabel("top-1 attention mass of the test token")
     ax.set_title(f"softmax attention, easy task, L = {depth} ({_sizes(family)})", fontsize=9)
-    if not drawn:
-        _no_data(ax, _missing(ctx, "nonlinear_easy"))
-    _legend(ax)
+    gap.set_yscale("log")
+    gap.set_ylabel("1 − top-1 attention mass (log scale)")
+    gap.set_title("the same, distance from 1 (curves near 1 separated)", fontsize=9)
+    for target in (ax, gap):
+        target.set_xlabel("training step")
+        target.grid(True, which="major", alpha=0.3)
+        if not drawn:
+            _no_data(target, _missing(ctx, "nonlinear_easy"))
+    _legend(ax, loc="lower right")
     paths = _save(ctx, fig, "fig4c")
     return Figure("fig4c", paths, "Top-1 attention mass (largest weight of the test token's attention row, mean over "
-                                  "256 held-out contexts) during training. " + "; ".join(parts))
+                                  "256 held-out contexts) during training; right: 1 − mass on a log scale. "
+                                  + "; ".join(parts))
 
 
 # ------------------------------------------------------------------------------------------- overview
@@ -839,7 +1035,7 @@ def fig1(ctx) -> Figure:
     spectrum = (2.0, 1.0) if (2.0, 1.0) in family.spectra else family.spectra[0]
     s = analysis.linear_easy_summary(ctx, *spectrum)
     if _errorbar(left, s.R, "C0", f"linear attention {s.label}"):
-        _plot_fit(left, s.fit, s.fit_depths, "C0", f"fit: {_fit_label(s.fit, floor_fixed=True)}")
+        _plot_fit(left, s.fit, s.fit_depths, "C0", "fit", floor_fixed=True)
         from theory import PowerLawSpectrum, constrained_loss, free_loss
 
         spec = PowerLawSpectrum(*spectrum, family.d)
@@ -862,7 +1058,7 @@ def fig1(ctx) -> Figure:
     spectrum = (0.0, 0.0) if (0.0, 0.0) in lazy.spectra else lazy.spectra[0]
     s = analysis.nonlinear_summary(ctx, "nonlinear_lazy", *spectrum)
     if _errorbar(right, s.R, "C3", f"softmax attention {s.label}"):
-        _plot_fit(right, s.fit, lazy.depths, "C3", f"fit: {_fit_label(s.fit)}")
+        _plot_fit(right, s.fit, lazy.depths, "C3", "fit")
         _plot_bound(right, s.bound, "C3", "oracle single head" if s.bound else None)
         parts.append(f"softmax difficult {s.label}: {_fit_label(s.fit)}")
     else:
@@ -870,7 +1066,7 @@ def fig1(ctx) -> Figure:
     linear = ctx.family("linear_difficult")
     if spectrum in linear.spectra:
         t = analysis.linear_difficult_summary(ctx, "linear_difficult", *spectrum)
-        if _errorbar(right, t.R, "C0", f"linear attention {t.label} (d = {linear.d}, P = {linear.P})"):
+        if _errorbar(right, t.R, "C0", f"linear attention {t.label} (d = {linear.d}, P = {linear.P})", marker="s"):
             right.axhline(t.floor, color="C0", ls="--", lw=0.9, label=f"linear theory floor {t.floor:.3g}")
             parts.append(f"linear difficult {t.label}: plateau {t.plateau:.4g}, floor {t.floor:.4g}")
     _depth_axis(right, lazy.depths)

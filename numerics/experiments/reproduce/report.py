@@ -23,7 +23,7 @@ from . import analysis
 from .. import criteria
 from .results import spectrum_label
 
-__all__ = ["Claim", "STATUSES", "evaluate_claims", "render_report", "write_report"]
+__all__ = ["Claim", "CLAIM_FIGURES", "STATUSES", "evaluate_claims", "render_report", "report_data", "write_report"]
 
 #: verdict of a claim
 STATUSES = ("reproduced", "not reproduced", "not tested")
@@ -77,8 +77,14 @@ def _pct(x: float) -> str:
 
 
 def _alpha_text(s) -> str:
+    from .figures import fit_problem
+
     if not s.fit.ok:
         return f"{s.label}: no fit ({s.fit.reason})"
+    problem = fit_problem(s.fit)
+    if problem is not None:
+        return (f"{s.label}: no power law ({problem}), R_1/R_Lmax = {s.depth_gain:.3g}, C_L change {_pct(s.C_change)}, "
+                f"A_L − C_L change {_pct(s.gap_change)} over the last doubling")
     se = s.fit.se("alpha")
     return (f"{s.label}: α = {s.fit.value('alpha'):.3f}" + (f" ± {se:.3f}" if math.isfinite(se) else "")
             + f", L0 = {s.fit.value('L0'):.4g}, R_1/R_Lmax = {s.depth_gain:.3g}, C_L change {_pct(s.C_change)}, "
@@ -241,14 +247,10 @@ SEQUENTIAL_CORRELATION = 0.8
 
 
 def _mode_spread(ctx, family_name: str, spectrum) -> tuple:
-    """(depths, spread per intermediate depth) of the normalised reducible mode loss (Fig. 7b)."""
-    depths, matrix = analysis.modewise_matrix(ctx, family_name, *spectrum)
-    if matrix.shape[0] < 3 or not np.all(np.isfinite(matrix)):
-        return (), np.array([])
-    base = matrix[-1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reducible = (matrix - base) / (matrix[0] - base)
-    return tuple(int(L) for L in depths[1:-1]), np.nanstd(reducible[1:-1], axis=1)
+    """(depths, spread per intermediate depth) of the normalised reducible mode loss (Fig. 7b; the caption's numbers)."""
+    from .figures import reducible_mode_spread
+
+    return reducible_mode_spread(ctx, family_name, spectrum)
 
 
 def _modewise_claim(ctx) -> Claim:
@@ -464,8 +466,45 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
     return "\n".join(lines) + "\n"
 
 
+#: the figures each claim's verdict is about (shown with the figure on its documentation page)
+CLAIM_FIGURES = {
+    "inverse_depth": ("fig1", "fig6a", "fig6b", "fig6c", "fig6d"),
+    "converged": ("fig6a",),
+    "linear_easy": ("fig1", "fig3a", "fig3b"),
+    "linear_floor": ("fig1", "fig5a", "fig5b"),
+    "easy_softmax": ("fig4a", "fig4b", "fig4c"),
+    "selection_tail": ("fig13",),
+    "modewise": ("fig3c", "fig7a", "fig7b"),
+    "context_updates": ("fig11", "fig12"),
+    "paper_plateaus": ("fig6a", "fig6b", "fig14"),
+}
+
+
+def report_data(figures, claims) -> dict:
+    """What ``OUT/report.json`` holds: each figure's caption and the verdicts about it, every claim.
+
+    Read by :func:`numerics.experiments.reproduce.docs_pages.write_figure_pages`.
+
+    Examples
+    --------
+    >>> data = report_data([], [Claim("modewise", "p", "c", "reproduced", "e")])
+    >>> data["claims"][0]["figures"]
+    ['fig3c', 'fig7a', 'fig7b']
+    """
+    return {
+        "format": "idepth-report/1",
+        "figures": {f.id: {"caption": f.caption,
+                           "verdicts": [c.id for c in claims if f.id in CLAIM_FIGURES.get(c.id, ())]}
+                    for f in figures},
+        "claims": [{"id": c.id, "status": c.status, "mark": c.mark, "paper": c.paper, "criterion": c.criterion,
+                    "evidence": c.evidence, "figures": list(CLAIM_FIGURES.get(c.id, ()))} for c in claims],
+    }
+
+
 def write_report(ctx, plan, **kwargs) -> Path:
-    """Write ``OUT/REPORT.md`` atomically and return its path (keyword arguments of :func:`render_report`).
+    """Write ``OUT/REPORT.md`` (and ``OUT/report.json``, :func:`report_data`) atomically; return the report's path.
+
+    Keyword arguments are those of :func:`render_report`.
 
     References
     ----------
@@ -475,9 +514,8 @@ def write_report(ctx, plan, **kwargs) -> Path:
     -----
     No example: it needs a finished reproduction (see :func:`numerics.experiments.reproduce.reproduce`).
     """
-    from numerics.io import atomic_write
+    from numerics.io import write_json, write_text
 
-    text = render_report(ctx, plan, **kwargs).encode("utf-8")
-    path = ctx.out_dir / "REPORT.md"
-    atomic_write(path, lambda fh: fh.write(text))
-    return path
+    text = render_report(ctx, plan, **kwargs)
+    write_json(ctx.out_dir / "report.json", report_data(kwargs.get("figures", ()), kwargs.get("claims", ())))
+    return write_text(ctx.out_dir / "REPORT.md", text)
