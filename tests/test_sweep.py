@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from _checkout import checkout_env
+from _checkout import checkout_env, idepth_command
 
 from idepth.cli import main as idepth_main
 from numerics.experiments import sweep as sw
