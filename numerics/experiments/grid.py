@@ -213,18 +213,10 @@ def grid_from_dict(data: Mapping[str, Any], *, config_type: Any = None) -> Grid:
 
     Examples
     --------
-    >>> from dataclasses import dataclass
-    >>> @dataclass(frozen=True)
-    ... class Toy:
-    ...     depth: int = 1
-    ...     seed: int = 0
-    ...     def to_dict(self): return {"depth": self.depth, "seed": self.seed}
-    ...     @classmethod
-    ...     def from_dict(cls, d): return cls(**d)
-    ...     def content_hash(self): return f"{self.depth}-{self.seed}"
-    >>> doc = {"seed": 3, "grid": [{"depth": [1, 2]}, {"depth": 4, "seed": [0, 1]}]}
-    >>> [c.to_dict() for c in grid_from_dict(doc, config_type=Toy)][:3]
-    [{'depth': 1, 'seed': 3}, {'depth': 2, 'seed': 3}, {'depth': 4, 'seed': 0}]
+    >>> doc = {"model": "linear", "d": 2, "N": 2, "P": 4, "seed": 3,
+    ...        "grid": [{"depth": [1, 2]}, {"depth": 4, "seed": [0, 1]}]}
+    >>> [(c.depth, c.seed) for c in grid_from_dict(doc)]
+    [(1, 3), (2, 3), (4, 0), (4, 1)]
     """
     if not isinstance(data, Mapping):
         raise TypeError(f"a grid must be a mapping (a TOML document); got {type(data).__name__}")
