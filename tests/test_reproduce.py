@@ -293,7 +293,7 @@ def test_the_report_gives_cpu_time_as_cpu_time_summed_from_the_runs(smoke):
 
 
 def test_help_plan_and_readme_quote_the_one_measured_run_time(capsys):
-    from numerics.experiments.reproduce.scales import MEASURED_RUN_TIMES
+    from numerics.experiments.scales import MEASURED_RUN_TIMES
 
     measured = MEASURED_RUN_TIMES["quick"].text()
     with pytest.raises(SystemExit):

@@ -23,207 +23,16 @@ from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from . import _plot as p
 from . import analysis
-from .results import Curve, FitSummary, spectrum_label
+from ._plot import STYLES, Figure, fit_problem
+from .results import Curve, spectrum_label
 
 __all__ = ["Figure", "BUILDERS", "build_figure", "fit_problem", "reducible_mode_spread", "STYLES"]
-
-#: (marker, line style) of the i-th curve of a panel: colour alone does not separate curves that coincide
-STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("X", "-."), ("*", ":"))
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A figure written by a builder.
-
-    Attributes
-    ----------
-    id : str
-        Artefact ID (``fig6a``).
-    paths : tuple of Path
-        The PNG and the PDF.
-    caption : str
-        What is shown, with the key numbers.
-
-    References
-    ----------
-    The paper's figure of the same number.
-
-    Examples
-    --------
-    >>> Figure("fig1", (Path("f.png"), Path("f.pdf")), "caption").png.name
-    'f.png'
-    """
-
-    id: str
-    paths: tuple
-    caption: str
-
-    @property
-    def png(self) -> Path:
-        return self.paths[0]
-
-
-# ------------------------------------------------------------------------------------------- helpers
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _colours(n: int) -> list:
-    plt = _plt()
-    cmap = plt.get_cmap("tab10")
-    return [cmap(i % 10) for i in range(max(n, 1))]
-
-
-def _style(index: int) -> tuple:
-    return STYLES[index % len(STYLES)]
-
-
-def _save(ctx, fig, artefact_id: str) -> tuple:
-    """Write ``fig`` as PNG and PDF atomically (:func:`numerics.io.save_figure`); close it."""
-    from numerics.io import save_figure
-
-    plt = _plt()
-    try:
-        paths = tuple(save_figure(fig, ctx.figures_dir / f"{artefact_id}.{ext}", dpi=130, close=False)
-                      for ext in ("png", "pdf"))
-    finally:
-        plt.close(fig)
-    return paths
-
-
-def _note(ax, text: str) -> None:
-    """A legend entry without a line: says what is not drawn and why."""
-    ax.plot([], [], ls="none", label=text)
-
-
-def _no_data(ax, message: str) -> None:
-    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, fontsize=9, wrap=True,
-            color="0.35")
-
-
-def _depth_axis(ax, depths, *, logy: bool = True) -> None:
-    import matplotlib.ticker as ticker
-
-    ax.set_xscale("log", base=2)
-    if logy:
-        ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    if len(depths):
-        ax.set_xlim(min(depths) / 1.3, max(depths) * 1.3)
-    ax.set_xlabel("depth L (number of layers)")
-    ax.grid(True, which="major", alpha=0.3)
-
-
-def _errorbar(ax, curve: Curve, colour, label: str, *, marker: str = "o", linestyle: str = "-") -> bool:
-    c = curve.finite()
-    if not len(c.depths):
-        return False
-    se = np.where(np.isfinite(c.se), c.se, 0.0)
-    ax.errorbar(c.depths, c.mean, yerr=se, color=colour, marker=marker, ms=4, lw=1.3, ls=linestyle, capsize=2,
-                label=label)
-    return True
-
-
-def fit_problem(fit: FitSummary) -> str | None:
-    """Why a fit of eq. (16) is not drawn (it does not determine its exponent), or None if it is fine.
-
-    No fit; no standard error of ``α`` (the curve does not constrain it); or ``α``
-    within one standard error of 0 (a flat curve: ``c`` and ``α`` trade off, and
-    the printed ``L0`` and ``α`` mean nothing).
-
-    References
-    ----------
-    Paper eq. (16).
-
-    Examples
-    --------
-    >>> fit_problem(FitSummary(None, "2 depth(s) with data; the fit needs 3"))
-    'no fit: 2 depth(s) with data; the fit needs 3'
-    """
-    if not fit.ok:
-        return f"no fit: {fit.reason}"
-    alpha, se = fit.value("alpha"), fit.se("alpha")
-    if not math.isfinite(se):
-        return f"α = {alpha:.2g} undetermined (no standard error; flat curve)"
-    if se >= abs(alpha):
-        return f"α = {alpha:.2g} ± {se:.2g}, indistinguishable from 0 (flat curve)"
-    return None
-
-
-def _fit_label(fit: FitSummary, *, floor_fixed: bool = False) -> str:
-    problem = fit_problem(fit)
-    if problem is not None:
-        return problem if problem.startswith("no fit") else f"no power law: {problem}"
-    alpha, se = fit.value("alpha"), fit.se("alpha")
-    text = f"α = {alpha:.2f} ± {se:.2f}"
-    if not floor_fixed:
-        text += f", L0 = {fit.value('L0'):.3g}"
-    return text
-
-
-def _plot_fit(ax, fit: FitSummary, depths, colour, label: str, *, floor_fixed: bool = False) -> bool:
-    """Draw the fitted law (dashed) labelled ``label: α = ...``; if it failed, only a legend entry saying why."""
-    if not len(depths):
-        return False
-    problem = fit_problem(fit)
-    if problem is not None:
-        _note(ax, f"{label}: not drawn, {problem}")
-        return False
-    grid = np.unique(np.geomspace(min(depths), max(depths), 60).round().astype(int))
-    ax.plot(grid, fit.fit.predict(grid), ls="--", lw=1.1, color=colour,
-            label=f"{label}: {_fit_label(fit, floor_fixed=floor_fixed)}")
-    return True
-
-
-def _plot_bound(ax, bound: dict | None, colour, label: str | None) -> None:
-    if not bound:
-        return
-    ax.axhline(bound["single_head_loss"], color=colour, ls="-.", lw=0.9, alpha=0.8, label=label)
-
-
-def _legend(ax, **kwargs) -> None:
-    """Legend inside the axes; outside on the right when it has many entries (so it never hides data)."""
-    handles, labels = ax.get_legend_handles_labels()
-    if not handles:
-        return
-    if len(handles) > 5:
-        kwargs = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0}
-        figure = ax.figure
-        if len(figure.axes) == 1 and not getattr(figure, "_idepth_widened", False):
-            width, height = figure.get_size_inches()
-            figure.set_size_inches(width * 1.4, height)  # room for the legend, the axes keep their size
-            figure._idepth_widened = True
-    ax.legend(fontsize=7, frameon=False, **kwargs)
-
-
-def _sizes(family) -> str:
-    return f"d = {family.d}, N = {family.N}, P = {family.P}"
-
-
-def _regime(family) -> str:
-    """The regime's short name ("lazy", "converged", ...) for titles."""
-    return family.regime.split(":")[0] + " training" if ":" in family.regime else family.regime
-
-
-def _missing(ctx, family_name: str) -> str:
-    if not ctx.ran(family_name):
-        return f"{family_name}: not run (not requested with --only)"
-    return f"{family_name}: no finished runs in the store"
-
 
 # ------------------------------------------------------------------------------------------- nonlinear plots
 
@@ -231,41 +40,41 @@ def _missing(ctx, family_name: str) -> str:
 def _nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, caption_parts: list,
                            quantity: str = "R_L", with_fit: bool = True, with_bound: bool = True) -> bool:
     family = ctx.family(family_name)
-    colours = _colours(len(spectra))
+    colours = p.colours(len(spectra))
     drawn = False
     for index, (colour, (a, b)) in enumerate(zip(colours, spectra)):
         s = analysis.nonlinear_summary(ctx, family_name, a, b)
         curve = {"R_L": s.R, "C_L": s.C, "A_minus_C": s.gap}[quantity]
-        marker, style = _style(index)
+        marker, style = p.style(index)
         # with fits (dashed) on the plot the data stay solid; the marker tells the spectra apart
-        if not _errorbar(ax, curve, colour, f"{s.label}", marker=marker, linestyle="-" if quantity == "R_L" else style):
+        if not p.errorbar(ax, curve, colour, f"{s.label}", marker=marker, linestyle="-" if quantity == "R_L" else style):
             continue
         drawn = True
         if quantity == "R_L":
             if with_fit:
-                _plot_fit(ax, s.fit, family.depths, colour, f"fit {s.label}")
-                caption_parts.append(f"{s.label}: {_fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
+                p.plot_fit(ax, s.fit, family.depths, colour, f"fit {s.label}")
+                caption_parts.append(f"{s.label}: {p.fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
             if with_bound and s.bound:
-                _plot_bound(ax, s.bound, colour, f"oracle single head {s.label}: {s.bound['single_head_loss']:.3g}")
+                p.plot_bound(ax, s.bound, colour, f"oracle single head {s.label}: {s.bound['single_head_loss']:.3g}")
         else:
             change = s.C_change if quantity == "C_L" else s.gap_change
             caption_parts.append(f"{s.label}: change over the last doubling {100 * change:.1f} %")
-    _depth_axis(ax, family.depths, logy=(quantity == "R_L"))
+    p.depth_axis(ax, family.depths, logy=(quantity == "R_L"))
     ax.set_title(title, fontsize=9)
     if not drawn:
-        _no_data(ax, _missing(ctx, family_name))
+        p.no_data(ax, p.missing(ctx, family_name))
     return drawn
 
 
 def _fig6ab(ctx, artefact_id: str, *, fixed: str) -> Figure:
-    plt = _plt()
+    plt = p.pyplot()
     family = ctx.family("nonlinear_lazy")
     if fixed == "a":
         spectra = analysis.spectra_of(ctx, "nonlinear_lazy", a=0.0)
-        title = f"softmax, top-{family.k}, a = 0, varying b ({_sizes(family)}, {_regime(family)})"
+        title = f"softmax, top-{family.k}, a = 0, varying b ({p.sizes(family)}, {p.regime(family)})"
     else:
         spectra = analysis.spectra_of(ctx, "nonlinear_lazy", b=0.0)
-        title = f"softmax, top-{family.k}, b = 0, varying a ({_sizes(family)}, {_regime(family)})"
+        title = f"softmax, top-{family.k}, b = 0, varying a ({p.sizes(family)}, {p.regime(family)})"
     fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
     parts: list[str] = []
     _nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", spectra, title=title, caption_parts=parts)
@@ -275,14 +84,14 @@ def _fig6ab(ctx, artefact_id: str, *, fixed: str) -> Figure:
             if (a, b) not in spectra:
                 continue
             curve = ctx.results.curve(conv, a, b, "R_L")
-            if _errorbar(ax, curve, "0.45", f"{spectrum_label(a, b)} trained to convergence", marker="s",
+            if p.errorbar(ax, curve, "0.45", f"{spectrum_label(a, b)} trained to convergence", marker="s",
                          linestyle=":"):
                 gain = curve.finite()
                 parts.append(f"converged training {spectrum_label(a, b)}: R_L = "
                              + ", ".join(f"{v:.3g}" for v in gain.mean) + f" at L = {list(map(int, gain.depths))}")
     ax.set_ylabel("held-out loss R_L")
-    _legend(ax, ncol=1, loc="upper right")
-    paths = _save(ctx, fig, artefact_id)
+    p.legend(ax, ncol=1, loc="upper right")
+    paths = p.save(ctx, fig, artefact_id)
     caption = (f"R_L against depth, softmax attention on the top-{family.k} task, {family.regime}; dashed: fit of "
                "R_L = L0 + c L^-α (eq. 16); dash-dotted: best single softmax head (oracle bound). " + "; ".join(parts))
     return Figure(artefact_id, paths, caption)
@@ -309,15 +118,15 @@ def fig6b(ctx) -> Figure:
 
 
 def _fig6cd(ctx, artefact_id: str, quantity: str, ylabel: str) -> Figure:
-    plt = _plt()
+    plt = p.pyplot()
     family = ctx.family("nonlinear_lazy")
     fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
     parts: list[str] = []
     _nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", family.spectra, quantity=quantity, caption_parts=parts,
-                           title=f"softmax, top-{family.k} ({_sizes(family)}, {_regime(family)})")
+                           title=f"softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
     ax.set_ylabel(ylabel)
-    _legend(ax)
-    paths = _save(ctx, fig, artefact_id)
+    p.legend(ax)
+    paths = p.save(ctx, fig, artefact_id)
     return Figure(artefact_id, paths, f"{ylabel} against depth (eqs. 61-63). " + "; ".join(parts))
 
 
@@ -342,31 +151,31 @@ def fig6d(ctx) -> Figure:
 
 
 def _model_figure(ctx, artefact_id: str, family_name: str, name: str, paper: str) -> Figure:
-    plt = _plt()
+    plt = p.pyplot()
     family = ctx.family(family_name)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.2), constrained_layout=True)
     parts: list[str] = []
     _nonlinear_depth_panel(ctx, left, family_name, family.spectra, caption_parts=parts,
-                           title=f"{name}: R_L ({_sizes(family)}, top-{family.k})")
+                           title=f"{name}: R_L ({p.sizes(family)}, top-{family.k})")
     left.set_ylabel("held-out loss R_L")
-    _legend(left)
-    colours = _colours(len(family.spectra))
+    p.legend(left)
+    colours = p.colours(len(family.spectra))
     drawn = False
     for colour, (a, b) in zip(colours, family.spectra):
         s = analysis.nonlinear_summary(ctx, family_name, a, b, with_bound=False)
-        here = _errorbar(right, s.C, colour, f"C_L {s.label}")
-        here |= _errorbar(right, s.gap, colour, f"A_L − C_L {s.label}", marker="^", linestyle="--")
+        here = p.errorbar(right, s.C, colour, f"C_L {s.label}")
+        here |= p.errorbar(right, s.gap, colour, f"A_L − C_L {s.label}", marker="^", linestyle="--")
         drawn |= here
         if here:
             parts.append(f"{s.label}: C_L changes {100 * s.C_change:.1f} %, A_L − C_L {100 * s.gap_change:.1f} % "
                          "over the last doubling")
-    _depth_axis(right, family.depths, logy=False)
+    p.depth_axis(right, family.depths, logy=False)
     right.set_ylabel("C_L and A_L − C_L")
     right.set_title(f"{name}: decomposition R_L = C_L + (A_L − C_L)/L", fontsize=9)
     if not drawn:
-        _no_data(right, _missing(ctx, family_name))
-    _legend(right)
-    paths = _save(ctx, fig, artefact_id)
+        p.no_data(right, p.missing(ctx, family_name))
+    p.legend(right)
+    paths = p.save(ctx, fig, artefact_id)
     return Figure(artefact_id, paths, f"{name} ({paper}), {family.regime}. " + "; ".join(parts))
 
 
@@ -397,15 +206,15 @@ def fig14(ctx) -> Figure:
     ----------
     Paper Fig. 14; Table 4.
     """
-    plt = _plt()
+    plt = p.pyplot()
     family = ctx.family("nonlinear_k16")
     fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
     parts: list[str] = []
     _nonlinear_depth_panel(ctx, ax, "nonlinear_k16", family.spectra, caption_parts=parts,
-                           title=f"softmax, top-{family.k} ({_sizes(family)}, {_regime(family)})")
+                           title=f"softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
     ax.set_ylabel("held-out loss R_L")
-    _legend(ax)
-    paths = _save(ctx, fig, "fig14")
+    p.legend(ax)
+    paths = p.save(ctx, fig, "fig14")
     return Figure("fig14", paths, f"R_L against depth on the top-{family.k} task; dashed: fits of eq. (16); "
                                   "dash-dotted: oracle single-head bound. " + "; ".join(parts))
 
@@ -420,35 +229,35 @@ def fig11(ctx) -> Figure:
     ----------
     Paper Fig. 11; eqs. (75)-(82).
     """
-    plt = _plt()
+    plt = p.pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
     parts: list[str] = []
     drawn = False
-    colours = _colours(4)
+    colours = p.colours(4)
     index = 0
     for family_name in ("context_updates", "context_updates_k16"):
         family = ctx.family(family_name)
         for (a, b) in family.spectra:
             colour = colours[index % 4]
-            marker, _ = _style(index)
+            marker, _ = p.style(index)
             index += 1
             s = analysis.nonlinear_summary(ctx, family_name, a, b)
             label = f"top-{family.k} {s.label}"
-            if not _errorbar(ax, s.R, colour, label, marker=marker):
+            if not p.errorbar(ax, s.R, colour, label, marker=marker):
                 continue
             drawn = True
-            _plot_fit(ax, s.fit, family.depths, colour, f"fit top-{family.k}")
-            _plot_bound(ax, s.bound, colour, f"oracle single head top-{family.k}: "
+            p.plot_fit(ax, s.fit, family.depths, colour, f"fit top-{family.k}")
+            p.plot_bound(ax, s.bound, colour, f"oracle single head top-{family.k}: "
                                              f"{s.bound['single_head_loss']:.3g}" if s.bound else None)
-            parts.append(f"top-{family.k} {s.label}: {_fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
+            parts.append(f"top-{family.k} {s.label}: {p.fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
     family = ctx.family("context_updates")
-    _depth_axis(ax, family.depths)
+    p.depth_axis(ax, family.depths)
     ax.set_ylabel("held-out loss R_L")
-    ax.set_title(f"context updates M(m), learned m ({_sizes(family)}, {_regime(family)})", fontsize=9)
+    ax.set_title(f"context updates M(m), learned m ({p.sizes(family)}, {p.regime(family)})", fontsize=9)
     if not drawn:
-        _no_data(ax, _missing(ctx, "context_updates"))
-    _legend(ax)
-    paths = _save(ctx, fig, "fig11")
+        p.no_data(ax, p.missing(ctx, "context_updates"))
+    p.legend(ax)
+    paths = p.save(ctx, fig, "fig11")
     return Figure("fig11", paths, "Context-update model: R_L against depth for top-2 and top-16 (paper: top-2 keeps "
                                   "a 1/L trend, top-16 saturates); dashed: fits of eq. (16) where they determine α "
                                   "(a fit that does not is not drawn, the legend says why). " + "; ".join(parts))
@@ -461,35 +270,35 @@ def fig12(ctx) -> Figure:
     ----------
     Paper Fig. 12; eqs. (83)-(84).
     """
-    plt = _plt()
+    plt = p.pyplot()
     fig = plt.figure(figsize=(8.0, 7.0), constrained_layout=True)
     grid = fig.add_gridspec(2, 2)
     axes = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
     parts: list[str] = []
     drawn = False
-    for colour, family_name in zip(_colours(2), ("context_updates", "context_updates_k16")):
+    for colour, family_name in zip(p.colours(2), ("context_updates", "context_updates_k16")):
         family = ctx.family(family_name)
         (a, b) = family.spectra[0]
         # at L = 1 no later layer reads the updated context: m gets no gradient and stays at its initial 0
         m_curve = _without_depth_1(ctx.results.curve(family, a, b, "m"))
         rho_curve = ctx.results.curve(family, a, b, "rho")
-        marker, style = _style(len(parts))
-        if _errorbar(axes[0], m_curve, colour, f"m, top-{family.k}", marker=marker, linestyle=style):
+        marker, style = p.style(len(parts))
+        if p.errorbar(axes[0], m_curve, colour, f"m, top-{family.k}", marker=marker, linestyle=style):
             drawn = True
             last = m_curve.finite()
             rho = rho_curve.finite()
             parts.append(f"top-{family.k}: learned m = " + ", ".join(f"{v:.3g}" for v in last.mean)
                          + f" at L = {list(map(int, last.depths))}; ρ = "
                          + ", ".join(f"{v:.3g}" for v in rho.mean) + f" at L = {list(map(int, rho.depths))}")
-    _depth_axis(axes[0], ctx.family("context_updates").depths, logy=False)
+    p.depth_axis(axes[0], ctx.family("context_updates").depths, logy=False)
     axes[0].axhline(0.0, color="0.6", lw=0.8)
     if 1 in ctx.family("context_updates").depths:
-        _note(axes[0], "L = 1 not shown: m is not used there")
+        p.note(axes[0], "L = 1 not shown: m is not used there")
     axes[0].set_ylabel("learned context-update scalar m")
     axes[0].set_title("m (paper: ≈ −2.3 for top-16)", fontsize=9)
     if not drawn:
-        _no_data(axes[0], _missing(ctx, "context_updates"))
-    _legend(axes[0])
+        p.no_data(axes[0], p.missing(ctx, "context_updates"))
+    p.legend(axes[0])
     for ax, family_name in zip(axes[1:], ("context_updates", "context_updates_k16")):
         family = ctx.family(family_name)
         (a, b) = family.spectra[0]
@@ -498,7 +307,7 @@ def fig12(ctx) -> Figure:
         A1 = ctx.results.arrays(config).get("A1_example")
         rho = ctx.results.metrics(config).get("rho", math.nan)
         if A1 is None:
-            _no_data(ax, _missing(ctx, family_name))
+            p.no_data(ax, p.missing(ctx, family_name))
             ax.set_axis_off()
             continue
         image = ax.imshow(np.asarray(A1), cmap="viridis", aspect="equal")
@@ -506,7 +315,7 @@ def fig12(ctx) -> Figure:
         ax.set_title(f"A_1, top-{family.k}, L = {depth}, one context\n(ρ = {float(rho):.3g})", fontsize=9)
         ax.set_xlabel("key token j")
         ax.set_ylabel("query token i")
-    paths = _save(ctx, fig, "fig12")
+    paths = p.save(ctx, fig, "fig12")
     return Figure("fig12", paths, "Learned m (depths L ≥ 2: at L = 1 no later layer reads the updated context, so m "
                                   "is not learned) and layer 1's context attention A_1 ≈ ρ I + (1 − ρ) J (eq. 83; "
                                   "paper: ρ_2 = 0.9999, ρ_16 = 0.0989, m ≈ −2.3 for top-16). " + "; ".join(parts))
@@ -521,7 +330,7 @@ def _without_depth_1(curve: Curve) -> Curve:
 
 def _panel_grid(n: int, *, ncols: int, width: float = 3.3, height: float = 3.0, sharey: bool = False):
     """``n`` small multiples in rows of ``ncols`` (unused cells hidden); returns (figure, list of axes)."""
-    plt = _plt()
+    plt = p.pyplot()
     n = max(n, 1)
     ncols = min(ncols, n)
     nrows = math.ceil(n / ncols)
@@ -550,10 +359,10 @@ def fig13(ctx) -> Figure:
     parts: list[str] = []
     drawn = False
     x = np.arange(len(levels))
-    for ax, colour, (a, b) in zip(axes, _colours(len(spectra)), spectra):
+    for ax, colour, (a, b) in zip(axes, p.colours(len(spectra)), spectra):
         here = False
         for index, depth in enumerate((shallow, deepest)):
-            marker, style = _style(index)
+            marker, style = p.style(index)
             mean, se = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, depth, levels)
             if not np.any(np.isfinite(mean)):
                 continue
@@ -571,13 +380,13 @@ def fig13(ctx) -> Figure:
         ax.set_title(f"spectrum {spectrum_label(a, b)}", fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
         if not here:
-            _no_data(ax, _missing(ctx, "nonlinear_lazy"))
-        _legend(ax, loc="upper left")
+            p.no_data(ax, p.missing(ctx, "nonlinear_lazy"))
+        p.legend(ax, loc="upper left")
     axes[0].set_ylabel("selection error percentile Q_L(q)\n(quantile of ‖p̄_L − p*‖² over contexts)")
-    fig.suptitle(f"token selection, softmax top-{family.k} ({_sizes(family)}, {_regime(family)})", fontsize=10)
+    fig.suptitle(f"token selection, softmax top-{family.k} ({p.sizes(family)}, {p.regime(family)})", fontsize=10)
     if not drawn and not spectra:
-        _no_data(axes[0], _missing(ctx, "nonlinear_lazy"))
-    paths = _save(ctx, fig, "fig13")
+        p.no_data(axes[0], p.missing(ctx, "nonlinear_lazy"))
+    paths = p.save(ctx, fig, "fig13")
     return Figure("fig13", paths, "Percentiles of the selection error E_L(c) = ‖p̄_L(c) − p*‖² (eqs. 90-91), one panel "
                                   f"per spectrum; grey solid circles: L = {shallow}, coloured dashed squares: "
                                   f"L = {deepest}. " + "; ".join(parts))
@@ -605,7 +414,7 @@ def reducible_mode_spread(ctx, family_name: str, spectrum) -> tuple:
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.reproduce.scales import get_scale
+    >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     reducible_mode_spread(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", (0.5, 0.0))
     ((), array([], dtype=float64))
@@ -619,30 +428,30 @@ def reducible_mode_spread(ctx, family_name: str, spectrum) -> tuple:
 def _modewise_lines(ax, depths, matrix, *, reducible: bool) -> list:
     d = matrix.shape[1]
     modes = sorted({1, 2, 4, 8, 16, 32, 64, 128, d} & set(range(1, d + 1)))
-    colours = _colours(len(modes))
+    colours = p.colours(len(modes))
     if reducible:
         matrix = _reducible(matrix)
         mean, std = np.nanmean(matrix, axis=1), np.nanstd(matrix, axis=1)
         ax.fill_between(depths, mean - std, mean + std, color="0.8", lw=0,
                         label=f"mean ± std over all {d} modes (the spread tested)")
     for index, (colour, mode) in enumerate(zip(colours, modes)):
-        marker, style = _style(index)
+        marker, style = p.style(index)
         ax.plot(depths, matrix[:, mode - 1], marker=marker, ms=3.5, ls=style, color=colour, label=f"mode k = {mode}")
     return modes
 
 
 def _modewise_figure(ctx, artefact_id: str, family_name: str, spectrum, *, reducible: bool, title: str) -> Figure:
-    plt = _plt()
+    plt = p.pyplot()
     family = ctx.family(family_name)
     fig, ax = plt.subplots(figsize=(6.0, 4.3), constrained_layout=True)
     caption = ""
     if spectrum is None:
-        _no_data(ax, f"{family_name}: no spectrum")
+        p.no_data(ax, f"{family_name}: no spectrum")
     else:
         a, b = spectrum
         depths, matrix = analysis.modewise_matrix(ctx, family_name, a, b)
         if not np.any(np.isfinite(matrix)):
-            _no_data(ax, _missing(ctx, family_name))
+            p.no_data(ax, p.missing(ctx, family_name))
         else:
             modes = _modewise_lines(ax, depths, matrix, reducible=reducible)
             caption = f"spectrum {spectrum_label(a, b)}, modes {modes} drawn"
@@ -651,13 +460,13 @@ def _modewise_figure(ctx, artefact_id: str, family_name: str, spectrum, *, reduc
                 caption += (f"; grey band: mean ± std over all {matrix.shape[1]} modes; the spread (std over all "
                             "modes) at the intermediate depths, as in the verdict: "
                             + ", ".join(f"{v:.3f} at L = {L}" for L, v in zip(spread_depths, spreads)))
-        _depth_axis(ax, family.depths, logy=not reducible)
-        ax.set_title(title + "\n" + (f"spectrum {spectrum_label(*spectrum)}, " if spectrum else "") + _sizes(family),
+        p.depth_axis(ax, family.depths, logy=not reducible)
+        ax.set_title(title + "\n" + (f"spectrum {spectrum_label(*spectrum)}, " if spectrum else "") + p.sizes(family),
                      fontsize=9)
     ax.set_ylabel("reducible mode loss (ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max))" if reducible
                   else "normalised mode loss ℓ_k = E ẽ_k² / E t̃_k²", fontsize=9 if reducible else None)
-    _legend(ax)
-    paths = _save(ctx, fig, artefact_id)
+    p.legend(ax)
+    paths = p.save(ctx, fig, artefact_id)
     if reducible:
         title += " (ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max)), ℓ_k the normalised mode loss"
     return Figure(artefact_id, paths, title + ". " + caption)
@@ -740,13 +549,13 @@ def _linear_easy_figure(ctx, artefact_id: str, spectra, title: str, *, fixed: st
             textwrap.fill(line, 44) for line in missing), transform=note.transAxes, va="top", ha="left", fontsize=8)
     parts: list[str] = []
     drawn = False
-    for ax, colour, (a, b) in zip(axes, _colours(len(spectra)), spectra):
+    for ax, colour, (a, b) in zip(axes, p.colours(len(spectra)), spectra):
         s = analysis.linear_easy_summary(ctx, a, b)
         zeta = f"ζ = {s.zeta:.3g}" if s.zeta is not None else "ζ undefined"
-        here = _errorbar(ax, s.R, colour, "measured R_L")
+        here = p.errorbar(ax, s.R, colour, "measured R_L")
         if here:
             drawn = True
-            _plot_fit(ax, s.fit, s.fit_depths, colour, "fit", floor_fixed=True)
+            p.plot_fit(ax, s.fit, s.fit_depths, colour, "fit", floor_fixed=True)
             data = s.R.finite()
             if s.zeta is not None and len(data.depths):
                 # the constrained (ζ) and free (2ζ) polynomial laws as slopes through the first measured point
@@ -758,23 +567,23 @@ def _linear_easy_figure(ctx, artefact_id: str, spectra, title: str, *, fixed: st
             if s.window_upper < max(family.depths):
                 ax.axvspan(max(s.window_upper, min(family.depths) / 1.3), max(family.depths) * 1.3, color="0.93",
                            lw=0, label=f"outside the window L ≤ {s.window_upper:.3g}")
-            where = f" on L ≤ {s.window_upper:.3g}" if fit_problem(s.fit) is None else ""
-            parts.append(f"{s.label}: {_fit_label(s.fit, floor_fixed=True)}{where} (ζ = {s.zeta:.3g}, 2ζ = "
+            where = f" on L ≤ {s.window_upper:.3g}" if p.fit_problem(s.fit) is None else ""
+            parts.append(f"{s.label}: {p.fit_label(s.fit, floor_fixed=True)}{where} (ζ = {s.zeta:.3g}, 2ζ = "
                          f"{2 * s.zeta:.3g})" if s.zeta else f"{s.label}: ζ undefined")
-        _depth_axis(ax, family.depths)
+        p.depth_axis(ax, family.depths)
         ax.set_title(f"spectrum {s.label}, {zeta}", fontsize=9)
         if not here:
-            _no_data(ax, _missing(ctx, "linear_easy"))
-        _legend(ax, loc="lower left")
+            p.no_data(ax, p.missing(ctx, "linear_easy"))
+        p.legend(ax, loc="lower left")
     if axes:
         axes[0].set_ylabel("held-out loss R_L")
-    heading = f"{title} ({_sizes(family)})"
+    heading = f"{title} ({p.sizes(family)})"
     if len(spectra) == 1:
-        heading = f"{title}\nonly {spectrum_label(*spectra[0])} is run at this scale ({_sizes(family)})"
+        heading = f"{title}\nonly {spectrum_label(*spectra[0])} is run at this scale ({p.sizes(family)})"
     fig.suptitle(heading, fontsize=10)
     if axes and not drawn:
-        _no_data(axes[0], _missing(ctx, "linear_easy"))
-    paths = _save(ctx, fig, artefact_id)
+        p.no_data(axes[0], p.missing(ctx, "linear_easy"))
+    paths = p.save(ctx, fig, artefact_id)
     caption = (f"{title}: R_L against depth, one panel per spectrum; dashed: fit R_L = c L^-α (L0 = 0) on the depths "
                "inside the validity window L ≤ (λ_1/λ_d)/10 (eq. 34, shaded outside); dotted and dash-dotted: the "
                "slopes ζ (constrained polynomial, eq. 34) and 2ζ (free polynomial, eq. 40) through the first point, "
@@ -819,9 +628,9 @@ def fig5a(ctx) -> Figure:
     fig, axes = _panel_grid(len(family.spectra), ncols=3, width=3.1, height=2.8)
     parts: list[str] = []
     drawn = False
-    for ax, colour, (a, b) in zip(axes, _colours(len(family.spectra)), family.spectra):
+    for ax, colour, (a, b) in zip(axes, p.colours(len(family.spectra)), family.spectra):
         s = analysis.linear_difficult_summary(ctx, "linear_difficult", a, b)
-        here = _errorbar(ax, s.R, colour, "measured R_L")
+        here = p.errorbar(ax, s.R, colour, "measured R_L")
         if here:
             drawn = True
             floor = ctx.linear_floor(family, a, b)
@@ -835,17 +644,17 @@ def fig5a(ctx) -> Figure:
                 ax.fill_between(degrees[keep], values - 2 * se, values + 2 * se, color="0.85", lw=0, label="floor ± 2 SE")
             parts.append(f"{s.label}: plateau {s.plateau:.4g} ± {s.plateau_se:.2g} at L = {s.depth}, floor "
                          f"{s.floor:.4g} ± {s.floor_se:.2g} ({100 * s.deviation:.1f} % apart)")
-        _depth_axis(ax, family.depths, logy=False)
+        p.depth_axis(ax, family.depths, logy=False)
         ax.set_title(f"spectrum {s.label}", fontsize=9)
         if not here:
-            _no_data(ax, _missing(ctx, "linear_difficult"))
-        _legend(ax, loc="best")
+            p.no_data(ax, p.missing(ctx, "linear_difficult"))
+        p.legend(ax, loc="best")
     for ax in axes[:: min(3, len(axes))]:
         ax.set_ylabel("held-out loss R_L")
-    fig.suptitle(f"linear attention, top-{family.k} task ({_sizes(family)})", fontsize=10)
+    fig.suptitle(f"linear attention, top-{family.k} task ({p.sizes(family)})", fontsize=10)
     if not drawn and not family.spectra:
-        _no_data(axes[0], _missing(ctx, "linear_difficult"))
-    paths = _save(ctx, fig, "fig5a")
+        p.no_data(axes[0], p.missing(ctx, "linear_difficult"))
+    paths = p.save(ctx, fig, "fig5a")
     return Figure("fig5a", paths, "Linear attention on the top-2 task: R_L against depth, one panel per spectrum; "
                                   "dashed: the floor T − hᵀG†h of the best degree-L covariance polynomial at the same "
                                   "(d, P) (eqs. 47-54). " + "; ".join(parts))
@@ -860,13 +669,13 @@ def fig5b(ctx) -> Figure:
     """
     import matplotlib.ticker as ticker
 
-    plt = _plt()
+    plt = p.pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 4.8), constrained_layout=True)
     xs, parts = [], []
     pairs = [(marker, name, spectrum) for marker, name in (("o", "linear_difficult"), ("s", "linear_difficult_k16"))
              for spectrum in ctx.family(name).spectra]
-    for index, (colour, (_, family_name, (a, b))) in enumerate(zip(_colours(len(pairs)), pairs)):
-        marker = _style(index)[0]  # points of different spectra may coincide: each its own marker
+    for index, (colour, (_, family_name, (a, b))) in enumerate(zip(p.colours(len(pairs)), pairs)):
+        marker = p.style(index)[0]  # points of different spectra may coincide: each its own marker
         family = ctx.family(family_name)
         s = analysis.linear_difficult_summary(ctx, family_name, a, b)
         if not math.isfinite(s.plateau):
@@ -889,12 +698,12 @@ def fig5b(ctx) -> Figure:
             axis.set_minor_formatter(ticker.NullFormatter())
             axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     else:
-        _no_data(ax, _missing(ctx, "linear_difficult"))
+        p.no_data(ax, p.missing(ctx, "linear_difficult"))
     ax.set_xlabel("theory floor T − hᵀG†h at the same (d, P, k)")
     ax.set_ylabel("measured plateau R_L at the deepest model")
     ax.set_title("linear attention, difficult task: plateau vs theory", fontsize=9)
-    _legend(ax)
-    paths = _save(ctx, fig, "fig5b")
+    p.legend(ax)
+    paths = p.save(ctx, fig, "fig5b")
     return Figure("fig5b", paths, "Measured linear-attention plateau against the theory floor (Table 3, eq. 54). "
                                   + "; ".join(parts))
 
@@ -915,17 +724,17 @@ def fig4a(ctx) -> Figure:
     ----------
     Paper Fig. 4a; section 3.2.
     """
-    plt = _plt()
+    plt = p.pyplot()
     family, depth, runs = _easy_runs(ctx)
     fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
     parts, drawn = [], False
-    for index, (colour, (a, b, config)) in enumerate(zip(_colours(len(runs)), runs)):
+    for index, (colour, (a, b, config)) in enumerate(zip(p.colours(len(runs)), runs)):
         curve = ctx.results.arrays(config).get("loss_curve")
         if curve is None or len(curve) == 0:
             continue
         curve = np.asarray(curve)
         drawn = True
-        marker, style = _style(index)
+        marker, style = p.style(index)
         ax.plot(curve[:, 0], curve[:, 1] / curve[0, 1], color=colour, marker=marker, ms=3.5, ls=style,
                 label=spectrum_label(a, b))
         parts.append(f"{spectrum_label(a, b)}: final/initial = {curve[-1, 1] / curve[0, 1]:.3g}")
@@ -933,11 +742,11 @@ def fig4a(ctx) -> Figure:
     ax.set_yscale("log")
     ax.set_xlabel("training step")
     ax.set_ylabel("held-out loss / initial loss")
-    ax.set_title(f"softmax attention, easy task, L = {depth} ({_sizes(family)})", fontsize=9)
+    ax.set_title(f"softmax attention, easy task, L = {depth} ({p.sizes(family)})", fontsize=9)
     if not drawn:
-        _no_data(ax, _missing(ctx, "nonlinear_easy"))
-    _legend(ax)
-    paths = _save(ctx, fig, "fig4a")
+        p.no_data(ax, p.missing(ctx, "nonlinear_easy"))
+    p.legend(ax)
+    paths = p.save(ctx, fig, "fig4a")
     return Figure("fig4a", paths, "Easy task, one softmax layer: held-out loss during training, relative to its "
                                   "initial value. " + "; ".join(parts))
 
@@ -949,28 +758,28 @@ def fig4b(ctx) -> Figure:
     ----------
     Paper Fig. 4b; section 3.2.
     """
-    plt = _plt()
+    plt = p.pyplot()
     family = ctx.family("nonlinear_easy")
     fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
     parts, drawn = [], False
-    for index, (colour, (a, b)) in enumerate(zip(_colours(len(family.spectra)), family.spectra)):
+    for index, (colour, (a, b)) in enumerate(zip(p.colours(len(family.spectra)), family.spectra)):
         s = analysis.easy_softmax_summary(ctx, a, b)
         keep = np.isfinite(s.ratio)
         if not np.any(keep):
             continue
         drawn = True
-        marker, style = _style(index)
+        marker, style = p.style(index)
         ax.plot(np.asarray(s.depths)[keep], s.ratio[keep], marker=marker, ls=style, color=colour, label=s.label)
         parts.append(f"{s.label}: final/initial = " + ", ".join(f"{r:.3g}" for r in s.ratio[keep])
                      + f" at L = {list(np.asarray(s.depths)[keep])}")
     ax.axhline(0.01, color="0.5", ls=":", lw=0.9, label="1 % of the initial loss")
-    _depth_axis(ax, family.depths)
+    p.depth_axis(ax, family.depths)
     ax.set_ylabel("final held-out loss / initial loss")
-    ax.set_title(f"softmax attention, easy task ({_sizes(family)})", fontsize=9)
+    ax.set_title(f"softmax attention, easy task ({p.sizes(family)})", fontsize=9)
     if not drawn:
-        _no_data(ax, _missing(ctx, "nonlinear_easy"))
-    _legend(ax)
-    paths = _save(ctx, fig, "fig4b")
+        p.no_data(ax, p.missing(ctx, "nonlinear_easy"))
+    p.legend(ax)
+    paths = p.save(ctx, fig, "fig4b")
     return Figure("fig4b", paths, "Easy task: final held-out loss relative to the initial loss, against depth. "
                                   + "; ".join(parts))
 
@@ -985,24 +794,24 @@ def fig4c(ctx) -> Figure:
     ----------
     Paper Fig. 4c.
     """
-    plt = _plt()
+    plt = p.pyplot()
     family, depth, runs = _easy_runs(ctx)
     fig, (ax, gap) = plt.subplots(1, 2, figsize=(9.0, 3.8), constrained_layout=True)
     parts, drawn = [], False
-    for index, (colour, (a, b, config)) in enumerate(zip(_colours(len(runs)), runs)):
+    for index, (colour, (a, b, config)) in enumerate(zip(p.colours(len(runs)), runs)):
         curve = ctx.results.arrays(config).get("top1_mass_curve")
         if curve is None or len(curve) == 0:
             continue
         curve = np.asarray(curve)
         drawn = True
-        marker, style = _style(index)
+        marker, style = p.style(index)
         for target, values in ((ax, curve[:, 1]), (gap, np.clip(1.0 - curve[:, 1], 1e-6, None))):
             target.plot(curve[:, 0], values, color=colour, marker=marker, ms=4, mfc="none", ls=style, lw=1.4,
                         label=spectrum_label(a, b))
         parts.append(f"{spectrum_label(a, b)}: top-1 mass {curve[0, 1]:.3g} → {curve[-1, 1]:.3g}")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("top-1 attention mass of the test token")
-    ax.set_title(f"softmax attention, easy task, L = {depth} ({_sizes(family)})", fontsize=9)
+    ax.set_title(f"softmax attention, easy task, L = {depth} ({p.sizes(family)})", fontsize=9)
     gap.set_yscale("log")
     gap.set_ylabel("1 − top-1 attention mass (log scale)")
     gap.set_title("the same, distance from 1 (curves near 1 separated)", fontsize=9)
@@ -1010,9 +819,9 @@ def fig4c(ctx) -> Figure:
         target.set_xlabel("training step")
         target.grid(True, which="major", alpha=0.3)
         if not drawn:
-            _no_data(target, _missing(ctx, "nonlinear_easy"))
-    _legend(ax, loc="lower right")
-    paths = _save(ctx, fig, "fig4c")
+            p.no_data(target, p.missing(ctx, "nonlinear_easy"))
+    p.legend(ax, loc="lower right")
+    paths = p.save(ctx, fig, "fig4c")
     return Figure("fig4c", paths, "Top-1 attention mass (largest weight of the test token's attention row, mean over "
                                   "256 held-out contexts) during training; right: 1 − mass on a log scale. "
                                   + "; ".join(parts))
@@ -1028,14 +837,14 @@ def fig1(ctx) -> Figure:
     ----------
     Paper Fig. 1; eqs. (16), (34).
     """
-    plt = _plt()
+    plt = p.pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.3), constrained_layout=True)
     parts: list[str] = []
     family = ctx.family("linear_easy")
     spectrum = (2.0, 1.0) if (2.0, 1.0) in family.spectra else family.spectra[0]
     s = analysis.linear_easy_summary(ctx, *spectrum)
-    if _errorbar(left, s.R, "C0", f"linear attention {s.label}"):
-        _plot_fit(left, s.fit, s.fit_depths, "C0", "fit", floor_fixed=True)
+    if p.errorbar(left, s.R, "C0", f"linear attention {s.label}"):
+        p.plot_fit(left, s.fit, s.fit_depths, "C0", "fit", floor_fixed=True)
         from theory import PowerLawSpectrum, constrained_loss, free_loss
 
         spec = PowerLawSpectrum(*spectrum, family.d)
@@ -1043,37 +852,37 @@ def fig1(ctx) -> Figure:
         left.plot(grid, constrained_loss(grid, spec), ":", color="0.4", label=f"theory, constrained (ζ = {s.zeta:.3g})")
         left.plot(grid, np.maximum(free_loss(grid, spec), 1e-12), "-.", color="0.6",
                   label=f"theory, free polynomial (2ζ = {2 * s.zeta:.3g})")
-        parts.append(f"linear easy {s.label}: {_fit_label(s.fit, floor_fixed=True)}")
+        parts.append(f"linear easy {s.label}: {p.fit_label(s.fit, floor_fixed=True)}")
     else:
-        _no_data(left, _missing(ctx, "linear_easy"))
-    _depth_axis(left, family.depths)
+        p.no_data(left, p.missing(ctx, "linear_easy"))
+    p.depth_axis(left, family.depths)
     lo = np.nanmin(s.R.mean) if not s.R.empty else None
     if lo is not None and np.isfinite(lo):
         left.set_ylim(lo / 5, None)
     left.set_ylabel("held-out loss R_L")
-    left.set_title(f"easy task: linear attention, power law ({_sizes(family)})", fontsize=9)
-    _legend(left)
+    left.set_title(f"easy task: linear attention, power law ({p.sizes(family)})", fontsize=9)
+    p.legend(left)
 
     lazy = ctx.family("nonlinear_lazy")
     spectrum = (0.0, 0.0) if (0.0, 0.0) in lazy.spectra else lazy.spectra[0]
     s = analysis.nonlinear_summary(ctx, "nonlinear_lazy", *spectrum)
-    if _errorbar(right, s.R, "C3", f"softmax attention {s.label}"):
-        _plot_fit(right, s.fit, lazy.depths, "C3", "fit")
-        _plot_bound(right, s.bound, "C3", "oracle single head" if s.bound else None)
-        parts.append(f"softmax difficult {s.label}: {_fit_label(s.fit)}")
+    if p.errorbar(right, s.R, "C3", f"softmax attention {s.label}"):
+        p.plot_fit(right, s.fit, lazy.depths, "C3", "fit")
+        p.plot_bound(right, s.bound, "C3", "oracle single head" if s.bound else None)
+        parts.append(f"softmax difficult {s.label}: {p.fit_label(s.fit)}")
     else:
-        _no_data(right, _missing(ctx, "nonlinear_lazy"))
+        p.no_data(right, p.missing(ctx, "nonlinear_lazy"))
     linear = ctx.family("linear_difficult")
     if spectrum in linear.spectra:
         t = analysis.linear_difficult_summary(ctx, "linear_difficult", *spectrum)
-        if _errorbar(right, t.R, "C0", f"linear attention {t.label} (d = {linear.d}, P = {linear.P})", marker="s"):
+        if p.errorbar(right, t.R, "C0", f"linear attention {t.label} (d = {linear.d}, P = {linear.P})", marker="s"):
             right.axhline(t.floor, color="C0", ls="--", lw=0.9, label=f"linear theory floor {t.floor:.3g}")
             parts.append(f"linear difficult {t.label}: plateau {t.plateau:.4g}, floor {t.floor:.4g}")
-    _depth_axis(right, lazy.depths)
+    p.depth_axis(right, lazy.depths)
     right.set_ylabel("held-out loss R_L")
-    right.set_title(f"top-{lazy.k} task: softmax ({_sizes(lazy)}, {_regime(lazy)}) vs linear", fontsize=9)
-    _legend(right)
-    paths = _save(ctx, fig, "fig1")
+    right.set_title(f"top-{lazy.k} task: softmax ({p.sizes(lazy)}, {p.regime(lazy)}) vs linear", fontsize=9)
+    p.legend(right)
+    paths = p.save(ctx, fig, "fig1")
     return Figure("fig1", paths, "Overview. Left: linear attention on the easy task decays as a power law in depth "
                                  "between the constrained (ζ) and free (2ζ) polynomial laws. Right: softmax attention on "
                                  "the top-2 task against linear attention and its floor. " + "; ".join(parts))

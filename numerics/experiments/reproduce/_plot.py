@@ -1,0 +1,209 @@
+"""Drawing helpers shared by the figure builders of :mod:`numerics.experiments.reproduce.figures`.
+
+Conventions (labelled axes, one colour, marker and line style per curve, fits that do
+not determine their exponent not drawn, the oracle bound as a dash-dotted line) are
+described in :mod:`numerics.experiments.reproduce.figures`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .results import Curve, FitSummary
+
+__all__ = ["Figure", "STYLES", "fit_problem"]
+
+
+#: (marker, line style) of the i-th curve of a panel: colour alone does not separate curves that coincide
+STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("X", "-."), ("*", ":"))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure written by a builder.
+
+    Attributes
+    ----------
+    id : str
+        Artefact ID (``fig6a``).
+    paths : tuple of Path
+        The PNG and the PDF.
+    caption : str
+        What is shown, with the key numbers.
+
+    References
+    ----------
+    The paper's figure of the same number.
+
+    Examples
+    --------
+    >>> Figure("fig1", (Path("f.png"), Path("f.pdf")), "caption").png.name
+    'f.png'
+    """
+
+    id: str
+    paths: tuple
+    caption: str
+
+    @property
+    def png(self) -> Path:
+        return self.paths[0]
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def colours(n: int) -> list:
+    plt = pyplot()
+    cmap = plt.get_cmap("tab10")
+    return [cmap(i % 10) for i in range(max(n, 1))]
+
+
+def style(index: int) -> tuple:
+    return STYLES[index % len(STYLES)]
+
+
+def save(ctx, fig, artefact_id: str) -> tuple:
+    """Write ``fig`` as PNG and PDF atomically (:func:`numerics.io.save_figure`); close it."""
+    from numerics.io import save_figure
+
+    plt = pyplot()
+    try:
+        paths = tuple(save_figure(fig, ctx.figures_dir / f"{artefact_id}.{ext}", dpi=130, close=False)
+                      for ext in ("png", "pdf"))
+    finally:
+        plt.close(fig)
+    return paths
+
+
+def note(ax, text: str) -> None:
+    """A legend entry without a line: says what is not drawn and why."""
+    ax.plot([], [], ls="none", label=text)
+
+
+def no_data(ax, message: str) -> None:
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, fontsize=9, wrap=True,
+            color="0.35")
+
+
+def depth_axis(ax, depths, *, logy: bool = True) -> None:
+    import matplotlib.ticker as ticker
+
+    ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    if len(depths):
+        ax.set_xlim(min(depths) / 1.3, max(depths) * 1.3)
+    ax.set_xlabel("depth L (number of layers)")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def errorbar(ax, curve: Curve, colour, label: str, *, marker: str = "o", linestyle: str = "-") -> bool:
+    c = curve.finite()
+    if not len(c.depths):
+        return False
+    se = np.where(np.isfinite(c.se), c.se, 0.0)
+    ax.errorbar(c.depths, c.mean, yerr=se, color=colour, marker=marker, ms=4, lw=1.3, ls=linestyle, capsize=2,
+                label=label)
+    return True
+
+
+def fit_problem(fit: FitSummary) -> str | None:
+    """Why a fit of eq. (16) is not drawn (it does not determine its exponent), or None if it is fine.
+
+    No fit; no standard error of ``α`` (the curve does not constrain it); or ``α``
+    within one standard error of 0 (a flat curve: ``c`` and ``α`` trade off, and
+    the printed ``L0`` and ``α`` mean nothing).
+
+    References
+    ----------
+    Paper eq. (16).
+
+    Examples
+    --------
+    >>> fit_problem(FitSummary(None, "2 depth(s) with data; the fit needs 3"))
+    'no fit: 2 depth(s) with data; the fit needs 3'
+    """
+    if not fit.ok:
+        return f"no fit: {fit.reason}"
+    alpha, se = fit.value("alpha"), fit.se("alpha")
+    if not math.isfinite(se):
+        return f"α = {alpha:.2g} undetermined (no standard error; flat curve)"
+    if se >= abs(alpha):
+        return f"α = {alpha:.2g} ± {se:.2g}, indistinguishable from 0 (flat curve)"
+    return None
+
+
+def fit_label(fit: FitSummary, *, floor_fixed: bool = False) -> str:
+    problem = fit_problem(fit)
+    if problem is not None:
+        return problem if problem.startswith("no fit") else f"no power law: {problem}"
+    alpha, se = fit.value("alpha"), fit.se("alpha")
+    text = f"α = {alpha:.2f} ± {se:.2f}"
+    if not floor_fixed:
+        text += f", L0 = {fit.value('L0'):.3g}"
+    return text
+
+
+def plot_fit(ax, fit: FitSummary, depths, colour, label: str, *, floor_fixed: bool = False) -> bool:
+    """Draw the fitted law (dashed) labelled ``label: α = ...``; if it failed, only a legend entry saying why."""
+    if not len(depths):
+        return False
+    problem = fit_problem(fit)
+    if problem is not None:
+        note(ax, f"{label}: not drawn, {problem}")
+        return False
+    grid = np.unique(np.geomspace(min(depths), max(depths), 60).round().astype(int))
+    ax.plot(grid, fit.fit.predict(grid), ls="--", lw=1.1, color=colour,
+            label=f"{label}: {fit_label(fit, floor_fixed=floor_fixed)}")
+    return True
+
+
+def plot_bound(ax, bound: dict | None, colour, label: str | None) -> None:
+    if not bound:
+        return
+    ax.axhline(bound["single_head_loss"], color=colour, ls="-.", lw=0.9, alpha=0.8, label=label)
+
+
+def legend(ax, **kwargs) -> None:
+    """Legend inside the axes; outside on the right when it has many entries (so it never hides data)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    if len(handles) > 5:
+        kwargs = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0}
+        figure = ax.figure
+        if len(figure.axes) == 1 and not getattr(figure, "_idepth_widened", False):
+            width, height = figure.get_size_inches()
+            figure.set_size_inches(width * 1.4, height)  # room for the legend, the axes keep their size
+            figure._idepth_widened = True
+    ax.legend(fontsize=7, frameon=False, **kwargs)
+
+
+def sizes(family) -> str:
+    return f"d = {family.d}, N = {family.N}, P = {family.P}"
+
+
+def regime(family) -> str:
+    """The regime's short name ("lazy", "converged", ...) for titles."""
+    return family.regime.split(":")[0] + " training" if ":" in family.regime else family.regime
+
+
+def missing(ctx, family_name: str) -> str:
+    if not ctx.ran(family_name):
+        return f"{family_name}: not run (not requested with --only)"
+    return f"{family_name}: no finished runs in the store"
