@@ -294,8 +294,8 @@ def write_json(path: str | os.PathLike, data: Any, *, indent: int | None = 1, so
 def _probe_writable(directory: Path) -> str | None:
     """None if a file can be created in ``directory`` (created and removed for real), else why not.
 
-    :func:`os.access` is not enough: for root it says every directory is writable,
-    and it knows nothing of read-only mounts.
+    :func:`os.access` is not enough: for root it says every directory is writable
+    (permission bits do not bind root); only a real write answers for every case.
     """
     try:
         fd, name = tempfile.mkstemp(prefix=".idepth-write-probe-", dir=directory)

@@ -129,7 +129,7 @@ import numpy as np
 
 from theory.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
-from .checkpoint import TrainingState, read_checkpoint, read_training_state, save_checkpoint
+from .checkpoint import TRAINING_STATE_FILE, TrainingState, read_checkpoint, read_training_state, save_checkpoint
 from .diagnostics import diagnose_batch
 from .models import MODELS, chunk_size, get_model
 from .optim import SCHEDULES, AdamState, adam_init, adam_update, clip_by_global_norm, schedule_value
@@ -913,7 +913,7 @@ def _resume_point(ckpt: str, config: TrainConfig):
     training = read_training_state(ckpt)
     if training is None:
         raise ValueError(f"cannot resume: the checkpoint in {ckpt!r} has no training state "
-                         f"({'training_state.npz'} is missing; written by an older version?)")
+                         f"({TRAINING_STATE_FILE} is missing; written by an older version?)")
     return params, training, np.asarray(arrays["loss_curve"], dtype=np.float64).reshape(-1, 2)
 
 

@@ -285,3 +285,26 @@ def test_diagnose_refuses_an_incomplete_checkpoint_unless_allowed_and_then_says_
     out = capsys.readouterr().out
     assert out.startswith("INCOMPLETE CHECKPOINT (--allow-incomplete): training stopped at step 3 of 6")
     assert "R_L (loss, eq. 61)" in out
+
+
+def test_ctrl_c_between_the_renames_of_a_checkpoint_is_held_until_all_files_are_in_place(tmp_path, monkeypatch):
+    import signal
+
+    staged = []
+    for name, data in (("a.bin", b"new a"), ("b.bin", b"new b"), ("metrics.json", b"new m")):
+        (tmp_path / name).write_bytes(b"old")
+        staged.append((nio.stage(tmp_path / name, lambda fh, d=data: fh.write(d))[0], tmp_path / name))
+    real_replace, calls = os.replace, []
+
+    def replace_then_ctrl_c(src, dst):
+        real_replace(src, dst)
+        calls.append(dst)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C after the first of three renames
+
+    monkeypatch.setattr(nio.os, "replace", replace_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        nio.commit(staged)
+    assert len(calls) == 3, "the interrupt arrived before the checkpoint was complete"
+    assert [(tmp_path / n).read_bytes() for n in ("a.bin", "b.bin", "metrics.json")] == [b"new a", b"new b", b"new m"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "b.bin", "metrics.json"]

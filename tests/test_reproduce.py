@@ -313,18 +313,19 @@ def drawn(smoke, tmp_path_factory):
     """Every figure of the smoke reproduction redrawn from its store, with the matplotlib figures kept."""
     import shutil
 
+    from numerics.experiments.reproduce import _plot as plot_module
     from numerics.experiments.reproduce import figures as figures_module
     from numerics.experiments.reproduce.context import ReproductionContext
 
     out = tmp_path_factory.mktemp("redrawn")
     shutil.copytree(smoke.out_dir / "store", out / "store")
     ctx = ReproductionContext.open(smoke.plan.scale, out, families=smoke.plan.families)
-    kept, save = {}, figures_module._save
-    figures_module._save = lambda ctx_, fig, artefact_id: (kept.__setitem__(artefact_id, fig), save(ctx_, fig, artefact_id))[1]
+    kept, save = {}, plot_module.save
+    plot_module.save = lambda ctx_, fig, artefact_id: (kept.__setitem__(artefact_id, fig), save(ctx_, fig, artefact_id))[1]
     try:
         built = {artefact_id: figures_module.build_figure(ctx, artefact_id) for artefact_id in FIGURES}
     finally:
-        figures_module._save = save
+        plot_module.save = save
     return ctx, built, kept
 
 
@@ -354,7 +355,7 @@ def test_no_two_data_curves_of_a_panel_share_marker_and_line_style(drawn, artefa
 def test_fits_that_do_not_determine_alpha_are_not_drawn_and_the_legend_says_why():
     from theory.fitting import fit_depth_law
 
-    from numerics.experiments.reproduce.figures import _plot_fit, fit_problem
+    from numerics.experiments.reproduce._plot import fit_problem, plot_fit as _plot_fit
     from numerics.experiments.reproduce.results import FitSummary
 
     depths = np.array([1, 2, 4, 8])
