@@ -653,8 +653,11 @@ def random_streams(config: TrainConfig) -> tuple[np.random.Generator, np.random.
     return init, batches, evaluation
 
 
-def evaluation_batch(config: TrainConfig):
+def evaluation_batch(config: TrainConfig, spectrum=None):
     """The fixed held-out evaluation set of ``config`` (``eval_size`` contexts from ``eval_seed``).
+
+    ``spectrum``: ``config.spectrum()``, passed in by a caller that has built it already
+    (a run builds its spectrum once).
 
     References
     ----------
@@ -669,7 +672,8 @@ def evaluation_batch(config: TrainConfig):
     from numerics.tasks import sample
 
     rng = random_streams(config)[2]
-    return sample(config.task, config.spectrum(), config.P, config.eval_size, rng, k=config.k, dtype=config.numpy_dtype)
+    spectrum = config.spectrum() if spectrum is None else spectrum
+    return sample(config.task, spectrum, config.P, config.eval_size, rng, k=config.k, dtype=config.numpy_dtype)
 
 
 def evaluate(model, params: Mapping[str, np.ndarray], batch, chunk: int | None = None) -> float:
@@ -771,7 +775,7 @@ def train(
     if resume and ckpt is None:
         raise ValueError("resume=True needs the checkpoint_dir to resume from")
     resumed = _resume_point(ckpt, config) if resume else None
-    eval_batch = evaluation_batch(config)
+    eval_batch = evaluation_batch(config, spectrum)
 
     eval_steps: list[int] = []
     eval_losses: list[float] = []
@@ -863,7 +867,7 @@ def train(
     finally:
         bar.close()
 
-    metrics, arrays = _final_evaluation(model, params, eval_batch, config)
+    metrics, arrays = _final_evaluation(model, params, eval_batch, spectrum)
     arrays["loss_curve"] = _curve(eval_steps, eval_losses)
     arrays["train_loss"] = train_losses[:steps_done].copy()
     from theory import __version__
@@ -921,8 +925,8 @@ def _curve(steps: list[int], losses: list[float]) -> np.ndarray:
     return np.column_stack([np.asarray(steps, dtype=np.float64), np.asarray(losses, dtype=np.float64)]).reshape(-1, 2)
 
 
-def _final_evaluation(model, params, batch, config: TrainConfig) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    diag = diagnose_batch(model, params, batch, config.spectrum())
+def _final_evaluation(model, params, batch, spectrum) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    diag = diagnose_batch(model, params, batch, spectrum)
     metrics = {
         "R_L": diag.R_L,
         "A_L": diag.A_L,

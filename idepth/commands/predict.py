@@ -110,6 +110,7 @@ def _spectrum(args):
 
 def run(args) -> int:
     from numerics.io import FIGURE_FORMATS, check_output_file
+    from numerics.plotting import plot_prediction
     from theory.predict import predict_loss
 
     if args.plot is not None:  # before any work
@@ -121,7 +122,7 @@ def run(args) -> int:
         rng=args.seed, calibration=_calibration(args.calibration),
     )
     if args.plot is not None:
-        write_plot(prediction, args.plot, title=repr(spectrum))
+        plot_prediction(prediction, args.plot, title=repr(spectrum))
     if args.json:
         print(json.dumps(prediction.to_dict(), indent=1, ensure_ascii=False))
         return 0
@@ -147,29 +148,3 @@ def run(args) -> int:
     if args.plot is not None:
         print(f"# plot written to {args.plot}")
     return 0
-
-
-def write_plot(prediction, path: Path, title: str = "") -> None:
-    """Log-log plot of a :class:`~theory.predict.LossPrediction`, written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from numerics.io import FIGURE_FORMATS, check_output_file, save_figure
-
-    path = check_output_file(path, "--plot", suffixes=FIGURE_FORMATS)
-    fig, ax = plt.subplots(figsize=(5.5, 4.0), layout="constrained")
-    positive = prediction.loss > 0
-    ax.loglog(prediction.depth[positive], prediction.loss[positive], "o-", label="predicted $R_L$")
-    if prediction.lower is not None:
-        ax.fill_between(prediction.depth, prediction.lower, prediction.upper, alpha=0.25, label="95% interval")
-    if prediction.exponent is not None and prediction.coefficient is not None:
-        L = prediction.depth.astype(float)
-        ax.loglog(L, prediction.plateau + prediction.coefficient * L ** (-prediction.exponent), "--",
-                  label=f"asymptote $\\propto L^{{-{prediction.exponent:.3g}}}$")
-    ax.set_xlabel("depth $L$")
-    ax.set_ylabel("loss $R_L$")
-    ax.set_title(f"{prediction.attention} attention, {prediction.task} task\n{title}", fontsize=9)
-    ax.legend(fontsize=8)
-    save_figure(fig, path, dpi=120)
