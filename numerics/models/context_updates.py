@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _common, reference
 from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, init_shared
-from ._common import layer_norm, layer_norm_backward, resolve_init_options, softmax, softmax_backward
+from ._common import layer_norm, layer_norm_backward, resolve_init_options, softmax_, softmax_backward
 from ._common import param_shapes as _param_shapes
 
 __all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
@@ -119,7 +119,7 @@ def _attention(H_hat_all: np.ndarray, C_ell: np.ndarray) -> tuple[np.ndarray, np
     """Softmax rows of all P+1 queries over the P context keys; returns (probs (B,P+1,P), queries (B,P+1,N))."""
     queries = H_hat_all @ C_ell  # ĥ_iᵀ C_ℓ
     logits = queries @ np.swapaxes(H_hat_all[:, :-1], -1, -2)
-    return softmax(logits), queries
+    return softmax_(logits), queries
 
 
 #: at most this many entries in one (contexts x (P+1) x P) attention array; larger batches

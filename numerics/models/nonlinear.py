@@ -41,7 +41,7 @@ import numpy as np
 
 from . import reference
 from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, floats_per_context
-from ._common import init_shared, layer_norm, layer_norm_backward, param_shapes as _param_shapes, resolve_init_options, softmax
+from ._common import init_shared, layer_norm, layer_norm_backward, param_shapes as _param_shapes, resolve_init_options, softmax_
 
 __all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
 
@@ -144,7 +144,7 @@ def _test_row_attention(W_x, W_q, W_k, context_x, test_x) -> _TestRows:
     C = np.swapaxes(W_q, -1, -2) @ W_k  # C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ, (L, N, N)
     u = h_test_hat @ C  # ĥ_testᵀ C_ℓ, (L, B, N)
     logits = np.swapaxes(u, 0, 1) @ np.swapaxes(H_ctx_hat, -1, -2)  # (B, L, P)
-    return _TestRows(softmax(logits), H_ctx_hat, r_ctx, h_test_hat, r_test, C, u)
+    return _TestRows(softmax_(logits), H_ctx_hat, r_ctx, h_test_hat, r_test, C, u)
 
 
 def _test_row_attention_backward(rows: _TestRows, grad_logits, W_x, W_q, W_k, context_x, test_x) -> tuple:
@@ -195,7 +195,10 @@ def _parallel_loss_and_grad(params, batch, *, values: str, model: str) -> tuple[
     grad_gains = np.sum(grad_f * label_reads, axis=0)  # (L,)
     grad_reads = grad_f * gains  # dℒ/d(p_ℓ·y), (B, L)
     # softmax backward with dℒ/dp_ℓj = grad_reads y_j:  p ⊙ (dp − p·dp)
-    grad_logits = rows.probs * grad_reads[..., None] * (context_y[:, None, :] - label_reads[..., None])
+    # (p ⊙ g) ⊙ (y − p·y), evaluated in that order into one buffer (the probabilities are not needed after)
+    centred = np.subtract(context_y[:, None, :], label_reads[..., None])
+    grad_logits = np.multiply(rows.probs, grad_reads[..., None], out=rows.probs)
+    grad_logits *= centred
     grad_W_x, grad_W_q, grad_W_k = _test_row_attention_backward(
         rows, grad_logits, params["W_x"], params["W_q"], params["W_k"], context_x, test_x
     )

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import reference
 from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, floats_per_context
-from ._common import init_shared, layer_norm, layer_norm_backward, resolve_init_options, softmax, softmax_backward
+from ._common import init_shared, layer_norm, layer_norm_backward, resolve_init_options, softmax_, softmax_backward
 from ._common import param_shapes as _param_shapes
 
 __all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
@@ -122,7 +122,7 @@ def _forward(params, batch) -> tuple[np.ndarray, _Trace]:
         hats[ell], inv_stds[ell] = layer_norm(h)
         queries[ell] = hats[ell] @ C[ell]
         logits = (H_ctx_hat @ queries[ell][:, :, None])[..., 0]
-        probs[ell] = softmax(logits)
+        probs[ell] = softmax_(logits)
         reads[ell] = (probs[ell][:, None, :] @ H_ctx_hat)[:, 0]
         h = h + (reads[ell] @ W_v.T) / L
         states[ell + 1] = h
