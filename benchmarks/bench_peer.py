@@ -78,7 +78,6 @@ from numerics.models._common import LAYER_NORM_EPS  # noqa: E402
 from numerics.optim import schedule_value  # noqa: E402
 from numerics.tasks import sample  # noqa: E402
 from numerics.train import (  # noqa: E402
-    MODEL_DEFAULTS,
     TrainConfig,
     adam_init,
     adam_update,
@@ -286,7 +285,7 @@ def same_model_check(size, seed: int = 0) -> dict:
     loss_package, grads = model.loss_and_grad(params, batch)
     grad_diff = max(float(np.max(np.abs(getattr(net, k).grad.numpy() - g))) for k, g in grads.items())
     grad_scale = max(float(np.max(np.abs(g))) for g in grads.values())
-    lr = MODEL_DEFAULTS["nonlinear"]["learning_rate"]
+    lr = get_model("nonlinear").TRAIN_DEFAULTS["learning_rate"]
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
     optimizer.step()
     stepped, _ = adam_update(params, grads, adam_init(params), lr)

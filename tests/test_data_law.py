@@ -68,3 +68,41 @@ def test_rotating_eigenbasis_draws_keeps_cosines_and_labels():
     O = haar_orthonormal(3, 3, rng, batch_size=4)
     assert np.allclose(cosine_similarity(rotate(O, x), rotate(O, q)), cosine_similarity(x, q), atol=rtol(ROUNDOFF))
     assert np.allclose(teacher_labels(rotate(O, x), rotate(O, beta)), teacher_labels(x, beta), atol=rtol(ROUNDOFF))
+
+
+# --------------------------------------------------------------------------- the float32 Gaussian (Box–Muller)
+@pytest.mark.parametrize("shape", [(200_001,), (301, 333)])
+def test_float32_standard_normal_is_standard_normal(shape):
+    """Box–Muller draws: KS against N(0, 1), the radius² of each (cos, sin) pair against χ²₂, no pair correlation."""
+    from scipy import stats
+
+    from theory.data_law import standard_normal
+
+    z = standard_normal(np.random.default_rng(12345), shape, np.float32)
+    assert z.shape == shape and z.dtype == np.float32 and z.flags.c_contiguous and z.flags.writeable
+    flat = z.ravel().astype(np.float64)
+    assert stats.kstest(flat, "norm").pvalue > 1e-3
+    half = flat.size // 2
+    pairs_r2 = flat[:half] ** 2 + flat[(flat.size + 1) // 2 :][:half] ** 2
+    assert stats.kstest(pairs_r2, "chi2", args=(2,)).pvalue > 1e-3
+    assert abs(np.corrcoef(flat[:half], flat[(flat.size + 1) // 2 :][:half])[0, 1]) < 4 / np.sqrt(half)
+    # the tails are there (a float32 radius would stop at 5.77σ; the float64 one reaches 8.5σ)
+    big = standard_normal(np.random.default_rng(7), (4_000_000,), np.float32)
+    assert np.mean(np.abs(big) > 3.0) == pytest.approx(2 * stats.norm.sf(3.0), rel=0.05)
+
+
+def test_float64_standard_normal_is_numpys_ziggurat():
+    from theory.data_law import standard_normal
+
+    a = standard_normal(np.random.default_rng(3), (5, 4), np.float64)
+    b = np.random.default_rng(3).standard_normal((5, 4))
+    assert np.array_equal(a, b)
+
+
+def test_standard_normal_reproducible_and_streams_differ():
+    from theory.data_law import standard_normal
+
+    a = standard_normal(np.random.default_rng(3), (1001,), np.float32)
+    b = standard_normal(np.random.default_rng(3), (1001,), np.float32)
+    c = standard_normal(np.random.default_rng(4), (1001,), np.float32)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)

@@ -208,10 +208,16 @@ def test_quick_scale_reaches_depth_32_on_the_nonlinear_difficult_task_with_three
     assert (0.0, 0.0) in spectra and any(a > 0 for a, _ in spectra) and any(b > 0 for _, b in spectra)
 
 
-def test_paper_scale_uses_the_papers_sizes_and_says_it_needs_a_dask_cluster():
+def test_paper_scale_puts_softmax_at_the_inferred_sizes_and_linear_at_table3s():
+    from numerics.experiments.scales import INFERRED_SOFTMAX_SIZES
+
     plan = make_plan("paper", "fig6a")
     family = plan.family("nonlinear_lazy")
-    assert (family.d, family.P, max(family.depths)) == (128, 1024, 256)
+    assert (family.d, family.N, family.P, max(family.depths)) == (16, 32, 64, 256) == (
+        INFERRED_SOFTMAX_SIZES["d"], INFERRED_SOFTMAX_SIZES["N"], INFERRED_SOFTMAX_SIZES["P"], 256)
+    for name, fam in get_scale("paper").families.items():
+        sizes = (fam.d, fam.N, fam.P)
+        assert sizes == ((128, 128, 1024) if fam.model == "linear" else (16, 32, 64)), name
     assert "Dask cluster" in plan.format(2)
 
 

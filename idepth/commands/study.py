@@ -9,6 +9,9 @@ A thin layer over :mod:`numerics.experiments.study`:
   -- the paper's nonlinear plateaus against the oracle bounds only;
 * ``idepth study sizes [--d 8,12,...] [--P 32,48,...] [--contexts N] [--seeds S] [--out DIR]``
   -- :func:`numerics.experiments.study.run_size_inference` (which (d, P) the paper's nonlinear plateaus imply);
+* ``idepth study converged [--out DIR] [--store DIR] [--spectra 'a,b;a,b'] [--base-steps S] [--report-only]``
+  -- :func:`numerics.experiments.study.converged.run_converged` (the softmax model trained to convergence at the
+  inferred sizes; one CSV row per run, its provenance, the docs page);
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``
   -- :func:`numerics.experiments.study.make_softmax_defaults` (the file ``theory.predict_loss`` reads).
 
@@ -83,6 +86,27 @@ def register(subparsers) -> None:
     sizes.add_argument("--workers", type=int, default=1, help="processes computing bounds (default 1)")
     sizes.add_argument("--no-progress", action="store_true", help="no progress output")
     sizes.set_defaults(func=run_sizes)
+
+    converged = actions.add_parser(
+        "converged", help="train the softmax model to convergence at the inferred sizes (d=16, P=64): R_L vs the bounds",
+        description="Every depth 1..128 of the seven Table 1 spectra (top-2), 3 seeds, N = 2d, plus L = 256, N = d and "
+                    "the RMSNorm model at (0, 0). A run counts as converged when its held-out loss changed by less than "
+                    "its own SE over the last quarter of training; otherwise it is retrained with the step cap doubled. "
+                    "All runs of a spectrum share one held-out set (paired depth differences). Resumable: finished "
+                    "runs stay in the store. Writes DIR/converged-study.csv (one row per run), its .provenance.json, "
+                    "DIR/converged-study.md and DIR/figures/converged-study.png; bounds cached in DIR/cache.",
+    )
+    converged.add_argument("--out", metavar="DIR", default="docs/results", help="output directory (default docs/results)")
+    converged.add_argument("--store", metavar="DIR", default=None, help="sweep store (default DIR/store)")
+    converged.add_argument("--spectra", default=None, metavar="'a,b;a,b'",
+                           help="train only these spectra of the plan (the CSV still lists every finished run)")
+    converged.add_argument("--base-steps", type=int, default=None, help="first step cap (default: the plan's)")
+    converged.add_argument("--seeds", type=int, default=None, help="seeds per point (default 3)")
+    converged.add_argument("--bound-contexts", type=int, default=8192, help="Monte-Carlo contexts per bound (default 8192)")
+    converged.add_argument("--report-only", action="store_true", help="no training: the page from DIR/converged-study.csv")
+    converged.add_argument("--workers", type=int, default=None, help="local worker processes (default: the usable cores)")
+    converged.add_argument("--no-progress", action="store_true", help="no progress output")
+    converged.set_defaults(func=run_converged_command)
 
     defaults = actions.add_parser(
         "defaults", help="measure and write the softmax defaults file read by theory.predict_loss",
@@ -161,6 +185,44 @@ def run_sizes(args) -> int:
                                           progress=None if not args.no_progress else False)
     print(markdown)
     print(f"wrote {args.out}/sizes.md, sizes.json, figures/sizes_chi2.png")
+    return 0
+
+
+def run_converged_command(args) -> int:
+    """Run ``idepth study converged``."""
+    import dataclasses
+
+    from numerics.experiments.study.converged import ConvergedPlan, run_converged
+    from numerics.io import check_output_dir
+    from theory.validation import check_positive_int
+
+    plan = ConvergedPlan()
+    changes = {}
+    if args.base_steps is not None:
+        changes["base_steps"] = check_positive_int("--base-steps", args.base_steps)
+    if args.seeds is not None:
+        changes["seeds"] = tuple(range(check_positive_int("--seeds", args.seeds)))
+    plan = dataclasses.replace(plan, **changes)
+    check_positive_int("--bound-contexts", args.bound_contexts, minimum=16)
+    if args.workers is not None:
+        check_positive_int("--workers", args.workers)
+    spectra = None
+    if args.spectra is not None:
+        try:
+            spectra = [tuple(float(v) for v in part.split(",")) for part in args.spectra.split(";") if part.strip()]
+        except ValueError:
+            raise ValueError(f"--spectra must be 'a,b;a,b;...'; got {args.spectra!r}") from None
+        if not spectra or any(len(p) != 2 for p in spectra):
+            raise ValueError(f"--spectra must be 'a,b;a,b;...'; got {args.spectra!r}")
+    check_output_dir(args.out, "--out")
+    if args.store is not None:
+        check_output_dir(args.store, "--store")
+    command = "idepth study converged " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study converged"
+    rows, markdown = run_converged(args.out, plan=plan, store_dir=args.store, workers=args.workers,
+                                   progress=None if not args.no_progress else False, report_only=args.report_only,
+                                   bound_contexts=args.bound_contexts, command=command.strip(), only_spectra=spectra)
+    print(markdown)
+    print(f"wrote {args.out}/converged-study.csv ({len(rows)} runs), converged-study.md, figures/converged-study.png")
     return 0
 
 

@@ -15,8 +15,11 @@ size and training recipe, over a grid of spectra, depths and seeds). A
 ``medium``
     Hours on a workstation: larger sizes, depths to 64-128, every table row.
 ``paper``
-    The sizes that reproduce the paper's Table 3 (``d = 128``, ``P = 1024``),
-    depths to 256: thousands of core-hours, run it on a Dask cluster
+    The linear families at the sizes that reproduce the paper's Table 3 (``d = 128``,
+    ``P = 1024``), the softmax families at the sizes the nonlinear plateaus imply
+    (:data:`INFERRED_SOFTMAX_SIZES`), depths to 256: ≈ 2 700 core-hours by the cost model
+    (the printed plan gives it), 95 % of them the linear families at ``d = 128`` (a linear
+    layer costs ``B N d²`` per step there); run it on a Dask cluster
     (``--backend dask --scheduler tcp://HOST:8786``).
 
 The paper states neither sizes, optimiser, schedule nor step budget (section 3
@@ -51,6 +54,7 @@ __all__ = [
     "SCALES",
     "MeasuredRunTime",
     "MEASURED_RUN_TIMES",
+    "INFERRED_SOFTMAX_SIZES",
     "get_scale",
 ]
 
@@ -82,6 +86,11 @@ class MeasuredRunTime:
         return (f"{self.wall_seconds / 60:.0f} min wall, {self.cpu_seconds / 60:.0f} min CPU "
                 f"({self.wall_seconds:.0f} s, {self.cpu_seconds:.0f} s) on {self.machine}")
 
+
+#: the sizes the paper's nonlinear plateaus imply (``idepth study sizes``: the χ² over the 14 plateaus of Tables 1
+#: and 4 is smallest at d = 16 by far; P is resolved only to 32-96), with N = 2d; the ``paper`` scale's softmax
+#: families and :mod:`numerics.experiments.study.converged` use them
+INFERRED_SOFTMAX_SIZES = MappingProxyType({"d": 16, "N": 32, "P": 64})
 
 #: measured run times per scale (from an empty output directory, regime study included)
 MEASURED_RUN_TIMES: Mapping[str, MeasuredRunTime] = MappingProxyType({
@@ -662,33 +671,38 @@ def _medium() -> Scale:
 
 
 def _paper() -> Scale:
+    # the softmax families at the sizes the paper's nonlinear plateaus imply (``idepth study sizes``: d = 16, P in
+    # 32-96; N = 2d), the linear families at the sizes that reproduce Table 3 (d = 128, P = 1024)
+    d, N, P = INFERRED_SOFTMAX_SIZES["d"], INFERRED_SOFTMAX_SIZES["N"], INFERRED_SOFTMAX_SIZES["P"]
     lazy = dict(_LAZY, max_steps=1000, batch_size=128, eval_every=100, eval_size=4096)
+    converged = dict(_CONVERGED, max_steps=20000, batch_size=256, eval_every=500, warmup_steps=500, eval_size=4096)
     linear = dict(_LINEAR, batch_size=128, max_steps=10000, eval_every=500, warmup_steps=500, eval_size=4096,
                   learning_rate=3e-3)
     seeds = (0, 1, 2)
     depths = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-    return _scale("paper", "the paper's sizes (d = 128, P = 1024), depths to 256: needs a Dask cluster", [
+    return _scale("paper", "linear families at the paper's Table 3 sizes (d = 128, P = 1024), softmax families at "
+                  f"the inferred sizes (d = {d}, N = {N}, P = {P}), depths to 256: ≈ 2 700 core-hours, 95 % of them the linear "
+                  "families at d = 128: needs a Dask cluster", [
         Family("linear_easy", "linear", "easy", 2, 128, 128, 1024, _TABLE2_SPECTRA, depths[:8], seeds, **linear),
         Family("linear_difficult", "linear", "difficult", 2, 128, 128, 1024,
                _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA), depths[:6], seeds, **linear),
         Family("linear_difficult_k16", "linear", "difficult", 16, 128, 128, 1024, _TABLE3_K16_SPECTRA, depths[:6],
                seeds, **linear),
-        Family("nonlinear_easy", "nonlinear", "easy", 2, 128, 128, 1024, _unique(_TABLE1_SPECTRA, _TABLE2_SPECTRA),
+        Family("nonlinear_easy", "nonlinear", "easy", 2, d, N, P, _unique(_TABLE1_SPECTRA, _TABLE2_SPECTRA),
                (1, 2, 4), seeds, max_steps=5000, batch_size=128, eval_every=250, eval_size=4096, **_EASY),
-        Family("nonlinear_lazy", "nonlinear", "difficult", 2, 128, 128, 1024,
+        Family("nonlinear_lazy", "nonlinear", "difficult", 2, d, N, P,
                _unique(_TABLE1_SPECTRA, _TABLE4_K2_SPECTRA), depths, seeds, **lazy),
-        Family("nonlinear_converged", "nonlinear", "difficult", 2, 128, 128, 1024, _TABLE1_SPECTRA, depths, seeds,
-               max_steps=20000, batch_size=128, eval_every=500, warmup_steps=500, eval_size=4096, **_CONVERGED),
-        Family("nonlinear_k16", "nonlinear", "difficult", 16, 128, 128, 1024, _TABLE4_K16_SPECTRA, depths, seeds,
-               **lazy),
-        Family("single_stream", "single_stream", "difficult", 2, 128, 128, 1024, ((0.0, 0.0), (0.5, 0.5)),
+        Family("nonlinear_converged", "nonlinear", "difficult", 2, d, N, P, _TABLE1_SPECTRA, depths, seeds,
+               **converged),
+        Family("nonlinear_k16", "nonlinear", "difficult", 16, d, N, P, _TABLE4_K16_SPECTRA, depths, seeds, **lazy),
+        Family("single_stream", "single_stream", "difficult", 2, d, N, P, ((0.0, 0.0), (0.5, 0.5)),
                depths[:7], seeds, **lazy),
-        Family("untied_values", "untied_values", "difficult", 2, 128, 128, 1024, ((0.0, 0.0), (0.5, 0.5)), depths,
+        Family("untied_values", "untied_values", "difficult", 2, d, N, P, ((0.0, 0.0), (0.5, 0.5)), depths,
                seeds, **lazy),
-        Family("context_updates", "context_updates", "difficult", 2, 128, 128, 1024, ((0.0, 0.0),), depths[:6],
-               seeds, **dict(_CONVERGED, max_steps=20000, batch_size=128, eval_every=500, warmup_steps=500)),
-        Family("context_updates_k16", "context_updates", "difficult", 16, 128, 128, 1024, ((0.0, 0.0),), depths[:6],
-               seeds, **dict(_CONVERGED, max_steps=20000, batch_size=128, eval_every=500, warmup_steps=500)),
+        Family("context_updates", "context_updates", "difficult", 2, d, N, P, ((0.0, 0.0),), depths[:6],
+               seeds, **converged),
+        Family("context_updates_k16", "context_updates", "difficult", 16, d, N, P, ((0.0, 0.0),), depths[:6],
+               seeds, **converged),
     ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_FULL)
 
 

@@ -6,6 +6,8 @@
 ``"single_stream"``       one residual stream, Q, K, V from the evolving state (C.1, eqs. 64-70)
 ``"untied_values"``       per-layer value matrices ``W_v^ℓ`` (C.2, eqs. 71-74)
 ``"context_updates"``     mask ``M(m)`` with a learned scalar ``m`` (C.3, eqs. 77-83)
+``"nonlinear_rms"``       ``"nonlinear"`` with a parameter-free RMSNorm as the pre-norm (the paper
+                          says only "pre-norm")
 ========================  ===========================================================
 
 :data:`MODELS` maps each name to its module, in the order of the paper. Every model
@@ -34,6 +36,8 @@ diagnostics, experiments) reads them instead of knowing models by name:
                                       vectors of :func:`numerics.diagnostics.error_vectors` are exact
 ``VALUES``                            ``"tied"`` (one ``W_v``, eq. 9) or ``"untied"`` (``W_v^ℓ``, eq. 71)
 ``MASK``                              ``"M_linear"``, ``"M(0)"`` or ``"M(m)"`` (eqs. 75-77)
+``NORM``                              the pre-norm: ``"layer"`` (LayerNorm, no gain or bias), ``"rms"``
+                                      (RMSNorm, no gain) or ``None`` (the linear model has none)
 ``PARAMETERS``                        the parameter names, the keys of ``init_params``
 ``INIT_DEFAULTS``                     the ``init_params`` options and their defaults
 ``TRAIN_DEFAULTS``                    ``{"learning_rate": float, "init": {option: value}}`` that
@@ -71,12 +75,12 @@ import numpy as np
 
 from theory.validation import check_choice
 
-from . import context_updates, linear, nonlinear, single_stream, untied_values
+from . import context_updates, linear, nonlinear, nonlinear_rms, single_stream, untied_values
 from ._common import LAYER_NORM_EPS, ForwardResult
 
 __all__ = ["MODELS", "get_model", "get", "chunk_size", "ForwardResult", "LAYER_NORM_EPS"]
 
-#: the five models by name, in the order of the paper (iterating gives the names)
+#: the five models by name, in the order of the paper, then the RMSNorm variant of the nonlinear one
 MODELS: Mapping[str, ModuleType] = MappingProxyType(
     {
         "linear": linear,
@@ -84,6 +88,7 @@ MODELS: Mapping[str, ModuleType] = MappingProxyType(
         "single_stream": single_stream,
         "untied_values": untied_values,
         "context_updates": context_updates,
+        "nonlinear_rms": nonlinear_rms,
     }
 )
 
@@ -93,7 +98,7 @@ def get_model(name: str) -> ModuleType:
 
     Parameters
     ----------
-    name : {'linear', 'nonlinear', 'single_stream', 'untied_values', 'context_updates'}
+    name : {'linear', 'nonlinear', 'single_stream', 'untied_values', 'context_updates', 'nonlinear_rms'}
 
     Returns
     -------

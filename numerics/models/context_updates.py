@@ -55,6 +55,7 @@ ATTENTION = "softmax"
 LABEL_LINEAR = True  # the attention reads only the input stream; labels mix linearly through M(m)
 VALUES = "tied"
 MASK = "M(m)"
+NORM = "layer"
 PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o", "m")
 #: default initialisation options (see :func:`init_params`); ``m_init = 0`` starts at the nonlinear model
 INIT_DEFAULTS = MappingProxyType({**SHARED_INIT_DEFAULTS, "m_init": 0.0})

@@ -72,6 +72,7 @@ ATTENTION = "linear"
 LABEL_LINEAR = True  # ŷ = βᵀ 𝒫_L(S) x_test, eq. (24)
 VALUES = "tied"
 MASK = "M_linear"
+NORM = None  # no norm (eq. 11)
 PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
 #: default initialisation options (see :func:`init_params`)
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))

@@ -16,10 +16,18 @@ the model is exactly parallel (eqs. 59-60):
 
     ŷ_L = (1/L) Σ_ℓ f_ℓ,   f_ℓ = g p_ℓ·y,   g = W_o W_v W_y,
 
-where ``p_ℓ`` is the test row of ``A^ℓ``. Its logits are ``ĥ_testᵀ (W_q^ℓ)ᵀ W_k^ℓ ĥ_j``,
-computed as ``(ĥ_testᵀ C_ℓ) Ĥ_x`` with ``C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ`` formed once per step:
-``O(N² + P N)`` per layer and context instead of the dense ``O(P N² + P² N)``.
-``loss_and_grad`` is a hand-written reverse pass through that engine.
+where ``p_ℓ`` is the test row of ``A^ℓ``. The pre-norm keeps every token in a
+``d``-dimensional subspace of the ``N`` hidden dimensions: with ``A`` = ``W_x`` minus its
+column means (LayerNorm's centring), ``ĥ_j = r_j A x_j``, ``r_j = 1/sqrt(|A x_j|²/N + eps)``,
+so the logits are exactly
+
+    ĥ_testᵀ (W_q^ℓ)ᵀ W_k^ℓ ĥ_j = (D_ℓᵀ z_test)·z_j,   z = r x,   D_ℓ = (W_q^ℓ A)ᵀ (W_k^ℓ A)  (d × d),
+
+formed once per step: ``O(d² + P d)`` per layer and context instead of the dense
+``O(P N² + P² N)``, and no ``(B, P, N)`` hidden state is formed. The softmax keeps its rows
+unnormalised (``p_ℓ = e_ℓ / Σ_j e_ℓj``; the sum and the read ``e_ℓ·y`` come from one small
+product with ``[1, y]``). ``loss_and_grad`` is a hand-written reverse pass through that
+engine; :mod:`numerics.models.reference` is the literal transcription it is tested against.
 
 Initialisation (:data:`INIT_DEFAULTS`): ``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + 0.1 G/sqrt(N))``, κ = 1,
 orthonormal ``W_x``, ``W_v = I``, ``g = 1``. After the norm the logits start at ≈ ``N cos(x_j, x_test)``,
@@ -40,10 +48,20 @@ from typing import NamedTuple
 import numpy as np
 
 from . import reference
-from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, floats_per_context
-from ._common import init_shared, layer_norm, layer_norm_backward, param_shapes as _param_shapes, resolve_init_options, softmax_
+from ._common import (
+    LAYER_NORM_EPS,
+    SHARED_INIT_DEFAULTS,
+    BatchArrays,
+    ForwardResult,
+    check_batch,
+    check_params,
+    floats_per_context,
+    init_shared,
+    resolve_init_options,
+)
+from ._common import param_shapes as _param_shapes
 
-__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
+__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "floats_per_context", "forward", "init_params", "loss_and_grad", "param_shapes", "reference_forward"]
 
 # facts (see the package docstring)
 NAME = "nonlinear"
@@ -51,6 +69,7 @@ ATTENTION = "softmax"
 LABEL_LINEAR = True  # the attention reads only the input stream
 VALUES = "tied"
 MASK = "M(0)"
+NORM = "layer"  # the pre-norm (LayerNorm without gain or bias; the RMSNorm variant is ``nonlinear_rms``)
 PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
 #: default initialisation options (see :func:`init_params`)
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
@@ -115,15 +134,23 @@ def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=n
 
 # ----------------------------------------------------------------------------- shared engine
 class _TestRows(NamedTuple):
-    """Softmax test rows ``p_ℓ`` of all layers and what their reverse pass needs."""
+    """Softmax test rows ``p_ℓ`` of all layers, kept unnormalised, and what their reverse pass needs.
 
-    probs: np.ndarray  # p_ℓ, (B, L, P)
-    H_ctx_hat: np.ndarray  # normed context inputs, (B, P, N)
-    r_ctx: np.ndarray  # their 1/std, (B, P, 1)
-    h_test_hat: np.ndarray  # normed test input, (B, N)
-    r_test: np.ndarray  # its 1/std, (B, 1)
-    C: np.ndarray  # C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ, (L, N, N)
-    u: np.ndarray  # ĥ_testᵀ C_ℓ, (L, B, N)
+    Everything lives in the ``d`` input dimensions (see :func:`_test_row_attention`).
+    """
+
+    weights: np.ndarray  # e_ℓj = exp(logit_ℓj − max_j logit_ℓj), so p_ℓj = e_ℓj / Σ_j e_ℓj; (B, L, P)
+    totals: np.ndarray  # Σ_j e_ℓj (>= 1), (B, L)
+    reads: np.ndarray  # p_ℓ·y, (B, L)
+    z_ctx: np.ndarray  # r_j x_j, (B, P, d)
+    r_ctx: np.ndarray  # 1/std of the hidden context tokens, (B, P)
+    z_test: np.ndarray  # r_test x_test, (B, d)
+    r_test: np.ndarray  # (B,)
+    A: np.ndarray  # centred W_x, (N, d)
+    Q: np.ndarray  # W_q^ℓ A, (L, N, d)
+    K: np.ndarray  # W_k^ℓ A, (L, N, d)
+    D: np.ndarray  # D_ℓ = Qᵀ_ℓ K_ℓ, (L, d, d)
+    u: np.ndarray  # ũ_ℓ = D_ℓᵀ z_test, (B, L, d)
 
 
 class _Parallel(NamedTuple):
@@ -131,76 +158,128 @@ class _Parallel(NamedTuple):
 
     prediction: np.ndarray  # (B,)
     layer_predictors: np.ndarray  # f_ℓ, (B, L)
-    label_reads: np.ndarray  # p_ℓ·y, (B, L)
     gains: np.ndarray  # g (shape ()) or g_ℓ (shape (L,))
     rows: _TestRows
     arrays: BatchArrays
 
 
-def _test_row_attention(W_x, W_q, W_k, context_x, test_x) -> _TestRows:
-    """Softmax test rows ``p_ℓ`` of all layers, (B, L, P), with the cache for the reverse pass."""
-    H_ctx_hat, r_ctx = layer_norm(context_x @ W_x.T)  # (B, P, N)
-    h_test_hat, r_test = layer_norm(test_x @ W_x.T)  # (B, N)
-    C = np.swapaxes(W_q, -1, -2) @ W_k  # C_ℓ = (W_q^ℓ)ᵀ W_k^ℓ, (L, N, N)
-    u = h_test_hat @ C  # ĥ_testᵀ C_ℓ, (L, B, N)
-    logits = np.swapaxes(u, 0, 1) @ np.swapaxes(H_ctx_hat, -1, -2)  # (B, L, P)
-    return _TestRows(softmax_(logits), H_ctx_hat, r_ctx, h_test_hat, r_test, C, u)
+def _norm_scales(x: np.ndarray, gram: np.ndarray, N: int) -> np.ndarray:
+    """``r = 1/sqrt(|A x|²/N + eps)`` of each input, from the Gram matrix ``AᵀA`` (d, d)."""
+    flat = x.reshape(-1, x.shape[-1])
+    quad = np.einsum("ij,ij->i", flat @ gram, flat).reshape(x.shape[:-1])  # |A x|² = xᵀ AᵀA x, one product
+    return 1.0 / np.sqrt(quad / N + LAYER_NORM_EPS)
 
 
-def _test_row_attention_backward(rows: _TestRows, grad_logits, W_x, W_q, W_k, context_x, test_x) -> tuple:
-    """Gradients of ``W_x, W_q, W_k`` given the gradient of the test-row logits (B, L, P)."""
-    H_ctx_hat, h_test_hat, C, u = rows.H_ctx_hat, rows.h_test_hat, rows.C, rows.u
-    grad_u = np.swapaxes(grad_logits @ H_ctx_hat, 0, 1)  # (L, B, N)
-    grad_H_ctx_hat = np.swapaxes(grad_logits, -1, -2) @ np.swapaxes(u, 0, 1)  # (B, P, N)
-    grad_C = h_test_hat.T @ grad_u  # (L, N, N)
-    grad_h_test_hat = np.sum(grad_u @ np.swapaxes(C, -1, -2), axis=0)  # (B, N)
-    grad_W_q = W_k @ np.swapaxes(grad_C, -1, -2)
-    grad_W_k = W_q @ grad_C
-    grad_H_ctx = layer_norm_backward(H_ctx_hat, rows.r_ctx, grad_H_ctx_hat)
-    grad_h_test = layer_norm_backward(h_test_hat, rows.r_test, grad_h_test_hat)
+def _test_row_attention(W_x, W_q, W_k, context_x, context_y, test_x, norm: str = "layer") -> _TestRows:
+    """Softmax test rows of all layers and their label reads ``p_ℓ·y``, with the cache for the reverse pass.
+
+    The pre-norm keeps every token in a ``d``-dimensional subspace: with ``A = W_x`` minus its
+    column means (the centring of the LayerNorm; ``A = W_x`` for ``norm="rms"``), ``ĥ_j = r_j A x_j`` and
+    ``r_j = 1/sqrt(|A x_j|²/N + eps)``, so the logit of eq. (10) is
+
+        ĥ_testᵀ (W_q^ℓ)ᵀ W_k^ℓ ĥ_j = (D_ℓᵀ z_test)·z_j,   z = r x,   D_ℓ = (W_q^ℓ A)ᵀ (W_k^ℓ A)  (d × d),
+
+    exactly: contractions over the ``d`` input dimensions instead of the ``N`` hidden ones,
+    and no ``(B, P, N)`` hidden state is formed. Three passes over the ``(B, L, P)``
+    logits: the row maximum, the shift and the exp (in place). The normalisation
+    ``Σ_j e_ℓj`` and the read ``Σ_j e_ℓj y_j`` come out of one small matrix product with
+    ``[1, y]``; the probabilities themselves are never formed.
+    """
     N, d = W_x.shape
-    grad_W_x = grad_H_ctx.reshape(-1, N).T @ context_x.reshape(-1, d) + grad_h_test.T @ test_x
+    A = W_x - W_x.mean(axis=0, keepdims=True) if norm == "layer" else W_x  # (I − 11ᵀ/N) W_x, or W_x (RMSNorm)
+    gram = A.T @ A
+    r_ctx = _norm_scales(context_x, gram, N)  # (B, P)
+    r_test = _norm_scales(test_x, gram, N)  # (B,)
+    z_ctx = context_x * r_ctx[..., None]
+    z_test = test_x * r_test[:, None]
+    Q, K = W_q @ A, W_k @ A  # (L, N, d)
+    D = np.swapaxes(Q, -1, -2) @ K  # (L, d, d)
+    L, B = D.shape[0], test_x.shape[0]
+    # ũ[b, ℓ] = D_ℓᵀ z_test[b] as one product: (B, d) @ (d, L·d)
+    u = (z_test @ np.swapaxes(D, 0, 1).reshape(d, L * d)).reshape(B, L, d)
+    weights = u @ np.swapaxes(z_ctx, -1, -2)  # logits, (B, L, P)
+    # max-subtracted exp in place; fmax's reduction is several times faster than max's over a short
+    # last axis (a NaN logit still makes its row NaN through the exp, hence the loss)
+    weights -= np.fmax.reduce(weights, axis=-1, keepdims=True)
+    np.exp(weights, out=weights)
+    ones_and_labels = np.stack([np.ones_like(context_y), context_y], axis=-1)  # (B, P, 2)
+    sums = weights @ ones_and_labels  # (B, L, 2): Σ_j e_ℓj and Σ_j e_ℓj y_j
+    totals = sums[..., 0]
+    return _TestRows(weights, totals, sums[..., 1] / totals, z_ctx, r_ctx, z_test, r_test, A, Q, K, D, u)
+
+
+def _test_row_attention_backward(rows: _TestRows, grad_reads, context_y, W_x, W_q, W_k, context_x, test_x, norm: str = "layer") -> tuple:
+    """Gradients of ``W_x, W_q, W_k`` given ``dℒ/d(p_ℓ·y)`` (B, L), through the ``d``-space form.
+
+    The softmax backward ``∂(p·y)/∂logit_j = p_j (y_j − p·y)`` is formed as
+    ``e_ℓj (y_j − p_ℓ·y)`` in place of the weights (two passes); its per-row factor
+    ``dℒ/d(p_ℓ·y) / Σ_j e_ℓj`` is applied to the small operands of the two products that
+    follow instead of to the ``(B, L, P)`` array. Overwrites ``rows.weights``.
+    """
+    weights, z_ctx, z_test, A, Q, K, D, u = rows.weights, rows.z_ctx, rows.z_test, rows.A, rows.Q, rows.K, rows.D, rows.u
+    N, d = W_x.shape
+    L, B = D.shape[0], test_x.shape[0]
+    centred = np.subtract(context_y[:, None, :], rows.reads[..., None])  # y_j − p_ℓ·y, (B, L, P)
+    weights *= centred  # e ⊙ (y − p·y): the logit gradient up to the row factor
+    row_factor = (grad_reads / rows.totals)[..., None]  # (B, L, 1)
+    grad_u = (weights @ z_ctx) * row_factor  # (B, L, d)
+    grad_z_ctx = np.swapaxes(weights, -1, -2) @ (u * row_factor)  # (B, P, d)
+    flat_grad_u = grad_u.reshape(B, L * d)
+    grad_D = np.swapaxes((z_test.T @ flat_grad_u).reshape(d, L, d), 0, 1)  # Σ_b z_test ⊗ grad ũ_ℓ, (L, d, d)
+    grad_z_test = flat_grad_u @ np.swapaxes(D, -1, -2).reshape(L * d, d)  # Σ_ℓ D_ℓ grad ũ_ℓ, (B, d)
+    # D_ℓ = Q_ℓᵀ K_ℓ with Q_ℓ = W_q^ℓ A, K_ℓ = W_k^ℓ A
+    grad_Q = K @ np.swapaxes(grad_D, -1, -2)  # (L, N, d)
+    grad_K = Q @ grad_D
+    At = A.T
+    grad_W_q = grad_Q @ At
+    grad_W_k = grad_K @ At
+    grad_A = np.sum(np.swapaxes(W_q, -1, -2) @ grad_Q + np.swapaxes(W_k, -1, -2) @ grad_K, axis=0)  # (N, d)
+    # z = r x with r = (xᵀ AᵀA x / N + eps)^(-1/2): dr/d(xᵀAᵀAx) = −r³/(2N)
+    grad_quad_ctx = np.einsum("...i,...i->...", grad_z_ctx, context_x) * (rows.r_ctx**3 * (-0.5 / N))  # (B, P)
+    grad_quad_test = np.einsum("...i,...i->...", grad_z_test, test_x) * (rows.r_test**3 * (-0.5 / N))  # (B,)
+    grad_gram = (context_x * grad_quad_ctx[..., None]).reshape(-1, d).T @ context_x.reshape(-1, d)
+    grad_gram += (test_x * grad_quad_test[:, None]).T @ test_x  # Σ ∂/∂q · x xᵀ, symmetric (d, d)
+    grad_A += 2.0 * (A @ grad_gram)  # gram = AᵀA
+    if norm == "rms":
+        return grad_A, grad_W_q, grad_W_k
+    grad_W_x = grad_A - grad_A.mean(axis=0, keepdims=True)  # A = (I − 11ᵀ/N) W_x
     return grad_W_x, grad_W_q, grad_W_k
 
 
-def _parallel_forward(params, batch, *, values: str, model: str) -> _Parallel:
-    d, N, L, dtype = check_params(params, model=model, values=values, mask="M(0)")
+def _parallel_forward(params, batch, *, values: str, model: str, norm: str = "layer") -> _Parallel:
+    d, _, _, dtype = check_params(params, model=model, values=values, mask="M(0)")
     arrays = check_batch(batch, d, dtype)
-    rows = _test_row_attention(params["W_x"], params["W_q"], params["W_k"], arrays.context_x, arrays.test_x)
+    rows = _test_row_attention(params["W_x"], params["W_q"], params["W_k"], arrays.context_x, arrays.context_y, arrays.test_x, norm)
     # g = W_o W_v W_y (eq. 60), or g_ℓ = W_o W_v^ℓ W_y (eq. 72); shape () or (L,)
     gains = (params["W_o"] @ params["W_v"] @ params["W_y"])[..., 0, 0]
-    label_reads = (rows.probs @ arrays.context_y[:, :, None])[..., 0]  # p_ℓ·y, (B, L)
-    layer_predictors = label_reads * gains  # f_ℓ, (B, L)
+    layer_predictors = rows.reads * gains  # f_ℓ = g p_ℓ·y, (B, L)
     prediction = layer_predictors.mean(axis=1)  # ŷ_L = (1/L) Σ_ℓ f_ℓ (eq. 59)
-    return _Parallel(prediction, layer_predictors, label_reads, gains, rows, arrays)
+    return _Parallel(prediction, layer_predictors, gains, rows, arrays)
 
 
-def _parallel_result(params, batch, *, values: str, model: str) -> ForwardResult:
-    run = _parallel_forward(params, batch, values=values, model=model)
+def _parallel_result(params, batch, *, values: str, model: str, norm: str = "layer") -> ForwardResult:
+    run = _parallel_forward(params, batch, values=values, model=model, norm=norm)
+    probs = run.rows.weights / run.rows.totals[..., None]  # p_ℓ, (B, L, P)
     return ForwardResult(
         prediction=run.prediction,
         layer_predictors=np.ascontiguousarray(run.layer_predictors.T),
-        attention=np.ascontiguousarray(np.swapaxes(run.rows.probs, 0, 1)),
+        attention=np.ascontiguousarray(np.swapaxes(probs, 0, 1)),
         context_attention=None,
     )
 
 
-def _parallel_loss_and_grad(params, batch, *, values: str, model: str) -> tuple[float, dict]:
-    prediction, _, label_reads, gains, rows, arrays = _parallel_forward(params, batch, values=values, model=model)
+def _parallel_loss_and_grad(params, batch, *, values: str, model: str, norm: str = "layer") -> tuple[float, dict]:
+    prediction, _, gains, rows, arrays = _parallel_forward(params, batch, values=values, model=model, norm=norm)
     context_x, context_y, test_x, target = arrays
+    label_reads = rows.reads
     B, L = label_reads.shape
     residual = prediction - target
     loss = float(np.mean(residual * residual))
-    grad_f = np.broadcast_to((2.0 / (B * L)) * residual[:, None], label_reads.shape)  # dℒ/df_ℓ
+    grad_f = (2.0 / (B * L)) * residual[:, None]  # dℒ/df_ℓ, the same for every ℓ: (B, 1)
     grad_gains = np.sum(grad_f * label_reads, axis=0)  # (L,)
-    grad_reads = grad_f * gains  # dℒ/d(p_ℓ·y), (B, L)
-    # softmax backward with dℒ/dp_ℓj = grad_reads y_j:  p ⊙ (dp − p·dp)
-    # (p ⊙ g) ⊙ (y − p·y), evaluated in that order into one buffer (the probabilities are not needed after)
-    centred = np.subtract(context_y[:, None, :], label_reads[..., None])
-    grad_logits = np.multiply(rows.probs, grad_reads[..., None], out=rows.probs)
-    grad_logits *= centred
+    grad_reads = np.broadcast_to(grad_f * gains, label_reads.shape)  # dℒ/d(p_ℓ·y), (B, L)
     grad_W_x, grad_W_q, grad_W_k = _test_row_attention_backward(
-        rows, grad_logits, params["W_x"], params["W_q"], params["W_k"], context_x, test_x
+        rows, grad_reads, context_y, params["W_x"], params["W_q"], params["W_k"], context_x, test_x, norm
     )
     W_y, W_v, W_o = params["W_y"], params["W_v"], params["W_o"]
     if values == "untied":

@@ -49,9 +49,11 @@ __all__ = [
     "attention_mask",
     "allowed_positions",
     "norm",
+    "rms_norm",
     "masked_softmax",
     "linear",
     "nonlinear",
+    "nonlinear_rms",
     "single_stream",
     "untied_values",
     "context_updates",
@@ -150,6 +152,24 @@ def norm(H: np.ndarray) -> np.ndarray:
     return (H - mean) / np.sqrt(variance + LAYER_NORM_EPS)
 
 
+def rms_norm(H: np.ndarray) -> np.ndarray:
+    """Textbook parameter-free RMSNorm of every token (column) of ``H`` (..., N, P+1): ``h / sqrt(mean(h²) + eps)``.
+
+    No centring, no gain; ``eps =`` :data:`numerics.models.LAYER_NORM_EPS`. The norm of the
+    ``nonlinear_rms`` variant (the paper says only "pre-norm").
+
+    References
+    ----------
+    Paper eq. (9).
+
+    Examples
+    --------
+    >>> rms_norm(np.array([[3.0], [4.0]])).round(4).tolist()
+    [[0.8485], [1.1314]]
+    """
+    return H / np.sqrt((H**2).mean(axis=-2, keepdims=True) + LAYER_NORM_EPS)
+
+
 def masked_softmax(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """Softmax of each row over its ``allowed`` positions; other positions, and rows with none allowed, are 0.
 
@@ -224,7 +244,7 @@ def linear(params: dict, batch) -> np.ndarray:
     return _readout(W_o, H_y)  # eq. (12)
 
 
-def _two_stream_softmax(params: dict, batch, model: str, *, values: str, mask: str) -> np.ndarray:
+def _two_stream_softmax(params: dict, batch, model: str, *, values: str, mask: str, prenorm=norm) -> np.ndarray:
     """Eqs. (8)-(10), (12): fixed pre-normed input stream, label stream updated by masked softmax attention.
 
     ``values="untied"`` reads ``W_v^ℓ`` (eq. 71); ``mask="M(m)"`` uses ``M(m)`` with the
@@ -237,7 +257,7 @@ def _two_stream_softmax(params: dict, batch, model: str, *, values: str, mask: s
     X, y_in = dense_inputs(context_x, context_y, test_x)  # eq. (7)
     H_x = W_x @ X  # eq. (8), fixed across layers
     H_y = W_y @ y_in  # eq. (8)
-    H_x_hat = norm(H_x)  # pre-norm on the input stream, eq. (9)
+    H_x_hat = prenorm(H_x)  # pre-norm on the input stream, eq. (9)
     m = params["m"].item() if mask == "M(m)" else 0.0
     M = attention_mask(P, m, dtype)  # M(0), eq. (76), or M(m), eq. (77)
     allowed = allowed_positions(P, mask)
@@ -272,6 +292,25 @@ def nonlinear(params: dict, batch) -> np.ndarray:
     True
     """
     return _two_stream_softmax(params, batch, "nonlinear", values="tied", mask="M(0)")
+
+
+def nonlinear_rms(params: dict, batch) -> np.ndarray:
+    """:func:`nonlinear` with :func:`rms_norm` as the pre-norm instead of the LayerNorm :func:`norm`.
+
+    References
+    ----------
+    Paper eqs. (7)-(10), (12), (76).
+
+    Examples
+    --------
+    >>> from numerics.models import nonlinear as model
+    >>> from numerics.tasks import sample
+    >>> from theory import PowerLawSpectrum
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 2, np.random.default_rng(0))
+    >>> nonlinear_rms(model.init_params(4, 8, 2, np.random.default_rng(1)), batch).shape
+    (2,)
+    """
+    return _two_stream_softmax(params, batch, "nonlinear_rms", values="tied", mask="M(0)", prenorm=rms_norm)
 
 
 def single_stream(params: dict, batch) -> np.ndarray:

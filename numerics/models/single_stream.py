@@ -43,6 +43,7 @@ ATTENTION = "softmax"
 LABEL_LINEAR = False  # labels enter the queries, keys and (normed) values
 VALUES = "tied"
 MASK = "M(0)"
+NORM = "layer"
 PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
 #: default initialisation options (see :func:`init_params`)
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))

@@ -30,6 +30,7 @@ ATTENTION = "softmax"
 LABEL_LINEAR = True  # the attention reads only the input stream
 VALUES = "untied"
 MASK = "M(0)"
+NORM = "layer"
 PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")  # W_v of shape (L, N, N)
 #: default initialisation options (see :func:`init_params`)
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))

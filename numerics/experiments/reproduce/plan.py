@@ -159,20 +159,27 @@ def parse_only(only: str | Iterable[str] | None) -> tuple:
 
 # ------------------------------------------------------------------------------------------- cost model
 # Milliseconds per Adam step (CPU time), fitted to measurements on this project's 2-core machine (single-threaded
-# BLAS, float32; e.g. softmax d = N = 32, P = 128, batch 64: 7.6 ms at L = 1, 9.3 ms at L = 32): a fixed part, data sampling ∝ B·P·d, and per layer a fixed part plus a size term.
+# BLAS, float32; benchmarks/bench_peer.py after the speed-up of issue 10: the softmax model at (d, N, P, L, B) =
+# (16, 32, 64, 16, 256) 2.9 ms, (16, 32, 64, 128, 256) 10.4 ms, (32, 64, 128, 32, 256) 13.2 ms,
+# (128, 128, 1024, 16, 128) 249 ms): a fixed part, data sampling ∝ B·P·d (Box–Muller float32, ≈ 4 ns per
+# input number with labels and top-k), per layer a fixed part plus a size term, and a per-run term ∝ B·P·d²
+# (the pre-norm's Gram form in the d-space engine of the two-stream softmax models).
 _COST = {
-    #                 fixed  per B·P·d  per layer  per layer-unit   layer unit
-    "linear":          (0.3, 1.1e-5, 0.12, 3.4e-7, "BNd2"),
-    "nonlinear":       (0.3, 2.8e-5, 0.03, 7.0e-8, "BPN"),
-    "untied_values":   (0.3, 2.8e-5, 0.05, 1.0e-7, "BPN"),
-    "single_stream":   (0.3, 2.8e-5, 0.05, 3.0e-8, "BP2N"),
-    "context_updates": (0.3, 2.8e-5, 0.20, 1.7e-6, "BP2N"),
+    #                 fixed  per B·P·d  per layer  per layer-unit   layer unit  per B·P·d²
+    "linear":          (0.3, 5.0e-6, 0.12, 3.4e-7, "BNd2", 0.0),
+    "nonlinear":       (0.3, 4.0e-6, 0.01, 2.5e-7, "BPd", 5.5e-8),
+    "nonlinear_rms":   (0.3, 4.0e-6, 0.01, 2.5e-7, "BPd", 5.5e-8),
+    "untied_values":   (0.3, 4.0e-6, 0.02, 2.5e-7, "BPd", 5.5e-8),
+    "single_stream":   (0.3, 2.2e-5, 0.05, 3.0e-8, "BP2N", 0.0),
+    "context_updates": (0.3, 2.2e-5, 0.20, 1.7e-6, "BP2N", 0.0),
 }
 
 
 def _layer_unit(kind: str, B: int, P: int, N: int, d: int) -> float:
     if kind == "BNd2":
         return B * N * d * d
+    if kind == "BPd":
+        return B * P * d
     if kind == "BPN":
         return B * (P * N + N * N)
     return B * P * P * N
@@ -197,9 +204,10 @@ def estimate_run_seconds(config) -> float:
     >>> 0 < cheap < dear
     True
     """
-    fixed, per_token, per_layer, per_unit, kind = _COST.get(config.model, _COST["nonlinear"])
+    fixed, per_token, per_layer, per_unit, kind, per_gram = _COST.get(config.model, _COST["nonlinear"])
     B, P, N, d, L = config.batch_size, config.P, config.N, config.d, config.depth
-    step_ms = fixed + per_token * B * P * d + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d))
+    step_ms = (fixed + per_token * B * P * d + per_gram * B * P * d * d
+               + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d)))
     eval_batches = config.eval_size / B
     n_evals = config.max_steps // config.eval_every + 1
     eval_ms = n_evals * eval_batches * step_ms / 3.0

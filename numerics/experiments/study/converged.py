@@ -1,0 +1,634 @@
+"""The converged study: the controlled softmax model trained to convergence at the inferred sizes.
+
+The question (issue 11): does the paper's nonlinear model show ``R_L ≈ L0 + c/L`` *at
+convergence*, at the sizes its plateaus imply (``idepth study sizes``: d = 16 strongly,
+P in 32-96; the study uses :data:`STUDY_SIZES`)? Every choice the paper leaves open is a
+field of :class:`ConvergedPlan` (documented there). The rules:
+
+* **Each run converges on its own.** A run of cap ``S`` steps (warm-up then cosine decay,
+  no early stop) counts as *converged* when its held-out loss changed by less than its own
+  standard error over the last quarter of training: ``|R(3S/4) − R(S)| < SE(R(S))``. A run
+  that is not converged is trained again from scratch with the cap doubled (a new run in
+  the store), up to ``max_doublings`` times; the CSV records the steps and the flag of the
+  last attempt, never a run dropped for being inconvenient.
+* **Common held-out contexts.** All runs of one spectrum (every depth, seed, width and
+  norm) are evaluated on one held-out set (``eval_seed`` from the spectrum,
+  :func:`eval_seed_of`), so ``R_1 − R_L`` of one seed is a paired difference over the same
+  contexts; its SE comes from the per-context differences (and, over seeds, from the
+  seed-to-seed spread, whichever is larger).
+* **Next to what softmax heads can express.** ``B_1``, ``B_L`` and ``B_∞`` over the model's
+  own pre-norm similarity at its width (:mod:`theory.softmax_bounds`, independent draws,
+  cached by :mod:`numerics.experiments.bounds`).
+
+Every run goes through the one sweep runner and the resumable store, so an interrupted
+study (Ctrl-C, SIGKILL, a session that ends) continues where it stopped:
+``idepth study converged --store DIR``. :func:`write_study_csv` writes one row per run,
+:func:`converged_markdown` the docs page (from the CSV alone: ``--report-only``).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import io
+import math
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from numerics.io import make_output_dir, save_figure, write_json, write_text
+from numerics.train import TrainConfig
+from theory.validation import check_positive_int
+
+__all__ = [
+    "STUDY_SIZES",
+    "TABLE1_SPECTRA",
+    "CSV_COLUMNS",
+    "ConvergedPlan",
+    "RunSpec",
+    "eval_seed_of",
+    "last_quarter_change",
+    "is_converged",
+    "run_converged_study",
+    "paired_depth_gains",
+    "study_rows",
+    "write_study_csv",
+    "read_study_csv",
+    "converged_markdown",
+]
+
+#: (d, P) of the study: d = 16 is where the χ² of ``idepth study sizes`` is smallest by far;
+#: P = 64 is inside the region the data allow (32-96) and the size of the paper's prototype
+STUDY_SIZES = {"d": 16, "P": 64}
+#: the seven (a, b) of the paper's Table 1
+TABLE1_SPECTRA = ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0), (0.5, 0.5), (1.0, 0.0), (1.0, 0.5), (0.5, 1.0))
+#: the columns of ``docs/results/converged-study.csv`` (one row per run)
+CSV_COLUMNS = ("model", "norm", "a", "b", "k", "d", "N", "P", "depth", "seed", "steps", "converged", "R_L", "R_L_se",
+               "A_L", "C_L", "change_last_quarter", "attempts", "delta_R1", "delta_R1_se", "eval_size", "eval_seed",
+               "batch_size", "learning_rate", "cpu_time", "content_hash")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of the study without its step cap: model, spectrum, width, depth, seed.
+
+    Examples
+    --------
+    >>> RunSpec("nonlinear", 0.0, 0.0, 32, 4, 1).depth
+    4
+    """
+
+    model: str
+    a: float
+    b: float
+    N: int
+    depth: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class ConvergedPlan:
+    """What the converged study trains (every choice the paper leaves open is a field).
+
+    Attributes
+    ----------
+    d, P, k : int
+        Input dimension, context length, top-k (:data:`STUDY_SIZES`, k = 2 as Table 1).
+    spectra : tuple of (a, b)
+        Spectra at ``N = width_factor · d`` with every depth (default Table 1's seven).
+    depths : tuple of int
+        Depths of every spectrum.
+    deep_depths : tuple of int
+        Extra depths at the contrast spectrum (default 256 at (0, 0)).
+    seeds : tuple of int
+    width_factor : int
+        ``N = width_factor · d`` for the main runs (default 2).
+    contrast_spectrum : (a, b) or None
+        Where the contrasts run: ``N = d`` (LayerNorm removes one input direction there) and
+        the RMSNorm model ``nonlinear_rms`` at ``N = width_factor · d``, all depths.
+    batch_size, learning_rate, warmup_steps : int, float, int
+        Adam with fresh batches every step, warm-up then cosine decay to 0 over the cap.
+    base_steps, max_doublings : int
+        First step cap and how many times a run that has not converged is retrained with the
+        cap doubled.
+    eval_size : int
+        Held-out contexts (common to all runs of a spectrum).
+    evals_per_run : int
+        Evaluations per run (the last quarter holds a quarter of them).
+    dtype : str
+
+    Examples
+    --------
+    >>> plan = ConvergedPlan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), contrast_spectrum=None, deep_depths=())
+    >>> [(s.model, s.N, s.depth) for s in plan.runs()]
+    [('nonlinear', 32, 1), ('nonlinear', 32, 2)]
+    """
+
+    d: int = STUDY_SIZES["d"]
+    P: int = STUDY_SIZES["P"]
+    k: int = 2
+    spectra: tuple = TABLE1_SPECTRA
+    depths: tuple = (1, 2, 4, 8, 16, 32, 64, 128)
+    deep_depths: tuple = (256,)
+    seeds: tuple = (0, 1, 2)
+    width_factor: int = 2
+    contrast_spectrum: tuple | None = (0.0, 0.0)
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    warmup_steps: int = 200
+    base_steps: int = 2000
+    max_doublings: int = 3
+    eval_size: int = 4096
+    evals_per_run: int = 16
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        for name in ("d", "P", "k", "width_factor", "batch_size", "base_steps", "eval_size", "evals_per_run"):
+            check_positive_int(name, getattr(self, name))
+        if self.k > self.P:
+            raise ValueError(f"k must be <= P; got k={self.k}, P={self.P}")
+        if self.evals_per_run < 4:
+            raise ValueError(f"evals_per_run must be >= 4 (the last quarter needs an evaluation); got {self.evals_per_run}")
+        if self.max_doublings < 0:
+            raise ValueError(f"max_doublings must be >= 0; got {self.max_doublings}")
+        if self.base_steps % self.evals_per_run:
+            raise ValueError(f"base_steps ({self.base_steps}) must be a multiple of evals_per_run ({self.evals_per_run})")
+        if self.base_steps <= self.warmup_steps:
+            raise ValueError(f"base_steps ({self.base_steps}) must exceed warmup_steps ({self.warmup_steps})")
+        for depth in (*self.depths, *self.deep_depths):
+            check_positive_int("depth", depth)
+        if not self.spectra or not self.depths or not self.seeds:
+            raise ValueError("spectra, depths and seeds must not be empty")
+
+    @property
+    def N(self) -> int:
+        """The main runs' width ``width_factor · d``."""
+        return self.width_factor * self.d
+
+    def runs(self) -> list[RunSpec]:
+        """Every run of the plan (main grid, then the deep depths and the contrasts)."""
+        specs = [RunSpec("nonlinear", float(a), float(b), self.N, L, s) for a, b in self.spectra for L in self.depths
+                 for s in self.seeds]
+        if self.contrast_spectrum is not None:
+            a, b = map(float, self.contrast_spectrum)
+            specs += [RunSpec("nonlinear", a, b, self.N, L, s) for L in self.deep_depths for s in self.seeds]
+            if self.width_factor != 1:
+                specs += [RunSpec("nonlinear", a, b, self.d, L, s) for L in self.depths for s in self.seeds]
+            specs += [RunSpec("nonlinear_rms", a, b, self.N, L, s) for L in self.depths for s in self.seeds]
+        return list(dict.fromkeys(specs))
+
+    def config(self, spec: RunSpec, steps: int) -> TrainConfig:
+        """The :class:`~numerics.train.TrainConfig` of ``spec`` with a cap of ``steps`` (no early stop)."""
+        return TrainConfig(
+            model=spec.model, task="difficult", k=self.k, a=spec.a, b=spec.b, d=self.d, N=spec.N, P=self.P,
+            depth=spec.depth, seed=spec.seed, batch_size=self.batch_size, max_steps=steps,
+            learning_rate=self.learning_rate, schedule="warmup_cosine", warmup_steps=self.warmup_steps,
+            eval_size=self.eval_size, eval_every=steps // self.evals_per_run,
+            eval_seed=eval_seed_of(spec.a, spec.b, self.k), tol=0.0, window=steps + 1, dtype=self.dtype,
+        )
+
+    def caps(self) -> list[int]:
+        """The step caps of the attempts: ``base_steps · 2^i``, ``i = 0 … max_doublings``."""
+        return [self.base_steps * 2**i for i in range(self.max_doublings + 1)]
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def eval_seed_of(a: float, b: float, k: int) -> int:
+    """The held-out set's seed of a spectrum: one per ``(a, b, k)``, so every depth, seed, width and norm shares it.
+
+    Examples
+    --------
+    >>> eval_seed_of(0, 0, 2) == eval_seed_of(0.0, 0.0, 2), eval_seed_of(0, 0, 2) != eval_seed_of(0.5, 0, 2)
+    (True, True)
+    """
+    text = f"converged-study held-out a={float(a)!r} b={float(b)!r} k={int(k)}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+
+
+def last_quarter_change(loss_curve: np.ndarray) -> float:
+    """``R(S) − R(3S/4)`` of a loss curve ``(n, 2)`` of (step, held-out loss): negative while still improving.
+
+    ``R(3S/4)`` is the evaluation at the first step ``>= 3S/4``.
+
+    Examples
+    --------
+    >>> last_quarter_change(np.array([[0, 5.0], [50, 3.0], [75, 2.5], [100, 2.4]]))
+    -0.10000000000000009
+    """
+    curve = np.asarray(loss_curve, dtype=np.float64).reshape(-1, 2)
+    steps, losses = curve[:, 0], curve[:, 1]
+    quarter = np.flatnonzero(steps >= 0.75 * steps[-1])[0]
+    return float(losses[-1] - losses[quarter])
+
+
+def is_converged(loss_curve: np.ndarray, se: float) -> bool:
+    """The study's rule: the held-out loss changed by less than its own SE over the last quarter of training.
+
+    Examples
+    --------
+    >>> curve = np.array([[0, 5.0], [50, 3.0], [75, 2.5], [100, 2.49]])
+    >>> is_converged(curve, 0.02), is_converged(curve, 0.005)
+    (True, False)
+    """
+    return abs(last_quarter_change(loss_curve)) < se
+
+
+# ----------------------------------------------------------------------------- running
+def run_converged_study(plan: ConvergedPlan, store_dir, *, workers: int | None = None, progress: bool | None = None,
+                        specs: Sequence[RunSpec] | None = None) -> dict:
+    """Train the runs of ``plan`` (or ``specs``) until each meets the convergence rule or its last cap, through the store.
+
+    Attempt ``i`` trains the runs still not converged with the cap ``base_steps · 2^i``;
+    finished attempts are read back from the store, so calling it again continues the study.
+
+    Returns
+    -------
+    dict
+        :func:`collect_results` of the runs asked for.
+
+    Notes
+    -----
+    No example: it trains (``tests/test_converged.py`` runs a tiny study).
+    """
+    from ..grid import Grid
+    from ..runner import run
+    from ..sweep import run_sweep
+
+    todo = list(plan.runs() if specs is None else specs)
+    for cap in plan.caps():
+        if not todo:
+            break
+        configs = [plan.config(spec, cap) for spec in todo]
+        run_sweep(Grid.of(configs), store_dir, workers=workers, progress=progress, runner=run)
+        found = collect_results(plan, store_dir, todo)
+        todo = [spec for spec in todo if spec in found and found[spec][0].max_steps == cap and not found[spec][3]]
+    return collect_results(plan, store_dir, plan.runs() if specs is None else specs)
+
+
+def collect_results(plan: ConvergedPlan, store_dir, specs: Sequence[RunSpec] | None = None) -> dict:
+    """What the store holds of each run: ``{RunSpec: (TrainConfig, record, attempts, converged)}``.
+
+    For each run the attempts are read in the order of :meth:`ConvergedPlan.caps`; the first
+    converged one is the run's result, else the last one present. Runs with no finished
+    attempt are absent.
+    """
+    from ..store import load_results, store_path
+
+    if not store_path(store_dir).is_file():
+        return {}
+    records = {r["hash"]: r for r in load_results(store_dir, status="done")}
+    out = {}
+    for spec in plan.runs() if specs is None else specs:
+        for attempt, cap in enumerate(plan.caps(), start=1):
+            cfg = plan.config(spec, cap)
+            record = records.get(cfg.content_hash())
+            if record is None:
+                break
+            converged = is_converged(_curve(store_dir, record["hash"]), record["metrics"]["R_L_se"])
+            out[spec] = (cfg, record, attempt, converged)
+            if converged:
+                break
+    return out
+
+
+def _curve(store_dir, run_hash: str) -> np.ndarray:
+    from ..store import load_arrays
+
+    return load_arrays(store_dir, run_hash, ["loss_curve"])["loss_curve"]
+
+
+def _squared_errors(store_dir, cfg: TrainConfig, record, targets: dict) -> np.ndarray:
+    from numerics.train import evaluation_batch
+
+    from ..store import load_arrays
+
+    key = (cfg.a, cfg.b, cfg.k, cfg.eval_seed)
+    if key not in targets:
+        targets[key] = np.asarray(evaluation_batch(cfg).target, dtype=np.float64)
+    prediction = load_arrays(store_dir, record["hash"], ["eval_prediction"])["eval_prediction"]
+    return (np.asarray(prediction, dtype=np.float64) - targets[key]) ** 2
+
+
+def paired_depth_gains(errors: Mapping[int, np.ndarray]) -> dict:
+    """``R_1 − R_L`` of one (spectrum, width, norm, seed) and its SE, paired over the common held-out contexts.
+
+    ``errors`` maps depth to per-context squared errors (the same contexts in the same order).
+
+    Examples
+    --------
+    >>> e = {1: np.array([2.0, 3.0, 4.0]), 2: np.array([1.5, 2.0, 4.0])}
+    >>> gains = paired_depth_gains(e)
+    >>> round(gains[2][0], 6), round(gains[2][1], 6), gains[1]
+    (0.5, 0.288675, (0.0, 0.0))
+    """
+    if 1 not in errors:
+        return {}
+    out = {}
+    for depth, e in errors.items():
+        diff = errors[1] - e
+        out[depth] = (float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size)) if diff.size > 1 else math.nan)
+    return out
+
+
+def study_rows(plan: ConvergedPlan, results: Mapping, store_dir) -> list[dict]:
+    """One CSV row (:data:`CSV_COLUMNS`) per run of ``results`` (from :func:`collect_results`).
+
+    ``delta_R1`` is ``R_1 − R_L`` of the same model, width, spectrum and seed, paired over the
+    common held-out contexts (:func:`paired_depth_gains`); ``converged`` is the study's rule.
+
+    Notes
+    -----
+    No example: it needs a store of trained runs (``tests/test_converged.py``).
+    """
+    targets: dict = {}
+    errors: dict = {}
+    for spec, (cfg, record, *_) in results.items():
+        errors[spec] = _squared_errors(store_dir, cfg, record, targets)
+    rows = []
+    for spec, (cfg, record, attempts, _) in results.items():
+        m = record["metrics"]
+        group = {s.depth: errors[s] for s in results if (s.model, s.a, s.b, s.N, s.seed) == (spec.model, spec.a, spec.b, spec.N, spec.seed)}
+        gain, gain_se = paired_depth_gains(group).get(spec.depth, (math.nan, math.nan))
+        change = last_quarter_change(_curve(store_dir, record["hash"]))
+        from numerics.models import get_model
+
+        rows.append({
+            "model": spec.model, "norm": get_model(spec.model).NORM, "a": spec.a, "b": spec.b, "k": cfg.k, "d": cfg.d,
+            "N": spec.N, "P": cfg.P, "depth": spec.depth, "seed": spec.seed, "steps": int(m["steps"]),
+            "converged": abs(change) < m["R_L_se"], "R_L": m["R_L"], "R_L_se": m["R_L_se"], "A_L": m["A_L"],
+            "C_L": m["C_L"], "change_last_quarter": change, "attempts": attempts, "delta_R1": gain,
+            "delta_R1_se": gain_se, "eval_size": cfg.eval_size, "eval_seed": cfg.eval_seed,
+            "batch_size": cfg.batch_size, "learning_rate": cfg.learning_rate, "cpu_time": m.get("cpu_time", math.nan),
+            "content_hash": record["hash"],
+        })
+    rows.sort(key=lambda r: (r["model"], r["N"], r["a"], r["b"], r["depth"], r["seed"]))
+    return rows
+
+
+# ----------------------------------------------------------------------------- the CSV
+def _format(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(value)
+    return str(value)
+
+
+def write_study_csv(rows: Sequence[Mapping], path, *, provenance: Mapping | None = None) -> Path:
+    """Write ``rows`` to ``path`` (atomically; :data:`CSV_COLUMNS`) and ``provenance`` beside it (``.provenance.json``).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> row = dict.fromkeys(CSV_COLUMNS, 0.5) | {"model": "nonlinear", "norm": "layer", "converged": False}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = write_study_csv([row], os.path.join(tmp, "s.csv"), provenance={"command": "x"})
+    ...     open(path).read().splitlines()[0].split(",")[:3], os.path.isfile(os.path.join(tmp, "s.provenance.json"))
+    (['model', 'norm', 'a'], True)
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        writer.writerow([_format(row[c]) for c in CSV_COLUMNS])
+    path = Path(path)
+    write_text(path, buffer.getvalue())
+    if provenance is not None:
+        write_json(path.with_suffix(".provenance.json"), dict(provenance))
+    return path
+
+
+def read_study_csv(path) -> list[dict]:
+    """Rows of a study CSV with numbers and booleans parsed.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> row = dict.fromkeys(CSV_COLUMNS, 1.0) | {"model": "nonlinear", "norm": "layer", "converged": True,
+    ...                                         "content_hash": "x"}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = write_study_csv([row], os.path.join(tmp, "s.csv"))
+    ...     back = read_study_csv(os.path.join(tmp, "s.csv"))[0]
+    >>> back["converged"], back["R_L"], back["depth"]
+    (True, 1.0, 1)
+    """
+    integers = {"k", "d", "N", "P", "depth", "seed", "steps", "attempts", "eval_size", "eval_seed", "batch_size"}
+    text = {"model", "norm", "content_hash"}
+    rows = []
+    with open(path, newline="") as handle:
+        for raw in csv.DictReader(handle):
+            row = {}
+            for key, value in raw.items():
+                if key in text:
+                    row[key] = value
+                elif key == "converged":
+                    row[key] = value == "true"
+                elif key in integers:
+                    row[key] = int(float(value))
+                else:
+                    row[key] = float(value)
+            rows.append(row)
+    return rows
+
+
+def provenance(plan: ConvergedPlan, command: str, elapsed: float | None = None) -> dict:
+    """Package version, command, date, machine and the plan of a study CSV."""
+    import datetime
+    import os
+
+    from theory import __version__
+
+    return {"package_version": __version__, "command": command,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+                        "cpu_count": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__},
+            "elapsed_seconds": elapsed, "plan": plan.to_dict()}
+
+
+# ----------------------------------------------------------------------------- the report
+def _group_stats(rows: Sequence[Mapping]) -> dict:
+    """Mean over seeds of R_L, A_L, C_L and the paired gain, each with its SE, per (model, N, a, b, depth)."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["depth"]), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        n = len(rs)
+
+        def mean_se(values, within):
+            values = np.asarray(values, dtype=np.float64)
+            between = values.var(ddof=1) if n > 1 else 0.0
+            within_var = float(np.mean(np.square(within))) if len(within) else 0.0
+            return float(values.mean()), math.sqrt(max(between, within_var) / n)
+
+        R, R_se = mean_se([r["R_L"] for r in rs], [r["R_L_se"] for r in rs])
+        gain, gain_se = mean_se([r["delta_R1"] for r in rs], [r["delta_R1_se"] for r in rs if math.isfinite(r["delta_R1_se"])])
+        out[key] = {"n": n, "R_L": R, "R_L_se": R_se, "A_L": float(np.mean([r["A_L"] for r in rs])),
+                    "C_L": float(np.mean([r["C_L"] for r in rs])), "delta_R1": gain, "delta_R1_se": gain_se,
+                    "converged": sum(bool(r["converged"]) for r in rs), "steps": sorted({r["steps"] for r in rs})}
+    return out
+
+
+def _bound_at(bounds, depth: int):
+    """``(B_L, SE)`` of a :class:`theory.softmax_bounds.SoftmaxBounds` at ``depth``, or None."""
+    if bounds is None or depth not in bounds.depths:
+        return None
+    i = list(bounds.depths).index(depth)
+    return bounds.average[i], bounds.average_se[i]
+
+
+def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *, provenance_info: Mapping | None = None) -> str:
+    """The docs page of the study, from its CSV rows (and the bounds ``{(model, N, a, b): SoftmaxBounds}``).
+
+    Examples
+    --------
+    >>> row = dict.fromkeys(CSV_COLUMNS, 1.0) | {"model": "nonlinear", "norm": "layer", "converged": True, "N": 32,
+    ...                                         "depth": 1, "steps": 4000, "seed": 0, "delta_R1_se": float("nan")}
+    >>> print(converged_markdown([row]).splitlines()[2])
+    Runs converged by the study's rule (held-out change over the last quarter < its own SE): **1 of 1**.
+    """
+    stats = _group_stats(rows)
+    lines = ["# The converged softmax study", ""]
+    if provenance_info:
+        lines += [f"Generated from `converged-study.csv` ({len(rows)} runs; package {provenance_info.get('package_version')}, "
+                  f"{provenance_info.get('date')}, command `{provenance_info.get('command')}`).", ""]
+    n_conv = sum(bool(r["converged"]) for r in rows)
+    lines += [f"Runs converged by the study's rule (held-out change over the last quarter < its own SE): "
+              f"**{n_conv} of {len(rows)}**.", ""]
+    keys = sorted({k[:4] for k in stats})
+    for model, N, a, b in keys:
+        lines += [f"## {model}, N = {N}, (a, b) = ({a:g}, {b:g})", ""]
+        bnd = None if bounds is None else bounds.get((model, N, a, b))
+        lines += ["| L | seeds (converged) | steps | R_L ± SE | R_1 − R_L ± paired SE | B_L ± SE | R_L / B_L − 1 | C_L | A_L − C_L |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for depth in sorted(k[4] for k in stats if k[:4] == (model, N, a, b)):
+            s = stats[(model, N, a, b, depth)]
+            B = _bound_at(bnd, depth)
+            B_text = f"{B[0]:.4f} ± {B[1]:.4f}" if B else "—"
+            ratio = f"{s['R_L'] / B[0] - 1:+.2%}" if B else "—"
+            lines.append(f"| {depth} | {s['n']} ({s['converged']}) | {'/'.join(map(str, s['steps']))} | "
+                         f"{s['R_L']:.4f} ± {s['R_L_se']:.4f} | {s['delta_R1']:+.4f} ± {s['delta_R1_se']:.4f} | {B_text} | "
+                         f"{ratio} | {s['C_L']:.4f} | {s['A_L'] - s['C_L']:.4f} |")
+        if bnd is not None:
+            lines += ["", f"B_1 = {bnd.single:.4f} ± {bnd.single_se:.4f}, B_∞ = {bnd.mixture:.4f} ± {bnd.mixture_se:.4f} "
+                      f"(ceiling of the depth gain B_1 − B_∞ = {bnd.single - bnd.mixture:.4f})."]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- bounds, figure, the whole command
+def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: int = 4, cache_dir=None,
+                 workers: int = 1, progress: bool | None = False) -> dict:
+    """``{(model, N, a, b): SoftmaxBounds}`` over the model's own pre-norm similarity at its width, every depth of ``rows``."""
+    from numerics.models import get_model
+
+    from ..bounds import cached_softmax_bounds, softmax_bounds_key
+
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["k"], r["d"], r["P"]), set()).add(r["depth"])
+    keys, names = [], []
+    for (model, N, a, b, k, d, P), depths in sorted(groups.items()):
+        keys.append(softmax_bounds_key(a, b, d, P, k, depths=sorted(depths), n_contexts=n_contexts, n_seeds=n_seeds,
+                                       similarity="prenorm", width=N, norm=get_model(model).NORM))
+        names.append((model, N, a, b))
+    values = cached_softmax_bounds(keys, cache_dir, workers=workers, progress=progress)
+    return dict(zip(names, values))
+
+
+def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
+    """R_L against L (mean over seeds, ±1.96 SE) with ``B_L`` and ``B_∞`` for every (model, N, spectrum)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stats = _group_stats(rows)
+    keys = sorted({k[:4] for k in stats})
+    if not keys:
+        raise ValueError("no runs to draw: the study has no finished run yet")
+    cols = min(4, len(keys))
+    nrows = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 2.9 * nrows), squeeze=False)
+    for ax, key in zip(axes.ravel(), keys):
+        depths = sorted(k[4] for k in stats if k[:4] == key)
+        R = np.array([stats[key + (L,)]["R_L"] for L in depths])
+        se = np.array([stats[key + (L,)]["R_L_se"] for L in depths])
+        ax.errorbar(depths, R, yerr=1.96 * se, fmt="o-", ms=3, label="trained $R_L$")
+        bnd = bounds.get(key)
+        if bnd is not None:
+            BL = [(_bound_at(bnd, L) or (math.nan, math.nan))[0] for L in depths]
+            ax.plot(depths, BL, "s--", ms=3, color="C2", label="$B_L$ (bound)")
+            ax.axhline(bnd.mixture, color="C3", lw=1, ls=":", label=r"$B_\infty$")
+        ax.set_xscale("log", base=2)
+        model, N, a, b = key
+        ax.set_title(f"{model} N={N} (a,b)=({a:g},{b:g})", fontsize=8)
+        ax.set_xlabel("depth L", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes.ravel()[len(keys):]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=7)
+    axes[0, 0].set_ylabel("held-out loss", fontsize=8)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None, workers: int | None = None,
+                  progress: bool | None = None, report_only: bool = False, bound_contexts: int = 8192,
+                  command: str = "idepth study converged", only_spectra: Sequence[tuple] | None = None) -> tuple[list, str]:
+    """The whole study: train (resumably) unless ``report_only``, write the CSV, its provenance, the page and figure.
+
+    ``out_dir`` receives ``converged-study.csv``, ``converged-study.provenance.json``,
+    ``converged-study.md`` and ``figures/converged-study.png``; bounds are cached in
+    ``out_dir/cache``. With ``report_only`` the CSV already in ``out_dir`` is read (no
+    training, no store needed). ``only_spectra`` trains only the runs of those ``(a, b)``; the CSV
+    always holds every run of the plan the store has finished (so a study run spectrum by
+    spectrum, or over several sessions, grows one table).
+
+    Returns
+    -------
+    (rows, markdown)
+    """
+    import json
+    import time
+
+    out = Path(out_dir)
+    csv_path = out / "converged-study.csv"
+    started = time.perf_counter()
+    if report_only:
+        if not csv_path.is_file():
+            raise FileNotFoundError(f"--report-only needs {csv_path}; run the study first")
+        rows = read_study_csv(csv_path)
+        prov_path = csv_path.with_suffix(".provenance.json")
+        prov = json.loads(prov_path.read_text()) if prov_path.is_file() else None
+    else:
+        plan = ConvergedPlan() if plan is None else plan
+        store_dir = out / "store" if store_dir is None else Path(store_dir)
+        make_output_dir(out)
+        specs = plan.runs()
+        if only_spectra is not None:
+            wanted = {(float(a), float(b)) for a, b in only_spectra}
+            specs = [spec for spec in specs if (spec.a, spec.b) in wanted]
+            if not specs:
+                raise ValueError(f"only_spectra {sorted(wanted)} selects no run of the plan (its spectra: {plan.spectra})")
+        run_converged_study(plan, store_dir, workers=workers, progress=progress, specs=specs)
+        rows = study_rows(plan, collect_results(plan, store_dir), store_dir)
+        prov = provenance(plan, command, time.perf_counter() - started)
+        prov["runs_planned"] = len(plan.runs())
+        prov["runs_in_csv"] = len(rows)
+        write_study_csv(rows, csv_path, provenance=prov)
+    bounds = study_bounds(rows, n_contexts=bound_contexts, cache_dir=out / "cache", workers=workers or 1,
+                          progress=progress)
+    markdown = converged_markdown(rows, bounds, provenance_info=prov)
+    if rows:
+        make_output_dir(out / "figures")
+        draw_study_figure(rows, bounds, out / "figures" / "converged-study.png")
+        markdown += "\n![R_L against depth, with the bounds](figures/converged-study.png)\n"
+    write_text(out / "converged-study.md", markdown)
+    return rows, markdown
