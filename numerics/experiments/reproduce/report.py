@@ -327,7 +327,10 @@ def _plateau_claim(consistency) -> Claim:
     parts = [f"{r.source} ({r.a:g}, {r.b:g}) = {r.paper_value} vs mixture bound {r.mixture:.4g} ± {r.mixture_se:.2g} "
              f"at d = {r.d}, P = {r.P}" for r in below[:6]]
     evidence = f"{len(below)} of {len(rows)} paper values lie below the bound. " + "; ".join(parts) + (
-        " …" if len(below) > 6 else "")
+        " …" if len(below) > 6 else "") + (
+        ". Caveat: the bound is over heads whose logits are a multiple of the cosine; the model's layers learn a "
+        "d × d quadratic form each, and the converged study measured a trained model below B_∞ at d = 16, P = 64 "
+        "(docs/results/converged-study.md), so a value below this bound is not by itself a contradiction")
     return Claim("paper_plateaus", paper, criterion, _status(len(below) == 0), evidence, ())
 
 
