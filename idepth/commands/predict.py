@@ -62,7 +62,8 @@ def register(subparsers) -> None:
         ),
         epilog="examples:\n  idepth predict --a 2 --b 1 --d 1024 --depth 2^0-8\n"
         "  idepth predict --a 0 --b 0 --d 32 --task difficult --P 128 --depth 1-8 --json\n"
-        "  idepth predict --attention softmax --task difficult --calibration L0=2.0,c=8.0 --depth 1,2,4",
+        "  idepth predict --attention softmax --task difficult --calibration L0=2.0,c=8.0 --depth 1,2,4\n"
+        "  idepth predict --attention softmax --task difficult --regime converged --a 0 --b 0 --d 16 --P 64 --depth 1,2,4",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--depth", default="2^0-6", help="depths: '1,2,4', ranges '1-16', powers of two '2^0-8' (default 2^0-6)")
@@ -84,6 +85,11 @@ def register(subparsers) -> None:
     case.add_argument("--samples", type=int, default=4096, help="Monte-Carlo contexts (floor-method monte_carlo)")
     case.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed")
     case.add_argument("--calibration", help="softmax/difficult: 'A=..,C=..' (measured at one depth) or 'L0=..,c=..'")
+    case.add_argument("--regime", default="calibrated",
+                      help="softmax/difficult: calibrated (default: plateau + c/L from --calibration or the measured "
+                           "defaults) or converged (B_L, the best average of L softmax heads, with its interval)")
+    case.add_argument("--norm", default="layer", help="softmax/difficult, converged: the pre-norm, layer (default) or rms")
+    case.add_argument("--width", type=int, help="softmax/difficult, converged: hidden width N >= d (default: exact cosine)")
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the prediction as JSON")
     out.add_argument("--plot", type=Path, metavar="FILE", help="write a log-log plot of R_L against L (PNG/PDF/SVG)")
@@ -119,7 +125,7 @@ def run(args) -> int:
     prediction = predict_loss(
         parse_depths(args.depth), spectrum, attention=args.attention, task=args.task, polynomial=args.polynomial,
         gamma=args.gamma, P=args.P, k=args.k, floor_method=args.floor_method, n_samples=args.samples,
-        rng=args.seed, calibration=_calibration(args.calibration),
+        rng=args.seed, calibration=_calibration(args.calibration), regime=args.regime, norm=args.norm, width=args.width,
     )
     if args.plot is not None:
         plot_prediction(prediction, args.plot, title=repr(spectrum))
