@@ -51,11 +51,12 @@ PARALLEL = float(report_module.PARALLEL_SPREAD)
 SEQUENTIAL = float(report_module.SEQUENTIAL_CORRELATION)
 GAIN = 1.1  # "depth gain R_1/R_Lmax below 1.1 (saturates)"
 
-NOT_TESTED, REPRODUCED, NOT_REPRODUCED = "not tested", "reproduced", "not reproduced"
+NOT_TESTED, REPRODUCED, CONTRADICTED, INCONCLUSIVE = "not tested", "reproduced", "contradicted", "inconclusive"
 
 
-def _verdict(ok: bool) -> str:
-    return REPRODUCED if ok else NOT_REPRODUCED
+def _verdict(ok: bool, contradicted: bool = False) -> str:
+    """Reproduced; else contradicted when the numbers exclude the claim, else inconclusive."""
+    return REPRODUCED if ok else (CONTRADICTED if contradicted else INCONCLUSIVE)
 
 
 # ------------------------------------------------------------------------------------------- raw numbers
@@ -147,7 +148,7 @@ def inverse_depth(raw, ran, ctx):
     if "nonlinear_lazy" not in ran:
         return NOT_TESTED, "not run"
     family = SCALE.families["nonlinear_lazy"]
-    passing, measured = [], 0
+    passing, measured, excluded = [], 0, []
     for a, b in family.spectra:
         depths, R = raw.table(family, a, b, "R_L")
         if not np.isfinite(seed_mean(R)).any():
@@ -157,13 +158,20 @@ def inverse_depth(raw, ran, ctx):
         gap = seed_mean(raw.table(family, a, b, "A_minus_C")[1])
         c_change = criteria.last_doubling(depths, C)[2]
         g_change = criteria.last_doubling(depths, gap)[2]
-        if alpha_in_target(depths, R) and c_change < SETTLE and g_change < SETTLE:
+        settled = c_change < SETTLE and g_change < SETTLE
+        if alpha_in_target(depths, R) and settled:
             passing.append((a, b))
+        fit = depth_fit(depths, R)
+        if settled and fit is not None:
+            alpha, se = float(fit.alpha), float(fit.standard_errors["alpha"])
+            # outside [lo, hi] by more than two SE
+            if math.isfinite(se) and (alpha + SIGMAS * se < ALPHA_LO or alpha - SIGMAS * se > ALPHA_HI):
+                excluded.append((a, b))
     if not measured:
         return NOT_TESTED, "no finished runs"
     ok = (len(passing) >= 3 and (0.0, 0.0) in passing and any(a > 0 for a, _ in passing)
           and any(b > 0 for _, b in passing))
-    return _verdict(ok), f"passing spectra {passing}"
+    return _verdict(ok, bool(excluded)), f"passing spectra {passing}, excluded {excluded}"
 
 
 def converged(raw, ran, ctx):
@@ -199,7 +207,7 @@ def linear_easy(raw, ran, ctx):
         verdicts.append(zeta > 0 and criteria.between(alpha, se, zeta, 2 * zeta, SIGMAS) is True)
     if not verdicts:
         return NOT_TESTED, "no resolvable spectrum with a fit"
-    return _verdict(all(verdicts)), f"alpha in [ζ, 2ζ] per tested spectrum: {verdicts}"
+    return _verdict(all(verdicts), not all(verdicts)), f"alpha in [ζ, 2ζ] per tested spectrum: {verdicts}"
 
 
 def linear_floor(raw, ran, ctx):
@@ -244,7 +252,7 @@ def selection_tail(raw, ran, ctx):
     if "nonlinear_lazy" not in ran:
         return NOT_TESTED, "not run"
     family = SCALE.families["nonlinear_lazy"]
-    verdicts = []
+    verdicts, worse = [], []
     for a, b in family.spectra:
         stats = []
         for depth in (min(family.depths), max(family.depths)):
@@ -255,10 +263,12 @@ def selection_tail(raw, ran, ctx):
         (q1, se1), (qL, seL) = stats
         if not (math.isfinite(q1) and math.isfinite(qL)):
             continue
-        verdicts.append(q1 - qL > SIGMAS * math.hypot(np.nan_to_num(se1), np.nan_to_num(seL)))
+        combined = math.hypot(np.nan_to_num(se1), np.nan_to_num(seL))
+        verdicts.append(q1 - qL > SIGMAS * combined)
+        worse.append(q1 - qL < -SIGMAS * combined)
     if not verdicts:
         return NOT_TESTED, "no finished runs"
-    return _verdict(all(verdicts)), f"ΔQ(0.99) beyond two SE per spectrum: {verdicts}"
+    return _verdict(all(verdicts), any(worse)), f"ΔQ(0.99) beyond two SE per spectrum: {verdicts}"
 
 
 def _mode_matrix(raw, family, a, b) -> np.ndarray:
@@ -390,7 +400,7 @@ def test_every_claims_status_follows_from_its_own_numbers(smoke):
     assert disagreements(result.claims, statuses) == [], _explain(result.claims, statuses)
     assert disagreements(claims, statuses) == [], _explain(claims, statuses)
     # not vacuous: at smoke scale some claims pass and some fail
-    assert {s for s, _ in statuses.values()} >= {REPRODUCED, NOT_REPRODUCED}
+    assert {s for s, _ in statuses.values()} >= {REPRODUCED, INCONCLUSIVE}
 
 
 def test_every_paper_plateau_is_below_the_bound_only_by_more_than_three_bound_SEs(smoke):
@@ -459,3 +469,28 @@ def test_a_wrong_threshold_in_the_report_is_caught_by_the_independent_check(smok
     assert set(wrong) <= set(users), wrong
     monkeypatch.undo()
     assert disagreements(evaluate_claims(_context(result.out_dir, result.plan.families), consistency), statuses) == []
+
+
+# ------------------------------------------------------------------------------------------- three outcomes
+def test_three_outcome_verdict_rules():
+    """Reproduced; contradicted only when the numbers exclude the claim; otherwise inconclusive with its reason."""
+    from types import SimpleNamespace
+
+    from numerics.experiments.reproduce.report import _alpha_excluded, _verdict
+
+    assert _verdict(None) == {"status": NOT_TESTED}
+    assert _verdict(True, contradicted=True) == {"status": REPRODUCED}
+    assert _verdict(False, contradicted=True, reason="x") == {"status": CONTRADICTED, "reason": "x"}
+    assert _verdict(False, reason="budget: y") == {"status": INCONCLUSIVE, "reason": "budget: y"}
+
+    def summary(alpha, se, settled=True, ok=True):
+        fit = SimpleNamespace(ok=ok, value=lambda name: alpha, se=lambda name: se)
+        return SimpleNamespace(fit=fit, C_settles=settled, gap_settles=settled)
+
+    assert _alpha_excluded(summary(0.5, 0.1), 0.85, 1.15)  # 0.5 + 2·0.1 < 0.85
+    assert not _alpha_excluded(summary(0.7, 0.1), 0.85, 1.15)  # within two SE of the band
+    assert not _alpha_excluded(summary(1.0, 0.1), 0.85, 1.15)  # inside
+    assert _alpha_excluded(summary(1.5, 0.1), 0.85, 1.15)
+    assert not _alpha_excluded(summary(0.5, 0.1, settled=False), 0.85, 1.15)  # not settled: not adequately powered
+    assert not _alpha_excluded(summary(0.5, float("nan")), 0.85, 1.15)  # no SE: cannot exclude
+    assert not _alpha_excluded(summary(0.5, 0.1, ok=False), 0.85, 1.15)

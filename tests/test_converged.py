@@ -126,3 +126,60 @@ def test_a_run_that_has_not_converged_is_retrained_with_the_cap_doubled(tmp_path
     attempts = load_results(tmp_path / "store", status="done")
     assert sorted(r["config"]["max_steps"] for r in attempts) == [16, 16, 32, 32]  # 64 and 128 never needed
     assert {spec.depth: (cfg.max_steps, n, ok) for spec, (cfg, _, n, ok) in results.items()} == {1: (32, 2, True), 2: (32, 2, True)}
+
+
+STUDY_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_converged import tiny_plan
+from numerics.experiments.study.converged import run_converged_study
+if __name__ == "__main__":
+    run_converged_study(tiny_plan(spectra=((0.0, 0.0),), seeds=(0, 1)), {store!r}, workers=1, progress=False)
+"""
+
+
+def test_a_sigkilled_study_resumes_from_its_store_without_retraining_finished_runs(tmp_path):
+    """The driver holds right after its first commit (IDEPTH_TEST_HOLD_AFTER_COMMIT) and is SIGKILLed with its
+    worker; the study called again finishes the rest and leaves the committed run exactly as it was."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from _checkout import checkout_env
+
+    from numerics.experiments import sweep as sw
+
+    store = tmp_path / "store"
+    script = tmp_path / "study.py"
+    script.write_text(STUDY_SCRIPT.format(tests=str(Path(__file__).parent), store=str(store)))
+    marker = tmp_path / "first-commit"
+    env = checkout_env(OMP_NUM_THREADS="1", **{sw.HOLD_AFTER_COMMIT_VARIABLE: str(marker)})
+    driver = subprocess.Popen([sys.executable, str(script)], env=env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while not marker.exists():
+            assert driver.poll() is None, driver.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "no first commit within 180 s"
+            time.sleep(0.05)
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver and its worker process
+        driver.wait(timeout=30)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=30)
+    first = [r for r in load_results(store) if r["status"] == "done"]
+    assert len(first) == 1
+    plan = tiny_plan(spectra=((0.0, 0.0),), seeds=(0, 1))
+    from numerics.experiments.study.converged import run_converged_study
+
+    results = run_converged_study(plan, store, workers=1, progress=False)
+    assert set(results) == set(plan.runs())
+    after = {r["hash"]: r for r in load_results(store)}
+    assert {r["status"] for r in after.values()} == {"done"}
+    kept = after[first[0]["hash"]]
+    assert (kept["attempts"], kept["metrics"], kept["finished_at"]) == (first[0]["attempts"], first[0]["metrics"],
+                                                                         first[0]["finished_at"])

@@ -82,6 +82,9 @@ def _page(artefact, png: Path, scale: str, entry: dict, claims: dict) -> str:
             lines += [f"- **{claim['mark']}**: {_escape(claim['paper'])}",
                       f"  - criterion: {_escape(claim['criterion'])}",
                       f"  - measured: {_escape(claim['evidence'])}"]
+            if claim.get("reason"):
+                lines.append(f"  - {'why inconclusive' if claim['status'] == 'inconclusive' else 'what excludes it'}: "
+                             f"{_escape(claim['reason'])}")
         lines.append("")
     elif entry.get("verdicts") is None or "caption" not in entry:
         lines += ["The reproduction this page was made from recorded no verdicts per figure; see its `REPORT.md`.", ""]

@@ -23,10 +23,13 @@ from . import analysis
 from .. import criteria
 from .results import spectrum_label
 
-__all__ = ["Claim", "CLAIM_FIGURES", "STATUSES", "evaluate_claims", "render_report", "report_data", "write_report"]
+__all__ = ["Claim", "CLAIM_FIGURES", "INCONCLUSIVE_REASONS", "STATUSES", "evaluate_claims", "render_report", "report_data", "write_report"]
 
-#: verdict of a claim
-STATUSES = ("reproduced", "not reproduced", "not tested")
+#: verdict of a claim: reproduced; contradicted (adequately powered measurements exclude the claim); inconclusive
+#: (budget, resolution or training not sufficient -- the claim's ``reason`` says which); not tested
+STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested")
+#: why a claim that misses its criterion is inconclusive rather than contradicted
+INCONCLUSIVE_REASONS = ("budget", "resolution", "training", "bound")
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,14 @@ class Claim:
         The claim as the paper makes it.
     criterion : str
         How it is tested here (the issue's target, made operational).
-    status : {'reproduced', 'not reproduced', 'not tested'}
+    status : {'reproduced', 'contradicted', 'inconclusive', 'not tested'}
     evidence : str
         The measured numbers.
     families : tuple of str
         Families whose runs the evidence comes from.
+    reason : str
+        For ``'inconclusive'``: which of :data:`INCONCLUSIVE_REASONS` and why, in one sentence;
+        for ``'contradicted'``: what excludes the claim.
 
     References
     ----------
@@ -52,8 +58,8 @@ class Claim:
 
     Examples
     --------
-    >>> Claim("x", "p", "c", "not tested", "e").mark
-    'NOT TESTED'
+    >>> Claim("x", "p", "c", "not tested", "e").mark, Claim("x", "p", "c", "inconclusive", "e", reason="budget").mark
+    ('NOT TESTED', 'INCONCLUSIVE')
     """
 
     id: str
@@ -62,14 +68,30 @@ class Claim:
     status: str
     evidence: str
     families: tuple = ()
+    reason: str = ""
 
     @property
     def mark(self) -> str:
-        return {"reproduced": "REPRODUCED", "not reproduced": "NOT REPRODUCED"}.get(self.status, "NOT TESTED")
+        return {"reproduced": "REPRODUCED", "contradicted": "CONTRADICTED", "inconclusive": "INCONCLUSIVE"}.get(
+            self.status, "NOT TESTED")
 
 
-def _status(passed: bool | None) -> str:
-    return "not tested" if passed is None else ("reproduced" if passed else "not reproduced")
+def _verdict(passed: bool | None, *, contradicted: bool = False, reason: str = "") -> dict:
+    """``status`` and ``reason`` of a claim: reproduced; else contradicted when ``contradicted`` (the numbers exclude
+    the claim), else inconclusive with ``reason``."""
+    if passed is None:
+        return {"status": "not tested"}
+    if passed:
+        return {"status": "reproduced"}
+    return {"status": "contradicted" if contradicted else "inconclusive", "reason": reason}
+
+
+def _alpha_excluded(s, lo: float, hi: float) -> bool:
+    """The fitted α of a settled depth sweep lies outside ``[lo, hi]`` by more than two SE (an adequately powered miss)."""
+    if not (s.fit.ok and s.C_settles and s.gap_settles):
+        return False
+    alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
+    return math.isfinite(se) and criteria.between(alpha, se, lo, hi) is False
 
 
 def _pct(x: float) -> str:
@@ -111,7 +133,12 @@ def _inverse_depth_claim(ctx) -> Claim:
     evidence = (f"d = {family.d}, N = {family.N}, P = {family.P}, L up to {max(family.depths)}, "
                 f"{len(family.seeds)} seeds. " + "; ".join(_alpha_text(s) for s in summaries)
                 + f". Spectra meeting every condition: {', '.join(s.label for s in passing) or 'none'}.")
-    return Claim("inverse_depth", paper, criterion, _status(ok), evidence, ("nonlinear_lazy",))
+    excluded = [s.label for s in summaries if _alpha_excluded(s, lo, hi)]
+    verdict = _verdict(ok, contradicted=bool(excluded),
+                       reason=f"settled depth sweeps with α outside [{lo}, {hi}] by more than two SE: {', '.join(excluded)}"
+                       if excluded else "resolution: the spectra that miss have α within two SE of the target band or "
+                       "C_L, A_L − C_L not settled at these depths")
+    return Claim("inverse_depth", paper, criterion, evidence=evidence, families=("nonlinear_lazy",), **verdict)
 
 
 def _converged_claim(ctx) -> Claim:
@@ -133,7 +160,9 @@ def _converged_claim(ctx) -> Claim:
                      + f" at L = {list(map(int, R.depths))}")
     ok = all(bool(s.alpha_in_target) for s in summaries)
     evidence = f"d = {family.d}, N = {family.N}, P = {family.P}, {family.regime}. " + "; ".join(parts) + "."
-    return Claim("converged", paper, criterion, _status(ok), evidence, ("nonlinear_converged",))
+    verdict = _verdict(ok, reason="training: one step budget for every depth, not each depth converged on its own "
+                                  "(the converged study, `idepth study converged`, trains each run to its own rule)")
+    return Claim("converged", paper, criterion, evidence=evidence, families=("nonlinear_converged",), **verdict)
 
 
 def _linear_easy_claim(ctx) -> Claim:
@@ -174,7 +203,11 @@ def _linear_easy_claim(ctx) -> Claim:
     if skipped_resolvable:
         extra += f" Resolvable but not run at scale {ctx.scale.name} (budget): {', '.join(skipped_resolvable)}."
     ok = None if not tested else all(bool(s.between) for s in tested)
-    return Claim("linear_easy", paper, criterion, _status(ok), "; ".join(parts) + "." + extra, ("linear_easy",))
+    outside = [s.label for s in tested if s.between is False]
+    verdict = _verdict(ok, contradicted=bool(outside),
+                       reason=f"α outside [ζ, 2ζ] by more than two SE: {', '.join(outside)}")
+    return Claim("linear_easy", paper, criterion, evidence="; ".join(parts) + "." + extra, families=("linear_easy",),
+                 **verdict)
 
 
 def _linear_floor_claim(ctx) -> Claim:
@@ -194,9 +227,19 @@ def _linear_floor_claim(ctx) -> Claim:
     if not summaries:
         return Claim("linear_floor", paper, criterion, "not tested", "no finished runs", tuple(families))
     parts = [f"top-{f.k} {s.label} (d = {f.d}, P = {f.P}, L = {s.depth}): plateau {s.plateau:.4g} ± {s.plateau_se:.2g}, "
-             f"floor {s.floor:.4g} ± {s.floor_se:.2g}, {_pct(s.deviation)} apart" for f, s in summaries]
+             f"floor {s.floor:.4g} ± {s.floor_se:.2g}, {_pct(s.deviation)} apart "
+             f"({'below' if s.plateau < s.floor else 'above'} the floor)" for f, s in summaries]
     ok = all(bool(s.within_target) for _, s in summaries)
-    return Claim("linear_floor", paper, criterion, _status(ok), "; ".join(parts) + ".", tuple(families))
+    below = [f"top-{f.k} {s.label}" for f, s in summaries if not s.within_target and s.plateau < s.floor]
+    above = [f"top-{f.k} {s.label}" for f, s in summaries if not s.within_target and s.plateau >= s.floor]
+    reason = "; ".join(
+        ([f"unexplained: trained plateaus below the computed floor ({', '.join(below)}) -- a model cannot beat the "
+          "best polynomial predictor the floor describes, so either the floor's premises (its L → ∞ polynomial class, "
+          "the population law at this P) or the measurement differ; not a failed reproduction until that is resolved"]
+         if below else [])
+        + ([f"training: plateaus above the floor ({', '.join(above)}) at this step budget"] if above else []))
+    verdict = _verdict(ok, reason=reason)
+    return Claim("linear_floor", paper, criterion, evidence="; ".join(parts) + ".", families=tuple(families), **verdict)
 
 
 def _easy_claim(ctx) -> Claim:
@@ -212,9 +255,11 @@ def _easy_claim(ctx) -> Claim:
     parts = [f"{s.label}: final/initial = {s.ratio[0]:.3g} (loss {s.final[0]:.3g} from {s.initial[0]:.3g}), top-1 mass "
              f"{s.top1[0]:.3f}" for s in summaries]
     ok = all(s.below_target for s in summaries)
-    return Claim("easy_softmax", paper, criterion, _status(ok),
-                 f"d = {family.d}, P = {family.P}, {family.max_steps} steps. " + "; ".join(parts) + ".",
-                 ("nonlinear_easy",))
+    missing = [s.label for s in summaries if not s.below_target]
+    verdict = _verdict(ok, reason=f"budget: {family.max_steps} steps; still above the target: {', '.join(missing)}")
+    return Claim("easy_softmax", paper, criterion,
+                 evidence=f"d = {family.d}, P = {family.P}, {family.max_steps} steps. " + "; ".join(parts) + ".",
+                 families=("nonlinear_easy",), **verdict)
 
 
 def _selection_claim(ctx) -> Claim:
@@ -224,7 +269,7 @@ def _selection_claim(ctx) -> Claim:
         return Claim("selection_tail", paper, criterion, "not tested", "nonlinear_lazy not run", ("nonlinear_lazy",))
     family = ctx.family("nonlinear_lazy")
     shallow, deepest = min(family.depths), max(family.depths)
-    parts, verdicts = [], []
+    parts, verdicts, worse = [], [], []
     for a, b in family.spectra:
         m1, s1 = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, shallow)
         mL, sL = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, deepest)
@@ -233,11 +278,16 @@ def _selection_claim(ctx) -> Claim:
         delta = float(m1[-1] - mL[-1])
         se = math.hypot(float(np.nan_to_num(s1[-1])), float(np.nan_to_num(sL[-1])))
         verdicts.append(delta > criteria.AGREEMENT_SIGMAS * se)
+        worse.extend([spectrum_label(a, b)] if delta < -criteria.AGREEMENT_SIGMAS * se else [])
         parts.append(f"{spectrum_label(a, b)}: Q_{shallow}(0.99) = {m1[-1]:.3g}, Q_{deepest}(0.99) = {mL[-1]:.3g}, "
                      f"ΔQ = {delta:.3g} ± {se:.2g}")
     if not verdicts:
         return Claim("selection_tail", paper, criterion, "not tested", "no finished runs", ("nonlinear_lazy",))
-    return Claim("selection_tail", paper, criterion, _status(all(verdicts)), "; ".join(parts) + ".", ("nonlinear_lazy",))
+    verdict = _verdict(all(verdicts), contradicted=bool(worse),
+                       reason=f"the deep model's tail is worse beyond two SE: {', '.join(worse)}" if worse
+                       else "resolution: ΔQ within two SE of 0 for some spectrum")
+    return Claim("selection_tail", paper, criterion, evidence="; ".join(parts) + ".", families=("nonlinear_lazy",),
+                 **verdict)
 
 
 #: largest spread (std over modes) of the normalised reducible mode loss for learning to count as "parallel"
@@ -282,7 +332,8 @@ def _modewise_claim(ctx) -> Claim:
         f"linear {spectrum_label(*linear[0])}: Spearman " + ", ".join(
         f"{c:.2f} at L = {int(L)}" for L, c in zip(linear_depths[1:], correlations))
         + f" ({'sequential' if sequential else 'not sequential'}).")
-    return Claim("modewise", paper, criterion, _status(parallel and sequential), evidence, families)
+    verdict = _verdict(parallel and sequential, reason="resolution: one spectrum with a > 0 per model and few depths")
+    return Claim("modewise", paper, criterion, evidence=evidence, families=families, **verdict)
 
 
 def _context_updates_claim(ctx) -> Claim:
@@ -306,7 +357,9 @@ def _context_updates_claim(ctx) -> Claim:
     evidence = (f"d = {top2.d}, P = {top2.P}, {top2.regime}. top-2: α = {s2.fit.value('alpha'):.3g}, R_1/R_Lmax = "
                 f"{s2.depth_gain:.3g}, ρ = {rho2:.3g}; top-16: R_1/R_Lmax = {s16.depth_gain:.3g}, learned m = {m16:.3g} "
                 f"at L = {max(top16.depths)}, ρ = {rho16:.3g}.")
-    return Claim("context_updates", paper, criterion, _status(ok), evidence, families)
+    verdict = _verdict(ok, reason=f"budget and size: d = {top2.d}, P = {top2.P}, {top2.max_steps} steps, "
+                                  f"depths to {max(top2.depths)}")
+    return Claim("context_updates", paper, criterion, evidence=evidence, families=families, **verdict)
 
 
 def _plateau_claim(consistency) -> Claim:
@@ -331,7 +384,10 @@ def _plateau_claim(consistency) -> Claim:
         ". Caveat: the bound is over heads whose logits are a multiple of the cosine; the model's layers learn a "
         "d × d quadratic form each, and the converged study measured a trained model below B_∞ at d = 16, P = 64 "
         "(docs/results/converged-study.md), so a value below this bound is not by itself a contradiction")
-    return Claim("paper_plateaus", paper, criterion, _status(len(below) == 0), evidence, ())
+    verdict = _verdict(len(below) == 0, reason="bound: the bound is over heads whose logits are a multiple of the cosine, "
+                                               "not over the model class (the converged study measured a trained model "
+                                               "below B_∞)")
+    return Claim("paper_plateaus", paper, criterion, evidence=evidence, **verdict)
 
 
 def evaluate_claims(ctx, consistency=None) -> tuple:
@@ -438,11 +494,12 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
     for claim in claims:
         lines += [f"- **{claim.mark}** — {claim.paper}", f"  - criterion: {claim.criterion}",
                   f"  - measured: {claim.evidence}"]
-    reproduced = [c.id for c in claims if c.status == "reproduced"]
-    failed = [c.id for c in claims if c.status == "not reproduced"]
-    untested = [c.id for c in claims if c.status == "not tested"]
-    lines += ["", f"Reproduced at this scale: {', '.join(reproduced) or 'none'}. Not reproduced: "
-                  f"{', '.join(failed) or 'none'}. Not tested: {', '.join(untested) or 'none'}.", ""]
+        if claim.reason:
+            lines.append(f"  - {'why inconclusive' if claim.status == 'inconclusive' else 'what excludes it'}: "
+                         f"{claim.reason}")
+    by_status = {status: [c.id for c in claims if c.status == status] for status in STATUSES}
+    lines += ["", "| verdict | claims |", "|---|---|"] + [
+        f"| {status} | {', '.join(ids) or '—'} |" for status, ids in by_status.items()] + [""]
     lines += [study_markdown.strip(), ""] if study_markdown else []
     lines += [consistency_markdown.strip(), ""] if consistency_markdown else []
     if figures:
@@ -499,7 +556,8 @@ def report_data(figures, claims) -> dict:
         "figures": {f.id: {"caption": f.caption,
                            "verdicts": [c.id for c in claims if f.id in CLAIM_FIGURES.get(c.id, ())]}
                     for f in figures},
-        "claims": [{"id": c.id, "status": c.status, "mark": c.mark, "paper": c.paper, "criterion": c.criterion,
+        "claims": [{"id": c.id, "status": c.status, "mark": c.mark, "reason": c.reason, "paper": c.paper,
+                    "criterion": c.criterion,
                     "evidence": c.evidence, "figures": list(CLAIM_FIGURES.get(c.id, ()))} for c in claims],
     }
 
