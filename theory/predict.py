@@ -374,8 +374,9 @@ def _softmax_converged(depths, spectrum, P, k, n_samples, rng, norm, width):
         assumptions=(
             f"each layer of the controlled model (M(0), fixed H_x, eqs. 59-60) is a softmax head over {what} with "
             "its own temperature; a converged model reaches the best such average. Layers whose learned form "
-            "(W_q A)ᵀ(W_k A) is not a multiple of the identity can do better: measured at d = 16, N = 32, P = 64, "
-            "(0, 0), a converged model of depth 128 reaches 2.036 against B_∞ = 2.077 over exact cosine (docs/results/converged-study.md)",
+            "(W_q A)ᵀ(W_k A) is not a multiple of the identity are not covered by the bound (measured at d = 16, "
+            "N = 32, P = 64, (0, 0): R_256 = 2.027 ± 0.033 against B_∞ = 2.056 ± 0.022, "
+            "docs/results/converged-study.md)",
             f"Monte Carlo: {bounds.n_seeds} seeds x {bounds.n_contexts} fit + {bounds.n_contexts} held-out contexts, "
             f"top-{k} of P = {P}; interval = ±1.96 SE over seeds; plateau = B_∞ (best non-negative mixture) = "
             f"{bounds.mixture:.6g} ± {bounds.mixture_se:.2g}",

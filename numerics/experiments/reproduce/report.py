@@ -382,11 +382,11 @@ def _plateau_claim(consistency) -> Claim:
     evidence = f"{len(below)} of {len(rows)} paper values lie below the bound. " + "; ".join(parts) + (
         " …" if len(below) > 6 else "") + (
         ". Caveat: the bound is over heads whose logits are a multiple of the cosine; the model's layers learn a "
-        "d × d quadratic form each, and the converged study measured a trained model below B_∞ at d = 16, P = 64 "
-        "(docs/results/converged-study.md), so a value below this bound is not by itself a contradiction")
+        "d × d quadratic form each, so it is not a proven bound of the model class (the converged study, "
+        "docs/results/converged-study.md, finds its deepest models consistent with B_∞ at d = 16, P = 64)")
     verdict = _verdict(len(below) == 0, reason="bound: the bound is over heads whose logits are a multiple of the cosine, "
-                                               "not over the model class (the converged study measured a trained model "
-                                               "below B_∞)")
+                                               "not a proven bound of the model class, whose layers each learn a d × d "
+                                               "form")
     return Claim("paper_plateaus", paper, criterion, evidence=evidence, **verdict)
 
 

@@ -475,6 +475,11 @@ def _group_stats(rows: Sequence[Mapping]) -> dict:
     return out
 
 
+def _num(value: float) -> str:
+    """A table cell: 4 decimals, or a dash where the quantity is undefined (C_L at L = 1)."""
+    return "—" if not math.isfinite(value) else f"{value:.4f}"
+
+
 def _bound_at(bounds, depth: int):
     """``(B_L, SE)`` of a :class:`theory.softmax_bounds.SoftmaxBounds` at ``depth``, or None."""
     if bounds is None or depth not in bounds.depths:
@@ -490,7 +495,7 @@ def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *
     --------
     >>> row = dict.fromkeys(CSV_COLUMNS, 1.0) | {"model": "nonlinear", "norm": "layer", "converged": True, "N": 32,
     ...                                         "depth": 1, "steps": 4000, "seed": 0, "delta_R1_se": float("nan")}
-    >>> print(converged_markdown([row]).splitlines()[2])
+    >>> print(converged_markdown([row]).splitlines()[4])
     Runs converged by the study's rule (held-out change over the last quarter < its own SE): **1 of 1**.
     """
     stats = _group_stats(rows)
@@ -498,6 +503,9 @@ def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *
     if provenance_info:
         lines += [f"Generated from `converged-study.csv` ({len(rows)} runs; package {provenance_info.get('package_version')}, "
                   f"{provenance_info.get('date')}, command `{provenance_info.get('command')}`).", ""]
+    lines += ["Regenerate this page from the CSV: `idepth study converged --out docs/results --report-only`; continue or "
+              "extend the study (resumable): `idepth study converged --out docs/results --store DIR`. The method and "
+              "its rules: :mod:`numerics.experiments.study.converged`.".replace(":mod:", ""), ""]
     n_conv = sum(bool(r["converged"]) for r in rows)
     lines += [f"Runs converged by the study's rule (held-out change over the last quarter < its own SE): "
               f"**{n_conv} of {len(rows)}**.", ""]
@@ -514,7 +522,7 @@ def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *
             ratio = f"{s['R_L'] / B[0] - 1:+.2%}" if B else "—"
             lines.append(f"| {depth} | {s['n']} ({s['converged']}) | {'/'.join(map(str, s['steps']))} | "
                          f"{s['R_L']:.4f} ± {s['R_L_se']:.4f} | {s['delta_R1']:+.4f} ± {s['delta_R1_se']:.4f} | {B_text} | "
-                         f"{ratio} | {s['C_L']:.4f} | {s['A_L'] - s['C_L']:.4f} |")
+                         f"{ratio} | {_num(s['C_L'])} | {_num(s['A_L'] - s['C_L'])} |")
         lines += [""] + _group_findings(rows, stats, (model, N, a, b), bnd) + [""]
     return "\n".join(lines)
 
@@ -542,15 +550,27 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
         losses = np.array([[next(r["R_L"] for r in group if r["depth"] == L and r["seed"] == s) for L in depths]
                            for s in seeds])
         seed_text = int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:4], "big")
-        fit = fit_depth_law(depths, losses, n_bootstrap=200 if len(seeds) > 1 else 0, rng=seed_text)
-        if fit.ok:
+        mean = losses.mean(axis=0)
+        peak = int(np.argmax(mean))
+        ranges = [("all depths, as the paper fits", 0)]
+        if 0 < peak <= len(depths) - 3:  # the curve rises first: also fit from its maximum on (defined by the data)
+            ranges.append((f"from the depth of the largest R_L (L = {depths[peak]}) on", peak))
+        for label, start in ranges:
+            sub_depths, sub = depths[start:], losses[:, start:]
+            try:
+                fit = fit_depth_law(sub_depths, sub, n_bootstrap=200 if len(seeds) > 1 else 0, rng=seed_text)
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+                out.append(f"- Fit R_L = L0 + c L^-α, {label}: no fit ({exc}).")
+                continue
+            boot = fit.bootstrap_samples
+            alpha_se, L0_se = ((float(np.std(boot[:, 2], ddof=1)), float(np.std(boot[:, 0], ddof=1)))
+                               if boot is not None and len(boot) > 1 else (fit.alpha_se, fit.L0_se))
             paper = _paper_plateau(a, b, group[0]["k"])
             paper_text = f"; the paper's Table 1 plateau: {paper:.4g}" if paper is not None else ""
-            out.append(f"- Fit R_L = L0 + c L^-α over L = {depths[0]}–{depths[-1]} (mean of {len(seeds)} seeds, "
-                       f"bootstrap over seeds): α = {fit.value('alpha'):.3g} ± {fit.se('alpha'):.2g}, "
-                       f"L0 = {fit.value('L0'):.4g} ± {fit.se('L0'):.2g}{paper_text}.")
-        else:
-            out.append(f"- Fit R_L = L0 + c L^-α: no fit ({fit.reason}).")
+            out.append(f"- Fit R_L = L0 + c L^-α, {label} (L = {sub_depths[0]}–{sub_depths[-1]}, mean of {len(seeds)} "
+                       f"seeds; SEs {'bootstrap over seeds' if boot is not None else 'Gauss-Newton'}): α = "
+                       f"{fit.alpha:.3g} ± {alpha_se:.2g}, L0 = {fit.L0:.4g} ± {L0_se:.2g}, R² (log) = "
+                       f"{fit.r_squared:.4f}{paper_text}.")
     if 1 in depths and len(depths) > 1:
         deepest = stats[key + (depths[-1],)]
         out.append(f"- Depth gain R_1 − R_{depths[-1]} = {deepest['delta_R1']:+.4f} ± {deepest['delta_R1_se']:.4f} "
@@ -565,9 +585,9 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
             if B is not None and s["R_L"] < B[0] - 2 * math.hypot(s["R_L_se"], B[1]):
                 below.append(L)
         out.append(f"- B_1 = {bnd.single:.4f} ± {bnd.single_se:.4f}, B_∞ = {bnd.mixture:.4f} ± {bnd.mixture_se:.4f} "
-                   f"(heads over the pre-norm similarity at N = {N}, one temperature each). Depths where the trained "
+                   "(heads over exact cosine similarity, one temperature each). Depths where the trained "
                    f"R_L is more than 2 SE below B_L: {', '.join(map(str, below)) or 'none'}"
-                   + (" — these bounds are not lower bounds of the model: each layer learns its own quadratic form "
+                   + (" — these bounds are not proven bounds of the model: each layer learns its own quadratic form "
                       "D_ℓ = (W_q^ℓ A)ᵀ(W_k^ℓ A), not only a temperature." if below else "."))
     return out
 
@@ -575,25 +595,38 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
 # ----------------------------------------------------------------------------- bounds, figure, the whole command
 def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: int = 4, cache_dir=None,
                  workers: int = 1, progress: bool | None = False) -> dict:
-    """``{(model, N, a, b): SoftmaxBounds}`` over the model's own pre-norm similarity at its width, every depth of ``rows``."""
-    from numerics.models import get_model
+    """``{(model, N, a, b): SoftmaxBounds}`` over exact cosine similarity, for every depth of ``rows``.
 
+    Exact cosine, not the pre-norm similarity of an orthonormal ``W_x`` at initialisation: the
+    trained model can express cosine heads exactly (RMSNorm at any ``N``; LayerNorm when
+    ``N > d``, with ``W_x``'s columns orthogonal to the all-ones vector), and the learned
+    ``W_x`` is not the initial one. One bound per spectrum, shared by its widths and norms.
+
+    Notes
+    -----
+    No example: a Monte-Carlo computation (``tests/test_converged.py`` runs it small).
+    """
     from ..bounds import cached_softmax_bounds, softmax_bounds_key
 
     groups: dict = {}
     for r in rows:
-        groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["k"], r["d"], r["P"]), set()).add(r["depth"])
-    keys, names = [], []
-    for (model, N, a, b, k, d, P), depths in sorted(groups.items()):
-        keys.append(softmax_bounds_key(a, b, d, P, k, depths=sorted(depths), n_contexts=n_contexts, n_seeds=n_seeds,
-                                       similarity="prenorm", width=N, norm=get_model(model).NORM))
-        names.append((model, N, a, b))
-    values = cached_softmax_bounds(keys, cache_dir, workers=workers, progress=progress)
-    return dict(zip(names, values))
+        groups.setdefault((r["a"], r["b"], r["k"], r["d"], r["P"]), set()).add(r["depth"])
+    keys = {spectrum: softmax_bounds_key(spectrum[0], spectrum[1], spectrum[3], spectrum[4], spectrum[2],
+                                         depths=sorted(depths), n_contexts=n_contexts, n_seeds=n_seeds)
+            for spectrum, depths in sorted(groups.items())}
+    values = dict(zip(keys, cached_softmax_bounds(list(keys.values()), cache_dir, workers=workers, progress=progress)))
+    return {(r["model"], r["N"], r["a"], r["b"]): values[(r["a"], r["b"], r["k"], r["d"], r["P"])] for r in rows}
 
 
 def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
-    """R_L against L (mean over seeds, ±1.96 SE) with ``B_L`` and ``B_∞`` for every (model, N, spectrum)."""
+    """Per (model, N, spectrum): top, R_L against L (mean over seeds, ±1.96 SE) with ``B_L`` and ``B_∞``; bottom,
+    the depth gain ``R_1 − R_L`` paired over the common held-out contexts (±1.96 paired SE) with the cosine-head
+    ceiling ``B_1 − B_L``.
+
+    Notes
+    -----
+    No example: it draws a file (``tests/test_converged.py`` draws one).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -603,28 +636,33 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
     keys = sorted({k[:4] for k in stats})
     if not keys:
         raise ValueError("no runs to draw: the study has no finished run yet")
-    cols = min(4, len(keys))
-    nrows = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 2.9 * nrows), squeeze=False)
-    for ax, key in zip(axes.ravel(), keys):
+    cols = len(keys)
+    fig, axes = plt.subplots(2, cols, figsize=(3.9 * cols, 5.6), squeeze=False, sharex="col")
+    for j, key in enumerate(keys):
+        top, bottom = axes[0, j], axes[1, j]
         depths = sorted(k[4] for k in stats if k[:4] == key)
-        R = np.array([stats[key + (L,)]["R_L"] for L in depths])
-        se = np.array([stats[key + (L,)]["R_L_se"] for L in depths])
-        ax.errorbar(depths, R, yerr=1.96 * se, fmt="o-", ms=3, label="trained $R_L$")
+        get = lambda name: np.array([stats[key + (L,)][name] for L in depths])  # noqa: E731
+        top.errorbar(depths, get("R_L"), yerr=1.96 * get("R_L_se"), fmt="o-", ms=3, capsize=2, label="trained $R_L$")
+        bottom.errorbar(depths, get("delta_R1"), yerr=1.96 * get("delta_R1_se"), fmt="o-", ms=3, capsize=2,
+                        label="$R_1 - R_L$ (paired)")
+        bottom.axhline(0.0, color="0.6", lw=0.8)
         bnd = bounds.get(key)
         if bnd is not None:
-            BL = [(_bound_at(bnd, L) or (math.nan, math.nan))[0] for L in depths]
-            ax.plot(depths, BL, "s--", ms=3, color="C2", label="$B_L$ (bound)")
-            ax.axhline(bnd.mixture, color="C3", lw=1, ls=":", label=r"$B_\infty$")
-        ax.set_xscale("log", base=2)
+            BL = np.array([(_bound_at(bnd, L) or (math.nan, math.nan))[0] for L in depths])
+            top.plot(depths, BL, "s--", ms=3, color="C2", label="$B_L$ (cosine heads)")
+            top.axhline(bnd.mixture, color="C3", lw=1, ls=":", label=r"$B_\infty$")
+            bottom.plot(depths, bnd.single - BL, "s--", ms=3, color="C2", label="$B_1 - B_L$")
         model, N, a, b = key
-        ax.set_title(f"{model} N={N} (a,b)=({a:g},{b:g})", fontsize=8)
-        ax.set_xlabel("depth L", fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in axes.ravel()[len(keys):]:
-        ax.axis("off")
+        top.set_title(f"{model}, N = {N}, (a, b) = ({a:g}, {b:g})", fontsize=8)
+        bottom.set_xlabel("depth L", fontsize=8)
+        bottom.set_xscale("log", base=2)
+        for ax in (top, bottom):
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("held-out loss (±1.96 SE)", fontsize=8)
+    axes[1, 0].set_ylabel("depth gain (±1.96 paired SE)", fontsize=8)
     axes[0, 0].legend(fontsize=7)
-    axes[0, 0].set_ylabel("held-out loss", fontsize=8)
+    axes[1, 0].legend(fontsize=7)
     fig.tight_layout()
     return save_figure(fig, path)
 
