@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -117,7 +118,7 @@ def test_tiny_study_end_to_end_and_resume(tmp_path):
 
 
 def test_a_run_that_has_not_converged_is_retrained_with_the_cap_doubled(tmp_path, monkeypatch):
-    import numerics.experiments.study.converged as converged
+    from numerics.experiments.study import converged
 
     # the rule itself is tested above; here a rule that needs 32 steps drives the ladder
     monkeypatch.setattr(converged, "is_converged", lambda curve, se: curve[-1, 0] >= 32)
@@ -183,3 +184,30 @@ def test_a_sigkilled_study_resumes_from_its_store_without_retraining_finished_ru
     kept = after[first[0]["hash"]]
     assert (kept["attempts"], kept["metrics"], kept["finished_at"]) == (first[0]["attempts"], first[0]["metrics"],
                                                                          first[0]["finished_at"])
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "docs" / "results" / "converged-study.csv"
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped converged-study.csv in this checkout")
+def test_the_shipped_table_is_self_consistent_and_its_page_shows_its_numbers():
+    import json
+
+    rows = read_study_csv(SHIPPED)
+    required = ["model", "norm", "a", "b", "k", "d", "N", "P", "depth", "seed", "steps", "converged", "R_L", "R_L_se", "A_L", "C_L"]
+    assert rows and all(set(required) <= set(r) for r in rows)
+    assert len({r["content_hash"] for r in rows}) == len(rows)
+    for r in rows:
+        assert r["converged"] == (abs(r["change_last_quarter"]) < r["R_L_se"])
+        assert r["steps"] > 0 and r["R_L"] > 0 and r["R_L_se"] > 0
+        if r["depth"] == 1:
+            assert r["delta_R1"] == 0.0
+    prov = json.loads(SHIPPED.with_suffix(".provenance.json").read_text())
+    assert {"package_version", "command", "date", "machine", "plan"} <= set(prov)
+    page = (SHIPPED.parent / "converged-study.md").read_text()
+    assert f"{len(rows)} runs" in page
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["depth"]), []).append(r["R_L"])
+    for (model, N, a, b, depth), values in groups.items():
+        assert f"| {depth} | {len(values)} (" in page and f"{np.mean(values):.4f} ± " in page

@@ -34,9 +34,9 @@ import hashlib
 import io
 import math
 import platform
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -45,20 +45,20 @@ from numerics.train import TrainConfig
 from theory.validation import check_positive_int
 
 __all__ = [
+    "CSV_COLUMNS",
     "STUDY_SIZES",
     "TABLE1_SPECTRA",
-    "CSV_COLUMNS",
     "ConvergedPlan",
     "RunSpec",
+    "converged_markdown",
     "eval_seed_of",
-    "last_quarter_change",
     "is_converged",
-    "run_converged_study",
+    "last_quarter_change",
     "paired_depth_gains",
+    "read_study_csv",
+    "run_converged_study",
     "study_rows",
     "write_study_csv",
-    "read_study_csv",
-    "converged_markdown",
 ]
 
 #: (d, P) of the study: d = 16 is where the χ² of ``idepth study sizes`` is smallest by far;
@@ -445,7 +445,7 @@ def provenance(plan: ConvergedPlan, command: str, elapsed: float | None = None) 
     from theory import __version__
 
     return {"package_version": __version__, "command": command,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                         "cpu_count": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__},
             "elapsed_seconds": elapsed, "plan": plan.to_dict()}
@@ -461,7 +461,7 @@ def _group_stats(rows: Sequence[Mapping]) -> dict:
     for key, rs in groups.items():
         n = len(rs)
 
-        def mean_se(values, within):
+        def mean_se(values, within, n=n):
             values = np.asarray(values, dtype=np.float64)
             between = values.var(ddof=1) if n > 1 else 0.0
             within_var = float(np.mean(np.square(within))) if len(within) else 0.0
@@ -641,7 +641,7 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
     for j, key in enumerate(keys):
         top, bottom = axes[0, j], axes[1, j]
         depths = sorted(k[4] for k in stats if k[:4] == key)
-        get = lambda name: np.array([stats[key + (L,)][name] for L in depths])  # noqa: E731
+        get = lambda name: np.array([stats[key + (L,)][name] for L in depths])
         top.errorbar(depths, get("R_L"), yerr=1.96 * get("R_L_se"), fmt="o-", ms=3, capsize=2, label="trained $R_L$")
         bottom.errorbar(depths, get("delta_R1"), yerr=1.96 * get("delta_R1_se"), fmt="o-", ms=3, capsize=2,
                         label="$R_1 - R_L$ (paired)")
