@@ -211,3 +211,20 @@ def test_the_shipped_table_is_self_consistent_and_its_page_shows_its_numbers():
         groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["depth"]), []).append(r["R_L"])
     for (model, N, a, b, depth), values in groups.items():
         assert f"| {depth} | {len(values)} (" in page and f"{np.mean(values):.4f} ± " in page
+
+
+def test_the_doubling_check_trains_twice_the_cap_and_reports_the_paired_gain(tmp_path):
+    plan = tiny_plan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), contrast_spectrum=(0.0, 0.0), confirm_depths=(2,),
+                     max_doublings=0)
+    rows, markdown = run_converged(tmp_path / "o", plan=plan, workers=1, progress=False, bound_contexts=64)
+    store = tmp_path / "o" / "store"
+    caps = sorted(r["config"]["max_steps"] for r in load_results(store, status="done"))
+    assert caps.count(32) == 1 and caps.count(16) == len(plan.runs())  # one doubled run: L = 2, main model
+    (row,) = [r for r in rows if r["model"] == "nonlinear" and r["N"] == plan.N and r["depth"] == 2]
+    doubled = plan.config(RunSpec("nonlinear", 0.0, 0.0, plan.N, 2, 0), 32)
+    target = evaluation_batch(doubled).target.astype(np.float64)
+    e16, e32 = [(load_arrays(store, h, ["eval_prediction"])["eval_prediction"] - target) ** 2
+                for h in (row["content_hash"], doubled.content_hash())]
+    assert row["doubling_gain"] == pytest.approx(float(np.mean(e16 - e32)), rel=1e-9, abs=1e-12)
+    assert all(math.isnan(r["doubling_gain"]) for r in rows if r is not row)
+    assert "Doubling" in markdown

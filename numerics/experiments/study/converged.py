@@ -69,7 +69,9 @@ TABLE1_SPECTRA = ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0), (0.5, 0.5), (1.0, 0.0), (1
 #: the columns of ``docs/results/converged-study.csv`` (one row per run)
 CSV_COLUMNS = ("model", "norm", "a", "b", "k", "d", "N", "P", "depth", "seed", "steps", "converged", "R_L", "R_L_se",
                "A_L", "C_L", "change_last_quarter", "attempts", "delta_R1", "delta_R1_se", "eval_size", "eval_seed",
-               "batch_size", "learning_rate", "cpu_time", "content_hash")
+               "batch_size", "learning_rate", "cpu_time", "content_hash", "doubling_gain", "doubling_gain_se")
+#: columns a table written before they existed may lack (read as NaN)
+OPTIONAL_COLUMNS = ("doubling_gain", "doubling_gain_se")
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,10 @@ class ConvergedPlan:
     contrast_spectrum : (a, b) or None
         Where the contrasts run: ``N = d`` (LayerNorm removes one input direction there) and
         the RMSNorm model ``nonlinear_rms`` at ``N = width_factor · d``, all depths.
+    confirm_depths : tuple of int
+        At the contrast spectrum (main model, ``N = width_factor · d``), these depths are also
+        trained with twice the cap at which they converged: the paired gain of doubling
+        (``doubling_gain`` in the CSV) says whether the rule's "converged" holds up.
     batch_size, learning_rate, warmup_steps : int, float, int
         Adam with fresh batches every step, warm-up then cosine decay to 0 over the cap.
     base_steps, max_doublings : int
@@ -137,6 +143,7 @@ class ConvergedPlan:
     seeds: tuple = (0, 1, 2)
     width_factor: int = 2
     contrast_spectrum: tuple | None = (0.0, 0.0)
+    confirm_depths: tuple = (1, 16, 128)
     batch_size: int = 256
     learning_rate: float = 1e-3
     warmup_steps: int = 200
@@ -180,6 +187,14 @@ class ConvergedPlan:
                 specs += [RunSpec("nonlinear", a, b, self.d, L, s) for L in self.depths for s in self.seeds]
             specs += [RunSpec("nonlinear_rms", a, b, self.N, L, s) for L in self.depths for s in self.seeds]
         return list(dict.fromkeys(specs))
+
+    def confirm_specs(self) -> list[RunSpec]:
+        """The runs of the doubling check (:attr:`confirm_depths` at the contrast spectrum, every seed)."""
+        if self.contrast_spectrum is None:
+            return []
+        a, b = map(float, self.contrast_spectrum)
+        return [RunSpec("nonlinear", a, b, self.N, L, s) for L in self.confirm_depths if L in self.depths
+                for s in self.seeds]
 
     def config(self, spec: RunSpec, steps: int) -> TrainConfig:
         """The :class:`~numerics.train.TrainConfig` of ``spec`` with a cap of ``steps`` (no early stop)."""
@@ -261,6 +276,7 @@ def run_converged_study(plan: ConvergedPlan, store_dir, *, workers: int | None =
     from ..sweep import run_sweep
 
     todo = list(plan.runs() if specs is None else specs)
+    asked = list(todo)
     for cap in plan.caps():
         if not todo:
             break
@@ -268,7 +284,11 @@ def run_converged_study(plan: ConvergedPlan, store_dir, *, workers: int | None =
         run_sweep(Grid.of(configs), store_dir, workers=workers, progress=progress, runner=run)
         found = collect_results(plan, store_dir, todo)
         todo = [spec for spec in todo if spec in found and found[spec][0].max_steps == cap and not found[spec][3]]
-    return collect_results(plan, store_dir, plan.runs() if specs is None else specs)
+    found = collect_results(plan, store_dir, asked)
+    confirm = [plan.config(spec, 2 * found[spec][0].max_steps) for spec in plan.confirm_specs() if spec in found]
+    if confirm:  # the doubling check: the same runs with twice the cap they converged at
+        run_sweep(Grid.of(confirm), store_dir, workers=workers, progress=progress, runner=run)
+    return found
 
 
 def collect_results(plan: ConvergedPlan, store_dir, specs: Sequence[RunSpec] | None = None) -> dict:
@@ -346,16 +366,24 @@ def study_rows(plan: ConvergedPlan, results: Mapping, store_dir) -> list[dict]:
     -----
     No example: it needs a store of trained runs (``tests/test_converged.py``).
     """
+    from ..store import load_results
+
     targets: dict = {}
     errors: dict = {}
     for spec, (cfg, record, *_) in results.items():
         errors[spec] = _squared_errors(store_dir, cfg, record, targets)
+    done = {r["hash"]: r for r in load_results(store_dir, status="done")}
     rows = []
     for spec, (cfg, record, attempts, _) in results.items():
         m = record["metrics"]
         group = {s.depth: errors[s] for s in results if (s.model, s.a, s.b, s.N, s.seed) == (spec.model, spec.a, spec.b, spec.N, spec.seed)}
         gain, gain_se = paired_depth_gains(group).get(spec.depth, (math.nan, math.nan))
         change = last_quarter_change(_curve(store_dir, record["hash"]))
+        doubled = done.get(plan.config(spec, 2 * cfg.max_steps).content_hash())
+        doubling, doubling_se = math.nan, math.nan
+        if doubled is not None:  # paired over the same held-out contexts
+            diff = errors[spec] - _squared_errors(store_dir, cfg, doubled, targets)
+            doubling, doubling_se = float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size))
         from numerics.models import get_model
 
         rows.append({
@@ -365,7 +393,7 @@ def study_rows(plan: ConvergedPlan, results: Mapping, store_dir) -> list[dict]:
             "C_L": m["C_L"], "change_last_quarter": change, "attempts": attempts, "delta_R1": gain,
             "delta_R1_se": gain_se, "eval_size": cfg.eval_size, "eval_seed": cfg.eval_seed,
             "batch_size": cfg.batch_size, "learning_rate": cfg.learning_rate, "cpu_time": m.get("cpu_time", math.nan),
-            "content_hash": record["hash"],
+            "content_hash": record["hash"], "doubling_gain": doubling, "doubling_gain_se": doubling_se,
         })
     rows.sort(key=lambda r: (r["model"], r["N"], r["a"], r["b"], r["depth"], r["seed"]))
     return rows
@@ -423,6 +451,7 @@ def read_study_csv(path) -> list[dict]:
     rows = []
     with open(path, newline="") as handle:
         for raw in csv.DictReader(handle):
+            raw = {**raw, **{key: "nan" for key in OPTIONAL_COLUMNS if key not in raw}}
             row = {}
             for key, value in raw.items():
                 if key in text:
@@ -524,7 +553,34 @@ def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *
                          f"{s['R_L']:.4f} ± {s['R_L_se']:.4f} | {s['delta_R1']:+.4f} ± {s['delta_R1_se']:.4f} | {B_text} | "
                          f"{ratio} | {_num(s['C_L'])} | {_num(s['A_L'] - s['C_L'])} |")
         lines += [""] + _group_findings(rows, stats, (model, N, a, b), bnd) + [""]
+    lines += _targets(rows, stats, bounds)
     return "\n".join(lines)
+
+
+def _targets(rows, stats, bounds) -> list[str]:
+    """The issue's targets, computed from the rows: L = 1 against B_1, the deepest model against B_∞, the paired SE."""
+    if bounds is None:
+        return []
+    main = sorted({k[:4] for k in stats if k[0] == "nonlinear" and k[1] > min(r["d"] for r in rows)})
+    if not main:
+        return []
+    out = ["## Targets", "", "| model, N, (a, b) | R_1 / B_1 − 1 | deepest L | R_L / B_∞ − 1 | max paired SE of R_1 − R_L | "
+           "(B_1 − B_∞)/4 |", "|---|---|---|---|---|---|"]
+    for key in main:
+        bnd = bounds.get(key)
+        depths = sorted(k[4] for k in stats if k[:4] == key)
+        if bnd is None or 1 not in depths:
+            continue
+        one, deep = stats[key + (1,)], stats[key + (depths[-1],)]
+        ses = [stats[key + (L,)]["delta_R1_se"] for L in depths if L != 1]
+        model, N, a, b = key
+        out.append(f"| {model}, {N}, ({a:g}, {b:g}) | {one['R_L'] / bnd.single - 1:+.2%} | {depths[-1]} | "
+                   f"{deep['R_L'] / bnd.mixture - 1:+.2%} | {max(ses) if ses else math.nan:.4f} | "
+                   f"{(bnd.single - bnd.mixture) / 4:.4f} |")
+    out += ["", "Targets of the study: R_1 within 2 % of B_1 and the deepest model within 2 % of B_∞ (both unpaired: "
+            "the bounds are Monte Carlo on other contexts, SEs in the tables above); the paired SE of R_1 − R_L below "
+            "a quarter of B_1 − B_∞.", ""]
+    return out
 
 
 def _paper_plateau(a: float, b: float, k: int):
@@ -577,6 +633,20 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
                    "(paired over the common held-out contexts, mean over seeds)"
                    + (f"; the cosine-head ceiling B_1 − B_∞ = {bnd.single - bnd.mixture:.4f}" if bnd is not None else "")
                    + ".")
+    doubled = [r for r in group if math.isfinite(r.get("doubling_gain", math.nan))]
+    if doubled:
+        by_depth: dict = {}
+        for r in doubled:
+            by_depth.setdefault(r["depth"], []).append(r)
+        parts = []
+        for L, rs in sorted(by_depth.items()):
+            gain = float(np.mean([r["doubling_gain"] for r in rs]))
+            se = math.sqrt(float(np.mean([r["doubling_gain_se"] ** 2 for r in rs])) / len(rs))
+            if len(rs) > 1:
+                se = max(se, float(np.std([r["doubling_gain"] for r in rs], ddof=1)) / math.sqrt(len(rs)))
+            parts.append(f"L = {L}: {gain:+.4f} ± {se:.4f} ({len(rs)} seeds, {rs[0]['steps']} → {2 * rs[0]['steps']} steps)")
+        out.append("- Doubling the step cap (paired R(S) − R(2S) on the same held-out contexts; > 0: the longer run is "
+                   "better): " + "; ".join(parts) + ".")
     if bnd is not None:
         below = []
         for L in depths:
