@@ -706,10 +706,16 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
     keys = sorted({k[:4] for k in stats})
     if not keys:
         raise ValueError("no runs to draw: the study has no finished run yet")
-    cols = len(keys)
-    fig, axes = plt.subplots(2, cols, figsize=(3.9 * cols, 5.6), squeeze=False, sharex="col")
+    cols = min(3, len(keys))
+    grid_rows = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(2 * grid_rows, cols, figsize=(4.4 * cols, 5.2 * grid_rows), squeeze=False)
+    for j in range(len(keys), grid_rows * cols):  # empty slots of the last row
+        row, col = divmod(j, cols)
+        axes[2 * row, col].axis("off")
+        axes[2 * row + 1, col].axis("off")
     for j, key in enumerate(keys):
-        top, bottom = axes[0, j], axes[1, j]
+        row, col = divmod(j, cols)
+        top, bottom = axes[2 * row, col], axes[2 * row + 1, col]
         depths = sorted(k[4] for k in stats if k[:4] == key)
         get = lambda name: np.array([stats[key + (L,)][name] for L in depths])
         top.errorbar(depths, get("R_L"), yerr=1.96 * get("R_L_se"), fmt="o-", ms=3, capsize=2, label="trained $R_L$")
@@ -725,12 +731,14 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
         model, N, a, b = key
         top.set_title(f"{model}, N = {N}, (a, b) = ({a:g}, {b:g})", fontsize=8)
         bottom.set_xlabel("depth L", fontsize=8)
+        top.set_xscale("log", base=2)
         bottom.set_xscale("log", base=2)
         for ax in (top, bottom):
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("held-out loss (±1.96 SE)", fontsize=8)
-    axes[1, 0].set_ylabel("depth gain (±1.96 paired SE)", fontsize=8)
+    for row in range(grid_rows):
+        axes[2 * row, 0].set_ylabel("held-out loss (±1.96 SE)", fontsize=8)
+        axes[2 * row + 1, 0].set_ylabel("depth gain (±1.96 paired SE)", fontsize=8)
     axes[0, 0].legend(fontsize=7)
     axes[1, 0].legend(fontsize=7)
     fig.tight_layout()
