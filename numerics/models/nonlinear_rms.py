@@ -15,18 +15,17 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-import numpy as np
+import numpy as np  # noqa: F401 (the doctests use it)
 
 from . import reference
-from ._common import (
-    SHARED_INIT_DEFAULTS,
-    ForwardResult,
-    floats_per_context,
-    init_shared,
-    resolve_init_options,
+from ._common import ForwardResult, floats_per_context
+from .nonlinear import (
+    INIT_DEFAULTS,
+    _parallel_loss_and_grad,
+    _parallel_result,
+    init_params,
+    param_shapes,
 )
-from ._common import param_shapes as _param_shapes
-from .nonlinear import _parallel_loss_and_grad, _parallel_result
 
 __all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "floats_per_context", "forward", "init_params", "loss_and_grad", "param_shapes",
            "reference_forward"]
@@ -39,41 +38,9 @@ VALUES = "tied"
 MASK = "M(0)"
 NORM = "rms"
 PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
-#: default initialisation options (see :func:`init_params`)
-INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
+# INIT_DEFAULTS, param_shapes and init_params are the nonlinear model's own (same parameters, same initialisation)
 #: as the nonlinear model
 TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 1e-3, "init": MappingProxyType({})})
-
-
-def param_shapes(d: int, N: int, depth: int) -> dict:
-    """Shapes of the parameters (those of :func:`numerics.models.nonlinear.param_shapes`).
-
-    References
-    ----------
-    Paper eqs. (8)-(12).
-
-    Examples
-    --------
-    >>> param_shapes(2, 3, 4)["W_q"]
-    (4, 3, 3)
-    """
-    return _param_shapes(d, N, depth, values=VALUES, mask=MASK)
-
-
-def init_params(d: int, N: int, depth: int, rng: np.random.Generator, *, dtype=np.float64, **init_options) -> dict:
-    """Draw initial parameters (options and defaults as :func:`numerics.models.nonlinear.init_params`).
-
-    References
-    ----------
-    Paper eqs. (8)-(12); initialisation is not stated in the paper.
-
-    Examples
-    --------
-    >>> sorted(init_params(2, 3, 1, np.random.default_rng(0)))
-    ['W_k', 'W_o', 'W_q', 'W_v', 'W_x', 'W_y']
-    """
-    options = resolve_init_options(INIT_DEFAULTS, init_options)
-    return init_shared(d, N, depth, rng, dtype, options, values=VALUES)
 
 
 #: the literal transcription (slow, for checking :func:`forward`)
