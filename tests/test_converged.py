@@ -26,7 +26,7 @@ from numerics.train import evaluation_batch
 def tiny_plan(**overrides):
     options = dict(d=4, P=8, k=2, spectra=((0.0, 0.0), (0.5, 0.0)), depths=(1, 2), deep_depths=(), seeds=(0, 1),
                    contrast_spectrum=None, batch_size=16, warmup_steps=2, base_steps=16, max_doublings=1,
-                   eval_size=64, evals_per_run=4)
+                   eval_size=64, evals_per_run=4, table4_spectra=())
     options.update(overrides)
     return ConvergedPlan(**options)
 
@@ -34,7 +34,8 @@ def tiny_plan(**overrides):
 @pytest.mark.parametrize("field, value, match", [
     ("d", 0, "d"), ("evals_per_run", 2, "evals_per_run"), ("max_doublings", -1, "max_doublings"),
     ("base_steps", 18, "multiple of evals_per_run"), ("k", 9, "k must be <= P"), ("depths", (0,), "depth"),
-    ("seeds", (), "must not be empty"),
+    ("seeds", (), "must not be empty"), ("table4_spectra", ((0.0, 0.0, 9),), "k must be <= P"),
+    ("table4_spectra", ((0.0, 0.0, 0),), "k"),
 ])
 def test_plan_rejects_bad_input_naming_the_field(field, value, match):
     with pytest.raises(ValueError, match=match):
@@ -44,7 +45,11 @@ def test_plan_rejects_bad_input_naming_the_field(field, value, match):
 def test_runs_of_the_default_plan():
     plan = ConvergedPlan()
     runs = plan.runs()
-    assert len(runs) == 7 * 8 * 3 + 3 + 8 * 3 + 8 * 3  # main grid, L = 256, N = d, RMSNorm
+    # main grid, L = 256, N = d, RMSNorm, then Table 4's 7 rows and the 2 extra spectra
+    assert len(runs) == 7 * 8 * 3 + 3 + 8 * 3 + 8 * 3 + (7 + 2) * 8 * 3
+    assert plan.spectra == ((0.0, 0.0), (0.0, 0.25), (0.0, 0.5), (0.0, 1.0), (0.25, 0.0), (0.5, 0.0), (1.0, 0.0))
+    assert {r.k for r in runs} == {2, 16} and {(r.a, r.b) for r in runs if r.k == 16} == {
+        (0.0, 0.25), (0.0, 0.5), (0.25, 0.25), (0.25, 0.5)}
     assert {r.N for r in runs if r.model == "nonlinear_rms"} == {2 * plan.d}
     assert {(r.a, r.b) for r in runs if r.N == plan.d} == {(0.0, 0.0)}
     assert max(r.depth for r in runs) == 256 and len(set(runs)) == len(runs)

@@ -495,6 +495,10 @@ class Scale:
         The budget of the regime study at this scale (:mod:`numerics.experiments.study`); its
         ``name`` and ``bound_contexts`` are set to this scale's, so the study and the
         reproduction compute each oracle bound once, with one value.
+    converged_checks : tuple of (a, b, k, N, depth, seed)
+        Runs of the converged-study table that the reproduction re-trains from their recorded
+        configuration (:func:`numerics.experiments.reproduce.converged.spot_check_configs`), to
+        show that the table comes out of this code on this machine.
 
     References
     ----------
@@ -514,6 +518,7 @@ class Scale:
     floor_samples: int = 4096
     needs_cluster: bool = False
     study: "StudyScale | None" = None
+    converged_checks: tuple = ()
 
     def __post_init__(self) -> None:
         missing = [name for name in FAMILIES if name not in self.families]
@@ -635,7 +640,8 @@ def _quick() -> Scale:
                **context),
         Family("context_updates_k16", "context_updates", "difficult", 16, 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8),
                (0,), **context),
-    ], bound_contexts=8192, floor_samples=4096, study=_STUDY_QUICK)
+    ], bound_contexts=8192, floor_samples=4096, study=_STUDY_QUICK,
+        converged_checks=((0.0, 0.0, 2, 32, 1, 0), (0.0, 0.0, 2, 32, 8, 0), (0.0, 0.0, 2, 32, 64, 0)))
 
 
 def _medium() -> Scale:

@@ -196,7 +196,11 @@ class FloorEstimate:
         Contexts sampled (0 for the semi-analytic route).
     queries_per_context : int
         Independent queries per sampled context (0 for the semi-analytic route).
-    method : {'monte_carlo', 'semi_analytic'}
+    method : {'monte_carlo', 'semi_analytic', 'finite_p', 'population_least_squares'}
+        The last two come from :func:`~theory.floor.linear_floor_finite_p`
+        (polynomial in the empirical S, or in Σ by the same least squares); there
+        ``estimate`` is a held-out loss (SE from independent seeds) and
+        ``plug_in_bias`` the O(1/n) amount by which it is biased HIGH.
     ranking : {'cosine', 'inner_product'}
     variance_reduction : {'none', 'control_variates'}
     spectrum : Spectrum or PowerLawSpectrum

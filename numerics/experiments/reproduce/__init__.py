@@ -132,6 +132,7 @@ def reproduce(
     study: bool | None = None,
     log: Callable[[str], object] | None = None,
     command: str | None = None,
+    converged_table: str | os.PathLike | None = None,
 ) -> ReproductionResult:
     """Regenerate the paper's figures and tables at ``scale`` and write ``OUT/REPORT.md``.
 
@@ -159,6 +160,13 @@ def reproduce(
         Receives the plan and progress lines (default: print to stderr).
     command : str, optional
         The command line recorded in the report.
+    converged_table : path or 'run', optional
+        The converged-study CSV the nonlinear verdict and Tables 1, 4, 5 read (default: the
+        one the package ships, ``docs/results/converged-study.csv``); ``'run'`` runs the whole
+        converged study first into ``OUT/converged`` through ``OUT/store`` (resumable; about
+        70 minutes for the Table 1 spectra and 2.5 hours with Table 4's on 2 cores, see
+        :mod:`numerics.experiments.study.converged`). The scale's
+        :attr:`~numerics.experiments.scales.Scale.converged_checks` re-train a few of its runs.
 
     Returns
     -------
@@ -196,6 +204,8 @@ def reproduce(
         raise ValueError(f"scheduler is only used with backend='dask'; got scheduler={scheduler!r} with backend={backend!r}")
     if workers is not None:
         workers = check_positive_int("workers", workers)
+    if converged_table is not None and converged_table != "run" and not Path(converged_table).is_file():
+        raise FileNotFoundError(f"converged_table: no such file: {converged_table}")
     out = make_output_dir(out_dir)
     study = (only is None) if study is None else bool(study)
     command = command or "numerics.experiments.reproduce.reproduce(" + ", ".join(
@@ -211,7 +221,9 @@ def reproduce(
         sweep_kwargs["scheduler"] = scheduler
     else:
         sweep_kwargs["workers"] = workers
-    summary = run_sweep(Grid.of(plan.configs), out / "store", **sweep_kwargs)
+    table, table_error, checks = _converged_table(scale, out, converged_table, workers=workers, progress=progress,
+                                                  log=log, command=command)
+    summary = run_sweep(Grid.of(list(plan.configs) + [cfg for _, cfg in checks]), out / "store", **sweep_kwargs)
     log(f"training: {summary.executed} runs trained now, {summary.skipped} reused from the store, "
         f"{summary.failed} failed ({summary.wall_time:.0f} s)")
 
@@ -220,7 +232,8 @@ def reproduce(
     from .report import evaluate_claims, write_report
     from .tables import build_table
 
-    ctx = ReproductionContext.open(scale, out, families=plan.families)
+    ctx = ReproductionContext.open(scale, out, families=plan.families, converged=table, converged_error=table_error,
+                                   converged_checks=checks)
     study_md = consistency_md = ""
     consistency = None
     if study:
@@ -241,6 +254,30 @@ def reproduce(
     log(f"wrote {report} ({wall:.0f} s)")
     return ReproductionResult(out_dir=out, report=report, plan=plan, figures=tuple(figures), tables=tuple(tables),
                               claims=claims, sweep=summary, wall_time=wall)
+
+
+def _converged_table(scale: Scale, out: Path, converged_table, *, workers, progress, log, command) -> tuple:
+    """(table or None, why not, spot-check runs) of the converged study this reproduction reads."""
+    from .converged import load_table, spot_check_configs
+
+    if converged_table == "run":
+        from ..study.converged import run_converged
+
+        log("converged study (numerics.experiments.study.converged; resumable, hours on 2 cores) ...")
+        run_converged(out / "converged", store_dir=out / "store", workers=workers, progress=progress,
+                      command=command + " (its converged study)")
+        converged_table = out / "converged" / "converged-study.csv"
+    try:
+        table = load_table(converged_table)
+    except (FileNotFoundError, ValueError) as exc:
+        return None, str(exc), []
+    try:
+        checks = spot_check_configs(table, scale.converged_checks)
+    except ValueError as exc:
+        return table, str(exc), []
+    if checks:
+        log(f"re-training {len(checks)} run(s) of {table.source_text()} to check it")
+    return table, "", checks
 
 
 def _cpu_seconds() -> float:

@@ -46,6 +46,11 @@ class ReproductionContext:
         Finished runs of ``out_dir/store``.
     families : tuple of str
         Families run for this reproduction (others read as empty).
+    converged : ConvergedTable or None
+        The converged-study table the nonlinear verdicts and Tables 1, 4, 5 read
+        (:mod:`numerics.experiments.reproduce.converged`); None with ``converged_error`` saying why.
+    converged_checks : tuple of (row, TrainConfig)
+        Runs of that table re-trained by this reproduction.
 
     References
     ----------
@@ -65,16 +70,26 @@ class ReproductionContext:
     out_dir: Path
     results: StoreResults
     families: tuple = ()
+    converged: Any = None
+    converged_error: str = "not loaded"
+    converged_checks: tuple = ()
     _memo: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, scale: Scale, out_dir, families: tuple = ()) -> "ReproductionContext":
-        """Read ``out_dir/store`` and create ``figures/``, ``tables/`` and ``cache/``."""
+    def open(cls, scale: Scale, out_dir, families: tuple = (), *, converged=None, converged_error: str = "not loaded",
+             converged_checks: tuple = ()) -> "ReproductionContext":
+        """Read ``out_dir/store`` and create ``figures/``, ``tables/`` and ``cache/``.
+
+        ``converged`` is the converged-study table
+        (:class:`numerics.experiments.reproduce.converged.ConvergedTable`, or None with
+        ``converged_error`` saying why), ``converged_checks`` its re-trained runs ``(row, config)``.
+        """
         out_dir = Path(out_dir)
         for sub in ("figures", "tables", "cache"):
             (out_dir / sub).mkdir(parents=True, exist_ok=True)
         return cls(scale=scale, out_dir=out_dir, results=StoreResults(out_dir / "store"),
-                   families=tuple(families) or tuple(scale.families))
+                   families=tuple(families) or tuple(scale.families), converged=converged,
+                   converged_error=converged_error, converged_checks=tuple(converged_checks))
 
     @property
     def figures_dir(self) -> Path:

@@ -66,6 +66,42 @@ def _nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, ca
     return drawn
 
 
+def _converged_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool], caption_parts: list) -> bool:
+    """The converged study's ``quantity`` (``R_L``, ``C_L``, ``A_minus_C``) against depth for the top-2 spectra
+    ``select(a, b)`` of the table: mean over seeds ± 1 SE, with the paper's Table 1 plateau for ``R_L``/``C_L``."""
+    from theory.paper import paper_table
+
+    table = ctx.converged
+    if table is None:
+        p.no_data(ax, f"no converged-study table ({ctx.converged_error})")
+        return False
+    groups = [g for g in table.groups() if g[2] == 2 and select(g[0], g[1])]
+    colours = p.colours(max(len(groups), 1))
+    plateaus = {(float(r["a"]), float(r["b"])): r["nonlinear_L0"] for r in paper_table("table1")}
+    for index, (colour, (a, b, k, N)) in enumerate(zip(colours, groups)):
+        s = table.summary(a, b, k, N=N)
+        values = {"R_L": (s.R, s.R_se), "C_L": (s.C, np.full_like(s.C, np.nan)),
+                  "A_minus_C": (s.gap, np.full_like(s.gap, np.nan))}[quantity]
+        mean, se = values
+        curve = Curve(quantity, a, b, np.asarray(s.depths), mean[None, :], mean, se, np.full(len(s.depths), s.n_seeds),
+                      "seeds")
+        marker, style = p.style(index)
+        p.errorbar(ax, curve, colour, s.label, marker=marker, linestyle=style)
+        if quantity in ("R_L", "C_L") and (a, b) in plateaus:
+            ax.axhline(plateaus[(a, b)], color=colour, lw=0.9, ls=(0, (1, 2)))
+        if quantity == "R_L" and s.fit is not None:
+            caption_parts.append(f"converged {s.label}: R_1 − R_{s.depths[-1]} = {s.gain[-1]:+.3f} ± {s.gain_se[-1]:.3f}, "
+                                 f"α = {s.fit.alpha:.2g} (2σ {s.fit.interval_text()})")
+    p.depth_axis(ax, sorted({L for g in groups for L in table.summary(*g[:3], N=g[3]).depths}) or [1],
+                 logy=False)
+    r = table.rows[0]
+    ax.set_title(f"converged study, top-2 (d = {r['d']}, N = {2 * r['d']}, P = {r['P']}); dotted: paper's L0",
+                 fontsize=9)
+    if not groups:
+        p.no_data(ax, "no such spectrum in the converged study")
+    return bool(groups)
+
+
 def _fig6ab(ctx, artefact_id: str, *, fixed: str) -> Figure:
     plt = p.pyplot()
     family = ctx.family("nonlinear_lazy")
@@ -75,9 +111,12 @@ def _fig6ab(ctx, artefact_id: str, *, fixed: str) -> Figure:
     else:
         spectra = analysis.spectra_of(ctx, "nonlinear_lazy", b=0.0)
         title = f"softmax, top-{family.k}, b = 0, varying a ({p.sizes(family)}, {p.regime(family)})"
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
+    fig, (ax, right) = plt.subplots(1, 2, figsize=(12.0, 4.6), constrained_layout=True)
     parts: list[str] = []
-    _nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", spectra, title=title, caption_parts=parts)
+    _converged_panel(ctx, right, "R_L", (lambda a, b: a == 0.0) if fixed == "a" else (lambda a, b: b == 0.0), parts)
+    right.set_ylabel("held-out loss R_L")
+    p.legend(right)
+    _nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", spectra, title="lazy contrast: " + title, caption_parts=parts)
     if artefact_id == "fig6a" and ctx.ran("nonlinear_converged"):
         conv = ctx.family("nonlinear_converged")
         for (a, b) in conv.spectra:
@@ -92,8 +131,10 @@ def _fig6ab(ctx, artefact_id: str, *, fixed: str) -> Figure:
     ax.set_ylabel("held-out loss R_L")
     p.legend(ax, ncol=1, loc="upper right")
     paths = p.save(ctx, fig, artefact_id)
-    caption = (f"R_L against depth, softmax attention on the top-{family.k} task, {family.regime}; dashed: fit of "
-               "R_L = L0 + c L^-α (eq. 16); dash-dotted: best single softmax head (oracle bound). " + "; ".join(parts))
+    caption = (f"R_L against depth, softmax attention on the top-{family.k} task. Right: the converged study (each "
+               "depth trained to its own convergence rule, ±1 SE; dotted: the paper's Table 1 plateau). Left, the lazy "
+               f"contrast, {family.regime}; dashed: fit of R_L = L0 + c L^-α (eq. 16); dash-dotted: best single softmax "
+               "head (oracle bound). " + "; ".join(parts))
     return Figure(artefact_id, paths, caption)
 
 
@@ -120,14 +161,22 @@ def fig6b(ctx) -> Figure:
 def _fig6cd(ctx, artefact_id: str, quantity: str, ylabel: str) -> Figure:
     plt = p.pyplot()
     family = ctx.family("nonlinear_lazy")
-    fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
+    fig, (ax, right) = plt.subplots(1, 2, figsize=(12.0, 4.4), constrained_layout=True)
     parts: list[str] = []
     _nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", family.spectra, quantity=quantity, caption_parts=parts,
-                           title=f"softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
+                           title=f"lazy contrast: softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
     ax.set_ylabel(ylabel)
     p.legend(ax)
+    _converged_panel(ctx, right, quantity, lambda a, b: True, parts)
+    right.set_ylabel(ylabel)
+    p.legend(right)
     paths = p.save(ctx, fig, artefact_id)
-    return Figure(artefact_id, paths, f"{ylabel} against depth (eqs. 61-63). " + "; ".join(parts))
+    conv = ""
+    if ctx.converged is not None:
+        conv = ("Right: the converged study (mean over seeds; dotted: the paper's Table 1 plateau, which C_L approaches "
+                "in the paper's Fig. 6c). " if quantity == "C_L" else "Right: the converged study (mean over seeds). ")
+    return Figure(artefact_id, paths, f"{ylabel} against depth (eqs. 61-63). {conv}Left: the lazy contrast. "
+                  + "; ".join(parts))
 
 
 def fig6c(ctx) -> Figure:

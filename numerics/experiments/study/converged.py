@@ -43,11 +43,15 @@ import numpy as np
 from numerics.io import make_output_dir, save_figure, write_json, write_text
 from numerics.train import TrainConfig
 from theory.validation import check_positive_int
+from theory.paper import paper_table
 
 __all__ = [
     "CSV_COLUMNS",
     "STUDY_SIZES",
     "TABLE1_SPECTRA",
+    "TABLE4_SPECTRA",
+    "group_stats",
+    "EXTRA_SPECTRA",
     "ConvergedPlan",
     "RunSpec",
     "converged_markdown",
@@ -65,7 +69,11 @@ __all__ = [
 #: P = 64 is inside the region the data allow (32-96) and the size of the paper's prototype
 STUDY_SIZES = {"d": 16, "P": 64}
 #: the seven (a, b) of the paper's Table 1
-TABLE1_SPECTRA = ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0), (0.5, 0.5), (1.0, 0.0), (1.0, 0.5), (0.5, 1.0))
+TABLE1_SPECTRA = tuple((float(r["a"]), float(r["b"])) for r in paper_table("table1"))
+#: the (a, b, k) of the paper's Table 4 (top-2 and top-16)
+TABLE4_SPECTRA = tuple((float(r["a"]), float(r["b"]), int(r["k"])) for r in paper_table("table4"))
+#: (a, b, k) the study also ran that are in none of the paper's nonlinear tables (kept: they are data)
+EXTRA_SPECTRA = ((1.0, 0.5, 2), (0.5, 1.0, 2))
 #: the columns of ``docs/results/converged-study.csv`` (one row per run)
 CSV_COLUMNS = ("model", "norm", "a", "b", "k", "d", "N", "P", "depth", "seed", "steps", "converged", "R_L", "R_L_se",
                "A_L", "C_L", "change_last_quarter", "attempts", "delta_R1", "delta_R1_se", "eval_size", "eval_seed",
@@ -90,6 +98,7 @@ class RunSpec:
     N: int
     depth: int
     seed: int
+    k: int = 2
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,10 @@ class ConvergedPlan:
     d, P, k : int
         Input dimension, context length, top-k (:data:`STUDY_SIZES`, k = 2 as Table 1).
     spectra : tuple of (a, b)
-        Spectra at ``N = width_factor · d`` with every depth (default Table 1's seven).
+        Spectra at ``N = width_factor · d`` with every depth and top-``k`` (default Table 1's seven).
+    table4_spectra : tuple of (a, b, k)
+        Further spectra with their own top-k, every depth, ``N = width_factor · d`` (default
+        :data:`TABLE4_SPECTRA`, Table 4's top-2 and top-16 rows, then :data:`EXTRA_SPECTRA`).
     depths : tuple of int
         Depths of every spectrum.
     deep_depths : tuple of int
@@ -138,6 +150,7 @@ class ConvergedPlan:
     P: int = STUDY_SIZES["P"]
     k: int = 2
     spectra: tuple = TABLE1_SPECTRA
+    table4_spectra: tuple = TABLE4_SPECTRA + EXTRA_SPECTRA
     depths: tuple = (1, 2, 4, 8, 16, 32, 64, 128)
     deep_depths: tuple = (256,)
     seeds: tuple = (0, 1, 2)
@@ -156,8 +169,10 @@ class ConvergedPlan:
     def __post_init__(self) -> None:
         for name in ("d", "P", "k", "width_factor", "batch_size", "base_steps", "eval_size", "evals_per_run"):
             check_positive_int(name, getattr(self, name))
-        if self.k > self.P:
-            raise ValueError(f"k must be <= P; got k={self.k}, P={self.P}")
+        for k in (self.k, *(spec[2] for spec in self.table4_spectra)):
+            check_positive_int("k", k)
+            if k > self.P:
+                raise ValueError(f"k must be <= P; got k={k}, P={self.P}")
         if self.evals_per_run < 4:
             raise ValueError(f"evals_per_run must be >= 4 (the last quarter needs an evaluation); got {self.evals_per_run}")
         if self.max_doublings < 0:
@@ -178,14 +193,16 @@ class ConvergedPlan:
 
     def runs(self) -> list[RunSpec]:
         """Every run of the plan (main grid, then the deep depths and the contrasts)."""
-        specs = [RunSpec("nonlinear", float(a), float(b), self.N, L, s) for a, b in self.spectra for L in self.depths
-                 for s in self.seeds]
+        specs = [RunSpec("nonlinear", float(a), float(b), self.N, L, s, self.k) for a, b in self.spectra
+                 for L in self.depths for s in self.seeds]
         if self.contrast_spectrum is not None:
             a, b = map(float, self.contrast_spectrum)
             specs += [RunSpec("nonlinear", a, b, self.N, L, s) for L in self.deep_depths for s in self.seeds]
             if self.width_factor != 1:
                 specs += [RunSpec("nonlinear", a, b, self.d, L, s) for L in self.depths for s in self.seeds]
             specs += [RunSpec("nonlinear_rms", a, b, self.N, L, s) for L in self.depths for s in self.seeds]
+        specs += [RunSpec("nonlinear", float(a), float(b), self.N, L, s, int(k)) for a, b, k in self.table4_spectra
+                  for L in self.depths for s in self.seeds]
         return list(dict.fromkeys(specs))
 
     def confirm_specs(self) -> list[RunSpec]:
@@ -199,11 +216,11 @@ class ConvergedPlan:
     def config(self, spec: RunSpec, steps: int) -> TrainConfig:
         """The :class:`~numerics.train.TrainConfig` of ``spec`` with a cap of ``steps`` (no early stop)."""
         return TrainConfig(
-            model=spec.model, task="difficult", k=self.k, a=spec.a, b=spec.b, d=self.d, N=spec.N, P=self.P,
+            model=spec.model, task="difficult", k=spec.k, a=spec.a, b=spec.b, d=self.d, N=spec.N, P=self.P,
             depth=spec.depth, seed=spec.seed, batch_size=self.batch_size, max_steps=steps,
             learning_rate=self.learning_rate, schedule="warmup_cosine", warmup_steps=self.warmup_steps,
             eval_size=self.eval_size, eval_every=steps // self.evals_per_run,
-            eval_seed=eval_seed_of(spec.a, spec.b, self.k), tol=0.0, window=steps + 1, dtype=self.dtype,
+            eval_seed=eval_seed_of(spec.a, spec.b, spec.k), tol=0.0, window=steps + 1, dtype=self.dtype,
         )
 
     def caps(self) -> list[int]:
@@ -376,7 +393,7 @@ def study_rows(plan: ConvergedPlan, results: Mapping, store_dir) -> list[dict]:
     rows = []
     for spec, (cfg, record, attempts, _) in results.items():
         m = record["metrics"]
-        group = {s.depth: errors[s] for s in results if (s.model, s.a, s.b, s.N, s.seed) == (spec.model, spec.a, spec.b, spec.N, spec.seed)}
+        group = {s.depth: errors[s] for s in results if (s.model, s.a, s.b, s.k, s.N, s.seed) == (spec.model, spec.a, spec.b, spec.k, spec.N, spec.seed)}
         gain, gain_se = paired_depth_gains(group).get(spec.depth, (math.nan, math.nan))
         change = last_quarter_change(_curve(store_dir, record["hash"]))
         doubled = done.get(plan.config(spec, 2 * cfg.max_steps).content_hash())
@@ -395,7 +412,7 @@ def study_rows(plan: ConvergedPlan, results: Mapping, store_dir) -> list[dict]:
             "batch_size": cfg.batch_size, "learning_rate": cfg.learning_rate, "cpu_time": m.get("cpu_time", math.nan),
             "content_hash": record["hash"], "doubling_gain": doubling, "doubling_gain_se": doubling_se,
         })
-    rows.sort(key=lambda r: (r["model"], r["N"], r["a"], r["b"], r["depth"], r["seed"]))
+    rows.sort(key=lambda r: (r["model"], r["k"], r["N"], r["a"], r["b"], r["depth"], r["seed"]))
     return rows
 
 
@@ -481,11 +498,11 @@ def provenance(plan: ConvergedPlan, command: str, elapsed: float | None = None) 
 
 
 # ----------------------------------------------------------------------------- the report
-def _group_stats(rows: Sequence[Mapping]) -> dict:
-    """Mean over seeds of R_L, A_L, C_L and the paired gain, each with its SE, per (model, N, a, b, depth)."""
+def group_stats(rows: Sequence[Mapping]) -> dict:
+    """Mean over seeds of R_L, A_L, C_L and the paired gain, each with its SE, per (model, N, a, b, k, depth)."""
     groups: dict = {}
     for r in rows:
-        groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["depth"]), []).append(r)
+        groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["k"], r["depth"]), []).append(r)
     out = {}
     for key, rs in groups.items():
         n = len(rs)
@@ -518,7 +535,7 @@ def _bound_at(bounds, depth: int):
 
 
 def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *, provenance_info: Mapping | None = None) -> str:
-    """The docs page of the study, from its CSV rows (and the bounds ``{(model, N, a, b): SoftmaxBounds}``).
+    """The docs page of the study, from its CSV rows (and the bounds ``{(model, N, a, b, k): SoftmaxBounds}``).
 
     Examples
     --------
@@ -527,7 +544,7 @@ def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *
     >>> print(converged_markdown([row]).splitlines()[4])
     Runs converged by the study's rule (held-out change over the last quarter < its own SE): **1 of 1**.
     """
-    stats = _group_stats(rows)
+    stats = group_stats(rows)
     lines = ["# The converged softmax study", ""]
     if provenance_info:
         lines += [f"Generated from `converged-study.csv` ({len(rows)} runs; package {provenance_info.get('package_version')}, "
@@ -538,21 +555,21 @@ def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *
     n_conv = sum(bool(r["converged"]) for r in rows)
     lines += [f"Runs converged by the study's rule (held-out change over the last quarter < its own SE): "
               f"**{n_conv} of {len(rows)}**.", ""]
-    keys = sorted({k[:4] for k in stats})
-    for model, N, a, b in keys:
-        lines += [f"## {model}, N = {N}, (a, b) = ({a:g}, {b:g})", ""]
-        bnd = None if bounds is None else bounds.get((model, N, a, b))
+    keys = sorted({k[:5] for k in stats})
+    for model, N, a, b, k in keys:
+        lines += [f"## {model}, top-{k}, N = {N}, (a, b) = ({a:g}, {b:g})", ""]
+        bnd = None if bounds is None else bounds.get((model, N, a, b, k))
         lines += ["| L | seeds (converged) | steps | R_L ± SE | R_1 − R_L ± paired SE | B_L ± SE | R_L / B_L − 1 | C_L | A_L − C_L |",
                   "|---|---|---|---|---|---|---|---|---|"]
-        for depth in sorted(k[4] for k in stats if k[:4] == (model, N, a, b)):
-            s = stats[(model, N, a, b, depth)]
+        for depth in sorted(key[5] for key in stats if key[:5] == (model, N, a, b, k)):
+            s = stats[(model, N, a, b, k, depth)]
             B = _bound_at(bnd, depth)
             B_text = f"{B[0]:.4f} ± {B[1]:.4f}" if B else "—"
             ratio = f"{s['R_L'] / B[0] - 1:+.2%}" if B else "—"
             lines.append(f"| {depth} | {s['n']} ({s['converged']}) | {'/'.join(map(str, s['steps']))} | "
                          f"{s['R_L']:.4f} ± {s['R_L_se']:.4f} | {s['delta_R1']:+.4f} ± {s['delta_R1_se']:.4f} | {B_text} | "
                          f"{ratio} | {_num(s['C_L'])} | {_num(s['A_L'] - s['C_L'])} |")
-        lines += [""] + _group_findings(rows, stats, (model, N, a, b), bnd) + [""]
+        lines += [""] + _group_findings(rows, stats, (model, N, a, b, k), bnd) + [""]
     lines += _targets(rows, stats, bounds)
     return "\n".join(lines)
 
@@ -561,20 +578,20 @@ def _targets(rows, stats, bounds) -> list[str]:
     """The issue's targets, computed from the rows: L = 1 against B_1, the deepest model against B_∞, the paired SE."""
     if bounds is None:
         return []
-    main = sorted({k[:4] for k in stats if k[0] == "nonlinear" and k[1] > min(r["d"] for r in rows)})
+    main = sorted({k[:5] for k in stats if k[0] == "nonlinear" and k[1] > min(r["d"] for r in rows)})
     if not main:
         return []
-    out = ["## Targets", "", "| model, N, (a, b) | R_1 / B_1 − 1 | deepest L | R_L / B_∞ − 1 | max paired SE of R_1 − R_L | "
+    out = ["## Targets", "", "| model, top-k, N, (a, b) | R_1 / B_1 − 1 | deepest L | R_L / B_∞ − 1 | max paired SE of R_1 − R_L | "
            "(B_1 − B_∞)/4 |", "|---|---|---|---|---|---|"]
     for key in main:
         bnd = bounds.get(key)
-        depths = sorted(k[4] for k in stats if k[:4] == key)
+        depths = sorted(k[5] for k in stats if k[:5] == key)
         if bnd is None or 1 not in depths:
             continue
         one, deep = stats[key + (1,)], stats[key + (depths[-1],)]
         ses = [stats[key + (L,)]["delta_R1_se"] for L in depths if L != 1]
-        model, N, a, b = key
-        out.append(f"| {model}, {N}, ({a:g}, {b:g}) | {one['R_L'] / bnd.single - 1:+.2%} | {depths[-1]} | "
+        model, N, a, b, k = key
+        out.append(f"| {model}, top-{k}, {N}, ({a:g}, {b:g}) | {one['R_L'] / bnd.single - 1:+.2%} | {depths[-1]} | "
                    f"{deep['R_L'] / bnd.mixture - 1:+.2%} | {max(ses) if ses else math.nan:.4f} | "
                    f"{(bnd.single - bnd.mixture) / 4:.4f} |")
     out += ["", "Targets of the study: R_1 within 2 % of B_1 and the deepest model within 2 % of B_∞ (both unpaired: "
@@ -587,8 +604,8 @@ def _paper_plateau(a: float, b: float, k: int):
     from .consistency import paper_plateaus
 
     for row in paper_plateaus():
-        if row["source"].startswith("Table 1") and (row["a"], row["b"], row["k"]) == (a, b, k):
-            return row["value"]
+        if (row["a"], row["b"], row["k"]) == (a, b, k):
+            return row["source"].split(" (")[0], row["value"]
     return None
 
 
@@ -596,8 +613,8 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
     """Numbers of one (model, N, spectrum): fit, depth gain against the bounds' ceiling, where R_L is below B_L."""
     from theory import fit_depth_law
 
-    model, N, a, b = key
-    group = [r for r in rows if (r["model"], r["N"], r["a"], r["b"]) == key]
+    model, N, a, b, k = key
+    group = [r for r in rows if (r["model"], r["N"], r["a"], r["b"], r["k"]) == key]
     depths = sorted({r["depth"] for r in group})
     seeds = sorted({r["seed"] for r in group})
     out = []
@@ -622,7 +639,7 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
             alpha_se, L0_se = ((float(np.std(boot[:, 2], ddof=1)), float(np.std(boot[:, 0], ddof=1)))
                                if boot is not None and len(boot) > 1 else (fit.alpha_se, fit.L0_se))
             paper = _paper_plateau(a, b, group[0]["k"])
-            paper_text = f"; the paper's Table 1 plateau: {paper:.4g}" if paper is not None else ""
+            paper_text = f"; the paper's {paper[0]} plateau: {paper[1]:.4g}" if paper is not None else ""
             out.append(f"- Fit R_L = L0 + c L^-α, {label} (L = {sub_depths[0]}–{sub_depths[-1]}, mean of {len(seeds)} "
                        f"seeds; SEs {'bootstrap over seeds' if boot is not None else 'Gauss-Newton'}): α = "
                        f"{fit.alpha:.3g} ± {alpha_se:.2g}, L0 = {fit.L0:.4g} ± {L0_se:.2g}, R² (log) = "
@@ -665,7 +682,7 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
 # ----------------------------------------------------------------------------- bounds, figure, the whole command
 def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: int = 4, cache_dir=None,
                  workers: int = 1, progress: bool | None = False) -> dict:
-    """``{(model, N, a, b): SoftmaxBounds}`` over exact cosine similarity, for every depth of ``rows``.
+    """``{(model, N, a, b, k): SoftmaxBounds}`` over exact cosine similarity, for every depth of ``rows``.
 
     Exact cosine, not the pre-norm similarity of an orthonormal ``W_x`` at initialisation: the
     trained model can express cosine heads exactly (RMSNorm at any ``N``; LayerNorm when
@@ -685,7 +702,7 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
                                          depths=sorted(depths), n_contexts=n_contexts, n_seeds=n_seeds)
             for spectrum, depths in sorted(groups.items())}
     values = dict(zip(keys, cached_softmax_bounds(list(keys.values()), cache_dir, workers=workers, progress=progress)))
-    return {(r["model"], r["N"], r["a"], r["b"]): values[(r["a"], r["b"], r["k"], r["d"], r["P"])] for r in rows}
+    return {(r["model"], r["N"], r["a"], r["b"], r["k"]): values[(r["a"], r["b"], r["k"], r["d"], r["P"])] for r in rows}
 
 
 def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
@@ -702,8 +719,8 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    stats = _group_stats(rows)
-    keys = sorted({k[:4] for k in stats})
+    stats = group_stats(rows)
+    keys = sorted({k[:5] for k in stats})
     if not keys:
         raise ValueError("no runs to draw: the study has no finished run yet")
     cols = min(3, len(keys))
@@ -716,7 +733,7 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
     for j, key in enumerate(keys):
         row, col = divmod(j, cols)
         top, bottom = axes[2 * row, col], axes[2 * row + 1, col]
-        depths = sorted(k[4] for k in stats if k[:4] == key)
+        depths = sorted(k[5] for k in stats if k[:5] == key)
         get = lambda name: np.array([stats[key + (L,)][name] for L in depths])
         top.errorbar(depths, get("R_L"), yerr=1.96 * get("R_L_se"), fmt="o-", ms=3, capsize=2, label="trained $R_L$")
         bottom.errorbar(depths, get("delta_R1"), yerr=1.96 * get("delta_R1_se"), fmt="o-", ms=3, capsize=2,
@@ -728,8 +745,8 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
             top.plot(depths, BL, "s--", ms=3, color="C2", label="$B_L$ (cosine heads)")
             top.axhline(bnd.mixture, color="C3", lw=1, ls=":", label=r"$B_\infty$")
             bottom.plot(depths, bnd.single - BL, "s--", ms=3, color="C2", label="$B_1 - B_L$")
-        model, N, a, b = key
-        top.set_title(f"{model}, N = {N}, (a, b) = ({a:g}, {b:g})", fontsize=8)
+        model, N, a, b, k = key
+        top.set_title(f"{model}, top-{k}, N = {N}, (a, b) = ({a:g}, {b:g})", fontsize=8)
         bottom.set_xlabel("depth L", fontsize=8)
         top.set_xscale("log", base=2)
         bottom.set_xscale("log", base=2)

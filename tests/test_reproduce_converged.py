@@ -1,0 +1,117 @@
+"""The reproduction's reading of the converged study: the gain-law fit, the gap fit, the table, the spot checks."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from numerics.experiments.reproduce.converged import (
+    ALPHA_GRID,
+    SHIPPED_TABLE,
+    fit_gain_law,
+    gap_fit,
+    load_table,
+    spot_check_configs,
+)
+
+DEPTHS = np.array([1, 2, 4, 8, 16, 32, 64, 128])
+
+
+def _noisy_gains(alpha: float, c: float, se: float, seed: int) -> tuple:
+    rng = np.random.default_rng(seed)
+    gains = c * (1 - DEPTHS.astype(float) ** -alpha) + rng.normal(0, se, DEPTHS.size)
+    gains[0] = 0.0
+    return gains, np.full(DEPTHS.size, se)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_gain_fit_covers_the_true_exponent_and_excludes_a_far_one(seed):
+    gains, ses = _noisy_gains(1.0, 0.1, 0.002, seed)
+    fit = fit_gain_law(DEPTHS, gains, ses)
+    assert fit.covers(1.0) and fit.bounded and not fit.covers(0.3)
+    assert fit.c == pytest.approx(0.1, abs=5 * fit.c_se)
+    slow = fit_gain_law(DEPTHS, *_noisy_gains(0.2, 0.2, 0.002, seed))
+    assert not slow.overlaps(0.85, 1.15) and slow.covers(0.2)
+
+
+def test_gain_fit_of_no_depth_effect_does_not_bound_alpha():
+    fit = fit_gain_law(DEPTHS, np.zeros(DEPTHS.size), np.full(DEPTHS.size, 0.01))
+    assert fit.c == 0.0 and fit.alpha_lo == ALPHA_GRID[0] and fit.alpha_hi == ALPHA_GRID[-1] and not fit.bounded
+
+
+def test_a_poor_fit_widens_the_interval_by_the_birge_ratio():
+    gains, ses = _noisy_gains(1.0, 0.1, 0.002, 0)
+    tight = fit_gain_law(DEPTHS, gains, ses)
+    rough = fit_gain_law(DEPTHS, gains + np.r_[0, 0.01, -0.01, 0.01, -0.01, 0.01, -0.01, 0.01], ses)
+    assert rough.chi2 / rough.dof > 1 and (rough.alpha_hi - rough.alpha_lo) > (tight.alpha_hi - tight.alpha_lo)
+
+
+@pytest.mark.parametrize("depths, gains, ses, match", [
+    ([1, 2], [0.0, 0.1], [0.0, 0.01], "at least two depths"),
+    ([1, 2, 4], [0.0, 0.1, 0.2], [0.0, 0.0, 0.01], "ses finite and positive"),
+    ([1, 2, 4], [0.0, 0.1], [0.0, 0.01, 0.01], "one shape"),
+])
+def test_gain_fit_rejects_bad_input(depths, gains, ses, match):
+    with pytest.raises(ValueError, match=match):
+        fit_gain_law(depths, gains, ses)
+
+
+def test_gap_fit_recovers_a_power_law_and_refuses_a_shared_error_above_the_plateau():
+    L = np.array([2, 4, 8, 16, 32])
+    out = gap_fit(L, 2.0 - 0.5 * L ** -0.7, 2.0)
+    assert out["ok"] and out["alpha"] == pytest.approx(0.7) and out["r_squared"] == pytest.approx(1.0)
+    bad = gap_fit(L, np.array([1.5, 1.8, 2.1, 1.9, 1.95]), 2.0)
+    assert not bad["ok"] and "L = 8" in bad["reason"]
+
+
+def test_the_shipped_table_reads_and_every_group_has_its_fit():
+    table = load_table()
+    assert table.path == SHIPPED_TABLE and table.provenance["plan"]["d"] == 16
+    groups = table.groups()
+    assert (0.0, 0.0, 2, 32) in groups and all(N == 32 for *_, N in groups)
+    s = table.summary(0.0, 0.0, 2)
+    assert s.depths[0] == 1 and s.gain[0] == 0.0 and s.fit is not None and s.n_runs == s.n_seeds * len(s.depths)
+    narrow = table.summary(0.0, 0.0, 2, N=16)  # the N = d contrast is still reachable by width
+    assert narrow.N == 16 and narrow.R[0] > s.R[0]
+    with pytest.raises(KeyError, match="no nonlinear rows"):
+        table.summary(3.0, 3.0, 2)
+
+
+def test_a_missing_table_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="converged-study table not found"):
+        load_table(tmp_path / "nope.csv")
+
+
+def test_a_spot_check_whose_hash_does_not_match_is_refused(tmp_path):
+    path = tmp_path / "study.csv"
+    with open(SHIPPED_TABLE, newline="") as src, open(path, "w", newline="") as dst:
+        reader = csv.DictReader(src)
+        writer = csv.DictWriter(dst, fieldnames=reader.fieldnames)
+        writer.writeheader()
+        for row in reader:
+            writer.writerow({**row, "batch_size": "128"} if row["depth"] == "1" else row)  # a config that changed
+    shutil.copy(SHIPPED_TABLE.with_suffix(".provenance.json"), tmp_path / "study.provenance.json")
+    with pytest.raises(ValueError, match="cannot be rebuilt"):
+        spot_check_configs(load_table(path), [(0.0, 0.0, 2, 32, 1, 0)])
+    with pytest.raises(ValueError, match="no run at"):
+        spot_check_configs(load_table(), [(0.0, 0.0, 2, 32, 3, 0)])
+
+
+def test_a_shipped_run_retrained_here_gives_the_shipped_loss(tmp_path):
+    """About 15 s: the (0, 0) L = 1 run of seed 0, trained from its recorded configuration."""
+    from numerics.experiments.runner import run
+
+    (row, cfg), = spot_check_configs(load_table(), [(0.0, 0.0, 2, 32, 1, 0)])
+    assert abs(run(cfg).metrics["R_L"] - row["R_L"]) <= row["R_L_se"]
+
+
+def test_cli_rejects_a_missing_converged_table(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "idepth", "reproduce", "--converged-table", str(tmp_path / "x.csv"),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--converged-table" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
