@@ -107,7 +107,7 @@ def mean_se(values):
 
 
 def trained_comparison(store, k, d, P, depth, a, b, fits):
-    """Trained model vs the fitted predictors on the trained runs' own held-out set (per-context paired)."""
+    """Trained model of ``depth`` vs the fitted degree-``depth`` predictors on its own held-out set (per-context paired)."""
     from numerics.experiments.store import load_arrays, load_results
     from numerics.train import TrainConfig, evaluation_batch
 
@@ -133,7 +133,8 @@ def trained_comparison(store, k, d, P, depth, a, b, fits):
 
     losses = {"trained": (trained - target) ** 2}
     for covariance, apply in (("empirical", _operator(x, lam, "empirical")), ("population", population)):
-        per_seed = [np.einsum("bd,bd->b", beta, f.predict_direction(q, apply)[:, 0, :]) for f in fits[covariance]]
+        per_seed = [np.einsum("bd,bd->b", beta, f.predict_direction(q, apply, depth)[:, 0, :])
+                    for f in fits[covariance]]
         losses[covariance] = (np.mean(per_seed, axis=0) - target) ** 2  # coefficients averaged over seeds
     reported = run["metrics"]["R_L"]
     return losses, reported
@@ -180,6 +181,12 @@ def main(argv=None):
                 diff, diff_se = mean_se(losses["trained"] - losses["empirical"])
                 dpop, dpop_se = mean_se(losses["trained"] - losses["population"])
                 trained_text = f"{reported:.4f} ± {tr_se:.4f}"
+                one = trained_comparison(store, k, d, P, 1, a, b, fits)
+                if one is not None:  # at L = 1 the scalar class is the model's whole class (Haar rotations)
+                    d1, d1_se = mean_se(one[0]["trained"] - one[0]["empirical"])
+                    extra.append(f"- top-{k} ({a:g}, {b:g}): L = 1 trained {one[1]:.4f}, finite-P L = 1 predictor "
+                                 f"{one[0]['empirical'].mean():.4f} on the same eval set; trained − finite-P "
+                                 f"{d1:+.4f} ± {d1_se:.4f} ({d1 / d1_se:+.1f} SE)")
                 paired_text = f"{diff:+.4f} ± {diff_se:.4f} ({diff / diff_se:+.1f} SE)"
                 extra.append(f"- top-{k} ({a:g}, {b:g}): on the eval set trained {tr:.4f}, finite-P predictor "
                              f"{losses['empirical'].mean():.4f}, population predictor {losses['population'].mean():.4f}; "

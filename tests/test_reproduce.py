@@ -221,6 +221,20 @@ def test_paper_scale_puts_softmax_at_the_inferred_sizes_and_linear_at_table3s():
     assert "Dask cluster" in plan.format(2)
 
 
+def test_quick_scale_puts_softmax_at_the_inferred_sizes_and_rechecks_shipped_runs():
+    from numerics.experiments.reproduce.converged import load_table, spot_check_configs
+    from numerics.experiments.scales import INFERRED_SOFTMAX_SIZES
+
+    scale = get_scale("quick")
+    inferred = (INFERRED_SOFTMAX_SIZES["d"], INFERRED_SOFTMAX_SIZES["N"], INFERRED_SOFTMAX_SIZES["P"])
+    for name in ("nonlinear_lazy", "nonlinear_converged", "nonlinear_k16", "single_stream", "untied_values"):
+        family = scale.families[name]
+        assert (family.d, family.N, family.P) == inferred, name
+    assert scale.study.sizes == ((inferred[0], inferred[2], inferred[1]),)  # (d, P, N): the same runs
+    checks = spot_check_configs(load_table(), scale.converged_checks)
+    assert [cfg.depth for _, cfg in checks] == [1, 8, 64] and all(cfg.d == inferred[0] for _, cfg in checks)
+
+
 def test_identical_runs_of_two_artefacts_are_planned_once():
     both = make_plan("smoke", "fig6c,fig6d")
     one = make_plan("smoke", "fig6c")

@@ -10,14 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from numerics.experiments.reproduce.converged import (
-    ALPHA_GRID,
-    SHIPPED_TABLE,
-    fit_gain_law,
-    gap_fit,
-    load_table,
-    spot_check_configs,
-)
+import sympy as sp
+
+from numerics.experiments.reproduce.converged import SHIPPED_TABLE, gap_fit, load_table, spot_check_configs
+from theory import fit_gain_law, symbols
+from theory.fitting import DEPTH_LAW, GAIN_ALPHA_GRID as ALPHA_GRID, GAIN_LAW
 
 DEPTHS = np.array([1, 2, 4, 8, 16, 32, 64, 128])
 
@@ -37,6 +34,11 @@ def test_gain_fit_covers_the_true_exponent_and_excludes_a_far_one(seed):
     assert fit.c == pytest.approx(0.1, abs=5 * fit.c_se)
     slow = fit_gain_law(DEPTHS, *_noisy_gains(0.2, 0.2, 0.002, seed))
     assert not slow.overlaps(0.85, 1.15) and slow.covers(0.2)
+
+
+def test_the_gain_law_is_the_depth_law_at_one_minus_at_L():
+    assert sp.simplify(GAIN_LAW - symbols.c_coef * (1 - symbols.L ** -symbols.alpha)) == 0
+    assert sp.simplify(GAIN_LAW - (DEPTH_LAW.subs(symbols.L, 1) - DEPTH_LAW)) == 0 and symbols.L0 not in GAIN_LAW.free_symbols
 
 
 def test_gain_fit_of_no_depth_effect_does_not_bound_alpha():

@@ -23,7 +23,7 @@ from .floor import (
     mean_direction_coefficient,
     top_k_moments,
 )
-from .fitting import DepthLawFit, depth_law, fit_depth_law, fit_gap_law
+from .fitting import DepthLawFit, GainFit, depth_law, fit_depth_law, fit_gain_law, fit_gap_law
 from .linear import covariance_polynomial, effective_qk, population_loss, readout_coefficients
 from .modewise import modewise_asymptote, modewise_integral, modewise_sum
 from .polynomial_laws import (
@@ -45,7 +45,7 @@ __all__ = [
     "linear_floor_semi_analytic", "mean_direction_coefficient", "top_k_moments", "ExchangeablePrediction", "LossPrediction", "PowerLawSpectrum",
     "SoftmaxCalibration", "Spectrum", "ValidityWindow", "as_spectrum", "constrained_asymptote",
     "constrained_exponent", "constrained_loss", "covariance_polynomial", "decompose", "depth_law",
-    "effective_qk", "exchangeable_loss", "fit_depth_law", "fit_gap_law", "free_continuum_asymptote",
+    "effective_qk", "exchangeable_loss", "fit_depth_law", "fit_gain_law", "fit_gap_law", "GainFit", "free_continuum_asymptote",
     "free_continuum_loss", "free_exponent", "free_loss", "modewise_asymptote", "modewise_integral",
     "modewise_sum", "population_loss", "predict_exchangeable_loss", "predict_from_decomposition",
     "predict_loss", "readout_coefficients", "validity_window", "zeta",

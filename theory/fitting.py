@@ -62,12 +62,18 @@ __all__ = [
     "depth_law_log_jacobian",
     "fit_depth_law",
     "fit_gap_law",
+    "GAIN_LAW",
+    "GAIN_ALPHA_GRID",
+    "GainFit",
+    "fit_gain_law",
 ]
 
 #: paper eq. (16): R_L = L0 + c L^(-alpha)
 DEPTH_LAW = s.L0 + s.c_coef * s.L ** (-s.alpha)
 #: paper eqs. (92)-(93): L0 - C_L = c L^(-alpha) (the depth law with zero floor, fitted to the gap)
 GAP_LAW = s.c_coef * s.L ** (-s.alpha)
+#: eq. (16) for the paired depth gain R_1 - R_L = c (1 - L^(-alpha)): the plateau L0 cancels
+GAIN_LAW = sp.simplify(DEPTH_LAW.subs(s.L, 1) - DEPTH_LAW)
 #: an observed loss R_L (the data of eqs. 88-89)
 R_observed = sp.Symbol("R_obs", positive=True)
 #: paper eqs. (88)-(89): the residual whose squares are summed, log R_L - log(L0 + c L^(-alpha))
@@ -706,3 +712,121 @@ def fit_gap_law(
         depths, gaps, 0.0, quantity="gap", plateau=plateau, level=level, n_bootstrap=n_bootstrap, rng=rng,
         data_name="shared_errors",
     )
+
+
+# ------------------------------------------------------------------------------------------- the gain law
+#: the α grid of :func:`fit_gain_law` (log-spaced)
+GAIN_ALPHA_GRID = np.geomspace(0.01, 10.0, 601)
+#: Δχ² of the two-sigma profile interval
+_DELTA_CHI2_2SIGMA = 4.0
+_gain_basis = sp.lambdify((s.L, s.alpha), sp.simplify(GAIN_LAW / s.c_coef), "numpy")
+
+
+@dataclass(frozen=True)
+class GainFit:
+    """Weighted least-squares fit of the gain law ``g_L = R_1 − R_L = c (1 − L^-α)`` (:data:`GAIN_LAW`, eq. 16).
+
+    Attributes
+    ----------
+    alpha, c : float
+        Best fit (``c ≥ 0``).
+    alpha_lo, alpha_hi : float
+        Two-sigma profile interval of α (``χ²(α) ≤ χ²_min + 4 max(1, χ²_min/dof)``: a fit worse
+        than its errors widens the interval by the Birge ratio); an end at the grid's edge
+        (``0.01`` or ``10``) means the data do not bound α on that side.
+    c_se : float
+        SE of ``c`` at the best α.
+    chi2 : float
+        ``χ²`` at the best fit (gains treated as independent across depths).
+    dof : int
+        Depths minus two.
+
+    Examples
+    --------
+    >>> fit = fit_gain_law([1, 2, 4, 8, 16], [0.0, 0.5, 0.75, 0.875, 0.9375], [0.0, 0.01, 0.01, 0.01, 0.01])
+    >>> round(fit.alpha, 2), round(fit.c, 3), fit.covers(1.0)
+    (1.0, 1.0, True)
+    """
+
+    alpha: float
+    alpha_lo: float
+    alpha_hi: float
+    c: float
+    c_se: float
+    chi2: float
+    dof: int
+
+    def covers(self, alpha: float) -> bool:
+        """Whether ``alpha`` lies in the two-sigma profile interval."""
+        return self.alpha_lo <= alpha <= self.alpha_hi
+
+    def overlaps(self, lo: float, hi: float) -> bool:
+        """Whether the two-sigma interval meets ``[lo, hi]``."""
+        return self.alpha_lo <= hi and self.alpha_hi >= lo
+
+    @property
+    def bounded(self) -> bool:
+        """Both ends of the interval inside the grid (the data bound α on both sides)."""
+        return self.alpha_lo > GAIN_ALPHA_GRID[0] and self.alpha_hi < GAIN_ALPHA_GRID[-1]
+
+    def interval_text(self) -> str:
+        lo = f"{self.alpha_lo:.3g}" if self.alpha_lo > GAIN_ALPHA_GRID[0] else f"< {GAIN_ALPHA_GRID[1]:.2g}"
+        hi = f"{self.alpha_hi:.3g}" if self.alpha_hi < GAIN_ALPHA_GRID[-1] else f"> {GAIN_ALPHA_GRID[-2]:.3g}"
+        return f"[{lo}, {hi}]"
+
+
+def fit_gain_law(depths: Sequence[int], gains: Sequence[float], ses: Sequence[float]) -> GainFit:
+    """Fit ``R_1 − R_L = c (1 − L^-α)``, ``c ≥ 0``, to paired depth gains by a profile over α.
+
+    For each α on :data:`GAIN_ALPHA_GRID` the best ``c`` is a weighted linear least-squares
+    solution (weights ``1/SE²``, depths ``L > 1``); the α with the smallest ``χ²`` is the fit
+    and ``{α : χ²(α) ≤ χ²_min + 4 max(1, χ²_min/dof)}`` its two-sigma interval (widened by
+    the Birge ratio when the law fits worse than the SEs allow).
+
+    Parameters
+    ----------
+    depths : sequence of int
+        Must contain at least two depths above 1.
+    gains, ses : sequence of float
+        ``R_1 − R_L`` and its paired SE per depth (the entry at ``L = 1`` is ignored).
+
+    Returns
+    -------
+    GainFit
+
+    Raises
+    ------
+    ValueError
+        Fewer than two depths above 1, or a non-positive or non-finite SE.
+
+    References
+    ----------
+    Paper eq. (16); the depth gains of eqs. (61)-(63).
+
+    Examples
+    --------
+    >>> fit_gain_law([1, 2, 4], [0.0, 0.1, 0.2], [0.0, 0.01, 0.01]).dof
+    0
+    """
+    depths = np.asarray(depths, dtype=np.float64)
+    gains = np.asarray(gains, dtype=np.float64)
+    ses = np.asarray(ses, dtype=np.float64)
+    if not (depths.shape == gains.shape == ses.shape):
+        raise ValueError(f"depths, gains and ses must have one shape; got {depths.shape}, {gains.shape}, {ses.shape}")
+    keep = depths > 1
+    if keep.sum() < 2:
+        raise ValueError(f"depths must hold at least two depths above 1; got {depths.tolist()}")
+    L, g, s = depths[keep], gains[keep], ses[keep]
+    if not (np.all(np.isfinite(s)) and np.all(s > 0) and np.all(np.isfinite(g))):
+        raise ValueError("gains must be finite and ses finite and positive at every depth above 1")
+    w = 1.0 / s**2
+    f = _gain_basis(L[None, :], GAIN_ALPHA_GRID[:, None])  # (alpha, depth): 1 − L^-α, from GAIN_LAW
+    c = np.maximum((w * f * g).sum(axis=1) / (w * f * f).sum(axis=1), 0.0)
+    chi2 = (w * (g[None, :] - c[:, None] * f) ** 2).sum(axis=1)
+    best = int(np.argmin(chi2))
+    dof = int(keep.sum() - 2)
+    birge = max(1.0, float(chi2[best]) / dof) if dof > 0 else 1.0  # a poor fit widens the interval
+    inside = GAIN_ALPHA_GRID[chi2 <= chi2[best] + _DELTA_CHI2_2SIGMA * birge]
+    c_se = float(1.0 / math.sqrt((w * f[best] ** 2).sum()))
+    return GainFit(alpha=float(GAIN_ALPHA_GRID[best]), alpha_lo=float(inside.min()), alpha_hi=float(inside.max()),
+                   c=float(c[best]), c_se=c_se * math.sqrt(birge), chi2=float(chi2[best]), dof=dof)

@@ -276,10 +276,16 @@ class LinearDifficultSummary:
         ``deviation < 10 %``.
     agrees : bool or None
         Within two combined standard errors.
+    finite_floor, finite_floor_se : float
+        The finite-P floor of the same degree (:func:`theory.floor.linear_floor_finite_p`: the best
+        polynomial in the context's empirical covariance ``S``; the model's prediction is exact in S at
+        any P, eq. 24, so a plateau between it and ``floor`` is explained, not a failure).
+    below_finite : bool or None
+        The plateau lies more than two combined SE below the finite-P floor (unexplained).
 
     References
     ----------
-    Paper eqs. (41)-(54), Table 3.
+    Paper eqs. (24), (41)-(54), Table 3.
 
     Notes
     -----
@@ -298,10 +304,18 @@ class LinearDifficultSummary:
     deviation: float
     within_target: bool | None
     agrees: bool | None
+    finite_floor: float = math.nan
+    finite_floor_se: float = math.nan
+    below_finite: bool | None = None
 
     @property
     def label(self) -> str:
         return spectrum_label(self.a, self.b)
+
+    @property
+    def explained_below(self) -> bool:
+        """Below the population floor by more than the target, but not below the finite-P floor."""
+        return bool(self.within_target is False and self.plateau < self.floor and self.below_finite is False)
 
 
 def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> LinearDifficultSummary:
@@ -330,10 +344,13 @@ def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> Linea
         plateau, plateau_se = finite.at(depth) if len(finite.depths) else (math.nan, math.nan)
         floor, floor_se = ctx.floor_at(family, a, b, depth)
         deviation = criteria.relative_deviation(plateau, floor)
+        finite_floor, finite_se = ctx.finite_p_floor(family, a, b, depth)
+        below = (None if not math.isfinite(plateau) else
+                 bool(plateau < finite_floor - criteria.AGREEMENT_SIGMAS * math.hypot(plateau_se, finite_se)))
         return LinearDifficultSummary(
             family_name, float(a), float(b), R, depth, plateau, plateau_se, floor, floor_se, deviation,
             None if math.isnan(deviation) else bool(deviation < FLOOR_TARGET),
-            criteria.agrees(plateau, plateau_se, floor, floor_se),
+            criteria.agrees(plateau, plateau_se, floor, floor_se), finite_floor, finite_se, below,
         )
 
     return ctx.memo(("linear_difficult", family_name, float(a), float(b)), compute)

@@ -166,6 +166,32 @@ class ReproductionContext:
         return self.memo(("floor", tuple(sorted(key.items()))),
                          lambda: cached(self.cache_dir, "linear-floor", key, compute))
 
+    def finite_p_floor(self, family: Family, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
+        """``(floor, se)`` of the finite-P floor (:func:`theory.floor.linear_floor_finite_p`: the best polynomial in
+        the context's empirical covariance S, not Σ) of degree ``depth`` at the family's ``(d, P, k)``.
+
+        Its Monte-Carlo seed is derived from its own key (independent of every other quantity).
+        """
+        import hashlib
+
+        degree = int(max(family.depths) if depth is None else depth)
+        key = {"a": float(a), "b": float(b), "d": family.d, "P": family.P, "k": family.k, "depth": degree,
+               "n_contexts": int(self.scale.floor_samples), "n_seeds": 8}
+        seed = int.from_bytes(hashlib.sha256(repr(sorted(key.items())).encode()).digest()[:4], "big")
+
+        def compute() -> dict:
+            from theory import PowerLawSpectrum
+            from theory.floor import linear_floor_finite_p
+
+            est = linear_floor_finite_p(PowerLawSpectrum(a, b, family.d), family.P, family.k, degree, rng=seed,
+                                        n_contexts=key["n_contexts"], n_seeds=key["n_seeds"])
+            return {"floor": float(est.floor_by_degree[-1]), "standard_error": float(est.standard_error_by_degree[-1]),
+                    "method": est.method, "seed": seed}
+
+        value = self.memo(("finite-p-floor", tuple(sorted(key.items()))),
+                          lambda: cached(self.cache_dir, "linear-floor-finite-p", key, compute))
+        return value["floor"], value["standard_error"]
+
     def floor_at(self, family: Family, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
         """``(floor, se)`` of degree ``depth`` (default: the family's largest depth)."""
         floor = self.linear_floor(family, a, b)

@@ -15,7 +15,7 @@ to show that the shipped numbers come out of this code on this machine.
 The law is tested on the **paired depth gains** ``g_L = R_1 − R_L`` (same
 contexts, same seed; SEs from :func:`numerics.experiments.study.converged.paired_depth_gains`):
 eq. (16) gives ``g_L = c (1 − L^-α)`` whatever the plateau, so ``α`` and ``c``
-follow from a weighted least-squares profile over ``α`` (:func:`fit_gain_law`)
+follow from a weighted least-squares profile over ``α`` (:func:`theory.fit_gain_law`)
 with ``L0 = R_1 − c``. One model-free number goes with it: ``g_2 / g_Lmax``, which
 eq. (16) with ``α = 1`` puts at ``(1/2) / (1 − 1/Lmax) ≈ 0.5``.
 """
@@ -30,129 +30,19 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["SHIPPED_TABLE", "ConvergedSummary", "ConvergedTable", "GainFit", "fit_gain_law", "gap_fit", "load_table",
-           "spot_check_configs"]
+from theory.fitting import GainFit, fit_gain_law
+
+__all__ = ["SHIPPED_SIZES", "SHIPPED_TABLE", "ConvergedSummary", "ConvergedTable", "gap_fit", "load_table",
+           "sizes_markdown", "spot_check_configs"]
 
 #: the table the package ships (present in a source checkout; a wheel does not carry ``docs/``)
 SHIPPED_TABLE = Path(__file__).resolve().parents[3] / "docs" / "results" / "converged-study.csv"
-#: the α grid of the profile fit (log-spaced)
-ALPHA_GRID = np.geomspace(0.01, 10.0, 601)
-#: Δχ² of the two-sigma profile interval
-DELTA_CHI2_2SIGMA = 4.0
-
-
-@dataclass(frozen=True)
-class GainFit:
-    """Weighted least-squares fit of ``g_L = c (1 − L^-α)`` (eq. 16 written for the paired gains).
-
-    Attributes
-    ----------
-    alpha, c : float
-        Best fit (``c ≥ 0``).
-    alpha_lo, alpha_hi : float
-        Two-sigma profile interval of α (``χ²(α) ≤ χ²_min + 4 max(1, χ²_min/dof)``: a fit worse
-        than its errors widens the interval by the Birge ratio); an end at the grid's edge
-        (``0.01`` or ``10``) means the data do not bound α on that side.
-    c_se : float
-        SE of ``c`` at the best α.
-    chi2 : float
-        ``χ²`` at the best fit (gains treated as independent across depths).
-    dof : int
-        Depths minus two.
-
-    Examples
-    --------
-    >>> fit = fit_gain_law([1, 2, 4, 8, 16], [0.0, 0.5, 0.75, 0.875, 0.9375], [0.0, 0.01, 0.01, 0.01, 0.01])
-    >>> round(fit.alpha, 2), round(fit.c, 3), fit.covers(1.0)
-    (1.0, 1.0, True)
-    """
-
-    alpha: float
-    alpha_lo: float
-    alpha_hi: float
-    c: float
-    c_se: float
-    chi2: float
-    dof: int
-
-    def covers(self, alpha: float) -> bool:
-        """Whether ``alpha`` lies in the two-sigma profile interval."""
-        return self.alpha_lo <= alpha <= self.alpha_hi
-
-    def overlaps(self, lo: float, hi: float) -> bool:
-        """Whether the two-sigma interval meets ``[lo, hi]``."""
-        return self.alpha_lo <= hi and self.alpha_hi >= lo
-
-    @property
-    def bounded(self) -> bool:
-        """Both ends of the interval inside the grid (the data bound α on both sides)."""
-        return self.alpha_lo > ALPHA_GRID[0] and self.alpha_hi < ALPHA_GRID[-1]
-
-    def interval_text(self) -> str:
-        lo = f"{self.alpha_lo:.3g}" if self.alpha_lo > ALPHA_GRID[0] else f"< {ALPHA_GRID[1]:.2g}"
-        hi = f"{self.alpha_hi:.3g}" if self.alpha_hi < ALPHA_GRID[-1] else f"> {ALPHA_GRID[-2]:.3g}"
-        return f"[{lo}, {hi}]"
-
-
-def fit_gain_law(depths: Sequence[int], gains: Sequence[float], ses: Sequence[float]) -> GainFit:
-    """Fit ``R_1 − R_L = c (1 − L^-α)``, ``c ≥ 0``, to paired depth gains by a profile over α.
-
-    For each α on :data:`ALPHA_GRID` the best ``c`` is a weighted linear least-squares
-    solution (weights ``1/SE²``, depths ``L > 1``); the α with the smallest ``χ²`` is the fit
-    and ``{α : χ²(α) ≤ χ²_min + 4 max(1, χ²_min/dof)}`` its two-sigma interval (widened by
-    the Birge ratio when the law fits worse than the SEs allow).
-
-    Parameters
-    ----------
-    depths : sequence of int
-        Must contain at least two depths above 1.
-    gains, ses : sequence of float
-        ``R_1 − R_L`` and its paired SE per depth (the entry at ``L = 1`` is ignored).
-
-    Returns
-    -------
-    GainFit
-
-    Raises
-    ------
-    ValueError
-        Fewer than two depths above 1, or a non-positive or non-finite SE.
-
-    References
-    ----------
-    Paper eq. (16); the depth gains of eqs. (61)-(63).
-
-    Examples
-    --------
-    >>> fit_gain_law([1, 2, 4], [0.0, 0.1, 0.2], [0.0, 0.01, 0.01]).dof
-    0
-    """
-    depths = np.asarray(depths, dtype=np.float64)
-    gains = np.asarray(gains, dtype=np.float64)
-    ses = np.asarray(ses, dtype=np.float64)
-    if not (depths.shape == gains.shape == ses.shape):
-        raise ValueError(f"depths, gains and ses must have one shape; got {depths.shape}, {gains.shape}, {ses.shape}")
-    keep = depths > 1
-    if keep.sum() < 2:
-        raise ValueError(f"depths must hold at least two depths above 1; got {depths.tolist()}")
-    L, g, s = depths[keep], gains[keep], ses[keep]
-    if not (np.all(np.isfinite(s)) and np.all(s > 0) and np.all(np.isfinite(g))):
-        raise ValueError("gains must be finite and ses finite and positive at every depth above 1")
-    w = 1.0 / s**2
-    f = 1.0 - L[None, :] ** (-ALPHA_GRID[:, None])  # (alpha, depth)
-    c = np.maximum((w * f * g).sum(axis=1) / (w * f * f).sum(axis=1), 0.0)
-    chi2 = (w * (g[None, :] - c[:, None] * f) ** 2).sum(axis=1)
-    best = int(np.argmin(chi2))
-    dof = int(keep.sum() - 2)
-    birge = max(1.0, float(chi2[best]) / dof) if dof > 0 else 1.0  # a poor fit widens the interval
-    inside = ALPHA_GRID[chi2 <= chi2[best] + DELTA_CHI2_2SIGMA * birge]
-    c_se = float(1.0 / math.sqrt((w * f[best] ** 2).sum()))
-    return GainFit(alpha=float(ALPHA_GRID[best]), alpha_lo=float(inside.min()), alpha_hi=float(inside.max()),
-                   c=float(c[best]), c_se=c_se * math.sqrt(birge), chi2=float(chi2[best]), dof=dof)
+#: the size inference the package ships (``idepth study sizes --out docs/results/sizes``)
+SHIPPED_SIZES = SHIPPED_TABLE.parent / "sizes" / "sizes.json"
 
 
 def gap_fit(depths: Sequence[int], C: Sequence[float], L0: float) -> dict:
-    """The paper's gap fit ``L0 − C_L = c L^-α`` (eqs. 92-93) by least squares on the log scale.
+    """The paper's gap fit ``L0 − C_L = c L^-α`` (eqs. 92-93; :func:`theory.fit_gap_law`) over ``L ≥ 2``.
 
     Returns ``{"ok", "alpha", "alpha_se", "r_squared", "reason"}``; not ``ok`` when some
     ``C_L ≥ L0`` (the logarithm is undefined) or fewer than three depths remain.
@@ -167,21 +57,20 @@ def gap_fit(depths: Sequence[int], C: Sequence[float], L0: float) -> dict:
     >>> out["ok"], round(out["alpha"], 3)
     (True, 1.0)
     """
+    from theory import fit_gap_law
+
     depths = np.asarray(depths, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
     keep = (depths >= 2) & np.isfinite(C)
-    L, gap = depths[keep], L0 - C[keep]
-    if np.any(gap <= 0):
-        first = int(np.argmax(gap <= 0))
-        return {"ok": False, "reason": f"C_L = {C[keep][first]:.4g} at L = {int(L[first])} is not below L0 = {L0:.4g}"}
+    L, shared = depths[keep], C[keep]
+    if np.any(shared >= L0):
+        first = int(np.argmax(shared >= L0))
+        return {"ok": False, "reason": f"C_L = {shared[first]:.4g} at L = {int(L[first])} is not below L0 = {L0:.4g}"}
     if L.size < 3:
         return {"ok": False, "reason": f"only {L.size} depths with C_L defined"}
-    x, y = np.log(L), np.log(gap)
-    coef, cov = np.polyfit(x, y, 1, cov=True)
-    residual = y - np.polyval(coef, x)
-    r_squared = 1.0 - float(residual @ residual) / float(((y - y.mean()) ** 2).sum())
-    return {"ok": True, "alpha": float(-coef[0]), "alpha_se": float(math.sqrt(cov[0, 0])), "r_squared": r_squared,
-            "reason": ""}
+    fit = fit_gap_law(L.astype(np.int64), shared, L0)
+    return {"ok": True, "alpha": float(fit.alpha), "alpha_se": float(fit.standard_errors["alpha"]),
+            "r_squared": float(fit.r_squared), "reason": ""}
 
 
 @dataclass(frozen=True)
@@ -387,3 +276,63 @@ def spot_check_configs(table: ConvergedTable, picks: Sequence[tuple]) -> list[tu
                              f"{row['content_hash'][:12]} differs from this code's {cfg.content_hash()[:12]}")
         out.append((row, cfg))
     return out
+
+
+def sizes_markdown(table: ConvergedTable | None, linear_sizes: tuple, sizes_path: str | Path | None = None) -> str:
+    """The "sizes" part of the report's consistency section: where the paper's numbers come from, in a table.
+
+    ``linear_sizes`` is ``(d, P)`` of the paper's linear Table 3 (``(128, 1024)``). Reads the
+    size inference (default :data:`SHIPPED_SIZES`) and states whether the paper's Table 1
+    compares a softmax and a linear column measured at different sizes, and how the converged
+    study's deepest ``R_L`` and ``C_L`` compare with the paper's softmax plateaus.
+
+    Examples
+    --------
+    >>> print(sizes_markdown(None, (128, 1024), "/nonexistent.json").splitlines()[0])
+    ### Sizes the paper's numbers imply
+    """
+    lines = ["### Sizes the paper's numbers imply", ""]
+    path = SHIPPED_SIZES if sizes_path is None else Path(sizes_path)
+    d_lin, P_lin = linear_sizes
+    if path.is_file():
+        data = json.loads(path.read_text())
+        (d_mix, P_mix), (d_one, P_one) = data["best_mixture"], data["best_single"]
+        chi2 = np.asarray(data["chi2_mixture"])
+        dof = len(data["rows"]) - 2
+        at_linear = ""
+        if d_lin in data["d_values"] and P_lin in data["P_values"]:
+            at_linear = f"{chi2[data['d_values'].index(d_lin), data['P_values'].index(P_lin)]:.3g}"
+        lines += ["| quantity | value |", "|---|---|",
+                  f"| best (d, P) for the paper's 14 softmax plateaus against B_∞ | ({d_mix}, {P_mix}), χ² = "
+                  f"{np.nanmin(chi2):.3g} for {dof} dof |",
+                  f"| best (d, P) against B_1 | ({d_one}, {P_one}) |",
+                  f"| (d, P) the data allow (B_∞) | {', '.join(f'({d}, {P})' for d, P in data['region_mixture'])} |",
+                  f"| χ² at the linear Table 3 sizes (d, P) = ({d_lin}, {P_lin}) | {at_linear or 'not on the grid'} |",
+                  f"| source | `{path.name}` ({data['n_seeds']} seeds × {data['n_contexts']} contexts per bound; "
+                  "`idepth study sizes`) |", ""]
+        softmax_d = {d for d, _ in data["region_mixture"]}
+        different = d_lin not in softmax_d
+        lines += [("**Table 1 compares two columns measured at different sizes**" if different else
+                   "Table 1's two columns may come from the same sizes")
+                  + f": its linear column matches d = {d_lin}, P ≈ {P_lin} (Table 3), its softmax column d ∈ "
+                  f"{sorted(softmax_d)} — at d = {d_lin} no mixture of softmax heads comes near the softmax plateaus "
+                  "(see the table above). The softmax-versus-linear gap of Table 1 is therefore not a comparison at "
+                  "equal sizes.", ""]
+    else:
+        lines += [f"No size inference found at `{path}` (`idepth study sizes --out DIR` writes one).", ""]
+    if table is not None:
+        from theory.paper import paper_table
+
+        rows = []
+        for r in paper_table("table1"):
+            a, b = float(r["a"]), float(r["b"])
+            if not table.has(a, b, 2):
+                continue
+            s = table.summary(a, b, 2)
+            rows.append(f"| ({a:g}, {b:g}) | {r['nonlinear_L0']} | {s.R[-1]:.4g} ± {s.R_se[-1]:.2g} (L = {s.depths[-1]}) | "
+                        f"{s.C[-1]:.4g} | {s.R[-1] / r['nonlinear_L0'] - 1:+.1%} | {s.C[-1] / r['nonlinear_L0'] - 1:+.1%} |")
+        if rows:
+            lines += [f"The converged study at {table.sizes_text()} against the paper's Table 1 softmax plateaus:", "",
+                      "| (a, b) | paper L0 | converged R_L, deepest L | C_L, deepest L | R_L / paper − 1 | "
+                      "C_L / paper − 1 |", "|---|---|---|---|---|---|"] + rows + [""]
+    return "\n".join(lines)
