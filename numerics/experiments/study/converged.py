@@ -51,6 +51,7 @@ __all__ = [
     "TABLE1_SPECTRA",
     "TABLE4_SPECTRA",
     "group_stats",
+    "draw_decomposition_figure",
     "EXTRA_SPECTRA",
     "ConvergedPlan",
     "RunSpec",
@@ -581,8 +582,8 @@ def _targets(rows, stats, bounds) -> list[str]:
     main = sorted({k[:5] for k in stats if k[0] == "nonlinear" and k[1] > min(r["d"] for r in rows)})
     if not main:
         return []
-    out = ["## Targets", "", "| model, top-k, N, (a, b) | R_1 / B_1 − 1 | deepest L | R_L / B_∞ − 1 | max paired SE of R_1 − R_L | "
-           "(B_1 − B_∞)/4 |", "|---|---|---|---|---|---|"]
+    out = ["## Targets", "", "| model, top-k, N, (a, b) | R_1 / B_1 − 1 | predict_loss(1) / R_1 − 1 (± 1.96 SE) | "
+           "deepest L | R_L / B_∞ − 1 | max paired SE of R_1 − R_L | (B_1 − B_∞)/4 |", "|---|---|---|---|---|---|---|"]
     for key in main:
         bnd = bounds.get(key)
         depths = sorted(k[5] for k in stats if k[:5] == key)
@@ -591,13 +592,29 @@ def _targets(rows, stats, bounds) -> list[str]:
         one, deep = stats[key + (1,)], stats[key + (depths[-1],)]
         ses = [stats[key + (L,)]["delta_R1_se"] for L in depths if L != 1]
         model, N, a, b, k = key
-        out.append(f"| {model}, top-{k}, {N}, ({a:g}, {b:g}) | {one['R_L'] / bnd.single - 1:+.2%} | {depths[-1]} | "
+        predicted, half_width = _predicted_single(a, b, k, rows)
+        out.append(f"| {model}, top-{k}, {N}, ({a:g}, {b:g}) | {one['R_L'] / bnd.single - 1:+.2%} | "
+                   f"{predicted / one['R_L'] - 1:+.2%} (± {half_width / one['R_L']:.1%}) | {depths[-1]} | "
                    f"{deep['R_L'] / bnd.mixture - 1:+.2%} | {max(ses) if ses else math.nan:.4f} | "
                    f"{(bnd.single - bnd.mixture) / 4:.4f} |")
-    out += ["", "Targets of the study: R_1 within 2 % of B_1 and the deepest model within 2 % of B_∞ (both unpaired: "
+    out += ["", "predict_loss(1): `theory.predict_loss(1, spectrum, attention='softmax', task='difficult', P, k, "
+            "regime='converged')` (its own Monte Carlo, independent of the B_1 column's). "
+            "Targets of the study: predict_loss(1) within 3 % of R_1; R_1 within 2 % of B_1 and the deepest model within 2 % of B_∞ (both unpaired: "
             "the bounds are Monte Carlo on other contexts, SEs in the tables above); the paired SE of R_1 − R_L below "
             "a quarter of B_1 − B_∞.", ""]
     return out
+
+
+def _predicted_single(a: float, b: float, k: int, rows) -> tuple[float, float]:
+    """``theory.predict_loss(1, ..., regime='converged')`` at the study's sizes and the half-width of its interval
+    (seed derived from the spectrum)."""
+    from theory import PowerLawSpectrum, predict_loss
+
+    d, P = rows[0]["d"], rows[0]["P"]
+    seed = int.from_bytes(hashlib.sha256(f"predict {a!r} {b!r} {k} {d} {P}".encode()).digest()[:4], "big")
+    pred = predict_loss(1, PowerLawSpectrum(a, b, d), attention="softmax", task="difficult", P=P, k=k,
+                        regime="converged", rng=seed)
+    return float(pred.loss[0]), float(pred.upper[0] - pred.loss[0])
 
 
 def _paper_plateau(a: float, b: float, k: int):
@@ -644,6 +661,36 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
                        f"seeds; SEs {'bootstrap over seeds' if boot is not None else 'Gauss-Newton'}): α = "
                        f"{fit.alpha:.3g} ± {alpha_se:.2g}, L0 = {fit.L0:.4g} ± {L0_se:.2g}, R² (log) = "
                        f"{fit.r_squared:.4f}{paper_text}.")
+    if 1 in depths and len(depths) >= 3:
+        from theory import fit_gain_law
+
+        gains = [stats[key + (L,)]["delta_R1"] for L in depths]
+        ses = [stats[key + (L,)]["delta_R1_se"] for L in depths]
+        try:
+            g = fit_gain_law(depths, gains, ses)
+            out.append(f"- Gain law R_1 − R_L = c (1 − L^-α) on the paired gains (eq. 16 with L0 cancelled; "
+                       f"theory.fit_gain_law): α = {g.alpha:.3g}, two-sigma interval {g.interval_text()}, c = "
+                       f"{g.c:.4g} ± {g.c_se:.2g}, χ² = {g.chi2:.1f} for {g.dof} dof; the paper's α ≈ 1 is "
+                       f"{'inside' if g.covers(1.0) else 'outside'} the interval"
+                       + ("." if g.bounded or not g.covers(1.0) else " (the data do not bound α: no resolved depth law)."))
+        except ValueError as exc:
+            out.append(f"- Gain law: no fit ({exc}).")
+    paper = _paper_plateau(a, b, k)
+    C_depths = [L for L in depths if L >= 2 and math.isfinite(stats[key + (L,)]["C_L"])]
+    if paper is not None and len(C_depths) >= 3:
+        from theory import fit_gap_law
+
+        C = np.array([stats[key + (L,)]["C_L"] for L in C_depths])
+        if np.all(C < paper[1]):
+            gap = fit_gap_law(C_depths, C, paper[1])
+            out.append(f"- Gap fit L0 − C_L = c L^-α with the paper's L0 = {paper[1]:.4g} (eqs. 92-93, Table 5): "
+                       f"α = {gap.alpha:.3g} ± {gap.standard_errors['alpha']:.2g}, R² (log) = {gap.r_squared:.4f}; "
+                       f"C_{C_depths[-1]} = {C[-1]:.4g} ({C[-1] / paper[1] - 1:+.1%} from the paper's L0).")
+        else:
+            first = C_depths[int(np.argmax(C >= paper[1]))]
+            out.append(f"- Gap fit with the paper's L0 = {paper[1]:.4g}: impossible, C_L = "
+                       f"{stats[key + (first,)]['C_L']:.4g} at L = {first} is not below it (C_{C_depths[-1]} = "
+                       f"{C[-1]:.4g}, {C[-1] / paper[1] - 1:+.1%}).")
     if 1 in depths and len(depths) > 1:
         deepest = stats[key + (depths[-1],)]
         out.append(f"- Depth gain R_1 − R_{depths[-1]} = {deepest['delta_R1']:+.4f} ± {deepest['delta_R1_se']:.4f} "
@@ -762,6 +809,57 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
     return save_figure(fig, path)
 
 
+def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
+    """Fig. 6c, d of the converged study: ``C_L`` divided by the paper's plateau (Tables 1, 4; by ``C_L`` at the
+    deepest depth where the paper has none) and ``A_L − C_L`` against depth, one line per main-width spectrum.
+
+    Notes
+    -----
+    No example: it draws a file (``tests/test_converged.py`` draws one).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stats = group_stats(rows)
+    widest: dict = {}
+    for key in stats:
+        model, N, a, b, k, _ = key
+        if model == "nonlinear":
+            widest[(a, b, k)] = max(widest.get((a, b, k), 0), N)
+    keys = sorted(("nonlinear", N, a, b, k) for (a, b, k), N in widest.items())
+    if not keys:
+        raise ValueError("no nonlinear runs to draw")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.4), constrained_layout=True)
+    for index, key in enumerate(keys):
+        depths = [L for L in sorted(k[5] for k in stats if k[:5] == key) if L >= 2]
+        if not depths:
+            continue
+        C = np.array([stats[key + (L,)]["C_L"] for L in depths])
+        gap = np.array([stats[key + (L,)]["A_L"] - stats[key + (L,)]["C_L"] for L in depths])
+        _, _, a, b, k = key
+        paper = _paper_plateau(a, b, k)
+        scale, scale_text = (paper[1], "paper L0") if paper is not None else (C[-1], f"C_{depths[-1]}")
+        style = dict(marker="os^vD<>p*hX"[index % 11], ms=3.5, lw=1.2, ls="-" if k == 2 else "--")
+        left.plot(depths, C / scale, label=f"top-{k} ({a:g}, {b:g}) / {scale_text}", **style)
+        right.plot(depths, gap, label=f"top-{k} ({a:g}, {b:g})", **style)
+    left.axhline(1.0, color="0.4", lw=0.9, ls=":")
+    left.set_ylabel("shared error C_L / plateau")
+    right.set_ylabel("disagreement A_L − C_L")
+    right.set_yscale("log")
+    r = rows[0]
+    for ax, title in ((left, "Fig. 6c: C_L against depth (dotted: the plateau)"),
+                      (right, "Fig. 6d: A_L − C_L against depth")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("depth L")
+        ax.set_title(f"{title}; d = {r['d']}, P = {r['P']}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=8)
+    left.legend(fontsize=6.5, ncol=2)
+    return save_figure(fig, path)
+
+
 def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None, workers: int | None = None,
                   progress: bool | None = None, report_only: bool = False, bound_contexts: int = 8192,
                   command: str = "idepth study converged", only_spectra: Sequence[tuple] | None = None) -> tuple[list, str]:
@@ -812,6 +910,8 @@ def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None,
     if rows:
         make_output_dir(out / "figures")
         draw_study_figure(rows, bounds, out / "figures" / "converged-study.png")
-        markdown += "\n![R_L against depth, with the bounds](figures/converged-study.png)\n"
+        draw_decomposition_figure(rows, out / "figures" / "converged-study-decomposition.png")
+        markdown += ("\n![R_L against depth, with the bounds](figures/converged-study.png)\n"
+                     "\n![C_L and A_L − C_L against depth](figures/converged-study-decomposition.png)\n")
     write_text(out / "converged-study.md", markdown)
     return rows, markdown
