@@ -140,12 +140,14 @@ def target_vectors(batch) -> np.ndarray:
     return chosen.mean(axis=1)
 
 
-def error_vectors(model, params: Mapping[str, np.ndarray], batch) -> np.ndarray:
+def error_vectors(model, params: Mapping[str, np.ndarray], batch, result=None) -> np.ndarray:
     """Input-space error vectors ``e`` with ``ŷ − y* = βᵀ e`` for a label-linear model (see module docstring).
 
     Computed from ``d`` forward passes with the labels of the unit teachers
     ``β = e_j`` (``y_i = x_{i,j}``), exact because the prediction is linear in
-    the labels: ``(X w)_j = ŷ(β = e_j)``, ``e = X w − t``.
+    the labels: ``(X w)_j = ŷ(β = e_j)``, ``e = X w − t``. A model that provides
+    ``label_weights`` (the M(0) softmax models: ``w = (1/L) Σ_ℓ g_ℓ p_ℓ``) gives ``w``
+    from one forward pass (``result``, computed if not given) and ``Xᵀw`` directly.
 
     Parameters
     ----------
@@ -154,6 +156,8 @@ def error_vectors(model, params: Mapping[str, np.ndarray], batch) -> np.ndarray:
         ``LABEL_LINEAR`` (its prediction is linear in the labels).
     params : dict
     batch : numerics.tasks.Batch
+    result : ForwardResult, optional
+        ``model.forward(params, batch)``, if already computed.
 
     Returns
     -------
@@ -181,6 +185,10 @@ def error_vectors(model, params: Mapping[str, np.ndarray], batch) -> np.ndarray:
             f"model must be one of {', '.join(_label_linear_models())} (prediction linear in the labels); got {model.NAME!r}"
         )
     context_x = np.asarray(batch.context_x)
+    weights = getattr(model, "label_weights", None)
+    if weights is not None:
+        w = weights(params, model.forward(params, batch) if result is None else result)
+        return np.einsum("bp,bpd->bd", w, np.asarray(context_x, dtype=np.float64)) - target_vectors(batch)
     d = context_x.shape[2]
     readout = np.empty((context_x.shape[0], d), dtype=np.float64)
     for j in range(d):
@@ -455,7 +463,7 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, spectrum, *, 
             selected = top_k_indices(part.context_x, part.test_x, 1 if part.task == "easy" else part.k)
             sel.append(selection_error(attention, selected))
         if model.LABEL_LINEAR:
-            errors.append(error_vectors(model, params, part))
+            errors.append(error_vectors(model, params, part, result))
             targets.append(target_vectors(part))
         if result.context_attention is not None:
             rhos.append((fit_rho(result.context_attention), part.target.shape[0]))

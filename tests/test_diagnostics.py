@@ -88,6 +88,21 @@ def test_softmax_error_vector_is_g_times_inputs_times_mean_attention():
     np.testing.assert_allclose(error_vectors(model, params, batch), expected, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("model_name", [name for name in LABEL_LINEAR_MODELS
+                                        if hasattr(get_model(name), "label_weights")])
+def test_label_weights_give_the_error_vectors_of_the_unit_teacher_passes(model_name):
+    """One forward pass through ``label_weights`` equals the d forward passes with labels y_i = x_{i,j}."""
+    import dataclasses
+
+    model, params, batch, _ = _setup(model_name, "difficult", depth=3, B=12, scale=2.0)
+    X = np.asarray(batch.context_x)
+    passes = np.stack([model.forward(params, dataclasses.replace(batch, context_y=np.ascontiguousarray(X[:, :, j])))
+                       .prediction for j in range(X.shape[2])], axis=1) - target_vectors(batch)
+    np.testing.assert_allclose(error_vectors(model, params, batch), passes, rtol=1e-10, atol=1e-12)
+    result = model.forward(params, batch)
+    np.testing.assert_array_equal(error_vectors(model, params, batch, result), error_vectors(model, params, batch))
+
+
 def test_error_vectors_refuse_the_single_stream_model():
     model, params, batch, _ = _setup("single_stream", B=4)
     with pytest.raises(ValueError, match="single_stream"):

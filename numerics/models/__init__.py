@@ -22,6 +22,10 @@ module has the same functions, so models are swapped freely:
   to round-off (its derivation is in the module docstring);
 * ``loss_and_grad(params, batch) -> (float, dict)`` -- mean squared error (eq. 12) and its
   exact gradient by a hand-written reverse pass through the fast engine.
+* optionally ``label_weights(params, forward_result) -> (B, P)`` -- for a model whose prediction
+  is ``Σ_i w_i y_i`` with weights that do not depend on the labels (the M(0) softmax models,
+  eqs. 59-60, 72): :func:`numerics.diagnostics.error_vectors` reads the error vectors from one
+  forward pass instead of ``d`` more.
 
 Every model module also declares its *facts*; the rest of the package (training,
 diagnostics, experiments) reads them instead of knowing models by name:

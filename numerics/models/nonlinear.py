@@ -61,7 +61,8 @@ from ._common import (
 )
 from ._common import param_shapes as _param_shapes
 
-__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "floats_per_context", "forward", "init_params", "loss_and_grad", "param_shapes", "reference_forward"]
+__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "floats_per_context", "forward", "init_params", "label_weights", "loss_and_grad",
+           "param_shapes", "reference_forward"]
 
 # facts (see the package docstring)
 NAME = "nonlinear"
@@ -334,6 +335,45 @@ def forward(params: dict, batch) -> ForwardResult:
     True
     """
     return _parallel_result(params, batch, values=VALUES, model=NAME)
+
+
+def label_weights(params: dict, result: ForwardResult) -> np.ndarray:
+    """Weights ``w`` (B, P) with ``ŷ = Σ_i w_i y_i`` for every labelling ``y`` of the contexts of ``result``.
+
+    With M(0) and fixed ``H_x`` the attention rows ``p_ℓ`` read only the inputs, so the
+    prediction is linear in the labels: ``w = (1/L) Σ_ℓ g_ℓ p_ℓ`` (eqs. 59-60; ``g_ℓ = g`` tied,
+    eq. 72 untied). :func:`numerics.diagnostics.error_vectors` uses it instead of ``d`` extra
+    forward passes.
+
+    Parameters
+    ----------
+    params : dict
+    result : ForwardResult
+        :func:`forward` of ``params`` on the batch.
+
+    Returns
+    -------
+    ndarray, shape (B, P), float64
+
+    References
+    ----------
+    Paper eqs. (59)-(60), (72).
+
+    Examples
+    --------
+    >>> from numerics.tasks import sample
+    >>> from theory import PowerLawSpectrum
+    >>> rng = np.random.default_rng(2)
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 4), 6, 3, rng)
+    >>> params = init_params(4, 8, 2, rng)
+    >>> out = forward(params, batch)
+    >>> bool(np.allclose(np.einsum("bp,bp->b", label_weights(params, out), batch.context_y), out.prediction))
+    True
+    """
+    gains = np.asarray((params["W_o"] @ params["W_v"] @ params["W_y"])[..., 0, 0], dtype=np.float64)
+    attention = np.asarray(result.attention, dtype=np.float64)  # (L, B, P)
+    gains = np.broadcast_to(gains, (attention.shape[0],))
+    return np.einsum("l,lbp->bp", gains, attention) / attention.shape[0]
 
 
 def loss_and_grad(params: dict, batch) -> tuple[float, dict]:

@@ -24,11 +24,12 @@ from .nonlinear import (
     _parallel_loss_and_grad,
     _parallel_result,
     init_params,
+    label_weights,
     param_shapes,
 )
 
-__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "floats_per_context", "forward", "init_params", "loss_and_grad", "param_shapes",
-           "reference_forward"]
+__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "floats_per_context", "forward", "init_params", "label_weights",
+           "loss_and_grad", "param_shapes", "reference_forward"]
 
 # facts (see the package docstring)
 NAME = "nonlinear_rms"

@@ -20,9 +20,10 @@ import numpy as np
 from . import reference
 from ._common import SHARED_INIT_DEFAULTS, ForwardResult, floats_per_context, init_shared, resolve_init_options
 from ._common import param_shapes as _param_shapes
-from .nonlinear import _parallel_loss_and_grad, _parallel_result
+from .nonlinear import _parallel_loss_and_grad, _parallel_result, label_weights
 
-__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
+__all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad",
+           "label_weights"]
 
 # facts (see the package docstring)
 NAME = "untied_values"
