@@ -89,18 +89,23 @@ def register(subparsers) -> None:
 
     converged = actions.add_parser(
         "converged", help="train the softmax model to convergence at the inferred sizes (d=16, P=64): R_L vs the bounds",
-        description="Every depth 1..128 of the seven Table 1 spectra (top-2), 3 seeds, N = 2d, plus L = 256, N = d and "
-                    "the RMSNorm model at (0, 0). A run counts as converged when its held-out loss changed by less than "
+        description="Every depth 1..128 of the seven Table 1 spectra (top-2) and of Table 4's rows (top-2 and top-16), "
+                    "3 seeds, N = 2d, plus L = 256, N = d and the RMSNorm model at (0, 0), and two spectra in no "
+                    "table of the paper, (1, 0.5) and (0.5, 1). Adam 1e-3, batch 256, warm-up and cosine decay over a "
+                    "first cap of 6000 steps. A run counts as converged when its held-out loss changed by less than "
                     "its own SE over the last quarter of training; otherwise it is retrained with the step cap doubled. "
                     "All runs of a spectrum share one held-out set (paired depth differences). Resumable: finished "
                     "runs stay in the store. Writes DIR/converged-study.csv (one row per run), its .provenance.json, "
-                    "DIR/converged-study.md and DIR/figures/converged-study.png; bounds cached in DIR/cache.",
+                    "DIR/converged-study.md, DIR/figures/converged-study.png and converged-study-decomposition.png "
+                    "(C_L, A_L − C_L); bounds cached in DIR/cache. `idepth reproduce` reads the CSV.",
     )
     converged.add_argument("--out", metavar="DIR", default="docs/results", help="output directory (default docs/results)")
     converged.add_argument("--store", metavar="DIR", default=None, help="sweep store (default DIR/store)")
     converged.add_argument("--spectra", default=None, metavar="'a,b;a,b'",
                            help="train only these spectra of the plan (the CSV still lists every finished run)")
-    converged.add_argument("--base-steps", type=int, default=None, help="first step cap (default: the plan's)")
+    converged.add_argument("--base-steps", type=int, default=None,
+                           help="first step cap (default: the plan's, 6000; a run not converged is retrained with it "
+                                "doubled)")
     converged.add_argument("--seeds", type=int, default=None, help="seeds per point (default 3)")
     converged.add_argument("--bound-contexts", type=int, default=8192, help="Monte-Carlo contexts per bound (default 8192)")
     converged.add_argument("--report-only", action="store_true", help="no training: the page from DIR/converged-study.csv")
