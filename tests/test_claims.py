@@ -207,6 +207,8 @@ def inverse_depth(raw, ran, ctx):
         lo, hi = gain_interval(depths[1:], means[1:], ses[1:])
         meets = lo <= ALPHA_HI and hi >= ALPHA_LO
         converged_all = all(v[2] for L in depths for v in by_depth[L])
+        if any(m < -SIGMAS * se for m, se in zip(means, ses)):
+            continue  # a depth worse than L = 1: a training failure, neither passing nor excluding
         if resolved and meets:
             passing.append(key)
         if resolved and converged_all and not meets:
@@ -520,7 +522,7 @@ def test_every_criterion_text_states_the_threshold_the_check_uses(smoke):
         assert f"[{ALPHA_LO}, {ALPHA_HI}]" in text[claim_id], claim_id
     assert f"< {100 * SETTLE:.0f} %" in text["lazy_contrast"]
     assert "two-sigma" in text["inverse_depth"] and "two paired SE" in text["inverse_depth"] and SIGMAS == 2
-    assert "Birge" in text["inverse_depth"]
+    assert "Birge" in text["inverse_depth"] and "worse than L = 1 by more than two paired SE" in text["inverse_depth"]
     assert f"below {100 * EASY:g} %" in text["easy_softmax"]
     assert f"within {100 * FLOOR:.0f} %" in text["linear_floor"] and "finite-P floor" in text["linear_floor"]
     assert "two SE" in text["linear_floor"]

@@ -213,8 +213,9 @@ def test_the_shipped_table_is_self_consistent_and_its_page_shows_its_numbers():
     assert f"{len(rows)} runs" in page
     groups = {}
     for r in rows:
-        groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["depth"]), []).append(r["R_L"])
-    for (model, N, a, b, depth), values in groups.items():
+        groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["k"], r["depth"]), []).append(r["R_L"])
+    for (model, N, a, b, k, depth), values in groups.items():
+        assert f"## {model}, top-{k}, N = {N}, (a, b) = ({a:g}, {b:g})" in page
         assert f"| {depth} | {len(values)} (" in page and f"{np.mean(values):.4f} ± " in page
 
 

@@ -130,6 +130,12 @@ class ConvergedSummary:
         return bool(self.gain[-1] > 2 * self.gain_se[-1])
 
     @property
+    def worse_than_shallow(self) -> tuple:
+        """Depths whose ``R_L`` is above ``R_1`` by more than two paired SE: an optimisation failure (a depth-L model
+        expresses the L = 1 solution by repeating its layer, eqs. 59-60), whatever the convergence rule says."""
+        return tuple(L for L, g, se in zip(self.depths, self.gain, self.gain_se) if g < -2 * se)
+
+    @property
     def L0(self) -> float:
         """The plateau of the fit, ``R_1 − c``."""
         return math.nan if self.fit is None else float(self.R[0] - self.fit.c)

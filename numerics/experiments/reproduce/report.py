@@ -132,8 +132,11 @@ def _inverse_depth_claim(ctx) -> Claim:
     criterion = (f"converged study (each depth trained until its own held-out loss settles, all depths on common held-out "
                  f"contexts, at the sizes of `idepth study sizes`): for every spectrum of Tables 1 and 4 it holds, the "
                  f"paired depth gains R_1 − R_L = c (1 − L^-α) (eq. 16) give a two-sigma α interval that meets [{lo}, "
-                 f"{hi}] (widened by the Birge ratio when χ²/dof > 1) and a gain at the deepest L above two paired SE. Contradicted when a spectrum whose runs all "
-                 f"converged has a resolved gain and its interval outside [{lo}, {hi}]")
+                 f"{hi}] (widened by the Birge ratio when χ²/dof > 1) and a gain at the deepest L above two paired SE. "
+                 f"A spectrum with some depth worse than L = 1 by more than two paired SE is a training failure (a "
+                 f"depth-L model expresses the L = 1 solution), not evidence either way. Contradicted when a spectrum "
+                 f"whose runs all converged, with no training failure, has a resolved gain and its interval outside "
+                 f"[{lo}, {hi}]")
     table = ctx.converged
     if table is None:
         return Claim("inverse_depth", _INVERSE_DEPTH_PAPER, criterion, "not tested",
@@ -144,9 +147,11 @@ def _inverse_depth_claim(ctx) -> Claim:
     if not summaries:
         return Claim("inverse_depth", _INVERSE_DEPTH_PAPER, criterion, "not tested",
                      f"{table.source_text()} holds no spectrum of Tables 1 and 4", ("converged study",))
-    passing = [s for s in summaries if s.resolved and s.fit.overlaps(lo, hi)]
-    excluded = [s for s in summaries if s.all_converged and s.resolved and not s.fit.overlaps(lo, hi)]
-    unresolved = [s for s in summaries if not s.resolved]
+    failed = [s for s in summaries if s.worse_than_shallow]
+    sound = [s for s in summaries if not s.worse_than_shallow]
+    passing = [s for s in sound if s.resolved and s.fit.overlaps(lo, hi)]
+    excluded = [s for s in sound if s.all_converged and s.resolved and not s.fit.overlaps(lo, hi)]
+    unresolved = [s for s in sound if not s.resolved]
     missing = sorted(wanted - {(s.a, s.b, s.k) for s in summaries})
 
     def part(s) -> str:
@@ -154,21 +159,28 @@ def _inverse_depth_claim(ctx) -> Claim:
         return (f"top-{s.k} {s.label}: α = {s.fit.alpha:.3g}, 2σ {s.fit.interval_text()}, χ²/dof = "
                 f"{s.fit.chi2:.1f}/{s.fit.dof}, R_1 − R_{s.depths[-1]} = {s.gain[-1]:+.4f} ± {s.gain_se[-1]:.4f}, "
                 f"g_2/g_{s.depths[-1]} = {ratio:.2f} ± {ratio_se:.2f} (α = 1: {expected:.2f}), "
-                f"{s.n_converged}/{s.n_runs} runs converged")
+                f"{s.n_converged}/{s.n_runs} runs converged"
+                + (f", worse than L = 1 at L = {', '.join(map(str, s.worse_than_shallow))}" if s.worse_than_shallow else ""))
 
     evidence = (f"{table.source_text()}, {table.sizes_text()}, {summaries[0].n_seeds} seeds. " + "; ".join(map(part, summaries))
                 + "." + (f" Not in the table: {', '.join(f'top-{k} ({a:g}, {b:g})' for a, b, k in missing)}."
                          if missing else ""))
     ok = len(passing) == len(summaries) and not missing
+    failure_text = ("; training failures (deep models worse than L = 1, excluded from the verdict): "
+                    + ", ".join(f"top-{s.k} {s.label} at L = {', '.join(map(str, s.worse_than_shallow))}" for s in failed)
+                    if failed else "")
     if excluded:
         verdict = _verdict(False, contradicted=True, reason=(
             f"converged, resolved depth gains whose α interval lies outside [{lo}, {hi}]: "
             + ", ".join(f"top-{s.k} {s.label}" for s in excluded)
-            + " — the gain grows far more slowly than 1/L predicts (compare g_2/g_Lmax with its α = 1 value)"))
+            + " — the gain grows far more slowly than 1/L predicts (compare g_2/g_Lmax with its α = 1 value)"
+            + failure_text))
     else:
-        verdict = _verdict(ok, reason=("resolution: no measurable depth gain at " + ", ".join(
-            f"top-{s.k} {s.label}" for s in unresolved)) if unresolved else
-            f"budget: spectra not yet in the converged study ({len(missing)})")
+        reasons = ([f"training: deep models worse than L = 1 ({', '.join(f'top-{s.k} {s.label}' for s in failed)})"]
+                   if failed else []) + (["resolution: no measurable depth gain at " + ", ".join(
+                       f"top-{s.k} {s.label}" for s in unresolved)] if unresolved else []) + (
+                   [f"budget: spectra not yet in the converged study ({len(missing)})"] if missing else [])
+        verdict = _verdict(ok, reason="; ".join(reasons))
     return Claim("inverse_depth", _INVERSE_DEPTH_PAPER, criterion, evidence=evidence, families=("converged study",),
                  **verdict)
 

@@ -692,6 +692,12 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
             out.append(f"- Gap fit with the paper's L0 = {paper[1]:.4g}: impossible, C_L = "
                        f"{stats[key + (first,)]['C_L']:.4g} at L = {first} is not below it (C_{C_depths[-1]} = "
                        f"{C[-1]:.4g}, {C[-1] / paper[1] - 1:+.1%}).")
+    worse = [L for L in depths if L != 1 and stats[key + (L,)]["delta_R1"] < -2 * stats[key + (L,)]["delta_R1_se"]]
+    if worse:
+        out.append(f"- **Training failure** at L = {', '.join(map(str, worse))}: R_L above R_1 by more than two paired SE, "
+                   "although converged by the rule. A depth-L model can express the L = 1 solution (every layer the "
+                   "same head, eqs. 59-60), so these runs stopped at a worse point; the rule (the loss has stopped "
+                   "moving) is necessary for convergence to the optimum, not sufficient.")
     if 1 in depths and len(depths) > 1:
         deepest = stats[key + (depths[-1],)]
         out.append(f"- Depth gain R_1 − R_{depths[-1]} = {deepest['delta_R1']:+.4f} ± {deepest['delta_R1_se']:.4f} "
