@@ -219,6 +219,7 @@ def test_paper_scale_puts_softmax_at_the_inferred_sizes_and_linear_at_table3s():
         sizes = (fam.d, fam.N, fam.P)
         assert sizes == ((128, 128, 1024) if fam.model == "linear" else (16, 32, 64)), name
     assert "Dask cluster" in plan.format(2)
+    assert get_scale("paper").runs_converged_study and not get_scale("quick").runs_converged_study
 
 
 def test_quick_scale_puts_softmax_at_the_inferred_sizes_and_rechecks_shipped_runs():

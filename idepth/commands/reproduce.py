@@ -50,7 +50,7 @@ def register(subparsers) -> None:
                         help="no progress output (bars on a terminal, otherwise a one-line record every 30 s)")
     parser.add_argument("--converged-table", metavar="CSV|run", default=None,
                         help="the converged-study table the softmax verdict and Tables 1, 4, 5 read (default: the "
-                             "shipped docs/results/converged-study.csv); 'run' runs the converged study first into "
+                             "shipped docs/results/converged-study.csv; --scale paper: run); 'run' runs the converged study first into "
                              "OUT/converged (resumable; ≈ 70 min for Table 1's spectra, ≈ 2.5 h with Table 4's, "
                              "on 2 cores)")
     parser.set_defaults(func=run)

@@ -499,6 +499,9 @@ class Scale:
         Runs of the converged-study table that the reproduction re-trains from their recorded
         configuration (:func:`numerics.experiments.reproduce.converged.spot_check_configs`), to
         show that the table comes out of this code on this machine.
+    runs_converged_study : bool
+        The reproduction runs the whole converged study itself into ``OUT/converged`` (and reads
+        that table) instead of reading the shipped one (``paper``: True).
 
     References
     ----------
@@ -519,6 +522,7 @@ class Scale:
     needs_cluster: bool = False
     study: "StudyScale | None" = None
     converged_checks: tuple = ()
+    runs_converged_study: bool = False
 
     def __post_init__(self) -> None:
         missing = [name for name in FAMILIES if name not in self.families]
@@ -712,7 +716,7 @@ def _paper() -> Scale:
                seeds, **converged),
         Family("context_updates_k16", "context_updates", "difficult", 16, d, N, P, ((0.0, 0.0),), depths[:6],
                seeds, **converged),
-    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_FULL)
+    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_FULL, runs_converged_study=True)
 
 
 #: the shipped scales, smallest first

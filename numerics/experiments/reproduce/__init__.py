@@ -162,7 +162,8 @@ def reproduce(
         The command line recorded in the report.
     converged_table : path or 'run', optional
         The converged-study CSV the nonlinear verdict and Tables 1, 4, 5 read (default: the
-        one the package ships, ``docs/results/converged-study.csv``); ``'run'`` runs the whole
+        one the package ships, ``docs/results/converged-study.csv``; at ``scale='paper'``,
+        ``'run'``); ``'run'`` runs the whole
         converged study first into ``OUT/converged`` through ``OUT/store`` (resumable; about
         70 minutes for the Table 1 spectra and 2.5 hours with Table 4's on 2 cores, see
         :mod:`numerics.experiments.study.converged`). The scale's
@@ -221,6 +222,8 @@ def reproduce(
         sweep_kwargs["scheduler"] = scheduler
     else:
         sweep_kwargs["workers"] = workers
+    if converged_table is None and scale.runs_converged_study:
+        converged_table = "run"
     table, table_error, checks = _converged_table(scale, out, converged_table, workers=workers, progress=progress,
                                                   log=log, command=command)
     summary = run_sweep(Grid.of(list(plan.configs) + [cfg for _, cfg in checks]), out / "store", **sweep_kwargs)
