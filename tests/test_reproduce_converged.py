@@ -138,3 +138,16 @@ def test_sizes_section_says_whether_table1_compares_columns_at_different_sizes(t
     path.write_text(json.dumps(data))
     assert "may come from the same sizes" in sizes_markdown(None, (128, 1024), path)
     assert "No size inference found" in sizes_markdown(None, (128, 1024), tmp_path / "missing.json")
+
+
+def test_reproduce_can_run_its_own_converged_study_and_reads_that_table(tmp_path):
+    """--converged-table run at smoke scale: a tiny converged study into OUT/converged, then the verdict from it."""
+    from numerics.experiments.reproduce import reproduce
+
+    result = reproduce("smoke", only="table4", out_dir=tmp_path / "out", workers=2, progress=False,
+                       converged_table="run", log=lambda text: None)
+    table = tmp_path / "out" / "converged" / "converged-study.csv"
+    assert table.is_file() and (tmp_path / "out" / "converged" / "converged-study.md").is_file()
+    claim = next(c for c in result.claims if c.id == "inverse_depth")
+    assert str(table.name) in claim.evidence and "d = 4" in claim.evidence
+    assert "converged-study.csv" in (tmp_path / "out" / "tables" / "table4.md").read_text()

@@ -502,6 +502,9 @@ class Scale:
     runs_converged_study : bool
         The reproduction runs the whole converged study itself into ``OUT/converged`` (and reads
         that table) instead of reading the shipped one (``paper``: True).
+    converged_plan : mapping or None
+        Fields of the :class:`numerics.experiments.study.converged.ConvergedPlan` that
+        ``converged_table='run'`` trains at this scale (None: the default plan, the shipped one).
 
     References
     ----------
@@ -523,6 +526,7 @@ class Scale:
     study: "StudyScale | None" = None
     converged_checks: tuple = ()
     runs_converged_study: bool = False
+    converged_plan: Mapping | None = None
 
     def __post_init__(self) -> None:
         missing = [name for name in FAMILIES if name not in self.families]
@@ -605,7 +609,12 @@ def _smoke() -> Scale:
                **{**_CONVERGED, **tiny}),
         Family("context_updates_k16", "context_updates", "difficult", 16, 4, 4, 32, ((0.0, 0.0),), (1, 2), (0,),
                **{**_CONVERGED, **tiny}),
-    ], bound_contexts=256, floor_samples=128, study=_STUDY_SMOKE)
+    ], bound_contexts=256, floor_samples=128, study=_STUDY_SMOKE,
+        # --converged-table run at smoke scale: a tiny converged study that exercises the path
+        converged_plan=MappingProxyType(dict(d=4, P=8, spectra=((0.0, 0.0), (0.5, 0.0)), table4_spectra=(),
+                                             depths=(1, 2, 4), deep_depths=(), seeds=(0, 1), contrast_spectrum=None,
+                                             batch_size=16, warmup_steps=2, base_steps=32, max_doublings=1,
+                                             eval_size=64, evals_per_run=4)))
 
 
 def _quick() -> Scale:

@@ -268,11 +268,13 @@ def _converged_table(scale: Scale, out: Path, converged_table, *, workers, progr
     from .converged import load_table, spot_check_configs
 
     if converged_table == "run":
-        from ..study.converged import run_converged
+        from ..study.converged import ConvergedPlan, run_converged
 
-        log("converged study (numerics.experiments.study.converged; resumable, hours on 2 cores) ...")
-        run_converged(out / "converged", store_dir=out / "store", workers=workers, progress=progress,
-                      command=command + " (its converged study)")
+        plan = ConvergedPlan(**dict(scale.converged_plan or {}))
+        log(f"converged study (numerics.experiments.study.converged; {len(plan.runs())} runs, resumable; the default "
+            "plan takes hours on 2 cores) ...")
+        run_converged(out / "converged", plan=plan, store_dir=out / "store", workers=workers, progress=progress,
+                      command=command + " (its converged study)", bound_contexts=scale.bound_contexts)
         converged_table = out / "converged" / "converged-study.csv"
     try:
         table = load_table(converged_table)
