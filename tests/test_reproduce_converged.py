@@ -122,7 +122,7 @@ def test_cli_rejects_a_missing_converged_table(tmp_path):
 def test_sizes_section_says_whether_table1_compares_columns_at_different_sizes(tmp_path):
     import json
 
-    from numerics.experiments.reproduce.converged import sizes_markdown
+    from numerics.experiments.reproduce.converged import sizes_section
 
     rows = [{"source": "Table 1", "a": 0, "b": 0, "k": 2, "value": 2.007}] * 14
     data = {"d_values": [16, 128], "P_values": [64, 1024], "rows": rows, "best_mixture": [16, 64],
@@ -130,14 +130,14 @@ def test_sizes_section_says_whether_table1_compares_columns_at_different_sizes(t
             "n_seeds": 4, "n_contexts": 2048}
     path = tmp_path / "sizes.json"
     path.write_text(json.dumps(data))
-    text = sizes_markdown(load_table(), (128, 1024), path)
+    text = sizes_section(load_table(), (128, 1024), path)
     assert "**Table 1 compares two columns measured at different sizes**" in text
     assert "| χ² at the linear Table 3 sizes (d, P) = (128, 1024) | 2e+03 |" in text
     assert "| (0, 0) | 2.007 |" in text  # the converged study next to the paper's plateau
     data["region_mixture"] = [[16, 64], [128, 1024]]
     path.write_text(json.dumps(data))
-    assert "may come from the same sizes" in sizes_markdown(None, (128, 1024), path)
-    assert "No size inference found" in sizes_markdown(None, (128, 1024), tmp_path / "missing.json")
+    assert "may come from the same sizes" in sizes_section(None, (128, 1024), path)
+    assert "No size inference found" in sizes_section(None, (128, 1024), tmp_path / "missing.json")
 
 
 def test_reproduce_can_run_its_own_converged_study_and_reads_that_table(tmp_path):

@@ -240,12 +240,12 @@ def reproduce(
     study_md = consistency_md = ""
     consistency = None
     if study:
-        from .converged import sizes_markdown
+        from .converged import sizes_section
         from .tables import PAPER_D, PAPER_P
 
         study_md, consistency_md, consistency = _study_sections(
             scale, out, backend=backend, workers=workers, scheduler=scheduler, progress=progress, log=log)
-        consistency_md = consistency_md.rstrip() + "\n\n" + sizes_markdown(table, (PAPER_D, PAPER_P))
+        consistency_md = consistency_md.rstrip() + "\n\n" + sizes_section(table, (PAPER_D, PAPER_P))
     figures, tables = [], []
     for artefact_id in plan.artefacts:
         log(f"building {artefact_id} ...")

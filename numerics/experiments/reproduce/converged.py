@@ -33,7 +33,7 @@ import numpy as np
 from theory.fitting import GainFit, fit_gain_law
 
 __all__ = ["SHIPPED_SIZES", "SHIPPED_TABLE", "ConvergedSummary", "ConvergedTable", "gap_fit", "load_table",
-           "sizes_markdown", "spot_check_configs"]
+           "sizes_section", "spot_check_configs"]
 
 #: the table the package ships (present in a source checkout; a wheel does not carry ``docs/``)
 SHIPPED_TABLE = Path(__file__).resolve().parents[3] / "docs" / "results" / "converged-study.csv"
@@ -284,7 +284,7 @@ def spot_check_configs(table: ConvergedTable, picks: Sequence[tuple]) -> list[tu
     return out
 
 
-def sizes_markdown(table: ConvergedTable | None, linear_sizes: tuple, sizes_path: str | Path | None = None) -> str:
+def sizes_section(table: ConvergedTable | None, linear_sizes: tuple, sizes_path: str | Path | None = None) -> str:
     """The "sizes" part of the report's consistency section: where the paper's numbers come from, in a table.
 
     ``linear_sizes`` is ``(d, P)`` of the paper's linear Table 3 (``(128, 1024)``). Reads the
@@ -294,7 +294,7 @@ def sizes_markdown(table: ConvergedTable | None, linear_sizes: tuple, sizes_path
 
     Examples
     --------
-    >>> print(sizes_markdown(None, (128, 1024), "/nonexistent.json").splitlines()[0])
+    >>> print(sizes_section(None, (128, 1024), "/nonexistent.json").splitlines()[0])
     ### Sizes the paper's numbers imply
     """
     lines = ["### Sizes the paper's numbers imply", ""]

@@ -166,7 +166,7 @@ def sizes_markdown(result: SizeInference, figure: str | None = None) -> str:
     d_best, P_best = result.best_mixture
     i, j = result.d_values.index(d_best), result.P_values.index(P_best)
     lines = [
-        "## Which sizes the paper's nonlinear plateaus come from",
+        "# Which sizes the paper's nonlinear plateaus come from",
         "",
         f"χ² between the paper's {len(result.rows)} nonlinear plateaus (Tables 1 and 4) and the oracle bounds "
         f"(theory.softmax_bounds: {result.n_seeds} seeds × {result.n_contexts} fit + held-out contexts each) over "
