@@ -123,10 +123,10 @@ def _fig6ab(ctx, artefact_id: str, *, fixed: str) -> Figure:
             if (a, b) not in spectra:
                 continue
             curve = ctx.results.curve(conv, a, b, "R_L")
-            if p.errorbar(ax, curve, "0.45", f"{spectrum_label(a, b)} trained to convergence", marker="s",
+            if p.errorbar(ax, curve, "0.45", f"{spectrum_label(a, b)} equal step budget, every parameter", marker="s",
                          linestyle=":"):
                 gain = curve.finite()
-                parts.append(f"converged training {spectrum_label(a, b)}: R_L = "
+                parts.append(f"equal-budget training {spectrum_label(a, b)}: R_L = "
                              + ", ".join(f"{v:.3g}" for v in gain.mean) + f" at L = {list(map(int, gain.depths))}")
     ax.set_ylabel("held-out loss R_L")
     p.legend(ax, ncol=1, loc="upper right")
