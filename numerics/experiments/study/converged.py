@@ -762,7 +762,7 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
 def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
     """Per (model, N, spectrum): top, R_L against L (mean over seeds, ±1.96 SE) with ``B_L`` and ``B_∞``; bottom,
     the depth gain ``R_1 − R_L`` paired over the common held-out contexts (±1.96 paired SE) with the cosine-head
-    ceiling ``B_1 − B_L``.
+    ceiling ``B_1 − B_L`` and, dotted, eq. (16) with ``α = 1`` through the same total gain.
 
     Notes
     -----
@@ -793,6 +793,11 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
         bottom.errorbar(depths, get("delta_R1"), yerr=1.96 * get("delta_R1_se"), fmt="o-", ms=3, capsize=2,
                         label="$R_1 - R_L$ (paired)")
         bottom.axhline(0.0, color="0.6", lw=0.8)
+        gains = get("delta_R1")
+        if len(depths) > 2 and depths[0] == 1:  # eq. (16) with α = 1 through the same total gain, for comparison
+            L = np.asarray(depths, dtype=np.float64)
+            bottom.plot(depths, gains[-1] * (1 - 1 / L) / (1 - 1 / L[-1]), ":", color="0.35", lw=1.2,
+                        label="α = 1 law, same total gain")
         bnd = bounds.get(key)
         if bnd is not None:
             BL = np.array([(_bound_at(bnd, L) or (math.nan, math.nan))[0] for L in depths])
