@@ -741,6 +741,10 @@ class GainFit:
     dof : int
         Depths minus two.
 
+    References
+    ----------
+    Paper eq. (16); the depth gains of eqs. (61)-(63).
+
     Examples
     --------
     >>> fit = fit_gain_law([1, 2, 4, 8, 16], [0.0, 0.5, 0.75, 0.875, 0.9375], [0.0, 0.01, 0.01, 0.01, 0.01])

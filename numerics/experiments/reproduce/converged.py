@@ -92,6 +92,16 @@ class ConvergedSummary:
     fit : GainFit or None
         ``None`` with ``fit_reason`` when the gains cannot be fitted.
     fit_reason : str
+
+    References
+    ----------
+    Paper eqs. (16), (61)-(63); Tables 1, 4, 5.
+
+    Examples
+    --------
+    >>> s = load_table().summary(0.0, 0.0, 2)  # the shipped table of a source checkout
+    >>> s.depths[:3], s.resolved, s.fit.covers(1.0)
+    ((1, 2, 4), True, False)
     """
 
     model: str
@@ -163,6 +173,14 @@ class ConvergedTable:
         :func:`numerics.experiments.study.converged.read_study_csv`.
     provenance : dict
         The ``.provenance.json`` beside the CSV (empty if absent).
+
+    References
+    ----------
+    Paper Tables 1, 4, 5 (what the table is read for).
+
+    Notes
+    -----
+    No example: instances come from :func:`load_table` (``tests/test_reproduce_converged.py``).
     """
 
     path: Path

@@ -143,7 +143,8 @@ class ConvergedPlan:
 
     Examples
     --------
-    >>> plan = ConvergedPlan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), contrast_spectrum=None, deep_depths=())
+    >>> plan = ConvergedPlan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), contrast_spectrum=None, deep_depths=(),
+    ...                      table4_spectra=())
     >>> [(s.model, s.N, s.depth) for s in plan.runs()]
     [('nonlinear', 32, 1), ('nonlinear', 32, 2)]
     """
@@ -501,7 +502,24 @@ def provenance(plan: ConvergedPlan, command: str, elapsed: float | None = None) 
 
 # ----------------------------------------------------------------------------- the report
 def group_stats(rows: Sequence[Mapping]) -> dict:
-    """Mean over seeds of R_L, A_L, C_L and the paired gain, each with its SE, per (model, N, a, b, k, depth)."""
+    """Mean over seeds of R_L, A_L, C_L and the paired gain, each with its SE, per (model, N, a, b, k, depth).
+
+    The SE is ``sqrt(max(between-seed variance, mean within-run SE²) / n)``: a few seeds that
+    happen to agree cannot make a mean look more precise than its held-out set allows.
+
+    References
+    ----------
+    Paper eqs. (12), (61)-(63).
+
+    Examples
+    --------
+    >>> rows = [{"model": "nonlinear", "N": 8, "a": 0.0, "b": 0.0, "k": 2, "depth": 1, "R_L": r, "R_L_se": 0.01,
+    ...          "A_L": r, "C_L": float("nan"), "delta_R1": 0.0, "delta_R1_se": float("nan"), "converged": True,
+    ...          "steps": 100} for r in (1.0, 1.2)]
+    >>> stats = group_stats(rows)[("nonlinear", 8, 0.0, 0.0, 2, 1)]
+    >>> round(stats["R_L"], 6), round(stats["R_L_se"], 6), stats["n"]
+    (1.1, 0.1, 2)
+    """
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["model"], r["N"], r["a"], r["b"], r["k"], r["depth"]), []).append(r)
