@@ -4,9 +4,15 @@
   so CI runs are reproducible;
 * ``dev`` (default otherwise): 50 random examples;
 * ``thorough``: 500 examples, for a long local run.
+
+Ctrl-C: a suite started in the background of a non-interactive shell (``nohup … &``) inherits
+SIGINT *ignored*, and so would every subprocess it starts; the interruption tests send SIGINT
+and need Python's standard handler, so it is restored here (a handler, unlike "ignored", is
+reset to the default in a child at exec).
 """
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -20,3 +26,6 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("IDEPTH_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
