@@ -51,7 +51,7 @@ def register(subparsers) -> None:
     parser.add_argument("--converged-table", metavar="CSV|run", default=None,
                         help="the converged-study table the softmax verdict and Tables 1, 4, 5 read (default: the "
                              "shipped docs/results/converged-study.csv; --scale paper: run); 'run' runs the converged study first into "
-                             "OUT/converged (resumable; ≈ 70 min for Table 1's spectra, ≈ 2.5 h with Table 4's, "
+                             "OUT/converged (resumable; ≈ 1.2 h for Table 1's spectra, ≈ 1.8 h for the whole table, "
                              "on 2 cores)")
     parser.set_defaults(func=run)
 

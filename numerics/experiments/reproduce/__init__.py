@@ -164,8 +164,8 @@ def reproduce(
         The converged-study CSV the nonlinear verdict and Tables 1, 4, 5 read (default: the
         one the package ships, ``docs/results/converged-study.csv``; at ``scale='paper'``,
         ``'run'``); ``'run'`` runs the whole
-        converged study first into ``OUT/converged`` through ``OUT/store`` (resumable; about
-        70 minutes for the Table 1 spectra and 2.5 hours with Table 4's on 2 cores, see
+        converged study first into ``OUT/converged`` through ``OUT/store`` (resumable; measured:
+        8 591 core-s for the Table 1 part, 12 782 core-s, about 1.8 h on 2 cores, for the whole table; see
         :mod:`numerics.experiments.study.converged`). The scale's
         :attr:`~numerics.experiments.scales.Scale.converged_checks` re-train a few of its runs.
 

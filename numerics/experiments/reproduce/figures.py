@@ -95,8 +95,8 @@ def _converged_panel(ctx, ax, quantity: str, select: Callable[[float, float], bo
     p.depth_axis(ax, sorted({L for g in groups for L in table.summary(*g[:3], N=g[3]).depths}) or [1],
                  logy=False)
     r = table.rows[0]
-    ax.set_title(f"converged study, top-2 (d = {r['d']}, N = {2 * r['d']}, P = {r['P']}); dotted: paper's L0",
-                 fontsize=9)
+    ax.set_title(f"converged study, top-2 (d = {r['d']}, N = {2 * r['d']}, P = {r['P']})"
+                 + ("\ndotted: the paper's L0" if quantity in ("R_L", "C_L") else ""), fontsize=9)
     if not groups:
         p.no_data(ax, "no such spectrum in the converged study")
     return bool(groups)
