@@ -568,7 +568,7 @@ def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *
     lines = ["# The converged softmax study", ""]
     if provenance_info:
         lines += [f"Generated from `converged-study.csv` ({len(rows)} runs; package {provenance_info.get('package_version')}, "
-                  f"{provenance_info.get('date')}, command `{provenance_info.get('command')}`).", ""]
+                  f"{provenance_info.get('date')}, last written by `{provenance_info.get('command')}`).", ""]
     lines += ["Regenerate this page from the CSV: `idepth study converged --out docs/results --report-only`; continue or "
               "extend the study (resumable): `idepth study converged --out docs/results --store DIR`. The method and "
               "its rules: :mod:`numerics.experiments.study.converged`.".replace(":mod:", ""), ""]
