@@ -247,12 +247,16 @@ def _test_row_attention_backward(rows: _TestRows, grad_reads, context_y, W_x, W_
     return grad_W_x, grad_W_q, grad_W_k
 
 
+def _gains(params):
+    """g = W_o W_v W_y (eq. 60), or g_ℓ = W_o W_v^ℓ W_y (eq. 72); shape () or (L,)."""
+    return (params["W_o"] @ params["W_v"] @ params["W_y"])[..., 0, 0]
+
+
 def _parallel_forward(params, batch, *, values: str, model: str, norm: str = "layer") -> _Parallel:
     d, _, _, dtype = check_params(params, model=model, values=values, mask="M(0)")
     arrays = check_batch(batch, d, dtype)
     rows = _test_row_attention(params["W_x"], params["W_q"], params["W_k"], arrays.context_x, arrays.context_y, arrays.test_x, norm)
-    # g = W_o W_v W_y (eq. 60), or g_ℓ = W_o W_v^ℓ W_y (eq. 72); shape () or (L,)
-    gains = (params["W_o"] @ params["W_v"] @ params["W_y"])[..., 0, 0]
+    gains = _gains(params)
     layer_predictors = rows.reads * gains  # f_ℓ = g p_ℓ·y, (B, L)
     prediction = layer_predictors.mean(axis=1)  # ŷ_L = (1/L) Σ_ℓ f_ℓ (eq. 59)
     return _Parallel(prediction, layer_predictors, gains, rows, arrays)
@@ -370,7 +374,7 @@ def label_weights(params: dict, result: ForwardResult) -> np.ndarray:
     >>> bool(np.allclose(np.einsum("bp,bp->b", label_weights(params, out), batch.context_y), out.prediction))
     True
     """
-    gains = np.asarray((params["W_o"] @ params["W_v"] @ params["W_y"])[..., 0, 0], dtype=np.float64)
+    gains = np.asarray(_gains(params), dtype=np.float64)
     attention = np.asarray(result.attention, dtype=np.float64)  # (L, B, P)
     gains = np.broadcast_to(gains, (attention.shape[0],))
     return np.einsum("l,lbp->bp", gains, attention) / attention.shape[0]

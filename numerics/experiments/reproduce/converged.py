@@ -32,6 +32,8 @@ import numpy as np
 
 from theory.fitting import GainFit, fit_gain_law
 
+from ..study.converged import gap_fit, training_failures
+
 __all__ = ["SHIPPED_SIZES", "SHIPPED_TABLE", "ConvergedSummary", "ConvergedTable", "gap_fit", "load_table",
            "sizes_section", "spot_check_configs"]
 
@@ -39,38 +41,6 @@ __all__ = ["SHIPPED_SIZES", "SHIPPED_TABLE", "ConvergedSummary", "ConvergedTable
 SHIPPED_TABLE = Path(__file__).resolve().parents[3] / "docs" / "results" / "converged-study.csv"
 #: the size inference the package ships (``idepth study sizes --out docs/results/sizes``)
 SHIPPED_SIZES = SHIPPED_TABLE.parent / "sizes" / "sizes.json"
-
-
-def gap_fit(depths: Sequence[int], C: Sequence[float], L0: float) -> dict:
-    """The paper's gap fit ``L0 − C_L = c L^-α`` (eqs. 92-93; :func:`theory.fit_gap_law`) over ``L ≥ 2``.
-
-    Returns ``{"ok", "alpha", "alpha_se", "r_squared", "reason"}``; not ``ok`` when some
-    ``C_L ≥ L0`` (the logarithm is undefined) or fewer than three depths remain.
-
-    References
-    ----------
-    Paper eqs. (92)-(93), Table 5.
-
-    Examples
-    --------
-    >>> out = gap_fit([2, 4, 8, 16], [1.5, 1.75, 1.875, 1.9375], 2.0)
-    >>> out["ok"], round(out["alpha"], 3)
-    (True, 1.0)
-    """
-    from theory import fit_gap_law
-
-    depths = np.asarray(depths, dtype=np.float64)
-    C = np.asarray(C, dtype=np.float64)
-    keep = (depths >= 2) & np.isfinite(C)
-    L, shared = depths[keep], C[keep]
-    if np.any(shared >= L0):
-        first = int(np.argmax(shared >= L0))
-        return {"ok": False, "reason": f"C_L = {shared[first]:.4g} at L = {int(L[first])} is not below L0 = {L0:.4g}"}
-    if L.size < 3:
-        return {"ok": False, "reason": f"only {L.size} depths with C_L defined"}
-    fit = fit_gap_law(L.astype(np.int64), shared, L0)
-    return {"ok": True, "alpha": float(fit.alpha), "alpha_se": float(fit.standard_errors["alpha"]),
-            "r_squared": float(fit.r_squared), "reason": ""}
 
 
 @dataclass(frozen=True)
@@ -143,7 +113,7 @@ class ConvergedSummary:
     def worse_than_shallow(self) -> tuple:
         """Depths whose ``R_L`` is above ``R_1`` by more than two paired SE: an optimisation failure (a depth-L model
         expresses the L = 1 solution by repeating its layer, eqs. 59-60), whatever the convergence rule says."""
-        return tuple(L for L, g, se in zip(self.depths, self.gain, self.gain_se) if g < -2 * se)
+        return training_failures(self.depths, self.gain, self.gain_se)
 
     @property
     def L0(self) -> float:

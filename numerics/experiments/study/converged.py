@@ -51,6 +51,8 @@ __all__ = [
     "TABLE1_SPECTRA",
     "TABLE4_SPECTRA",
     "group_stats",
+    "gap_fit",
+    "training_failures",
     "draw_decomposition_figure",
     "EXTRA_SPECTRA",
     "ConvergedPlan",
@@ -641,6 +643,56 @@ def _predicted_single(a: float, b: float, k: int, rows) -> tuple[float, float]:
     return float(pred.loss[0]), float(pred.upper[0] - pred.loss[0])
 
 
+def gap_fit(depths: Sequence[int], C: Sequence[float], L0: float) -> dict:
+    """The paper's gap fit ``L0 − C_L = c L^-α`` (eqs. 92-93; :func:`theory.fit_gap_law`) over ``L ≥ 2``.
+
+    Returns ``{"ok", "alpha", "alpha_se", "r_squared", "reason"}``; not ``ok`` when some
+    ``C_L ≥ L0`` (the logarithm is undefined) or fewer than three depths remain.
+
+    References
+    ----------
+    Paper eqs. (92)-(93), Table 5.
+
+    Examples
+    --------
+    >>> out = gap_fit([2, 4, 8, 16], [1.5, 1.75, 1.875, 1.9375], 2.0)
+    >>> out["ok"], round(out["alpha"], 3)
+    (True, 1.0)
+    """
+    from theory import fit_gap_law
+
+    depths = np.asarray(depths, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    keep = (depths >= 2) & np.isfinite(C)
+    L, shared = depths[keep], C[keep]
+    if np.any(shared >= L0):
+        first = int(np.argmax(shared >= L0))
+        return {"ok": False, "reason": f"C_L = {shared[first]:.4g} at L = {int(L[first])} is not below L0 = {L0:.4g}"}
+    if L.size < 3:
+        return {"ok": False, "reason": f"only {L.size} depths with C_L defined"}
+    fit = fit_gap_law(L.astype(np.int64), shared, L0)
+    return {"ok": True, "alpha": float(fit.alpha), "alpha_se": float(fit.standard_errors["alpha"]),
+            "r_squared": float(fit.r_squared), "reason": ""}
+
+
+def training_failures(depths: Sequence[int], gains: Sequence[float], ses: Sequence[float]) -> tuple:
+    """Depths whose ``R_L`` is above ``R_1`` by more than two paired SE (``gains`` are ``R_1 − R_L``).
+
+    A depth-L model expresses the L = 1 solution by repeating its layer (eqs. 59-60), so such a
+    run stopped at a worse point, whatever the convergence rule says: a training failure.
+
+    References
+    ----------
+    Paper eqs. (59)-(60).
+
+    Examples
+    --------
+    >>> training_failures([1, 2, 4], [0.0, 0.1, -0.5], [0.0, 0.01, 0.1])
+    (4,)
+    """
+    return tuple(int(L) for L, g, se in zip(depths, gains, ses) if g < -2 * se)
+
+
 def _paper_plateau(a: float, b: float, k: int):
     from .consistency import paper_plateaus
 
@@ -702,20 +754,16 @@ def _group_findings(rows, stats, key, bnd) -> list[str]:
     paper = _paper_plateau(a, b, k)
     C_depths = [L for L in depths if L >= 2 and math.isfinite(stats[key + (L,)]["C_L"])]
     if paper is not None and len(C_depths) >= 3:
-        from theory import fit_gap_law
-
         C = np.array([stats[key + (L,)]["C_L"] for L in C_depths])
-        if np.all(C < paper[1]):
-            gap = fit_gap_law(C_depths, C, paper[1])
+        gap = gap_fit(C_depths, C, paper[1])
+        last = f"C_{C_depths[-1]} = {C[-1]:.4g} ({C[-1] / paper[1] - 1:+.1%} from the paper's L0)"
+        if gap["ok"]:
             out.append(f"- Gap fit L0 − C_L = c L^-α with the paper's L0 = {paper[1]:.4g} (eqs. 92-93, Table 5): "
-                       f"α = {gap.alpha:.3g} ± {gap.standard_errors['alpha']:.2g}, R² (log) = {gap.r_squared:.4f}; "
-                       f"C_{C_depths[-1]} = {C[-1]:.4g} ({C[-1] / paper[1] - 1:+.1%} from the paper's L0).")
+                       f"α = {gap['alpha']:.3g} ± {gap['alpha_se']:.2g}, R² (log) = {gap['r_squared']:.4f}; {last}.")
         else:
-            first = C_depths[int(np.argmax(C >= paper[1]))]
-            out.append(f"- Gap fit with the paper's L0 = {paper[1]:.4g}: impossible, C_L = "
-                       f"{stats[key + (first,)]['C_L']:.4g} at L = {first} is not below it (C_{C_depths[-1]} = "
-                       f"{C[-1]:.4g}, {C[-1] / paper[1] - 1:+.1%}).")
-    worse = [L for L in depths if L != 1 and stats[key + (L,)]["delta_R1"] < -2 * stats[key + (L,)]["delta_R1_se"]]
+            out.append(f"- Gap fit with the paper's L0 = {paper[1]:.4g}: impossible, {gap['reason']}; {last}.")
+    worse = [L for L in training_failures(depths, [stats[key + (L,)]["delta_R1"] for L in depths],
+                                          [stats[key + (L,)]["delta_R1_se"] for L in depths]) if L != 1]
     if worse:
         out.append(f"- **Training failure** at L = {', '.join(map(str, worse))}: R_L above R_1 by more than two paired SE, "
                    "although converged by the rule. A depth-L model can express the L = 1 solution (every layer the "
