@@ -147,7 +147,8 @@ def error_vectors(model, params: Mapping[str, np.ndarray], batch, result=None) -
     ``β = e_j`` (``y_i = x_{i,j}``), exact because the prediction is linear in
     the labels: ``(X w)_j = ŷ(β = e_j)``, ``e = X w − t``. A model that provides
     ``label_weights`` (the M(0) softmax models: ``w = (1/L) Σ_ℓ g_ℓ p_ℓ``) gives ``w``
-    from one forward pass (``result``, computed if not given) and ``Xᵀw`` directly.
+    from one forward pass (``result``, computed if not given) and ``Xᵀw`` directly; a model that
+    provides ``label_readout`` (the linear model: one adjoint pass, ``dŷ/dc``) gives ``X w`` itself.
 
     Parameters
     ----------
@@ -185,6 +186,9 @@ def error_vectors(model, params: Mapping[str, np.ndarray], batch, result=None) -
             f"model must be one of {', '.join(_label_linear_models())} (prediction linear in the labels); got {model.NAME!r}"
         )
     context_x = np.asarray(batch.context_x)
+    readout = getattr(model, "label_readout", None)
+    if readout is not None:
+        return readout(params, batch) - target_vectors(batch)
     weights = getattr(model, "label_weights", None)
     if weights is not None:
         w = weights(params, model.forward(params, batch) if result is None else result)

@@ -89,9 +89,10 @@ def test_softmax_error_vector_is_g_times_inputs_times_mean_attention():
 
 
 @pytest.mark.parametrize("model_name", [name for name in LABEL_LINEAR_MODELS
-                                        if hasattr(get_model(name), "label_weights")])
+                                        if hasattr(get_model(name), "label_weights")
+                                        or hasattr(get_model(name), "label_readout")])
 def test_label_weights_give_the_error_vectors_of_the_unit_teacher_passes(model_name):
-    """One forward pass through ``label_weights`` equals the d forward passes with labels y_i = x_{i,j}."""
+    """One pass through ``label_weights`` / ``label_readout`` equals the d forward passes with labels y_i = x_{i,j}."""
     import dataclasses
 
     model, params, batch, _ = _setup(model_name, "difficult", depth=3, B=12, scale=2.0)

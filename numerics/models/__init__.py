@@ -25,7 +25,9 @@ module has the same functions, so models are swapped freely:
 * optionally ``label_weights(params, forward_result) -> (B, P)`` -- for a model whose prediction
   is ``Σ_i w_i y_i`` with weights that do not depend on the labels (the M(0) softmax models,
   eqs. 59-60, 72): :func:`numerics.diagnostics.error_vectors` reads the error vectors from one
-  forward pass instead of ``d`` more.
+  forward pass instead of ``d`` more;
+* optionally ``label_readout(params, batch) -> (B, d)`` -- the predictions for the ``d`` unit
+  teachers ``y_i = x_{i,j}`` at once (the linear model: one adjoint pass, eq. 24), used the same way.
 
 Every model module also declares its *facts*; the rest of the package (training,
 diagnostics, experiments) reads them instead of knowing models by name:

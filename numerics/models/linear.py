@@ -18,11 +18,25 @@ Fast engine (exact for any weights and any finite ``P``). With ``U = [x_1..x_P]`
     Y_ℓ = Y_{ℓ−1} − (1/L) W_v Y_{ℓ−1} B_ℓ S,
     h_ℓ = h_{ℓ−1} + (1/L) W_v Y_{ℓ−1} B_ℓ x_test,    ŷ_L = W_o h_L.
 
-After forming ``S`` and ``c`` (``O(P d²)`` once), a layer costs ``O(N d (N + d))``,
-independent of ``P``. Per-layer predictors use the ``b + L d_ℓ`` construction of
-eqs. (67)-(70): ``z_ℓ = W_o h_ℓ``, ``b = z_0 = 0``, ``f_ℓ = L (z_ℓ − z_{ℓ−1})``.
-The reverse pass stores ``Y_ℓ`` only at ``≈ sqrt(L)`` checkpoints and recomputes the
-layers in between (memory ``O(sqrt(L) B N d)``, one extra forward).
+After forming ``S`` and ``c`` (``O(P d²)`` once), a layer costs nothing in ``P``.
+Per-layer predictors use the ``b + L d_ℓ`` construction of eqs. (67)-(70):
+``z_ℓ = W_o h_ℓ``, ``b = z_0 = 0``, ``f_ℓ = L (z_ℓ − z_{ℓ−1})``.
+
+Krylov coordinates. Every ``Y_ℓ`` is ``Σ_{r ≤ ℓ} W_v^r W_y u_{ℓ,r}ᵀ`` (the recursion multiplies by
+``W_v`` on the left once a layer), so ``Y_ℓ = Q C_ℓ`` with ``Q`` an orthonormal basis of the Krylov
+space ``K_{L+1}(W_v, W_y)`` (Arnoldi, float64, ``R = min(L + 1, N)`` columns, fewer when the space
+is invariant, e.g. ``W_v = I``) and ``H = Qᵀ W_v Q``:
+
+    C_0 = |W_y| e_0 cᵀ,   C_ℓ = C_{ℓ−1} − (1/L) H C_{ℓ−1} B_ℓ S,   W_o W_v Y_{ℓ−1} r_ℓ = (W_o Q) H C_{ℓ−1} r_ℓ.
+
+``C_{ℓ−1}`` has only ``min(ℓ, R)`` non-zero rows, so layer ``ℓ`` costs ``O(ℓ d (ℓ + d))`` a context
+instead of the ``O(N d (N + d))`` of ``Y_ℓ`` itself. The change of basis is orthogonal, so the
+recursion is as well conditioned as the ``Y`` recursion (no powers of ``S`` are expanded).
+The adjoints ``dℒ/dY_ℓ`` lie in ``K_{L+1}(W_vᵀ, W_oᵀ)`` and are kept in its basis ``P̂`` the same way;
+the gradients are the ``Y`` recursion's, written in the two bases (``W_v``'s is
+``P̂ (Σ_ℓ Σ_b E_ℓ C_{ℓ−1}ᵀ) Qᵀ``). No derivative is taken through the bases. The forward keeps every
+``C_ℓ`` for the reverse pass (``Σ_ℓ min(ℓ, R)`` rows of ``d`` numbers a context). The ``N x d``
+recursion itself is kept as ``_dense_loss_and_grad``, the tests' independent check.
 
 The prediction equals ``βᵀ 𝒫_L(S) x_test`` of eq. (24) with ``m_r = W_o W_v^r W_y``
 whenever ``y = Uᵀβ`` (checked in the tests against ``theory.linear``).
@@ -42,7 +56,7 @@ from ._common import init_shared, param_shapes as _param_shapes, resolve_init_op
 
 __all__ = [
     "INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "stable_qk_scale", "init_params",
-    "effective_qk", "reference_forward", "forward", "loss_and_grad",
+    "effective_qk", "reference_forward", "forward", "label_readout", "loss_and_grad",
 ]
 
 
@@ -186,8 +200,145 @@ def _run(params, prep: _Prepared, start: int, stop: int, Y: np.ndarray, kept: li
 reference_forward = reference.linear
 
 
+# --------------------------------------------------------------------------- Krylov engine
+class _Basis(NamedTuple):
+    """An orthonormal basis ``Q`` (N, R) of a Krylov space of ``A`` from ``start`` and ``Qᵀ A Q``."""
+
+    Q: np.ndarray  # (N, R), float64
+    H: np.ndarray  # (R, R) = Qᵀ A Q, float64
+    norm: float  # |start|; Q[:, 0] = start / |start|
+
+
+def _krylov_basis(A: np.ndarray, start: np.ndarray, size: int) -> _Basis:
+    """Arnoldi (Gram-Schmidt twice) for ``span{start, A start, .., A^(size−1) start}``, in float64.
+
+    Stops early when the space is invariant (the next direction's norm is at round-off
+    of ``|A|``): then ``A Q = Q H`` holds exactly and ``R < size``. Otherwise
+    ``A Q[:, :R−1] = Q H[:, :R−1]`` (the Arnoldi relation), which is all the engine reads.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    v = np.asarray(start, dtype=np.float64).reshape(-1)
+    n = v.shape[0]
+    size = min(size, n)
+    norm = float(np.linalg.norm(v))
+    Q = np.zeros((n, size))
+    if norm == 0.0 or size == 0:
+        return _Basis(Q[:, :0], np.zeros((0, 0)), norm)
+    tol = 64 * np.finfo(np.float64).eps * max(float(np.linalg.norm(A)), np.finfo(np.float64).tiny)
+    Q[:, 0] = v / norm
+    R = size
+    for j in range(1, size):
+        w = A @ Q[:, j - 1]
+        for _ in range(2):  # twice is enough (Giraud et al. 2005)
+            w -= Q[:, :j] @ (Q[:, :j].T @ w)
+        w_norm = float(np.linalg.norm(w))
+        if w_norm <= tol:
+            R = j
+            break
+        Q[:, j] = w / w_norm
+    Q = Q[:, :R]
+    return _Basis(Q, Q.T @ (A @ Q), norm)
+
+
+def _forward_basis(params: dict, L: int) -> _Basis:
+    """``K_{L+1}(W_v, W_y)``: the label-state ``Y_ℓ = Σ_r W_v^r W_y u_{ℓ,r}ᵀ`` lies in its span."""
+    return _krylov_basis(params["W_v"], params["W_y"][:, 0], L + 1)
+
+
+def _adjoint_basis(params: dict, L: int) -> _Basis:
+    """``K_{L+1}(W_vᵀ, W_oᵀ)``: the adjoints ``dℒ/dY_ℓ`` lie in its span."""
+    return _krylov_basis(np.asarray(params["W_v"]).T, params["W_o"][0], L + 1)
+
+
+def _krylov_forward(prep: _Prepared, basis: _Basis, W_o: np.ndarray, keep: bool = False):
+    """The ``Y`` recursion in Krylov coordinates ``Y_ℓ = Q C_ℓ``.
+
+    ``C_0 = |W_y| e_0 cᵀ``, ``C_ℓ = C_{ℓ−1} − (1/L) H C_{ℓ−1} B_ℓ S``, ``read_ℓ = Q H C_{ℓ−1} r_ℓ``;
+    ``C_{ℓ−1}`` has only its first ``min(ℓ, R)`` rows non-zero, so layer ``ℓ`` costs
+    ``O(ℓ d (ℓ + d))`` a context instead of ``O(N d (N + d))``.
+
+    Returns ``(f (L, B), hc (B, R), kept)``: the layer predictors, ``Σ_ℓ H C_{ℓ−1} r_ℓ`` (so
+    ``h_L = Q hc / L``) and, if ``keep``, the list of ``C_{ℓ−1}`` (B, min(ℓ, R), d).
+    """
+    S, c, B_eff, r = prep.S, prep.c, prep.B_eff, prep.r
+    L, d = B_eff.shape[:2]
+    batch = c.shape[0]
+    dtype = c.dtype
+    R = basis.Q.shape[1]
+    H = basis.H.astype(dtype)
+    o = (np.asarray(W_o, dtype=np.float64) @ basis.Q)[0].astype(dtype)  # W_o Q, (R,)
+    f = np.zeros((L, batch), dtype=dtype)
+    hc = np.zeros((batch, R), dtype=dtype)
+    kept = [] if keep else None
+    if R == 0:  # W_y = 0: every label state is zero
+        return f, hc, ([np.zeros((batch, 0, d), dtype)] * L if keep else None)
+    C = (basis.norm * c)[:, None, :].astype(dtype)  # C_0, (B, 1, d)
+    for ell in range(L):
+        m, m1 = C.shape[1], min(C.shape[1] + 1, R)
+        if keep:
+            kept.append(C)
+        HC = H[:m1, :m] @ C  # Qᵀ W_v Y_{ℓ−1}, (B, m1, d)
+        read = (HC @ r[:, ell, :, None])[..., 0]  # (B, m1)
+        f[ell] = read @ o[:m1]
+        hc[:, :m1] += read
+        if ell < L - 1:  # Y_L is not read
+            update = (HC.reshape(-1, d) @ B_eff[ell]).reshape(batch, m1, d) @ S
+            update *= -1.0 / L
+            update[:, :m] += C
+            C = update
+    return f, hc, kept
+
+
+def _krylov_adjoint(prep: _Prepared, basis: _Basis, adjoint: _Basis, rho: np.ndarray, kept=None):
+    """The reverse pass in the adjoint Krylov coordinates ``dℒ/dY_ℓ = P̂ D_ℓ``.
+
+    ``rho`` (B,) is ``dℒ/dŷ``. With ``E_ℓ = (|W_o| e_0 ρ r_ℓᵀ − D_ℓ S B_ℓᵀ)/L`` (``dℒ/d(W_v Y_{ℓ−1}) = P̂ E_ℓ``),
+    ``D_{ℓ−1} = D_ℓ + K E_ℓ`` with ``K = P̂ᵀ W_vᵀ P̂``, ``D_L = 0``. Returns ``D_0`` and, if
+    ``kept`` (the forward's ``C_{ℓ−1}``) is given, ``(grad_B (L, d, d), Σ_ℓ Σ_b E_ℓ C_{ℓ−1}ᵀ (R', R))``.
+    """
+    S, B_eff, r = prep.S, prep.B_eff, prep.r
+    test_x = prep.arrays.test_x
+    L, d = B_eff.shape[:2]
+    batch = rho.shape[0]
+    dtype = S.dtype
+    Rp = adjoint.Q.shape[1]
+    K = adjoint.H.astype(dtype)
+    D = np.zeros((batch, min(1, Rp), d), dtype=dtype)
+    grads = kept is not None
+    if grads:
+        R = basis.Q.shape[1]
+        H = basis.H.astype(dtype)
+        M = (basis.Q.T @ adjoint.Q).astype(dtype)  # Qᵀ P̂, (R, R')
+        grad_B = np.zeros_like(B_eff)
+        inner = np.zeros((Rp, R), dtype=dtype)
+    if Rp == 0:  # W_o = 0: every adjoint is zero
+        return (D, grad_B, inner) if grads else D
+    scaled_rho = ((adjoint.norm / L) * rho).astype(dtype)
+    for ell in range(L - 1, -1, -1):
+        n = D.shape[1]
+        DS = D @ S  # (B, n, d)
+        E = (DS.reshape(-1, d) @ B_eff[ell].T).reshape(batch, n, d)
+        E *= -1.0 / L
+        E[:, 0] += scaled_rho[:, None] * r[:, ell]
+        if grads:
+            C = kept[ell]
+            m = C.shape[1]
+            m1 = min(m + 1, R)
+            HC = H[:m1, :m] @ C  # (B, m1, d)
+            grad_r = (np.swapaxes(HC, -1, -2) @ (M[:m1, 0] * adjoint.norm))  # HCᵀ Qᵀ W_oᵀ, (B, d)
+            grad_r *= (rho / L).astype(dtype)[:, None]
+            X = M[:m1, :n] @ DS  # Qᵀ P̂ D_ℓ S, (B, m1, d)
+            grad_B[ell] = grad_r.T @ test_x - (HC.reshape(-1, d).T @ X.reshape(-1, d)) / L
+            inner[:n, :m] += np.tensordot(E, C, axes=([0, 2], [0, 2]))
+        n1 = min(n + 1, Rp)
+        step = K[:n1, :n] @ E
+        step[:, :n] += D
+        D = step
+    return (D, grad_B, inner) if grads else D
+
+
 def forward(params: dict, batch) -> ForwardResult:
-    """Fast forward pass through ``Y_ℓ = Z_ℓ Uᵀ/P`` (cost independent of ``P`` after ``S``).
+    """Fast forward pass through ``Y_ℓ = Z_ℓ Uᵀ/P`` in Krylov coordinates (cost independent of ``P`` after ``S``).
 
     Returns
     -------
@@ -212,24 +363,61 @@ def forward(params: dict, batch) -> ForwardResult:
     """
     prep = _prepare(params, batch)
     L = prep.B_eff.shape[0]
-    _, reads = _run(params, prep, 0, L, prep.Y0)
-    layer_predictors = np.stack(reads) @ params["W_o"][0]  # L d_ℓ = W_o W_v Y_{ℓ-1} r_ℓ, (L, B)
+    f, _, _ = _krylov_forward(prep, _forward_basis(params, L), params["W_o"])
     context_x = prep.arrays.context_x
     P = context_x.shape[1]
     attention = np.swapaxes(context_x @ np.swapaxes(prep.r, -1, -2), -1, -2).transpose(1, 0, 2) / P  # (L, B, P)
     return ForwardResult(
-        prediction=layer_predictors.sum(axis=0) / L,
-        layer_predictors=layer_predictors,
+        prediction=f.sum(axis=0) / L,
+        layer_predictors=f,
         attention=np.ascontiguousarray(attention),
         context_attention=None,
     )
 
 
+def label_readout(params: dict, batch) -> np.ndarray:
+    """``(ŷ(β = e_1), .., ŷ(β = e_d))`` per context: the predictions for the unit-teacher labels ``y_i = x_{i,j}``.
+
+    The prediction is linear in ``c = U y/P``: ``ŷ = cᵀ v`` with ``v = dŷ/dc``, one adjoint
+    pass (no forward). The unit teachers have ``c = S e_j``, so the readout is ``S v``.
+    :func:`numerics.diagnostics.error_vectors` uses it instead of ``d`` forward passes.
+
+    Returns
+    -------
+    ndarray, shape (B, d), float64
+
+    References
+    ----------
+    Paper eqs. (19)-(24): the readout is ``𝒫_L(S) x_test`` of eq. (24).
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from numerics.tasks import sample
+    >>> from theory import PowerLawSpectrum
+    >>> rng = np.random.default_rng(3)
+    >>> batch = sample("easy", PowerLawSpectrum(1, 1, 4), 6, 3, rng)
+    >>> params = init_params(4, 8, 3, rng)
+    >>> unit = dataclasses.replace(batch, context_y=batch.context_x[:, :, 2].copy())
+    >>> bool(np.allclose(label_readout(params, batch)[:, 2], forward(params, unit).prediction))
+    True
+    """
+    prep = _prepare(params, batch)
+    L = prep.B_eff.shape[0]
+    adjoint = _adjoint_basis(params, L)
+    ones = np.ones(prep.c.shape[0], dtype=prep.c.dtype)
+    D0 = _krylov_adjoint(prep, None, adjoint, ones)
+    w_y = adjoint.Q.T @ np.asarray(params["W_y"][:, 0], dtype=np.float64)  # P̂ᵀ W_y
+    v = np.einsum("bnd,n->bd", np.asarray(D0, dtype=np.float64), w_y[: D0.shape[1]])  # dŷ/dc = G_0ᵀ W_y
+    return (np.asarray(prep.S, dtype=np.float64) @ v[:, :, None])[..., 0]
+
+
 def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     """Mean squared error of :func:`forward` (eq. 12) and its exact gradient, keyed like ``params``.
 
-    A hand-written reverse pass through the ``Y`` recursion with ``≈ sqrt(L)``
-    checkpoints, then through ``B_ℓ = (1/N) W_xᵀ (W_k^ℓ)ᵀ W_q^ℓ W_x`` to ``W_x, W_q, W_k``.
+    A hand-written reverse pass through the ``Y`` recursion in Krylov coordinates (the
+    label states in ``K(W_v, W_y)``, their adjoints in ``K(W_vᵀ, W_oᵀ)``), then through
+    ``B_ℓ = (1/N) W_xᵀ (W_k^ℓ)ᵀ W_q^ℓ W_x`` to ``W_x, W_q, W_k``.
 
     References
     ----------
@@ -244,6 +432,47 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     >>> loss, grads = loss_and_grad(init_params(4, 8, 2, rng), batch)
     >>> grads["W_x"].shape
     (8, 4)
+    """
+    prep = _prepare(params, batch)
+    S, c, B_eff, r, Y0, (context_x, context_y, test_x, target) = prep
+    W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
+    L = B_eff.shape[0]
+    N = W_x.shape[0]
+    B = target.shape[0]
+    basis, adjoint = _forward_basis(params, L), _adjoint_basis(params, L)
+    f, hc, kept = _krylov_forward(prep, basis, W_o, keep=True)
+    residual = f.sum(axis=0) / L - target
+    loss = float(np.mean(residual * residual))
+    rho = (2.0 / B) * residual
+    D0, grad_B, inner = _krylov_adjoint(prep, basis, adjoint, rho, kept)
+    P_hat, Q = adjoint.Q, basis.Q
+    grad_W_o = (Q @ (np.asarray(hc, dtype=np.float64).T @ rho) / L)[None, :]  # Σ_b ρ_b h_L
+    grad_W_v = P_hat @ np.asarray(inner, dtype=np.float64) @ Q.T  # Σ_ℓ Σ_b dℒ/d(W_v Y_{ℓ−1}) Y_{ℓ−1}ᵀ
+    grad_W_y = P_hat[:, : D0.shape[1]] @ np.tensordot(D0, c, axes=([0, 2], [0, 1]))[:, None]  # Y_0 = W_y cᵀ
+    grads = {"W_y": grad_W_y, "W_v": grad_W_v, "W_o": grad_W_o}
+    grads.update(_qk_grads(grad_B, W_x, W_q, W_k, N))
+    dtype = W_x.dtype
+    return loss, {key: np.require(grads[key], dtype=dtype, requirements="C") for key in PARAMETERS}
+
+
+def _qk_grads(grad_B, W_x, W_q, W_k, N) -> dict:
+    """Chain ``dℒ/dB_ℓ`` through ``B_ℓ = (1/N) (W_k W_x)ᵀ (W_q W_x)`` (eq. 20) to ``W_x, W_q, W_k``."""
+    WkX, WqX = W_k @ W_x, W_q @ W_x  # (L, N, d)
+    grad_WqX = WkX @ grad_B / N
+    grad_WkX = WqX @ np.swapaxes(grad_B, -1, -2) / N
+    return {
+        "W_q": grad_WqX @ W_x.T,
+        "W_k": grad_WkX @ W_x.T,
+        "W_x": np.sum(np.swapaxes(W_q, -1, -2) @ grad_WqX + np.swapaxes(W_k, -1, -2) @ grad_WkX, axis=0),
+    }
+
+
+# --------------------------------------------------------------------------- the dense Y recursion (checks)
+def _dense_loss_and_grad(params: dict, batch) -> tuple[float, dict]:
+    """The same loss and gradient through the ``N x d`` states ``Y_ℓ`` themselves (``O(N d (N + d))`` a layer).
+
+    The engine before the Krylov coordinates; kept as an independent exact check of
+    :func:`loss_and_grad` (``tests/test_models.py``). ``≈ sqrt(L)`` checkpoints of ``Y_ℓ``.
     """
     prep = _prepare(params, batch)
     S, c, B_eff, r, Y0, (context_x, context_y, test_x, target) = prep
@@ -284,13 +513,6 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
             grad_W_v += np.sum(grad_WvY @ np.swapaxes(Y_prev, -1, -2), axis=0)
             grad_Y = grad_Y + W_v.T @ grad_WvY
     grad_W_y = np.sum(grad_Y @ c[:, :, None], axis=0)  # Y_0 = W_y cᵀ, (N, 1)
-    # B_ℓ = (1/N) (W_k W_x)ᵀ (W_q W_x)
-    WkX, WqX = W_k @ W_x, W_q @ W_x  # (L, N, d)
-    grad_WqX = WkX @ grad_B / N
-    grad_WkX = WqX @ np.swapaxes(grad_B, -1, -2) / N
-    grad_W_q = grad_WqX @ W_x.T
-    grad_W_k = grad_WkX @ W_x.T
-    grad_W_x = np.sum(np.swapaxes(W_q, -1, -2) @ grad_WqX + np.swapaxes(W_k, -1, -2) @ grad_WkX, axis=0)
-    grads = {"W_x": grad_W_x, "W_y": grad_W_y, "W_q": grad_W_q, "W_k": grad_W_k, "W_v": grad_W_v, "W_o": grad_W_o}
+    grads = {"W_y": grad_W_y, "W_v": grad_W_v, "W_o": grad_W_o, **_qk_grads(grad_B, W_x, W_q, W_k, N)}
     dtype = W_x.dtype
     return loss, {key: np.require(value, dtype=dtype, requirements="C") for key, value in grads.items()}
