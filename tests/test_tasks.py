@@ -71,6 +71,36 @@ def test_rotations_have_haar_first_and_second_moments():
     assert abs(negative - 0.5) < MC_SIGMAS * np.sqrt(0.25 / n)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_lapack_path_rotations_are_haar(dtype):
+    """From d = LAPACK_QR_MIN_D on, each matrix is factored by geqrf/orgqr: orthogonal, E tr O = 0 with
+    E (tr O)² = 1 and E (tr O)⁴ = 3 (Haar on O(d), d >= 4, Diaconis-Shahshahani; an unfixed QR has a biased diagonal), det = ±1 with probability 1/2."""
+    from theory.data_law import LAPACK_QR_MIN_D
+
+    d, n = LAPACK_QR_MIN_D, 4000
+    rotations = haar_rotations(d, n, np.random.default_rng(5), dtype=dtype)
+    assert rotations.dtype == dtype and rotations.shape == (n, d, d)
+    identity = rotations @ np.swapaxes(rotations, 1, 2)
+    np.testing.assert_allclose(identity, np.broadcast_to(np.eye(d), identity.shape), atol=10 * rtol(ROUNDOFF, dtype))
+    traces = np.trace(rotations.astype(np.float64), axis1=1, axis2=2)
+    assert abs(traces.mean()) < MC_SIGMAS / np.sqrt(n), traces.mean()
+    assert abs(np.mean(traces**2) - 1.0) < MC_SIGMAS * np.sqrt(2.0 / n), np.mean(traces**2)
+    negative = np.mean(np.linalg.det(rotations.astype(np.float64)) < 0)
+    assert abs(negative - 0.5) < MC_SIGMAS * np.sqrt(0.25 / n)
+
+
+def test_lapack_qr_without_sign_fix_would_fail_the_trace_check():
+    """The trace check above can fail: LAPACK's Householder QR alone has E tr Q far from 0."""
+    from scipy.linalg import lapack
+
+    rng = np.random.default_rng(5)
+    traces = []
+    for _ in range(400):
+        factors, tau, _, _ = lapack.dgeqrf(rng.standard_normal((32, 32)))
+        traces.append(np.trace(lapack.dorgqr(factors, tau)[0]))
+    assert abs(np.mean(traces)) > MC_SIGMAS / np.sqrt(len(traces))
+
+
 def test_plain_qr_without_sign_fix_would_fail_the_haar_check():
     # the check above can fail: numpy's QR alone has a biased diagonal
     rng = np.random.default_rng(4)

