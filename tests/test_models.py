@@ -399,6 +399,21 @@ def test_context_updates_chunked_batch_equals_whole_batch(monkeypatch):
         np.testing.assert_allclose(chunked_grads[key], whole_grads[key], rtol=rtol(ROUNDOFF), atol=rtol(ROUNDOFF))
 
 
+def test_context_updates_recomputed_attention_equals_kept_attention(monkeypatch):
+    """Above KEEP_ATTENTION_ENTRIES the reverse pass recomputes each layer's attention: the same numbers, bitwise."""
+    import numerics.models.context_updates as context_updates
+
+    rng = np.random.default_rng(25)
+    batch = sample("difficult", PowerLawSpectrum(0.5, 0.5, 3), 6, 7, rng, k=2)
+    params = _random_params("context_updates", 3, 5, 4, rng)
+    kept_loss, kept_grads = context_updates.loss_and_grad(params, batch)
+    monkeypatch.setattr(context_updates, "KEEP_ATTENTION_ENTRIES", 0)
+    loss, grads = context_updates.loss_and_grad(params, batch)
+    assert loss == kept_loss
+    for key in params:
+        np.testing.assert_array_equal(grads[key], kept_grads[key])
+
+
 # ----------------------------------------------------------------------------- bridge to theory/linear.py
 @given(model_cases(models=("linear",)))
 def test_linear_prediction_equals_covariance_polynomial(case):

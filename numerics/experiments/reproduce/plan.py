@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
+import numpy as np
+
 from ..scales import Family, Scale, get_scale
 
 __all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds"]
@@ -163,19 +165,32 @@ def parse_only(only: str | Iterable[str] | None) -> tuple:
 # (16, 32, 64, 16, 256) 2.9 ms, (16, 32, 64, 128, 256) 10.4 ms, (32, 64, 128, 32, 256) 13.2 ms,
 # (128, 128, 1024, 16, 128) 249 ms): a fixed part, data sampling ∝ B·P·d (Box–Muller float32, ≈ 4 ns per
 # input number with labels and top-k), per layer a fixed part plus a size term, and a per-run term ∝ B·P·d²
-# (the pre-norm's Gram form in the d-space engine of the two-stream softmax models).
+# (the pre-norm's Gram form in the d-space engine of the two-stream softmax models; the linear model's S).
+# The linear model (Krylov coordinates, numerics.models.linear) was measured at (d, N, P, B) = (128, 128, 1024, 128):
+# loss and gradient 30, 31, 36, 48, 99, 262, 874, 4573 ms at L = 1, 2, 4, .., 128, fitted within 8 % by
+# 1.29e-8 B·P·d² + L·1.35 + 1.43e-7 Σ_ℓ B m_ℓ d (d + m_ℓ), m_ℓ = min(ℓ, N) (the rows of C_{ℓ−1}); its per-layer
+# fixed part grows with B·d (the per-context products). An anisotropic spectrum adds the per-context Haar rotation
+# of the inputs (2.2e-8 ms per B·P·d², the QR 1.5e-7 ms per B·d³; 167 against 60 ms at those sizes).
 _COST = {
     #                 fixed  per B·P·d  per layer  per layer-unit   layer unit  per B·P·d²
-    "linear":          (0.3, 5.0e-6, 0.12, 3.4e-7, "BNd2", 0.0),
+    "linear":          (0.3, 3.6e-6, 0.05, 1.43e-7, "krylov", 1.29e-8),
     "nonlinear":       (0.3, 4.0e-6, 0.01, 2.5e-7, "BPd", 5.5e-8),
     "nonlinear_rms":   (0.3, 4.0e-6, 0.01, 2.5e-7, "BPd", 5.5e-8),
     "untied_values":   (0.3, 4.0e-6, 0.02, 2.5e-7, "BPd", 5.5e-8),
     "single_stream":   (0.3, 2.2e-5, 0.05, 3.0e-8, "BP2N", 0.0),
     "context_updates": (0.3, 2.2e-5, 0.20, 1.7e-6, "BP2N", 0.0),
 }
+#: the linear model's per-layer fixed part per B·d (its per-context products), ms
+_LINEAR_LAYER_PER_BD = 8.0e-5
+#: the per-context Haar rotation of an anisotropic spectrum: ms per B·P·d² (rotating the inputs) and per B·d³ (QR)
+_ROTATION_COST = (2.2e-8, 1.5e-7)
 
 
-def _layer_unit(kind: str, B: int, P: int, N: int, d: int) -> float:
+def _layer_unit(kind: str, B: int, P: int, N: int, d: int, L: int) -> float:
+    """The size term of one layer, averaged over the ``L`` layers."""
+    if kind == "krylov":
+        m = np.minimum(np.arange(1, L + 1), N)
+        return float(np.sum(B * m * d * (d + m))) / L
     if kind == "BNd2":
         return B * N * d * d
     if kind == "BPd":
@@ -190,7 +205,8 @@ def estimate_run_seconds(config) -> float:
 
     A coarse model (see ``_COST``): training steps, the periodic held-out
     evaluations (forward only, ≈ 1/3 of a step per batch of contexts), the final
-    diagnostics (≈ d + 2 evaluations for the mode-wise loss) and a fixed 1 s.
+    diagnostics (≈ 3 evaluations: the error vectors come from one pass, ``label_weights`` or
+    ``label_readout``) and a fixed 1 s.
 
     References
     ----------
@@ -206,12 +222,16 @@ def estimate_run_seconds(config) -> float:
     """
     fixed, per_token, per_layer, per_unit, kind, per_gram = _COST.get(config.model, _COST["nonlinear"])
     B, P, N, d, L = config.batch_size, config.P, config.N, config.d, config.depth
+    if kind == "krylov":
+        per_layer += _LINEAR_LAYER_PER_BD * B * d
     step_ms = (fixed + per_token * B * P * d + per_gram * B * P * d * d
-               + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d)))
+               + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d, L)))
+    if (config.a, config.b) != (0.0, 0.0):
+        step_ms += _ROTATION_COST[0] * B * P * d * d + _ROTATION_COST[1] * B * d**3
     eval_batches = config.eval_size / B
     n_evals = config.max_steps // config.eval_every + 1
     eval_ms = n_evals * eval_batches * step_ms / 3.0
-    final_ms = (d + 2) * eval_batches * step_ms / 3.0
+    final_ms = 3 * eval_batches * step_ms / 3.0
     return 1.0 + (config.max_steps * step_ms + eval_ms + final_ms) / 1000.0
 
 
