@@ -222,6 +222,20 @@ def test_paper_scale_puts_softmax_at_the_inferred_sizes_and_linear_at_table3s():
     assert get_scale("paper").runs_converged_study and not get_scale("quick").runs_converged_study
 
 
+def test_paper_scale_description_states_the_cost_the_plan_prints():
+    """The core-hours in the paper scale's description (shown by --help and the plan) are the cost model's total,
+    studies included, and that total fits a 16-core workstation's day (issue 10)."""
+    import re
+
+    plan = make_plan("paper")
+    stated = float(re.search(r"≈ ([\d ]+) core-hours", get_scale("paper").description).group(1).replace(" ", ""))
+    assert set(plan.study_seconds) == {"regime study", "converged study"}
+    assert stated == pytest.approx(plan.total_seconds / 3600, rel=0.05)
+    assert plan.total_seconds / 3600 / 16 <= 24
+    assert "all together" in plan.format(16, backend="dask")
+    assert make_plan("paper", "table1").study_seconds == {}  # the studies run by default only for every artefact
+
+
 def test_quick_scale_puts_softmax_at_the_inferred_sizes_and_rechecks_shipped_runs():
     from numerics.experiments.reproduce.converged import load_table, spot_check_configs
     from numerics.experiments.scales import INFERRED_SOFTMAX_SIZES

@@ -108,7 +108,7 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
 
     QR of iid Gaussian matrices with the sign fix ``Q ← Q diag(sign(diag R))``,
     which makes the law of ``Q`` exactly the Haar measure on O(d)
-    (:func:`~theory.data_law.haar_orthonormal` with ``n = d``). For ``d <`` :data:`LAPACK_QR_MIN_D`
+    (:func:`~theory.data_law.haar_orthonormal` with ``n = d``). For ``d <`` ``theory.data_law.LAPACK_QR_MIN_D`` (32)
     this is ``haar_orthonormal(d, d, rng, batch_size=batch_size)``; from there on LAPACK's
     ``geqrf``/``orgqr`` factor each drawn matrix in place (its transpose, a Gaussian matrix too),
     which is faster than numpy's stacked ``qr`` at these sizes. Both are exactly Haar.

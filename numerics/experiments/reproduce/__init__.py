@@ -215,7 +215,7 @@ def reproduce(
     log(plan.format(workers or _usable_cores(), backend=backend))
     if scale.needs_cluster and backend != "dask":
         log(f"warning: scale {scale.name!r} is sized for a Dask cluster; running it locally will take "
-            f"≈ {plan.estimated_seconds / 3600 / max(workers or _usable_cores(), 1):.0f} hours")
+            f"≈ {plan.total_seconds / 3600 / max(workers or _usable_cores(), 1):.0f} hours")
 
     sweep_kwargs = dict(backend=backend, progress=progress)
     if backend == "dask" and scheduler is not None:

@@ -10,7 +10,7 @@ anything starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
@@ -170,7 +170,9 @@ def parse_only(only: str | Iterable[str] | None) -> tuple:
 # loss and gradient 30, 31, 36, 48, 99, 262, 874, 4573 ms at L = 1, 2, 4, .., 128, fitted within 8 % by
 # 1.29e-8 B·P·d² + L·1.35 + 1.43e-7 Σ_ℓ B m_ℓ d (d + m_ℓ), m_ℓ = min(ℓ, N) (the rows of C_{ℓ−1}); its per-layer
 # fixed part grows with B·d (the per-context products). An anisotropic spectrum adds the per-context Haar rotation
-# of the inputs (2.2e-8 ms per B·P·d², the QR 1.5e-7 ms per B·d³; 167 against 60 ms at those sizes).
+# of the inputs (2.2e-8 ms per B·P·d², the QR 1.5e-7 ms per B·d³; 167 against 60 ms at those sizes). The
+# context-updates model (kept attention, key-major softmax) at (16, 32, 64, B = 256): 27, 75, 251, 488 ms at
+# L = 1, 4, 16, 32, i.e. about 15 ms a layer (4.4e-7 ms per B·P²·N) over a per-layer fixed part seen at tiny sizes.
 _COST = {
     #                 fixed  per B·P·d  per layer  per layer-unit   layer unit  per B·P·d²
     "linear":          (0.3, 3.6e-6, 0.05, 1.43e-7, "krylov", 1.29e-8),
@@ -178,7 +180,7 @@ _COST = {
     "nonlinear_rms":   (0.3, 4.0e-6, 0.01, 2.5e-7, "BPd", 5.5e-8),
     "untied_values":   (0.3, 4.0e-6, 0.02, 2.5e-7, "BPd", 5.5e-8),
     "single_stream":   (0.3, 2.2e-5, 0.05, 3.0e-8, "BP2N", 0.0),
-    "context_updates": (0.3, 2.2e-5, 0.20, 1.7e-6, "BP2N", 0.0),
+    "context_updates": (0.3, 2.2e-5, 0.20, 4.4e-7, "BP2N", 0.0),
 }
 #: the linear model's per-layer fixed part per B·d (its per-context products), ms
 _LINEAR_LAYER_PER_BD = 8.0e-5
@@ -250,6 +252,10 @@ class Plan:
         The distinct training runs (identical configs of two families run once).
     estimated_seconds : float
         Sum of :func:`estimate_run_seconds` over ``configs`` (one core).
+    study_seconds : mapping of str to float
+        The same estimate for the studies a whole reproduction runs besides ``configs`` (only when
+        every artefact is selected, as then the studies run by default): the regime study and, at a
+        scale with ``runs_converged_study``, the converged study (:func:`study_seconds`).
 
     References
     ----------
@@ -267,6 +273,12 @@ class Plan:
     families: tuple
     configs: tuple
     estimated_seconds: float
+    study_seconds: Mapping = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def total_seconds(self) -> float:
+        """``estimated_seconds`` plus the studies' estimates."""
+        return self.estimated_seconds + sum(self.study_seconds.values())
 
     @property
     def n_runs(self) -> int:
@@ -301,6 +313,12 @@ class Plan:
             if workers:
                 line += f" (≈ {_duration(self.estimated_seconds / workers)} on {workers} {backend} worker(s))"
         lines.append(line + "; the store is reused, so a re-run only trains what is missing")
+        if self.study_seconds and not (measured is not None and set(self.artefacts) == set(ARTEFACTS)):
+            parts = ", ".join(f"{name} ≈ {_duration(value)}" for name, value in self.study_seconds.items())
+            line = f"  studies (skipped with --no-study): {parts}; all together ≈ {_duration(self.total_seconds)} of one core"
+            if workers:
+                line += f" (≈ {_duration(self.total_seconds / workers)} on {workers} {backend} worker(s))"
+            lines.append(line)
         if self.scale.needs_cluster:
             lines.append(f"  scale {self.scale.name!r} needs a Dask cluster: run with --backend dask "
                          "--scheduler tcp://HOST:8786")
@@ -348,4 +366,36 @@ def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Pl
                 seen.add(key)
                 configs.append(config)
     cost = sum(estimate_run_seconds(c) for c in configs)
-    return Plan(scale=scale, artefacts=ids, families=ordered, configs=tuple(configs), estimated_seconds=cost)
+    studies = MappingProxyType(study_seconds(scale) if only is None else {})
+    return Plan(scale=scale, artefacts=ids, families=ordered, configs=tuple(configs), estimated_seconds=cost,
+                study_seconds=studies)
+
+
+def study_seconds(scale: str | Scale) -> dict:
+    """Cost-model estimates (s, one core) of the studies a whole reproduction runs besides its plan.
+
+    ``{"regime study": …}`` (every training run of :func:`numerics.experiments.study.run_regime_study`
+    at the scale's study) and, when the scale runs the converged study itself
+    (``runs_converged_study``), ``"converged study"``: its plan's runs at the first step cap (the
+    runs that need a doubled cap are not foreseen).
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> sorted(study_seconds("paper"))
+    ['converged study', 'regime study']
+    >>> list(study_seconds("quick"))
+    ['regime study']
+    """
+    from ..study.converged import ConvergedPlan
+    from ..study.regimes import trained_configs
+
+    scale = get_scale(scale)
+    out = {"regime study": sum(estimate_run_seconds(c) for c in trained_configs(scale.study).values())}
+    if scale.runs_converged_study:
+        plan = ConvergedPlan(**dict(scale.converged_plan or {}))
+        out["converged study"] = sum(estimate_run_seconds(plan.config(spec, plan.base_steps)) for spec in plan.runs())
+    return out

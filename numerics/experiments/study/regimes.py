@@ -303,8 +303,20 @@ def _frozen_heads_rows(key: dict) -> list:
                                 b=key["spectrum"][1], k=key["k"], scale=budget)
 
 
-def _trained_configs(s: StudyScale) -> dict:
-    """{(regime, size, spectrum, depth, seed): TrainConfig} of every training run the study needs."""
+def trained_configs(s: StudyScale) -> dict:
+    """``{(regime, size, spectrum, depth, seed): TrainConfig}`` of every training run the study needs.
+
+    References
+    ----------
+    Bookkeeping of the regime study; no paper equation.
+
+    Examples
+    --------
+    >>> from numerics.experiments.scales import SCALES
+    >>> configs = trained_configs(SCALES["smoke"].study)
+    >>> len(configs) > 0, next(iter(configs))[0]
+    (True, 'lazy')
+    """
     configs = {}
     for size in s.sizes:
         d, P, N = size
@@ -402,7 +414,7 @@ def run_regime_study(
     store = Path(store_dir) if store_dir is not None else out / "store"
     workers = (os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
 
-    configs = _trained_configs(s)
+    configs = trained_configs(s)
     unique = sorted(configs.values(), key=lambda c: -c.depth)  # deepest first: shorter tail
     summary = None
     if unique:
