@@ -86,7 +86,7 @@ def run(config):
         curve.append((float(progress.step), mass))
         return False
 
-    result = train(config, callback=record_top1 if softmax else None)
+    result = train(config, callback=record_top1 if softmax else None, _eval_batch=eval_batch)
     metrics = dict(result.metrics)
     arrays = dict(result.arrays)
     predictions = []

@@ -205,8 +205,8 @@ def _layer_unit(kind: str, B: int, P: int, N: int, d: int, L: int) -> float:
 def estimate_run_seconds(config) -> float:
     """Estimated wall time (s, one core) of one training run of ``config``, evaluations included.
 
-    A coarse model (see ``_COST``): training steps, the periodic held-out
-    evaluations (forward only, ≈ 1/3 of a step per batch of contexts), the final
+    A coarse model (see ``_COST``): training steps, drawing the held-out set once, the periodic
+    evaluations on it (forward only, ≈ 1/3 of a step per batch of contexts), the final
     diagnostics (≈ 3 evaluations: the error vectors come from one pass, ``label_weights`` or
     ``label_readout``) and a fixed 1 s.
 
@@ -226,14 +226,15 @@ def estimate_run_seconds(config) -> float:
     B, P, N, d, L = config.batch_size, config.P, config.N, config.d, config.depth
     if kind == "krylov":
         per_layer += _LINEAR_LAYER_PER_BD * B * d
-    step_ms = (fixed + per_token * B * P * d + per_gram * B * P * d * d
-               + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d, L)))
+    sample_ms = per_token * B * P * d
     if (config.a, config.b) != (0.0, 0.0):
-        step_ms += _ROTATION_COST[0] * B * P * d * d + _ROTATION_COST[1] * B * d**3
+        sample_ms += _ROTATION_COST[0] * B * P * d * d + _ROTATION_COST[1] * B * d**3
+    step_ms = (fixed + sample_ms + per_gram * B * P * d * d
+               + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d, L)))
     eval_batches = config.eval_size / B
     n_evals = config.max_steps // config.eval_every + 1
-    eval_ms = n_evals * eval_batches * step_ms / 3.0
-    final_ms = 3 * eval_batches * step_ms / 3.0
+    eval_ms = eval_batches * sample_ms + n_evals * eval_batches * (step_ms - sample_ms) / 3.0  # drawn once
+    final_ms = 3 * eval_batches * (step_ms - sample_ms) / 3.0
     return 1.0 + (config.max_steps * step_ms + eval_ms + final_ms) / 1000.0
 
 
