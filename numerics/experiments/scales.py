@@ -97,7 +97,7 @@ INFERRED_SOFTMAX_SIZES = MappingProxyType({"d": 16, "N": 32, "P": 64})
 #: measured run times per scale (from an empty output directory, regime study included)
 MEASURED_RUN_TIMES: Mapping[str, MeasuredRunTime] = MappingProxyType({
     "quick": MeasuredRunTime(
-        scale="quick", wall_seconds=751, cpu_seconds=971,
+        scale="quick", wall_seconds=786, cpu_seconds=932,
         machine="a 2-core machine also running the test suite (default --workers, i.e. 2)",
         command="idepth reproduce --scale quick",
     ),
