@@ -18,7 +18,7 @@ import numpy as np
 
 from ..scales import Family, Scale, get_scale
 
-__all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds"]
+__all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds", "study_seconds"]
 
 
 @dataclass(frozen=True)
