@@ -298,8 +298,8 @@ def _loss_and_grad(params, arrays: BatchArrays) -> tuple[float, dict]:
         grad_m += float(np.vdot(grad_Z, probs[:, :-1] @ values)) / L
         np.multiply(grad_Z, m / L, out=G[:, :-1])
         np.divide(grad_h, L, out=G[:, -1])
-        grad_values = np.swapaxes(probs, -1, -2) @ G  # (B, P, N)
         probs_t = np.swapaxes(probs, -1, -2)  # key-major, contiguous (see _attention)
+        grad_values = probs_t @ G  # (B, P, N)
         grad_probs_t = values @ np.swapaxes(G, -1, -2)  # (B, P, P+1)
         grad_probs_t -= np.sum(probs_t * grad_probs_t, axis=-2, keepdims=True)
         grad_probs_t *= probs_t

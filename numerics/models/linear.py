@@ -158,7 +158,6 @@ class _Prepared(NamedTuple):
     c: np.ndarray  # U y/P, (B, d)
     B_eff: np.ndarray  # B_ℓ, (L, d, d), eq. (20)
     r: np.ndarray  # r_ℓ = B_ℓ x_test, (B, L, d)
-    Y0: np.ndarray  # W_y cᵀ, (B, N, d)
     arrays: BatchArrays
 
 
@@ -171,8 +170,7 @@ def _prepare(params, batch) -> _Prepared:
     c = (context_y[:, None, :] @ context_x)[:, 0] / P  # U y / P, (B, d)
     B_eff = _effective_qk(params["W_x"], params["W_q"], params["W_k"], N)  # (L, d, d), eq. (20)
     r = np.swapaxes(test_x @ np.swapaxes(B_eff, -1, -2), 0, 1)  # r_ℓ = B_ℓ x_test, (B, L, d)
-    Y0 = params["W_y"][:, 0][None, :, None] * c[:, None, :]  # W_y cᵀ, (B, N, d)
-    return _Prepared(S, c, B_eff, r, Y0, arrays)
+    return _Prepared(S, c, B_eff, r, arrays)
 
 
 def _layer(Y, W_v, B_ell, S, r_ell, L):
@@ -434,7 +432,7 @@ def loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     (8, 4)
     """
     prep = _prepare(params, batch)
-    S, c, B_eff, r, Y0, (context_x, context_y, test_x, target) = prep
+    S, c, B_eff, r, (context_x, context_y, test_x, target) = prep
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     L = B_eff.shape[0]
     N = W_x.shape[0]
@@ -475,7 +473,8 @@ def _dense_loss_and_grad(params: dict, batch) -> tuple[float, dict]:
     :func:`loss_and_grad` (``tests/test_models.py``). ``≈ sqrt(L)`` checkpoints of ``Y_ℓ``.
     """
     prep = _prepare(params, batch)
-    S, c, B_eff, r, Y0, (context_x, context_y, test_x, target) = prep
+    S, c, B_eff, r, (context_x, context_y, test_x, target) = prep
+    Y0 = params["W_y"][:, 0][None, :, None] * c[:, None, :]  # W_y cᵀ, (B, N, d)
     W_x, W_y, W_q, W_k, W_v, W_o = (params[k] for k in ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o"))
     L, d = B_eff.shape[:2]
     N = W_x.shape[0]
