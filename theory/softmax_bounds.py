@@ -71,7 +71,7 @@ from theory.validation import check_choice, check_generator, check_positive_int
 
 __all__ = [
     "HeadBound", "SIMILARITIES", "NORMS", "SoftmaxBounds", "softmax_head_bound", "softmax_bounds", "head_outputs",
-    "default_temperatures", "average_of_heads",
+    "default_temperatures", "average_of_heads", "HeadAllocation",
 ]
 
 #: similarities a head can attend with (see the module docstring)
@@ -532,6 +532,83 @@ def average_of_heads(gram: np.ndarray, cross: np.ndarray, second_moment: float, 
 
 
 @dataclass(frozen=True)
+class HeadAllocation:
+    """The heads behind ``B_L``: ``counts[j]`` of the ``depth`` layers read at temperature ``temperatures[j]``.
+
+    The controlled model of depth L with these layers predicts
+    ``ŷ = gain · (1/L) Σ_ℓ u_{τ_ℓ}`` (paper eq. 60), the average of heads whose loss is ``B_L``
+    (:func:`average_of_heads`); :func:`numerics.models.head_average_params` writes it as weights.
+
+    Attributes
+    ----------
+    depth : int
+        ``L = Σ counts``.
+    temperatures : tuple of float
+        The inverse temperatures ``τ_j`` in use (``counts[j] > 0``), increasing.
+    counts : tuple of int
+        Layers per temperature.
+    gain : float
+        The common gain ``g`` on the average ``(1/L) Σ u``.
+    similarity : str
+        The similarity the heads read (``'cosine'``: exact cosine, eq. 6).
+
+    References
+    ----------
+    Paper eqs. (59)-(60).
+
+    Examples
+    --------
+    >>> a = HeadAllocation(depth=3, temperatures=(2.0, 8.0), counts=(1, 2), gain=1.5)
+    >>> a.layer_temperatures().tolist()
+    [2.0, 8.0, 8.0]
+    """
+
+    depth: int
+    temperatures: tuple
+    counts: tuple
+    gain: float
+    similarity: str = "cosine"
+
+    def __post_init__(self) -> None:
+        depth = check_positive_int("depth", self.depth)
+        temperatures = tuple(float(t) for t in self.temperatures)
+        counts = tuple(check_positive_int("counts", c) for c in self.counts)
+        if len(temperatures) != len(counts) or not counts:
+            raise ValueError(f"temperatures and counts must be non-empty and of one length; got {len(temperatures)} "
+                             f"temperatures and {len(counts)} counts")
+        if sum(counts) != depth:
+            raise ValueError(f"counts must add up to depth = {depth}; got sum(counts) = {sum(counts)}")
+        if any(not np.isfinite(t) or t < 0 for t in temperatures):
+            raise ValueError(f"temperatures must be finite and >= 0; got {temperatures}")
+        if not np.isfinite(self.gain):
+            raise ValueError(f"gain must be finite; got {self.gain!r}")
+        object.__setattr__(self, "depth", depth)
+        object.__setattr__(self, "temperatures", temperatures)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "gain", float(self.gain))
+
+    def layer_temperatures(self) -> np.ndarray:
+        """The temperature of each of the ``depth`` layers (repeats in order), shape ``(L,)``."""
+        return np.repeat(np.asarray(self.temperatures, dtype=np.float64), self.counts)
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict."""
+        return {"depth": self.depth, "temperatures": list(self.temperatures), "counts": list(self.counts),
+                "gain": self.gain, "similarity": self.similarity}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HeadAllocation":
+        """Rebuild from :meth:`to_dict` output."""
+        return cls(**data)
+
+
+def _allocation(counts: np.ndarray, gain: float, temperatures: np.ndarray, similarity: str) -> HeadAllocation:
+    used = np.flatnonzero(counts > 0)
+    return HeadAllocation(depth=int(counts.sum()), temperatures=tuple(float(t) for t in temperatures[used]),
+                          counts=tuple(int(c) for c in counts[used]), gain=gain, similarity=similarity)
+
+
+@dataclass(frozen=True)
 class SoftmaxBounds:
     """What softmax heads over a similarity can reach on the top-k task (all losses eq. 12).
 
@@ -587,6 +664,24 @@ class SoftmaxBounds:
         """``(B_L, SE)`` at a depth of :attr:`depths`."""
         i = self.depths.index(int(depth))
         return self.average[i], self.average_se[i]
+
+    def allocation(self, depth: int, seed: int = 0) -> HeadAllocation:
+        """The heads behind ``B_L`` at ``depth`` as fitted on seed ``seed``'s fit set (:class:`HeadAllocation`).
+
+        Raises
+        ------
+        ValueError
+            ``depth`` not in :attr:`depths`, ``seed`` not in ``range(n_seeds)``, or bounds read
+            from a cache written before allocations were kept.
+        """
+        if int(depth) not in self.depths:
+            raise ValueError(f"depth must be one of the bounds' depths {self.depths}; got {depth!r}")
+        if not 0 <= int(seed) < len(self.per_seed):
+            raise ValueError(f"seed must be in range({len(self.per_seed)}); got {seed!r}")
+        kept = self.per_seed[int(seed)].get("allocations")
+        if kept is None:
+            raise ValueError("these bounds hold no allocations (computed by an older version): recompute them")
+        return HeadAllocation.from_dict(kept[self.depths.index(int(depth))])
 
     def to_dict(self) -> dict:
         """A JSON-able dict (tuples as lists)."""
@@ -723,18 +818,20 @@ def softmax_bounds(
         U, y = _reads(spectrum, P, k, n_contexts, fit_rng, similarity, width, norm, temperatures, chunk)
         V, z = _reads(spectrum, P, k, n_contexts, eval_rng, similarity, width, norm, temperatures, chunk)
         G, h, m2 = U.T @ U / len(y), U.T @ y / len(y), float(y @ y / len(y))
-        average, average_se, previous = [], [], None
+        average, average_se, allocations, previous = [], [], [], None
         for L in depths:
             start = None if previous is None or L % previous[0] else previous[1] * (L // previous[0])
             counts, gain, _ = average_of_heads(G, h, m2, L, start)
             value, se = _mse(gain * (V @ counts) / L, z)
             average.append(value)
             average_se.append(se)
+            allocations.append(_allocation(counts, gain, temperatures, similarity).to_dict())
             previous = (L, counts)
         weights, _ = nnls(U, y)
         mixture, mixture_within = _mse(V @ weights, z)
         per_seed.append({"single": average[0], "average": average, "mixture": mixture, "average_within_se": average_se,
-                         "mixture_within_se": mixture_within, "target_second_moment": float(np.mean(z * z))})
+                         "mixture_within_se": mixture_within, "target_second_moment": float(np.mean(z * z)),
+                         "allocations": allocations})
     single, single_se = _mean_se([s["single"] for s in per_seed], [s["average_within_se"][0] for s in per_seed])
     by_depth = [_mean_se([s["average"][i] for s in per_seed], [s["average_within_se"][i] for s in per_seed])
                 for i in range(len(depths))]
