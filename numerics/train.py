@@ -218,6 +218,11 @@ class TrainConfig:
         ``("W_o", "W_v", "W_y")`` keeps the gain ``g = W_o W_v W_y`` of eq. (60) fixed
         (the "lazy" regime of the package's regime study), and everything but
         ``W_o`` trains only the readout of frozen random heads.
+    start : mapping or None
+        ``None``: the model's ``init_params`` (a cold start). Otherwise a description of the
+        initial weights given to :func:`train` as ``initial_params`` (string keys; JSON scalars or
+        lists of them as values, e.g. ``{"kind": "nested", "parent": "<content hash>"}``): it enters
+        the content hash, so two warm starts are two runs. Omitted from the hash when ``None``.
 
     References
     ----------
@@ -264,6 +269,7 @@ class TrainConfig:
     c_lambda: float = 1.0
     c_omega: float = 1.0
     frozen: tuple[str, ...] = ()
+    start: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -296,6 +302,7 @@ class TrainConfig:
         set_("learning_rate", check_positive("learning_rate", lr))
         set_("init", _freeze_init(model, _train_init(model, self), self.init))
         set_("frozen", _check_frozen(model, self.frozen))
+        set_("start", _freeze_start(self.start))
 
     # -- serialisation -------------------------------------------------------------
 
@@ -315,6 +322,8 @@ class TrainConfig:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["init"] = dict(self.init)  # already sorted by key
         out["frozen"] = list(self.frozen)
+        out["start"] = None if self.start is None else {key: (list(v) if isinstance(v, tuple) else v)
+                                                        for key, v in self.start}
         return out
 
     @classmethod
@@ -360,8 +369,12 @@ class TrainConfig:
         """
         from theory import __version__
 
+        config = self.to_dict()
+        for name, absent in _UNHASHED_DEFAULTS.items():  # fields added later: old runs keep their hashes
+            if config[name] == absent:
+                del config[name]
         payload = json.dumps(
-            {"config": self.to_dict(), "package_version": __version__},
+            {"config": config, "package_version": __version__},
             sort_keys=True,
             separators=(",", ":"),
             allow_nan=False,
@@ -384,6 +397,30 @@ class TrainConfig:
     def numpy_dtype(self) -> type:
         """``numpy.float32`` or ``numpy.float64``."""
         return np.float32 if self.dtype == "float32" else np.float64
+
+
+#: fields left out of the content hash at these values (added after stores were written)
+_UNHASHED_DEFAULTS = {"start": None}
+
+
+def _freeze_start(start: object) -> tuple | None:
+    """``start`` as sorted ``(key, value)`` pairs with lists as tuples (hashable, JSON-able); None stays None."""
+    if start is None:
+        return None
+    if isinstance(start, tuple):  # already frozen (dataclasses.replace)
+        start = dict(start)
+    if not isinstance(start, Mapping) or not start:
+        raise ValueError(f"start must be None or a non-empty mapping describing the initial weights; got {start!r}")
+    out = []
+    for key, value in start.items():
+        if not isinstance(key, str):
+            raise ValueError(f"start keys must be strings; got {key!r}")
+        items = value if isinstance(value, (list, tuple)) else None
+        ok = all(isinstance(v, _JSON_SCALARS) for v in items) if items is not None else isinstance(value, _JSON_SCALARS)
+        if not ok:
+            raise ValueError(f"start[{key!r}] must be a JSON scalar or a list of them; got {value!r}")
+        out.append((key, tuple(items) if items is not None else value))
+    return tuple(sorted(out))
 
 
 def _check_frozen(model, frozen: object) -> tuple[str, ...]:
@@ -714,6 +751,7 @@ def train(
     checkpoint_dir: str | os.PathLike | None = None,
     callback: Callable[[TrainProgress], object] | None = None,
     resume: bool = False,
+    initial_params: Mapping[str, np.ndarray] | None = None,
     _eval_batch=None,
 ) -> TrainResult:
     """Train ``config.model`` online with Adam until convergence or ``max_steps`` (eq. 12).
@@ -735,6 +773,9 @@ def train(
         generator, curves. The result equals that of an uninterrupted run of
         the same config, bitwise. Without a checkpoint there, training starts
         from step 0.
+    initial_params : mapping of str to ndarray, optional
+        Start from these weights instead of the model's ``init_params`` (a warm
+        start); ``config.start`` must then describe them (it enters the content hash).
 
     Returns
     -------
@@ -746,7 +787,8 @@ def train(
         When a training or evaluation loss (or gradient) is NaN or infinite.
     ValueError
         ``resume`` with a checkpoint of another config, a finished checkpoint
-        or one without a training state.
+        or one without a training state; ``initial_params`` without ``config.start``
+        (or the reverse) or of the wrong names or shapes.
 
     References
     ----------
@@ -765,138 +807,26 @@ def train(
         raise TypeError(f"config must be a TrainConfig; got {type(config).__name__}")
     from tqdm.auto import tqdm
 
-    from numerics.tasks import sample
-
-    t_start, cpu_start = time.perf_counter(), time.process_time()
-    model = get_model(config.model)
-    spectrum = config.spectrum()
-    dtype = config.numpy_dtype
-    rng_init, rng_batches, _ = random_streams(config)
     ckpt = None if checkpoint_dir is None else str(checkpoint_dir)
     if resume and ckpt is None:
         raise ValueError("resume=True needs the checkpoint_dir to resume from")
     resumed = _resume_point(ckpt, config) if resume else None
-    # ``_eval_batch``: the caller's ``evaluation_batch(config)`` (numerics.experiments.runner draws it anyway;
-    # at d = 128, P = 1024 drawing 4096 held-out contexts takes ≈ 15 s)
-    eval_batch = evaluation_batch(config, spectrum) if _eval_batch is None else _eval_batch
+    # ``_eval_batch``: the caller's ``evaluation_batch(config)`` (numerics.experiments.runner draws it anyway)
+    from .lockstep import ModelRun
 
-    eval_steps: list[int] = []
-    eval_losses: list[float] = []
-    train_losses = np.full(config.max_steps, np.nan)
-    last_good: int | None = None
-    stopped_by_callback = False
-    spent = (0.0, 0.0)  # wall and CPU seconds of earlier sessions of a resumed run
-    if resumed is None:
-        params = model.init_params(config.d, config.N, config.depth, rng_init, dtype=dtype, **config.init_options)
-        state = adam_init(params)
-        first_step = 0
-    else:
-        params, training, curve = resumed
-        state = training.adam
-        rng_batches.bit_generator.state = training.rng_state
-        first_step = training.steps
-        train_losses[:first_step] = training.train_loss
-        eval_steps += [int(step) for step in curve[:, 0]]
-        eval_losses += [float(loss) for loss in curve[:, 1]]
-        last_good = first_step
-        spent = (training.elapsed, training.cpu_time)
-
-    bar = tqdm(
-        total=config.max_steps,
-        initial=first_step,
-        disable=not progress,
-        desc=f"{config.model} {config.task} L={config.depth}",
-        unit="step",
-    )
-
-    def do_eval(step: int, train_loss: float) -> bool:
-        nonlocal last_good
-        with np.errstate(over="ignore", invalid="ignore"):
-            loss = evaluate(model, params, eval_batch)
-        if not math.isfinite(loss):
-            raise TrainingDiverged(step, last_good, ckpt, "the evaluation loss")
-        eval_steps.append(step)
-        eval_losses.append(loss)
-        if ckpt is not None:
-            # everything the loop needs to continue from here exactly (``resume=True``)
-            training = TrainingState(
-                steps=step, adam=state, rng_state=rng_batches.bit_generator.state,
-                train_loss=train_losses[:step].copy(), elapsed=spent[0] + time.perf_counter() - t_start,
-                cpu_time=spent[1] + time.process_time() - cpu_start,
-            )
-            partial = {"step": step, "max_steps": config.max_steps, "eval_loss": loss, "complete": False}
-            save_checkpoint(ckpt, config, params, partial, {"loss_curve": _curve(eval_steps, eval_losses)},
-                            training_state=training)
-        last_good = step
-        bar.set_postfix(eval=f"{loss:.4g}", train=f"{train_loss:.4g}", refresh=False)
-        if callback is not None:
-            info = TrainProgress(step, loss, train_loss, learning_rate_at(step, config), params)
-            return bool(callback(info))
-        return False
-
-    converged = False
-    steps_done = first_step
+    run = ModelRun(config, eval_batch=_eval_batch, initial_params=initial_params, resumed=resumed, checkpoint_dir=ckpt,
+                   callback=callback)
+    bar = tqdm(total=config.max_steps, initial=run.first_step, disable=not progress,
+               desc=f"{config.model} {config.task} L={config.depth}", unit="step")
+    run.on_eval = lambda loss, train_loss: bar.set_postfix(eval=f"{loss:.4g}", train=f"{train_loss:.4g}", refresh=False)
     try:
-        if resumed is None:
-            stopped_by_callback = do_eval(0, math.nan)
-        elif has_converged(np.asarray(eval_steps), np.asarray(eval_losses), config.tol, config.window):
-            converged = True  # interrupted between the checkpoint and the convergence test
-        for step in range(first_step, config.max_steps if not (stopped_by_callback or converged) else 0):
-            batch = sample(config.task, spectrum, config.P, config.batch_size, rng_batches, k=config.k, dtype=dtype)
-            with np.errstate(over="ignore", invalid="ignore"):  # a non-finite loss is caught just below
-                loss, grads = model.loss_and_grad(params, batch)
-            loss = float(loss)
-            if not math.isfinite(loss):
-                raise TrainingDiverged(step, last_good, ckpt, "the training loss")
-            if not _all_finite(grads):
-                raise TrainingDiverged(step, last_good, ckpt, "the gradient")
-            train_losses[step] = loss
-            if config.frozen:  # zero gradients keep Adam's moments, hence the parameter, exactly at init
-                grads = {name: (np.zeros_like(g) if name in config.frozen else g) for name, g in grads.items()}
-            grads, _ = clip_by_global_norm(grads, config.grad_clip)
-            params, state = adam_update(
-                params, grads, state, learning_rate_at(step, config), config.beta1, config.beta2, config.eps
-            )
-            steps_done = step + 1
+        run.start()
+        while not run.done:
+            run.advance(run.draw_batch())
             bar.update(1)
-            if steps_done % config.eval_every == 0 or steps_done == config.max_steps:
-                recent = float(np.mean(train_losses[max(0, steps_done - config.eval_every) : steps_done]))
-                if do_eval(steps_done, recent):
-                    stopped_by_callback = True
-                    break
-                if has_converged(np.asarray(eval_steps), np.asarray(eval_losses), config.tol, config.window):
-                    converged = True
-                    break
     finally:
         bar.close()
-
-    metrics, arrays = _final_evaluation(model, params, eval_batch, spectrum)
-    arrays["loss_curve"] = _curve(eval_steps, eval_losses)
-    arrays["train_loss"] = train_losses[:steps_done].copy()
-    from theory import __version__
-
-    metrics.update(
-        complete=True,
-        steps=steps_done,
-        converged=converged,
-        stopped_by_callback=stopped_by_callback,
-        initial_eval_loss=eval_losses[0],
-        best_eval_loss=float(min(eval_losses)),
-        final_eval_loss=eval_losses[-1],
-        final_train_loss=float(np.mean(train_losses[max(0, steps_done - config.eval_every) : steps_done]))
-        if steps_done
-        else math.nan,
-        label_variance=spectrum.label_variance,
-        content_hash=config.content_hash(),
-        package_version=__version__,
-        wall_time=spent[0] + time.perf_counter() - t_start,
-        cpu_time=spent[1] + time.process_time() - cpu_start,
-        resumed_at=first_step,
-    )
-    result = TrainResult(config=config, params=params, metrics=metrics, arrays=arrays)
-    if ckpt is not None:
-        result.save(ckpt)
-    return result
+    return run.result()
 
 
 def _resume_point(ckpt: str, config: TrainConfig):

@@ -110,7 +110,8 @@ def test_content_hash_is_stable_and_sensitive_to_every_field(monkeypatch):
     changed = dict(model="linear", task="easy", k=1, a=0.5, b=0.5, d=2, N=5, P=9, depth=3, seed=1, batch_size=9,
                    max_steps=13, learning_rate=0.5, schedule="constant", warmup_steps=3, beta1=0.8, beta2=0.99,
                    eps=1e-7, grad_clip=1.0, init={"qk_scale": 3.0}, eval_size=17, eval_every=5, eval_seed=1,
-                   tol=0.1, window=7, dtype="float64", c_lambda=2.0, c_omega=2.0, frozen=("W_o",))
+                   tol=0.1, window=7, dtype="float64", c_lambda=2.0, c_omega=2.0, frozen=("W_o",),
+                   start={"kind": "given"})
     assert set(changed) == {f.name for f in dataclasses.fields(TrainConfig)}
     for name, value in changed.items():
         assert dataclasses.replace(cfg, **{name: value}).content_hash() != digest, name

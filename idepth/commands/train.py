@@ -87,6 +87,10 @@ def _base_type(hint):
     return hint
 
 
+#: TrainConfig fields that are no option: a warm start (``start``) needs weights the command line cannot give
+NOT_OPTIONS = ("start",)
+
+
 def _add_field_option(group, field, hint, choices) -> None:
     from collections.abc import Mapping
 
@@ -142,7 +146,7 @@ def register(subparsers) -> None:
             if name in fields:
                 _add_field_option(group, fields[name], hints[name], choices)
                 placed.add(name)
-    rest = [name for name in fields if name not in placed]
+    rest = [name for name in fields if name not in placed and name not in NOT_OPTIONS]
     if rest:  # a field added to TrainConfig later: still an option
         group = p.add_argument_group("other TrainConfig fields")
         for name in rest:
@@ -181,6 +185,8 @@ def config_from_args(args: argparse.Namespace):
 
     values = {}
     for field in dataclasses.fields(TrainConfig):
+        if field.name in NOT_OPTIONS:
+            continue
         value = getattr(args, field.name)
         if field.name == "init":
             value = _parse_init(value)
