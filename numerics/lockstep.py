@@ -163,7 +163,8 @@ class ModelRun:
         from numerics.tasks import sample
 
         c = self.config
-        return sample(c.task, self.spectrum, c.P, c.batch_size, self.rng_batches, k=c.k, dtype=c.numpy_dtype)
+        return sample(c.task, self.spectrum, c.P, c.batch_size, self.rng_batches, k=c.k, dtype=c.numpy_dtype,
+                      stream=c.stream)
 
     def _evaluate(self, step: int, train_loss: float) -> bool:
         with np.errstate(over="ignore", invalid="ignore"):

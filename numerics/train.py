@@ -127,6 +127,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from theory.data_law import check_stream
 from theory.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
 from .checkpoint import TRAINING_STATE_FILE, TrainingState, read_checkpoint, read_training_state, save_checkpoint
@@ -218,6 +219,10 @@ class TrainConfig:
         ``("W_o", "W_v", "W_y")`` keeps the gain ``g = W_o W_v W_y`` of eq. (60) fixed
         (the "lazy" regime of the package's regime study), and everything but
         ``W_o`` trains only the readout of frozen random heads.
+    stream : {1, 2}
+        Version of the data sampler (``numerics.tasks.sample(..., stream=...)``): 1 the original
+        draws, 2 cheaper draws of the same law (eqs. 1-6). Omitted from the content hash when 1, so
+        runs of stream 1 keep their hashes and a stream-2 run never reuses a stream-1 result.
     start : mapping or None
         ``None``: the model's ``init_params`` (a cold start). Otherwise a description of the
         initial weights given to :func:`train` as ``initial_params`` (string keys; JSON scalars or
@@ -270,6 +275,7 @@ class TrainConfig:
     c_omega: float = 1.0
     frozen: tuple[str, ...] = ()
     start: Mapping[str, Any] | None = None
+    stream: int = 1
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -303,6 +309,7 @@ class TrainConfig:
         set_("init", _freeze_init(model, _train_init(model, self), self.init))
         set_("frozen", _check_frozen(model, self.frozen))
         set_("start", _freeze_start(self.start))
+        set_("stream", check_stream(self.stream))
 
     # -- serialisation -------------------------------------------------------------
 
@@ -400,7 +407,7 @@ class TrainConfig:
 
 
 #: fields left out of the content hash at these values (added after stores were written)
-_UNHASHED_DEFAULTS = {"start": None}
+_UNHASHED_DEFAULTS = {"start": None, "stream": 1}
 
 
 def _freeze_start(start: object) -> tuple | None:
@@ -710,7 +717,8 @@ def evaluation_batch(config: TrainConfig, spectrum=None):
 
     rng = random_streams(config)[2]
     spectrum = config.spectrum() if spectrum is None else spectrum
-    return sample(config.task, spectrum, config.P, config.eval_size, rng, k=config.k, dtype=config.numpy_dtype)
+    return sample(config.task, spectrum, config.P, config.eval_size, rng, k=config.k, dtype=config.numpy_dtype,
+                  stream=config.stream)
 
 
 def evaluate(model, params: Mapping[str, np.ndarray], batch, chunk: int | None = None) -> float:

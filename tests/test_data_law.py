@@ -106,3 +106,22 @@ def test_standard_normal_reproducible_and_streams_differ():
     b = standard_normal(np.random.default_rng(3), (1001,), np.float32)
     c = standard_normal(np.random.default_rng(4), (1001,), np.float32)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("shape", [(200_001,), (301, 333)])
+def test_stream_2_float32_standard_normal_is_standard_normal(shape):
+    """Stream 2's in-place Box–Muller: KS against N(0, 1), radius² of each pair against χ²₂, tails to 3σ."""
+    from scipy import stats
+
+    from theory.data_law import standard_normal
+
+    z = standard_normal(np.random.default_rng(54321), shape, np.float32, stream=2)
+    assert z.shape == shape and z.dtype == np.float32 and z.flags.c_contiguous and z.flags.writeable
+    flat = z.ravel().astype(np.float64)
+    assert stats.kstest(flat, "norm").pvalue > 1e-3
+    half = flat.size // 2
+    pairs_r2 = flat[:half] ** 2 + flat[(flat.size + 1) // 2 :][:half] ** 2
+    assert stats.kstest(pairs_r2, "chi2", args=(2,)).pvalue > 1e-3
+    big = standard_normal(np.random.default_rng(8), (4_000_000,), np.float32, stream=2)
+    assert np.mean(np.abs(big) > 3.0) == pytest.approx(2 * stats.norm.sf(3.0), rel=0.05)
+    assert not np.array_equal(standard_normal(np.random.default_rng(8), (1001,), np.float32), big[:1001])

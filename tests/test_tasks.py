@@ -240,3 +240,93 @@ def test_wrong_types_raise_naming_the_argument(kwargs, argument):
     arguments.update(kwargs)
     with pytest.raises((TypeError, ValueError), match=rf"^{argument} must"):
         sample(**arguments)
+
+
+# --------------------------------------------------------------------------- sampler stream 2 (the same law)
+def test_stream_1_is_the_default_and_stream_2_draws_other_numbers():
+    a = sample("difficult", ANISOTROPIC, 6, 3, np.random.default_rng(0))
+    b = sample("difficult", ANISOTROPIC, 6, 3, np.random.default_rng(0), stream=1)
+    c = sample("difficult", ANISOTROPIC, 6, 3, np.random.default_rng(0), stream=2)
+    assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("context_x", "teacher", "target", "rotation"))
+    assert not np.array_equal(a.context_x, c.context_x)
+
+
+@pytest.mark.parametrize("stream", [0, 3, "2", 2.0, True])
+def test_unknown_stream_raises_value_error_naming_it(stream):
+    with pytest.raises(ValueError, match="stream"):
+        sample("easy", ANISOTROPIC, 4, 2, np.random.default_rng(0), stream=stream)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_stream_2_context_inputs_have_covariance_sigma_given_their_rotation(dtype):
+    batch = sample("difficult", ANISOTROPIC, P=40_000, batch_size=3, rng=np.random.default_rng(10), dtype=dtype, stream=2)
+    sigmas, _ = ANISOTROPIC.covariances(batch.rotation.astype(np.float64))
+    for context in range(batch.batch_size):
+        _assert_covariance_matches(batch.context_x[context].astype(np.float64), sigmas[context])
+
+
+def test_stream_2_teacher_has_covariance_omega_given_its_rotation():
+    batch = sample("easy", ANISOTROPIC, P=1, batch_size=40_000, rng=np.random.default_rng(11), dtype=np.float32, stream=2)
+    rotated_back = np.einsum("bji,bj->bi", batch.rotation.astype(np.float64), batch.teacher.astype(np.float64))
+    _assert_covariance_matches(rotated_back, np.diag(ANISOTROPIC.teacher_eigenvalues))
+
+
+@pytest.mark.parametrize("d", [3, 16])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_stream_2_rotations_are_haar(d, dtype):
+    """Orthogonal; E O_ij = 0, E O_ij² = 1/d; E tr O = 0, E (tr O)² = 1 (Diaconis-Shahshahani, d >= 2);
+    det = ±1 with probability 1/2 -- Stewart's reflections with the wrong sign choice fail the trace check."""
+    n = 20_000 if d == 3 else 4000
+    rotations = haar_rotations(d, n, np.random.default_rng(12 + d), dtype=dtype, stream=2)
+    assert rotations.dtype == dtype and rotations.shape == (n, d, d)
+    identity = rotations @ np.swapaxes(rotations, 1, 2)
+    np.testing.assert_allclose(identity, np.broadcast_to(np.eye(d), identity.shape), atol=10 * rtol(ROUNDOFF, dtype))
+    entries = rotations.reshape(n, -1).astype(np.float64)
+    mean_z = np.abs(entries.mean(axis=0)) / (entries.std(axis=0, ddof=1) / np.sqrt(n))
+    assert np.all(mean_z < MC_SIGMAS + 1.0), mean_z.max()  # d² entries: allow the largest of many
+    squares = entries**2
+    square_z = np.abs(squares.mean(axis=0) - 1 / d) / (squares.std(axis=0, ddof=1) / np.sqrt(n))
+    assert np.all(square_z < MC_SIGMAS + 1.0), square_z.max()
+    traces = np.trace(rotations.astype(np.float64), axis1=1, axis2=2)
+    assert abs(traces.mean()) < MC_SIGMAS / np.sqrt(n), traces.mean()
+    assert abs(np.mean(traces**2) - 1.0) < MC_SIGMAS * np.sqrt(2.0 / n), np.mean(traces**2)
+    negative = np.mean(np.linalg.det(rotations.astype(np.float64)) < 0)
+    assert abs(negative - 0.5) < MC_SIGMAS * np.sqrt(0.25 / n)
+
+
+def test_stewart_reflections_without_the_sign_choice_would_fail_the_trace_check():
+    """The trace check above can fail: always reflecting onto +|x| e_1 (s_j = +1) biases the diagonal."""
+    from theory.data_law import householder_haar
+
+    d, n = 16, 4000
+    columns = np.random.default_rng(13).standard_normal((d * (d + 1) // 2, n))
+    offsets = [j * d - j * (j - 1) // 2 for j in range(d)]
+    columns[offsets] = np.abs(columns[offsets])  # x_j[0] > 0 always: s_j = −1 for every j < d−1
+    traces = np.trace(householder_haar(columns, d), axis1=1, axis2=2)
+    assert abs(traces.mean()) > MC_SIGMAS / np.sqrt(n)
+
+
+@given(
+    task=st.sampled_from(TASKS),
+    d=st.integers(1, 5),
+    P=st.integers(1, 12),
+    batch_size=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+    isotropic=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_stream_2_labels_and_targets_are_exact_for_the_returned_arrays(task, d, P, batch_size, seed, isotropic, dtype):
+    spectrum = PowerLawSpectrum(0.0, 0.0, d) if isotropic else PowerLawSpectrum(1.0, 0.5, d)
+    k = min(2, P)
+    batch = sample(task, spectrum, P, batch_size, np.random.default_rng(seed), k=k, dtype=dtype, stream=2)
+    assert batch.context_x.dtype == dtype and batch.target.dtype == dtype and batch.rotation.dtype == dtype
+    labels = np.einsum("bpd,bd->bp", batch.context_x, batch.teacher)
+    np.testing.assert_allclose(batch.context_y, labels, rtol=rtol(ROUNDOFF, dtype), atol=rtol(ROUNDOFF, dtype))
+    if task == "easy":
+        matched = np.all(batch.context_x == batch.test_x[:, None, :], axis=2)
+        assert np.all(matched.any(axis=1))
+        rows = np.arange(batch_size)
+        assert np.array_equal(batch.target, batch.context_y[rows, matched.argmax(axis=1)])
+    else:
+        chosen = top_k_indices(batch.context_x, batch.test_x, k)  # the law's top-k on the returned arrays
+        assert np.array_equal(batch.target, batch.context_y[np.arange(batch_size)[:, None], chosen].mean(axis=1))

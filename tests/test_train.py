@@ -111,7 +111,7 @@ def test_content_hash_is_stable_and_sensitive_to_every_field(monkeypatch):
                    max_steps=13, learning_rate=0.5, schedule="constant", warmup_steps=3, beta1=0.8, beta2=0.99,
                    eps=1e-7, grad_clip=1.0, init={"qk_scale": 3.0}, eval_size=17, eval_every=5, eval_seed=1,
                    tol=0.1, window=7, dtype="float64", c_lambda=2.0, c_omega=2.0, frozen=("W_o",),
-                   start={"kind": "given"})
+                   start={"kind": "given"}, stream=2)
     assert set(changed) == {f.name for f in dataclasses.fields(TrainConfig)}
     for name, value in changed.items():
         assert dataclasses.replace(cfg, **{name: value}).content_hash() != digest, name
@@ -119,6 +119,43 @@ def test_content_hash_is_stable_and_sensitive_to_every_field(monkeypatch):
 
     monkeypatch.setattr(theory, "__version__", theory.__version__ + ".post1")
     assert cfg.content_hash() != digest
+
+
+def test_stream_1_keeps_the_content_hash_of_configs_without_the_field():
+    """Stores and the shipped table were hashed before ``stream`` existed: at 1 it is left out of the hash."""
+    import hashlib
+    import json
+
+    import theory
+
+    cfg = tiny()
+    assert cfg.stream == 1 and TrainConfig.from_dict({k: v for k, v in cfg.to_dict().items() if k != "stream"}) == cfg
+    before = {k: v for k, v in cfg.to_dict().items() if k not in ("stream", "start")}
+    payload = json.dumps({"config": before, "package_version": theory.__version__}, sort_keys=True,
+                         separators=(",", ":"), allow_nan=False)
+    assert cfg.content_hash() == hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    stream_2 = dataclasses.replace(cfg, stream=2)
+    assert stream_2.content_hash() != cfg.content_hash()
+    assert TrainConfig.from_dict(stream_2.to_dict()) == stream_2 and stream_2.to_dict()["stream"] == 2
+
+
+def test_unknown_stream_raises_value_error_naming_it():
+    with pytest.raises(ValueError, match="stream"):
+        TrainConfig(**TINY, stream=3)
+
+
+def test_trainer_draws_batches_and_held_out_set_from_the_configured_stream():
+    from numerics.tasks import sample
+    from numerics.train import evaluation_batch, random_streams
+
+    cfg = dataclasses.replace(tiny(), stream=2)
+    held_out = evaluation_batch(cfg)
+    again = sample(cfg.task, cfg.spectrum(), cfg.P, cfg.eval_size, random_streams(cfg)[2], k=cfg.k,
+                   dtype=cfg.numpy_dtype, stream=2)
+    assert np.array_equal(held_out.context_x, again.context_x)
+    assert not np.array_equal(held_out.context_x, evaluation_batch(tiny()).context_x)
+    losses, losses_1 = train(cfg).arrays["train_loss"], train(tiny()).arrays["train_loss"]
+    assert np.all(np.isfinite(losses)) and not np.array_equal(losses, losses_1)  # training batches from stream 2
 
 
 # --------------------------------------------------------------------------- optimiser

@@ -34,6 +34,9 @@ from .validation import check_choice, check_dtype, check_generator, check_positi
 
 __all__ = [
     "RANKINGS",
+    "STREAMS",
+    "check_stream",
+    "householder_haar",
     "haar_orthonormal",
     "standard_normal",
     "haar_rotations",
@@ -103,7 +106,7 @@ def haar_orthonormal(n: int, d: int, rng: np.random.Generator, *, batch_size: in
 LAPACK_QR_MIN_D = 32
 
 
-def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.float64) -> np.ndarray:
+def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.float64, *, stream: int = 1) -> np.ndarray:
     """Draw ``batch_size`` independent Haar-random orthogonal ``d x d`` matrices (one per context).
 
     QR of iid Gaussian matrices with the sign fix ``Q ← Q diag(sign(diag R))``,
@@ -113,12 +116,20 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
     ``geqrf``/``orgqr`` factor each drawn matrix in place (its transpose, a Gaussian matrix too),
     which is faster than numpy's stacked ``qr`` at these sizes. Both are exactly Haar.
 
+    ``stream=2`` (the sampler stream 2 of :func:`numerics.tasks.sample`): Stewart's product of
+    Householder reflections of fresh Gaussian vectors (:func:`householder_haar`), which is the
+    sign-fixed Householder QR of a Gaussian matrix with the factorisation skipped -- exactly Haar too,
+    written over the whole batch at once; the law is the same, the numbers are not.
+
     Parameters
     ----------
     d, batch_size : int
     rng : numpy.random.Generator
-        Consumed: one ``standard_normal`` draw of shape ``(batch_size, d, d)``.
+        Consumed: one ``standard_normal`` draw of shape ``(batch_size, d, d)`` (stream 1) or
+        ``(d(d+1)/2, batch_size)`` with ``stream=2``.
     dtype : {numpy.float64, numpy.float32}
+    stream : {1, 2}, default 1
+        Which construction (both exactly Haar; see above).
 
     Returns
     -------
@@ -139,6 +150,11 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
     (dtype('float32'), True)
     """
     d = check_positive_int("d", d)
+    stream = check_stream(stream)
+    if stream == 2:
+        batch_size = check_positive_int("batch_size", batch_size)
+        dtype = check_dtype(dtype)
+        return householder_haar(standard_normal(rng, (d * (d + 1) // 2, batch_size), dtype, stream=2), d)
     if d < LAPACK_QR_MIN_D:
         return haar_orthonormal(d, d, rng, batch_size=batch_size, dtype=dtype)
     from scipy.linalg import lapack
@@ -159,6 +175,93 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
             raise RuntimeError(f"LAPACK QR failed (geqrf info={info}, orgqr info={info2})")
         np.multiply(q, signs, out=out[b])
     return out
+
+
+#: the sampler streams: 1 = the original draws (bit-for-bit), 2 = the faster draws of the same law
+STREAMS = (1, 2)
+
+
+def check_stream(stream: object) -> int:
+    """``stream`` as an int in :data:`STREAMS`, else ``ValueError`` naming it.
+
+    References
+    ----------
+    Paper eqs. (1)-(6) (the law every stream draws).
+
+    Examples
+    --------
+    >>> check_stream(2)
+    2
+    >>> check_stream(3)
+    Traceback (most recent call last):
+    ...
+    ValueError: stream must be one of (1, 2); got 3
+    """
+    if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)) or int(stream) not in STREAMS:
+        raise ValueError(f"stream must be one of {STREAMS}; got {stream!r}")
+    return int(stream)
+
+
+def householder_haar(columns: np.ndarray, d: int) -> np.ndarray:
+    """Haar-random orthogonal ``d x d`` matrices as products of Householder reflections (Stewart 1980).
+
+    ``columns`` holds, for every context, iid N(0, 1) vectors ``x_j`` of lengths ``d, d−1, …, 1``
+    stacked (``d(d+1)/2`` numbers). With ``H_j`` the reflection of ``R^{d−j}`` (embedded in the
+    last ``d − j`` coordinates) taking ``x_j`` to ``s_j |x_j| e_1``, ``s_j = −sign(x_j[0])``, and
+    ``s_{d−1} = sign(x_{d−1})``, the result is ``Q = H_0 H_1 … H_{d−2} diag(s)``.
+
+    Why this is exactly Haar: it is the Householder QR of a Gaussian matrix ``G`` with the sign fix
+    ``Q diag(sign(diag R))`` (:func:`haar_orthonormal`, Mezzadri 2007) with one step skipped. In that QR
+    the part of column ``j`` of ``H_{j−1} … H_0 G`` on and below the diagonal is ``x_j``; since the
+    ``H_i`` (i < j) are orthogonal and depend only on the earlier columns, ``x_j`` is iid N(0, 1) and
+    independent of them. So drawing the ``x_j`` directly gives the same joint law of reflections and
+    signs, hence of ``Q``, without ever factorising ``G`` (half the work, ``d(d+1)/2`` instead of
+    ``d²`` Gaussian numbers). The batch is the last (contiguous) axis: each of the ``d − 1`` steps is
+    a few vectorised passes over all contexts instead of LAPACK calls per matrix.
+
+    Parameters
+    ----------
+    columns : numpy.ndarray, shape (d(d+1)/2, batch_size)
+        iid N(0, 1): rows ``[o_j, o_j + d − j)`` with ``o_j = j d − j(j−1)/2`` are ``x_j``.
+    d : int
+
+    Returns
+    -------
+    numpy.ndarray, shape (batch_size, d, d), C-contiguous, of ``columns``' dtype
+
+    References
+    ----------
+    Paper eq. (3); G. W. Stewart, "The efficient generation of random orthogonal matrices with an
+    application to condition estimators", SIAM J. Numer. Anal. 17 (1980); F. Mezzadri, Notices AMS 54 (2007).
+
+    Examples
+    --------
+    >>> q = householder_haar(np.random.default_rng(0).standard_normal((10, 3)), 4)
+    >>> q.shape, bool(np.allclose(q @ np.swapaxes(q, 1, 2), np.eye(4)))
+    ((3, 4, 4), True)
+    """
+    d = check_positive_int("d", d)
+    if columns.ndim != 2 or columns.shape[0] != d * (d + 1) // 2:
+        raise ValueError(f"columns must have shape (d(d+1)/2, batch_size) = ({d * (d + 1) // 2}, B); got {columns.shape}")
+    batch_size = columns.shape[1]
+    one = columns.dtype.type(1)
+    q = np.zeros((d, d, batch_size), dtype=columns.dtype)
+    last = columns[-1]
+    q[d - 1, d - 1] = np.where(last < 0, -one, one)
+    for j in range(d - 2, -1, -1):  # Q ← H_j Q, innermost first; Q is nonzero only in [j:, j:]
+        offset = j * d - j * (j - 1) // 2
+        x = columns[offset : offset + d - j]
+        norm = np.sqrt(np.einsum("ib,ib->b", x, x))
+        s = np.where(x[0] < 0, one, -one)  # the sign LAPACK picks (no cancellation in v)
+        v = x.copy()
+        v[0] -= s * norm
+        v *= 1.0 / np.sqrt(2.0 * norm * (norm + np.abs(x[0])))  # |x − s|x| e_1|² = 2|x|(|x| + |x_0|)
+        q[j, j] = s
+        sub = q[j:, j:, :]
+        w = (v[:, None, :] * sub).sum(axis=0)
+        w *= 2
+        sub -= v[:, None, :] * w[None, :, :]
+    return np.ascontiguousarray(np.moveaxis(q, 2, 0))
 
 
 def eigenbasis_normal(rng: np.random.Generator, shape: tuple, variances: object, dtype=np.float64) -> np.ndarray:
@@ -205,7 +308,7 @@ def eigenbasis_normal(rng: np.random.Generator, shape: tuple, variances: object,
 _NORMAL_BLOCK = 32768
 
 
-def standard_normal(rng: np.random.Generator, shape: tuple, dtype=np.float64) -> np.ndarray:
+def standard_normal(rng: np.random.Generator, shape: tuple, dtype=np.float64, *, stream: int = 1) -> np.ndarray:
     """iid N(0, 1) draws of ``shape`` in ``dtype``: numpy's ziggurat in float64, Box–Muller in float32.
 
     float64 (the Monte Carlo of bounds and floors): ``rng.standard_normal(shape)``. float32 (the
@@ -216,11 +319,16 @@ def standard_normal(rng: np.random.Generator, shape: tuple, dtype=np.float64) ->
     blocks of ``2 · 32768`` numbers (cache-sized); each block consumes its float64 then its
     float32 uniforms of ``rng``.
 
+    ``stream=2`` (float32 only; float64 is the ziggurat in both streams): the same transform with the
+    same uniforms, computed in place with reused buffers and the square root taken in float32
+    after ``−2 log(1 − U)`` is rounded to float32 — the same law, different low bits.
+
     Parameters
     ----------
     rng : numpy.random.Generator
     shape : tuple of int
     dtype : {numpy.float64, numpy.float32}
+    stream : {1, 2}, default 1
 
     Returns
     -------
@@ -239,9 +347,12 @@ def standard_normal(rng: np.random.Generator, shape: tuple, dtype=np.float64) ->
     """
     rng = check_generator(rng)
     dtype = check_dtype(dtype)
+    stream = check_stream(stream)
     if dtype is not np.float32:
         return rng.standard_normal(shape, dtype=dtype)
     n = int(np.prod(shape, dtype=np.int64))
+    if stream == 2:
+        return _box_muller_in_place(rng, n).reshape(shape)
     out = np.empty(n + (n & 1), dtype=np.float32)
     for start in range(0, out.size, 2 * _NORMAL_BLOCK):  # blocks that stay in cache
         block = out[start : start + 2 * _NORMAL_BLOCK]
@@ -254,6 +365,29 @@ def standard_normal(rng: np.random.Generator, shape: tuple, dtype=np.float64) ->
         block[:half] *= radius
         block[half:] *= radius
     return out[:n].reshape(shape)
+
+
+def _box_muller_in_place(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` float32 N(0, 1) draws, stream 2 of :func:`standard_normal` (fewer passes, no temporaries)."""
+    out = np.empty(n + (n & 1), dtype=np.float32)
+    uniform = np.empty(min(_NORMAL_BLOCK, out.size // 2))
+    radius = np.empty(uniform.size, dtype=np.float32)
+    for start in range(0, out.size, 2 * _NORMAL_BLOCK):
+        block = out[start : start + 2 * _NORMAL_BLOCK]
+        half = block.size // 2
+        u, r, angle = uniform[:half], radius[:half], block[half:]
+        rng.random(out=u)
+        np.negative(u, out=u)
+        np.log1p(u, out=u)
+        np.multiply(u, -2.0, out=r, casting="same_kind")
+        np.sqrt(r, out=r)  # R = sqrt(−2 log(1 − U)), U float64
+        rng.random(out=angle, dtype=np.float32)
+        angle *= np.float32(2.0 * np.pi)
+        np.cos(angle, out=block[:half])
+        np.sin(angle, out=angle)
+        block[:half] *= r
+        angle *= r
+    return out[:n]
 
 
 def rotate(rotation: np.ndarray, vectors: np.ndarray) -> np.ndarray:
