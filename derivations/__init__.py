@@ -16,7 +16,19 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-from ._framework import Derivation, DerivationError, Step, Table, Verdict, VerifiedDerivation, render, verify
+#: names of :mod:`derivations._framework` re-exported here, imported on first use (PEP 562) so that
+#: ``derivations.NAMES`` -- the choices of ``idepth derive --only`` -- is read without importing sympy
+_FRAMEWORK = ("Derivation", "DerivationError", "Step", "Table", "Verdict", "VerifiedDerivation", "render", "verify")
+
+
+def __getattr__(name: str):
+    if name in _FRAMEWORK:
+        from . import _framework
+
+        value = getattr(_framework, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "NAMES",
@@ -100,6 +112,8 @@ def generate(name: str) -> str:
     >>> generate("context_updates").startswith("(derivation-context-updates)=")
     True
     """
+    from ._framework import render, verify
+
     return render(verify(build(name)))
 
 

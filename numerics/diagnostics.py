@@ -48,12 +48,12 @@ What is measured (all on ``n_contexts`` fresh contexts of the run's task):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import sympy as sp
 
 from theory.validation import check_generator, check_positive_int
 
@@ -79,10 +79,29 @@ DEFAULT_QUANTILES = (0.5, 0.9, 0.95, 0.99)
 
 # paper eq. (83): minimise ‖A − ρI − (1−ρ)J‖_F² over ρ. With D = A − J and E = I − J
 # (‖E‖_F² = tr(I − J) = P − 1): ρ = ⟨D, E⟩/(P − 1) = (tr A − 1ᵀA1/P − 1 + 1)/(P − 1).
-_P, _trace, _total = sp.symbols("P trace_A sum_A", positive=True)
-#: least-squares ρ of eq. (83) in terms of tr A and the sum of all entries of A (one P×P matrix)
-RHO = (_trace - _total / _P) / (_P - 1)
-_rho_numeric = sp.lambdify((_trace, _total, _P), RHO, "numpy")
+# Built on first use (``numerics.diagnostics.RHO``) so that importing the trainer, as
+# ``idepth train --help`` does, does not import sympy.
+@functools.cache
+def _rho_symbols():
+    import sympy as sp
+
+    P, trace, total = sp.symbols("P trace_A sum_A", positive=True)
+    # least-squares ρ of eq. (83) in terms of tr A and the sum of all entries of A (one P×P matrix)
+    return (trace, total, P), (trace - total / P) / (P - 1)
+
+
+@functools.cache
+def _rho_numeric():
+    import sympy as sp
+
+    arguments, rho = _rho_symbols()
+    return sp.lambdify(arguments, rho, "numpy")
+
+
+def __getattr__(name: str):
+    if name == "RHO":  # the sympy expression of eq. (83)
+        return _rho_symbols()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------- pieces
@@ -327,7 +346,7 @@ def fit_rho(context_attention: np.ndarray) -> float:
     if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[1] < 2:
         raise ValueError(f"context_attention must have shape (B, P, P) with P >= 2; got shape {A.shape}")
     P = A.shape[1]
-    rho = _rho_numeric(np.trace(A, axis1=1, axis2=2), A.sum(axis=(1, 2)), float(P))
+    rho = _rho_numeric()(np.trace(A, axis1=1, axis2=2), A.sum(axis=(1, 2)), float(P))
     return float(np.mean(rho))
 
 

@@ -15,20 +15,42 @@ the variance of ``y = βᵀx``) and ``zeta`` (``None`` for a general spectrum).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Union
 
 import numpy as np
-import sympy as sp
 
-from . import symbols as s
 from .validation import check_finite_array, check_nonnegative, check_positive, check_positive_int
 
 __all__ = ["Spectrum", "PowerLawSpectrum", "SpectrumLike", "ZETA", "zeta", "as_spectrum"]
 
-#: paper eq. (34): ζ = (a + b - 1)/a, the exponent of the constrained law R ∝ L^(-ζ)
-ZETA = (s.a + s.b - 1) / s.a
-_zeta_numeric = sp.lambdify((s.a, s.b), ZETA, "math")
+
+
+@cache
+def _zeta_expression():
+    """Paper eq. (34): ζ = (a + b - 1)/a, the exponent of the constrained law R ∝ L^(-ζ).
+
+    Built on first use (``theory.spectra.ZETA``), so that importing spectra -- as the data
+    sampler and ``idepth --help`` do -- does not import sympy.
+    """
+    from . import symbols as s
+
+    return (s.a + s.b - 1) / s.a
+
+
+@cache
+def _zeta_numeric():
+    import sympy as sp
+
+    from . import symbols as s
+
+    return sp.lambdify((s.a, s.b), _zeta_expression(), "math")
+
+
+def __getattr__(name: str):
+    if name == "ZETA":  # the sympy expression of eq. (34), built when first asked for
+        return _zeta_expression()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def zeta(a: float, b: float) -> float:
@@ -63,7 +85,7 @@ def zeta(a: float, b: float) -> float:
     """
     a = check_positive("a", a)
     b = check_nonnegative("b", b)
-    return float(_zeta_numeric(a, b))
+    return float(_zeta_numeric()(a, b))
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -24,6 +24,17 @@ def sphinx_command(out: Path, source: Path = DOCS_DIR, *, confdir: Path | None =
     return command + [str(source), str(out)]
 
 
+#: modules the build imports, each from the ``docs`` extra of pyproject.toml
+DOCS_MODULES = ("sphinx", "myst_parser", "numpydoc")
+
+
+def missing_docs_requirements() -> list[str]:
+    """The modules of :data:`DOCS_MODULES` that cannot be imported (found without importing them)."""
+    import importlib.util
+
+    return [name for name in DOCS_MODULES if importlib.util.find_spec(name) is None]
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "docs",
@@ -47,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     if not (DOCS_DIR / "conf.py").is_file():
         raise FileNotFoundError(f"no docs/conf.py next to the idepth package (looked in {DOCS_DIR}); "
                                 "build the docs from a source checkout")
+    missing = missing_docs_requirements()
+    if missing:
+        raise ValueError(f"idepth docs build needs {', '.join(missing)}, which is not installed; install the docs "
+                         "extra: pip install -e '.[docs]'")
     from numerics.io import check_output_dir
 
     out = args.out.resolve()

@@ -164,7 +164,7 @@ def _ints(text: str, name: str) -> tuple[int, ...]:
 
 
 def _size_grid() -> tuple:
-    from numerics.experiments.study.sizes import SIZE_GRID_D, SIZE_GRID_P
+    from numerics.experiments.scales import SIZE_GRID_D, SIZE_GRID_P
 
     return SIZE_GRID_D, SIZE_GRID_P
 

@@ -45,6 +45,8 @@ from theory.validation import check_choice, check_positive_int
 
 __all__ = [
     "FAMILIES",
+    "SIZE_GRID_D",
+    "SIZE_GRID_P",
     "REGIMES",
     "TRAINED_REGIMES",
     "REGIME_DESCRIPTIONS",
@@ -88,6 +90,11 @@ class MeasuredRunTime:
         return (f"{self.wall_seconds / 60:.0f} min wall, {self.cpu_seconds / 60:.0f} min CPU "
                 f"({self.wall_seconds:.0f} s, {self.cpu_seconds:.0f} s) on {self.machine}")
 
+
+#: input dimensions of the default grid of ``idepth study sizes`` (:mod:`numerics.experiments.study.sizes`)
+SIZE_GRID_D = (8, 12, 16, 24, 32, 64)
+#: context lengths of that grid
+SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
 
 #: the sizes the paper's nonlinear plateaus imply (``idepth study sizes``: the χ² over the 14 plateaus of Tables 1
 #: and 4 is smallest at d = 16 by far; P is resolved only to 32-96), with N = 2d; the ``paper`` scale's softmax

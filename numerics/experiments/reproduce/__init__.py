@@ -33,9 +33,9 @@ from typing import Callable, Sequence
 from numerics.io import make_output_dir
 from theory.validation import check_positive_int
 
-from .. import study
+# the study and the sweep layer (sympy, scipy) are imported where they are used, so that the plan's
+# names (ARTEFACTS, SCALES) -- the choices of `idepth reproduce --help` -- are read without them
 from ..scales import SCALES, Family, Scale, get_scale
-from ..sweep import Grid, run_sweep
 from .plan import ARTEFACTS, Plan, make_plan, parse_only
 
 __all__ = [
@@ -96,6 +96,7 @@ def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, pro
     The study shares the reproduction's store (its runs equal to this reproduction's are trained
     once) and its Monte-Carlo cache (so every section shows one value per bound).
     """
+    from .. import study
     from .report import relink
 
     log(f"regime study (numerics.experiments.study, scale {scale.name!r}) ...")
@@ -226,6 +227,8 @@ def reproduce(
         converged_table = "run"
     table, table_error, checks = _converged_table(scale, out, converged_table, workers=workers, progress=progress,
                                                   log=log, command=command)
+    from ..sweep import Grid, run_sweep
+
     summary = run_sweep(Grid.of(list(plan.configs) + [cfg for _, cfg in checks]), out / "store", **sweep_kwargs)
     log(f"training: {summary.executed} runs trained now, {summary.skipped} reused from the store, "
         f"{summary.failed} failed ({summary.wall_time:.0f} s)")

@@ -25,15 +25,12 @@ import numpy as np
 from numerics.io import make_output_dir, save_figure, write_json, write_text
 
 from ..bounds import cached_softmax_bounds, softmax_bounds_key
+from ..scales import SIZE_GRID_D, SIZE_GRID_P
 from .consistency import paper_plateaus
 
 __all__ = ["SIZE_GRID_D", "SIZE_GRID_P", "REGION_DELTA", "SizeInference", "infer_sizes", "sizes_markdown",
            "draw_size_map", "run_size_inference"]
 
-#: input dimensions of the default grid
-SIZE_GRID_D = (8, 12, 16, 24, 32, 64)
-#: context lengths of the default grid
-SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
 #: χ² increase of the allowed region (two fitted sizes, 95 %)
 REGION_DELTA = 5.99
 
@@ -115,8 +112,8 @@ def infer_sizes(d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, *, n_contexts: int =
     Parameters
     ----------
     d_values, P_values : sequence of int
-        The grid (default :data:`~numerics.experiments.study.sizes.SIZE_GRID_D` x
-        :data:`~numerics.experiments.study.sizes.SIZE_GRID_P`); cells with ``P < k`` are skipped.
+        The grid (default :data:`~numerics.experiments.scales.SIZE_GRID_D` x
+        :data:`~numerics.experiments.scales.SIZE_GRID_P`); cells with ``P < k`` are skipped.
     n_contexts, n_seeds : int
         Monte Carlo of each bound (:func:`theory.softmax_bounds.softmax_bounds`).
     cache_dir : path, optional

@@ -1,0 +1,75 @@
+"""Claims about the ``idepth`` command line itself: its help and version import neither sympy nor
+scipy (they answer at once), and a missing optional extra is named with the command that installs it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+import idepth.cli as cli
+from idepth.commands import docs
+
+#: prints, as JSON, {argv: [sympy imported, scipy imported]} for --version, --help and every
+#: sub-command's (and sub-sub-command's) --help, each in a fresh interpreter state of its own
+_PROBE = r"""
+import argparse, json, subprocess, sys
+
+def paths(parser, prefix=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield prefix + (name,)
+                yield from paths(sub, prefix + (name,))
+
+if len(sys.argv) == 1:  # list the command paths (this process may import anything), then probe each
+    from idepth.cli import build_parser
+    argvs = [["--version"], ["--help"]] + [list(p) + ["--help"] for p in paths(build_parser())]
+    out = {}
+    for argv in argvs:
+        res = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True)
+        out[" ".join(argv)] = json.loads(res.stdout.strip().splitlines()[-1])
+    print(json.dumps(out))
+else:
+    import io, contextlib
+    from idepth.cli import main
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(sys.argv[1:])
+        except SystemExit:
+            pass
+    print(json.dumps(["sympy" in sys.modules, "scipy" in sys.modules]))
+"""
+
+
+def test_help_and_version_import_neither_sympy_nor_scipy():
+    code = f"PROBE = {_PROBE!r}\n" + _PROBE
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    imported = json.loads(res.stdout)
+    assert {"--version", "--help", "train --help", "derive --help", "reproduce --help", "study sizes --help",
+            "sweep run --help", "docs build --help", "predict --help", "diagnose --help"} <= set(imported)
+    heavy = {argv: flags for argv, flags in imported.items() if any(flags)}
+    assert heavy == {}, f"[sympy, scipy] imported by: {heavy}"
+
+
+def test_probe_detects_a_heavy_import():
+    """The probe is not blind: the theory API it keeps out of --help does import sympy and scipy."""
+    code = "import sys, theory\ntheory.fit_depth_law\nprint('sympy' in sys.modules, 'scipy' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["True", "True"]
+
+
+def test_docs_build_without_sphinx_names_the_docs_extra(tmp_path, capsys, monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name == "sphinx" else real_find_spec(name, *a, **k))
+    monkeypatch.setattr(docs.subprocess, "call", lambda *a, **k: pytest.fail("sphinx-build must not be started"))
+    out = tmp_path / "html"
+    assert cli.main(["docs", "build", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "sphinx" in err and "pip install -e '.[docs]'" in err
+    assert not out.exists()
