@@ -16,7 +16,7 @@ What a run does
 ---------------
 The paper trains "until the loss has converged" (after eq. (12)) and states no
 optimiser, schedule, initialisation or step budget; everything below is this
-package's choice, measured (see *Measured defaults*).
+package's choice (see *Defaults*).
 
 * **Online data.** Every step draws a fresh batch of contexts with
   :func:`numerics.tasks.sample` from a :class:`numpy.random.Generator` seeded
@@ -58,66 +58,21 @@ directory, ``fsync``, :func:`os.replace`) and ``metrics.json`` is written last
 with the SHA-256 of the other three, so a checkpoint interrupted between two
 files is detected on load instead of being read as a mixture.
 
-Measured defaults
------------------
-Each model module's ``TRAIN_DEFAULTS`` holds its learning rate (the numbers below);
-initial weights are the model's own ``INIT_DEFAULTS`` (``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + 0.1 G/sqrt(N))``,
-orthonormal ``W_x``, ``W_v = I``, ``g = W_o W_v W_y = 1``) except that the linear
-model starts at ``κ = N/c_λ``, i.e. ``B_ℓ ≈ I/λ_1`` (eq. 20), the stable one-step
-value of eq. (33) (:func:`numerics.models.linear.stable_qk_scale`). Schedule ``warmup_cosine`` (100 warm-up steps), batch 128,
-Adam (0.9, 0.999, 1e-8), no clipping. All numbers below: single-threaded numpy on
-a shared 2-core machine (wall times inflated by other jobs), float32, evaluation
-on the fixed 1024-context set (standard error ≈ 3-5 %).
-
-Top-2 task, d = N = 32, P = 128, a = b = 0 (target variance ≈ 19.5; the
-prototype quoted in the issue: Gaussian ``W_q, W_k`` stayed at ≈ 18.9, the
-identity initialisation reached 6.3, linear floor ≈ 13.3):
-
-===============  ====  ======  ========  =====================  =======  ======
-model            L     lr      steps     loss: initial → final  top-1    wall
-===============  ====  ======  ========  =====================  =======  ======
-nonlinear        1     1e-3    2000      8.30 → 6.54            0.63     68 s
-nonlinear        1     3e-4    2000      8.30 → 6.61            0.65     65 s
-nonlinear        4     1e-3    2000      7.57 → 6.52            0.65     70 s
-nonlinear        4     3e-4    2000      7.57 → 6.46            0.66     74 s
-nonlinear        16    1e-3    1500      6.52 → 5.91            0.65     37 s
-untied_values    4     1e-3    1500      7.57 → 6.52            0.65     27 s
-context_updates  4     1e-3    1500      7.57 → 6.52            0.65     735 s
-single_stream    4     3e-4    1500      25.3 → 15.9            0.86     54 s
-single_stream    4     1e-3    1500      25.3 → 12.3            0.83     60 s
-single_stream    4     3e-3    1500      25.9 → 9.96            0.76     42 s
-linear           4     1e-2    1500      15.0 → 13.9            --       43 s
-===============  ====  ======  ========  =====================  =======  ======
-
-At d = N = 16, P = 64, L = 1 (1500 steps) the softmax model ended at 3.31, 3.22,
-3.16, 3.16 for lr = 1e-2, 3e-3, 1e-3, 3e-4 (initial 3.48): learning rates above
-1e-3 are worse for the softmax models (lr = 1e-2 first *raises* the loss).
-
-Easy task, linear attention, a = 2, b = 1 (600 steps, d = N = 8, P = 64, batch 64;
-population optimum of the free polynomial 0.129 / 0.028 / 0.0015 at L = 1/2/4):
-lr = 1e-2 with κ = 1 gave 0.161 / 0.085 / 0.044; lr = 1e-3 only 0.161 / 0.142 / 0.136;
-with κ = N the defaults give 0.161 / 0.084 / 0.048 (3 s each). At d = N = 32,
-P = 128, L = 4 (1500 steps): κ = 1 → 0.047, κ = N → 0.038 (lr 1e-2), 0.042 (lr 3e-3).
-
-Easy task, one softmax layer started near uniform attention (``qk_scale=0.05``,
-d = N = 8, P = 32, lr 0.03, 400 steps): 1.52 → 0.0036 with top-1 mass 0.96
-(tests/test_train.py).
-
-A limitation found while measuring (a property of the model, not of training):
-the pre-norm is a LayerNorm, whose centring removes the direction of
-``W_x^+ 1`` from the inputs. With N = d that direction is always inside the
-input space, so the softmax model cannot rank by the true cosine similarity:
-at d = N = 32 (untrained, ``qk_noise=0``, temperature 32) its top-2 loss is 7.56
-against 5.61 for attention ``softmax(32 cos(x_i, x_test))``; with N = 33 and the
-columns of ``W_x`` orthogonal to ``1`` it equals 5.61, with N = 64 and a random
-orthonormal ``W_x`` it is 5.73. Prefer N > d for the softmax models.
+Defaults
+--------
+Each model module's ``TRAIN_DEFAULTS`` holds its learning rate; initial weights are the
+model's own ``INIT_DEFAULTS`` (``W_q^ℓ, W_k^ℓ = sqrt(κ)(I + 0.1 G/sqrt(N))``, orthonormal ``W_x``,
+``W_v = I``, ``g = W_o W_v W_y = 1``) except that the linear model starts at ``κ = N/c_λ``
+(:func:`numerics.models.linear.stable_qk_scale`, the stable one-step value of eq. 33).
+Schedule ``warmup_cosine`` (100 warm-up steps), batch 128, Adam (0.9, 0.999, 1e-8), no
+clipping. The measurements behind these choices are in ``benchmarks/README.md`` (*Training
+defaults*). Prefer ``N > d`` for the softmax models: LayerNorm's centring removes the direction
+of ``W_x^+ 1`` from the inputs, which at ``N = d`` lies inside the input space.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 import os
 import time
@@ -127,12 +82,11 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from theory.data_law import check_stream
-from theory.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
 from .checkpoint import TRAINING_STATE_FILE, TrainingState, read_checkpoint, read_training_state, save_checkpoint
 from .diagnostics import diagnose_batch
-from .models import MODELS, chunk_size, get_model
+from .config import DTYPES, TASKS, TrainConfig
+from .models import check_initial_params, chunk_size, get_model
 from .optim import SCHEDULES, AdamState, adam_init, adam_update, clip_by_global_norm, schedule_value
 
 __all__ = [
@@ -150,6 +104,7 @@ __all__ = [
     "learning_rate_at",
     "has_converged",
     "train",
+    "ModelRun",
     "run_config",
     "evaluate",
     "evaluation_batch",
@@ -158,336 +113,7 @@ __all__ = [
     "save_checkpoint",
 ]
 
-TASKS = ("easy", "difficult")
-DTYPES = ("float32", "float64")
-
-_JSON_SCALARS = (str, int, float, bool)
 _SEED_INIT, _SEED_TRAIN, _SEED_EVAL = 0, 1, 2
-
-
-# --------------------------------------------------------------------------- config
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """One training run: data (eqs. 1-6), model (eqs. 7-12), optimiser and stopping rule.
-
-    Parameters
-    ----------
-    model : str
-        One of :data:`numerics.models.MODELS` (``"linear"``, ``"nonlinear"``,
-        ``"single_stream"``, ``"untied_values"``, ``"context_updates"``).
-    task : {'easy', 'difficult'}
-        Exact-match retrieval (eq. 5) or top-k aggregation (eq. 6).
-    k : int
-        Number of aggregated tokens of the difficult task (eq. 6), ``1 <= k <= P``.
-    a, b : float
-        Input and teacher spectrum exponents (eq. 2), ``>= 0``.
-    d, N, P, depth : int
-        Input dimension, hidden width (``N >= d``), context length, number of layers L.
-    seed : int
-        Seed of the initial weights and of the training batches.
-    batch_size, max_steps : int
-        Contexts per step; step cap.
-    learning_rate : float or None
-        Peak Adam step size; ``None`` takes the model's default from its
-        ``TRAIN_DEFAULTS`` (resolved at construction, so ``to_dict`` always
-        holds the number used).
-    schedule : {'constant', 'warmup_constant', 'warmup_cosine'}
-        Learning-rate schedule (see :func:`learning_rate_at`).
-    warmup_steps : int
-        Linear warm-up length ``w`` (``>= 0``).
-    beta1, beta2, eps : float
-        Adam moment decay rates (in ``[0, 1)``) and denominator offset (``> 0``).
-    grad_clip : float or None
-        Clip the global gradient norm to this value (``None``: no clipping).
-    init : mapping or None
-        Keyword options for the model's ``init_params`` (JSON scalars), merged
-        over the model's ``TRAIN_DEFAULTS["init"]`` and its ``INIT_DEFAULTS``.
-    eval_size, eval_every, eval_seed : int
-        Size of the fixed held-out evaluation set, evaluation period in
-        steps, and the seed the evaluation set is drawn from.
-    tol, window : float, int
-        Convergence: stop when the evaluation loss has not improved on its
-        best value by a relative ``tol`` over ``window`` steps.
-    dtype : {'float32', 'float64'}
-        Floating-point type of weights, data and arithmetic.
-    c_lambda, c_omega : float
-        Spectrum prefactors of eq. (2) (default 1, as in the paper).
-    frozen : tuple of str
-        Parameters kept at their initial value (not updated by Adam), e.g.
-        ``("W_o", "W_v", "W_y")`` keeps the gain ``g = W_o W_v W_y`` of eq. (60) fixed
-        (the "lazy" regime of the package's regime study), and everything but
-        ``W_o`` trains only the readout of frozen random heads.
-    stream : {1, 2}
-        Version of the data sampler (``numerics.tasks.sample(..., stream=...)``): 1 the original
-        draws, 2 cheaper draws of the same law (eqs. 1-6). Omitted from the content hash when 1, so
-        runs of stream 1 keep their hashes and a stream-2 run never reuses a stream-1 result.
-    start : mapping or None
-        ``None``: the model's ``init_params`` (a cold start). Otherwise a description of the
-        initial weights given to :func:`train` as ``initial_params`` (string keys; JSON scalars or
-        lists of them as values, e.g. ``{"kind": "nested", "parent": "<content hash>"}``): it enters
-        the content hash, so two warm starts are two runs. Omitted from the hash when ``None``.
-
-    References
-    ----------
-    Paper eqs. (1)-(12) (data, models, loss); the training protocol is not in
-    the paper ("all models are trained until the loss has converged").
-
-    Examples
-    --------
-    >>> cfg = TrainConfig(model="linear", task="easy", d=4, N=4, P=16, depth=2, max_steps=10)
-    >>> cfg.depth, cfg.dtype
-    (2, 'float32')
-    >>> TrainConfig.from_dict(cfg.to_dict()) == cfg
-    True
-    >>> len(cfg.content_hash())
-    64
-    """
-
-    model: str = "nonlinear"
-    task: str = "difficult"
-    k: int = 2
-    a: float = 0.0
-    b: float = 0.0
-    d: int = 32
-    N: int = 32
-    P: int = 256
-    depth: int = 1
-    seed: int = 0
-    batch_size: int = 128
-    max_steps: int = 3000
-    learning_rate: float | None = None
-    schedule: str = "warmup_cosine"
-    warmup_steps: int = 100
-    beta1: float = 0.9
-    beta2: float = 0.999
-    eps: float = 1e-8
-    grad_clip: float | None = None
-    init: Mapping[str, Any] | None = None
-    eval_size: int = 1024
-    eval_every: int = 100
-    eval_seed: int = 0
-    tol: float = 1e-3
-    window: int = 1000
-    dtype: str = "float32"
-    c_lambda: float = 1.0
-    c_omega: float = 1.0
-    frozen: tuple[str, ...] = ()
-    start: Mapping[str, Any] | None = None
-    stream: int = 1
-
-    def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("model", check_choice("model", self.model, MODELS))
-        set_("task", check_choice("task", self.task, TASKS))
-        for name in ("d", "N", "P", "depth", "batch_size", "max_steps", "eval_size", "eval_every", "window"):
-            set_(name, check_positive_int(name, getattr(self, name)))
-        for name in ("seed", "eval_seed", "warmup_steps"):
-            set_(name, check_positive_int(name, getattr(self, name), minimum=0))
-        set_("k", check_positive_int("k", self.k))
-        if self.k > self.P:
-            raise ValueError(f"k must be <= P = {self.P}; got {self.k}")
-        if self.N < self.d:
-            raise ValueError(f"N must be >= d = {self.d} (hidden width at least the input dimension); got {self.N}")
-        for name in ("a", "b", "tol"):
-            set_(name, check_nonnegative(name, getattr(self, name)))
-        for name in ("eps", "c_lambda", "c_omega"):
-            set_(name, check_positive(name, getattr(self, name)))
-        for name in ("beta1", "beta2"):
-            value = check_nonnegative(name, getattr(self, name))
-            if value >= 1:
-                raise ValueError(f"{name} must be in [0, 1); got {value!r}")
-            set_(name, value)
-        if self.grad_clip is not None:
-            set_("grad_clip", check_positive("grad_clip", self.grad_clip))
-        set_("schedule", check_choice("schedule", self.schedule, SCHEDULES))
-        set_("dtype", check_choice("dtype", self.dtype, DTYPES))
-        model = MODELS[self.model]
-        lr = model.TRAIN_DEFAULTS["learning_rate"] if self.learning_rate is None else self.learning_rate
-        set_("learning_rate", check_positive("learning_rate", lr))
-        set_("init", _freeze_init(model, _train_init(model, self), self.init))
-        set_("frozen", _check_frozen(model, self.frozen))
-        set_("start", _freeze_start(self.start))
-        set_("stream", check_stream(self.stream))
-
-    # -- serialisation -------------------------------------------------------------
-
-    @property
-    def init_options(self) -> dict[str, Any]:
-        """The resolved ``init_params`` keyword options as a plain dict."""
-        return dict(self.init)
-
-    def to_dict(self) -> dict[str, Any]:
-        """All fields as a JSON-able dict (``init`` as a plain dict, keys sorted).
-
-        Examples
-        --------
-        >>> TrainConfig(model="linear", d=2, N=2, P=4).to_dict()["P"]
-        4
-        """
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["init"] = dict(self.init)  # already sorted by key
-        out["frozen"] = list(self.frozen)
-        out["start"] = None if self.start is None else {key: (list(v) if isinstance(v, tuple) else v)
-                                                        for key, v in self.start}
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TrainConfig":
-        """Rebuild a config from :meth:`to_dict` output (or a TOML table).
-
-        Missing keys take their defaults; an unknown key or a wrongly typed
-        value raises ValueError naming it.
-
-        Examples
-        --------
-        >>> TrainConfig.from_dict({"model": "linear", "d": 2, "N": 2, "P": 4}).N
-        2
-        >>> TrainConfig.from_dict({"depht": 3})
-        Traceback (most recent call last):
-        ...
-        ValueError: unknown TrainConfig key 'depht'; allowed keys: model, task, ...
-        """
-        if not isinstance(data, Mapping):
-            raise ValueError(f"config must be a mapping (dict / TOML table); got {type(data).__name__}")
-        names = [f.name for f in dataclasses.fields(cls)]
-        for key in data:
-            if key not in names:
-                raise ValueError(f"unknown TrainConfig key {key!r}; allowed keys: {', '.join(names)}")
-        try:
-            return cls(**dict(data))
-        except TypeError as exc:  # a wrongly typed value: one error type for the sweep's file readers
-            raise ValueError(str(exc)) from None
-
-    def content_hash(self) -> str:
-        """SHA-256 of the canonical JSON of :meth:`to_dict` plus the package version.
-
-        Stable across processes and Python versions (sorted keys, fixed separators);
-        it changes with any field and with ``theory.__version__``.
-
-        Examples
-        --------
-        >>> a = TrainConfig(model="linear", d=2, N=2, P=4)
-        >>> a.content_hash() == TrainConfig(model="linear", d=2, N=2, P=4).content_hash()
-        True
-        >>> a.content_hash() == TrainConfig(model="linear", d=2, N=2, P=4, seed=1).content_hash()
-        False
-        """
-        from theory import __version__
-
-        config = self.to_dict()
-        for name, absent in _UNHASHED_DEFAULTS.items():  # fields added later: old runs keep their hashes
-            if config[name] == absent:
-                del config[name]
-        payload = json.dumps(
-            {"config": config, "package_version": __version__},
-            sort_keys=True,
-            separators=(",", ":"),
-            allow_nan=False,
-        )
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-    def spectrum(self):
-        """The :class:`theory.spectra.PowerLawSpectrum` of this run (eq. 2).
-
-        Examples
-        --------
-        >>> TrainConfig(model="linear", a=1, b=0, d=4, N=4, P=8).spectrum().eigenvalues.tolist()
-        [1.0, 0.5, 0.3333333333333333, 0.25]
-        """
-        from theory.spectra import PowerLawSpectrum
-
-        return PowerLawSpectrum(self.a, self.b, self.d, self.c_lambda, self.c_omega)
-
-    @property
-    def numpy_dtype(self) -> type:
-        """``numpy.float32`` or ``numpy.float64``."""
-        return np.float32 if self.dtype == "float32" else np.float64
-
-
-#: fields left out of the content hash at these values (added after stores were written)
-_UNHASHED_DEFAULTS = {"start": None, "stream": 1}
-
-
-def _freeze_start(start: object) -> tuple | None:
-    """``start`` as sorted ``(key, value)`` pairs with lists as tuples (hashable, JSON-able); None stays None."""
-    if start is None:
-        return None
-    if isinstance(start, tuple):  # already frozen (dataclasses.replace)
-        start = dict(start)
-    if not isinstance(start, Mapping) or not start:
-        raise ValueError(f"start must be None or a non-empty mapping describing the initial weights; got {start!r}")
-    out = []
-    for key, value in start.items():
-        if not isinstance(key, str):
-            raise ValueError(f"start keys must be strings; got {key!r}")
-        items = value if isinstance(value, (list, tuple)) else None
-        ok = all(isinstance(v, _JSON_SCALARS) for v in items) if items is not None else isinstance(value, _JSON_SCALARS)
-        if not ok:
-            raise ValueError(f"start[{key!r}] must be a JSON scalar or a list of them; got {value!r}")
-        out.append((key, tuple(items) if items is not None else value))
-    return tuple(sorted(out))
-
-
-def _check_frozen(model, frozen: object) -> tuple[str, ...]:
-    """``frozen`` as a sorted tuple of names from ``model.PARAMETERS``."""
-    allowed = model.PARAMETERS
-    if isinstance(frozen, str) or not isinstance(frozen, (list, tuple)):
-        raise ValueError(f"frozen must be a list of parameter names from {', '.join(allowed)}; got {frozen!r}")
-    for name in frozen:
-        if name not in allowed:
-            raise ValueError(f"frozen names an unknown parameter {name!r} of model {model.NAME!r}; allowed: {', '.join(allowed)}")
-    if len(set(frozen)) == len(allowed):
-        raise ValueError("frozen must leave at least one parameter to train")
-    return tuple(sorted(set(frozen)))
-
-
-def _train_init(model, config: "TrainConfig") -> dict[str, Any]:
-    """The model's ``TRAIN_DEFAULTS["init"]``, with size-dependent values evaluated at the config's sizes."""
-    return {
-        key: value(config.d, config.N, config.c_lambda) if callable(value) else value
-        for key, value in model.TRAIN_DEFAULTS["init"].items()
-    }
-
-
-def _freeze_init(model, defaults: Mapping[str, Any], given: object) -> tuple[tuple[str, Any], ...]:
-    """All of the model's init options, resolved and frozen (sorted pairs).
-
-    Order of precedence: ``given`` > the model's ``TRAIN_DEFAULTS["init"]`` > the
-    model's own ``INIT_DEFAULTS``. Every option is spelled out, so the content
-    hash changes if a model's built-in default ever does; an integer given for
-    a float option is stored as a float (``2`` and ``2.0`` are the same run).
-    """
-    if given is not None:
-        if isinstance(given, tuple):  # already frozen (dataclasses.replace)
-            given = dict(given)
-        if not isinstance(given, Mapping):
-            raise TypeError(f"init must be a mapping of init_params options; got {given!r} ({type(given).__name__})")
-        for key, value in given.items():
-            if not isinstance(key, str):
-                raise TypeError(f"init keys must be strings; got {key!r}")
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"init[{key!r}] must be finite; got {value!r}")
-            if value is not None and not isinstance(value, _JSON_SCALARS):
-                raise TypeError(
-                    f"init[{key!r}] must be a JSON scalar (str, int, float, bool or None); got {value!r} ({type(value).__name__})"
-                )
-    builtin = dict(model.INIT_DEFAULTS)
-    merged = {**builtin, **defaults, **(given or {})}
-    for key, value in merged.items():
-        if isinstance(builtin.get(key), float) and isinstance(value, int) and not isinstance(value, bool):
-            merged[key] = float(value)
-    _check_init_options(model, merged)
-    return tuple(sorted(merged.items()))
-
-
-def _check_init_options(model, options: dict[str, Any]) -> None:
-    """Dry-run ``init_params`` at a tiny size so a bad option fails at construction."""
-    try:
-        model.init_params(2, 2, 1, np.random.default_rng(0), **options)
-    except TypeError as exc:
-        raise ValueError(f"init has an option that the {model.NAME!r} model's init_params does not accept: {exc}") from None
 
 
 def learning_rate_at(step: int, config: TrainConfig) -> float:
@@ -820,8 +446,6 @@ def train(
         raise ValueError("resume=True needs the checkpoint_dir to resume from")
     resumed = _resume_point(ckpt, config) if resume else None
     # ``_eval_batch``: the caller's ``evaluation_batch(config)`` (numerics.experiments.runner draws it anyway)
-    from .lockstep import ModelRun
-
     run = ModelRun(config, eval_batch=_eval_batch, initial_params=initial_params, resumed=resumed, checkpoint_dir=ckpt,
                    callback=callback)
     bar = tqdm(total=config.max_steps, initial=run.first_step, disable=not progress,
@@ -835,6 +459,184 @@ def train(
     finally:
         bar.close()
     return run.result()
+
+
+class ModelRun:
+    """One model's training, advanced one batch at a time (:func:`train` and lockstep training share it).
+
+    Everything a run owns lives here: its weights, Adam state, schedule, evaluations, convergence
+    decision and curves; the batches come from outside (:meth:`draw_batch` draws the run's own
+    next one), so several runs on one data stream see the same batches as each would alone
+    (:func:`numerics.lockstep.train_lockstep`).
+
+    Parameters
+    ----------
+    config : TrainConfig
+    eval_batch : numerics.tasks.Batch, optional
+        ``evaluation_batch(config)``, passed in by a caller that has drawn it.
+    initial_params, resumed, checkpoint_dir, callback
+        As in :func:`train` (``resumed``: ``_resume_point``'s value).
+
+    References
+    ----------
+    Paper eq. (12).
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(model="linear", task="easy", d=2, N=2, P=8, batch_size=8, max_steps=4,
+    ...                   eval_every=2, eval_size=8, warmup_steps=0)
+    >>> run = ModelRun(cfg)
+    >>> run.start()
+    >>> while not run.done:
+    ...     run.advance(run.draw_batch())
+    >>> run.result().metrics["steps"]
+    4
+    """
+
+    def __init__(self, config: TrainConfig, *, eval_batch=None, initial_params=None, resumed=None,
+                 checkpoint_dir: str | None = None, callback=None) -> None:
+        self.t_start, self.cpu_start = time.perf_counter(), time.process_time()
+        self.config = config
+        self.model = get_model(config.model)
+        self.spectrum = config.spectrum()
+        rng_init, self.rng_batches, _ = random_streams(config)
+        if (initial_params is None) != (config.start is None):
+            raise ValueError("initial_params and config.start go together: a warm start needs both its weights "
+                             f"and their description; got initial_params {'absent' if initial_params is None else 'given'}"
+                             f" and start={config.start!r}")
+        self.ckpt = checkpoint_dir
+        self.callback = callback
+        self.on_eval = None
+        self.eval_batch = evaluation_batch(config, self.spectrum) if eval_batch is None else eval_batch
+        self.eval_steps: list[int] = []
+        self.eval_losses: list[float] = []
+        self.train_losses = np.full(config.max_steps, np.nan)
+        self.last_good: int | None = None
+        self.stopped_by_callback = False
+        self.converged = False
+        self.spent = (0.0, 0.0)  # wall and CPU seconds of earlier sessions of a resumed run
+        if resumed is None:
+            if initial_params is None:
+                self.params = self.model.init_params(config.d, config.N, config.depth, rng_init,
+                                                     dtype=config.numpy_dtype, **config.init_options)
+            else:
+                self.params = check_initial_params(self.model, initial_params, config.d, config.N, config.depth, config.numpy_dtype)
+            self.state = adam_init(self.params)
+            self.first_step = 0
+        else:
+            self.params, training, curve = resumed
+            self.state = training.adam
+            self.rng_batches.bit_generator.state = training.rng_state
+            self.first_step = training.steps
+            self.train_losses[: self.first_step] = training.train_loss
+            self.eval_steps += [int(step) for step in curve[:, 0]]
+            self.eval_losses += [float(loss) for loss in curve[:, 1]]
+            self.last_good = self.first_step
+            self.spent = (training.elapsed, training.cpu_time)
+        self.steps_done = self.first_step
+        self.done = False
+
+    def draw_batch(self):
+        """The run's next training batch from its own stream (eqs. 1-6)."""
+        from numerics.tasks import sample
+
+        c = self.config
+        return sample(c.task, self.spectrum, c.P, c.batch_size, self.rng_batches, k=c.k, dtype=c.numpy_dtype,
+                      stream=c.stream)
+
+    def _evaluate(self, step: int, train_loss: float) -> bool:
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = evaluate(self.model, self.params, self.eval_batch)
+        if not math.isfinite(loss):
+            raise TrainingDiverged(step, self.last_good, self.ckpt, "the evaluation loss")
+        self.eval_steps.append(step)
+        self.eval_losses.append(loss)
+        if self.ckpt is not None:
+            # everything the loop needs to continue from here exactly (``resume=True``)
+            training = TrainingState(
+                steps=step, adam=self.state, rng_state=self.rng_batches.bit_generator.state,
+                train_loss=self.train_losses[:step].copy(), elapsed=self.spent[0] + time.perf_counter() - self.t_start,
+                cpu_time=self.spent[1] + time.process_time() - self.cpu_start,
+            )
+            partial = {"step": step, "max_steps": self.config.max_steps, "eval_loss": loss, "complete": False}
+            save_checkpoint(self.ckpt, self.config, self.params, partial,
+                            {"loss_curve": _curve(self.eval_steps, self.eval_losses)}, training_state=training)
+        self.last_good = step
+        if self.on_eval is not None:
+            self.on_eval(loss, train_loss)
+        if self.callback is not None:
+            info = TrainProgress(step, loss, train_loss, learning_rate_at(step, self.config), self.params)
+            return bool(self.callback(info))
+        return False
+
+    def _has_converged(self) -> bool:
+        return has_converged(np.asarray(self.eval_steps), np.asarray(self.eval_losses), self.config.tol,
+                             self.config.window)
+
+    def start(self) -> None:
+        """The evaluation at step 0 (or, resumed, the convergence test the interrupt may have skipped)."""
+        if self.first_step == 0 and not self.eval_steps:
+            self.stopped_by_callback = self._evaluate(0, math.nan)
+        elif self._has_converged():
+            self.converged = True  # interrupted between the checkpoint and the convergence test
+        self.done = self.stopped_by_callback or self.converged or self.steps_done >= self.config.max_steps
+
+    def advance(self, batch) -> None:
+        """One Adam step on ``batch``, then the evaluation and convergence test when one is due."""
+        config, step = self.config, self.steps_done
+        with np.errstate(over="ignore", invalid="ignore"):  # a non-finite loss is caught just below
+            loss, grads = self.model.loss_and_grad(self.params, batch)
+        loss = float(loss)
+        if not math.isfinite(loss):
+            raise TrainingDiverged(step, self.last_good, self.ckpt, "the training loss")
+        if not _all_finite(grads):
+            raise TrainingDiverged(step, self.last_good, self.ckpt, "the gradient")
+        self.train_losses[step] = loss
+        if config.frozen:  # zero gradients keep Adam's moments, hence the parameter, exactly at init
+            grads = {name: (np.zeros_like(g) if name in config.frozen else g) for name, g in grads.items()}
+        grads, _ = clip_by_global_norm(grads, config.grad_clip)
+        self.params, self.state = adam_update(
+            self.params, grads, self.state, learning_rate_at(step, config), config.beta1, config.beta2, config.eps
+        )
+        self.steps_done = done = step + 1
+        if done % config.eval_every == 0 or done == config.max_steps:
+            recent = float(np.mean(self.train_losses[max(0, done - config.eval_every) : done]))
+            if self._evaluate(done, recent):
+                self.stopped_by_callback = True
+            elif self._has_converged():
+                self.converged = True
+        self.done = self.stopped_by_callback or self.converged or done >= config.max_steps
+
+    def result(self) -> TrainResult:
+        """The trained model evaluated on the held-out set (and saved to ``checkpoint_dir``)."""
+        metrics, arrays = _final_evaluation(self.model, self.params, self.eval_batch, self.spectrum)
+        arrays["loss_curve"] = _curve(self.eval_steps, self.eval_losses)
+        steps_done, every = self.steps_done, self.config.eval_every
+        arrays["train_loss"] = self.train_losses[:steps_done].copy()
+        from theory import __version__
+
+        metrics.update(
+            complete=True,
+            steps=steps_done,
+            converged=self.converged,
+            stopped_by_callback=self.stopped_by_callback,
+            initial_eval_loss=self.eval_losses[0],
+            best_eval_loss=float(min(self.eval_losses)),
+            final_eval_loss=self.eval_losses[-1],
+            final_train_loss=float(np.mean(self.train_losses[max(0, steps_done - every) : steps_done]))
+            if steps_done
+            else math.nan,
+            label_variance=self.spectrum.label_variance,
+            content_hash=self.config.content_hash(),
+            package_version=__version__,
+            wall_time=self.spent[0] + time.perf_counter() - self.t_start,
+            cpu_time=self.spent[1] + time.process_time() - self.cpu_start,
+            resumed_at=self.first_step,
+        )
+        result = TrainResult(config=self.config, params=self.params, metrics=metrics, arrays=arrays)
+        if self.ckpt is not None:
+            result.save(self.ckpt)
+        return result
 
 
 def _resume_point(ckpt: str, config: TrainConfig):

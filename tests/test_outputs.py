@@ -265,7 +265,7 @@ def test_study_defaults_checks_out_before_training_and_leaves_no_store_in_the_wo
 
 
 def test_diagnose_refuses_an_incomplete_checkpoint_unless_allowed_and_then_says_so(tmp_path, capsys, monkeypatch):
-    import numerics.lockstep as train_module  # the run's Adam step lives there
+    import numerics.train as train_module
 
     real, calls = train_module.adam_update, []
 

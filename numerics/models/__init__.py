@@ -85,7 +85,7 @@ from . import context_updates, linear, nonlinear, nonlinear_rms, single_stream, 
 from ._common import LAYER_NORM_EPS, ForwardResult
 from .heads import HEAD_MODELS, head_average_params
 
-__all__ = ["MODELS", "get_model", "get", "chunk_size", "ForwardResult", "LAYER_NORM_EPS", "HEAD_MODELS",
+__all__ = ["MODELS", "get_model", "get", "chunk_size", "check_initial_params", "ForwardResult", "LAYER_NORM_EPS", "HEAD_MODELS",
            "head_average_params"]
 
 #: the five models by name, in the order of the paper, then the RMSNorm variant of the nonlinear one
@@ -171,3 +171,41 @@ def chunk_size(model: ModuleType, params: Mapping[str, np.ndarray], batch, budge
     N = np.shape(params["W_x"])[0]
     L = np.shape(params["W_q"])[0]
     return int(min(512, max(1, budget // model.floats_per_context(P, N, L))))
+
+
+def check_initial_params(model: ModuleType, params: Mapping[str, np.ndarray], d: int, N: int, depth: int,
+                         dtype) -> dict[str, np.ndarray]:
+    """``params`` as C-contiguous copies in ``dtype``, after checking names and shapes for ``(d, N, depth)``.
+
+    Raises
+    ------
+    ValueError
+        A missing or unknown parameter name, a wrong shape or a non-finite value (naming it).
+
+    References
+    ----------
+    Paper eqs. (8)-(12) (the parameters).
+
+    Examples
+    --------
+    >>> model = get_model("linear")
+    >>> p = model.init_params(2, 2, 1, np.random.default_rng(0))
+    >>> check_initial_params(model, p, 2, 2, 1, np.float32)["W_q"].dtype
+    dtype('float32')
+    """
+    if not isinstance(params, Mapping):
+        raise ValueError(f"initial_params must be a mapping of parameter name to array; got {type(params).__name__}")
+    shapes = model.param_shapes(d, N, depth)
+    if set(params) != set(shapes):
+        raise ValueError(f"initial_params must have exactly the parameters {sorted(shapes)} of model "
+                         f"{model.NAME!r}; got {sorted(params)}")
+    out = {}
+    for name, shape in shapes.items():
+        value = np.require(np.asarray(params[name], dtype=dtype), requirements="C").copy()
+        if value.shape != tuple(shape):
+            raise ValueError(f"initial_params[{name!r}] must have shape {tuple(shape)} (d={d}, N={N}, "
+                             f"depth={depth}); got {value.shape}")
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"initial_params[{name!r}] has non-finite values")
+        out[name] = value
+    return out

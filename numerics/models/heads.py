@@ -37,6 +37,10 @@ HEAD_MODELS = {"nonlinear": "layer", "nonlinear_rms": "rms"}
 def orthonormal_centred(N: int, d: int, rng: np.random.Generator) -> np.ndarray:
     """``d`` orthonormal columns in ``R^N`` orthogonal to the all-ones vector (needs ``N > d``), shape ``(N, d)``.
 
+    References
+    ----------
+    Paper eq. (9) (the pre-norm whose centring these columns make a no-op).
+
     Examples
     --------
     >>> U = orthonormal_centred(5, 3, np.random.default_rng(0))
