@@ -1,0 +1,135 @@
+"""The certified study's cells as files that travel with the repository (the store is a working copy).
+
+A session of this workplace ends after a few hours and only committed files survive it, so
+every finished cell is exported to ``CELLS_DIR/<hash>.npz`` (its config, metrics and arrays but
+the winner's weights) and the winners' weights of the *frontier* (cells whose next depth is not
+done yet: the nested starts still to come) to ``FRONTIER_DIR/<hash>.npz``. :func:`import_cells`
+writes them back into a store, so ``run_certified_study`` continues in a new session without
+retraining a finished cell. Files are written atomically; a frontier file goes once its child
+cell is exported.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["export_cells", "import_cells", "read_cell"]
+
+_RECORD = "_record"
+_WINNER = "winner_"
+
+
+def _npz_bytes(arrays: dict) -> bytes:
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def read_cell(path) -> tuple[dict, dict]:
+    """``(record, arrays)`` of an exported cell file: ``record`` has ``hash``, ``config``, ``metrics``.
+
+    Raises
+    ------
+    ValueError
+        A file that is not an exported cell (naming it).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = pathlib.Path(tmp) / "x.npz"
+    ...     _ = p.write_bytes(_npz_bytes({_RECORD: np.array(json.dumps({"hash": "x"}))}))
+    ...     read_cell(p)[0]["hash"]
+    'x'
+    """
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            record = json.loads(str(data[_RECORD]))
+            arrays = {name: data[name] for name in data.files if name != _RECORD}
+    except (OSError, KeyError, ValueError) as exc:
+        raise ValueError(f"{path} is not an exported certified-study cell ({exc})") from None
+    return record, arrays
+
+
+def export_cells(store_dir, cells_dir, frontier_dir, children: dict) -> int:
+    """Export the store's finished cells not yet in ``cells_dir``; keep the frontier's winners in ``frontier_dir``.
+
+    ``children`` maps a cell hash to its child's hash (the next depth, same setting and seed).
+    Returns the number of cells written.
+
+    Notes
+    -----
+    No example: it needs a store of trained cells (``tests/test_certified.py``).
+    """
+    from numerics.io import atomic_write
+
+    from ...store import load_arrays, load_results, store_path
+
+    cells_dir, frontier_dir = Path(cells_dir), Path(frontier_dir)
+    if not store_path(store_dir).is_file():
+        return 0
+    records = {r["hash"]: r for r in load_results(store_dir, status="done")}
+    written = 0
+    for run_hash, record in records.items():
+        target = cells_dir / f"{run_hash}.npz"
+        child_done = children.get(run_hash) in records
+        frontier = frontier_dir / f"{run_hash}.npz"
+        if target.is_file() and (child_done or frontier.is_file()):
+            if child_done and frontier.is_file():
+                frontier.unlink()
+            continue
+        arrays = load_arrays(store_dir, run_hash)
+        kept = {k: v for k, v in arrays.items() if not k.startswith(_WINNER)}
+        meta = {"hash": run_hash, "config": record["config"], "metrics": record["metrics"]}
+        kept[_RECORD] = np.array(json.dumps(meta, sort_keys=True))
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            payload = _npz_bytes(kept)
+            atomic_write(target, lambda fh: fh.write(payload))
+            written += 1
+        if not child_done:
+            frontier.parent.mkdir(parents=True, exist_ok=True)
+            weights = _npz_bytes({k: v for k, v in arrays.items() if k.startswith(_WINNER)})
+            atomic_write(frontier, lambda fh: fh.write(weights))
+        elif frontier.is_file():
+            frontier.unlink()
+    return written
+
+
+def import_cells(cells_dir, frontier_dir, store_dir, runner) -> int:
+    """Write the exported cells (and the frontier's winners) that ``store_dir`` lacks into it; returns how many.
+
+    Notes
+    -----
+    No example: it needs exported cells (``tests/test_certified.py``).
+    """
+    from ...store import ResultsStore, RunOutcome, encode_array, load_results, store_path
+    from ...sweep import runner_name
+
+    files = sorted(Path(cells_dir).glob("*.npz")) if Path(cells_dir).is_dir() else []
+    if not files:
+        return 0
+    done = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
+    todo = [f for f in files if f.stem not in done]
+    if not todo:
+        return 0
+    with ResultsStore(store_dir) as store:
+        store.claim_runner(runner_name(runner))
+        for path in todo:
+            record, arrays = read_cell(path)
+            frontier = Path(frontier_dir) / path.name
+            if frontier.is_file():
+                with np.load(frontier, allow_pickle=False) as data:
+                    arrays.update({name: data[name] for name in data.files})
+            store.register([(record["hash"], json.dumps(record["config"], sort_keys=True))])
+            now = time.time()
+            store.record(RunOutcome(record["hash"], True, record["metrics"],
+                                    {k: encode_array(v) for k, v in arrays.items()}, None, None, now, now, 0.0,
+                                    socket.gethostname(), 0))
+    return len(todo)

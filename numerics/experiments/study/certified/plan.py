@@ -1,0 +1,275 @@
+"""What the certified study trains: per (spectrum, depth, seed) a cell of candidates from several starts.
+
+The controlled softmax model is a mixture of heads (paper eqs. 59-60), so depth L can express
+every depth-L/2 solution (each layer duplicated) and every equal-weight average of L cosine heads
+(the bound ``B_L``, :mod:`numerics.models.heads`). The best loss ``R*_L`` of a depth is therefore
+sought from several starts, and proved by certificates (nesting, reachability, step doubling),
+instead of read off one training recipe. A *cell* is one (spectrum, P, depth, seed); its
+*candidates* are
+
+* ``cold``: the model's own initialisation, trained at each rate of :attr:`CertifiedPlan.cold_rates`;
+* ``oracle``: the weights of ``B_L``'s heads, untrained and trained at :attr:`CertifiedPlan.warm_rates`;
+* ``nested``: the best depth-L/2 model of the same seed with every layer duplicated (the same
+  function, exactly), untrained and, with a small perturbation of the copies that breaks their
+  symmetry, trained at :attr:`CertifiedPlan.warm_rates`;
+* on the doubling spectra, every trained candidate again with twice its step cap (the step-doubling
+  certificate: these never enter the selection).
+
+All trained candidates of a cell share the data law and the batch stream, so they train in
+lockstep (:func:`numerics.lockstep.train_lockstep`). The winner is chosen on one held-out set
+(the *selection* set, also the training curves' set) and every candidate is reported on an
+independent one (the *report* set): no winner's curse. Both sets are common to every cell of
+a spectrum and context length, so differences between depths are paired.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from numerics.train import TrainConfig
+from theory.paper import paper_table
+from theory.validation import check_positive, check_positive_int
+
+__all__ = ["STARTS", "Candidate", "CellConfig", "CertifiedPlan", "TABLE1_SPECTRA", "eval_seed"]
+
+#: the kinds of start a candidate may have (see the module docstring)
+STARTS = ("cold", "oracle", "nested")
+#: the seven (a, b) of the paper's Table 1
+TABLE1_SPECTRA = tuple((float(r["a"]), float(r["b"])) for r in paper_table("table1"))
+
+
+def eval_seed(role: str, a: float, b: float, k: int, P: int) -> int:
+    """The seed of a held-out set: one per role (``'selection'`` or ``'report'``), spectrum, ``k`` and ``P``.
+
+    Examples
+    --------
+    >>> eval_seed("selection", 0, 0, 2, 64) != eval_seed("report", 0, 0, 2, 64)
+    True
+    """
+    if role not in ("selection", "report"):
+        raise ValueError(f"role must be 'selection' or 'report'; got {role!r}")
+    text = f"certified-study {role} a={float(a)!r} b={float(b)!r} k={int(k)} P={int(P)}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate of a cell: its start, peak learning rate and step cap (0: the start itself).
+
+    Examples
+    --------
+    >>> Candidate("oracle", 0.0, 0).label, Candidate("cold", 1e-3, 6000).label
+    ('oracle (untrained)', 'cold lr=0.001 S=6000')
+    """
+
+    start: str
+    learning_rate: float
+    steps: int
+    doubled: bool = False
+
+    def __post_init__(self) -> None:
+        if self.start not in STARTS:
+            raise ValueError(f"start must be one of {', '.join(STARTS)}; got {self.start!r}")
+        if self.steps == 0:
+            if self.learning_rate != 0 or self.start == "cold":
+                raise ValueError("an untrained candidate has learning_rate 0 and a warm start (oracle or nested); "
+                                 f"got {self.start!r} at learning_rate={self.learning_rate!r}")
+        else:
+            check_positive_int("steps", self.steps)
+            check_positive("learning_rate", self.learning_rate)
+
+    @property
+    def trained(self) -> bool:
+        return self.steps > 0
+
+    @property
+    def label(self) -> str:
+        if not self.trained:
+            return f"{self.start} (untrained)"
+        return f"{self.start} lr={self.learning_rate:g} S={self.steps}" + (" doubled" if self.doubled else "")
+
+
+@dataclass(frozen=True)
+class CellConfig:
+    """One cell of the study (the unit of the resumable store): a spectrum, P, depth and seed, and its candidates.
+
+    ``parent`` is the content hash of the depth-L/2 cell whose winner the ``nested`` start
+    duplicates; its weights travel with the config (``parent_params``, not hashed: the parent's
+    hash fixes them).
+
+    Examples
+    --------
+    >>> cell = CertifiedPlan(d=4, N=8, P=16, spectra=((0.0, 0.0),), long_spectra=()).cell(0.0, 0.0, 16, 1, 0)
+    >>> cell.depth, [c.start for c in cell.candidates][:3], len(cell.content_hash())
+    (1, ['cold', 'cold', 'oracle'], 64)
+    """
+
+    a: float
+    b: float
+    k: int
+    d: int
+    N: int
+    P: int
+    depth: int
+    seed: int
+    candidates: tuple
+    bound_depths: tuple
+    batch_size: int = 256
+    warmup_steps: int = 200
+    evals_per_run: int = 16
+    eval_size: int = 4096
+    bound_contexts: int = 8192
+    nested_noise: float = 1e-3
+    dtype: str = "float32"
+    stream: int = 2
+    model: str = "nonlinear"
+    parent: str | None = None
+    parent_params: dict | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        cands = tuple(c if isinstance(c, Candidate) else Candidate(**c) for c in self.candidates)
+        object.__setattr__(self, "candidates", cands)
+        object.__setattr__(self, "bound_depths", tuple(int(L) for L in self.bound_depths))
+        if any(c.start == "nested" for c in cands) and self.parent is None:
+            raise ValueError("a cell with nested candidates needs its parent (the depth-L/2 cell's hash)")
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "parent_params"}
+        out["candidates"] = [dataclasses.asdict(c) for c in self.candidates]
+        out["bound_depths"] = list(self.bound_depths)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CellConfig":
+        return cls(**data)
+
+    def content_hash(self) -> str:
+        from theory import __version__
+
+        payload = json.dumps({"cell": self.to_dict(), "package_version": __version__}, sort_keys=True,
+                             separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def eval_seed(self, role: str) -> int:
+        return eval_seed(role, self.a, self.b, self.k, self.P)
+
+    def train_config(self, candidate: Candidate, start: dict | None) -> TrainConfig:
+        """The :class:`~numerics.train.TrainConfig` of a trained candidate (evaluated on the selection set)."""
+        steps = candidate.steps
+        return TrainConfig(
+            model=self.model, task="difficult", k=self.k, a=self.a, b=self.b, d=self.d, N=self.N, P=self.P,
+            depth=self.depth, seed=self.seed, batch_size=self.batch_size, max_steps=steps,
+            learning_rate=candidate.learning_rate, schedule="warmup_cosine", warmup_steps=self.warmup_steps,
+            eval_size=self.eval_size, eval_every=max(1, steps // self.evals_per_run),
+            eval_seed=self.eval_seed("selection"), tol=0.0, window=steps + 1, dtype=self.dtype, start=start,
+            stream=self.stream,
+        )
+
+
+@dataclass(frozen=True)
+class CertifiedPlan:
+    """Every choice of the certified study (the paper states none of them).
+
+    Attributes
+    ----------
+    d, N, P, k : int
+        Sizes (d = 16 and P = 64 are where the paper's plateaus put them, ``idepth study sizes``;
+        N = 2d > d so the oracle heads exist with LayerNorm).
+    spectra : tuple of (a, b)
+        Table 1's seven spectra.
+    depths : tuple of int
+        Powers of two from 1 (each depth nests the one before).
+    seeds : tuple of int
+    cold_rates, cold_steps
+        The cold start's learning-rate ladder and step cap (6000: the (0, 0) L = 1 model reaches
+        its single-head bound after about 6000 steps at 1e-3).
+    warm_rates, warm_steps
+        The oracle and nested starts' ladder and cap: they start at an expressible solution and
+        only refine it (at 1e-3 a model started at the heads drifts up), and half the cold cap;
+        the step-doubling certificate checks the choice.
+    nested_noise : float
+        Relative size of the perturbation that breaks the symmetry of duplicated layers.
+    doubling_spectra : tuple of (a, b)
+        Where every trained candidate is also trained with twice its cap.
+    long_P, long_spectra
+        A second context length at these spectra (the verdict should not hang on one inferred P).
+    batch_size, warmup_steps, evals_per_run, eval_size, bound_contexts, dtype, stream
+        Adam on fresh batches of the sampler's stream 2; warm-up then cosine decay to 0; held-out
+        sets of ``eval_size`` contexts; ``B_L``'s allocation fitted on ``bound_contexts`` contexts.
+
+    Examples
+    --------
+    >>> plan = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), long_spectra=())
+    >>> [c.label for c in plan.candidates(2)]
+    ['cold lr=0.0003 S=6000', 'cold lr=0.001 S=6000', 'oracle (untrained)', 'oracle lr=0.0003 S=3000', 'nested (untrained)', 'nested lr=0.0003 S=3000']
+    """
+
+    d: int = 16
+    N: int = 32
+    P: int = 64
+    k: int = 2
+    spectra: tuple = TABLE1_SPECTRA
+    depths: tuple = (1, 2, 4, 8, 16, 32, 64, 128)
+    seeds: tuple = (0, 1, 2)
+    cold_rates: tuple = (3e-4, 1e-3)
+    cold_steps: int = 6000
+    warm_rates: tuple = (3e-4,)
+    warm_steps: int = 3000
+    nested_noise: float = 1e-3
+    doubling_spectra: tuple = ((0.0, 0.0),)
+    long_P: int = 128
+    long_spectra: tuple = ((0.0, 0.0), (0.0, 0.5))
+    batch_size: int = 256
+    warmup_steps: int = 200
+    evals_per_run: int = 16
+    eval_size: int = 4096
+    bound_contexts: int = 8192
+    dtype: str = "float32"
+    stream: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("d", "N", "P", "k", "cold_steps", "warm_steps", "batch_size", "eval_size", "bound_contexts"):
+            check_positive_int(name, getattr(self, name))
+        if self.N <= self.d:
+            raise ValueError(f"N must be > d = {self.d} (the oracle heads need it with LayerNorm); got N={self.N}")
+        depths = tuple(int(L) for L in self.depths)
+        if not depths or depths[0] != 1 or any(b != 2 * a for a, b in zip(depths, depths[1:])):
+            raise ValueError(f"depths must be 1, 2, 4, ... (each the double of the one before); got {self.depths}")
+        for rates in (self.cold_rates, self.warm_rates):
+            for lr in rates:
+                check_positive("learning_rate", lr)
+        if not self.spectra or not self.seeds:
+            raise ValueError("spectra and seeds must not be empty")
+
+    def candidates(self, depth: int, *, doubled: bool = False) -> list[Candidate]:
+        """The candidates of a cell at ``depth`` (with the doubled ones where ``doubled``)."""
+        out = [Candidate("cold", lr, self.cold_steps) for lr in self.cold_rates]
+        warm = ["oracle"] + (["nested"] if depth > 1 else [])
+        for start in warm:
+            out.append(Candidate(start, 0.0, 0))
+            out += [Candidate(start, lr, self.warm_steps) for lr in self.warm_rates]
+        if doubled:
+            out += [dataclasses.replace(c, steps=2 * c.steps, doubled=True) for c in out if c.trained]
+        return out
+
+    def settings(self) -> list[tuple[float, float, int]]:
+        """Every (a, b, P) of the study, the main context length first."""
+        main = [(float(a), float(b), self.P) for a, b in self.spectra]
+        return main + [(float(a), float(b), self.long_P) for a, b in self.long_spectra]
+
+    def cell(self, a: float, b: float, P: int, depth: int, seed: int, parent: str | None = None) -> CellConfig:
+        """The cell of (a, b, P, depth, seed); ``parent`` is the depth-L/2 cell's hash (depth > 1)."""
+        doubled = (float(a), float(b)) in {(float(x), float(y)) for x, y in self.doubling_spectra} and P == self.P
+        return CellConfig(
+            a=float(a), b=float(b), k=self.k, d=self.d, N=self.N, P=int(P), depth=int(depth), seed=int(seed),
+            candidates=tuple(self.candidates(depth, doubled=doubled)), bound_depths=self.depths,
+            batch_size=self.batch_size, warmup_steps=self.warmup_steps, evals_per_run=self.evals_per_run,
+            eval_size=self.eval_size, bound_contexts=self.bound_contexts, nested_noise=self.nested_noise,
+            dtype=self.dtype, stream=self.stream, parent=parent if depth > 1 else None,
+        )
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)

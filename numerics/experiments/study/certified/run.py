@@ -1,0 +1,258 @@
+"""Running the certified study: one cell's candidates in lockstep, and the depths in waves through the store.
+
+:func:`run_cell` is the sweep runner of a :class:`~.plan.CellConfig`: it builds the starts, trains
+the trained candidates together on one batch stream, evaluates every candidate on the selection and
+the report sets, and keeps the winner's weights (the next depth's nested start). :func:`run_certified_study`
+runs the depths in increasing order, one sweep per depth (every spectrum, P and seed at once), so an
+interrupted study continues from its store without retraining a finished cell.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .plan import CellConfig, CertifiedPlan
+
+__all__ = ["CellResult", "SUMMARY_COLUMNS", "nested_params", "oracle_allocation", "run_cell", "run_certified_study"]
+
+#: the columns of a cell's ``summary`` array, one row per candidate
+SUMMARY_COLUMNS = ("learning_rate", "steps", "doubled", "diverged", "R_select", "R_select_se", "R_report",
+                   "R_report_se", "cpu_share")
+
+
+@dataclass(frozen=True, eq=False)
+class CellResult:
+    """What the store keeps of a cell: scalar ``metrics`` and ``arrays`` (see :func:`run_cell`).
+
+    Examples
+    --------
+    >>> CellResult({"winner": 0}).arrays
+    {}
+    """
+
+    metrics: dict
+    arrays: dict = field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=64)
+def _bounds(a: float, b: float, k: int, d: int, P: int, depths: tuple, n_contexts: int):
+    from theory import PowerLawSpectrum
+    from theory.softmax_bounds import softmax_bounds
+
+    from .plan import eval_seed
+
+    seed = eval_seed("selection", a, b, k, P) + 1  # its own stream, fixed by the setting
+    return softmax_bounds(PowerLawSpectrum(a, b, d), P, k, depths=depths, similarity="cosine",
+                          n_contexts=n_contexts, n_seeds=1, rng=seed)
+
+
+def oracle_allocation(cell: CellConfig):
+    """The heads behind ``B_L`` at the cell's depth (:class:`theory.softmax_bounds.HeadAllocation`), cached.
+
+    Fitted on ``cell.bound_contexts`` contexts of their own stream (fixed by the setting), exact cosine.
+
+    Examples
+    --------
+    >>> cell = CertifiedPlan(d=4, N=8, P=16, depths=(1, 2), bound_contexts=256).cell(0.0, 0.0, 16, 2, 0, "parent")
+    >>> sum(oracle_allocation(cell).counts)
+    2
+    """
+    return _bounds(cell.a, cell.b, cell.k, cell.d, cell.P, cell.bound_depths, cell.bound_contexts).allocation(cell.depth)
+
+
+def nested_params(parent: dict, noise: float, rng: np.random.Generator | None) -> dict:
+    """A depth-2L model from a depth-L one: every layer duplicated (the same function, eq. 60), then perturbed.
+
+    Duplicating each layer keeps ``(1/2L) Σ 2 f_ℓ = (1/L) Σ f_ℓ`` exactly; ``noise > 0`` adds
+    ``noise · rms(W) · G`` (G standard normal) to each copy's ``W_q``, ``W_k`` so the copies can part.
+
+    Examples
+    --------
+    >>> p = {"W_q": np.ones((1, 2, 2)), "W_k": np.ones((1, 2, 2)), "W_v": np.eye(2)}
+    >>> nested_params(p, 0.0, None)["W_q"].shape
+    (2, 2, 2)
+    """
+    out = {name: (np.repeat(value, 2, axis=0) if name in ("W_q", "W_k") else np.array(value))
+           for name, value in parent.items()}
+    if noise > 0:
+        for name in ("W_q", "W_k"):
+            scale = float(np.sqrt(np.mean(np.square(out[name], dtype=np.float64))))
+            out[name] = (out[name] + noise * scale * rng.standard_normal(out[name].shape)).astype(out[name].dtype)
+    return out
+
+
+def _start(cell: CellConfig, kind: str, perturbed: bool) -> tuple[dict | None, dict | None]:
+    """(initial weights, the config's ``start`` description) of a start kind."""
+    from numerics.models import head_average_params
+
+    dtype = np.float32 if cell.dtype == "float32" else np.float64
+    if kind == "cold":
+        return None, None
+    rng = np.random.default_rng(np.random.SeedSequence(cell.seed, spawn_key=(7, cell.depth)))
+    if kind == "oracle":
+        heads = oracle_allocation(cell)
+        params = head_average_params(heads, cell.d, cell.N, rng, model=cell.model, dtype=dtype)
+        return params, {"kind": "oracle", "temperatures": list(heads.temperatures), "counts": list(heads.counts),
+                        "gain": heads.gain, "bound_contexts": cell.bound_contexts}
+    if cell.parent_params is None:
+        raise ValueError(f"the nested start of cell depth={cell.depth} needs its parent's weights (parent {cell.parent})")
+    noise = cell.nested_noise if perturbed else 0.0
+    params = nested_params({k: np.asarray(v, dtype=dtype) for k, v in cell.parent_params.items()}, noise, rng)
+    return params, {"kind": "nested", "parent": cell.parent, "noise": noise}
+
+
+def _errors(model, params, batch) -> np.ndarray:
+    """Per-context squared errors ``(ŷ_L − y*)²`` (eq. 12) in float64."""
+    from numerics.models import chunk_size
+
+    chunk = chunk_size(model, params, batch)
+    out = []
+    for start in range(0, batch.target.shape[0], chunk):
+        part = batch.slice(start, start + chunk)
+        prediction = np.asarray(model.forward(params, part).prediction, dtype=np.float64)
+        out.append((prediction - part.target.astype(np.float64)) ** 2)
+    return np.concatenate(out)
+
+
+def _mean_se(errors: np.ndarray) -> tuple[float, float]:
+    return float(errors.mean()), float(errors.std(ddof=1) / math.sqrt(errors.size))
+
+
+def run_cell(cell: CellConfig) -> CellResult:
+    """Train and evaluate every candidate of ``cell``; the sweep runner of the certified study.
+
+    Returns
+    -------
+    CellResult
+        ``metrics``: ``winner`` (index of the selected candidate: least selection-set loss among
+        the candidates that are not doubling checks and did not diverge), ``candidates`` (JSON list
+        of the candidates, in order), ``cpu_time``, ``R_L`` (the winner's report-set loss) and
+        ``R_L_se``. ``arrays``: ``summary`` (one row per candidate, :data:`SUMMARY_COLUMNS`),
+        ``report_errors`` (candidates × report contexts, float32: paired statistics),
+        ``curve_<i>`` (the trained candidates' selection-set curves), ``winner_<name>`` (the
+        winner's weights).
+
+    Notes
+    -----
+    No example: it trains (``tests/test_certified.py`` runs a tiny study).
+
+    References
+    ----------
+    Paper eqs. (12), (59)-(60).
+    """
+    from numerics.lockstep import train_lockstep
+    from numerics.models import get_model
+    from numerics.train import TrainingDiverged, evaluation_batch
+
+    started = time.process_time()
+    model = get_model(cell.model)
+    starts = {}
+    for kind in {c.start for c in cell.candidates}:
+        for perturbed in (False, True):
+            starts[kind, perturbed] = _start(cell, kind, perturbed)
+    trained = [i for i, c in enumerate(cell.candidates) if c.trained]
+    configs = [cell.train_config(cell.candidates[i], starts[cell.candidates[i].start, True][1]) for i in trained]
+    template = configs[0]
+    selection = evaluation_batch(template)
+    report = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report")}))
+    results = dict(zip(trained, train_lockstep(configs, initial_params=[starts[cell.candidates[i].start, True][0]
+                                                                         for i in trained])))
+    summary, report_errors, arrays = [], [], {}
+    for i, candidate in enumerate(cell.candidates):
+        result = results.get(i)
+        diverged = isinstance(result, TrainingDiverged)
+        if diverged:
+            params = None
+        elif result is None:
+            params = starts[candidate.start, False][0]
+        else:
+            params = result.params
+            arrays[f"curve_{i}"] = np.asarray(result.arrays["loss_curve"], dtype=np.float64)
+        if params is None:
+            errors_s = errors_r = np.full(cell.eval_size, np.nan)
+        else:
+            errors_s, errors_r = _errors(model, params, selection), _errors(model, params, report)
+        summary.append([candidate.learning_rate, candidate.steps, candidate.doubled, diverged, *_mean_se(errors_s),
+                        *_mean_se(errors_r), candidate.steps / max(1, sum(c.steps for c in cell.candidates))])
+        report_errors.append(errors_r.astype(np.float32))
+    summary = np.asarray(summary, dtype=np.float64)
+    eligible = [i for i, c in enumerate(cell.candidates) if not c.doubled and np.isfinite(summary[i, 4])]
+    winner = min(eligible, key=lambda i: summary[i, 4])
+    winner_params = results[winner].params if winner in results else starts[cell.candidates[winner].start, False][0]
+    arrays.update({f"winner_{name}": np.asarray(value) for name, value in winner_params.items()})
+    arrays["summary"] = summary
+    arrays["report_errors"] = np.asarray(report_errors)
+    metrics = {"winner": winner, "candidates": json.dumps([c.label for c in cell.candidates]),
+               "R_L": float(summary[winner, 6]), "R_L_se": float(summary[winner, 7]),
+               "cpu_time": time.process_time() - started}
+    return CellResult(metrics=metrics, arrays=arrays)
+
+
+def _winner_params(store_dir, run_hash: str) -> dict:
+    from ...store import load_arrays
+
+    arrays = load_arrays(store_dir, run_hash)
+    weights = {name[len("winner_"):]: value for name, value in arrays.items() if name.startswith("winner_")}
+    if not weights:
+        raise ValueError(f"the store in {store_dir} holds no winner weights of cell {run_hash} (a frontier file "
+                         "missing?): its next depth cannot nest on it")
+    return weights
+
+
+def run_certified_study(plan: CertifiedPlan, store_dir, *, workers: int | None = None, progress: bool | None = None,
+                        depths=None, cells_dir=None, frontier_dir=None) -> dict:
+    """Run the cells of ``plan`` depth by depth through the store at ``store_dir``; returns ``{cell hash: cell}``.
+
+    Each depth is one sweep over every setting and seed; a depth-L cell's nested start reads the
+    depth-L/2 winner from the store. Calling it again continues where it stopped. ``depths``:
+    stop after these (a prefix of ``plan.depths``). With ``cells_dir`` and ``frontier_dir``, the
+    exported cells there are imported first and every finished wave is exported
+    (:mod:`.cells`: what a later session continues from).
+
+    Notes
+    -----
+    No example: it trains (``tests/test_certified.py`` runs a tiny study).
+    """
+    from ...grid import Grid
+    from ...store import load_results, store_path
+    from ...sweep import run_sweep
+
+    from .cells import export_cells, import_cells
+
+    wanted = plan.depths if depths is None else tuple(depths)
+    exporting = cells_dir is not None and frontier_dir is not None
+    if exporting:
+        import_cells(cells_dir, frontier_dir, store_dir, run_cell)
+    cells: dict = {}
+    parents: dict = {}
+    children: dict = {}
+    finished = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
+    for depth in wanted:
+        wave = []
+        for a, b, P in plan.settings():
+            for seed in plan.seeds:
+                parent = parents.get((a, b, P, seed))
+                cell = plan.cell(a, b, P, depth, seed, parent)
+                if parent is not None:
+                    children[parent] = cell.content_hash()
+                    if cell.content_hash() not in finished:  # a finished cell needs no start
+                        object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
+                wave.append(((a, b, P, seed), cell))
+        run_sweep(Grid.of([cell for _, cell in wave]), store_dir, workers=workers, progress=progress, runner=run_cell)
+        done = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
+        for key, cell in wave:
+            run_hash = cell.content_hash()
+            cells[run_hash] = cell
+            if run_hash not in done:
+                raise RuntimeError(f"cell a={key[0]:g} b={key[1]:g} P={key[2]} seed={key[3]} depth={depth} failed "
+                                   f"(see `idepth sweep status {store_dir}`): deeper cells nest on it")
+            parents[key] = run_hash
+        if exporting:
+            export_cells(store_dir, cells_dir, frontier_dir, children)
+    return cells
