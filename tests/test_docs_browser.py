@@ -123,6 +123,7 @@ def test_quickstart_code_runs_and_its_stated_numbers_hold():
     assert "59.38 at every depth" in text
     assert [round(x, 2) for x in namespace["floor"].loss] == [59.38] * 4
     assert namespace["softmax"].loss.tolist() == [10.0, 6.0, 4.0, 3.0, 2.5]
+    assert namespace["bound"].kind == "B_L: an expressible loss (upper bound on the optimum R*_L)"
 
 
 @pytest.mark.browser

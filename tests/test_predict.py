@@ -73,7 +73,8 @@ def test_linear_difficult_prediction_is_non_increasing_in_depth():
         (dict(attention="quadratic"), "attention"),
         (dict(task="medium"), "task"),
         (dict(polynomial="chebyshev"), "polynomial"),
-        (dict(attention="softmax", task="difficult"), "calibration"),
+        (dict(attention="softmax", task="difficult"), "P"),
+        (dict(attention="softmax", task="difficult", regime="calibrated"), "calibration"),
         (dict(attention="linear", task="difficult"), "P"),
         (dict(attention="linear", task="difficult", P=4, k=5), "k"),
         (dict(polynomial="free", gamma=0.5), "gamma"),
@@ -150,16 +151,111 @@ def test_converged_softmax_prediction_is_the_bound_B_L_at_every_depth():
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(regime="lazy"), "regime"), (dict(regime="converged"), "P"), (dict(norm="batch", P=32), "norm"),
+    (dict(regime="lazy"), "regime"), (dict(regime="converged"), "P"), (dict(norm="batch", P=32, width=16), "norm"),
     (dict(regime="converged", P=32, calibration={"L0": 1.0, "c": 1.0}), "calibration"),
     (dict(calibration={"L0": 1.0, "c": -1.0}), "coefficient"), (dict(calibration={"L0": -1.0, "c": 1.0}), "plateau"),
 ])
 def test_bad_softmax_difficult_arguments_raise_naming_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         predict_loss([1, 2], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult",
-                     **{"n_samples": 64, **kwargs})
+                     **{**({} if "calibration" in kwargs else {"n_samples": 64}), **kwargs})
 
 
 def test_regime_is_refused_outside_softmax_difficult():
     with pytest.raises(ValueError, match="regime"):
         predict_loss([1, 2], PowerLawSpectrum(2, 1, 8), regime="converged")
+
+
+# ----------------------------------------------------------------------------- one rule for every keyword
+from theory.predict import KEYWORDS  # noqa: E402
+
+#: a valid value of every case keyword (the one rule is checked before any value is used)
+_VALUES = dict(polynomial="free", gamma=0.5, P=32, k=2, floor_method="monte_carlo", n_samples=64, rng=1,
+               calibration={"L0": 1.0, "c": 1.0}, regime="calibrated", norm="rms", width=16)
+_CASES = {  # (attention, task, variant) -> the keywords that select that variant
+    ("linear", "easy", "constrained"): {}, ("linear", "easy", "free"): {"polynomial": "free"},
+    ("linear", "difficult", ""): {}, ("softmax", "easy", ""): {},
+    ("softmax", "difficult", "calibrated"): {"regime": "calibrated"},
+    ("softmax", "difficult", "converged"): {"regime": "converged"},
+    ("softmax", "difficult", "converged, width"): {"regime": "converged", "width": 16},
+}
+
+
+def test_every_case_of_the_keyword_table_is_exercised():
+    assert set(_CASES) == set(KEYWORDS)
+
+
+@pytest.mark.parametrize("case, keyword", [(case, keyword) for case in KEYWORDS for keyword in _VALUES
+                                           if keyword not in KEYWORDS[case]])
+def test_a_keyword_that_does_not_apply_to_the_case_is_refused_with_one_message(case, keyword):
+    attention, task, _ = case
+    applicable = ", ".join(KEYWORDS[case]) or "no keyword"
+    pattern = rf"^{keyword}=.* does not apply to attention='{attention}', task='{task}'.*; what applies there: {applicable}$"
+    with pytest.raises(ValueError, match=pattern):
+        predict_loss([1, 2], PowerLawSpectrum(0, 0, 8), attention=attention, task=task,
+                     **{**_CASES[case], keyword: _VALUES[keyword]})
+
+
+@pytest.mark.parametrize("keyword, value, attention, task", [
+    ("polynomial", "free", "softmax", "difficult"), ("gamma", 0.5, "linear", "difficult"),
+    ("P", 64, "linear", "easy"), ("calibration", {"L0": 1.0, "c": 1.0}, "linear", "easy"),
+])
+def test_keywords_once_silently_ignored_are_refused(keyword, value, attention, task):
+    with pytest.raises(ValueError, match=f"^{keyword}="):
+        predict_loss([1, 2], PowerLawSpectrum(0, 0, 8), attention=attention, task=task, **{keyword: value})
+
+
+def test_too_few_bound_contexts_are_refused_not_raised_to_the_minimum():
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 16"):
+        predict_loss([1, 2], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult", P=32, n_samples=8)
+
+
+@pytest.mark.parametrize("depth", [[[1, 2], [4, 8]], np.ones((1, 1, 1), dtype=int)])
+def test_depth_arrays_of_more_than_one_dimension_are_refused(depth):
+    with pytest.raises(ValueError, match="depth must be a scalar or a 1-d array"):
+        predict_loss(depth, SPEC)
+
+
+def test_repr_is_a_short_summary_and_to_dict_keeps_everything():
+    pred = predict_loss(list(range(1, 21)), SPEC)
+    text = repr(pred)
+    assert text.splitlines()[0] == "LossPrediction: linear attention, easy task"
+    assert len(text.splitlines()) <= 5 and "(20 in all)" in text and "assumptions" not in text
+    data = pred.to_dict()
+    assert data["loss"] == pred.loss.tolist() and data["assumptions"] == list(pred.assumptions)
+    assert data["kind"] == pred.kind
+
+
+# ----------------------------------------------------------------------------- the default softmax prediction
+def test_default_softmax_difficult_prediction_is_the_bound_B_L_at_any_size():
+    spectrum = PowerLawSpectrum(0, 0, 16)  # no lazy calibration exists at d = 16, P = 64
+    default = predict_loss([1, 4], spectrum, attention="softmax", task="difficult", P=64, n_samples=64, rng=3)
+    converged = predict_loss([1, 4], spectrum, attention="softmax", task="difficult", P=64, n_samples=64, rng=3,
+                             regime="converged")
+    assert default.loss.tolist() == converged.loss.tolist()
+    assert default.kind == "B_L: an expressible loss (upper bound on the optimum R*_L)"
+    assert default.law.startswith("B_L")
+
+
+def test_the_lazy_calibration_stays_available_by_name():
+    cal = predict_loss([1, 2], SPEC, attention="softmax", task="difficult", regime="calibrated",
+                       calibration={"L0": 2.0, "c": 8.0})
+    implied = predict_loss([1, 2], SPEC, attention="softmax", task="difficult", calibration={"L0": 2.0, "c": 8.0})
+    assert cal.loss.tolist() == implied.loss.tolist() == [10.0, 6.0]
+    assert "calibrated" in cal.kind and "bound" not in cal.kind.replace("not a bound", "")
+
+
+def test_cli_predict_softmax_default_is_the_bound_and_says_so():
+    out = _idepth("predict", "--attention", "softmax", "--task", "difficult", "--a", "0", "--b", "0", "--d", "16",
+                  "--P", "64", "--depth", "1,2", "--samples", "64", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["kind"] == "B_L: an expressible loss (upper bound on the optimum R*_L)"
+    assert data["loss"] == predict_loss([1, 2], PowerLawSpectrum(0, 0, 16), attention="softmax", task="difficult",
+                                        P=64, n_samples=64).loss.tolist()
+
+
+def test_cli_predict_refuses_an_option_that_does_not_apply():
+    out = _idepth("predict", "--attention", "softmax", "--task", "difficult", "--P", "64", "--polynomial", "free")
+    assert out.returncode == 2
+    assert "polynomial='free' does not apply" in out.stderr and "Traceback" not in out.stderr

@@ -1,4 +1,5 @@
-"""Claims about the shipped softmax defaults (theory.softmax_defaults) and predict_loss without a calibration."""
+"""Claims about the shipped softmax defaults (theory.softmax_defaults) and predict_loss(regime="calibrated")
+without a calibration."""
 
 import json
 
@@ -51,7 +52,8 @@ def test_predict_loss_without_calibration_uses_the_defaults_at_matching_sizes(pa
     entry = next(e for e in packaged.entries if e.regime == packaged.default_regime)
     spectrum = PowerLawSpectrum(entry.a, entry.b, entry.d)
     depths = [1, 2, 8, 32]
-    pred = predict_loss(depths, spectrum, attention="softmax", task="difficult", P=entry.P, k=entry.k)
+    pred = predict_loss(depths, spectrum, attention="softmax", task="difficult", P=entry.P, k=entry.k,
+                        regime="calibrated")
     np.testing.assert_allclose(pred.loss, entry.L0 + entry.c / np.array(depths, dtype=float), rtol=rtol(ROUNDOFF))
     assert pred.plateau == entry.L0 and pred.coefficient == entry.c
     assert any("measured defaults" in a and "idepth study defaults" in a for a in pred.assumptions)
@@ -78,18 +80,21 @@ def test_predict_loss_can_select_another_measured_regime_by_name(packaged):
 def test_predict_loss_refuses_sizes_outside_the_defaults_naming_the_sizes_it_has(packaged):
     d, N, P, k = packaged.sizes[0]
     with pytest.raises(ValueError, match=rf"d={d}, N={N}, P={P}, k={k}"):
-        predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult", P=P + 1, k=k)
+        predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult", P=P + 1, k=k,
+                     regime="calibrated")
     with pytest.raises(ValueError, match="calibration"):
-        predict_loss(4, PowerLawSpectrum(0, 0, d + 1), attention="softmax", task="difficult", P=P, k=k)
+        predict_loss(4, PowerLawSpectrum(0, 0, d + 1), attention="softmax", task="difficult", P=P, k=k,
+                     regime="calibrated")
     with pytest.raises(ValueError, match="calibration"):  # no P: cannot pick defaults
-        predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult")
+        predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult", regime="calibrated")
 
 
 def test_predict_loss_refuses_a_spectrum_outside_the_measured_grid(packaged):
     d, N, P, k = packaged.sizes[0]
     far = max(e.a for e in packaged.entries) + 1.0
     with pytest.raises(ValueError, match="outside the grid"):
-        predict_loss(4, PowerLawSpectrum(far, 0, d), attention="softmax", task="difficult", P=P, k=k)
+        predict_loss(4, PowerLawSpectrum(far, 0, d), attention="softmax", task="difficult", P=P, k=k,
+                     regime="calibrated")
 
 
 # ----------------------------------------------------------------------------- interpolation (synthetic files)

@@ -13,13 +13,18 @@ linear     difficult   top-k floor ``T − hᵀG†h`` of the best degree-L cova
                        polynomial-approximation term, which vanishes as L grows
 softmax    easy        0 for every L ≥ 1 (one layer retrieves the exact match,
                        section 3.2 / Fig. 4)
-softmax    difficult   ``regime="calibrated"`` (default): ``plateau + c/L`` (eq. 63 read
-                       as an exchangeable ensemble: plateau = C, c = A − C) from a
-                       calibration or the measured defaults; ``regime="converged"``:
-                       ``B_L``, the best loss an equal-weight average of L softmax heads
-                       with one gain can reach (eq. 60, :mod:`theory.softmax_bounds`) —
-                       what a converged controlled model of depth L can express
+softmax    difficult   ``regime="converged"`` (default, every size): ``B_L``, the best
+                       loss an equal-weight average of L softmax heads with one gain can
+                       reach (eq. 60, :mod:`theory.softmax_bounds`) — an expressible loss,
+                       hence an upper bound on the best trained loss ``R*_L``;
+                       ``regime="calibrated"`` (the default when ``calibration`` is given):
+                       ``plateau + c/L`` (eq. 63 read as an exchangeable ensemble:
+                       plateau = C, c = A − C) from a calibration or from the lazy-training
+                       measurements shipped for d = 32, P = 128
 ========== =========== ============================================================
+
+Each case takes its own keywords (:data:`KEYWORDS`); a keyword given to a case it does not
+apply to is refused, naming the keywords that do apply.
 """
 
 from __future__ import annotations
@@ -32,13 +37,45 @@ import numpy as np
 from .validation import check_choice, check_depths, check_positive_int
 from .spectra import as_spectrum
 
-__all__ = ["ATTENTIONS", "TASKS", "POLYNOMIALS", "REGIMES", "LossPrediction", "SoftmaxCalibration", "predict_loss"]
+__all__ = ["ATTENTIONS", "TASKS", "POLYNOMIALS", "REGIMES", "KEYWORDS", "KINDS", "LossPrediction",
+           "SoftmaxCalibration", "predict_loss"]
 
 ATTENTIONS = ("linear", "softmax")
-#: how the softmax/difficult loss is predicted (see the module table)
-REGIMES = ("calibrated", "converged")
+#: how the softmax/difficult loss is predicted (see the module table); the first is the default
+REGIMES = ("converged", "calibrated")
 TASKS = ("easy", "difficult")
 POLYNOMIALS = ("constrained", "free")
+FLOOR_METHODS = ("auto", "semi_analytic", "monte_carlo")
+NORMS = ("layer", "rms")
+
+#: the keywords of :func:`predict_loss` that apply to each case ``(attention, task, variant)``; the
+#: variant is the polynomial (linear/easy) or the regime (softmax/difficult, ``"converged, width"``
+#: when a width is given: the pre-norm ``norm`` applies only then). Any other keyword is refused.
+KEYWORDS = {
+    ("linear", "easy", "constrained"): ("polynomial", "gamma"),
+    ("linear", "easy", "free"): ("polynomial",),
+    ("linear", "difficult", ""): ("P", "k", "floor_method", "n_samples", "rng"),
+    ("softmax", "easy", ""): (),
+    ("softmax", "difficult", "calibrated"): ("regime", "calibration", "P", "k"),
+    ("softmax", "difficult", "converged"): ("regime", "P", "k", "n_samples", "rng", "width"),
+    ("softmax", "difficult", "converged, width"): ("regime", "P", "k", "n_samples", "rng", "width", "norm"),
+}
+
+#: what the number of each case is (``LossPrediction.kind``)
+KINDS = {
+    ("linear", "easy"): "exact population loss of the stated covariance polynomial",
+    ("linear", "difficult"): "floor of the best degree-L covariance polynomial (the optimum of the linear model)",
+    ("softmax", "easy"): "infimum of the loss (reached as the temperature -> 0)",
+    ("softmax", "difficult", "converged"): "B_L: an expressible loss (upper bound on the optimum R*_L)",
+    ("softmax", "difficult", "calibrated"): "calibrated law plateau + c/L (a measured depth law, not a bound)",
+}
+
+#: default of each keyword when it applies (``None``: see :func:`predict_loss`)
+DEFAULTS = {"polynomial": "constrained", "gamma": None, "P": None, "k": 2, "floor_method": "auto", "n_samples": 4096,
+            "rng": None, "calibration": None, "regime": None, "norm": "layer", "width": None}
+
+#: fewest Monte-Carlo contexts per set of the converged regime (what theory.softmax_bounds accepts)
+MIN_BOUND_CONTEXTS = 16
 
 
 @dataclass(frozen=True)
@@ -148,6 +185,12 @@ class LossPrediction:
         Whether each depth lies inside the validity window.
     assumptions : tuple of str
         Everything the number rests on, in words.
+    kind : str
+        What the number is (:data:`KINDS`), e.g. ``"B_L: an expressible loss (upper bound on
+        the optimum R*_L)"`` for the converged softmax prediction.
+
+    The ``repr`` is a short summary (case, kind, depths, losses); every field stays an
+    attribute and :meth:`to_dict` holds them all.
 
     References
     ----------
@@ -159,6 +202,11 @@ class LossPrediction:
     >>> p = predict_loss([1, 2], PowerLawSpectrum(0, 0, 4), attention="softmax", task="easy")
     >>> p.loss.tolist()
     [0.0, 0.0]
+    >>> p
+    LossPrediction: softmax attention, easy task
+      kind: infimum of the loss (reached as the temperature -> 0)
+      L:    [1, 2]
+      R_L:  [0, 0]
     """
 
     depth: np.ndarray
@@ -174,6 +222,18 @@ class LossPrediction:
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
     assumptions: tuple = field(default_factory=tuple)
+    kind: str = ""
+
+    def __repr__(self) -> str:
+        def numbers(values, limit=8):
+            shown = [f"{float(v):.6g}" for v in values[:limit]]
+            return "[" + ", ".join(shown) + (f", ... ({len(values)} in all)" if len(values) > limit else "") + "]"
+
+        lines = [f"LossPrediction: {self.attention} attention, {self.task} task", f"  kind: {self.kind}",
+                 f"  L:    {numbers(self.depth)}", f"  R_L:  {numbers(self.loss)}"]
+        if self.lower is not None:
+            lines.append(f"  95 %: {numbers(self.lower)} .. {numbers(self.upper)}")
+        return "\n".join(lines)
 
     def to_dict(self) -> dict:
         """A JSON-able dict (arrays as lists)."""
@@ -181,6 +241,7 @@ class LossPrediction:
         return {
             "attention": self.attention,
             "task": self.task,
+            "kind": self.kind,
             "law": self.law,
             "depth": self.depth.tolist(),
             "loss": self.loss.tolist(),
@@ -231,8 +292,6 @@ def _linear_easy(depths, spectrum, polynomial, gamma):
         )
         asymptote, exponent_of = laws.constrained_asymptote, laws.constrained_exponent
     else:
-        if gamma is not None:
-            raise ValueError("gamma applies only to polynomial='constrained'; the free polynomial has no step size")
         loss = laws.free_loss(depths, spectrum)
         law = "optimal free residual of degree ≤ L with r(0) = 1, exact discrete optimum (eqs. 35–37)"
         asymptote, exponent_of = laws.free_continuum_asymptote, laws.free_exponent
@@ -257,8 +316,6 @@ def _linear_easy(depths, spectrum, polynomial, gamma):
     return dict(loss=np.asarray(loss, dtype=np.float64), law=law, plateau=0.0, coefficient=coefficient, exponent=exponent,
                 validity_window=window, in_window=in_window, assumptions=tuple(assumptions))
 
-
-FLOOR_METHODS = ("auto", "semi_analytic", "monte_carlo")
 
 
 def _linear_difficult(depths, spectrum, P, k, floor_method, n_samples, rng):
@@ -360,9 +417,10 @@ def _softmax_converged(depths, spectrum, P, k, n_samples, rng, norm, width):
 
     if P is None:
         raise ValueError("P (context length) is required for regime='converged' (the bounds depend on P)")
+    n_samples = check_positive_int("n_samples", n_samples, minimum=MIN_BOUND_CONTEXTS)
     similarity = "cosine" if width is None else "prenorm"
     bounds = softmax_bounds(spectrum, P, k, depths=tuple(int(L) for L in depths), similarity=similarity, width=width,
-                            norm=norm, n_contexts=max(int(n_samples), 16), rng=0 if rng is None else rng)
+                            norm=norm, n_contexts=n_samples, rng=0 if rng is None else rng)
     loss = np.array([bounds.at(int(L))[0] for L in depths])
     se = np.array([bounds.at(int(L))[1] for L in depths])
     half = 1.959963984540054 * np.nan_to_num(se, nan=0.0)
@@ -390,66 +448,74 @@ def predict_loss(
     *,
     attention: str = "linear",
     task: str = "easy",
-    polynomial: str = "constrained",
+    polynomial: str | None = None,
     gamma: float | None = None,
     P: int | None = None,
-    k: int = 2,
-    floor_method: str = "auto",
-    n_samples: int = 4096,
+    k: int | None = None,
+    floor_method: str | None = None,
+    n_samples: int | None = None,
     rng=None,
     calibration=None,
-    regime: str = "calibrated",
-    norm: str = "layer",
+    regime: str | None = None,
+    norm: str | None = None,
     width: int | None = None,
 ) -> LossPrediction:
     """Predicted loss ``R_L`` of a depth-L attention model (see the module table).
 
+    Each keyword after ``task`` applies to some cases only (:data:`KEYWORDS`); passing one
+    (other than ``None``) to a case it does not apply to raises ValueError naming the keywords
+    that do apply.
+
     Parameters
     ----------
     depth : int or array_like of int
-        Depth(s) ``L >= 1``.
+        Depth(s) ``L >= 1``: a scalar or a 1-d array.
     spectrum : theory.Spectrum or theory.PowerLawSpectrum
         Input and teacher spectra (eq. 2).
     attention : {'linear', 'softmax'}
     task : {'easy', 'difficult'}
-    polynomial : {'constrained', 'free'}
-        Linear/easy only: the repeated-update residual (eq. 33, default) or the free optimum (eq. 36).
+    polynomial : {'constrained', 'free'}, optional
+        Linear/easy: the repeated-update residual (eq. 33, default) or the free optimum (eq. 36).
     gamma : float, optional
-        Linear/easy constrained only: the effective step γ = κv, ``0 < γ < 2L/λ_1``; default ``γ* = L/λ_1``.
+        Linear/easy constrained: the effective step γ = κv, ``0 < γ < 2L/λ_1``; default ``γ* = L/λ_1``.
     P : int, optional
-        Context length (linear/difficult: required; softmax/difficult without a calibration:
-        required, to select the measured defaults).
-    k : int, default 2
-        Top-k of the difficult task (eq. 6).
-    floor_method : {'auto', 'semi_analytic', 'monte_carlo'}
+        Context length (linear/difficult and softmax/difficult ``'converged'``: required;
+        ``'calibrated'`` without a calibration: required, to select the measured defaults).
+    k : int, optional
+        Top-k of the difficult task (eq. 6); default 2.
+    floor_method : {'auto', 'semi_analytic', 'monte_carlo'}, optional
         Linear/difficult: how the floor ``T − hᵀG†h`` is evaluated (eqs. 47–54).
         ``'auto'`` (default) uses the exact semi-analytic route with cosine ranking when the
         input spectrum is flat, and Monte Carlo (eq. 54) otherwise; ``'semi_analytic'`` on
         an anisotropic spectrum ranks by inner product (eq. 44), which overstates the
         cosine-ranked floor by 7–150 % on the paper's Table 3 rows.
-    n_samples : int
-        Linear/difficult with ``floor_method='monte_carlo'``: contexts sampled.
+    n_samples : int, optional
+        Monte-Carlo contexts (default 4096): of the linear floor (``floor_method`` Monte
+        Carlo, at least 4) or per set of the converged softmax bounds (at least
+        :data:`MIN_BOUND_CONTEXTS`); fewer are refused.
     rng : numpy.random.Generator or int, optional
-        Randomness for Monte Carlo.
-    calibration : optional
-        Softmax/difficult only: :class:`SoftmaxCalibration`, a measured
-        :class:`~theory.decomposition.Decomposition`, a :class:`~theory.fitting.DepthLawFit`
-        or a mapping ``{'A', 'C'}`` / ``{'L0', 'c'}``. ``None`` (default) uses the measured
-        defaults shipped in ``theory/data/softmax_defaults.json``
-        (:mod:`theory.softmax_defaults`) for this spectrum's ``d`` and the given ``P``, ``k``,
-        interpolated linearly over ``(a, b)`` inside the measured grid; a string names
-        another training regime of that file (e.g. ``"converged"``). Sizes or spectra
-        outside the file raise ValueError naming the sizes it has.
-    regime : {'calibrated', 'converged'}
-        Softmax/difficult only. ``'calibrated'`` (default): ``plateau + c/L`` from
-        ``calibration`` (a negative plateau or coefficient is refused). ``'converged'``:
-        ``B_L`` at every depth, at any sizes (needs ``P``), from
+        Randomness for Monte Carlo (default seed 0).
+    regime : {'converged', 'calibrated'}, optional
+        Softmax/difficult. ``'converged'`` (default unless ``calibration`` is given): ``B_L``
+        at every depth and every size (needs ``P``), from
         :func:`theory.softmax_bounds.softmax_bounds` with ``n_samples`` contexts per set and
-        ``rng``; its interval is ±1.96 SE over independent seeds.
-    norm : {'layer', 'rms'}
-        ``regime='converged'`` with ``width``: the model's pre-norm.
+        ``rng`` — an expressible loss, hence an upper bound on the best trained loss ``R*_L``
+        (``kind`` says so); its interval is ±1.96 SE over independent seeds.
+        ``'calibrated'`` (the default when ``calibration`` is given): ``plateau + c/L`` from
+        ``calibration`` (a negative plateau or coefficient is refused).
+    calibration : optional
+        ``regime='calibrated'``: :class:`SoftmaxCalibration`, a measured
+        :class:`~theory.decomposition.Decomposition`, a :class:`~theory.fitting.DepthLawFit`
+        or a mapping ``{'A', 'C'}`` / ``{'L0', 'c'}``. ``None`` uses the lazy-training
+        measurements shipped in ``theory/data/softmax_defaults.json``
+        (:mod:`theory.softmax_defaults`, d = 32, P = 128) for this spectrum's ``d`` and the
+        given ``P``, ``k``, interpolated linearly over ``(a, b)`` inside the measured grid; a
+        string names another training regime of that file. Sizes or spectra outside the file
+        raise ValueError naming the sizes it has.
     width : int, optional
         ``regime='converged'``: the hidden width N of the pre-norm similarity; default exact cosine.
+    norm : {'layer', 'rms'}, optional
+        ``regime='converged'`` with ``width``: the model's pre-norm (default ``'layer'``).
 
     Returns
     -------
@@ -458,8 +524,9 @@ def predict_loss(
     Raises
     ------
     ValueError
-        Unknown ``attention``/``task``/``polynomial``, invalid depth, γ outside the stable
-        range, missing ``P`` or calibration, ``k > P``.
+        Unknown ``attention``/``task``/``polynomial``/``regime``, a keyword that does not
+        apply to the case, a depth that is not an integer >= 1 or an array of more than one
+        dimension, γ outside the stable range, missing ``P``, ``k > P``, too few ``n_samples``.
 
     References
     ----------
@@ -477,21 +544,36 @@ def predict_loss(
     >>> predict_loss(8, spec, attention="softmax", task="difficult", calibration={"L0": 2.0, "c": 8.0}).loss.tolist()
     [3.0]
     >>> b = predict_loss([1, 4], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult", P=32,
-    ...                  regime="converged", n_samples=1024)
-    >>> bool(b.loss[1] <= b.loss[0] + 0.1) and b.law.startswith("B_L")
-    True
+    ...                  n_samples=256)
+    >>> bool(b.loss[1] <= b.loss[0] + 0.1), b.kind
+    (True, 'B_L: an expressible loss (upper bound on the optimum R*_L)')
+    >>> predict_loss(8, spec, attention="softmax", task="difficult", polynomial="free")
+    Traceback (most recent call last):
+    ...
+    ValueError: polynomial='free' does not apply to attention='softmax', task='difficult', regime='converged'; what applies there: regime, P, k, n_samples, rng, width
     """
     attention = check_choice("attention", attention, ATTENTIONS)
     task = check_choice("task", task, TASKS)
-    polynomial = check_choice("polynomial", polynomial, POLYNOMIALS)
-    regime = check_choice("regime", regime, REGIMES)
-    norm = check_choice("norm", norm, ("layer", "rms"))
+    given = {name: value for name, value in dict(
+        polynomial=polynomial, gamma=gamma, P=P, k=k, floor_method=floor_method, n_samples=n_samples, rng=rng,
+        calibration=calibration, regime=regime, norm=norm, width=width).items() if value is not None}
+    if attention == "linear" and task == "easy":
+        variant = check_choice("polynomial", given.get("polynomial", DEFAULTS["polynomial"]), POLYNOMIALS)
+    elif attention == "softmax" and task == "difficult":
+        variant = check_choice("regime", given.get("regime", "calibrated" if calibration is not None else REGIMES[0]),
+                               REGIMES)
+        variant += ", width" if variant == "converged" and width is not None else ""
+    else:
+        variant = ""
+    _check_keywords(attention, task, variant, given)
+    values = {**DEFAULTS, **given}
     depths = check_depths(depth)
     spectrum = as_spectrum(spectrum)
     if attention == "linear" and task == "easy":
-        parts = _linear_easy(depths, spectrum, polynomial, gamma)
+        parts = _linear_easy(depths, spectrum, variant, values["gamma"])
     elif attention == "linear":
-        parts = _linear_difficult(depths, spectrum, P, k, floor_method, n_samples, rng)
+        parts = _linear_difficult(depths, spectrum, values["P"], values["k"], values["floor_method"],
+                                  values["n_samples"], values["rng"])
     elif task == "easy":
         parts = dict(
             loss=np.zeros(depths.shape), law="zero loss for every L >= 1 (exact-match retrieval, section 3.2)",
@@ -501,18 +583,36 @@ def predict_loss(
                 "(query/key norms grow, Fig. 4c); the prediction is the infimum, reached only in that limit",
             ),
         )
+    elif variant.startswith("converged"):
+        norm = check_choice("norm", values["norm"], NORMS)
+        parts = _softmax_converged(depths, spectrum, values["P"], values["k"], values["n_samples"], values["rng"],
+                                   norm, width)
     else:
-        if regime == "converged":
-            if calibration is not None:
-                raise ValueError("calibration applies to regime='calibrated'; regime='converged' predicts from the bounds")
-            parts = _softmax_converged(depths, spectrum, P, k, n_samples, rng, norm, width)
-        else:
-            parts = _softmax_difficult(depths, calibration, spectrum, P, k)
-            if parts["coefficient"] < 0:
-                raise ValueError(f"calibration coefficient must be >= 0 (the loss falls with depth); got {parts['coefficient']!r}")
-    if (regime != "calibrated" or norm != "layer" or width is not None) and not (attention == "softmax" and task == "difficult"):
-        raise ValueError("regime, norm and width apply only to attention='softmax', task='difficult'")
+        parts = _softmax_difficult(depths, calibration, spectrum, values["P"], values["k"])
+        if parts["coefficient"] < 0:
+            raise ValueError(f"calibration coefficient must be >= 0 (the loss falls with depth); got {parts['coefficient']!r}")
+    parts["kind"] = KINDS.get((attention, task), KINDS.get((attention, task, variant.split(",")[0]), ""))
     for key in ("loss", "lower", "upper", "in_window"):
         if parts.get(key) is not None:
             parts[key] = _readonly(parts[key])
     return LossPrediction(depth=_readonly(depths), attention=attention, task=task, **parts)
+
+
+def _check_keywords(attention: str, task: str, variant: str, given: Mapping) -> None:
+    """The one rule: a keyword given to a case it does not apply to (:data:`KEYWORDS`) is refused."""
+    applicable = KEYWORDS[(attention, task, variant)]
+    for name, value in given.items():
+        if name not in applicable:
+            case = f"attention={attention!r}, task={task!r}"
+            if attention == "linear" and task == "easy":
+                case += f", polynomial={variant!r}"
+            elif variant:
+                regime, _, with_width = variant.partition(", ")
+                case += f", regime={regime!r}" + (" with width" if with_width else " without width" if name == "norm" else "")
+            raise ValueError(f"{name}={_short(value)} does not apply to {case}; what applies there: "
+                             f"{', '.join(applicable) or 'no keyword'}")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

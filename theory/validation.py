@@ -327,8 +327,8 @@ def check_finite_array(name: str, values: object, *, positive: bool = False, ndi
 def check_depths(values: object, name: str = "depth") -> np.ndarray:
     """Return depths as a 1-d int64 array of integers >= 1.
 
-    Accepts a scalar or any array-like; floats are accepted only when they
-    are integral (``4.0``), because depth counts layers.
+    Accepts a scalar or a 1-d array-like (a 2-d array is refused, not flattened); floats
+    are accepted only when they are integral (``4.0``), because depth counts layers.
 
     References
     ----------
@@ -342,7 +342,9 @@ def check_depths(values: object, name: str = "depth") -> np.ndarray:
     array = np.asarray(values)
     if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
         raise TypeError(f"{name} must be a positive integer or an array of them; got {values!r}")
-    flat = np.atleast_1d(array).astype(np.float64).ravel()
+    if array.ndim > 1:
+        raise ValueError(f"{name} must be a scalar or a 1-d array of depths; got an array of shape {array.shape}")
+    flat = np.atleast_1d(array).astype(np.float64)
     if flat.size == 0:
         raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(flat)) or np.any(flat != np.round(flat)) or np.any(flat < 1):

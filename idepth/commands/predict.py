@@ -58,12 +58,14 @@ def register(subparsers) -> None:
             "or a spectrum read from a file. linear/easy: exact population loss of the constrained residual "
             "(1 - γλ/L)^L (eqs. 29-34) or of the optimal free polynomial (eqs. 35-40); linear/difficult: the "
             "top-k floor of the best degree-L polynomial (eqs. 41-54); softmax/easy: 0; softmax/difficult: "
-            "plateau + c/L from a calibration (eq. 63)."
+            "B_L, the best average of L softmax heads (eq. 60) -- an expressible loss, an upper bound on the best "
+            "trained loss -- at any size (default), or plateau + c/L from a calibration (eq. 63, --regime calibrated). "
+            "An option that does not apply to the case chosen is refused, naming those that do."
         ),
         epilog="examples:\n  idepth predict --a 2 --b 1 --d 1024 --depth 2^0-8\n"
         "  idepth predict --a 0 --b 0 --d 32 --task difficult --P 128 --depth 1-8 --json\n"
-        "  idepth predict --attention softmax --task difficult --calibration L0=2.0,c=8.0 --depth 1,2,4\n"
-        "  idepth predict --attention softmax --task difficult --regime converged --a 0 --b 0 --d 16 --P 64 --depth 1,2,4",
+        "  idepth predict --attention softmax --task difficult --a 0 --b 0 --d 16 --P 64 --depth 1,2,4\n"
+        "  idepth predict --attention softmax --task difficult --calibration L0=2.0,c=8.0 --depth 1,2,4",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--depth", default="2^0-6", help="depths: '1,2,4', ranges '1-16', powers of two '2^0-8' (default 2^0-6)")
@@ -77,18 +79,22 @@ def register(subparsers) -> None:
     case = p.add_argument_group("case")
     case.add_argument("--attention", default="linear", help="linear or softmax (default linear)")
     case.add_argument("--task", default="easy", help="easy (eq. 5) or difficult (eq. 6) (default easy)")
-    case.add_argument("--polynomial", default="constrained", help="linear/easy: constrained (default) or free")
+    case.add_argument("--polynomial", help="linear/easy: constrained (default) or free")
     case.add_argument("--gamma", type=float, help="linear/easy constrained: step γ in (0, 2L/λ_1); default L/λ_1")
-    case.add_argument("--P", type=int, help="context length (linear/difficult)")
-    case.add_argument("--k", type=int, default=2, help="top-k of the difficult task (default 2)")
-    case.add_argument("--floor-method", default="auto", help="auto (default: exact cosine route if λ is flat, else Monte Carlo), semi_analytic or monte_carlo")
-    case.add_argument("--samples", type=int, default=4096, help="Monte-Carlo contexts (floor-method monte_carlo)")
-    case.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed")
+    case.add_argument("--P", type=int, help="context length (difficult task)")
+    case.add_argument("--k", type=int, help="top-k of the difficult task (default 2)")
+    case.add_argument("--floor-method", help="linear/difficult: auto (default: exact cosine route if λ is flat, else "
+                                               "Monte Carlo), semi_analytic or monte_carlo")
+    case.add_argument("--samples", type=int, help="Monte-Carlo contexts (linear floor by Monte Carlo, softmax "
+                                                   "--regime converged; default 4096)")
+    case.add_argument("--seed", type=int, help="Monte-Carlo seed (default 0)")
     case.add_argument("--calibration", help="softmax/difficult: 'A=..,C=..' (measured at one depth) or 'L0=..,c=..'")
-    case.add_argument("--regime", default="calibrated",
-                      help="softmax/difficult: calibrated (default: plateau + c/L from --calibration or the measured "
-                           "defaults) or converged (B_L, the best average of L softmax heads, with its interval)")
-    case.add_argument("--norm", default="layer", help="softmax/difficult, converged: the pre-norm, layer (default) or rms")
+    case.add_argument("--regime",
+                      help="softmax/difficult: converged (default: B_L, the best average of L softmax heads, an upper "
+                           "bound on the best trained loss, with its interval) or calibrated (plateau + c/L from "
+                           "--calibration, or the lazy-training measurements at d = 32, P = 128; the default with "
+                           "--calibration)")
+    case.add_argument("--norm", help="softmax/difficult, converged, with --width: the pre-norm, layer (default) or rms")
     case.add_argument("--width", type=int, help="softmax/difficult, converged: hidden width N >= d (default: exact cosine)")
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the prediction as JSON")
@@ -122,17 +128,19 @@ def run(args) -> int:
     if args.plot is not None:  # before any work
         check_output_file(args.plot, "--plot", suffixes=FIGURE_FORMATS)
     spectrum = _spectrum(args)
-    prediction = predict_loss(
-        parse_depths(args.depth), spectrum, attention=args.attention, task=args.task, polynomial=args.polynomial,
-        gamma=args.gamma, P=args.P, k=args.k, floor_method=args.floor_method, n_samples=args.samples,
-        rng=args.seed, calibration=_calibration(args.calibration), regime=args.regime, norm=args.norm, width=args.width,
-    )
+    # only the options given: predict_loss refuses one that does not apply to the case, naming it
+    options = dict(polynomial=args.polynomial, gamma=args.gamma, P=args.P, k=args.k, floor_method=args.floor_method,
+                   n_samples=args.samples, rng=args.seed, calibration=_calibration(args.calibration),
+                   regime=args.regime, norm=args.norm, width=args.width)
+    prediction = predict_loss(parse_depths(args.depth), spectrum, attention=args.attention, task=args.task,
+                              **{name: value for name, value in options.items() if value is not None})
     if args.plot is not None:
         plot_prediction(prediction, args.plot, title=repr(spectrum))
     if args.json:
         print(json.dumps(prediction.to_dict(), indent=1, ensure_ascii=False))
         return 0
     print(f"# {prediction.attention} attention, {prediction.task} task, {spectrum!r}")
+    print(f"# kind: {prediction.kind}")
     print(f"# law: {prediction.law}")
     if prediction.exponent is not None and prediction.coefficient is not None:
         print(f"# asymptote: {prediction.plateau:.6g} + {prediction.coefficient:.6g} · L^(-{prediction.exponent:.6g})")

@@ -124,7 +124,7 @@ def register(subparsers) -> None:
     defaults.add_argument("--out", metavar="FILE", default="softmax_defaults.json", help="JSON file to write")
     defaults.add_argument("--spectra", default=None, help="grid of (a, b), e.g. '0,0;0.5,0;0,0.5' (default: the scale's)")
     defaults.add_argument("--regimes", default="lazy,converged", help="regimes to measure (default lazy,converged)")
-    defaults.add_argument("--default-regime", default="lazy", help="regime predict_loss uses by default (default lazy)")
+    defaults.add_argument("--default-regime", default="lazy", help="regime of the file predict_loss reads with regime='calibrated' and no calibration (default lazy)")
     defaults.add_argument("--store", metavar="DIR", default=None,
                           help="sweep store, a cache of the training runs (default: a temporary directory, removed "
                                "afterwards)")

@@ -91,7 +91,8 @@ def make_softmax_defaults(
         spectra of ``idepth reproduce --scale quick``'s nonlinear difficult runs).
     regimes : sequence of {'lazy', 'lazy_long', 'converged'}
     default_regime : str
-        The regime :func:`theory.predict_loss` uses without a calibration.
+        The regime of the file :func:`theory.predict_loss` reads with ``regime='calibrated'`` and no
+        calibration.
     store_dir : path, optional
         Sweep store (a cache, not part of the provenance); default: a temporary directory,
         removed afterwards (nothing is left in the working directory unless asked).
