@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 __all__ = [
     "atomic_path",
+    "new_file_mode",
     "atomic_write",
     "write_text",
     "write_json",
@@ -93,8 +94,50 @@ def _fsync_file(name: str | os.PathLike) -> None:
         os.fsync(fh.fileno())
 
 
-def _temporary_sibling(path: Path) -> str:
+def _umask() -> int:
+    """The process umask, read without changing it where the system says it (Linux), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # the only portable read; restored at once
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    """The mode ``open(path, "w")`` gives a new file: ``0o666`` less the process umask.
+
+    ``tempfile.mkstemp`` creates its file with mode ``0o600`` whatever the umask; the atomic
+    writers give their temporary this mode before it is renamed, so an output file is as
+    readable as any other file the user creates.
+
+    Examples
+    --------
+    >>> old = os.umask(0o027)
+    >>> oct(new_file_mode())
+    '0o640'
+    >>> _ = os.umask(old)
+    """
+    return 0o666 & ~_umask()
+
+
+def _mkstemp_sibling(path: Path) -> tuple[int, str]:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, new_file_mode())
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(tmp_name)
+        raise
+    return fd, tmp_name
+
+
+def _temporary_sibling(path: Path) -> str:
+    fd, tmp_name = _mkstemp_sibling(path)
     os.close(fd)
     return tmp_name
 
@@ -146,7 +189,7 @@ def stage(path: str | os.PathLike, write: Callable[[Any], None]) -> tuple[str, s
     b'x'
     """
     path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = _mkstemp_sibling(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)

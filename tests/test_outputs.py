@@ -308,3 +308,34 @@ def test_ctrl_c_between_the_renames_of_a_checkpoint_is_held_until_all_files_are_
     assert len(calls) == 3, "the interrupt arrived before the checkpoint was complete"
     assert [(tmp_path / n).read_bytes() for n in ("a.bin", "b.bin", "metrics.json")] == [b"new a", b"new b", b"new m"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "b.bin", "metrics.json"]
+
+
+# ----------------------------------------------------------------------------- file modes follow the umask
+@pytest.fixture
+def umask():
+    """Set the process umask for one test and restore it afterwards."""
+    saved = os.umask(0o022)
+    os.umask(saved)
+    yield lambda mask: os.umask(mask)
+    os.umask(saved)
+
+
+@pytest.mark.parametrize("mask, expected", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_atomically_written_files_get_the_mode_the_umask_allows(tmp_path, umask, mask, expected):
+    umask(mask)
+    nio.write_text(tmp_path / "a.txt", "x")
+    nio.write_json(tmp_path / "b.json", {"x": 1})
+    with nio.atomic_path(tmp_path / "c.bin") as tmp:
+        tmp.write_bytes(b"x")
+    nio.atomic_write(tmp_path / "d.bin", lambda fh: fh.write(b"x"))
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in tmp_path.iterdir()}
+    assert modes == dict.fromkeys(("a.txt", "b.json", "c.bin", "d.bin"), oct(expected))
+
+
+def test_an_existing_file_replaced_atomically_takes_the_umask_mode(tmp_path, umask):
+    umask(0o022)
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    target.chmod(0o600)
+    nio.write_text(target, "new")
+    assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o644
