@@ -200,6 +200,8 @@ def read_checkpoint(directory: str | os.PathLike) -> tuple[dict, dict, dict, dic
     Training of paper eq. (12).
     """
     directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(f"{str(directory)!r} is a file, not a checkpoint directory")
     if not directory.is_dir():
         raise FileNotFoundError(f"checkpoint directory {str(directory)!r} does not exist")
     meta_path = directory / "metrics.json"

@@ -266,3 +266,32 @@ def test_resume_without_a_checkpoint_starts_at_step_0_and_says_so(tmp_path, caps
     assert cli.main(["train", *TINY_ARGS, "--out", str(tmp_path / "new"), "--quiet", "--resume"]) == 0
     assert "nothing to resume" in capsys.readouterr().err
     assert TrainResult.load(tmp_path / "new").metrics["complete"] is True
+
+
+def test_diagnose_of_a_file_says_it_is_a_file_not_a_checkpoint_directory(tmp_path, capsys):
+    target = tmp_path / "metrics.json"
+    target.write_text("{}")
+    code = cli.main(["diagnose", str(target)])
+    _one_line_error(capsys, code, "is a file, not a checkpoint directory", str(target))
+
+
+def test_diagnose_of_a_missing_directory_says_it_does_not_exist(tmp_path, capsys):
+    code = cli.main(["diagnose", str(tmp_path / "nowhere")])
+    _one_line_error(capsys, code, "does not exist")
+
+
+def test_train_help_and_its_model_error_list_the_same_models_the_registry_has(tmp_path, capsys):
+    import re
+
+    from numerics.models import MODELS
+
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    help_text = capsys.readouterr().out
+    listed = re.search(r"--model \{([^}]*)\}", help_text).group(1).split(",")
+    assert listed == list(MODELS) and len(listed) == 6
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["train", "--model", "transformer", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert re.findall(r"'(\w+)'", err.split("choose from", 1)[1]) == list(MODELS)

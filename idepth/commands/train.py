@@ -37,7 +37,7 @@ FIELD_HELP = {
     "c_omega": "teacher spectrum prefactor c_ω (eq. 2)",
     "d": "input dimension d",
     "P": "context length P (number of context tokens)",
-    "model": "linear, nonlinear, single_stream, untied_values or context_updates",
+    "model": "the attention model (numerics.models.MODELS)",
     "N": "hidden width N (>= d)",
     "depth": "number of attention layers L",
     "init": "an init_params option of the model (repeatable), e.g. --init qk_scale=4; merged over the model "
@@ -72,9 +72,10 @@ GROUPS = (
 
 
 def _choices() -> dict:
+    from numerics.models import MODELS
     from numerics.train import DTYPES, SCHEDULES, TASKS
 
-    return {"task": TASKS, "schedule": SCHEDULES, "dtype": DTYPES}
+    return {"task": TASKS, "schedule": SCHEDULES, "dtype": DTYPES, "model": tuple(MODELS)}
 
 
 def _base_type(hint):
