@@ -12,6 +12,9 @@ A thin layer over :mod:`numerics.experiments.study`:
 * ``idepth study converged [--out DIR] [--store DIR] [--spectra 'a,b;a,b'] [--base-steps S] [--report-only]``
   -- :func:`numerics.experiments.study.converged.run_converged` (the softmax model trained to convergence at the
   inferred sizes; one CSV row per run, its provenance, the docs page);
+* ``idepth study certified [--out DIR] [--store DIR] [--cells DIR] [--depths 1,2,4] [--workers N] [--report-only]``
+  -- :func:`numerics.experiments.study.certified.run_certified_study` (the best loss each depth reaches, from
+  several starts, with its certificates), then :func:`~numerics.experiments.study.certified.page.write_certified`;
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``
   -- :func:`numerics.experiments.study.make_softmax_defaults` (the file ``theory.predict_loss`` reads).
 
@@ -112,6 +115,27 @@ def register(subparsers) -> None:
     converged.add_argument("--workers", type=int, default=None, help="local worker processes (default: the usable cores)")
     converged.add_argument("--no-progress", action="store_true", help="no progress output")
     converged.set_defaults(func=run_converged_command)
+
+    certified = actions.add_parser(
+        "certified", help="the best loss each depth reaches (several starts, certificates) and the verdict on it",
+        description="For every Table 1 spectrum at d=16, N=32, P=64 (and P=128 at two spectra), depth 1-128 and "
+                    "3 seeds, train the softmax model from several starts in lockstep (cold at lr 3e-4 and 1e-3, "
+                    "the heads of the bound B_L, the depth-L/2 winner duplicated), select on one held-out set, "
+                    "report on another, check nesting, reachability and step doubling, and judge the paper's c/L "
+                    "law on the envelope. Cells are exported to --cells as they finish (a later session continues "
+                    "from them); writes DIR/certified-study.csv (one row per candidate), DIR/certified-study.md "
+                    "and DIR/figures/certified-study.png. Hours of CPU: see the plan's docstring.")
+    certified.add_argument("--out", metavar="DIR", default="docs/results", help="output directory (default docs/results)")
+    certified.add_argument("--store", metavar="DIR", default="store-certified",
+                           help="working store (default store-certified; rebuilt from --cells when missing)")
+    certified.add_argument("--cells", metavar="DIR", default="docs/results/certified",
+                           help="exported cells (DIR/cells) and frontier weights (DIR/frontier); default docs/results/certified")
+    certified.add_argument("--depths", default=None, metavar="1,2,4",
+                           help="stop after these depths (a prefix of 1,2,4,...,128; default all)")
+    certified.add_argument("--workers", type=int, default=None, help="local worker processes (default: the usable cores)")
+    certified.add_argument("--report-only", action="store_true", help="no training: the page from the exported cells")
+    certified.add_argument("--no-progress", action="store_true", help="no progress output")
+    certified.set_defaults(func=run_certified_command)
 
     defaults = actions.add_parser(
         "defaults", help="measure and write the softmax defaults file read by theory.predict_loss",
@@ -228,6 +252,28 @@ def run_converged_command(args) -> int:
                                    bound_contexts=args.bound_contexts, command=command.strip(), only_spectra=spectra)
     print(markdown)
     print(f"wrote {args.out}/converged-study.csv ({len(rows)} runs), converged-study.md, figures/converged-study.png")
+    return 0
+
+
+def run_certified_command(args) -> int:
+    """Run ``idepth study certified``."""
+    from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
+    from numerics.experiments.study.certified.page import write_certified
+
+    plan = CertifiedPlan()
+    depths = None if args.depths is None else _ints(args.depths, "--depths")
+    if depths is not None and tuple(depths) != plan.depths[: len(depths)]:
+        raise ValueError(f"--depths must be a prefix of {','.join(map(str, plan.depths))}; got {args.depths!r}")
+    cells, frontier = Path(args.cells) / "cells", Path(args.cells) / "frontier"
+    if not args.report_only:
+        run_certified_study(plan, args.store, workers=args.workers, progress=False if args.no_progress else None,
+                            depths=depths, cells_dir=cells, frontier_dir=frontier)
+    command = "idepth study certified " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study certified"
+    rows, summaries = write_certified(args.out, cells, plan, command=command)
+    print(f"wrote {args.out}/certified-study.csv ({len(rows)} candidates), certified-study.md")
+    for summary in summaries:
+        verdict, reason = summary.verdict
+        print(f"  a={summary.setting[0]:g} b={summary.setting[1]:g} P={summary.setting[5]}: {verdict} ({reason})")
     return 0
 
 

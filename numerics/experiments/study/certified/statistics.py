@@ -1,0 +1,243 @@
+"""Statistics of the certified study: the envelope R*_L, its certificates, the gain law and the verdict.
+
+Design. Within a setting (spectrum, N, P) every candidate of every depth and seed is reported on
+the same held-out contexts, and the depths of one seed share its training stream. So all numbers
+are means over seeds of means over common contexts, and their errors come from a **joint
+bootstrap over contexts and seeds** (one resample of contexts and of seeds for all depths at once):
+differences between depths are paired, and the covariance of the gains ``g_L = R*_1 − R*_L``
+across depths (they share ``R*_1`` and the contexts) is kept. With few seeds the seed part of that
+error is itself uncertain, so two-sided intervals use Student's t with ``seeds − 1`` degrees of freedom.
+
+Certificates (per setting, all on the report set):
+
+* **nesting**: ``R*_L ≤ R*_{L/2} + 2 SE`` (depth L expresses every depth-L/2 model, eq. 60);
+* **reachability**: ``R*_L ≤ B_L + 2 SE``, with ``B_L`` the untrained oracle heads on the same contexts;
+* **doubling** (where the plan doubles caps): the envelope of the doubled candidates improves on
+  ``R*_L`` by less than one paired SE.
+
+A setting whose certificates fail supports no verdict. The depth law (paper eq. 16) is judged on the
+gains by a generalised least-squares profile over α with the bootstrap covariance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .table import Errors
+
+__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "SettingSummary", "summarise", "gain_law_gls"]
+
+#: bootstrap replicates of the joint (contexts, seeds) resampling
+BOOTSTRAP = 2000
+#: the α grid of the profile (paper eq. 16)
+ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
+#: how many SEs a certificate allows (nesting, reachability); doubling allows one
+CERTIFICATE_SES = 2.0
+#: relative float32 round-off of a mean loss: the allowance when both sides are one function (SE 0)
+ROUNDOFF = 1e-6
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """One certificate at one depth: ``excess`` (what must be small) against ``allowed`` (SEs times its SE)."""
+
+    name: str
+    depth: int
+    excess: float
+    se: float
+    allowed: float
+
+    def __post_init__(self) -> None:
+        for name in ("excess", "se", "allowed"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+
+    @property
+    def passed(self) -> bool:
+        return self.excess <= self.allowed
+
+
+@dataclass(frozen=True)
+class SettingSummary:
+    """The envelope of one setting with its errors, certificates, the recipe's curve and the gain-law fit."""
+
+    setting: tuple
+    depths: tuple
+    seeds: int
+    envelope: tuple
+    envelope_se: tuple
+    bound: tuple
+    recipe: tuple
+    recipe_se: tuple
+    winners: tuple
+    certificates: tuple
+    alpha: float
+    alpha_lo: float
+    alpha_hi: float
+    chi2: float
+    dof: int
+    recipe_alpha: float
+    recipe_alpha_lo: float
+    recipe_alpha_hi: float
+
+    @property
+    def failed(self) -> list:
+        return [c for c in self.certificates if not c.passed]
+
+    @property
+    def verdict(self) -> tuple[str, str]:
+        """``(REPRODUCED | CONTRADICTED | INCONCLUSIVE, reason)`` for the paper's ``c/L`` law (α = 1) on the envelope."""
+        if len(self.depths) < 3:
+            return "INCONCLUSIVE", f"only {len(self.depths)} depths"
+        if self.failed:
+            names = ", ".join(f"{c.name} at L = {c.depth}" for c in self.failed)
+            return "INCONCLUSIVE", f"certificates fail: {names}"
+        interval = f"α = {self.alpha:.2f} [{self.alpha_lo:.2f}, {self.alpha_hi:.2f}]"
+        if not self.alpha_lo <= 1.0 <= self.alpha_hi:
+            return "CONTRADICTED", f"{interval} excludes 1"
+        if self.alpha_lo <= ALPHA_GRID[0] or self.alpha_hi >= ALPHA_GRID[-1]:
+            return "INCONCLUSIVE", f"{interval}: the gains do not bound α"
+        return "REPRODUCED", f"{interval} contains 1"
+
+
+def _t_quantile(dof: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, max(1, dof)))
+
+
+def gain_law_gls(depths, gains, covariance, threshold: float) -> tuple[float, float, float, float, int]:
+    """Profile fit of ``g_L = c (1 − L^-α)`` (paper eq. 16, the plateau cancels) with a full covariance.
+
+    For each α of :data:`ALPHA_GRID`, ``c ≥ 0`` is the generalised least-squares solution and
+    ``χ²(α) = rᵀ Σ⁻¹ r``; the interval is ``{α : χ²(α) ≤ χ²_min + threshold}``.
+
+    Returns
+    -------
+    (alpha, alpha_lo, alpha_hi, chi2, dof)
+
+    Examples
+    --------
+    >>> L = np.array([2.0, 4.0, 8.0, 16.0]); g = 1 - 1 / L
+    >>> round(gain_law_gls(L, g, np.eye(4) * 1e-4, 4.0)[0], 2)
+    1.0
+    """
+    L = np.asarray(depths, dtype=np.float64)
+    g = np.asarray(gains, dtype=np.float64)
+    W = np.linalg.pinv(np.asarray(covariance, dtype=np.float64), rcond=1e-10, hermitian=True)
+    f = 1.0 - L[None, :] ** (-ALPHA_GRID[:, None])  # (alpha, depth)
+    c = np.maximum(np.einsum("ad,de,e->a", f, W, g) / np.einsum("ad,de,ae->a", f, W, f), 0.0)
+    r = g[None, :] - c[:, None] * f
+    chi2 = np.einsum("ad,de,ae->a", r, W, r)
+    best = int(np.argmin(chi2))
+    inside = ALPHA_GRID[chi2 <= chi2[best] + threshold]
+    return float(ALPHA_GRID[best]), float(inside.min()), float(inside.max()), float(chi2[best]), int(L.size - 2)
+
+
+def _replicates(cube: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
+    """Bootstrap means over (seeds, contexts) of ``cube`` (items, seeds, contexts): shape (n, items)."""
+    items, seeds, contexts = cube.shape
+    out = np.empty((n, items))
+    for r in range(n):
+        s = rng.integers(seeds, size=seeds)
+        counts = np.bincount(rng.integers(contexts, size=contexts), minlength=contexts).astype(np.float64)
+        out[r] = (cube[:, s, :] @ counts).mean(axis=1) / contexts
+    return out
+
+
+def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP) -> list:
+    """One :class:`SettingSummary` per setting with every depth done for every seed.
+
+    ``recipe``: the (start, learning rate) whose trained models are the labelled recipe finding
+    (default: the cold start at 1e-3, the converged study's recipe).
+
+    Notes
+    -----
+    No example: it needs a table (``tests/test_certified.py``).
+    """
+    rng = np.random.default_rng(rng)
+    index = {id(row): i for i, row in enumerate(errors.rows)}
+    settings: dict = {}
+    for row in rows:
+        settings.setdefault(row.setting, []).append(row)
+    out = []
+    for setting, members in sorted(settings.items()):
+        seeds = sorted({r.seed for r in members})
+        by_cell: dict = {}
+        for r in members:
+            by_cell.setdefault((r.depth, r.seed), []).append(r)
+        depths = sorted(L for L in {r.depth for r in members} if all((L, s) in by_cell for s in seeds))
+        if not depths or depths[0] != 1:
+            continue
+
+        def pick(depth, seed, test):
+            return [r for r in by_cell[depth, seed] if test(r)]
+
+        kinds = {
+            "envelope": lambda r: r.selected,
+            "bound": lambda r: r.start == "oracle" and r.steps == 0,
+            "recipe": lambda r: (r.start, r.learning_rate) == recipe and not r.doubled,
+        }
+        cube, labels = [], []
+        for L in depths:
+            for kind in ("envelope", "bound", "recipe"):
+                chosen = [pick(L, s, kinds[kind])[0] for s in seeds]
+                cube.append([errors.values[index[id(r)]] for r in chosen])
+                labels.append((kind, L))
+            doubled = [[r for r in by_cell[L, s] if r.doubled or r.steps == 0] for s in seeds]
+            if all(any(r.doubled for r in d) for d in doubled):
+                chosen = [min(d, key=lambda r: r.R_select) for d in doubled]
+                cube.append([errors.values[index[id(r)]] for r in chosen])
+                labels.append(("doubled", L))
+        cube = np.asarray(cube, dtype=np.float64)
+        means = cube.mean(axis=(1, 2))
+        boot = _replicates(cube, rng, n_bootstrap)
+        at = {label: i for i, label in enumerate(labels)}
+
+        def diff_se(i, j):
+            return float(np.std(boot[:, i] - boot[:, j], ddof=1))
+
+        def allowed(i, j, ses):
+            return ses * diff_se(i, j) + ROUNDOFF * abs(means[j])
+
+        certificates = []
+        for L in depths:
+            e = at["envelope", L]
+            if L > 1:
+                p = at["envelope", L // 2]
+                certificates.append(Certificate("nesting", L, means[e] - means[p], diff_se(e, p),
+                                                allowed(e, p, CERTIFICATE_SES)))
+            b = at["bound", L]
+            certificates.append(Certificate("reachability", L, means[e] - means[b], diff_se(e, b),
+                                            allowed(e, b, CERTIFICATE_SES)))
+            if ("doubled", L) in at:
+                dbl = at["doubled", L]
+                certificates.append(Certificate("doubling", L, means[e] - means[dbl], diff_se(e, dbl),
+                                                allowed(e, dbl, 1.0)))
+        t2 = _t_quantile(len(seeds) - 1) ** 2
+
+        def fit(kind):
+            first = at[kind, 1]
+            cols = [at[kind, L] for L in depths[1:]]
+            gains = means[first] - means[cols]
+            cov = np.cov((boot[:, [first]] - boot[:, cols]).T, ddof=1).reshape(len(cols), len(cols))
+            return gain_law_gls(depths[1:], gains, cov, t2) if len(cols) >= 2 else (math.nan,) * 4 + (0,)
+
+        alpha, lo, hi, chi2, dof = fit("envelope")
+        r_alpha, r_lo, r_hi, _, _ = fit("recipe")
+        se = boot.std(axis=0, ddof=1)
+        winners = tuple(tuple(pick(L, s, kinds["envelope"])[0].start for s in seeds) for L in depths)
+        out.append(SettingSummary(
+            setting=setting, depths=tuple(depths), seeds=len(seeds),
+            envelope=tuple(means[at["envelope", L]] for L in depths),
+            envelope_se=tuple(se[at["envelope", L]] for L in depths),
+            bound=tuple(means[at["bound", L]] for L in depths),
+            recipe=tuple(means[at["recipe", L]] for L in depths),
+            recipe_se=tuple(se[at["recipe", L]] for L in depths),
+            winners=winners, certificates=tuple(certificates), alpha=alpha, alpha_lo=lo, alpha_hi=hi, chi2=chi2,
+            dof=dof, recipe_alpha=r_alpha, recipe_alpha_lo=r_lo, recipe_alpha_hi=r_hi,
+        ))
+    return out
+

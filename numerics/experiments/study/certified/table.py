@@ -1,0 +1,204 @@
+"""The certified study's table: one row per candidate (the CSV), and the per-context errors behind it.
+
+:func:`collect` reads the exported cells (:mod:`.cells`) into :class:`CandidateRow` rows and a
+:class:`Errors` array of the report-set errors; :func:`write_csv` and :func:`read_csv` are the only
+writer and reader of ``docs/results/certified-study.csv``. A table is checked on the way in and
+out: every row has a known start and learning rate, and each (spectrum, N, P, depth, seed) has
+exactly one ``selected`` row, the candidate of least selection-set loss among those that are not
+doubling checks (the envelope ``R*_L`` is its ``R_L`` on the report set).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .plan import STARTS, CellConfig
+from .run import SUMMARY_COLUMNS
+
+__all__ = ["CSV_COLUMNS", "CandidateRow", "Errors", "check_rows", "collect", "read_csv", "write_csv"]
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """One candidate of one cell, as the CSV holds it (losses are eq. 12 on 4096-context held-out sets).
+
+    Examples
+    --------
+    >>> row = CandidateRow(0.0, 0.0, 2, 16, 32, 64, 1, 0, "cold", 1e-3, 6000, False, False, 2.1, 0.03, 2.2, 0.03,
+    ...                    True, "abc")
+    >>> row.group
+    (0.0, 0.0, 2, 16, 32, 64, 1, 0)
+    """
+
+    a: float
+    b: float
+    k: int
+    d: int
+    N: int
+    P: int
+    depth: int
+    seed: int
+    start: str
+    learning_rate: float
+    steps: int
+    doubled: bool
+    diverged: bool
+    R_select: float
+    R_select_se: float
+    R_L: float
+    R_L_se: float
+    selected: bool
+    cell: str
+
+    @property
+    def group(self) -> tuple:
+        """(a, b, k, d, N, P, depth, seed): the cell the row belongs to."""
+        return (self.a, self.b, self.k, self.d, self.N, self.P, self.depth, self.seed)
+
+    @property
+    def setting(self) -> tuple:
+        """(a, b, k, d, N, P): what the envelope's depth law is fitted over."""
+        return (self.a, self.b, self.k, self.d, self.N, self.P)
+
+
+CSV_COLUMNS = tuple(f.name for f in dataclasses.fields(CandidateRow))
+_TYPES = {f.name: f.type for f in dataclasses.fields(CandidateRow)}
+
+
+@dataclass(frozen=True, eq=False)
+class Errors:
+    """Report-set squared errors per row of a table, ``values[i]`` for ``rows[i]`` (float32, contexts shared by setting)."""
+
+    rows: tuple
+    values: np.ndarray
+
+
+def _rows_of_cell(record: dict, arrays: dict) -> list[CandidateRow]:
+    cell = CellConfig.from_dict(record["config"])
+    summary = arrays["summary"]
+    col = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}
+    winner = int(record["metrics"]["winner"])
+    return [CandidateRow(cell.a, cell.b, cell.k, cell.d, cell.N, cell.P, cell.depth, cell.seed, c.start,
+                         c.learning_rate, c.steps, c.doubled, bool(summary[i, col["diverged"]]),
+                         float(summary[i, col["R_select"]]), float(summary[i, col["R_select_se"]]),
+                         float(summary[i, col["R_report"]]), float(summary[i, col["R_report_se"]]), i == winner,
+                         record["hash"])
+            for i, c in enumerate(cell.candidates)]
+
+
+def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
+    """All candidates of the exported cells in ``cells_dir`` (sorted by setting, depth, seed) and their errors.
+
+    Notes
+    -----
+    No example: it needs exported cells (``tests/test_certified.py``).
+    """
+    from .cells import read_cell
+
+    rows, errors = [], []
+    for path in sorted(Path(cells_dir).glob("*.npz")):
+        record, arrays = read_cell(path)
+        cell_rows = _rows_of_cell(record, arrays)
+        rows += cell_rows
+        errors += list(arrays["report_errors"])
+    order = sorted(range(len(rows)), key=lambda i: (rows[i].setting, rows[i].depth, rows[i].seed))
+    rows = [rows[i] for i in order]
+    values = np.asarray([errors[i] for i in order], dtype=np.float32) if rows else np.zeros((0, 0), np.float32)
+    check_rows(rows)
+    return rows, Errors(tuple(rows), values)
+
+
+def check_rows(rows) -> None:
+    """Raise ``ValueError`` naming the row if a start or rate is unknown or a cell's selection is not its envelope.
+
+    Examples
+    --------
+    >>> check_rows([])
+    """
+    groups: dict = {}
+    for i, row in enumerate(rows):
+        if row.start not in STARTS:
+            raise ValueError(f"row {i}: start must be one of {', '.join(STARTS)}; got {row.start!r}")
+        if not (row.learning_rate > 0) and (row.steps > 0 or row.start == "cold"):
+            raise ValueError(f"row {i}: a trained candidate needs a learning rate > 0; got {row.learning_rate!r}")
+        groups.setdefault(row.group, []).append((i, row))
+    for group, members in groups.items():
+        chosen = [i for i, r in members if r.selected]
+        if len(chosen) != 1:
+            raise ValueError(f"rows {[i for i, _ in members]} (a, b, k, d, N, P, depth, seed = {group}): "
+                             f"{len(chosen)} rows are selected, exactly one must be")
+        eligible = [(r.R_select, i) for i, r in members if not r.doubled and math.isfinite(r.R_select)]
+        best = min(eligible)[1]
+        if rows[best].R_select < rows[chosen[0]].R_select:
+            raise ValueError(f"row {chosen[0]}: selected, but row {best} of the same cell has the smaller selection "
+                             f"loss ({rows[best].R_select:.6g} < {rows[chosen[0]].R_select:.6g}): the envelope "
+                             "disagrees with its candidates")
+
+
+def write_csv(rows, path, *, provenance: dict | None = None) -> Path:
+    """Write ``rows`` (checked first) as CSV, a ``# {json}`` provenance line first; atomic.
+
+    Notes
+    -----
+    No example: it writes a file (``tests/test_certified.py``).
+    """
+    from numerics.io import write_text
+
+    check_rows(rows)
+    buffer = io.StringIO()
+    if provenance:
+        buffer.write("# " + json.dumps(provenance, sort_keys=True) + "\n")
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        writer.writerow([_cell(getattr(row, name)) for name in CSV_COLUMNS])
+    return write_text(path, buffer.getvalue())
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _parse(name: str, text: str, line: int):
+    kind = _TYPES[name]
+    try:
+        if kind == "bool":
+            if text not in ("True", "False"):
+                raise ValueError(text)
+            return text == "True"
+        return {"float": float, "int": int, "str": str}[kind](text)
+    except ValueError:
+        raise ValueError(f"line {line}: column {name!r} must be a {kind}; got {text!r}") from None
+
+
+def read_csv(path) -> list[CandidateRow]:
+    """The rows of a certified-study CSV, checked (:func:`check_rows`).
+
+    Raises
+    ------
+    ValueError
+        Missing columns (named, one line), a malformed value (line and column), or a failed check.
+
+    Notes
+    -----
+    No example: it reads a file (``tests/test_certified.py``).
+    """
+    lines = [line for line in Path(path).read_text().splitlines() if not line.startswith("#")]
+    reader = csv.DictReader(lines)
+    missing = [name for name in CSV_COLUMNS if name not in (reader.fieldnames or ())]
+    if missing:
+        raise ValueError(f"{path}: not a certified-study table: missing columns {', '.join(missing)}")
+    rows = [CandidateRow(**{name: _parse(name, record[name], n) for name in CSV_COLUMNS})
+            for n, record in enumerate(reader, start=2)]
+    check_rows(rows)
+    return rows
