@@ -42,7 +42,13 @@ ROUNDOFF = 1e-6
 
 @dataclass(frozen=True)
 class Certificate:
-    """One certificate at one depth: ``excess`` (what must be small) against ``allowed`` (SEs times its SE)."""
+    """One certificate at one depth: ``excess`` (what must be small) against ``allowed`` (SEs times its SE).
+
+    Examples
+    --------
+    >>> Certificate("nesting", 4, excess=0.01, se=0.004, allowed=0.008).passed
+    False
+    """
 
     name: str
     depth: int
@@ -61,7 +67,12 @@ class Certificate:
 
 @dataclass(frozen=True)
 class SettingSummary:
-    """The envelope of one setting with its errors, certificates, the recipe's curve and the gain-law fit."""
+    """The envelope of one setting with its errors, certificates, the recipe's curve and the gain-law fit.
+
+    Notes
+    -----
+    No example: :func:`summarise` builds it from a study's table (``tests/test_certified.py``).
+    """
 
     setting: tuple
     depths: tuple

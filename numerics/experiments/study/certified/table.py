@@ -75,7 +75,13 @@ _TYPES = {f.name: f.type for f in dataclasses.fields(CandidateRow)}
 
 @dataclass(frozen=True, eq=False)
 class Errors:
-    """Report-set squared errors per row of a table, ``values[i]`` for ``rows[i]`` (float32, contexts shared by setting)."""
+    """Report-set squared errors per row of a table, ``values[i]`` for ``rows[i]`` (float32, contexts shared by setting).
+
+    Examples
+    --------
+    >>> Errors((), np.zeros((0, 4), np.float32)).values.shape
+    (0, 4)
+    """
 
     rows: tuple
     values: np.ndarray
