@@ -31,7 +31,7 @@ def _num(value: float, se: float | None = None) -> str:
     return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
 
 
-def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str) -> str:
+def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str, deviations=None) -> str:
     """The docs page of the certified study (Markdown).
 
     Examples
@@ -71,14 +71,15 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
               "converged study's cap gives, not the best loss of the depth.", ""]
     for s in summaries:
         lines += [f"## {_label(s.setting)}", "",
-                  "| L | R*_L (envelope) | B_L (same contexts) | R*_L − B_L | winners (per seed) | cold lr=1e-3 | "
-                  "certificates |", "|---|---|---|---|---|---|---|"]
+                  "| L | R*_L (envelope) | B_L (same contexts) | R*_L − B_L | predict_loss / R*_L − 1 | winners (per seed) "
+                  "| cold lr=1e-3 | certificates |", "|---|---|---|---|---|---|---|---|"]
+        off = (deviations or {}).get(s.setting, (np.nan,) * len(s.depths))
         for i, L in enumerate(s.depths):
             certs = [c for c in s.certificates if c.depth == L]
             marks = ", ".join(f"{c.name} {'✓' if c.passed else '✗'} ({c.excess:+.4f} vs {c.allowed:.4f})"
                               for c in certs)
             lines.append(f"| {L} | {_num(s.envelope[i], s.envelope_se[i])} | {_num(s.bound[i])} | "
-                         f"{s.envelope[i] - s.bound[i]:+.4f} | {', '.join(s.winners[i])} | "
+                         f"{s.envelope[i] - s.bound[i]:+.4f} | {off[i]:+.2%} | {', '.join(s.winners[i])} | "
                          f"{_num(s.recipe[i], s.recipe_se[i])} | {marks} |")
         lines += ["", f"GLS gain-law fit: χ² = {s.chi2:.2f} on {s.dof} degrees of freedom.", ""]
     lines += [f"![envelope, bound and recipe per setting]({FIGURE})", ""]
@@ -124,10 +125,12 @@ def draw_certified_figure(summaries, path) -> Path:
     return save_figure(fig, path)
 
 
-def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str) -> tuple[list, list]:
+def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, predictions: bool = True
+                    ) -> tuple[list, list]:
     """Write ``certified-study.csv``, its page and figure into ``out_dir`` from the exported cells.
 
-    Returns ``(rows, summaries)``.
+    Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (the default softmax
+    prediction, B_L) with the envelope at every depth (its Monte Carlo takes a while per setting).
 
     Notes
     -----
@@ -135,14 +138,16 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str) ->
     """
     from numerics.io import make_output_dir, write_text
 
-    from .statistics import summarise
+    from .statistics import prediction_deviations, summarise
     from .table import collect, write_csv
 
     rows, errors = collect(cells_dir)
     out_dir = make_output_dir(out_dir)
     summaries = summarise(rows, errors)
     write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
-    write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command))
+    deviations = {s.setting: prediction_deviations(s) for s in summaries} if predictions else None
+    write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command,
+                                                  deviations=deviations))
     if summaries:
         make_output_dir(out_dir / Path(FIGURE).parent)
         draw_certified_figure(summaries, out_dir / FIGURE)

@@ -28,7 +28,11 @@ import numpy as np
 
 from .table import Errors
 
-__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "SettingSummary", "summarise", "gain_law_gls"]
+__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "SettingSummary", "summarise", "gain_law_gls",
+           "prediction_deviations", "PREDICT_SAMPLES"]
+
+#: Monte-Carlo contexts per set of ``theory.predict_loss`` in the comparison with the envelope
+PREDICT_SAMPLES = 16384
 
 #: bootstrap replicates of the joint (contexts, seeds) resampling
 BOOTSTRAP = 2000
@@ -252,3 +256,17 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         ))
     return out
 
+
+def prediction_deviations(summary: SettingSummary, *, n_samples: int = PREDICT_SAMPLES) -> tuple:
+    """``(predict_loss / R*_L − 1)`` per depth of ``summary``: the package's default softmax prediction (B_L) vs the envelope.
+
+    Notes
+    -----
+    No example: it runs the bounds' Monte Carlo (``tests/test_certified.py``).
+    """
+    from theory import PowerLawSpectrum, predict_loss
+
+    a, b, k, d, N, P = summary.setting
+    prediction = predict_loss(summary.depths, PowerLawSpectrum(a, b, d), attention="softmax", task="difficult", P=P,
+                              k=k, n_samples=n_samples)
+    return tuple(float(p / e - 1.0) for p, e in zip(prediction.loss, summary.envelope))
