@@ -29,3 +29,17 @@ settings.load_profile(os.environ.get("IDEPTH_HYPOTHESIS_PROFILE", "ci" if os.env
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def smoke_reproduction(tmp_path_factory):
+    """One ``smoke``-scale reproduction (every artefact, the regime study), shared by the test modules
+    that check its output (``test_reproduce``, ``test_claims``): built once per session. Tests read it;
+    one that needs to write (re-running into it) works on a copy."""
+    from numerics.experiments.reproduce import reproduce
+
+    out = tmp_path_factory.mktemp("smoke-reproduction") / "out"
+    return reproduce("smoke", out_dir=out, workers=2, progress=False, study=True, log=lambda text: None)

@@ -28,7 +28,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from numerics.experiments import criteria
-from numerics.experiments.reproduce import analysis, reproduce
+from numerics.experiments.reproduce import analysis
 from numerics.experiments.reproduce import report as report_module
 from numerics.experiments.reproduce.context import ReproductionContext
 from numerics.experiments.reproduce.report import evaluate_claims
@@ -449,14 +449,15 @@ def _explain(claims, statuses) -> str:
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    """The smoke reproduction, its consistency report recomputed with reproduce's arguments, and a fresh context."""
+def smoke(smoke_reproduction, tmp_path_factory):
+    """The session's smoke reproduction (tests/conftest.py) and its consistency report recomputed with
+    reproduce's arguments."""
     from numerics.experiments.reproduce import _CONSISTENCY_SIZES
     from numerics.experiments.study import run_study_sections
 
     base = tmp_path_factory.mktemp("claims")
-    out = base / "out"
-    result = reproduce("smoke", out_dir=out, workers=2, progress=False, study=True, log=lambda text: None)
+    result = smoke_reproduction
+    out = result.out_dir
     # the study's runs and bounds are in the shared store and cache: nothing is trained or sampled again
     _, consistency = run_study_sections(SCALE.study, base / "study-again", store_dir=out / "store",
                                         cache_dir=out / "cache", workers=2, progress=False,

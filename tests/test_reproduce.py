@@ -1,7 +1,8 @@
 """``idepth reproduce``: every artefact is produced, tables quote the paper verbatim, verdicts follow the
 numbers, re-running reuses the store, Ctrl-C leaves it consistent, and bad input is one line with exit 2.
 
-The end-to-end checks run the ``smoke`` scale (tiny sizes, ~40 short runs) once per module.
+The end-to-end checks read the ``smoke`` scale's reproduction (tiny sizes, ~40 short runs), built once per
+session for this module and ``test_claims`` (``smoke_reproduction`` in ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -35,10 +36,9 @@ TABLES = [a for a, art in ARTEFACTS.items() if art.kind == "table"]
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    out = tmp_path_factory.mktemp("reproduce") / "out"
-    result = reproduce("smoke", out_dir=out, workers=2, progress=False, study=True, log=lambda text: None)
-    return result
+def smoke(smoke_reproduction):
+    """The session's one smoke reproduction (tests/conftest.py), read only."""
+    return smoke_reproduction
 
 
 # ------------------------------------------------------------------------------------------- end to end
@@ -100,8 +100,12 @@ def test_table_agreement_cells_are_computed_from_the_numbers(smoke):
     assert checked >= 1
 
 
-def test_rerunning_reuses_the_store_and_trains_nothing(smoke):
-    again = reproduce("smoke", out_dir=smoke.out_dir, workers=1, progress=False, study=False, log=lambda text: None)
+def test_rerunning_reuses_the_store_and_trains_nothing(smoke, tmp_path):
+    import shutil
+
+    out = tmp_path / "again"  # a copy: the shared reproduction stays as it was built
+    shutil.copytree(smoke.out_dir, out)
+    again = reproduce("smoke", out_dir=out, workers=1, progress=False, study=False, log=lambda text: None)
     assert again.sweep.executed == 0
     assert again.sweep.skipped == again.plan.n_runs == smoke.plan.n_runs
     assert again.report.read_text(encoding="utf-8").startswith("# Reproduction report — scale smoke")
