@@ -1,11 +1,13 @@
-"""Peer benchmark: the package's trainer against a plain PyTorch-CPU loop of the same model (issue 10).
+"""Peer benchmark: the package's trainer against a plain PyTorch-CPU loop and a jitted JAX loop of the same model.
 
 The model is the controlled softmax model ``numerics.models.nonlinear`` (paper eqs. (7)-(10),
 (12), mask M(0)); the task is top-2 aggregation (eq. 6) on flat spectra (a = b = 0), fresh
-data every step, float32, one BLAS/torch thread. Run::
+data every step, float32, one BLAS/torch/XLA thread. The package draws its batches with
+sampler stream 2 by default (``TrainConfig(stream=2)``, what the certified study uses;
+``--stream 1`` for the original sampler). Run::
 
-    pip install -e '.[bench]'                       # torch; the package itself never imports it
-    python benchmarks/bench_peer.py                 # the four sizes of issue 10, 5 repeats
+    pip install -e '.[bench]'                       # torch and jax; the package itself never imports them
+    python benchmarks/bench_peer.py                 # the four default sizes, 5 repeats
     python benchmarks/bench_peer.py --sizes 16,32,64,16,256 --repeats 3 --steps 10 --json out.json
 
 What is timed, per size (d, N, P, L, batch), in interleaved repeats (package, torch, package
@@ -27,6 +29,14 @@ untimed warm-up run of every variant:
   through ``LambdaLR``), drawing its data with torch (:func:`torch_top2_batch`).
 * **torch + package sampler** -- the same loop taking its data from ``numerics.tasks.sample``
   (zero-copy ``torch.from_numpy``), which separates the samplers' costs.
+* **jax** (if jax is installed) -- one jitted step (:func:`jax_train_step`: sample + loss +
+  grad + Adam, the state donated): the batch drawn inside the jit with ``jax.random``
+  (:func:`jax_top_k_batch`: the package's law, Haar rotations by QR with the sign fix where the
+  spectrum is not flat, ``lax.top_k`` of the cosine ranking), ``jax.value_and_grad`` of the
+  same dense model as the torch module (:func:`jax_forward`), hand-written Adam
+  (:func:`jax_adam`) with the ``warmup_cosine`` schedule computed inside the step. Compiled
+  once per size in the warm-up (the step cap is an argument); the loop blocks once, at its end.
+  **jax sampler** -- the jitted sampler alone, per batch (its share of the jax step).
 
 Wall time (``perf_counter``) is the table's number; process CPU time is reported beside it
 (steadier when other jobs share the machine).
@@ -37,17 +47,22 @@ float32 matmul peak (a 1024^2 sgemm). The step's **bare-exp fraction** is exp ti
 time; its **matmul-peak fraction** is (matmul flops of the package's engine per step, an
 analytic count: :func:`engine_flops`) / step time / peak.
 
-Before timing, a check that it is the same model: the package's initial float32 parameters are
+Before timing, a check that it is the same model (for torch, and the same for jax:
+``jax.value_and_grad`` and :func:`jax_adam` on the same batch and weights): the package's initial float32 parameters are
 copied into the torch module and, on one batch of the package's sampler, the predictions,
 the loss, the gradients and the parameters after one Adam step are compared (max abs
 differences printed; for the Adam step over the entries whose gradient is above float32
 round-off, since a first Adam step is ±lr·sign(g); the run stops if the forward differs
-beyond float32 tolerance). The two samplers' target variances are compared too (same law).
+beyond float32 tolerance). The two samplers' target variances are compared too (same law);
+the jax sampler's against the package's stream 2 on the flat spectrum and on a = b = 1 (the
+rotated path).
 
-Threads: OMP/OPENBLAS/MKL/BLIS_NUM_THREADS=1 are set below, before numpy is imported, and
+Threads: OMP/OPENBLAS/MKL/BLIS_NUM_THREADS=1 and ``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false
+intra_op_parallelism_threads=1`` are set below, before numpy and jax are imported, and
 ``torch.set_num_threads(1)``; threadpoolctl (if installed) shows the thread counts in force.
-``--json OUT`` writes every number, the versions and the BLAS (atomically: a temporary file
-in the same folder, then ``os.replace``).
+The CPU's SIMD extensions are printed and stored (numpy's ``show_runtime()`` lists: baseline,
+found, not found; torch's CPU capability). ``--json OUT`` writes every number, the versions,
+the SIMD level and the BLAS (atomically: a temporary file in the same folder, then ``os.replace``).
 """
 
 from __future__ import annotations
@@ -56,8 +71,13 @@ import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
     os.environ[_var] = "1"
+# one XLA thread (before jax is imported): no Eigen thread pool, one intra-op thread
+_XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _XLA_ONE_THREAD).strip()
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
@@ -93,6 +113,16 @@ try:
     import torch.nn.functional as F
 except ImportError:  # pragma: no cover - reported to the user in main()
     torch = None
+
+try:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+except ImportError:  # pragma: no cover - the jax peer is skipped, said in main()
+    jax = None
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_sampler import simd_extensions  # noqa: E402  (the one home of the SIMD report)
 
 #: the sizes (d, N, P, L, batch) of issue 10's table plus its large point
 DEFAULT_SIZES = ((16, 32, 64, 16, 256), (16, 32, 64, 128, 256), (32, 64, 128, 32, 256), (128, 128, 1024, 16, 128))
@@ -174,12 +204,162 @@ def package_batch_as_torch(batch):
         return tuple(torch.from_numpy(getattr(batch, k)) for k in ("context_x", "context_y", "test_x", "target"))
 
 
+# ----------------------------------------------------------------------------- the jax peer
+if jax is not None:
+
+    def jax_layer_norm(h):
+        """LayerNorm over the last (N) axis without gain or bias, eps as the package's."""
+        centred = h - h.mean(axis=-1, keepdims=True)
+        return centred * lax.rsqrt((centred * centred).mean(axis=-1, keepdims=True) + LAYER_NORM_EPS)
+
+    def jax_forward(params, context_x, context_y, test_x):
+        """The controlled softmax model (paper eqs. (7)-(10), (12)) in jax, the same dense form as
+        :class:`TorchSoftmaxModel`: pre-norm ``Ĥ_x = LN(W_x X)``, logits through the test token
+        ``((W_q^ℓ ĥ_test)ᵀ W_k^ℓ) ĥ_j``, ``ŷ = W_o W_v W_y (mean_ℓ p_ℓ)·y``."""
+        H_ctx = jax_layer_norm(context_x @ params["W_x"].T)  # (B, P, N)
+        h_test = jax_layer_norm(test_x @ params["W_x"].T)  # (B, N)
+        q = jnp.einsum("bn,lmn->blm", h_test, params["W_q"])  # W_q^ℓ ĥ_test, (B, L, N)
+        u = jnp.einsum("blm,lmn->bln", q, params["W_k"])  # (W_q^ℓ ĥ_test)ᵀ W_k^ℓ, (B, L, N)
+        logits = jnp.einsum("bln,bpn->blp", u, H_ctx)  # (B, L, P)
+        p_bar = jax.nn.softmax(logits, axis=-1).mean(axis=1)  # (1/L) Σ_ℓ p_ℓ, (B, P)
+        read = (p_bar * context_y).sum(axis=-1)  # (B,)
+        gain = (params["W_o"] @ params["W_v"] @ params["W_y"])[0, 0]  # g = W_o W_v W_y
+        return read * gain
+
+    def jax_loss(params, context_x, context_y, test_x, target):
+        """Mean squared error of eq. (12)."""
+        return jnp.mean((jax_forward(params, context_x, context_y, test_x) - target) ** 2)
+
+    def jax_top_k_batch(key, B: int, P: int, d: int, k: int, sqrt_lambda, sqrt_omega, rotate: bool):
+        """One batch of the top-k task drawn with ``jax.random`` (paper eqs. (1)-(6), the package's law).
+
+        ``x = O (√λ ⊙ z)``, ``β = O (√ω ⊙ w)``, ``x_test = O (√λ ⊙ z_test)`` with ``O`` Haar per context
+        (QR of a Gaussian matrix with the sign fix, as ``theory.data_law.haar_rotations``; no rotation
+        on flat spectra, where the law is rotation invariant, as the package); ``y = βᵀx``; target
+        the mean label of the k largest cosines to ``x_test`` (``lax.top_k`` of ``x·x_test/|x|``,
+        the cosine times ``|x_test|``, the same ranking).
+        """
+        k_rot, k_x, k_teacher, k_test = jax.random.split(key, 4)
+        z = jax.random.normal(k_x, (B, P, d), jnp.float32)
+        w = jax.random.normal(k_teacher, (B, d), jnp.float32)
+        z_test = jax.random.normal(k_test, (B, d), jnp.float32)
+        if rotate:
+            q, r = jnp.linalg.qr(jax.random.normal(k_rot, (B, d, d), jnp.float32))
+            O = q * jnp.where(jnp.diagonal(r, axis1=1, axis2=2) < 0, -1.0, 1.0)[:, None, :]
+            input_map, teacher_map = O * sqrt_lambda, O * sqrt_omega  # O diag √λ, O diag √ω
+            context_x = jnp.einsum("bpe,bde->bpd", z, input_map)
+            teacher = jnp.einsum("be,bde->bd", w, teacher_map)
+            test_x = jnp.einsum("be,bde->bd", z_test, input_map)
+        else:
+            context_x, teacher, test_x = z * sqrt_lambda, w * sqrt_omega, z_test * sqrt_lambda
+        context_y = jnp.einsum("bpd,bd->bp", context_x, teacher)  # y = βᵀx, eq. (1)
+        scores = jnp.einsum("bpd,bd->bp", context_x, test_x) * lax.rsqrt(jnp.sum(context_x * context_x, axis=-1))
+        _, top = lax.top_k(scores, k)
+        target = jnp.take_along_axis(context_y, top, axis=1).mean(axis=1)  # eq. (6)
+        return context_x, context_y, test_x, target
+
+    def jax_adam(params, grads, m, v, t, learning_rate, beta1, beta2, eps):
+        """Adam as ``numerics.optim.adam_update`` (bias-corrected, eps outside the root), step ``t`` 0-based."""
+        t1 = (t + 1).astype(jnp.float32)
+        c1, c2 = 1.0 - beta1**t1, 1.0 - beta2**t1
+        m = jax.tree_util.tree_map(lambda m_, g: beta1 * m_ + (1.0 - beta1) * g, m, grads)
+        v = jax.tree_util.tree_map(lambda v_, g: beta2 * v_ + (1.0 - beta2) * (g * g), v, grads)
+        params = jax.tree_util.tree_map(lambda p, m_, v_: p - (learning_rate / c1) * m_ / (jnp.sqrt(v_ / c2) + eps),
+                                        params, m, v)
+        return params, m, v
+
+    def jax_warmup_cosine(t, peak, warmup_steps: int, max_steps):
+        """``numerics.optim.schedule_value('warmup_cosine', ...)`` in jax (t traced)."""
+        t = t.astype(jnp.float32)
+        span = jnp.maximum(max_steps - warmup_steps, 1).astype(jnp.float32)
+        progress = jnp.clip((t - warmup_steps) / span, 0.0, 1.0)
+        cosine = peak * 0.5 * (1.0 + jnp.cos(jnp.pi * progress))
+        if warmup_steps == 0:
+            return cosine
+        return jnp.where(t < warmup_steps, peak * (t + 1.0) / warmup_steps, cosine)
+
+    _JAX_STEPS: dict = {}
+
+    def jax_train_step(config: TrainConfig):
+        """One jitted training step for the config's sizes: sample + loss + grad + Adam, compiled once per size.
+
+        ``step((params, m, v, t, key), max_steps) -> ((params, m, v, t + 1, key'), loss)``; the
+        state is donated (updated in place).
+        """
+        spectrum = config.spectrum()
+        cache_key = (config.d, config.N, config.P, config.depth, config.batch_size, config.k, config.a, config.b,
+                     config.c_lambda, config.c_omega, config.learning_rate, config.warmup_steps,
+                     config.beta1, config.beta2, config.eps)
+        if cache_key in _JAX_STEPS:
+            return _JAX_STEPS[cache_key]
+        sqrt_lambda = jnp.asarray(np.sqrt(spectrum.eigenvalues), jnp.float32)
+        sqrt_omega = jnp.asarray(np.sqrt(spectrum.teacher_eigenvalues), jnp.float32)
+        rotate = not spectrum.is_isotropic
+        B, P, d, k = config.batch_size, config.P, config.d, config.k
+        peak, warmup = config.learning_rate, config.warmup_steps
+        beta1, beta2, eps = config.beta1, config.beta2, config.eps
+        value_and_grad = jax.value_and_grad(jax_loss)
+
+        def step(state, max_steps):
+            params, m, v, t, key = state
+            key, sub = jax.random.split(key)
+            batch = jax_top_k_batch(sub, B, P, d, k, sqrt_lambda, sqrt_omega, rotate)
+            loss, grads = value_and_grad(params, *batch)
+            lr = jax_warmup_cosine(t, peak, warmup, max_steps)
+            params, m, v = jax_adam(params, grads, m, v, t, lr, beta1, beta2, eps)
+            return (params, m, v, t + 1, key), loss
+
+        def sample_only(key):
+            return jax_top_k_batch(key, B, P, d, k, sqrt_lambda, sqrt_omega, rotate)
+
+        _JAX_STEPS[cache_key] = (jax.jit(step, donate_argnums=0), jax.jit(sample_only))
+        return _JAX_STEPS[cache_key]
+
+
+def run_jax(config: TrainConfig, seed: int = 0) -> tuple[float, float, float]:
+    """Wall and CPU seconds per step of the jitted jax loop (sampler share: nan, timed apart by :func:`run_jax_sampler`)."""
+    step, _ = jax_train_step(config)
+    params = get_model("nonlinear").init_params(config.d, config.N, config.depth, np.random.default_rng(seed),
+                                               dtype=np.float32)
+    params = {name: jnp.asarray(value) for name, value in params.items()}
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+    state = (params, zeros, jax.tree_util.tree_map(jnp.zeros_like, params), jnp.int32(0), jax.random.key(seed))
+    max_steps = jnp.int32(config.max_steps)
+    jax.block_until_ready(state)
+    losses = []
+    start, cpu_start = time.perf_counter(), time.process_time()
+    for _ in range(config.max_steps):
+        state, loss = step(state, max_steps)
+        losses.append(loss)
+    jax.block_until_ready((state, losses))
+    total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    if not bool(np.all(np.isfinite(np.asarray(losses)))):
+        raise RuntimeError("jax run diverged")
+    return total / config.max_steps, cpu / config.max_steps, math.nan
+
+
+def run_jax_sampler(config: TrainConfig, seed: int = 0) -> tuple[float, float, float]:
+    """Wall and CPU seconds per batch of the jitted jax sampler alone (the third number: the same wall time)."""
+    _, sample_only = jax_train_step(config)
+    key = jax.random.key(seed)
+    split = jax.random.split(key, config.max_steps)
+    keys = [split[i] for i in range(config.max_steps)]
+    jax.block_until_ready(keys)
+    out = []
+    start, cpu_start = time.perf_counter(), time.process_time()
+    for each in keys:
+        out.append(sample_only(each))
+    jax.block_until_ready(out)
+    total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return total / config.max_steps, cpu / config.max_steps, total / config.max_steps
+
+
 # ----------------------------------------------------------------------------- the loops
-def config_for(size, steps: int) -> TrainConfig:
+def config_for(size, steps: int, stream: int = 2) -> TrainConfig:
     d, N, P, L, B = size
     return TrainConfig(
         model="nonlinear", task="difficult", k=2, a=0.0, b=0.0, d=d, N=N, P=P, depth=L, batch_size=B,
-        max_steps=steps, eval_every=steps, eval_size=EVAL_SIZE, dtype="float32", warmup_steps=0,
+        max_steps=steps, eval_every=steps, eval_size=EVAL_SIZE, dtype="float32", warmup_steps=0, stream=stream,
     )
 
 
@@ -221,7 +401,8 @@ def run_package_pieces(config: TrainConfig) -> tuple[float, float, float]:
     start, cpu_start = time.perf_counter(), time.process_time()
     for step in range(config.max_steps):
         t0 = time.perf_counter()
-        batch = sample(config.task, spectrum, config.P, config.batch_size, rng, k=config.k, dtype=np.float32)
+        batch = sample(config.task, spectrum, config.P, config.batch_size, rng, k=config.k, dtype=np.float32,
+                       stream=config.stream)
         sampler += time.perf_counter() - t0
         with np.errstate(over="ignore", invalid="ignore"):
             loss, grads = model.loss_and_grad(params, batch)
@@ -251,7 +432,7 @@ def run_torch(config: TrainConfig, *, package_sampler: bool, seed: int = 0) -> t
     for _ in range(S):
         t0 = time.perf_counter()
         if package_sampler:
-            batch = sample("difficult", spectrum, P, B, rng, k=2, dtype=np.float32)
+            batch = sample("difficult", spectrum, P, B, rng, k=2, dtype=np.float32, stream=config.stream)
             context_x, context_y, test_x, target = package_batch_as_torch(batch)
         else:
             context_x, context_y, test_x, target = torch_top2_batch(B, P, d, gen)
@@ -331,6 +512,80 @@ def sampler_law_check(size) -> dict:
             "torch_target_mean": float(t.mean()), "package_target_mean": float(n.mean()), "contexts": contexts}
 
 
+def jax_same_model_check(size, seed: int = 0) -> dict:
+    """The torch check for the jax peer: the package's initial float32 params and one batch of its
+    sampler; compare forward, loss, gradients (``jax.grad`` of the MSE) and one Adam step (:func:`jax_adam`)."""
+    d, N, P, L, B = size
+    model = get_model("nonlinear")
+    rng = np.random.default_rng(seed)
+    params = model.init_params(d, N, L, rng, dtype=np.float32)
+    batch = sample("difficult", TrainConfig(d=d, N=N, P=P).spectrum(), P, min(B, 64), rng, k=2, dtype=np.float32)
+    jparams = {name: jnp.asarray(value) for name, value in params.items()}
+    arrays = tuple(jnp.asarray(getattr(batch, k)) for k in ("context_x", "context_y", "test_x", "target"))
+    prediction = np.asarray(jax.jit(jax_forward)(jparams, *arrays[:3]))
+    loss_jax, jgrads = jax.jit(jax.value_and_grad(jax_loss))(jparams, *arrays)
+    package_prediction = model.forward(params, batch).prediction
+    loss_package, grads = model.loss_and_grad(params, batch)
+    grad_diff = max(float(np.max(np.abs(np.asarray(jgrads[k]) - g))) for k, g in grads.items())
+    grad_scale = max(float(np.max(np.abs(g))) for g in grads.values())
+    lr = model.TRAIN_DEFAULTS["learning_rate"]
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, jparams)
+    jstepped, _, _ = jax_adam(jparams, jgrads, zeros, zeros, jnp.int32(0), lr, 0.9, 0.999, 1e-8)
+    stepped, _ = adam_update(params, grads, adam_init(params), lr)
+    step_diff, resolved_diff, unresolved = 0.0, 0.0, 0
+    for k, v in stepped.items():  # as in same_model_check: entries whose gradient is at round-off may flip sign
+        diff = np.abs(np.asarray(jstepped[k]) - v)
+        resolved = np.abs(grads[k]) > 1e-4 * grad_scale
+        step_diff = max(step_diff, float(diff.max()))
+        resolved_diff = max(resolved_diff, float(diff[resolved].max(initial=0.0)))
+        unresolved += int(np.count_nonzero(~resolved))
+    return {
+        "forward_max_abs_diff": float(np.max(np.abs(prediction - package_prediction))),
+        "prediction_max_abs": float(np.max(np.abs(package_prediction))),
+        "loss_abs_diff": abs(float(loss_jax) - float(loss_package)),
+        "loss": float(loss_package),
+        "grad_max_abs_diff": grad_diff,
+        "grad_max_abs": grad_scale,
+        "adam_step_params_max_abs_diff": step_diff,
+        "adam_step_params_max_abs_diff_resolved": resolved_diff,
+        "adam_step_unresolved_entries": unresolved,
+        "adam_lr": lr,
+    }
+
+
+def jax_sampler_law_check(size, spectra=((0.0, 0.0), (1.0, 1.0))) -> dict:
+    """Mean and variance of the top-2 target from the jax sampler and the package's (stream 2), with the
+    z-score of the variance difference, on the flat spectrum and on a = b = 1 (the rotated path)."""
+    d, P = size[0], size[2]
+    contexts = max(256, min(16384, (1 << 24) // (P * d)))
+    out = {}
+    for a, b in spectra:
+        config = TrainConfig(d=d, N=d, P=P, a=a, b=b)
+        spectrum = config.spectrum()
+        args = (jnp.asarray(np.sqrt(spectrum.eigenvalues), jnp.float32),
+                jnp.asarray(np.sqrt(spectrum.teacher_eigenvalues), jnp.float32), not spectrum.is_isotropic)
+        draw = jax.jit(functools.partial(_jax_targets, contexts=contexts, P=P, d=d, args=args))
+        t = np.asarray(draw(jax.random.key(1)), dtype=np.float64)
+        n = sample("difficult", spectrum, P, contexts, np.random.default_rng(1), k=2, dtype=np.float32,
+                   stream=2).target.astype(np.float64)
+        out[f"a={a:g},b={b:g}"] = _variance_comparison(t, n, contexts)
+    return out
+
+
+def _jax_targets(key, *, contexts, P, d, args):
+    return jax_top_k_batch(key, contexts, P, d, 2, *args)[3]
+
+
+def _variance_comparison(peer: np.ndarray, package: np.ndarray, contexts: int) -> dict:
+    def var_se(v):  # standard error of the sample variance
+        c = v - v.mean()
+        return math.sqrt(max(float(np.mean(c**4)) - float(np.mean(c**2)) ** 2, 0.0) / v.size)
+
+    z = (peer.var() - package.var()) / math.hypot(var_se(peer), var_se(package))
+    return {"peer_target_var": float(peer.var()), "package_target_var": float(package.var()), "var_diff_z": float(z),
+            "peer_target_mean": float(peer.mean()), "package_target_mean": float(package.mean()), "contexts": contexts}
+
+
 # ----------------------------------------------------------------------------- yardsticks
 def bare_exp_seconds(count: int, repeats: int = 15) -> float:
     """Best time of ``np.exp`` over ``count`` float32 values into a preallocated output."""
@@ -385,7 +640,12 @@ def environment() -> dict:
         "machine": platform.machine(),
         "processor": _cpu_model(),
         "cpu_count": os.cpu_count(),
-        "thread_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+        "thread_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")},
+        "numpy_simd": simd_extensions(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "jax": None if jax is None else jax.__version__,
+        "jaxlib": None if jax is None else _jaxlib_version(),
+        "jax_devices": None if jax is None else [str(device) for device in jax.devices()],
     }
     try:
         blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
@@ -406,6 +666,12 @@ def environment() -> dict:
     except ImportError:
         info["threadpools"] = "threadpoolctl not installed"
     return info
+
+
+def _jaxlib_version() -> str:
+    import jaxlib
+
+    return getattr(jaxlib, "__version__", "unknown")
 
 
 def _cpu_model() -> str:
@@ -452,17 +718,24 @@ def summarise(values: list[float]) -> dict:
     return {"median_ms": 1e3 * statistics.median(values), "min_ms": 1e3 * min(values), "all_ms": [1e3 * v for v in values]}
 
 
-def bench_size(size, steps: int, repeats: int, exp_cache: dict) -> dict:
+def bench_size(size, steps: int, repeats: int, exp_cache: dict, stream: int = 2) -> dict:
     _, _, P, L, B = size
-    config = config_for(size, steps)
+    config = config_for(size, steps, stream)
     check = same_model_check(size)
     rel = check["forward_max_abs_diff"] / max(1.0, check["prediction_max_abs"])
     if rel > FORWARD_TOL:
         raise SystemExit(f"size {size}: torch forward differs from the package's by {check['forward_max_abs_diff']:.3g}: not the same model")
     law = sampler_law_check(size)
+    jax_check = jax_law = None
+    if jax is not None:
+        jax_check = jax_same_model_check(size)
+        if jax_check["forward_max_abs_diff"] / max(1.0, jax_check["prediction_max_abs"]) > FORWARD_TOL:
+            raise SystemExit(f"size {size}: jax forward differs from the package's by "
+                             f"{jax_check['forward_max_abs_diff']:.3g}: not the same model")
+        jax_law = jax_sampler_law_check(size)
     eval_s = evaluation_seconds(config)
-    # one untimed warm-up of every variant (imports, allocator, first-call overheads)
-    warm = config_for(size, 2)
+    # one untimed warm-up of every variant (imports, allocator, first-call overheads, jax's compilation)
+    warm = config_for(size, 2, stream)
     run_package_train(warm, (0.0, 0.0))
     run_package_pieces(warm)
     run_torch(warm, package_sampler=False)
@@ -473,10 +746,15 @@ def bench_size(size, steps: int, repeats: int, exp_cache: dict) -> dict:
         "package_pieces": lambda: run_package_pieces(config),
         "torch_package_sampler": lambda: run_torch(config, package_sampler=True),
     }
+    if jax is not None:
+        run_jax(warm)  # compiles: the step is jitted once per size (max_steps is an argument)
+        run_jax_sampler(warm)
+        variants["jax"] = lambda: run_jax(config)
+        variants["jax_sampler"] = lambda: run_jax_sampler(config)
     times = {k: [] for k in variants}
     cpu_times = {k: [] for k in variants}
-    samplers = {k: [] for k in variants if k != "package_train"}
-    for _ in range(repeats):  # interleaved: package, torch, package, torch, ...
+    samplers = {k: [] for k in variants if k not in ("package_train", "jax", "jax_sampler")}
+    for _ in range(repeats):  # interleaved: package, torch, package pieces, torch + sampler, jax, ..., then again
         for name, run in variants.items():
             wall, cpu, samp = run()
             times[name].append(wall)
@@ -488,7 +766,9 @@ def bench_size(size, steps: int, repeats: int, exp_cache: dict) -> dict:
         exp_cache[count] = bare_exp_seconds(count)
     exp_s = exp_cache[count]
     result = {"size": dict(zip(("d", "N", "P", "L", "batch"), size)), "steps": steps, "repeats": repeats,
+              "package_stream": stream,
               "evaluation_ms_subtracted": {"wall": 1e3 * eval_s[0], "cpu": 1e3 * eval_s[1]}, "same_model_check": check, "sampler_law_check": law,
+              "jax_same_model_check": jax_check, "jax_sampler_law_check": jax_law,
               "bare_exp_ms": 1e3 * exp_s, "bare_exp_values": count, "engine_matmul_flops": engine_flops(size)}
     result["timings"] = {k: summarise(v) for k, v in times.items()}
     result["cpu_timings"] = {k: summarise(v) for k, v in cpu_times.items()}
@@ -497,14 +777,41 @@ def bench_size(size, steps: int, repeats: int, exp_cache: dict) -> dict:
     result["ratio_torch_over_package_train"] = med["torch"] / med["package_train"]
     result["ratio_torch_over_package_pieces"] = med["torch"] / med["package_pieces"]
     result["ratio_torch_package_sampler_over_package_train"] = med["torch_package_sampler"] / med["package_train"]
+    if jax is not None:
+        result["ratio_jax_over_package_train"] = med["jax"] / med["package_train"]
+        result["ratio_jax_over_package_train_cpu"] = (statistics.median(cpu_times["jax"])
+                                                      / statistics.median(cpu_times["package_train"]))
+        result["ratio_jax_over_torch"] = med["jax"] / med["torch"]
+        result["jax_sampler_fraction"] = med["jax_sampler"] / med["jax"]  # a sampler alone against the whole step
     result["sampler_fraction"] = {k: statistics.median(s) / med[k] for k, s in samplers.items()}
     result["sampler_ms"] = {k: 1e3 * statistics.median(s) for k, s in samplers.items()}
-    result["bare_exp_fraction"] = {k: exp_s / med[k] for k in ("package_train", "torch")}
+    result["bare_exp_fraction"] = {k: exp_s / med[k] for k in ("package_train", "torch", "jax") if k in med}
     return result
 
 
 def _cell(timings: dict, key: str) -> str:
     return f"{timings[key]['median_ms']:.1f} / {timings[key]['min_ms']:.1f}"
+
+
+def print_peer_table(results: list[dict]) -> None:
+    """The three peers side by side: wall ms per step (median), ratios to the package (train) in the same run."""
+    has_jax = all("jax" in r["timings"] for r in results)
+    print("\npeers, wall ms per step (median over interleaved repeats); ratio = peer / package (train), same run")
+    head = f"{'d,N,P,L,batch':<20}{'package':>9}{'torch':>9}" + (f"{'jax':>9}" if has_jax else "") + f"{'torch/pkg':>11}"
+    if has_jax:
+        head += f"{'jax/pkg':>9}{'jax/torch':>11}{'jax smp ms':>11}{'jax smp %':>10}"
+    print(head)
+    for r in results:
+        t = r["timings"]
+        size = ",".join(str(v) for v in r["size"].values())
+        line = f"{size:<20}{t['package_train']['median_ms']:>9.2f}{t['torch']['median_ms']:>9.2f}"
+        if has_jax:
+            line += f"{t['jax']['median_ms']:>9.2f}"
+        line += f"{r['ratio_torch_over_package_train']:>11.2f}"
+        if has_jax:
+            line += (f"{r['ratio_jax_over_package_train']:>9.2f}{r['ratio_jax_over_torch']:>11.2f}"
+                     f"{t['jax_sampler']['median_ms']:>11.2f}{100 * r['jax_sampler_fraction']:>9.1f}%")
+        print(line)
 
 
 def print_tables(results: list[dict], peak: float) -> None:
@@ -549,6 +856,8 @@ def main(argv=None) -> int:
                         help="sizes to time (default: the four of issue 10: %(default)s)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats per variant (default %(default)s)")
     parser.add_argument("--steps", type=int, default=20, help="training steps per repeat (default %(default)s)")
+    parser.add_argument("--stream", type=int, choices=(1, 2), default=2,
+                        help="the package's sampler stream (TrainConfig.stream; default %(default)s, the long study's)")
     parser.add_argument("--json", metavar="OUT", help="write all results to OUT (atomically)")
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.steps < 2:
@@ -562,6 +871,14 @@ def main(argv=None) -> int:
     load_before = os.getloadavg()
     print(f"numpy {env['numpy']} ({env['numpy_blas']}), torch {env['torch']} ({env['torch_blas']}), "
           f"torch threads {env['torch_num_threads']}, python {env['python']}, {env['processor']}")
+    simd = env["numpy_simd"]
+    print(f"SIMD (numpy): baseline {simd['baseline'][-1] if simd['baseline'] else '-'}, found {', '.join(simd['found'])}, "
+          f"not found {', '.join(simd['not_found']) or '-'}; torch CPU capability {env['torch_cpu_capability']}")
+    if jax is None:
+        print("jax not installed: the jax peer is skipped (pip install -e '.[bench]')")
+    else:
+        print(f"jax {env['jax']} (jaxlib {env['jaxlib']}, {', '.join(env['jax_devices'])}), XLA_FLAGS={os.environ['XLA_FLAGS']!r}")
+    print(f"package sampler: stream {args.stream} (TrainConfig(stream={args.stream}))")
     pools = env["threadpools"]
     if isinstance(pools, list):
         print("threadpools: " + "; ".join(f"{p['internal_api']} {p['version']} {p['num_threads']} thread(s)" for p in pools))
@@ -573,7 +890,7 @@ def main(argv=None) -> int:
     results, exp_cache = [], {}
     for size in args.sizes:
         t0 = time.perf_counter()
-        r = bench_size(size, args.steps, args.repeats, exp_cache)
+        r = bench_size(size, args.steps, args.repeats, exp_cache, args.stream)
         med = r["timings"]["package_train"]["median_ms"] / 1e3
         r["matmul_gflops_package_train"] = r["engine_matmul_flops"] / med / 1e9
         r["matmul_peak_fraction_package_train"] = r["matmul_gflops_package_train"] / peak
@@ -584,9 +901,17 @@ def main(argv=None) -> int:
               f"after one Adam step (lr {c['adam_lr']:g}) {c['adam_step_params_max_abs_diff_resolved']:.1e} "
               f"where |g| > 1e-4 max|g| ({c['adam_step_params_max_abs_diff']:.1e} over all, {c['adam_step_unresolved_entries']} entries with |g| at round-off); target var torch {r['sampler_law_check']['torch_target_var']:.3f} "
               f"vs package {r['sampler_law_check']['package_target_var']:.3f} (z = {r['sampler_law_check']['var_diff_z']:+.1f}); {time.perf_counter() - t0:.0f} s", flush=True)
+        if r["jax_same_model_check"] is not None:
+            c = r["jax_same_model_check"]
+            law = "; ".join(f"{k}: var jax {v['peer_target_var']:.3f} vs package {v['package_target_var']:.3f} (z = {v['var_diff_z']:+.1f})"
+                            for k, v in r["jax_sampler_law_check"].items())
+            print(f"{size}: jax same model: forward max|diff| {c['forward_max_abs_diff']:.2e}, loss diff {c['loss_abs_diff']:.1e}, "
+                  f"grad max|diff| {c['grad_max_abs_diff']:.1e}, after one Adam step {c['adam_step_params_max_abs_diff_resolved']:.1e} "
+                  f"where |g| > 1e-4 max|g|; target {law}", flush=True)
         results.append(r)
     load_after = os.getloadavg()
     print_tables(results, peak)
+    print_peer_table(results)
     print(f"\nload average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; "
           f"after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} cores)")
     if args.json:
@@ -594,6 +919,7 @@ def main(argv=None) -> int:
             "benchmark": "bench_peer", "command": " ".join([Path(sys.argv[0]).name] + (sys.argv[1:] if argv is None else list(argv))),
             "environment": env, "sgemm_peak_gflops": peak, "load_before": list(load_before), "load_after": list(load_after),
             "table_uses": "package_train (numerics.train.train, step-0 to step-S callbacks minus one evaluation)",
+            "package_stream": args.stream,
             "results": results,
         })
         print(f"wrote {args.json}")
