@@ -57,11 +57,12 @@ def read_cell(path) -> tuple[dict, dict]:
     return record, arrays
 
 
-def export_cells(store_dir, cells_dir, frontier_dir, children: dict) -> int:
+def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = None) -> int:
     """Export the store's finished cells not yet in ``cells_dir``; keep the frontier's winners in ``frontier_dir``.
 
-    ``children`` maps a cell hash to its child's hash (the next depth, same setting and seed).
-    Returns the number of cells written.
+    ``children`` maps a cell hash to its child's hash (the next depth, same setting and seed); by
+    default it is read from the store (each registered cell names its parent), so a process other
+    than the study's driver can export while the study runs. Returns the number of cells written.
 
     Notes
     -----
@@ -75,6 +76,8 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict) -> int:
     if not store_path(store_dir).is_file():
         return 0
     records = {r["hash"]: r for r in load_results(store_dir, status="done")}
+    if children is None:
+        children = {r["config"].get("parent"): r["hash"] for r in load_results(store_dir) if r["config"].get("parent")}
     written = 0
     for run_hash, record in records.items():
         target = cells_dir / f"{run_hash}.npz"
