@@ -85,7 +85,7 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
         frontier = frontier_dir / f"{run_hash}.npz"
         if target.is_file() and (child_done or frontier.is_file()):
             if child_done and frontier.is_file():
-                frontier.unlink()
+                frontier.unlink(missing_ok=True)
             continue
         arrays = load_arrays(store_dir, run_hash)
         kept = {k: v for k, v in arrays.items() if not k.startswith(_WINNER)}
@@ -101,7 +101,7 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
             weights = _npz_bytes({k: v for k, v in arrays.items() if k.startswith(_WINNER)})
             atomic_write(frontier, lambda fh: fh.write(weights))
         elif frontier.is_file():
-            frontier.unlink()
+            frontier.unlink(missing_ok=True)
     return written
 
 
