@@ -17,7 +17,7 @@ from numerics.models import get_model
 from numerics.tasks import sample
 from theory import PowerLawSpectrum
 
-TINY = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0,), long_spectra=(), cold_steps=48,
+TINY = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0,), long_spectra=(), top16_spectra=(), cold_steps=48,
                      warm_steps=24, batch_size=32, eval_size=256, bound_contexts=1024, d=4, N=8, P=16,
                      warmup_steps=8, evals_per_run=4)
 COL = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}
@@ -117,6 +117,14 @@ def test_exported_cells_continue_the_study_in_a_new_store(tiny_study, tmp_path):
     (dict(depths=(1, 2, 8)), "depths must be 1, 2, 4"),
     (dict(warm_rates=(-1.0,)), "learning_rate"),
 ])
+def test_the_plan_keeps_the_hashes_of_running_cells_and_adds_top16():
+    plan = CertifiedPlan()
+    assert plan.settings()[-4:] == [(a, b, 64, 16) for a, b in plan.top16_spectra] and len(plan.top16_spectra) == 4
+    cell = plan.cell(0.0, 0.5, 64, 1, 0)
+    assert cell.k == 2 and not any(c.doubled for c in cell.candidates)
+    assert plan.cell(0.0, 0.5, 64, 1, 0, k=16).content_hash() != cell.content_hash()
+
+
 def test_plan_rejects_what_the_study_cannot_run(bad, word):
     with pytest.raises(ValueError, match=word):
         CertifiedPlan(**{**dict(d=4, N=8), **bad})

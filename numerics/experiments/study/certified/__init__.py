@@ -4,8 +4,8 @@ Split by job: :mod:`.plan` (cells and candidates), :mod:`.run` (one cell in lock
 waves through the resumable store).
 """
 
-from .plan import STARTS, TABLE1_SPECTRA, Candidate, CellConfig, CertifiedPlan, eval_seed
+from .plan import STARTS, TABLE1_SPECTRA, TOP16_SPECTRA, Candidate, CellConfig, CertifiedPlan, eval_seed
 from .run import SUMMARY_COLUMNS, CellResult, nested_params, oracle_allocation, run_cell, run_certified_study
 
-__all__ = ["STARTS", "TABLE1_SPECTRA", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed", "SUMMARY_COLUMNS",
+__all__ = ["STARTS", "TABLE1_SPECTRA", "TOP16_SPECTRA", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed", "SUMMARY_COLUMNS",
            "CellResult", "nested_params", "oracle_allocation", "run_cell", "run_certified_study"]

@@ -33,12 +33,14 @@ from numerics.train import TrainConfig
 from theory.paper import paper_table
 from theory.validation import check_positive, check_positive_int
 
-__all__ = ["STARTS", "Candidate", "CellConfig", "CertifiedPlan", "TABLE1_SPECTRA", "eval_seed"]
+__all__ = ["STARTS", "Candidate", "CellConfig", "CertifiedPlan", "TABLE1_SPECTRA", "TOP16_SPECTRA", "eval_seed"]
 
 #: the kinds of start a candidate may have (see the module docstring)
 STARTS = ("cold", "oracle", "nested")
 #: the seven (a, b) of the paper's Table 1
 TABLE1_SPECTRA = tuple((float(r["a"]), float(r["b"])) for r in paper_table("table1"))
+#: the (a, b) of the paper's Table 4 top-16 rows
+TOP16_SPECTRA = tuple((float(r["a"]), float(r["b"])) for r in paper_table("table4") if int(r["k"]) == 16)
 
 
 def eval_seed(role: str, a: float, b: float, k: int, P: int) -> int:
@@ -102,7 +104,7 @@ class CellConfig:
 
     Examples
     --------
-    >>> cell = CertifiedPlan(d=4, N=8, P=16, spectra=((0.0, 0.0),), long_spectra=()).cell(0.0, 0.0, 16, 1, 0)
+    >>> cell = CertifiedPlan(d=4, N=8, P=16, spectra=((0.0, 0.0),), long_spectra=(), top16_spectra=()).cell(0, 0, 16, 1, 0)
     >>> cell.depth, [c.start for c in cell.candidates][:3], len(cell.content_hash())
     (1, ['cold', 'cold', 'oracle'], 64)
     """
@@ -196,13 +198,15 @@ class CertifiedPlan:
         Where every trained candidate is also trained with twice its cap.
     long_P, long_spectra
         A second context length at these spectra (the verdict should not hang on one inferred P).
+    top16_spectra : tuple of (a, b)
+        Spectra of the top-16 task (Table 4's rows) at ``P``, the same protocol.
     batch_size, warmup_steps, evals_per_run, eval_size, bound_contexts, dtype, stream
         Adam on fresh batches of the sampler's stream 2; warm-up then cosine decay to 0; held-out
         sets of ``eval_size`` contexts; ``B_L``'s allocation fitted on ``bound_contexts`` contexts.
 
     Examples
     --------
-    >>> plan = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), long_spectra=())
+    >>> plan = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), long_spectra=(), top16_spectra=())
     >>> [c.label for c in plan.candidates(2)]
     ['cold lr=0.0003 S=6000', 'cold lr=0.001 S=6000', 'oracle (untrained)', 'oracle lr=0.0003 S=3000', 'nested (untrained)', 'nested lr=0.0003 S=3000']
     """
@@ -222,6 +226,7 @@ class CertifiedPlan:
     doubling_spectra: tuple = ((0.0, 0.0),)
     long_P: int = 128
     long_spectra: tuple = ((0.0, 0.0), (0.0, 0.5))
+    top16_spectra: tuple = TOP16_SPECTRA
     batch_size: int = 256
     warmup_steps: int = 200
     evals_per_run: int = 16
@@ -255,16 +260,20 @@ class CertifiedPlan:
             out += [dataclasses.replace(c, steps=2 * c.steps, doubled=True) for c in out if c.trained]
         return out
 
-    def settings(self) -> list[tuple[float, float, int]]:
-        """Every (a, b, P) of the study, the main context length first."""
-        main = [(float(a), float(b), self.P) for a, b in self.spectra]
-        return main + [(float(a), float(b), self.long_P) for a, b in self.long_spectra]
+    def settings(self) -> list[tuple[float, float, int, int]]:
+        """Every (a, b, P, k) of the study: the main context length first, then the second one, then top-16."""
+        main = [(float(a), float(b), self.P, self.k) for a, b in self.spectra]
+        longer = [(float(a), float(b), self.long_P, self.k) for a, b in self.long_spectra]
+        return main + longer + [(float(a), float(b), self.P, 16) for a, b in self.top16_spectra]
 
-    def cell(self, a: float, b: float, P: int, depth: int, seed: int, parent: str | None = None) -> CellConfig:
-        """The cell of (a, b, P, depth, seed); ``parent`` is the depth-L/2 cell's hash (depth > 1)."""
-        doubled = (float(a), float(b)) in {(float(x), float(y)) for x, y in self.doubling_spectra} and P == self.P
+    def cell(self, a: float, b: float, P: int, depth: int, seed: int, parent: str | None = None, k: int | None = None
+             ) -> CellConfig:
+        """The cell of (a, b, P, depth, seed) at top-``k`` (default the plan's); ``parent``: the depth-L/2 cell's hash."""
+        k = self.k if k is None else int(k)
+        doubled = ((float(a), float(b)) in {(float(x), float(y)) for x, y in self.doubling_spectra} and P == self.P
+                   and k == self.k)
         return CellConfig(
-            a=float(a), b=float(b), k=self.k, d=self.d, N=self.N, P=int(P), depth=int(depth), seed=int(seed),
+            a=float(a), b=float(b), k=k, d=self.d, N=self.N, P=int(P), depth=int(depth), seed=int(seed),
             candidates=tuple(self.candidates(depth, doubled=doubled)), bound_depths=self.depths,
             batch_size=self.batch_size, warmup_steps=self.warmup_steps, evals_per_run=self.evals_per_run,
             eval_size=self.eval_size, bound_contexts=self.bound_contexts, nested_noise=self.nested_noise,

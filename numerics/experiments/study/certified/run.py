@@ -235,22 +235,22 @@ def run_certified_study(plan: CertifiedPlan, store_dir, *, workers: int | None =
     finished = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
     for depth in wanted:
         wave = []
-        for a, b, P in plan.settings():
+        for a, b, P, k in plan.settings():
             for seed in plan.seeds:
-                parent = parents.get((a, b, P, seed))
-                cell = plan.cell(a, b, P, depth, seed, parent)
+                parent = parents.get((a, b, P, k, seed))
+                cell = plan.cell(a, b, P, depth, seed, parent, k)
                 if parent is not None:
                     children[parent] = cell.content_hash()
                     if cell.content_hash() not in finished:  # a finished cell needs no start
                         object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
-                wave.append(((a, b, P, seed), cell))
+                wave.append(((a, b, P, k, seed), cell))
         run_sweep(Grid.of([cell for _, cell in wave]), store_dir, workers=workers, progress=progress, runner=run_cell)
         done = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
         for key, cell in wave:
             run_hash = cell.content_hash()
             cells[run_hash] = cell
             if run_hash not in done:
-                raise RuntimeError(f"cell a={key[0]:g} b={key[1]:g} P={key[2]} seed={key[3]} depth={depth} failed "
+                raise RuntimeError(f"cell a={key[0]:g} b={key[1]:g} P={key[2]} k={key[3]} seed={key[4]} depth={depth} failed "
                                    f"(see `idepth sweep status {store_dir}`): deeper cells nest on it")
             parents[key] = run_hash
         if exporting:
