@@ -112,11 +112,6 @@ def test_exported_cells_continue_the_study_in_a_new_store(tiny_study, tmp_path):
                                   load_arrays(store, deepest)["summary"])  # resumed = uninterrupted, bitwise
 
 
-@pytest.mark.parametrize("bad, word", [
-    (dict(N=4), "N must be > d"),
-    (dict(depths=(1, 2, 8)), "depths must be 1, 2, 4"),
-    (dict(warm_rates=(-1.0,)), "learning_rate"),
-])
 def test_the_plan_keeps_the_hashes_of_running_cells_and_adds_top16():
     plan = CertifiedPlan()
     assert plan.settings()[-4:] == [(a, b, 64, 16) for a, b in plan.top16_spectra] and len(plan.top16_spectra) == 4
@@ -125,6 +120,11 @@ def test_the_plan_keeps_the_hashes_of_running_cells_and_adds_top16():
     assert plan.cell(0.0, 0.5, 64, 1, 0, k=16).content_hash() != cell.content_hash()
 
 
+@pytest.mark.parametrize("bad, word", [
+    (dict(N=4), "N must be > d"),
+    (dict(depths=(1, 2, 8)), "depths must be 1, 2, 4"),
+    (dict(warm_rates=(-1.0,)), "learning_rate"),
+])
 def test_plan_rejects_what_the_study_cannot_run(bad, word):
     with pytest.raises(ValueError, match=word):
         CertifiedPlan(**{**dict(d=4, N=8), **bad})
