@@ -121,3 +121,92 @@ def test_a_sweep_whose_output_is_not_a_terminal_writes_records(tmp_path, capsys)
 def test_interval_must_be_positive():
     with pytest.raises(ValueError, match="interval"):
         ProgressLog(1, interval=0)
+
+
+WEIGHTED = re.compile(r"^sweep: (\d+)/(\d+) runs \((\d+) % of the estimated work\), \S+ elapsed, "
+                      r"(ETA (\S+)|finished|stopped)")
+
+
+def test_the_eta_weighs_runs_by_their_estimated_cost_so_a_long_last_run_is_not_hidden():
+    # nine cheap runs (cost 1) finish first, then one run of cost 91 is left: counting runs would say
+    # ETA 1 s after 9 s; by cost 9 of 100 are done in 9 s, so 91 s remain
+    costs = [1.0] * 9 + [91.0]
+    clock, out = FakeClock(), io.StringIO()
+    log = ProgressLog(10, desc="sweep", unit="run", interval=30, stream=out, clock=clock, heartbeat=False,
+                      total_cost=sum(costs))
+    for cost in costs[:9]:
+        clock.now += 1.0
+        log.update(1, cost=cost)
+    weighted = log.record()
+    assert WEIGHTED.match(weighted).group(1, 3, 5) == ("9", "9", "1m31s"), weighted
+    counted = ProgressLog(10, desc="sweep", unit="run", stream=io.StringIO(), clock=clock, heartbeat=False)
+    counted._started = 0.0
+    counted.update(9)
+    assert counted.record().endswith("ETA 1s")  # what the count said: the defect this weighting removes
+    # while the long run runs, a record still appears every 30 s (nothing finishes: the ETA stays the
+    # estimate from the work done, 9 cost in 9 s)
+    for _ in range(3):
+        clock.now += 30.0
+        assert log.poll()
+        assert WEIGHTED.match(_last(out)).group(1, 3) == ("9", "9")
+    clock.now += 1.0
+    log.update(1, cost=costs[9])
+    log.close()
+    assert WEIGHTED.match(_last(out)).group(1, 3, 4) == ("10", "100", "finished")
+
+
+def _last(stream: io.StringIO) -> str:
+    return stream.getvalue().splitlines()[-1]
+
+
+def test_runs_reused_from_the_store_count_as_done_work_but_not_as_speed():
+    clock, out = FakeClock(), io.StringIO()
+    # 4 reused runs of cost 40 of 100; 10 more cost done in 20 s: 50 left at 0.5 cost/s = 100 s
+    log = ProgressLog(10, initial=4, desc="sweep", unit="run", interval=1, stream=out, clock=clock, heartbeat=False,
+                      total_cost=100.0, initial_cost=40.0)
+    clock.now = 20.0
+    log.update(1, cost=10.0)
+    assert WEIGHTED.match(_last(out)).group(1, 3, 5) == ("5", "50", "1m40s")
+
+
+def test_a_cost_bar_on_a_terminal_counts_runs_and_its_remaining_time_follows_the_cost():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Terminal()
+    bar = progress_bar(3, desc="sweep", unit="run", stream=tty, total_cost=10.0)
+    bar.update(1, cost=1.0)
+    bar.set_postfix(failed=0)
+    bar.close()
+    text = tty.getvalue()
+    assert "1/3 runs" in text and "failed=0" in text and "% of the estimated work" in text
+
+
+def test_weighted_costs_must_be_consistent():
+    with pytest.raises(ValueError, match="total_cost"):
+        ProgressLog(2, total_cost=1.0, initial_cost=2.0, heartbeat=False, stream=io.StringIO())
+
+
+def test_the_sweep_weighs_each_run_by_its_given_cost_and_a_missing_run_by_their_mean():
+    from numerics.experiments.sweep import _run_costs
+
+    assert _run_costs(None, ["a", "b"]) is None
+    assert _run_costs({"a": 1.0, "b": 3.0, "z": 100.0}, ["a", "b", "c"]) == {"a": 1.0, "b": 3.0, "c": 2.0}
+    with pytest.raises(ValueError, match="costs"):
+        _run_costs({"a": -1.0}, ["a"])
+    with pytest.raises(TypeError, match="costs"):
+        _run_costs([1.0], ["a"])
+
+
+def test_a_sweep_given_costs_writes_cost_weighted_records(tmp_path, capsys):
+    from test_sweep import ToyConfig, toy_runner
+
+    from numerics.experiments.sweep import Grid, run_sweep
+
+    grid = Grid(depth=[1, 2], config_type=ToyConfig)
+    costs = {config.content_hash(): 1.0 + 9.0 * (config.depth == 2) for config in grid.configs}
+    run_sweep(grid, tmp_path, workers=1, runner=toy_runner, costs=costs)
+    lines = capsys.readouterr().err.splitlines()
+    assert WEIGHTED.match(lines[0]).group(1, 3) == ("0", "0")
+    assert WEIGHTED.match(lines[-1]).group(1, 3, 4) == ("2", "100", "finished")

@@ -46,6 +46,9 @@ def register(subparsers) -> None:
                         help="address of a running Dask scheduler, e.g. tcp://host:8786 (with --backend dask)")
     parser.add_argument("--no-study", action="store_true",
                         help="skip the regime study and the consistency check (numerics.experiments.study)")
+    parser.add_argument("--no-calibration", action="store_true",
+                        help="skip the few-second timing of the engines that scales the cost model's estimate "
+                             "to this machine before training")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress output (bars on a terminal, otherwise a one-line record every 30 s)")
     parser.add_argument("--converged-table", metavar="CSV|run", default=None,
@@ -84,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         args.scale, args.only, args.out, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
         progress=False if args.no_progress else None, study=False if args.no_study else None,
         command=command_line(_argv(args)), converged_table=args.converged_table,
+        calibrate=not getattr(args, "no_calibration", False),
     )
     counts = {}
     for claim in result.claims:

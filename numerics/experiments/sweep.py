@@ -402,11 +402,26 @@ def _check_int(name: str, value: Any, minimum: int = 1) -> int:
     return check_positive_int(name, value, minimum)
 
 
-def _progress_bar(total: int, initial: int, enabled: bool | None):
-    """A tqdm bar on a terminal, a one-line record every 30 s otherwise (:mod:`numerics.progress`), or nothing."""
+def _progress_bar(total: int, initial: int, enabled: bool | None, total_cost=None, initial_cost=0.0):
+    """A tqdm bar on a terminal, a one-line record every 30 s otherwise (:mod:`numerics.progress`), or nothing;
+    weighted by the runs' estimated costs when ``total_cost`` is given."""
     from numerics.progress import progress_bar
 
-    return progress_bar(total, initial, enabled=enabled, desc="sweep", unit="run")
+    return progress_bar(total, initial, enabled=enabled, desc="sweep", unit="run", total_cost=total_cost,
+                        initial_cost=initial_cost)
+
+
+def _run_costs(costs: Mapping[str, float] | None, hashes: Sequence[str]) -> dict | None:
+    """Each run's estimated cost (a run missing from ``costs`` costs their mean), or None (count runs)."""
+    if costs is None:
+        return None
+    if not isinstance(costs, Mapping):
+        raise TypeError(f"costs must be a mapping of run hash to estimated seconds; got {type(costs).__name__}")
+    known = {h: float(costs[h]) for h in hashes if h in costs}
+    if any(not (value >= 0 and value < float("inf")) for value in known.values()):
+        raise ValueError(f"costs must be finite and >= 0; got {sorted(set(known.values()))[:3]} ...")
+    mean = sum(known.values()) / len(known) if known else 1.0
+    return {h: known.get(h, mean) for h in hashes}
 
 
 def run_sweep(
@@ -424,6 +439,7 @@ def run_sweep(
     connect_timeout: float = 10.0,
     max_in_flight: int | None = None,
     max_worker_deaths: int = 2,
+    costs: Mapping[str, float] | None = None,
 ) -> SweepSummary:
     """Run every not-yet-done config of ``grid``, storing results in ``out_dir/results.sqlite``.
 
@@ -460,6 +476,10 @@ def run_sweep(
     max_worker_deaths : int, default 2
         Local backend: a run whose worker process dies this many times while
         it runs alone is recorded as ``failed``.
+    costs : mapping of str to float, optional
+        Estimated cost (seconds) of each run by content hash, e.g. from the reproduction plan's cost
+        model (:func:`numerics.experiments.reproduce.plan.estimate_run_seconds`): the progress ETA
+        then weighs runs by cost instead of counting them (a run not in it costs their mean).
 
     Returns
     -------
@@ -526,14 +546,15 @@ def run_sweep(
     if store_file.exists():
         _store.check_store(store_file, for_writing=True)
     hashes = [config.content_hash() for config in configs]
+    run_costs = _run_costs(costs, hashes)
 
     with _preserved_environment(BLAS_THREAD_VARIABLES):  # dask's nannies export them in the driver
         return _run(configs, hashes, out_dir, backend, workers, scheduler, dask_local, retry_failed, progress,
-                    runner, float(connect_timeout), max_in_flight, max_worker_deaths, started)
+                    runner, float(connect_timeout), max_in_flight, max_worker_deaths, started, run_costs)
 
 
 def _run(configs, hashes, out_dir, backend, workers, scheduler, dask_local, retry_failed, progress, runner,
-         connect_timeout, max_in_flight, max_worker_deaths, started) -> SweepSummary:
+         connect_timeout, max_in_flight, max_worker_deaths, started, run_costs=None) -> SweepSummary:
     store_file = out_dir / _store.STORE_FILENAME
     if backend == "local":
         executor = _LocalBackend(workers, runner)
@@ -553,11 +574,15 @@ def _run(configs, hashes, out_dir, backend, workers, scheduler, dask_local, retr
             todo = [(h, c) for h, c in zip(hashes, configs) if status[h] == "pending"]
             skipped = sum(status[h] == "done" for h in hashes)
             failed_before = sum(status[h] == "failed" for h in hashes)
-            bar = _progress_bar(len(hashes), skipped, progress)
+            if run_costs is None:
+                bar = _progress_bar(len(hashes), skipped, progress)
+            else:  # the runs not to do (done, failed) count as done work
+                bar = _progress_bar(len(hashes), skipped, progress, total_cost=sum(run_costs.values()),
+                                    initial_cost=sum(run_costs[h] for h in hashes if status[h] != "pending"))
             try:
                 bar.set_postfix(failed=failed_before)
                 executed = _drive(executor, results, todo, bar, failed_before,
-                                  max_in_flight or 2 * executor.workers, max_worker_deaths)
+                                  max_in_flight or 2 * executor.workers, max_worker_deaths, run_costs)
             finally:
                 bar.close()
             final = results.statuses(hashes)
@@ -595,7 +620,8 @@ def _hold_after_first_commit() -> None:
         time.sleep(0.02)
 
 
-def _drive(executor, results: ResultsStore, todo, bar, failed: int, max_in_flight: int, max_deaths: int) -> int:
+def _drive(executor, results: ResultsStore, todo, bar, failed: int, max_in_flight: int, max_deaths: int,
+           run_costs: Mapping[str, float] | None = None) -> int:
     """Submit lazily, commit each outcome as it completes; return the number of runs finished."""
     queue = collections.deque(todo)
     suspects: collections.deque = collections.deque()  # in flight when the local pool broke
@@ -626,7 +652,10 @@ def _drive(executor, results: ResultsStore, todo, bar, failed: int, max_in_fligh
         finished += 1
         failed += not outcome.ok
         bar.set_postfix(failed=failed, refresh=False)
-        bar.update(1)
+        if run_costs is None:
+            bar.update(1)
+        else:
+            bar.update(1, cost=run_costs.get(outcome.run_hash, 0.0))
         if finished == 1:
             _hold_after_first_commit()
 

@@ -134,6 +134,7 @@ def reproduce(
     log: Callable[[str], object] | None = None,
     command: str | None = None,
     converged_table: str | os.PathLike | None = None,
+    calibrate: bool = True,
 ) -> ReproductionResult:
     """Regenerate the paper's figures and tables at ``scale`` and write ``OUT/REPORT.md``.
 
@@ -169,6 +170,10 @@ def reproduce(
         8 591 core-s for the Table 1 part, 12 782 core-s, about 1.8 h on 2 cores, for the whole table; see
         :mod:`numerics.experiments.study.converged`). The scale's
         :attr:`~numerics.experiments.scales.Scale.converged_checks` re-train a few of its runs.
+    calibrate : bool
+        Before training, time a few steps of each engine (a few seconds,
+        :mod:`~numerics.experiments.reproduce.calibration`) and log the cost model's estimate of
+        wall and CPU time on this machine; the sweep's progress ETA weighs the runs by the same costs.
 
     Returns
     -------
@@ -225,11 +230,32 @@ def reproduce(
         sweep_kwargs["workers"] = workers
     if converged_table is None and scale.runs_converged_study:
         converged_table = "run"
-    table, table_error, checks = _converged_table(scale, out, converged_table, workers=workers, progress=progress,
-                                                  log=log, command=command)
+
+    def converged():
+        return _converged_table(scale, out, converged_table, workers=workers, progress=progress, log=log,
+                                command=command)
+
+    if converged_table != "run":  # only reads a table: its spot checks belong in the estimate
+        table, table_error, checks = converged()
+    costs = None
+    if calibrate:  # before any training: the cost model's estimate on this machine
+        from .calibration import calibrate as calibrate_here, calibrated_estimate, format_estimate
+
+        try:
+            calibration = calibrate_here()
+        except RuntimeError as exc:  # the estimate is advice: training goes on without it
+            log(f"no calibrated estimate: {exc}")
+        else:
+            extra = [cfg for _, cfg in checks] if converged_table != "run" else []
+            log(format_estimate(plan, calibration, workers or _usable_cores(), extra_configs=extra,
+                                backend=backend, study=study))
+            costs = calibrated_estimate(plan, calibration, extra)[2]
+    if converged_table == "run":
+        table, table_error, checks = converged()
     from ..sweep import Grid, run_sweep
 
-    summary = run_sweep(Grid.of(list(plan.configs) + [cfg for _, cfg in checks]), out / "store", **sweep_kwargs)
+    summary = run_sweep(Grid.of(list(plan.configs) + [cfg for _, cfg in checks]), out / "store",
+                        costs=costs if costs is not None else plan.run_costs(), **sweep_kwargs)
     log(f"training: {summary.executed} runs trained now, {summary.skipped} reused from the store, "
         f"{summary.failed} failed ({summary.wall_time:.0f} s)")
 

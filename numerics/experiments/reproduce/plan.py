@@ -18,7 +18,8 @@ import numpy as np
 
 from ..scales import Family, Scale, get_scale
 
-__all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds", "study_seconds"]
+__all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds", "step_milliseconds",
+           "study_seconds"]
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,39 @@ def _layer_unit(kind: str, B: int, P: int, N: int, d: int, L: int) -> float:
     return B * P * P * N
 
 
+def _step_and_sample_ms(config) -> tuple:
+    """(one training step, drawing its batch) in ms of CPU time on the cost model's machine (``_COST``)."""
+    fixed, per_token, per_layer, per_unit, kind, per_gram = _COST.get(config.model, _COST["nonlinear"])
+    B, P, N, d, L = config.batch_size, config.P, config.N, config.d, config.depth
+    if kind == "krylov":
+        per_layer += _LINEAR_LAYER_PER_BD * B * d
+    sample_ms = per_token * B * P * d
+    if (config.a, config.b) != (0.0, 0.0):
+        sample_ms += _ROTATION_COST[0] * B * P * d * d + _ROTATION_COST[1] * B * d**3
+    step_ms = (fixed + sample_ms + per_gram * B * P * d * d
+               + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d, L)))
+    return step_ms, sample_ms
+
+
+def step_milliseconds(config) -> float:
+    """Estimated CPU time (ms) of one training step of ``config`` (drawing its batch included) on the
+    machine the cost model was fitted on (``_COST``; :mod:`~numerics.experiments.reproduce.calibration`
+    compares it with this machine).
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> from numerics.train import TrainConfig
+    >>> round(step_milliseconds(TrainConfig(model="nonlinear", task="difficult", d=16, N=32, P=64, depth=16,
+    ...                                     batch_size=256)), 1)  # measured there: 2.9 ms
+    2.8
+    """
+    return _step_and_sample_ms(config)[0]
+
+
 def estimate_run_seconds(config) -> float:
     """Estimated wall time (s, one core) of one training run of ``config``, evaluations included.
 
@@ -222,15 +256,8 @@ def estimate_run_seconds(config) -> float:
     >>> 0 < cheap < dear
     True
     """
-    fixed, per_token, per_layer, per_unit, kind, per_gram = _COST.get(config.model, _COST["nonlinear"])
-    B, P, N, d, L = config.batch_size, config.P, config.N, config.d, config.depth
-    if kind == "krylov":
-        per_layer += _LINEAR_LAYER_PER_BD * B * d
-    sample_ms = per_token * B * P * d
-    if (config.a, config.b) != (0.0, 0.0):
-        sample_ms += _ROTATION_COST[0] * B * P * d * d + _ROTATION_COST[1] * B * d**3
-    step_ms = (fixed + sample_ms + per_gram * B * P * d * d
-               + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d, L)))
+    step_ms, sample_ms = _step_and_sample_ms(config)
+    B = config.batch_size
     eval_batches = config.eval_size / B
     n_evals = config.max_steps // config.eval_every + 1
     eval_ms = eval_batches * sample_ms + n_evals * eval_batches * (step_ms - sample_ms) / 3.0  # drawn once
@@ -253,6 +280,9 @@ class Plan:
         The distinct training runs (identical configs of two families run once).
     estimated_seconds : float
         Sum of :func:`estimate_run_seconds` over ``configs`` (one core).
+    run_seconds : tuple of float
+        :func:`estimate_run_seconds` of each of ``configs`` (what the sweep's progress ETA weighs
+        the runs by).
     study_seconds : mapping of str to float
         The same estimate for the studies a whole reproduction runs besides ``configs`` (only when
         every artefact is selected, as then the studies run by default): the regime study and, at a
@@ -275,6 +305,12 @@ class Plan:
     configs: tuple
     estimated_seconds: float
     study_seconds: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    run_seconds: tuple = ()
+
+    def run_costs(self) -> dict:
+        """``{content hash: estimated seconds}`` of the plan's runs (for ``run_sweep(costs=...)``)."""
+        seconds = self.run_seconds or tuple(estimate_run_seconds(c) for c in self.configs)
+        return {config.content_hash(): value for config, value in zip(self.configs, seconds)}
 
     @property
     def total_seconds(self) -> float:
@@ -366,10 +402,10 @@ def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Pl
             if key not in seen:
                 seen.add(key)
                 configs.append(config)
-    cost = sum(estimate_run_seconds(c) for c in configs)
+    run_seconds = tuple(estimate_run_seconds(c) for c in configs)
     studies = MappingProxyType(study_seconds(scale) if only is None else {})
-    return Plan(scale=scale, artefacts=ids, families=ordered, configs=tuple(configs), estimated_seconds=cost,
-                study_seconds=studies)
+    return Plan(scale=scale, artefacts=ids, families=ordered, configs=tuple(configs),
+                estimated_seconds=sum(run_seconds), study_seconds=studies, run_seconds=run_seconds)
 
 
 def study_seconds(scale: str | Scale) -> dict:

@@ -1,0 +1,277 @@
+"""The cost model on this machine: a few timed training steps scale the plan's estimate.
+
+The plan's cost model (:func:`~numerics.experiments.reproduce.plan.estimate_run_seconds`,
+``plan._COST``) gives CPU seconds on the machine it was fitted on. :func:`calibrate` times a
+few training steps of the softmax and of the linear model at one of the sizes the model was
+fitted at (a few seconds in all), compares them with the model's prediction for the same
+steps, and so gives this machine's speed relative to that reference, one factor per engine:
+the linear model's (Krylov engine) and the softmax models' (every other model). A loaded
+machine runs slower, and the factor says so (CPU time, which contention for caches and
+cores inflates too; the load average is printed beside it).
+:func:`calibrated_estimate` divides each run's cost by its engine's factor.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Iterable
+
+from .plan import Plan, _duration, estimate_run_seconds, step_milliseconds
+
+__all__ = ["CALIBRATION_SIZES", "Calibration", "calibrate", "calibrated_estimate", "format_estimate",
+           "machine_description", "measure_speeds", "simd_level"]
+
+#: the sizes timed: points the cost model was fitted at (plan._COST's comment), flat spectra, float32
+CALIBRATION_SIZES = {
+    "softmax": dict(model="nonlinear", task="difficult", d=16, N=32, P=64, depth=16, batch_size=256),
+    "linear": dict(model="linear", task="difficult", d=128, N=128, P=1024, depth=2, batch_size=128),
+}
+#: steps per repeat; the best of ``repeats`` repeats is kept (a busy moment does not count twice)
+_STEPS = {"softmax": 10, "linear": 2}
+
+#: numpy's SIMD targets, best first, with the family they belong to
+_SIMD_LEVELS = (
+    ("AVX512_SPR", "AVX-512"), ("AVX512_ICL", "AVX-512"), ("AVX512_CNL", "AVX-512"), ("AVX512_CLX", "AVX-512"),
+    ("AVX512_SKX", "AVX-512"), ("AVX512F", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX"), ("SSE42", "SSE4.2"),
+    ("SVE", "SVE"), ("ASIMD", "NEON"), ("VSX", "VSX"),
+)
+
+
+def simd_level() -> str:
+    """The best SIMD level numpy dispatches to on this CPU, e.g. ``'AVX-512 (AVX512_ICL)'``.
+
+    Examples
+    --------
+    >>> isinstance(simd_level(), str)
+    True
+    """
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # numpy < 2
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as features
+        except ImportError:
+            return "unknown SIMD"
+    for name, family in _SIMD_LEVELS:
+        if features.get(name):
+            return f"{family} ({name})" if family != name else name
+    return "no SIMD extension"
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        return os.cpu_count() or 1
+
+
+def machine_description() -> str:
+    """Cores, CPU and SIMD level: ``'2 cores, AMD EPYC, AVX-512 (AVX512_ICL)'``.
+
+    Examples
+    --------
+    >>> "cores" in machine_description() or "core," in machine_description()
+    True
+    """
+    cores = _usable_cores()
+    return f"{cores} core{'s' if cores != 1 else ''}, {_cpu_name()}, {simd_level()}"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """This machine's speed relative to the cost model's machine.
+
+    Attributes
+    ----------
+    speeds : dict of str to float
+        ``{"softmax": s, "linear": s}``: cost-model CPU time over measured CPU time of the same
+        steps (``0.8`` = this machine takes 1/0.8 times as long).
+    machine : str
+        :func:`machine_description`.
+    load : float or None
+        The 1-minute load average when it was measured (other jobs on the machine).
+    seconds : float
+        Wall time the calibration took.
+
+    Examples
+    --------
+    >>> c = Calibration({"softmax": 0.5, "linear": 1.0}, "2 cores, CPU, AVX2", 0.1, 3.0)
+    >>> c.speed_of("linear"), c.speed_of("nonlinear"), round(c.speed, 2)
+    (1.0, 0.5, 0.71)
+    """
+
+    speeds: dict
+    machine: str
+    load: float | None
+    seconds: float
+
+    @property
+    def speed(self) -> float:
+        """The geometric mean of the engines' speeds (one number to quote)."""
+        values = list(self.speeds.values())
+        product = 1.0
+        for value in values:
+            product *= value
+        return product ** (1.0 / len(values))
+
+    def speed_of(self, model: str) -> float:
+        """The speed factor of the engine that runs ``model``."""
+        return self.speeds["linear" if model == "linear" else "softmax"]
+
+
+def _time_steps(sizes: dict, steps: int, repeats: int) -> tuple:
+    """(best measured, cost-model) CPU time (ms) per training step (batch drawn, loss, gradient, Adam)."""
+    from numerics.train import ModelRun, TrainConfig
+
+    config = TrainConfig(**sizes, max_steps=10**6, eval_every=10**6, eval_size=sizes["batch_size"],
+                         warmup_steps=0, dtype="float32")
+    run = ModelRun(config)
+    run.advance(run.draw_batch())  # warm-up: first-call costs (allocation, dispatch)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.process_time()
+        for _ in range(steps):
+            run.advance(run.draw_batch())
+        best = min(best, (time.process_time() - started) / steps * 1e3)
+    return best, step_milliseconds(config)
+
+
+def measure_speeds(repeats: int = 3) -> dict:
+    """``{engine: cost-model ms / measured ms}`` of :data:`CALIBRATION_SIZES`, timed in this process.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> sorted(measure_speeds(repeats=1))  # doctest: +SKIP
+    ['linear', 'softmax']
+    """
+    speeds = {}
+    for engine, sizes in CALIBRATION_SIZES.items():
+        measured, modelled = _time_steps(sizes, _STEPS[engine], repeats)
+        speeds[engine] = modelled / measured if measured > 0 else 1.0
+    return speeds
+
+
+def calibrate(repeats: int = 3, timeout: float = 120.0) -> Calibration:
+    """Time a few training steps of each engine here (about 2-5 s) against the cost model.
+
+    The steps run in a child process with one BLAS thread, as a sweep's workers train
+    (:data:`numerics.experiments.sweep.BLAS_THREAD_VARIABLES`): a multi-threaded BLAS in a
+    busy parent would count its threads' spinning as the engine's CPU time.
+
+    Raises
+    ------
+    RuntimeError
+        The child process failed or took longer than ``timeout`` seconds.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> c = calibrate(repeats=1)  # doctest: +SKIP
+    >>> print(f"{c.speed:.1f}x on {c.machine}")  # doctest: +SKIP
+    0.8x on 2 cores, AMD EPYC, AVX-512 (AVX512_ICL)
+    """
+    import json
+    import subprocess
+    import sys
+
+    from ..sweep import BLAS_THREAD_VARIABLES
+
+    started = time.perf_counter()
+    env = dict(os.environ, **{name: "1" for name in BLAS_THREAD_VARIABLES})
+    code = ("import json; from numerics.experiments.reproduce.calibration import measure_speeds; "
+            f"print(json.dumps(measure_speeds({int(repeats)})))")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    try:
+        child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                               timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the calibration took longer than {timeout:.0f} s") from None
+    if child.returncode != 0:
+        last = (child.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the calibration failed: {last}")
+    speeds = json.loads(child.stdout.strip().splitlines()[-1])
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover
+        load = None
+    return Calibration(speeds=speeds, machine=machine_description(), load=load,
+                       seconds=time.perf_counter() - started)
+
+
+def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Iterable = ()) -> tuple:
+    """(CPU seconds of the plan's runs, of its studies, per-run costs by hash) on this machine.
+
+    Each run's :func:`estimate_run_seconds` is divided by its engine's speed; the studies (softmax
+    runs) by the softmax speed; ``extra_configs`` (the converged study's spot checks) are added.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> from numerics.experiments.reproduce.plan import make_plan
+    >>> plan = make_plan("smoke", "table2")
+    >>> runs, studies, costs = calibrated_estimate(plan, Calibration({"softmax": 1.0, "linear": 0.5}, "", None, 0.0))
+    >>> round(runs / plan.estimated_seconds, 6), len(costs) == plan.n_runs
+    (2.0, True)
+    """
+    costs = {config.content_hash(): seconds / calibration.speed_of(config.model)
+             for config, seconds in zip(plan.configs, plan.run_seconds or map(estimate_run_seconds, plan.configs))}
+    for config in extra_configs:
+        costs.setdefault(config.content_hash(), estimate_run_seconds(config) / calibration.speed_of(config.model))
+    studies = sum(plan.study_seconds.values()) / calibration.speeds["softmax"]
+    return sum(costs.values()), studies, costs
+
+
+def format_estimate(plan: Plan, calibration: Calibration, workers: int, *, extra_configs: Iterable = (),
+                    backend: str = "local", study: bool = True) -> str:
+    """The line printed before training, e.g. ``estimated 14 min wall on 2 workers (calibrated: ...)``.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> from numerics.experiments.reproduce.plan import make_plan
+    >>> line = format_estimate(make_plan("smoke", "table2"), Calibration({"softmax": 0.8, "linear": 0.8},
+    ...                        "2 cores, AMD EPYC, AVX-512 (AVX512_ICL)", 0.0, 3.0), 2)
+    >>> print(line)  # doctest: +ELLIPSIS
+    estimated ... s wall on 2 local workers, ... s CPU (calibrated: this CPU runs the engine at 0.8x the reference ...
+    """
+    runs, studies, _ = calibrated_estimate(plan, calibration, extra_configs)
+    cpu = runs + (studies if study else 0.0)
+    parallel = max(1, min(workers, _usable_cores())) if backend == "local" else max(1, workers)
+    speeds = ", ".join(f"{engine} {value:.2f}x" for engine, value in calibration.speeds.items())
+    line = (f"estimated {_duration(cpu / parallel)} wall on {workers} {backend} worker{'s' if workers != 1 else ''}, "
+            f"{_duration(cpu)} CPU (calibrated: this CPU runs the engine at {calibration.speed:.1f}x the reference "
+            f"of the cost model: {speeds}; {calibration.machine}; measured in {calibration.seconds:.0f} s)")
+    cores = _usable_cores()
+    if calibration.load is not None and calibration.load > 0.5 * cores:
+        line += (f"; the machine is busy (load average {calibration.load:.1f} on {cores} cores): "
+                 "other jobs slow it further")
+    return line
