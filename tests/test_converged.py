@@ -19,6 +19,7 @@ from numerics.experiments.study.converged import (
     paired_depth_gains,
     read_study_csv,
     run_converged,
+    write_study_csv,
 )
 from numerics.train import evaluation_batch
 
@@ -74,6 +75,27 @@ def test_convergence_rule():
     assert not is_converged(np.array([[0, 3.0], [75, 2.0], [100, 2.2]]), 0.1)
 
 
+def test_a_table_missing_columns_is_refused_in_one_line_naming_them(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("model,norm,a,b\nnonlinear,layer,0,0\n")
+    with pytest.raises(ValueError, match=r"missing columns k, d, N, P, depth") as info:
+        read_study_csv(path)
+    assert "\n" not in str(info.value) and "doubling_gain" not in str(info.value)  # optional columns may be absent
+
+
+def test_a_row_round_trips_through_the_csv_with_its_types(tmp_path):
+    row = dict.fromkeys(CSV_COLUMNS, 0.25) | {"model": "nonlinear", "norm": "layer", "converged": True, "N": 32,
+                                               "depth": 4, "content_hash": "abc", "C_L": math.nan}
+    path = write_study_csv([row], tmp_path / "s.csv")
+    (back,) = read_study_csv(path)
+    assert (back.N, back.depth, back.converged, back.R_L, back.content_hash) == (32, 4, True, 0.25, "abc")
+    assert math.isnan(back.C_L) and dict(back).keys() == set(CSV_COLUMNS) and back["N"] == back.N
+    bad = (tmp_path / "s.csv").read_text().replace("0.25", "x", 1)
+    (tmp_path / "s.csv").write_text(bad)
+    with pytest.raises(ValueError, match="column a must hold a float; got 'x'"):
+        read_study_csv(path)
+
+
 def test_paired_gains_against_a_direct_computation():
     rng = np.random.default_rng(0)
     e1, e2 = rng.exponential(size=500), rng.exponential(size=500)
@@ -123,12 +145,12 @@ def test_tiny_study_end_to_end_and_resume(tmp_path):
 
 
 def test_a_run_that_has_not_converged_is_retrained_with_the_cap_doubled(tmp_path, monkeypatch):
-    from numerics.experiments.study import converged
+    from numerics.experiments.study.converged import run as converged_run
 
-    # the rule itself is tested above; here a rule that needs 32 steps drives the ladder
-    monkeypatch.setattr(converged, "is_converged", lambda curve, se: curve[-1, 0] >= 32)
+    # the rule itself is tested above; here a rule that needs 32 steps drives the ladder (where the runner looks it up)
+    monkeypatch.setattr(converged_run, "is_converged", lambda curve, se: curve[-1, 0] >= 32)
     plan = tiny_plan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), max_doublings=3)
-    results = converged.run_converged_study(plan, tmp_path / "store", workers=1, progress=False)
+    results = converged_run.run_converged_study(plan, tmp_path / "store", workers=1, progress=False)
     attempts = load_results(tmp_path / "store", status="done")
     assert sorted(r["config"]["max_steps"] for r in attempts) == [16, 16, 32, 32]  # 64 and 128 never needed
     assert {spec.depth: (cfg.max_steps, n, ok) for spec, (cfg, _, n, ok) in results.items()} == {1: (32, 2, True), 2: (32, 2, True)}

@@ -66,9 +66,9 @@ def test_gain_fit_rejects_bad_input(depths, gains, ses, match):
 def test_gap_fit_recovers_a_power_law_and_refuses_a_shared_error_above_the_plateau():
     L = np.array([2, 4, 8, 16, 32])
     out = gap_fit(L, 2.0 - 0.5 * L ** -0.7, 2.0)
-    assert out["ok"] and out["alpha"] == pytest.approx(0.7) and out["r_squared"] == pytest.approx(1.0)
+    assert out.ok and out.alpha == pytest.approx(0.7) and out.r_squared == pytest.approx(1.0)
     bad = gap_fit(L, np.array([1.5, 1.8, 2.1, 1.9, 1.95]), 2.0)
-    assert not bad["ok"] and "L = 8" in bad["reason"]
+    assert not bad.ok and "L = 8" in bad.reason
 
 
 def test_the_shipped_table_reads_and_every_group_has_its_fit():

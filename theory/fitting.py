@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import scipy
@@ -66,6 +66,10 @@ __all__ = [
     "GAIN_ALPHA_GRID",
     "GainFit",
     "fit_gain_law",
+    "GapFit",
+    "gap_fit",
+    "DepthLawRangeFit",
+    "fit_depth_law_ranges",
 ]
 
 #: paper eq. (16): R_L = L0 + c L^(-alpha)
@@ -834,3 +838,146 @@ def fit_gain_law(depths: Sequence[int], gains: Sequence[float], ses: Sequence[fl
     c_se = float(1.0 / math.sqrt((w * f[best] ** 2).sum()))
     return GainFit(alpha=float(GAIN_ALPHA_GRID[best]), alpha_lo=float(inside.min()), alpha_hi=float(inside.max()),
                    c=float(c[best]), c_se=c_se * math.sqrt(birge), chi2=float(chi2[best]), dof=dof)
+
+
+# ------------------------------------------------------------------------------------------- fits of a study's means
+@dataclass(frozen=True)
+class GapFit:
+    """The gap fit of :func:`gap_fit`: the exponent of ``L0 − C_L = c L^-α``, or why there is none.
+
+    Attributes
+    ----------
+    ok : bool
+        Whether the fit was made.
+    alpha, alpha_se, r_squared : float
+        Exponent, its Gauss-Newton SE and ``R²`` on the log scale (NaN when not ``ok``).
+    reason : str
+        Why the gap cannot be fitted (empty when ``ok``).
+
+    References
+    ----------
+    Paper eqs. (92)-(93), Table 5.
+
+    Examples
+    --------
+    >>> GapFit(False, reason="only 2 depths with C_L defined").alpha
+    nan
+    """
+
+    ok: bool
+    alpha: float = math.nan
+    alpha_se: float = math.nan
+    r_squared: float = math.nan
+    reason: str = ""
+
+
+def gap_fit(depths: Sequence[int], C: Sequence[float], L0: float) -> GapFit:
+    """The paper's gap fit ``L0 − C_L = c L^-α`` (:func:`fit_gap_law`) over the depths ``L ≥ 2`` with ``C_L`` finite.
+
+    Not ``ok`` (with the reason) when some ``C_L ≥ L0`` (the logarithm is undefined) or
+    fewer than three depths remain.
+
+    References
+    ----------
+    Paper eqs. (92)-(93), Table 5.
+
+    Examples
+    --------
+    >>> out = gap_fit([2, 4, 8, 16], [1.5, 1.75, 1.875, 1.9375], 2.0)
+    >>> out.ok, round(out.alpha, 3)
+    (True, 1.0)
+    >>> gap_fit([2, 4, 8], [1.5, 2.5, 1.9], 2.0).reason
+    'C_L = 2.5 at L = 4 is not below L0 = 2'
+    """
+    depths = np.asarray(depths, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    keep = (depths >= 2) & np.isfinite(C)
+    L, shared = depths[keep], C[keep]
+    if np.any(shared >= L0):
+        first = int(np.argmax(shared >= L0))
+        return GapFit(False, reason=f"C_L = {shared[first]:.4g} at L = {int(L[first])} is not below L0 = {L0:.4g}")
+    if L.size < 3:
+        return GapFit(False, reason=f"only {L.size} depths with C_L defined")
+    fit = fit_gap_law(L.astype(np.int64), shared, L0)
+    return GapFit(True, alpha=float(fit.alpha), alpha_se=float(fit.standard_errors["alpha"]),
+                  r_squared=float(fit.r_squared))
+
+
+@dataclass(frozen=True)
+class DepthLawRangeFit:
+    """One fit of :func:`fit_depth_law_ranges`: the depth law over ``depths[start:]``.
+
+    Attributes
+    ----------
+    start : int
+        Index of the first fitted depth (0: all depths, as the paper fits).
+    depths : tuple of int
+        The fitted depths.
+    fit : DepthLawFit or None
+        None when the fit failed (``reason`` says why).
+    alpha_se, L0_se : float
+        Bootstrap SEs over seeds when there is a bootstrap, else the Gauss-Newton ones.
+    bootstrap : bool
+        Whether the SEs are bootstrap SEs.
+    reason : str
+
+    References
+    ----------
+    Paper eqs. (16), (88)-(89).
+
+    Examples
+    --------
+    >>> DepthLawRangeFit(0, (1, 2, 4), None, reason="no fit").fit is None
+    True
+    """
+
+    start: int
+    depths: tuple
+    fit: DepthLawFit | None
+    alpha_se: float = math.nan
+    L0_se: float = math.nan
+    bootstrap: bool = False
+    reason: str = ""
+
+
+def fit_depth_law_ranges(depths: Sequence[int], losses: object, *, n_bootstrap: int = 200,
+                         rng: int | None = None) -> tuple[DepthLawRangeFit, ...]:
+    """Fit eq. (16) to losses ``(n_seeds, n_depths)`` over all depths and, when the mean first rises, from its peak on.
+
+    The second range starts at the depth of the largest mean loss when that is neither the
+    first depth nor one of the last two (the range the data define, not a chosen cut). SEs
+    are bootstrap SEs over seeds (``n_bootstrap`` resamples, ``rng`` an int seed used afresh by
+    each range) when there are several seeds, else Gauss-Newton SEs. A range whose fit fails
+    is returned with ``fit=None`` and the reason.
+
+    References
+    ----------
+    Paper eqs. (16), (88)-(89).
+
+    Examples
+    --------
+    >>> L = np.array([1, 2, 4, 8])
+    >>> (whole,) = fit_depth_law_ranges(L, [0.5 + 2.0 / L], rng=0)
+    >>> whole.depths, round(whole.fit.alpha, 6), whole.bootstrap
+    ((1, 2, 4, 8), 1.0, False)
+    """
+    depths = [int(L) for L in depths]
+    losses = np.atleast_2d(np.asarray(losses, dtype=np.float64))
+    peak = int(np.argmax(losses.mean(axis=0)))
+    starts = [0] + ([peak] if 0 < peak <= len(depths) - 3 else [])
+    out = []
+    for start in starts:
+        sub_depths = tuple(depths[start:])
+        try:
+            fit = fit_depth_law(sub_depths, losses[:, start:], n_bootstrap=n_bootstrap if len(losses) > 1 else 0,
+                                rng=rng)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            out.append(DepthLawRangeFit(start, sub_depths, None, reason=str(exc)))
+            continue
+        boot = fit.bootstrap_samples
+        if boot is not None and len(boot) > 1:
+            alpha_se, L0_se = float(np.std(boot[:, 2], ddof=1)), float(np.std(boot[:, 0], ddof=1))
+        else:
+            alpha_se, L0_se = fit.alpha_se, fit.L0_se
+        out.append(DepthLawRangeFit(start, sub_depths, fit, alpha_se, L0_se, boot is not None))
+    return tuple(out)

@@ -14,7 +14,7 @@ hand.
   ``RELATIVE_DEVIATION < 0.1`` (Table 3 target).
 * :data:`RELATIVE_CHANGE` -- ``|x_hi − x_lo|/|x_lo|`` between the two deepest
   depths of a doubling; a quantity *settles* when it is below
-  :data:`SETTLING_TOLERANCE` (issue 6: C_L and A_L − C_L, last doubling;
+  :data:`SETTLING_TOLERANCE` (C_L and A_L − C_L, last doubling;
   :func:`last_doubling` picks the doubling).
 * :func:`depth_gain` -- ``R_1 / R_{L_max}`` with its delta-method SE; a model
   *gains from depth* when it exceeds :data:`DEPTH_GAIN_THRESHOLD`;
@@ -22,12 +22,19 @@ hand.
   when the fitted alpha lies in :data:`ALPHA_WINDOW` and it settles, or 'improves').
 * :func:`below_bound` -- a value lies below a Monte-Carlo bound when it is more than
   :data:`BOUND_SIGMAS` of the bound's SEs under it.
+* :func:`is_converged` -- a training run is *converged* when its held-out loss moved
+  by less than its own SE over the last quarter of training
+  (:func:`last_quarter_change`).
+* :func:`training_failures` -- depths whose ``R_L`` lies above ``R_1`` by more than
+  :data:`TRAINING_FAILURE_SIGMAS` paired SEs.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+import numpy as np
 import sympy as sp
 
 __all__ = [
@@ -42,6 +49,7 @@ __all__ = [
     "relative_deviation",
     "relative_change",
     "settles",
+    "change_settles",
     "DEPTH_GAIN_THRESHOLD",
     "ALPHA_WINDOW",
     "BOUND_SIGMAS",
@@ -49,6 +57,10 @@ __all__ = [
     "depth_gain",
     "classify_depth_dependence",
     "below_bound",
+    "TRAINING_FAILURE_SIGMAS",
+    "last_quarter_change",
+    "is_converged",
+    "training_failures",
 ]
 
 #: standard errors allowed between a measurement and a reference
@@ -61,6 +73,8 @@ DEPTH_GAIN_THRESHOLD = 1.10
 ALPHA_WINDOW = (0.85, 1.15)
 #: a value is "below the bound" when it is more than this many of the bound's standard errors under it
 BOUND_SIGMAS = 3.0
+#: a depth is a training failure when R_L is above R_1 by more than this many paired standard errors
+TRAINING_FAILURE_SIGMAS = 2.0
 
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
@@ -177,7 +191,21 @@ def settles(lower_depth_value: float, upper_depth_value: float, tolerance: float
     >>> settles(2.0, 2.1), settles(2.0, 3.0)
     (True, False)
     """
-    change = relative_change(lower_depth_value, upper_depth_value)
+    return change_settles(relative_change(lower_depth_value, upper_depth_value), tolerance)
+
+
+def change_settles(change: float, tolerance: float = SETTLING_TOLERANCE) -> bool | None:
+    """:func:`settles` from a relative change already computed (None when it is NaN).
+
+    References
+    ----------
+    Paper section 4.2 / Fig. 6c-d: C_L → C_∞, A_L − C_L → Δ_∞.
+
+    Examples
+    --------
+    >>> change_settles(0.05), change_settles(0.5), change_settles(float("nan"))
+    (True, False, None)
+    """
     return None if math.isnan(change) else bool(change < tolerance)
 
 
@@ -261,3 +289,50 @@ def below_bound(value: float, bound: float, bound_se: float, sigmas: float = BOU
     """
     margin = (bound - value) / max(_se(bound_se), 1e-300)
     return bool(margin > sigmas), float(margin)
+
+
+def last_quarter_change(loss_curve: np.ndarray) -> float:
+    """``R(S) − R(3S/4)`` of a loss curve ``(n, 2)`` of (step, held-out loss): negative while still improving.
+
+    ``R(3S/4)`` is the evaluation at the first step ``>= 3S/4``.
+
+    Examples
+    --------
+    >>> last_quarter_change(np.array([[0, 5.0], [50, 3.0], [75, 2.5], [100, 2.4]]))
+    -0.10000000000000009
+    """
+    curve = np.asarray(loss_curve, dtype=np.float64).reshape(-1, 2)
+    steps, losses = curve[:, 0], curve[:, 1]
+    quarter = np.flatnonzero(steps >= 0.75 * steps[-1])[0]
+    return float(losses[-1] - losses[quarter])
+
+
+def is_converged(loss_curve: np.ndarray, se: float) -> bool:
+    """The converged study's rule: the held-out loss changed by less than its own SE over the last quarter.
+
+    Examples
+    --------
+    >>> curve = np.array([[0, 5.0], [50, 3.0], [75, 2.5], [100, 2.49]])
+    >>> is_converged(curve, 0.02), is_converged(curve, 0.005)
+    (True, False)
+    """
+    return abs(last_quarter_change(loss_curve)) < se
+
+
+def training_failures(depths: Sequence[int], gains: Sequence[float], ses: Sequence[float],
+                      sigmas: float = TRAINING_FAILURE_SIGMAS) -> tuple:
+    """Depths whose ``R_L`` is above ``R_1`` by more than ``sigmas`` paired SE (``gains`` are ``R_1 − R_L``).
+
+    A depth-L model expresses the L = 1 solution by repeating its layer (eqs. 59-60), so such a
+    run stopped at a worse point, whatever the convergence rule says: a training failure.
+
+    References
+    ----------
+    Paper eqs. (59)-(60).
+
+    Examples
+    --------
+    >>> training_failures([1, 2, 4], [0.0, 0.1, -0.5], [0.0, 0.01, 0.1])
+    (4,)
+    """
+    return tuple(int(L) for L, g, se in zip(depths, gains, ses) if g < -sigmas * se)

@@ -30,7 +30,7 @@ __all__ = [
     "spectra_of",
 ]
 
-#: the inverse-depth target of issue 6: fitted alpha in this interval
+#: the inverse-depth target: fitted alpha in this interval
 ALPHA_TARGET = (0.85, 1.15)
 #: the nonlinear easy-task target: final L = 1 loss below this fraction of the initial loss
 EASY_TARGET = 0.01
@@ -154,8 +154,8 @@ def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: 
         return NonlinearSummary(
             family=family_name, a=float(a), b=float(b), R=R, C=C, gap=gap, fit=fit,
             C_change=c_change, gap_change=g_change,
-            C_settles=None if math.isnan(c_change) else bool(c_change < criteria.SETTLING_TOLERANCE),
-            gap_settles=None if math.isnan(g_change) else bool(g_change < criteria.SETTLING_TOLERANCE),
+            C_settles=criteria.change_settles(c_change),
+            gap_settles=criteria.change_settles(g_change),
             depth_gain=r1 / rmax if (math.isfinite(r1) and math.isfinite(rmax) and rmax > 0) else math.nan,
             bound=bound, alpha_in_target=in_target,
         )

@@ -13,7 +13,7 @@ re-trains a few of its runs (:attr:`numerics.experiments.scales.Scale.converged_
 to show that the shipped numbers come out of this code on this machine.
 
 The law is tested on the **paired depth gains** ``g_L = R_1 − R_L`` (same
-contexts, same seed; SEs from :func:`numerics.experiments.study.converged.paired_depth_gains`):
+contexts, same seed; SEs from :func:`numerics.experiments.study.converged.statistics.paired_depth_gains`):
 eq. (16) gives ``g_L = c (1 − L^-α)`` whatever the plateau, so ``α`` and ``c``
 follow from a weighted least-squares profile over ``α`` (:func:`theory.fit_gain_law`)
 with ``L0 = R_1 − c``. One model-free number goes with it: ``g_2 / g_Lmax``, which
@@ -30,9 +30,12 @@ from typing import Sequence
 
 import numpy as np
 
-from theory.fitting import GainFit, fit_gain_law
+from theory.fitting import GainFit, fit_gain_law, gap_fit
 
-from ..study.converged import gap_fit, training_failures
+from ..criteria import training_failures
+from ..study.converged.plan import ConvergedPlan, RunSpec
+from ..study.converged.statistics import group_stats
+from ..study.converged.table import StudyRow, read_study_csv
 
 __all__ = ["SHIPPED_SIZES", "SHIPPED_TABLE", "ConvergedSummary", "ConvergedTable", "gap_fit", "load_table",
            "sizes_section", "spot_check_configs"]
@@ -139,8 +142,9 @@ class ConvergedTable:
     Attributes
     ----------
     path : Path
-    rows : tuple of dict
-        :func:`numerics.experiments.study.converged.read_study_csv`.
+    rows : tuple of StudyRow
+        The table's rows (:func:`numerics.experiments.study.converged.table.read_study_csv`, the
+        only reader of the file).
     provenance : dict
         The ``.provenance.json`` beside the CSV (empty if absent).
 
@@ -154,16 +158,16 @@ class ConvergedTable:
     """
 
     path: Path
-    rows: tuple
+    rows: tuple[StudyRow, ...]
     provenance: dict
 
     def groups(self, model: str = "nonlinear") -> list[tuple]:
         """``(a, b, k, N)`` of every group of ``model``, main width (largest N) only, sorted."""
         widest: dict = {}
         for r in self.rows:
-            if r["model"] == model:
-                key = (r["a"], r["b"], r["k"])
-                widest[key] = max(widest.get(key, 0), r["N"])
+            if r.model == model:
+                key = (r.a, r.b, r.k)
+                widest[key] = max(widest.get(key, 0), r.N)
         return sorted(key + (N,) for key, N in widest.items())
 
     def has(self, a: float, b: float, k: int, model: str = "nonlinear") -> bool:
@@ -171,33 +175,36 @@ class ConvergedTable:
 
     def summary(self, a: float, b: float, k: int, *, model: str = "nonlinear", N: int | None = None) -> ConvergedSummary:
         """The :class:`ConvergedSummary` of one group (``N`` default: the widest the table has)."""
-        from ..study.converged import group_stats
-
         if N is None:
             widths = [g[3] for g in self.groups(model) if g[:3] == (a, b, k)]
             if not widths:
                 raise KeyError(f"no {model} rows at (a, b, k) = ({a:g}, {b:g}, {k}) in {self.path}")
             N = widths[0]
-        rows = [r for r in self.rows if (r["model"], r["a"], r["b"], r["k"], r["N"]) == (model, a, b, k, N)]
+        rows = [r for r in self.rows if r.group == (model, N, a, b, k)]
         if not rows:
             raise KeyError(f"no {model} rows at (a, b, k, N) = ({a:g}, {b:g}, {k}, {N}) in {self.path}")
         stats = group_stats(rows)
         depths = tuple(sorted(key[5] for key in stats))
-        get = lambda name: np.array([stats[(model, N, a, b, k, L)][name] for L in depths], dtype=np.float64)
+        def get(name):
+            return np.array([getattr(stats[(model, N, a, b, k, L)], name) for L in depths], dtype=np.float64)
+
         gain, gain_se = get("delta_R1"), get("delta_R1_se")
         try:
             fit, reason = fit_gain_law(depths, gain, gain_se), ""
         except ValueError as exc:
             fit, reason = None, str(exc)
         return ConvergedSummary(
-            model=model, norm=rows[0]["norm"], a=a, b=b, k=k, d=rows[0]["d"], N=N, P=rows[0]["P"], depths=depths,
-            R=get("R_L"), R_se=get("R_L_se"), gain=gain, gain_se=gain_se, C=get("C_L"), gap=get("A_L") - get("C_L"),
-            n_seeds=len({r["seed"] for r in rows}), n_runs=len(rows), n_converged=sum(bool(r["converged"]) for r in rows),
-            steps=tuple(sorted({r["steps"] for r in rows})), fit=fit, fit_reason=reason)
+            model=model, norm=rows[0].norm, a=a, b=b, k=k, d=rows[0].d, N=N, P=rows[0].P, depths=depths,
+            R=get("R_L"), R_se=get("R_L_se"), gain=gain, gain_se=gain_se, C=get("C_L"),
+            gap=get("A_L") - get("C_L"), n_seeds=len({r.seed for r in rows}), n_runs=len(rows),
+            n_converged=sum(r.converged for r in rows), steps=tuple(sorted({r.steps for r in rows})), fit=fit,
+            fit_reason=reason)
 
     def sizes_text(self) -> str:
+        """``d``, the main width (the widest ``N`` of the main model's groups) and ``P`` of the table."""
         r = self.rows[0]
-        return f"d = {r['d']}, N = {2 * r['d']} (main), P = {r['P']}"
+        widths = [g[3] for g in self.groups()] or [row.N for row in self.rows]
+        return f"d = {r.d}, N = {max(widths)} (main), P = {r.P}"
 
     def source_text(self) -> str:
         p = self.provenance
@@ -219,8 +226,6 @@ def load_table(path: str | Path | None = None) -> ConvergedTable:
     >>> table.groups()[0]  # doctest: +SKIP
     (0.0, 0.0, 2, 32)
     """
-    from ..study.converged import read_study_csv
-
     path = SHIPPED_TABLE if path is None else Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"converged-study table not found: {path} (a source checkout ships "
@@ -249,25 +254,24 @@ def spot_check_configs(table: ConvergedTable, picks: Sequence[tuple]) -> list[tu
     >>> [cfg.depth for _, cfg in spot_check_configs(load_table(), [(0.0, 0.0, 2, 32, 1, 0)])]  # doctest: +SKIP
     [1]
     """
-    from ..study.converged import ConvergedPlan, RunSpec
-
     plan_fields = dict(table.provenance.get("plan", {}))
     keep = {"d", "P", "batch_size", "learning_rate", "warmup_steps", "eval_size", "evals_per_run", "dtype"}
     out = []
     for a, b, k, N, depth, seed in picks:
-        row = next((r for r in table.rows if r["model"] == "nonlinear" and (r["a"], r["b"], r["k"], r["N"], r["depth"],
-                                                                            r["seed"]) == (a, b, k, N, depth, seed)), None)
+        pick = (a, b, k, N, depth, seed)
+        row = next((r for r in table.rows if r.model == "nonlinear"
+                    and (r.a, r.b, r.k, r.N, r.depth, r.seed) == pick), None)
         if row is None:
             raise ValueError(f"converged_checks: the table has no run at (a, b, k, N, depth, seed) = "
                              f"{(a, b, k, N, depth, seed)}")
         fields = {name: plan_fields[name] for name in keep if name in plan_fields}
-        fields.update(d=row["d"], P=row["P"], batch_size=row["batch_size"], learning_rate=row["learning_rate"],
-                      eval_size=row["eval_size"])
-        plan = ConvergedPlan(**fields, base_steps=row["steps"], table4_spectra=())
-        cfg = plan.config(RunSpec("nonlinear", a, b, N, depth, seed, k), row["steps"])
-        if cfg.content_hash() != row["content_hash"]:
-            raise ValueError(f"the shipped run {(a, b, k, N, depth, seed)} cannot be rebuilt: its hash "
-                             f"{row['content_hash'][:12]} differs from this code's {cfg.content_hash()[:12]}")
+        fields.update(d=row.d, P=row.P, batch_size=row.batch_size, learning_rate=row.learning_rate,
+                      eval_size=row.eval_size)
+        plan = ConvergedPlan(**fields, base_steps=row.steps, table4_spectra=())
+        cfg = plan.config(RunSpec("nonlinear", a, b, N, depth, seed, k), row.steps)
+        if cfg.content_hash() != row.content_hash:
+            raise ValueError(f"the shipped run {pick} cannot be rebuilt: its hash "
+                             f"{row.content_hash[:12]} differs from this code's {cfg.content_hash()[:12]}")
         out.append((row, cfg))
     return out
 

@@ -480,9 +480,8 @@ def _converged_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
 
 def _converged_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict) -> dict:
     """Table 5's converged-study cells: the gap fit ``L0 − C_L = c L^-α`` with the paper's Table 1 ``L0``."""
+    from theory.fitting import gap_fit
     from theory.paper import paper_table
-
-    from .converged import gap_fit
 
     conv = _converged(ctx, a, b, 2)
     L0 = next((r["nonlinear_L0"] for r in paper_table("table1") if (r["a"], r["b"]) == (a, b)), None)
@@ -490,14 +489,14 @@ def _converged_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict)
         return {"converged gap α (paper's L0)": _converged_missing(ctx) if conv is None else "no paper L0",
                 "converged R² (log)": "—", "converged agrees with paper": "n/a"}
     out = gap_fit(conv.depths, conv.C, L0)
-    if not out["ok"]:
-        values.update(converged_gap_reason=out["reason"])
-        return {"converged gap α (paper's L0)": f"impossible: {out['reason']}", "converged R² (log)": "—",
+    if not out.ok:
+        values.update(converged_gap_reason=out.reason)
+        return {"converged gap α (paper's L0)": f"impossible: {out.reason}", "converged R² (log)": "—",
                 "converged agrees with paper": "n/a"}
-    agree = criteria.agrees(out["alpha"], out["alpha_se"], paper_row["alpha"], paper_row["alpha_se"])
-    values.update(converged_gap_alpha=out["alpha"], converged_gap_alpha_se=out["alpha_se"], converged_gap_agrees=agree)
-    return {"converged gap α (paper's L0)": fmt(out["alpha"], out["alpha_se"], 3),
-            "converged R² (log)": f"{out['r_squared']:.4f}", "converged agrees with paper": fmt_bool(agree)}
+    agree = criteria.agrees(out.alpha, out.alpha_se, paper_row["alpha"], paper_row["alpha_se"])
+    values.update(converged_gap_alpha=out.alpha, converged_gap_alpha_se=out.alpha_se, converged_gap_agrees=agree)
+    return {"converged gap α (paper's L0)": fmt(out.alpha, out.alpha_se, 3),
+            "converged R² (log)": f"{out.r_squared:.4f}", "converged agrees with paper": fmt_bool(agree)}
 
 
 def table5(ctx) -> Table:

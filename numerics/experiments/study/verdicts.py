@@ -129,7 +129,7 @@ def summarise_point(regime, size, spectrum, k, depths, R, A, C) -> RegimePoint:
             pass  # no fit (reported as "—"); theory.fit_depth_law can overflow on non-monotone data
     plateau_change = criteria.last_doubling(depths, C_mean)[2]
     gap_change = criteria.last_doubling(depths, A_mean - C_mean)[2]
-    settles = bool(plateau_change < criteria.SETTLING_TOLERANCE and gap_change < criteria.SETTLING_TOLERANCE)
+    settles = bool(criteria.change_settles(plateau_change) and criteria.change_settles(gap_change))
     d, P, N = size
     return RegimePoint(
         d=int(d), P=int(P), N=int(N), k=int(k), a=float(spectrum[0]), b=float(spectrum[1]), regime=regime,

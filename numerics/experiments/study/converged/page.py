@@ -1,0 +1,276 @@
+"""The converged study's page and figures, from its rows and the numbers :mod:`.statistics` computes.
+
+Nothing is fitted or decided here: each line formats a :class:`~.statistics.GroupStats`,
+:class:`~.statistics.GroupFindings` or :class:`~.statistics.Target`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from numerics.io import save_figure
+
+from .statistics import GroupFindings, bound_at, group_findings, group_stats, paper_plateau, targets
+from .table import as_rows
+
+__all__ = ["converged_markdown", "draw_decomposition_figure", "draw_study_figure"]
+
+
+def _num(value: float) -> str:
+    """A table cell: 4 decimals, or a dash where the quantity is undefined (C_L at L = 1)."""
+    return "—" if not math.isfinite(value) else f"{value:.4f}"
+
+
+def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *,
+                       provenance_info: Mapping | None = None) -> str:
+    """The docs page of the study, from its CSV rows (and the bounds ``{(model, N, a, b, k): SoftmaxBounds}``).
+
+    Examples
+    --------
+    >>> from numerics.experiments.study.converged.table import CSV_COLUMNS
+    >>> row = dict.fromkeys(CSV_COLUMNS, 1.0) | {"model": "nonlinear", "norm": "layer", "converged": True, "N": 32,
+    ...                                         "depth": 1, "steps": 4000, "seed": 0, "delta_R1_se": float("nan")}
+    >>> print(converged_markdown([row]).splitlines()[4])
+    Runs converged by the study's rule (held-out change over the last quarter < its own SE): **1 of 1**.
+    """
+    rows = as_rows(rows)
+    stats = group_stats(rows)
+    lines = ["# The converged softmax study", ""]
+    if provenance_info:
+        lines += [f"Generated from `converged-study.csv` ({len(rows)} runs; package "
+                  f"{provenance_info.get('package_version')}, {provenance_info.get('date')}, last written by "
+                  f"`{provenance_info.get('command')}`).", ""]
+    lines += ["Regenerate this page from the CSV: `idepth study converged --out docs/results --report-only`; "
+              "continue or extend the study (resumable): `idepth study converged --out docs/results --store DIR`. "
+              "The method and its rules: `numerics.experiments.study.converged`.", ""]
+    n_conv = sum(r.converged for r in rows)
+    lines += [f"Runs converged by the study's rule (held-out change over the last quarter < its own SE): "
+              f"**{n_conv} of {len(rows)}**.", ""]
+    for key in sorted({k[:5] for k in stats}):
+        model, N, a, b, k = key
+        lines += [f"## {model}, top-{k}, N = {N}, (a, b) = ({a:g}, {b:g})", ""]
+        bnd = None if bounds is None else bounds.get(key)
+        lines += ["| L | seeds (converged) | steps | R_L ± SE | R_1 − R_L ± paired SE | B_L ± SE | R_L / B_L − 1 "
+                  "| C_L | A_L − C_L |", "|---|---|---|---|---|---|---|---|---|"]
+        for depth in sorted(s[5] for s in stats if s[:5] == key):
+            s = stats[key + (depth,)]
+            B = bound_at(bnd, depth)
+            B_text = f"{B[0]:.4f} ± {B[1]:.4f}" if B else "—"
+            ratio = f"{s.R_L / B[0] - 1:+.2%}" if B else "—"
+            lines.append(f"| {depth} | {s.n} ({s.converged}) | {'/'.join(map(str, s.steps))} | "
+                         f"{s.R_L:.4f} ± {s.R_L_se:.4f} | {s.delta_R1:+.4f} ± {s.delta_R1_se:.4f} | "
+                         f"{B_text} | {ratio} | {_num(s.C_L)} | {_num(s.A_L - s.C_L)} |")
+        findings = group_findings(rows, stats, key, bnd)
+        lines += [""] + _findings_lines(findings, stats, bnd) + [""]
+    lines += _targets_lines(rows, stats, bounds)
+    return "\n".join(lines)
+
+
+def _depth_fit_lines(f: GroupFindings) -> list[str]:
+    out = []
+    paper = "" if f.paper is None else f"; the paper's {f.paper[0]} plateau: {f.paper[1]:.4g}"
+    for fit in f.depth_fits:
+        label = ("all depths, as the paper fits" if fit.start == 0 else
+                 f"from the depth of the largest R_L (L = {fit.depths[0]}) on")
+        if fit.fit is None:
+            out.append(f"- Fit R_L = L0 + c L^-α, {label}: no fit ({fit.reason}).")
+            continue
+        ses = "bootstrap over seeds" if fit.bootstrap else "Gauss-Newton"
+        out.append(f"- Fit R_L = L0 + c L^-α, {label} (L = {fit.depths[0]}–{fit.depths[-1]}, mean of "
+                   f"{f.n_seeds} seeds; SEs {ses}): α = {fit.fit.alpha:.3g} ± {fit.alpha_se:.2g}, L0 = "
+                   f"{fit.fit.L0:.4g} ± {fit.L0_se:.2g}, R² (log) = {fit.fit.r_squared:.4f}{paper}.")
+    return out
+
+
+def _gain_fit_lines(f: GroupFindings) -> list[str]:
+    g = f.gain_fit
+    if g is None:
+        return [f"- Gain law: no fit ({f.gain_reason})."] if f.gain_reason else []
+    resolved = "." if g.bounded or not g.covers(1.0) else " (the data do not bound α: no resolved depth law)."
+    return [f"- Gain law R_1 − R_L = c (1 − L^-α) on the paired gains (eq. 16 with L0 cancelled; "
+            f"theory.fit_gain_law): α = {g.alpha:.3g}, two-sigma interval {g.interval_text()}, c = "
+            f"{g.c:.4g} ± {g.c_se:.2g}, χ² = {g.chi2:.1f} for {g.dof} dof; the paper's α ≈ 1 is "
+            f"{'inside' if g.covers(1.0) else 'outside'} the interval" + resolved]
+
+
+def _gap_fit_lines(f: GroupFindings) -> list[str]:
+    if f.gap is None:
+        return []
+    L0, C = f.paper[1], f.gap_C[-1]
+    last = f"C_{f.gap_depths[-1]} = {C:.4g} ({C / L0 - 1:+.1%} from the paper's L0)"
+    if not f.gap.ok:
+        return [f"- Gap fit with the paper's L0 = {L0:.4g}: impossible, {f.gap.reason}; {last}."]
+    return [f"- Gap fit L0 − C_L = c L^-α with the paper's L0 = {L0:.4g} (eqs. 92-93, Table 5): "
+            f"α = {f.gap.alpha:.3g} ± {f.gap.alpha_se:.2g}, R² (log) = {f.gap.r_squared:.4f}; {last}."]
+
+
+def _findings_lines(f: GroupFindings, stats: Mapping, bnd) -> list[str]:
+    """Numbers of one (model, N, spectrum): fits, depth gain against the bounds' ceiling, R_L below B_L."""
+    out = _depth_fit_lines(f) + _gain_fit_lines(f) + _gap_fit_lines(f)
+    if f.failures:
+        out.append(f"- **Training failure** at L = {', '.join(map(str, f.failures))}: R_L above R_1 by more "
+                   "than two paired SE, although converged by the rule. A depth-L model can express the L = 1 "
+                   "solution (every layer the same head, eqs. 59-60), so these runs stopped at a worse point; "
+                   "the rule (the loss has stopped moving) is necessary for convergence to the optimum, not "
+                   "sufficient.")
+    if 1 in f.depths and len(f.depths) > 1:
+        deepest = stats[f.key + (f.depths[-1],)]
+        ceiling = f"; the cosine-head ceiling B_1 − B_∞ = {bnd.single - bnd.mixture:.4f}" if bnd is not None else ""
+        out.append(f"- Depth gain R_1 − R_{f.depths[-1]} = {deepest.delta_R1:+.4f} ± {deepest.delta_R1_se:.4f} "
+                   f"(paired over the common held-out contexts, mean over seeds){ceiling}.")
+    if f.doubling:
+        parts = [f"L = {g.depth}: {g.gain:+.4f} ± {g.se:.4f} ({g.n_seeds} seeds, {g.steps} → {2 * g.steps} steps)"
+                 for g in f.doubling]
+        out.append("- Doubling the step cap (paired R(S) − R(2S) on the same held-out contexts; > 0: the longer "
+                   "run is better): " + "; ".join(parts) + ".")
+    if bnd is not None:
+        below = ", ".join(map(str, f.below_bound))
+        caveat = (" — these bounds are not proven bounds of the model: each layer learns its own quadratic "
+                  "form D_ℓ = (W_q^ℓ A)ᵀ(W_k^ℓ A), not only a temperature." if f.below_bound else ".")
+        out.append(f"- B_1 = {bnd.single:.4f} ± {bnd.single_se:.4f}, B_∞ = {bnd.mixture:.4f} ± "
+                   f"{bnd.mixture_se:.4f} (heads over exact cosine similarity, one temperature each). Depths "
+                   f"where the trained R_L is more than 2 SE below B_L: {below or 'none'}" + caveat)
+    return out
+
+
+def _targets_lines(rows, stats, bounds) -> list[str]:
+    """The study's targets: L = 1 against B_1 and the prediction, the deepest model against B_∞, the paired SE."""
+    found = targets(rows, stats, bounds)
+    if found is None:
+        return []
+    out = ["## Targets", "", "| model, top-k, N, (a, b) | R_1 / B_1 − 1 | predict_loss(1) / R_1 − 1 (± 1.96 SE) | "
+           "deepest L | R_L / B_∞ − 1 | max paired SE of R_1 − R_L | (B_1 − B_∞)/4 |",
+           "|---|---|---|---|---|---|---|"]
+    for t in found:
+        model, N, a, b, k = t.key
+        out.append(f"| {model}, top-{k}, {N}, ({a:g}, {b:g}) | {t.R_1 / t.B_1 - 1:+.2%} | "
+                   f"{t.predicted / t.R_1 - 1:+.2%} (± {t.predicted_half_width / t.R_1:.1%}) | {t.deepest} | "
+                   f"{t.R_deepest / t.B_inf - 1:+.2%} | {t.max_gain_se:.4f} | {(t.B_1 - t.B_inf) / 4:.4f} |")
+    out += ["", "predict_loss(1): `theory.predict_loss(1, spectrum, attention='softmax', task='difficult', P, k, "
+            "regime='converged', n_samples=16384)` (its own Monte Carlo, independent of the B_1 column's). "
+            "Targets of the study: predict_loss(1) within 3 % of R_1; R_1 within 2 % of B_1 and the deepest "
+            "model within 2 % of B_∞ (both unpaired: the bounds are Monte Carlo on other contexts, SEs in the "
+            "tables above); the paired SE of R_1 − R_L below a quarter of B_1 − B_∞.", ""]
+    return out
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
+    """Per (model, N, spectrum): top, R_L against L (mean over seeds, ±1.96 SE) with ``B_L`` and ``B_∞``; bottom,
+    the depth gain ``R_1 − R_L`` paired over the common held-out contexts (±1.96 paired SE) with the cosine-head
+    ceiling ``B_1 − B_L`` and, dotted, eq. (16) with ``α = 1`` through the same total gain.
+
+    Notes
+    -----
+    No example: it draws a file (``tests/test_converged.py`` draws one).
+    """
+    plt = _pyplot()
+    stats = group_stats(rows)
+    keys = sorted({k[:5] for k in stats})
+    if not keys:
+        raise ValueError("no runs to draw: the study has no finished run yet")
+    cols = min(3, len(keys))
+    grid_rows = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(2 * grid_rows, cols, figsize=(4.4 * cols, 5.2 * grid_rows), squeeze=False)
+    for j in range(len(keys), grid_rows * cols):  # empty slots of the last row
+        row, col = divmod(j, cols)
+        axes[2 * row, col].axis("off")
+        axes[2 * row + 1, col].axis("off")
+    for j, key in enumerate(keys):
+        row, col = divmod(j, cols)
+        _draw_group(axes[2 * row, col], axes[2 * row + 1, col], stats, key, bounds.get(key))
+    for row in range(grid_rows):
+        axes[2 * row, 0].set_ylabel("held-out loss (±1.96 SE)", fontsize=8)
+        axes[2 * row + 1, 0].set_ylabel("depth gain (±1.96 paired SE)", fontsize=8)
+    axes[0, 0].legend(fontsize=7)
+    axes[1, 0].legend(fontsize=7)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def _draw_group(top, bottom, stats: Mapping, key: tuple, bnd) -> None:
+    depths = sorted(k[5] for k in stats if k[:5] == key)
+
+    def get(name):
+        return np.array([getattr(stats[key + (L,)], name) for L in depths])
+
+    top.errorbar(depths, get("R_L"), yerr=1.96 * get("R_L_se"), fmt="o-", ms=3, capsize=2, label="trained $R_L$")
+    bottom.errorbar(depths, get("delta_R1"), yerr=1.96 * get("delta_R1_se"), fmt="o-", ms=3, capsize=2,
+                    label="$R_1 - R_L$ (paired)")
+    bottom.axhline(0.0, color="0.6", lw=0.8)
+    gains = get("delta_R1")
+    if len(depths) > 2 and depths[0] == 1:  # eq. (16) with α = 1 through the same total gain, for comparison
+        L = np.asarray(depths, dtype=np.float64)
+        bottom.plot(depths, gains[-1] * (1 - 1 / L) / (1 - 1 / L[-1]), ":", color="0.35", lw=1.2,
+                    label="α = 1 law, same total gain")
+    if bnd is not None:
+        BL = np.array([(bound_at(bnd, L) or (math.nan, math.nan))[0] for L in depths])
+        top.plot(depths, BL, "s--", ms=3, color="C2", label="$B_L$ (cosine heads)")
+        top.axhline(bnd.mixture, color="C3", lw=1, ls=":", label=r"$B_\infty$")
+        bottom.plot(depths, bnd.single - BL, "s--", ms=3, color="C2", label="$B_1 - B_L$")
+    model, N, a, b, k = key
+    top.set_title(f"{model}, top-{k}, N = {N}, (a, b) = ({a:g}, {b:g})", fontsize=8)
+    bottom.set_xlabel("depth L", fontsize=8)
+    top.set_xscale("log", base=2)
+    bottom.set_xscale("log", base=2)
+    for ax in (top, bottom):
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+
+
+def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
+    """Fig. 6c, d of the converged study: ``C_L`` divided by the paper's plateau (Tables 1, 4; by ``C_L`` at the
+    deepest depth where the paper has none) and ``A_L − C_L`` against depth, one line per main-width spectrum.
+
+    Notes
+    -----
+    No example: it draws a file (``tests/test_converged.py`` draws one).
+    """
+    plt = _pyplot()
+    rows = as_rows(rows)
+    stats = group_stats(rows)
+    widest: dict = {}
+    for model, N, a, b, k, _ in stats:
+        if model == "nonlinear":
+            widest[(a, b, k)] = max(widest.get((a, b, k), 0), N)
+    keys = sorted(("nonlinear", N, a, b, k) for (a, b, k), N in widest.items())
+    if not keys:
+        raise ValueError("no nonlinear runs to draw")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.4), constrained_layout=True)
+    for index, key in enumerate(keys):
+        depths = [L for L in sorted(k[5] for k in stats if k[:5] == key) if L >= 2]
+        if not depths:
+            continue
+        C = np.array([stats[key + (L,)].C_L for L in depths])
+        gap = np.array([stats[key + (L,)].A_L - stats[key + (L,)].C_L for L in depths])
+        _, _, a, b, k = key
+        paper = paper_plateau(a, b, k)
+        scale, scale_text = (paper[1], "paper L0") if paper is not None else (C[-1], f"C_{depths[-1]}")
+        style = dict(marker="os^vD<>p*hX"[index % 11], ms=3.5, lw=1.2, ls="-" if k == 2 else "--")
+        left.plot(depths, C / scale, label=f"top-{k} ({a:g}, {b:g}) / {scale_text}", **style)
+        right.plot(depths, gap, label=f"top-{k} ({a:g}, {b:g})", **style)
+    left.axhline(1.0, color="0.4", lw=0.9, ls=":")
+    left.set_ylabel("shared error C_L / plateau")
+    right.set_ylabel("disagreement A_L − C_L")
+    right.set_yscale("log")
+    for ax, title in ((left, "Fig. 6c: C_L against depth (dotted: the plateau)"),
+                      (right, "Fig. 6d: A_L − C_L against depth")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("depth L")
+        ax.set_title(f"{title}; d = {rows[0].d}, P = {rows[0].P}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=8)
+    left.legend(fontsize=6.5, ncol=2)
+    return save_figure(fig, path)
