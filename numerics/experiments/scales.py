@@ -592,7 +592,7 @@ _EASY = dict(learning_rate=0.03, schedule="warmup_constant", warmup_steps=20, in
 _LINEAR = dict(learning_rate=1e-2, schedule="warmup_cosine", gamma_star_init=True,
                regime="converged: Adam with warm-up + cosine decay over the whole budget, start at γ* = L/λ_1 "
                       "(eq. 33)")
-#: the regime in which the prototypes found inverse-depth scaling (issue 6)
+#: the regime in which the prototypes found inverse-depth scaling (a frozen gain, small constant steps)
 _LAZY = dict(learning_rate=1e-4, schedule="constant", warmup_steps=0, init=LAZY_INIT_PAIRS, frozen=GAIN_PARAMETERS,
              regime="lazy: gain W_o W_v W_y frozen at 1, Adam 1e-4 constant for the whole budget, "
                     "W_q = W_k = √0.6 (I + 0.5 G/√N)")
