@@ -111,6 +111,38 @@ def test_landing_page_shows_the_readme_commands(site):
         assert command.strip() in text
 
 
+def _api_extension():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("idepth_api", ROOT / "docs" / "_ext" / "idepth_api.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_api_reference_has_one_page_per_public_object_and_no_monolithic_page(site):
+    api = site / "api" / "generated"
+    for module, name in (("theory.predict", "predict_loss"), ("numerics.train", "train"),
+                         ("numerics.train", "ModelRun"), ("theory.spectra", "PowerLawSpectrum")):
+        page = api / f"{module}.{name}.html"
+        assert page.is_file(), f"no page for {module}.{name}"
+        assert f'id="{module}.{name}"' in page.read_text(encoding="utf-8")  # the object's own description
+    homes = _api_extension().object_homes()
+    expected = {f"{module}.{name}.html" for module, entries in homes.items() for name, _ in entries}
+    assert len(expected) > 400 and expected <= {path.name for path in api.glob("*.html")}
+    documented = [name for entries in homes.values() for name, _ in entries]
+    assert "predict_loss" in documented and documented.count("TrainConfig") == 1  # once, at its home
+    for old in ("theory.html", "numerics.html"):  # the former one-page-per-package references
+        assert not (site / "api" / old).exists()
+    largest = max(site.joinpath("api").rglob("*.html"), key=lambda path: path.stat().st_size)
+    assert largest.stat().st_size < 250_000, f"{largest.name} is {largest.stat().st_size} bytes"
+    api_index = (site / "api" / "index.html").read_text(encoding="utf-8")
+    assert 'href="generated/index-theory.html"' in api_index and 'href="generated/index-numerics.html"' in api_index
+    assert 'href="api/index.html"' in (site / "index.html").read_text(encoding="utf-8")
+    theory_index = (api / "index-theory.html").read_text(encoding="utf-8")
+    assert 'href="theory.predict.html' in theory_index  # the package page links its modules
+
+
 def test_quickstart_code_runs_and_its_stated_numbers_hold():
     text = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
