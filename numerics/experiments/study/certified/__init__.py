@@ -1,6 +1,6 @@
 """The certified study: the best loss each depth of the controlled softmax model reaches, proved by certificates.
 
-Split by job: :mod:`.plan` (cells and candidates), :mod:`.run` (one cell in lockstep; depths in
+Split by job: :mod:`~numerics.experiments.study.certified.plan` (cells and candidates), :mod:`~numerics.experiments.study.certified.run` (one cell in lockstep; depths in
 waves through the resumable store).
 """
 

@@ -1,7 +1,7 @@
 """The certified study's page and figure: the envelope, its certificates and the verdicts (no fitting here).
 
-Everything shown comes from :func:`.statistics.summarise` of the exported cells; this module only
-writes it out (Markdown, CSV through :mod:`.table`, one figure).
+Everything shown comes from :func:`~numerics.experiments.study.certified.statistics.summarise` of the exported cells; this module only
+writes it out (Markdown, CSV through :mod:`~numerics.experiments.study.certified.table`, one figure).
 """
 
 from __future__ import annotations
@@ -79,10 +79,13 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
             marks = ", ".join(f"{c.name} {'✓' if c.passed else '✗'} ({c.excess:+.4f} vs {c.allowed:.4f})"
                               for c in certs)
             lines.append(f"| {L} | {_num(s.envelope[i], s.envelope_se[i])} | {_num(s.bound[i])} | "
-                         f"{s.envelope[i] - s.bound[i]:+.4f} | {off[i]:+.2%} | {', '.join(s.winners[i])} | "
+                         f"{s.envelope[i] - s.bound[i]:+.4f} | {off[i]:+.1%} ± {s.envelope_se[i] / s.envelope[i]:.1%} | "
+                         f"{', '.join(s.winners[i])} | "
                          f"{_num(s.recipe[i], s.recipe_se[i])} | {marks} |")
         lines += ["", f"GLS gain-law fit: χ² = {s.chi2:.2f} on {s.dof} degrees of freedom.", ""]
-    lines += [f"![envelope, bound and recipe per setting]({FIGURE})", ""]
+    lines += ["The ± of `predict_loss / R*_L − 1` is the envelope's own relative SE (its held-out set's sampling "
+              "error, common to every depth of a setting): a deviation inside it is not resolved.", "",
+              f"![envelope, bound and recipe per setting]({FIGURE})", ""]
     return "\n".join(lines)
 
 

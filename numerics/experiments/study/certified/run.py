@@ -213,7 +213,7 @@ def run_certified_study(plan: CertifiedPlan, store_dir, *, workers: int | None =
     depth-L/2 winner from the store. Calling it again continues where it stopped. ``depths``:
     stop after these (a prefix of ``plan.depths``). With ``cells_dir`` and ``frontier_dir``, the
     exported cells there are imported first and every finished wave is exported
-    (:mod:`.cells`: what a later session continues from).
+    (:mod:`~numerics.experiments.study.certified.cells`: what a later session continues from).
 
     Notes
     -----

@@ -1,6 +1,6 @@
 """The certified study's table: one row per candidate (the CSV), and the per-context errors behind it.
 
-:func:`collect` reads the exported cells (:mod:`.cells`) into :class:`CandidateRow` rows and a
+:func:`collect` reads the exported cells (:mod:`~numerics.experiments.study.certified.cells`) into :class:`CandidateRow` rows and a
 :class:`Errors` array of the report-set errors; :func:`write_csv` and :func:`read_csv` are the only
 writer and reader of ``docs/results/certified-study.csv``. A table is checked on the way in and
 out: every row has a known start and learning rate, and each (spectrum, N, P, depth, seed) has

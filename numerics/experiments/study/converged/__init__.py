@@ -25,10 +25,10 @@ Every run goes through the one sweep runner and the resumable store, so an inter
 study (Ctrl-C, SIGKILL, a session that ends) continues where it stopped:
 ``idepth study converged --store DIR``.
 
-The modules, one job each: :mod:`.plan` (what is trained), :mod:`.run` (training, reading
-the store back, the bounds, the whole command), :mod:`.table` (the typed row and the only
-CSV reader and writer), :mod:`.statistics` (means, paired gains, the findings of each depth
-curve) and :mod:`.page` (the Markdown page and the figures, from the CSV alone with
+The modules, one job each: :mod:`~numerics.experiments.study.converged.plan` (what is trained), :mod:`~numerics.experiments.study.converged.run` (training, reading
+the store back, the bounds, the whole command), :mod:`~numerics.experiments.study.converged.table` (the typed row and the only
+CSV reader and writer), :mod:`~numerics.experiments.study.converged.statistics` (means, paired gains, the findings of each depth
+curve) and :mod:`~numerics.experiments.study.converged.page` (the Markdown page and the figures, from the CSV alone with
 ``--report-only``).
 """
 

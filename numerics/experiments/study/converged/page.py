@@ -1,4 +1,4 @@
-"""The converged study's page and figures, from its rows and the numbers :mod:`.statistics` computes.
+"""The converged study's page and figures, from its rows and the numbers :mod:`~numerics.experiments.study.converged.statistics` computes.
 
 Nothing is fitted or decided here: each line formats a :class:`~.statistics.GroupStats`,
 :class:`~.statistics.GroupFindings` or :class:`~.statistics.Target`.

@@ -3,7 +3,7 @@
 Pure computations on :class:`~.table.StudyRow` rows returning frozen results; the fits are
 :mod:`theory.fitting`'s (:func:`~theory.fitting.fit_depth_law_ranges`,
 :func:`~theory.fitting.fit_gain_law`, :func:`~theory.fitting.gap_fit`) and the decision rules
-:mod:`numerics.experiments.criteria`'s. :mod:`.page` only formats what this module returns.
+:mod:`numerics.experiments.criteria`'s. :mod:`~numerics.experiments.study.converged.page` only formats what this module returns.
 """
 
 from __future__ import annotations
