@@ -37,8 +37,7 @@ from numerics.experiments.store import STORE_FILENAME, load_arrays, load_results
 from theory import PowerLawSpectrum, fit_depth_law
 
 SCALE = get_scale("smoke")
-CLAIM_IDS = ("inverse_depth", "lazy_contrast", "shipped_rerun", "linear_easy", "linear_floor", "easy_softmax", "selection_tail",
-             "modewise", "context_updates", "paper_plateaus")
+CLAIM_IDS = report_module.CLAIM_IDS  # the one registry (report.CLAIMS); each id has an independent check below
 
 # the documented thresholds, read before any test can patch them (each criterion text is checked to state them)
 ALPHA_LO, ALPHA_HI = (float(x) for x in analysis.ALPHA_TARGET)
@@ -487,6 +486,16 @@ def test_every_claims_status_follows_from_its_own_numbers(smoke):
     assert disagreements(claims, statuses) == [], _explain(claims, statuses)
     # not vacuous: at smoke scale some claims pass and some fail
     assert {s for s, _ in statuses.values()} >= {REPRODUCED, INCONCLUSIVE}
+
+
+def test_every_registered_claim_has_an_independent_check_and_contrasts_say_they_are_not_the_papers(smoke):
+    result, _ = smoke
+    assert set(CHECKS) | {"paper_plateaus"} == set(CLAIM_IDS) and len(CLAIM_IDS) == 10
+    for claim in result.claims:
+        says_contrast = "not a claim of the paper" in claim.paper.lower()
+        assert (claim.kind == "contrast") == says_contrast, (claim.id, claim.kind, claim.paper)
+    assert {c.kind for c in result.claims} == {"paper", "contrast"}
+    assert set(report_module.CENTRAL_CLAIMS) <= {c.id for c in result.claims if c.kind == "paper"}
 
 
 def test_every_paper_plateau_is_below_the_bound_only_by_more_than_three_bound_SEs(smoke):

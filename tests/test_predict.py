@@ -125,6 +125,25 @@ def test_cli_predict_writes_a_plot(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name != "curve.png"]  # no temporary file left behind
 
 
+def test_the_prediction_plot_title_fits_inside_the_figure_and_log_ticks_are_plain_numbers(tmp_path, monkeypatch):
+    """A long title (a spectrum's repr, as ``idepth predict --plot`` passes it) is wrapped, not clipped."""
+    import numerics.io as io_module
+    from numerics.plotting import plot_prediction
+
+    kept, save = [], io_module.save_figure
+    monkeypatch.setattr(io_module, "save_figure", lambda fig, path, **kw: (kept.append(fig), save(fig, path, close=False,
+                                                                                                     **kw))[1])
+    spectrum = PowerLawSpectrum(2.0, 1.0, 64, c_lambda=1.23456789, c_omega=9.87654321)
+    plot_prediction(predict_loss([1, 2, 4, 8], spectrum), tmp_path / "p.png", title=repr(spectrum))
+    fig = kept[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    title, figure_box = fig.axes[0].title.get_window_extent(renderer), fig.bbox
+    assert figure_box.x0 <= title.x0 and title.x1 <= figure_box.x1 and title.y1 <= figure_box.y1, (title, figure_box)
+    labels = [t.get_text() for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis) for t in axis.get_ticklabels(which="both")]
+    assert [t for t in labels if t] and not [t for t in labels if "times" in t or "^" in t], labels
+
+
 @pytest.mark.parametrize(
     "args, name",
     [(["--a", "-1"], "a"), (["--depth", "0"], "depth"), (["--attention", "x"], "attention"),

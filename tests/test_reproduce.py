@@ -358,7 +358,10 @@ def drawn(smoke, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("redrawn")
     shutil.copytree(smoke.out_dir / "store", out / "store")
-    ctx = ReproductionContext.open(smoke.plan.scale, out, families=smoke.plan.families)
+    from numerics.experiments.reproduce.converged import load_table
+
+    ctx = ReproductionContext.open(smoke.plan.scale, out, families=smoke.plan.families, converged=load_table(),
+                                   converged_error="")  # the shipped table, as reproduce reads it
     kept, save = {}, plot_module.save
     plot_module.save = lambda ctx_, fig, artefact_id: (kept.__setitem__(artefact_id, fig), save(ctx_, fig, artefact_id))[1]
     try:
@@ -487,3 +490,141 @@ def test_docs_figure_pages_show_each_figure_at_its_own_size_with_caption_and_ver
     assert f"**{claims['selection_tail'].mark}**" in fig13
     css = (ROOT / "docs" / "_static" / "custom.css").read_text()
     assert "div.idepth-figure img { max-width: none;" in css
+
+
+# ------------------------------------------------------------------------------------------- a report a reader can act on
+
+
+def test_the_report_opens_with_a_conclusion_on_each_central_claim_from_its_verdict(smoke):
+    import dataclasses
+
+    from numerics.experiments.reproduce.report import CENTRAL_CLAIMS, conclusions
+
+    report = smoke.report.read_text(encoding="utf-8")
+    sections = [line for line in report.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## Conclusions", sections[:3]
+    opening = report.split("## Conclusions", 1)[1].split("\n## ", 1)[0]
+    claims = {c.id: c for c in smoke.claims}
+    assert set(CENTRAL_CLAIMS) >= {"inverse_depth", "linear_easy", "linear_floor"}
+    for claim_id, topic in CENTRAL_CLAIMS.items():
+        claim = claims[claim_id]
+        assert f"**{topic}: {claim.mark}**" in opening, (claim_id, opening)
+        assert (claim.summary or claim.evidence.rstrip(".")) in opening, claim_id
+        assert opening.count(f"**{topic}:") == 1  # one sentence each
+    assert conclusions(smoke.claims) in opening
+    # computed from the verdict objects: another status or other numbers give another paragraph
+    central = claims["inverse_depth"]
+    other = dataclasses.replace(central, status="reproduced", reason="", summary="14 of 14 spectra meet it")
+    changed = conclusions([other if c.id == "inverse_depth" else c for c in smoke.claims])
+    assert f"**{CENTRAL_CLAIMS['inverse_depth']}: REPRODUCED** — its criterion is met by the numbers: 14 of 14" in changed
+
+
+def test_the_verdict_counts_the_papers_claims_apart_from_the_packages_contrasts(smoke):
+    from numerics.experiments.reproduce.report import counts_text, verdict_counts
+
+    report = smoke.report.read_text(encoding="utf-8")
+    paper = [c for c in smoke.claims if c.kind == "paper"]
+    contrasts = [c for c in smoke.claims if c.kind == "contrast"]
+    assert {c.id for c in contrasts} == {"lazy_contrast", "shipped_rerun"} and len(paper) == len(smoke.claims) - 2
+    counts = verdict_counts(smoke.claims)
+    assert sum(map(len, counts["paper"].values())) == len(paper)
+    assert not any(c.id in ids for c in contrasts for ids in counts["paper"].values())
+    assert f"Verdicts: {counts_text(smoke.claims)}." in report
+    verdict = report.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    mine = verdict.split("### The package's own contrasts", 1)
+    assert len(mine) == 2 and "### Claims of the paper" in mine[0]
+    assert all(c.paper in mine[1] and c.paper not in mine[0] for c in contrasts)
+    assert all(c.paper in mine[0] for c in paper)
+    for status in ("reproduced", "inconclusive"):
+        n = len(counts["paper"][status])
+        assert f"{n} {status}" in counts_text(smoke.claims).split(";")[0] or n == 0
+
+
+def test_the_report_prints_numbers_not_numpy_reprs(smoke):
+    for path in (smoke.report, smoke.out_dir / "report.json"):
+        text = path.read_text(encoding="utf-8")
+        for fragment in ("np.int64(", "np.float64(", "np.float32(", "np.int32("):
+            assert fragment not in text, (path.name, fragment, text[max(text.find(fragment) - 200, 0):][:300])
+
+
+def test_the_converged_verdicts_per_spectrum_numbers_are_one_table(smoke):
+    claim = {c.id: c for c in smoke.claims}["inverse_depth"]
+    report = smoke.report.read_text(encoding="utf-8")
+    assert claim.table and len(claim.table) >= 2
+    header, *rows = claim.table
+    assert all(len(row) == len(header) for row in rows)
+    assert claim.table_markdown.splitlines()[0] in " ".join(report.split("\n    "))
+    assert len(claim.evidence.split()) < 60, claim.evidence  # the numbers are in the table, not in a paragraph
+    for row in rows:  # every spectrum's α and gain is shown
+        assert f"| {row[0]} | {row[1]} | {row[2]} |" in report
+
+
+def test_consistency_statements_below_the_bound_are_one_table_not_bullets():
+    from numerics.experiments.bounds import HeadBound
+    from numerics.experiments.reproduce.report import consistency_markdown
+    from numerics.experiments.study import paper_consistency
+
+    def fake(a, b, d, P, k):
+        return HeadBound(5.0, 0.1, 10.0, 1.0, 4.0, 0.1, (), (), 60.0, "", P, k, "cosine", 64, 64, d)
+
+    consistency = paper_consistency(P_values=(1024, 2048), bound=fake)
+    below = [r for r in consistency.rows if r.below_bound]
+    assert len(below) >= 18 and consistency.markdown.count("\n- The paper's") == len(below)  # the study's bullets
+    text = consistency_markdown(consistency)
+    assert "\n- " not in text
+    table = [line for line in text.splitlines() if line.startswith("| Table ")]
+    assert len(table) == len(consistency.rows) + len(below)  # the study's table, then one row per value below
+    assert "| paper value | best mixture ± SE | × paper | SE above the paper | best single head |" in text
+
+
+def _log_tick_labels(fig) -> list[str]:
+    from numerics.experiments.reproduce._plot import _renderer
+
+    _renderer(fig)
+    return [t.get_text() for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) if axis.get_scale() == "log"
+            for t in axis.get_ticklabels(which="both") if t.get_text()]
+
+
+@pytest.mark.parametrize("artefact_id", FIGURES)
+def test_log_axes_are_labelled_with_plain_numbers(drawn, artefact_id):
+    _, _, kept = drawn
+    labels = _log_tick_labels(kept[artefact_id])
+    assert not [label for label in labels if "times" in label or "^" in label or "×" in label], (artefact_id, labels)
+
+
+@pytest.mark.parametrize("artefact_id", FIGURES)
+def test_no_legend_covers_a_data_point(drawn, artefact_id):
+    from numerics.experiments.reproduce._plot import _renderer, legend_covers_data
+
+    _, _, kept = drawn
+    fig = kept[artefact_id]
+    renderer = _renderer(fig)
+    assert not [ax.get_title() for ax in fig.axes if legend_covers_data(ax, renderer)], artefact_id
+
+
+def test_a_legend_over_data_is_detected_and_moved_below_the_panel():
+    from numerics.experiments.reproduce import _plot as plot_module
+
+    plt = plot_module.pyplot()
+    fig, ax = plt.subplots(figsize=(4, 3), constrained_layout=True)
+    ax.plot([1, 2, 3], [1, 2, 3], "o-", label="data")
+    ax.plot([1, 3], [3, 3], "s", label="corner point")
+    ax.legend(loc="upper right")
+    assert plot_module.legend_covers_data(ax)
+    plot_module.legends_clear_of_data(fig)
+    assert not plot_module.legend_covers_data(ax)
+    renderer = plot_module._renderer(fig)
+    assert ax.get_legend().get_window_extent(renderer).y1 <= ax.bbox.y0
+    plt.close(fig)
+
+
+def test_fig1_names_the_training_regime_of_each_panel_and_shows_the_converged_verdicts_regime(drawn):
+    from numerics.experiments.reproduce.report import CLAIM_FIGURES
+
+    _, built, kept = drawn
+    titles = [ax.get_title() for ax in kept["fig1"].axes]
+    assert len(titles) == 3
+    assert "CONVERGED TRAINING" in titles[1] and "inverse-depth verdict" in titles[1]
+    assert "LAZY CONTRAST" in titles[2] and "not the paper's regime" in titles[2]
+    assert "fig1" in CLAIM_FIGURES["inverse_depth"] and "fig1" in CLAIM_FIGURES["lazy_contrast"]
+    assert "converged study" in built["fig1"].caption and "lazy-training contrast" in built["fig1"].caption

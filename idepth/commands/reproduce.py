@@ -89,9 +89,8 @@ def run(args: argparse.Namespace) -> int:
         command=command_line(_argv(args)), converged_table=args.converged_table,
         calibrate=not getattr(args, "no_calibration", False),
     )
-    counts = {}
-    for claim in result.claims:
-        counts[claim.status] = counts.get(claim.status, 0) + 1
-    print(f"{result.report}: {len(result.figures)} figures, {len(result.tables)} tables; claims: "
-          + ", ".join(f"{n} {status}" for status, n in counts.items()) + f"; {result.wall_time:.0f} s")
+    from numerics.experiments.reproduce.report import counts_text
+
+    print(f"{result.report}: {len(result.figures)} figures, {len(result.tables)} tables; {counts_text(result.claims)}; "
+          f"{result.wall_time:.0f} s")
     return 0

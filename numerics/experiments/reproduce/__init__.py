@@ -97,7 +97,7 @@ def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, pro
     once) and its Monte-Carlo cache (so every section shows one value per bound).
     """
     from .. import study
-    from .report import relink
+    from .report import consistency_markdown, relink
 
     log(f"regime study (numerics.experiments.study, scale {scale.name!r}) ...")
     try:
@@ -109,7 +109,7 @@ def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, pro
         note = f"**The regime study did not run**: {' '.join(str(exc).split())}."
         return (f"## Where inverse-depth scaling appears (regime study)\n\n{note}\n",
                 f"## Consistency with the paper\n\n{note}\n", None)
-    return relink(result.markdown, "study/"), relink(consistency.markdown, "study/"), consistency
+    return relink(result.markdown, "study/"), relink(consistency_markdown(consistency), "study/"), consistency
 
 
 #: context lengths at d = 128 at which each scale checks the paper's plateaus (the linear Table 3 sizes)

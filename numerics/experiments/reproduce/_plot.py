@@ -19,7 +19,9 @@ __all__ = ["Figure", "STYLES", "fit_problem"]
 
 
 #: (marker, line style) of the i-th curve of a panel: colour alone does not separate curves that coincide
-STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("X", "-."), ("*", ":"))
+#: (16 pairs: the converged study's top-2 panels draw up to 14 spectra)
+STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("X", "-."), ("*", ":"),
+          ("<", "-"), (">", "--"), ("h", "-."), ("p", ":"), ("d", "-"), ("H", "--"), ("8", "-."), ("x", ":"))
 
 
 @dataclass(frozen=True)
@@ -77,11 +79,18 @@ def style(index: int) -> tuple:
 
 
 def save(ctx, fig, artefact_id: str) -> tuple:
-    """Write ``fig`` as PNG and PDF atomically (:func:`numerics.io.save_figure`); close it."""
+    """Write ``fig`` as PNG and PDF atomically (:func:`numerics.io.save_figure`); close it.
+
+    Before writing: plain tick labels on every log axis (:func:`numerics.plotting.plain_log_ticks`) and
+    no legend over data (:func:`legends_clear_of_data`).
+    """
     from numerics.io import save_figure
+    from numerics.plotting import plain_log_ticks
 
     plt = pyplot()
     try:
+        plain_log_ticks(fig)
+        legends_clear_of_data(fig)
         paths = tuple(save_figure(fig, ctx.figures_dir / f"{artefact_id}.{ext}", dpi=130, close=False)
                       for ext in ("png", "pdf"))
     finally:
@@ -192,6 +201,66 @@ def legend(ax, **kwargs) -> None:
             figure.set_size_inches(width * 1.4, height)  # room for the legend, the axes keep their size
             figure._idepth_widened = True
     ax.legend(fontsize=7, frameon=False, **kwargs)
+
+
+#: points between a legend box and the nearest data vertex (a marker is 4 points across, plus its error bar's cap)
+LEGEND_CLEARANCE = 6.0
+
+
+def _data_points(ax) -> np.ndarray:
+    """Display coordinates of every vertex of the panel's lines (data, error bars, fits) inside the panel."""
+    points = [line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+              for line in ax.get_lines() if line.get_visible() and len(line.get_xydata())]
+    if not points:
+        return np.empty((0, 2))
+    xy = np.concatenate(points)
+    xy = xy[np.all(np.isfinite(xy), axis=1)]
+    box = ax.bbox
+    return xy[(xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)]
+
+
+def _renderer(fig):
+    """The figure drawn (its layout done) on an Agg canvas, and that canvas's renderer."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def legend_covers_data(ax, renderer=None) -> bool:
+    """Whether the panel's legend box, widened by :data:`LEGEND_CLEARANCE`, contains a vertex of its lines (a data
+    point, an error bar, a fit)."""
+    legend = ax.get_legend()
+    if legend is None or not legend.get_visible():
+        return False
+    renderer = renderer or _renderer(ax.figure)
+    box = legend.get_window_extent(renderer).padded(LEGEND_CLEARANCE * ax.figure.dpi / 72.0)
+    xy = _data_points(ax)
+    return bool(np.any((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)))
+
+
+def legends_clear_of_data(fig) -> None:
+    """Move every legend that covers a data point of its panel below the panel, under its tick labels and x label.
+
+    The offset is in points (the height of the tick labels and label), so it holds when the layout
+    engine resizes the panels to make room for the legend.
+    """
+    import matplotlib.transforms as transforms
+
+    for _ in range(len(fig.axes) + 1):  # moving one legend re-flows the layout, which can bring another onto data
+        renderer = _renderer(fig)
+        covering = [ax for ax in fig.axes if legend_covers_data(ax, renderer)]
+        if not covering:
+            return
+        for ax in covering:
+            ax.get_legend().remove()
+            handles, labels = ax.get_legend_handles_labels()
+            below = (ax.bbox.y0 - ax.get_tightbbox(renderer).y0) * 72.0 / fig.dpi + 4.0  # points
+            ncol = 2 if len(labels) > 3 and max(map(len, labels)) <= 45 else 1
+            ax.legend(handles, labels, fontsize=7, frameon=False, loc="upper center", ncol=ncol,
+                      bbox_to_anchor=(0.5, 0.0),
+                      bbox_transform=transforms.offset_copy(ax.transAxes, fig=fig, y=-below, units="points"))
 
 
 def sizes(family) -> str:

@@ -82,6 +82,8 @@ def _page(artefact, png: Path, scale: str, entry: dict, claims: dict) -> str:
             lines += [f"- **{claim['mark']}**: {_escape(claim['paper'])}",
                       f"  - criterion: {_escape(claim['criterion'])}",
                       f"  - measured: {_escape(claim['evidence'])}"]
+            if claim.get("table"):
+                lines += ["", *("    " + line for line in claim["table"].splitlines()), ""]
             if claim.get("reason"):
                 lines.append(f"  - {'why inconclusive' if claim['status'] == 'inconclusive' else 'what excludes it'}: "
                              f"{_escape(claim['reason'])}")

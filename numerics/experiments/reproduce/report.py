@@ -16,14 +16,17 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from . import analysis
 from .. import criteria
-from .results import spectrum_label
+from .results import int_list, spectrum_label
 
-__all__ = ["Claim", "CLAIM_FIGURES", "INCONCLUSIVE_REASONS", "STATUSES", "evaluate_claims", "render_report", "report_data", "write_report"]
+__all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimSpec", "INCONCLUSIVE_REASONS",
+           "STATUSES", "conclusions", "consistency_markdown", "counts_text", "evaluate_claims", "render_report",
+           "report_data", "verdict_counts", "write_report"]
 
 #: verdict of a claim: reproduced; contradicted (adequately powered measurements exclude the claim); inconclusive
 #: (budget, resolution or training not sufficient -- the claim's ``reason`` says which); not tested
@@ -51,6 +54,10 @@ class Claim:
     reason : str
         For ``'inconclusive'``: which of :data:`INCONCLUSIVE_REASONS` and why, in one sentence;
         for ``'contradicted'``: what excludes the claim.
+    summary : str
+        The deciding numbers in one sentence (the report's opening paragraph quotes it).
+    table : tuple of tuple
+        Per-item numbers behind ``evidence`` as a table: the header row, then one row per item.
 
     References
     ----------
@@ -69,6 +76,23 @@ class Claim:
     evidence: str
     families: tuple = ()
     reason: str = ""
+    summary: str = ""
+    table: tuple = ()
+
+    @property
+    def kind(self) -> str:
+        """``'paper'`` (a claim of the paper) or ``'contrast'`` (the package's own), from :data:`CLAIMS`."""
+        spec = _SPECS.get(self.id)
+        return "paper" if spec is None else spec.kind
+
+    @property
+    def table_markdown(self) -> str:
+        """:attr:`table` as a Markdown table ('' without one)."""
+        if not self.table:
+            return ""
+        header, *rows = self.table
+        return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                         + ["| " + " | ".join(map(str, row)) + " |" for row in rows])
 
     @property
     def mark(self) -> str:
@@ -154,17 +178,27 @@ def _inverse_depth_claim(ctx) -> Claim:
     unresolved = [s for s in sound if not s.resolved]
     missing = sorted(wanted - {(s.a, s.b, s.k) for s in summaries})
 
-    def part(s) -> str:
+    def row(s) -> tuple:
         ratio, ratio_se, expected = s.ratio()
-        return (f"top-{s.k} {s.label}: α = {s.fit.alpha:.3g}, 2σ {s.fit.interval_text()}, χ²/dof = "
-                f"{s.fit.chi2:.1f}/{s.fit.dof}, R_1 − R_{s.depths[-1]} = {s.gain[-1]:+.4f} ± {s.gain_se[-1]:.4f}, "
-                f"g_2/g_{s.depths[-1]} = {ratio:.2f} ± {ratio_se:.2f} (α = 1: {expected:.2f}), "
-                f"{s.n_converged}/{s.n_runs} runs converged"
-                + (f", worse than L = 1 at L = {', '.join(map(str, s.worse_than_shallow))}" if s.worse_than_shallow else ""))
+        return (f"top-{s.k} {s.label}", f"{s.fit.alpha:.3g}", s.fit.interval_text(), f"{s.fit.chi2:.1f}/{s.fit.dof}",
+                f"{s.depths[-1]}", f"{s.gain[-1]:+.4f} ± {s.gain_se[-1]:.4f}", f"{ratio:.2f} ± {ratio_se:.2f} ({expected:.2f})",
+                f"{s.n_converged}/{s.n_runs}", ", ".join(map(str, s.worse_than_shallow)) or "—")
 
-    evidence = (f"{table.source_text()}, {table.sizes_text()}, {summaries[0].n_seeds} seeds. " + "; ".join(map(part, summaries))
-                + "." + (f" Not in the table: {', '.join(f'top-{k} ({a:g}, {b:g})' for a, b, k in missing)}."
-                         if missing else ""))
+    rows = (("spectrum", "α", "2σ interval", "χ²/dof", "L_max", "R_1 − R_Lmax", "g_2/g_Lmax (α = 1)", "runs converged",
+             "worse than L = 1 at L"),) + tuple(row(s) for s in summaries)
+    evidence = (f"{table.source_text()}, {table.sizes_text()}, {summaries[0].n_seeds} seeds; each spectrum in the table "
+                "below (g_2/g_Lmax: the gain at L = 2 over the gain at the deepest L, with its α = 1 value)."
+                + (f" Not in the table: {', '.join(f'top-{k} ({a:g}, {b:g})' for a, b, k in missing)}."
+                   if missing else ""))
+    ratios = [s.ratio() for s in excluded]
+    summary = (f"{len(passing)} of {len(summaries)} spectra of Tables 1 and 4 in the converged study ({table.sizes_text()}, "
+               f"{summaries[0].n_seeds} seeds) have a 2σ α interval meeting [{lo}, {hi}]"
+               + (f"; {len(excluded)} converged spectra with resolved gains exclude it (upper ends of their 2σ α "
+                  f"intervals at most {max(s.fit.alpha_hi for s in excluded):.3g}; g_2/g_Lmax {min(r[0] for r in ratios):.2f}–"
+                  f"{max(r[0] for r in ratios):.2f} where α = 1 gives {ratios[0][2]:.2f})" if excluded else "")
+               + (f"; {len(failed)} are training failures (deep models worse than L = 1)" if failed else "")
+               + (f"; {len(unresolved)} have no resolved gain" if unresolved else "")
+               + (f"; {len(missing)} are not in the table" if missing else ""))
     ok = len(passing) == len(summaries) and not missing
     failure_text = ("; training failures (deep models worse than L = 1, excluded from the verdict): "
                     + ", ".join(f"top-{s.k} {s.label} at L = {', '.join(map(str, s.worse_than_shallow))}" for s in failed)
@@ -182,7 +216,7 @@ def _inverse_depth_claim(ctx) -> Claim:
                    [f"budget: spectra not yet in the converged study ({len(missing)})"] if missing else [])
         verdict = _verdict(ok, reason="; ".join(reasons))
     return Claim("inverse_depth", _INVERSE_DEPTH_PAPER, criterion, evidence=evidence, families=("converged study",),
-                 **verdict)
+                 summary=summary, table=rows, **verdict)
 
 
 def _lazy_contrast_claim(ctx) -> Claim:
@@ -259,7 +293,7 @@ def _linear_easy_claim(ctx) -> Claim:
     for s in summaries:
         if s.fit.ok:
             parts.append(f"{s.label}: α = {s.fit.value('alpha'):.3f} ± {s.fit.se('alpha'):.3f} (ζ = {s.zeta:.3g}, "
-                         f"2ζ = {2 * s.zeta:.3g}; depths {list(s.fit_depths)})" + ("" if s.resolvable else " [not resolvable]"))
+                         f"2ζ = {2 * s.zeta:.3g}; depths {int_list(s.fit_depths)})" + ("" if s.resolvable else " [not resolvable]"))
         else:
             parts.append(f"{s.label}: no fit ({s.fit.reason})")
     from theory.paper import paper_table
@@ -279,15 +313,22 @@ def _linear_easy_claim(ctx) -> Claim:
     extra = ""
     if unresolved_labels:
         extra += (f" Not resolvable at d = {family.d}: {', '.join(unresolved_labels)} (the window L ≪ λ_1/λ_d = d^a "
-                  f"holds fewer than three of the depths {list(family.depths)}; small a needs a much larger d).")
+                  f"holds fewer than three of the depths {int_list(family.depths)}; small a needs a much larger d).")
     if skipped_resolvable:
         extra += f" Resolvable but not run at scale {ctx.scale.name} (budget): {', '.join(skipped_resolvable)}."
     ok = None if not tested else all(bool(s.between) for s in tested)
     outside = [s.label for s in tested if s.between is False]
     verdict = _verdict(ok, contradicted=bool(outside),
                        reason=f"α outside [ζ, 2ζ] by more than two SE: {', '.join(outside)}")
+    if tested:
+        summary = (f"{sum(bool(s.between) for s in tested)} of {len(tested)} resolvable Table 2 rows have α in [ζ, 2ζ] "
+                   "within two SE (" + "; ".join(f"{s.label}: α = {s.fit.value('alpha'):.3g} ± {s.fit.se('alpha'):.2g}, "
+                                                 f"[ζ, 2ζ] = [{s.zeta:.3g}, {2 * s.zeta:.3g}]" for s in tested) + ")")
+    else:
+        summary = (f"no Table 2 row is resolvable at d = {family.d} ({len(unresolved_labels)} rows have fewer than three "
+                   f"of the depths {int_list(family.depths)} inside L ≤ (λ_1/λ_d)/10)")
     return Claim("linear_easy", paper, criterion, evidence="; ".join(parts) + "." + extra, families=("linear_easy",),
-                 **verdict)
+                 summary=summary, **verdict)
 
 
 def _linear_floor_claim(ctx) -> Claim:
@@ -325,7 +366,11 @@ def _linear_floor_claim(ctx) -> Claim:
          if unexplained else [])
         + ([f"training: plateaus above the floor ({', '.join(above)}) at this step budget"] if above else []))
     verdict = _verdict(ok, reason=reason)
-    return Claim("linear_floor", paper, criterion, evidence=evidence, families=tuple(families), **verdict)
+    summary = ("the deepest model's plateau against the theory floor: " + ", ".join(
+        f"top-{f.k} {s.label} {_pct((s.plateau - s.floor) / s.floor).replace('-', '−')}" for f, s in summaries)
+        + f" (target: within {100 * analysis.FLOOR_TARGET:.0f} %, or explained by the finite-P floor)")
+    return Claim("linear_floor", paper, criterion, evidence=evidence, families=tuple(families), summary=summary,
+                 **verdict)
 
 
 def _easy_claim(ctx) -> Claim:
@@ -419,7 +464,10 @@ def _modewise_claim(ctx) -> Claim:
         f"{c:.2f} at L = {int(L)}" for L, c in zip(linear_depths[1:], correlations))
         + f" ({'sequential' if sequential else 'not sequential'}).")
     verdict = _verdict(parallel and sequential, reason="resolution: one spectrum with a > 0 per model and few depths")
-    return Claim("modewise", paper, criterion, evidence=evidence, families=families, **verdict)
+    summary = (f"softmax: spread of the normalised reducible mode losses up to {float(np.max(spread)):.3g} (parallel "
+               f"needs < {PARALLEL_SPREAD:g}); linear: Spearman correlation at least {min(correlations):.2f} (sequential "
+               f"needs > {SEQUENTIAL_CORRELATION:g})")
+    return Claim("modewise", paper, criterion, evidence=evidence, families=families, summary=summary, **verdict)
 
 
 def _context_updates_claim(ctx) -> Claim:
@@ -474,11 +522,72 @@ def _plateau_claim(consistency) -> Claim:
     verdict = _verdict(len(below) == 0, reason="bound: the bound is over heads whose logits are a multiple of the cosine, "
                                                "not a proven bound of the model class, whose layers each learn a d × d "
                                                "form")
-    return Claim("paper_plateaus", paper, criterion, evidence=evidence, **verdict)
+    summary = (f"{len(below)} of {len(rows)} paper plateaus lie more than {criteria.BOUND_SIGMAS:g} SE below the best "
+               "mixture of cosine softmax heads at " + ", ".join(f"d = {d}, P = {P}" for d, P in sizes))
+    return Claim("paper_plateaus", paper, criterion, evidence=evidence, summary=summary, **verdict)
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One entry of the registry of claims (:data:`CLAIMS`): what it is and how it is judged.
+
+    Attributes
+    ----------
+    id : str
+    kind : {'paper', 'contrast'}
+        A claim of the paper, or a contrast of the package's own (counted apart in the report).
+    figures : tuple of str
+        The figures its verdict is about (shown with it on their documentation pages).
+    topic : str
+        For a central claim of the paper: its name in the report's opening paragraph; '' otherwise.
+    evaluate : callable
+        ``evaluate(ctx, consistency) -> Claim``.
+
+    Examples
+    --------
+    >>> [spec.id for spec in CLAIMS if spec.kind == "contrast"]
+    ['lazy_contrast', 'shipped_rerun']
+    """
+
+    id: str
+    kind: str
+    figures: tuple
+    topic: str
+    evaluate: Callable
+
+
+#: every claim, in report order: the one registry the verdict, its counts, the opening paragraph and the figure pages
+#: read
+CLAIMS = (
+    ClaimSpec("inverse_depth", "paper", ("fig1", "fig6a", "fig6c", "fig6d"),
+              "Inverse-depth scaling of softmax attention (α ≈ 1, converged training)",
+              lambda ctx, consistency: _inverse_depth_claim(ctx)),
+    ClaimSpec("lazy_contrast", "contrast", ("fig1", "fig6a", "fig6b", "fig6c", "fig6d"), "",
+              lambda ctx, consistency: _lazy_contrast_claim(ctx)),
+    ClaimSpec("shipped_rerun", "contrast", (), "", lambda ctx, consistency: _shipped_rerun_claim(ctx)),
+    ClaimSpec("linear_easy", "paper", ("fig1", "fig3a", "fig3b"), "Linear attention's power law ζ ≤ α ≤ 2ζ (easy task)",
+              lambda ctx, consistency: _linear_easy_claim(ctx)),
+    ClaimSpec("linear_floor", "paper", ("fig1", "fig5a", "fig5b"), "Linear attention's plateau at the theory floor "
+              "(top-k task)", lambda ctx, consistency: _linear_floor_claim(ctx)),
+    ClaimSpec("easy_softmax", "paper", ("fig4a", "fig4b", "fig4c"), "", lambda ctx, consistency: _easy_claim(ctx)),
+    ClaimSpec("selection_tail", "paper", ("fig13",), "", lambda ctx, consistency: _selection_claim(ctx)),
+    ClaimSpec("modewise", "paper", ("fig3c", "fig7a", "fig7b"), "Parallel (softmax) against sequential (linear) "
+              "learning of modes", lambda ctx, consistency: _modewise_claim(ctx)),
+    ClaimSpec("context_updates", "paper", ("fig11", "fig12"), "", lambda ctx, consistency: _context_updates_claim(ctx)),
+    ClaimSpec("paper_plateaus", "paper", ("fig6a", "fig6b", "fig14"), "The paper's softmax plateaus (Tables 1 and 4) "
+              "against the oracle bound", lambda ctx, consistency: _plateau_claim(consistency)),
+)
+_SPECS = {spec.id: spec for spec in CLAIMS}
+#: the claims' ids in report order
+CLAIM_IDS = tuple(_SPECS)
+#: the figures each claim's verdict is about (shown with the figure on its documentation page)
+CLAIM_FIGURES = {spec.id: spec.figures for spec in CLAIMS}
+#: the central claims of the paper: id → its name in the report's opening paragraph
+CENTRAL_CLAIMS = {spec.id: spec.topic for spec in CLAIMS if spec.topic}
 
 
 def evaluate_claims(ctx, consistency=None) -> tuple:
-    """Every tested claim (see the module docstring), in report order.
+    """Every claim of :data:`CLAIMS` (see the module docstring), in report order.
 
     References
     ----------
@@ -494,18 +603,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
     >>> [c.status for c in claims][:2], len(claims)
     (['not tested', 'not tested'], 10)
     """
-    return (
-        _inverse_depth_claim(ctx),
-        _lazy_contrast_claim(ctx),
-        _shipped_rerun_claim(ctx),
-        _linear_easy_claim(ctx),
-        _linear_floor_claim(ctx),
-        _easy_claim(ctx),
-        _selection_claim(ctx),
-        _modewise_claim(ctx),
-        _context_updates_claim(ctx),
-        _plateau_claim(consistency),
-    )
+    return tuple(spec.evaluate(ctx, consistency) for spec in CLAIMS)
 
 
 # ------------------------------------------------------------------------------------------- REPORT.md
@@ -535,6 +633,106 @@ def relink(markdown: str, prefix: str) -> str:
     return re.sub(r"\]\((?!https?:|/|#)", f"]({prefix}", markdown)
 
 
+def verdict_counts(claims) -> dict:
+    """``{kind: {status: [claim ids]}}`` for the claims of the paper (``'paper'``) and the package's contrasts
+    (``'contrast'``), counted apart.
+
+    Examples
+    --------
+    >>> counts = verdict_counts([Claim("modewise", "p", "c", "reproduced", "e"), Claim("lazy_contrast", "p", "c",
+    ...                                                                                 "reproduced", "e")])
+    >>> counts["paper"]["reproduced"], counts["contrast"]["reproduced"]
+    (['modewise'], ['lazy_contrast'])
+    """
+    return {kind: {status: [c.id for c in claims if c.kind == kind and c.status == status] for status in STATUSES}
+            for kind in ("paper", "contrast")}
+
+
+def counts_text(claims) -> str:
+    """One sentence: the verdicts of the paper's claims and, apart, of the package's contrasts.
+
+    Examples
+    --------
+    >>> print(counts_text([Claim("modewise", "p", "c", "reproduced", "e"),
+    ...                    Claim("lazy_contrast", "p", "c", "inconclusive", "e")]))
+    claims of the paper: 1 reproduced (of 1); the package's own contrasts: 1 inconclusive (of 1)
+    """
+    counts = verdict_counts(claims)
+
+    def part(kind: str) -> str:
+        by_status = counts[kind]
+        total = sum(map(len, by_status.values()))
+        return ", ".join(f"{len(ids)} {status}" for status, ids in by_status.items() if ids) + f" (of {total})"
+
+    return f"claims of the paper: {part('paper')}; the package's own contrasts: {part('contrast')}"
+
+
+_CERTAINTY = {"reproduced": "its criterion is met by the numbers",
+              "contradicted": "adequately powered measurements exclude it",
+              "not tested": "this reproduction has nothing to judge it by"}
+
+
+def _certainty(claim) -> str:
+    """How sure the verdict is, in a few words: met, excluded, or undecided and why (the reason's categories)."""
+    if claim.status != "inconclusive":
+        return _CERTAINTY.get(claim.status, claim.status)
+    kinds = [part.split(":")[0].strip() for part in claim.reason.split(";")]
+    kinds = list(dict.fromkeys(k for k in kinds if k in INCONCLUSIVE_REASONS))
+    return "undecided" + (f" ({' and '.join(kinds)} not sufficient)" if kinds else "")
+
+
+def conclusions(claims) -> str:
+    """The report's opening paragraph: for each central claim of the paper (:data:`CENTRAL_CLAIMS`), one sentence
+    with the verdict, how sure it is and the deciding numbers (the claim's ``summary``).
+
+    Examples
+    --------
+    >>> text = conclusions([Claim("modewise", "p", "c", "inconclusive", "e", reason="resolution: few depths",
+    ...                           summary="spread 8.3")])
+    >>> text.startswith("**Parallel (softmax) against sequential (linear) learning of modes: INCONCLUSIVE**")
+    True
+    >>> "undecided (resolution not sufficient): spread 8.3." in text
+    True
+    """
+    sentences = []
+    for claim in claims:
+        if claim.id not in CENTRAL_CLAIMS:
+            continue
+        numbers = claim.summary or claim.evidence.rstrip(".")
+        sentences.append(f"**{CENTRAL_CLAIMS[claim.id]}: {claim.mark}** — {_certainty(claim)}: {numbers}.")
+    return " ".join(sentences)
+
+
+def consistency_markdown(consistency) -> str:
+    """The section "Consistency with the paper" of :class:`~numerics.experiments.study.consistency.ConsistencyReport`
+    with its per-row statements (one bullet per paper value below the bound) as one table.
+
+    Examples
+    --------
+    >>> from numerics.experiments.bounds import HeadBound
+    >>> from numerics.experiments.study import paper_consistency
+    >>> fake = lambda a, b, d, P, k: HeadBound(5.0, 0.1, 10.0, 1.0, 4.0, 0.1, (), (), 60.0, "", P, k, "cosine", 64, 64, d)
+    >>> text = consistency_markdown(paper_consistency(P_values=(1024,), bound=fake))
+    >>> "\\n- The paper's" in text, "| paper value | best mixture ± SE |" in text
+    (False, True)
+    """
+    text = consistency.markdown
+    below = [r for r in consistency.rows if r.below_bound]
+    for r in below:
+        text = text.replace(f"- {r.statement}\n", "", 1)
+    if not below:
+        return text
+    table = ["", f"The {len(below)} paper values below what any non-negative mixture of softmax heads over exact cosine "
+                 "similarity (optimal temperatures and gains) reaches at the sizes stated — unattainable there:", "",
+             "| source | (a, b) | d | P | paper value | best mixture ± SE | × paper | SE above the paper | best single head |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in below:
+        _, margin = criteria.below_bound(float(r.paper_value), r.mixture, r.mixture_se)
+        table.append(f"| {r.source} | ({r.a:g}, {r.b:g}) | {r.d} | {r.P} | {r.paper_value} | {r.mixture:.4g} ± "
+                     f"{r.mixture_se:.2g} | {r.mixture / float(r.paper_value):.3g} | {margin:.0f} | {r.single_head:.4g} |")
+    return text.rstrip() + "\n" + "\n".join(table) + "\n"
+
+
 def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, consistency_markdown: str,
                   wall_time: float, sweep_summary, command: str, cpu_time: float | None = None) -> str:
     """The text of ``REPORT.md`` (see :func:`write_report`).
@@ -558,6 +756,10 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
     lines = [f"# Reproduction report — scale {ctx.scale.name}", "",
              "Paper: *Emergent Inverse-Depth Scaling From Nonlinearity In Attention* (Peng, Liu, Liu, Gore, 2026). "
              f"Package `inverse-depth` {__version__}; generated {now} by `{command}`.", ""]
+    opening = conclusions(claims)
+    if opening:
+        lines += ["## Conclusions", "", "What this reproduction concludes about each central claim of the paper, "
+                  "computed from the verdicts below: " + opening, "", f"Verdicts: {counts_text(claims)}.", ""]
     ran = "—"
     if sweep_summary is not None:
         ran = (f"{sweep_summary.executed} trained now, {sweep_summary.skipped} reused from the store, "
@@ -579,15 +781,23 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
     lines += ["## Verdict", "",
               "Each claim with the criterion it is tested by; the status is computed from the numbers "
               "(`numerics/reproduce/criteria.py`), never set by hand.", ""]
-    for claim in claims:
-        lines += [f"- **{claim.mark}** — {claim.paper}", f"  - criterion: {claim.criterion}",
-                  f"  - measured: {claim.evidence}"]
-        if claim.reason:
-            lines.append(f"  - {'why inconclusive' if claim.status == 'inconclusive' else 'what excludes it'}: "
-                         f"{claim.reason}")
-    by_status = {status: [c.id for c in claims if c.status == status] for status in STATUSES}
-    lines += ["", "| verdict | claims |", "|---|---|"] + [
-        f"| {status} | {', '.join(ids) or '—'} |" for status, ids in by_status.items()] + [""]
+    for kind, heading in (("paper", "### Claims of the paper"),
+                          ("contrast", "### The package's own contrasts (not claims of the paper)")):
+        lines += [heading, ""]
+        for claim in (c for c in claims if c.kind == kind):
+            lines += [f"- **{claim.mark}** — {claim.paper}", f"  - criterion: {claim.criterion}",
+                      f"  - measured: {claim.evidence}"]
+            if claim.table:
+                lines += ["", *("    " + line for line in claim.table_markdown.splitlines()), ""]
+            if claim.reason:
+                lines.append(f"  - {'why inconclusive' if claim.status == 'inconclusive' else 'what excludes it'}: "
+                             f"{claim.reason}")
+        lines.append("")
+    counts = verdict_counts(claims)
+    lines += [f"Verdicts: {counts_text(claims)}.", "", "| verdict | claims of the paper | the package's own contrasts |",
+              "|---|---|---|"] + [
+        f"| {status} | {len(counts['paper'][status])}: {', '.join(counts['paper'][status]) or '—'} | "
+        f"{len(counts['contrast'][status])}: {', '.join(counts['contrast'][status]) or '—'} |" for status in STATUSES] + [""]
     lines += [study_markdown.strip(), ""] if study_markdown else []
     lines += [consistency_markdown.strip(), ""] if consistency_markdown else []
     if figures:
@@ -614,21 +824,6 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
     return "\n".join(lines) + "\n"
 
 
-#: the figures each claim's verdict is about (shown with the figure on its documentation page)
-CLAIM_FIGURES = {
-    "inverse_depth": ("fig6a", "fig6c", "fig6d"),
-    "lazy_contrast": ("fig1", "fig6a", "fig6b", "fig6c", "fig6d"),
-    "shipped_rerun": (),
-    "linear_easy": ("fig1", "fig3a", "fig3b"),
-    "linear_floor": ("fig1", "fig5a", "fig5b"),
-    "easy_softmax": ("fig4a", "fig4b", "fig4c"),
-    "selection_tail": ("fig13",),
-    "modewise": ("fig3c", "fig7a", "fig7b"),
-    "context_updates": ("fig11", "fig12"),
-    "paper_plateaus": ("fig6a", "fig6b", "fig14"),
-}
-
-
 def report_data(figures, claims) -> dict:
     """What ``OUT/report.json`` holds: each figure's caption and the verdicts about it, every claim.
 
@@ -646,7 +841,7 @@ def report_data(figures, claims) -> dict:
                            "verdicts": [c.id for c in claims if f.id in CLAIM_FIGURES.get(c.id, ())]}
                     for f in figures},
         "claims": [{"id": c.id, "status": c.status, "mark": c.mark, "reason": c.reason, "paper": c.paper,
-                    "criterion": c.criterion,
+                    "criterion": c.criterion, "kind": c.kind, "summary": c.summary, "table": c.table_markdown,
                     "evidence": c.evidence, "figures": list(CLAIM_FIGURES.get(c.id, ()))} for c in claims],
     }
 

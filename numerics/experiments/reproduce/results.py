@@ -25,10 +25,23 @@ import numpy as np
 
 from .. import criteria
 
-__all__ = ["Curve", "FitSummary", "StoreResults", "fit_curve", "last_doubling", "spectrum_label"]
+__all__ = ["Curve", "FitSummary", "StoreResults", "fit_curve", "int_list", "last_doubling", "spectrum_label"]
 
 #: quantities of :meth:`StoreResults.curve` besides any scalar metric name
 DERIVED = ("A_minus_C",)
+
+
+def int_list(values) -> str:
+    """Depths (or any integers, numpy scalars included) as a caption writes them: ``[1, 2, 4]``, never
+    ``[np.int64(1), ...]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> int_list(np.array([1, 2, 4]))
+    '[1, 2, 4]'
+    """
+    return "[" + ", ".join(str(int(v)) for v in values) + "]"
 
 
 def spectrum_label(a: float, b: float) -> str:
