@@ -31,7 +31,20 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+import logging  # noqa: E402
+
 import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    """The address of a 2-worker dask LocalCluster (worker processes on loopback) for the module; its start-up
+    costs seconds."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster:
+        yield cluster.scheduler_address
 
 
 @pytest.fixture(scope="session")

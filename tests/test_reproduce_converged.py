@@ -151,3 +151,38 @@ def test_reproduce_can_run_its_own_converged_study_and_reads_that_table(tmp_path
     claim = next(c for c in result.claims if c.id == "inverse_depth")
     assert str(table.name) in claim.evidence and "d = 4" in claim.evidence
     assert "converged-study.csv" in (tmp_path / "out" / "tables" / "table4.md").read_text()
+
+
+def test_reproduce_with_dask_trains_its_converged_study_on_the_given_scheduler(tmp_path, monkeypatch, dask_scheduler):
+    """``reproduce(..., backend='dask', scheduler=ADDR)`` with ``converged_table='run'`` (the paper scale's
+    default): every sweep, the converged study's included, is sent to that scheduler and runs on its workers."""
+    import dataclasses
+    from types import MappingProxyType
+
+    from numerics.experiments import sweep
+    from numerics.experiments.reproduce import reproduce
+    from numerics.experiments.scales import SCALES
+    from numerics.experiments.study.converged import run as converged_run
+
+    calls = []
+    real = sweep.run_sweep
+
+    def spy(grid, out_dir, **kwargs):
+        summary = real(grid, out_dir, **kwargs)
+        calls.append((kwargs, summary))
+        return summary
+
+    monkeypatch.setattr(sweep, "run_sweep", spy)
+    monkeypatch.setattr(converged_run, "run_sweep", spy)
+    tiny = dict(d=4, P=8, spectra=((0.0, 0.0),), table4_spectra=(), depths=(1, 2), deep_depths=(), seeds=(0,),
+                contrast_spectrum=None, batch_size=8, warmup_steps=2, base_steps=8, max_doublings=0, eval_size=32,
+                evals_per_run=4)
+    scale = dataclasses.replace(SCALES["smoke"], converged_plan=MappingProxyType(tiny), bound_contexts=64)
+    reproduce(scale, only="fig3a", out_dir=tmp_path / "out", backend="dask", scheduler=dask_scheduler,
+              converged_table="run", study=False, calibrate=False, progress=False, log=lambda text: None)
+    converged_calls = [summary for _, summary in calls if summary.total == 2]  # the tiny plan's two runs
+    assert converged_calls and converged_calls[0].executed == 2
+    for kwargs, summary in calls:
+        assert (kwargs["backend"], kwargs["scheduler"], kwargs.get("workers")) == ("dask", dask_scheduler, None)
+        assert (summary.backend, summary.workers) == ("dask", 2)  # the cluster's two worker processes
+    assert (tmp_path / "out" / "converged" / "converged-study.csv").is_file()

@@ -138,3 +138,29 @@ def test_malformed_files_are_refused(tmp_path):
         load_softmax_defaults(bad)
     with pytest.raises(FileNotFoundError):
         load_softmax_defaults(tmp_path / "missing.json")
+
+
+# ----------------------------------------------------------------------------- measuring them
+def test_study_defaults_cli_sends_its_runs_to_the_given_dask_scheduler(tmp_path, monkeypatch, dask_scheduler):
+    """``idepth study defaults --backend dask --scheduler ADDR``: the sweep goes to that scheduler, its workers train."""
+    from idepth.cli import main
+    from numerics.experiments import sweep
+
+    calls = []
+    real = sweep.run_sweep
+
+    def spy(grid, out_dir, **kwargs):
+        summary = real(grid, out_dir, **kwargs)
+        calls.append((kwargs, summary))
+        return summary
+
+    monkeypatch.setattr(sweep, "run_sweep", spy)
+    out = tmp_path / "d.json"
+    code = main(["study", "defaults", "--scale", "smoke", "--spectra", "0,0", "--regimes", "converged",
+                 "--default-regime", "converged", "--backend", "dask", "--scheduler", dask_scheduler,
+                 "--out", str(out), "--no-progress"])
+    assert code == 0 and len(calls) == 1
+    kwargs, summary = calls[0]
+    assert (kwargs["backend"], kwargs["scheduler"], kwargs.get("workers")) == ("dask", dask_scheduler, None)
+    assert (summary.backend, summary.workers, summary.executed) == ("dask", 2, summary.total)
+    assert load_softmax_defaults(out).default_regime == "converged"

@@ -11,7 +11,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import logging
 import math
 import os
 import signal
@@ -123,16 +122,6 @@ def _stored(out_dir):
         arrays = {name: (a.dtype.str, a.shape, a.tobytes()) for name, a in load_arrays(out_dir, row["hash"]).items()}
         stored[row["hash"]] = (metrics, arrays)
     return stored
-
-
-@pytest.fixture(scope="module")
-def dask_scheduler():
-    """One 2-worker dask LocalCluster for the module (its start-up costs seconds)."""
-    import distributed
-
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster:
-        yield cluster.scheduler_address
 
 
 # ----------------------------------------------------------------------------- grids

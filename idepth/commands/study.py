@@ -112,8 +112,7 @@ def register(subparsers) -> None:
     converged.add_argument("--seeds", type=int, default=None, help="seeds per point (default 3)")
     converged.add_argument("--bound-contexts", type=int, default=8192, help="Monte-Carlo contexts per bound (default 8192)")
     converged.add_argument("--report-only", action="store_true", help="no training: the page from DIR/converged-study.csv")
-    converged.add_argument("--workers", type=int, default=None, help="local worker processes (default: the usable cores)")
-    converged.add_argument("--no-progress", action="store_true", help="no progress output")
+    _execution_options(converged)
     converged.set_defaults(func=run_converged_command)
 
     certified = actions.add_parser(
@@ -247,8 +246,8 @@ def run_converged_command(args) -> int:
     if args.store is not None:
         check_output_dir(args.store, "--store")
     command = "idepth study converged " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study converged"
-    rows, markdown = run_converged(args.out, plan=plan, store_dir=args.store, workers=args.workers,
-                                   progress=None if not args.no_progress else False, report_only=args.report_only,
+    rows, markdown = run_converged(args.out, plan=plan, store_dir=args.store, backend=args.backend,
+                                   workers=args.workers, scheduler=args.scheduler, progress=None if not args.no_progress else False, report_only=args.report_only,
                                    bound_contexts=args.bound_contexts, command=command.strip(), only_spectra=spectra)
     print(markdown)
     print(f"wrote {args.out}/converged-study.csv ({len(rows)} runs), converged-study.md, figures/converged-study.png")
@@ -335,7 +334,7 @@ def run_defaults(args) -> int:
     try:  # without --store, the library trains into a temporary store it removes afterwards
         data = make_softmax_defaults(
             args.out, scale=args.scale, spectra=spectra, regimes=regimes, default_regime=args.default_regime,
-            store_dir=args.store, backend=args.backend, workers=args.workers,
+            store_dir=args.store, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
             progress=None if not args.no_progress else False,
         )
     except RuntimeError as exc:

@@ -91,6 +91,7 @@ __all__ = [
     "RunSummary",
     "SweepStatus",
     "SweepSummary",
+    "execution_options",
     "grid_from_dict",
     "load_grid",
     "run_sweep",
@@ -422,6 +423,28 @@ def _run_costs(costs: Mapping[str, float] | None, hashes: Sequence[str]) -> dict
         raise ValueError(f"costs must be finite and >= 0; got {sorted(set(known.values()))[:3]} ...")
     mean = sum(known.values()) / len(known) if known else 1.0
     return {h: known.get(h, mean) for h in hashes}
+
+
+def execution_options(backend: str = "local", workers: int | None = None, scheduler: str | None = None) -> dict:
+    """The :func:`run_sweep` keywords of a command's execution options (``--backend``, ``--workers``, ``--scheduler``).
+
+    With a scheduler the cluster decides the workers, so ``workers`` (a default every command
+    has) is left out; otherwise it is the local pool, or the local Dask cluster's size. A
+    scheduler with ``backend='local'`` is passed on, so :func:`run_sweep` refuses it by name.
+
+    Examples
+    --------
+    >>> execution_options("dask", 4, "tcp://127.0.0.1:8786")
+    {'backend': 'dask', 'scheduler': 'tcp://127.0.0.1:8786'}
+    >>> execution_options("local", 2)
+    {'backend': 'local', 'workers': 2}
+    """
+    if backend == "dask" and scheduler is not None:
+        return {"backend": backend, "scheduler": scheduler}
+    options = {"backend": backend, "workers": workers}
+    if scheduler is not None:
+        options["scheduler"] = scheduler
+    return options
 
 
 def run_sweep(

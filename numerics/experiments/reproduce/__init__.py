@@ -223,17 +223,15 @@ def reproduce(
         log(f"warning: scale {scale.name!r} is sized for a Dask cluster; running it locally will take "
             f"≈ {plan.total_seconds / 3600 / max(workers or _usable_cores(), 1):.0f} hours")
 
-    sweep_kwargs = dict(backend=backend, progress=progress)
-    if backend == "dask" and scheduler is not None:
-        sweep_kwargs["scheduler"] = scheduler
-    else:
-        sweep_kwargs["workers"] = workers
+    from ..sweep import execution_options
+
+    sweep_kwargs = dict(execution_options(backend, workers, scheduler), progress=progress)
     if converged_table is None and scale.runs_converged_study:
         converged_table = "run"
 
     def converged():
-        return _converged_table(scale, out, converged_table, workers=workers, progress=progress, log=log,
-                                command=command)
+        return _converged_table(scale, out, converged_table, backend=backend, workers=workers, scheduler=scheduler,
+                                progress=progress, log=log, command=command)
 
     if converged_table != "run":  # only reads a table: its spot checks belong in the estimate
         table, table_error, checks = converged()
@@ -292,8 +290,13 @@ def reproduce(
                               claims=claims, sweep=summary, wall_time=wall)
 
 
-def _converged_table(scale: Scale, out: Path, converged_table, *, workers, progress, log, command) -> tuple:
-    """(table or None, why not, spot-check runs) of the converged study this reproduction reads."""
+def _converged_table(scale: Scale, out: Path, converged_table, *, backend, workers, scheduler, progress, log,
+                     command) -> tuple:
+    """(table or None, why not, spot-check runs) of the converged study this reproduction reads.
+
+    With ``converged_table='run'`` the study trains where the reproduction's runs do (``backend``,
+    ``workers``, ``scheduler``).
+    """
     from .converged import load_table, spot_check_configs
 
     if converged_table == "run":
@@ -302,8 +305,9 @@ def _converged_table(scale: Scale, out: Path, converged_table, *, workers, progr
         plan = ConvergedPlan(**dict(scale.converged_plan or {}))
         log(f"converged study (numerics.experiments.study.converged; {len(plan.runs())} runs, resumable; the default "
             "plan takes hours on 2 cores) ...")
-        run_converged(out / "converged", plan=plan, store_dir=out / "store", workers=workers, progress=progress,
-                      command=command + " (its converged study)", bound_contexts=scale.bound_contexts)
+        run_converged(out / "converged", plan=plan, store_dir=out / "store", backend=backend, workers=workers,
+                      scheduler=scheduler, progress=progress, command=command + " (its converged study)",
+                      bound_contexts=scale.bound_contexts)
         converged_table = out / "converged" / "converged-study.csv"
     try:
         table = load_table(converged_table)

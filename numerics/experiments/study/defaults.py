@@ -70,6 +70,7 @@ def make_softmax_defaults(
     store_dir: str | os.PathLike | None = None,
     backend: str = "local",
     workers: int | None = None,
+    scheduler: str | None = None,
     progress: bool | None = None,
     command: str | None = None,
 ) -> dict:
@@ -96,7 +97,7 @@ def make_softmax_defaults(
     store_dir : path, optional
         Sweep store (a cache, not part of the provenance); default: a temporary directory,
         removed afterwards (nothing is left in the working directory unless asked).
-    backend, workers, progress
+    backend, workers, scheduler, progress
         As in :func:`numerics.experiments.study.run_regime_study`.
     command : str, optional
         The command line recorded as provenance (default: the equivalent ``idepth study defaults``
@@ -120,7 +121,7 @@ def make_softmax_defaults(
     import sys
 
     from numerics.experiments.store import load_results
-    from numerics.experiments.sweep import Grid, run_sweep
+    from numerics.experiments.sweep import Grid, execution_options, run_sweep
     from theory import __version__
 
     s = _scale(scale)
@@ -133,7 +134,8 @@ def make_softmax_defaults(
         with tempfile.TemporaryDirectory(prefix="idepth-defaults-store-") as tmp:
             return make_softmax_defaults(out_path, scale=scale, spectra=spectra, regimes=regimes,
                                          default_regime=default_regime, store_dir=tmp, backend=backend,
-                                         workers=workers, progress=progress, command=command)
+                                         workers=workers, scheduler=scheduler, progress=progress,
+                                         command=command)
     store = Path(store_dir)
     if progress is None:
         progress = sys.stderr.isatty()
@@ -148,7 +150,7 @@ def make_softmax_defaults(
                         configs[(regime, d, P, N, a, b, L, seed)] = regime_config(
                             regime, d=d, N=N, P=P, depth=L, seed=seed, a=a, b=b, k=s.k, scale=s)
     unique = sorted(configs.values(), key=lambda c: -c.depth)
-    summary = run_sweep(Grid.of(unique), store, backend=backend, workers=workers, progress=progress)
+    summary = run_sweep(Grid.of(unique), store, progress=progress, **execution_options(backend, workers, scheduler))
     if not summary.ok:
         raise RuntimeError(f"the defaults sweep did not finish: {summary.failed} failed, {summary.pending} pending")
     by_hash = {r["hash"]: r for r in load_results(store, status="done")}

@@ -402,7 +402,7 @@ def run_regime_study(
     'flat under lazy training; ...'
     """
     from numerics.experiments.store import load_arrays, load_results
-    from numerics.experiments.sweep import Grid, run_sweep
+    from numerics.experiments.sweep import Grid, execution_options, run_sweep
 
     from ..bounds import bound_key, head_bounds
     from ..cache import cached_many
@@ -418,12 +418,8 @@ def run_regime_study(
     unique = sorted(configs.values(), key=lambda c: -c.depth)  # deepest first: shorter tail
     summary = None
     if unique:
-        kwargs = dict(backend=backend, progress=progress)
-        if backend == "dask" and scheduler is not None:
-            kwargs["scheduler"] = scheduler
-        else:
-            kwargs["workers"] = workers
-        summary = run_sweep(Grid.of(unique), store, **kwargs)
+        summary = run_sweep(Grid.of(unique), store, progress=progress,
+                            **execution_options(backend, workers, scheduler))
         if not summary.ok:
             failed = [r for r in load_results(store, status="failed")]
             detail = failed[0]["error"] if failed else "runs still pending"

@@ -25,7 +25,7 @@ from ...bounds import cached_softmax_bounds, softmax_bounds_key
 from ...criteria import is_converged, last_quarter_change
 from ...grid import Grid
 from ...store import load_arrays, load_results, store_path
-from ...sweep import run_sweep
+from ...sweep import execution_options, run_sweep
 from .page import converged_markdown, draw_decomposition_figure, draw_study_figure
 from .plan import ConvergedPlan, RunSpec
 from .statistics import paired_depth_gains, paired_difference
@@ -34,12 +34,15 @@ from .table import StudyRow, provenance, read_study_csv, write_study_csv
 __all__ = ["collect_results", "run_converged", "run_converged_study", "study_bounds", "study_rows"]
 
 
-def run_converged_study(plan: ConvergedPlan, store_dir, *, workers: int | None = None,
-                        progress: bool | None = None, specs: Sequence[RunSpec] | None = None) -> dict:
+def run_converged_study(plan: ConvergedPlan, store_dir, *, backend: str = "local", workers: int | None = None,
+                        scheduler: str | None = None, progress: bool | None = None,
+                        specs: Sequence[RunSpec] | None = None) -> dict:
     """Train the runs of ``plan`` (or ``specs``) until each meets the convergence rule or its last cap.
 
     Attempt ``i`` trains the runs still not converged with the cap ``base_steps · 2^i``;
     finished attempts are read back from the store, so calling it again continues the study.
+    ``backend``, ``workers`` and ``scheduler`` say where the runs execute, as in
+    :func:`numerics.experiments.sweep.run_sweep` (:func:`~numerics.experiments.sweep.execution_options`).
 
     Returns
     -------
@@ -52,18 +55,19 @@ def run_converged_study(plan: ConvergedPlan, store_dir, *, workers: int | None =
     """
     todo = list(plan.runs() if specs is None else specs)
     asked = list(todo)
+    where = execution_options(backend, workers, scheduler)
     for cap in plan.caps():
         if not todo:
             break
         configs = [plan.config(spec, cap) for spec in todo]
-        run_sweep(Grid.of(configs), store_dir, workers=workers, progress=progress, runner=runner.run)
+        run_sweep(Grid.of(configs), store_dir, progress=progress, runner=runner.run, **where)
         found = collect_results(plan, store_dir, todo)
         todo = [spec for spec in todo
                 if spec in found and found[spec][0].max_steps == cap and not found[spec][3]]
     found = collect_results(plan, store_dir, asked)
     confirm = [plan.config(spec, 2 * found[spec][0].max_steps) for spec in plan.confirm_specs() if spec in found]
     if confirm:  # the doubling check: the same runs with twice the cap they converged at
-        run_sweep(Grid.of(confirm), store_dir, workers=workers, progress=progress, runner=runner.run)
+        run_sweep(Grid.of(confirm), store_dir, progress=progress, runner=runner.run, **where)
     return found
 
 
@@ -171,9 +175,9 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
             for r in rows}
 
 
-def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None, workers: int | None = None,
-                  progress: bool | None = None, report_only: bool = False, bound_contexts: int = 8192,
-                  command: str = "idepth study converged",
+def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None, backend: str = "local",
+                  workers: int | None = None, scheduler: str | None = None, progress: bool | None = None,
+                  report_only: bool = False, bound_contexts: int = 8192, command: str = "idepth study converged",
                   only_spectra: Sequence[tuple] | None = None) -> tuple[list, str]:
     """The whole study: train (resumably) unless ``report_only``, write the CSV, its provenance, the page and figure.
 
@@ -182,7 +186,8 @@ def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None,
     ``out_dir/cache``. With ``report_only`` the CSV already in ``out_dir`` is read (no
     training, no store needed). ``only_spectra`` trains only the runs of those ``(a, b)``; the CSV
     always holds every run of the plan the store has finished (so a study run spectrum by
-    spectrum, or over several sessions, grows one table).
+    spectrum, or over several sessions, grows one table). ``backend``, ``workers`` and ``scheduler``
+    say where the runs execute (:func:`run_converged_study`).
 
     Returns
     -------
@@ -212,7 +217,8 @@ def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None,
             if not specs:
                 raise ValueError(f"only_spectra {sorted(wanted)} selects no run of the plan "
                                  f"(its spectra: {plan.spectra})")
-        run_converged_study(plan, store_dir, workers=workers, progress=progress, specs=specs)
+        run_converged_study(plan, store_dir, backend=backend, workers=workers, scheduler=scheduler,
+                            progress=progress, specs=specs)
         rows = study_rows(plan, collect_results(plan, store_dir), store_dir)
         prov = provenance(plan, command, time.perf_counter() - started)
         prov["runs_planned"] = len(plan.runs())
