@@ -42,6 +42,9 @@ from typing import Mapping
 
 from theory.validation import check_choice, check_positive_int
 
+from . import recipes
+from .recipes import GAIN_PARAMETERS, LAZY_INIT
+
 
 __all__ = [
     "FAMILIES",
@@ -130,10 +133,6 @@ FAMILIES = MappingProxyType({
 REGIMES = ("lazy", "lazy_long", "converged", "frozen_heads", "separate_models")
 #: regimes that are training runs through the sweep layer
 TRAINED_REGIMES = ("lazy", "lazy_long", "converged")
-#: initialisation shared by every regime: W_q = W_k = √0.6 (I + 0.5 G/√N), W_v = I, g = 1
-LAZY_INIT = {"qk_scale": 0.6, "qk_noise": 0.5}
-#: parameters kept at their initial value in the lazy regimes (the gain g = W_o W_v W_y stays 1)
-GAIN_PARAMETERS = ("W_o", "W_v", "W_y")
 #: "settles": relative change of C_L and of A_L − C_L over the last doubling of depth below this
 SETTLE_TOLERANCE = 0.10
 #: a regime "gains from depth" when R_1 / R_{L_max} exceeds this
@@ -163,8 +162,6 @@ REGIME_DESCRIPTIONS = {
         "averaged on a common evaluation set ({separate_models} models, disjoint groups)"
     ),
 }
-#: the lazy initialisation as the sorted pairs a :class:`Family` stores
-LAZY_INIT_PAIRS = tuple(sorted(LAZY_INIT.items()))
 
 _TABLE1_SPECTRA = ((0.0, 0.0), (0.0, 0.25), (0.0, 0.5), (0.0, 1.0), (0.25, 0.0), (0.5, 0.0), (1.0, 0.0))
 _TABLE2_SPECTRA = ((2.0, 0.5), (2.0, 1.0), (2.0, 1.5), (2.0, 2.0), (0.5, 2.0), (1.0, 2.0), (1.5, 2.0))
@@ -585,31 +582,27 @@ def _scale(name, description, families, **kwargs) -> Scale:
     return Scale(name, description, {f.name: f for f in families}, **kwargs)
 
 
-#: easy task, softmax: start with near-uniform attention (W_q, W_k ≈ √0.05 I) so that what training does is seen
-_EASY = dict(learning_rate=0.03, schedule="warmup_constant", warmup_steps=20, init=(("qk_scale", 0.05),),
-             regime="from near-uniform attention (qk_scale 0.05): Adam 0.03, 20 warm-up steps, then constant")
-#: linear attention: Adam 1e-2 (the model default) with warm-up and cosine decay, starting at γ* (eq. 33)
-_LINEAR = dict(learning_rate=1e-2, schedule="warmup_cosine", gamma_star_init=True,
-               regime="converged: Adam with warm-up + cosine decay over the whole budget, start at γ* = L/λ_1 "
-                      "(eq. 33)")
-#: the regime in which the prototypes found inverse-depth scaling (a frozen gain, small constant steps)
-_LAZY = dict(learning_rate=1e-4, schedule="constant", warmup_steps=0, init=LAZY_INIT_PAIRS, frozen=GAIN_PARAMETERS,
-             regime="lazy: gain W_o W_v W_y frozen at 1, Adam 1e-4 constant for the whole budget, "
-                    "W_q = W_k = √0.6 (I + 0.5 G/√N)")
-#: the same model trained to convergence (every parameter, the model defaults, same initialisation)
-_CONVERGED = dict(learning_rate=1e-3, schedule="warmup_cosine", init=LAZY_INIT_PAIRS,
-                  regime="equal budget: every parameter trained, Adam 1e-3 with warm-up + cosine decay, one step "
-                         "budget for every depth, same initialisation as the lazy runs (the converged study trains "
-                         "each depth to its own convergence rule)")
+def _family_recipe(recipe, regime: str) -> dict:
+    """A recipe of :mod:`numerics.experiments.recipes` as :class:`Family` fields (``init`` as sorted pairs)."""
+    fields = dict(recipe)
+    if "init" in fields:
+        fields["init"] = tuple(sorted(fields["init"].items()))
+    return dict(fields, regime=regime)
 
 
-#: the converged study's recipe (numerics.experiments.study.converged, the shipped table's first cap): every
-#: parameter, the model's default initialisation, Adam 1e-3, batch 256, 200 warm-up steps and cosine decay over 6000
-#: steps, 4096 held-out contexts; the convergence rule itself is checked in the study, not per reproduction run
-_STUDY_RECIPE = dict(learning_rate=1e-3, schedule="warmup_cosine", warmup_steps=200, batch_size=256, max_steps=6000,
-                     eval_every=375, eval_size=4096,
-                     regime="converged: the converged study's recipe, every parameter trained, Adam 1e-3, batch 256, "
-                            "warm-up + cosine decay over 6000 steps, default initialisation")
+_EASY = _family_recipe(recipes.EASY, "from near-uniform attention (qk_scale 0.05): Adam 0.03, 20 warm-up steps, "
+                                     "then constant")
+_LINEAR = dict(_family_recipe(recipes.LINEAR_GAMMA_STAR, "converged: Adam with warm-up + cosine decay over the "
+                                                          "whole budget, start at γ* = L/λ_1 (eq. 33)"),
+               gamma_star_init=True)
+_LAZY = _family_recipe(recipes.LAZY, "lazy: gain W_o W_v W_y frozen at 1, Adam 1e-4 constant for the whole budget, "
+                                     "W_q = W_k = √0.6 (I + 0.5 G/√N)")
+_CONVERGED = _family_recipe(recipes.EQUAL_BUDGET, "equal budget: every parameter trained, Adam 1e-3 with warm-up + "
+                            "cosine decay, one step budget for every depth, same initialisation as the lazy runs (the "
+                            "converged study trains each depth to its own convergence rule)")
+_STUDY_RECIPE = _family_recipe(recipes.CONVERGED_STUDY, "converged: the converged study's recipe, every parameter "
+                               "trained, Adam 1e-3, batch 256, warm-up + cosine decay over 6000 steps, default "
+                               "initialisation")
 
 
 def _smoke() -> Scale:

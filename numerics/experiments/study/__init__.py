@@ -51,7 +51,8 @@ controls, the study), :mod:`~numerics.experiments.study.verdicts` (fits and name
 
 from __future__ import annotations
 
-from ..scales import GAIN_PARAMETERS, LAZY_INIT, REGIME_DESCRIPTIONS, REGIMES, TRAINED_REGIMES, StudyScale
+from ..recipes import GAIN_PARAMETERS, LAZY_INIT
+from ..scales import REGIME_DESCRIPTIONS, REGIMES, TRAINED_REGIMES, StudyScale
 from .consistency import ConsistencyReport, ConsistencyRow, paper_consistency, run_study_sections
 from .defaults import fit_inverse_depth, make_softmax_defaults
 from .sizes import SizeInference, infer_sizes, run_size_inference

@@ -21,7 +21,9 @@ from numerics.io import make_output_dir, write_json, write_text
 from numerics.train import TrainConfig
 from theory.validation import check_choice, check_positive_int
 
-from ..scales import GAIN_PARAMETERS, LAZY_INIT, REGIMES, TRAINED_REGIMES, StudyScale, get_scale
+from .. import recipes
+from ..recipes import LAZY_INIT
+from ..scales import REGIMES, TRAINED_REGIMES, StudyScale, get_scale
 from .report import draw_figures, study_markdown
 from .verdicts import RegimePoint, name_regime, summarise_point
 
@@ -99,16 +101,21 @@ def regime_config(
     )
     if regime in ("lazy", "lazy_long"):
         steps = s.lazy_steps if regime == "lazy" else s.lazy_long_steps
-        return TrainConfig(
-            **common, max_steps=steps, learning_rate=1e-4, schedule="constant", warmup_steps=0, init=dict(LAZY_INIT),
-            window=steps + s.eval_every, frozen=GAIN_PARAMETERS,
-        )
+        return TrainConfig(**common, **_recipe(recipes.LAZY), max_steps=steps, window=steps + s.eval_every)
     window = s.converged_steps + s.eval_every if s.converged_window is None else s.converged_window
-    return TrainConfig(
-        **common, max_steps=s.converged_steps, learning_rate=1e-3, schedule="warmup_cosine",
-        warmup_steps=s.converged_warmup, init=dict(LAZY_INIT) if s.converged_init == "lazy" else {},
-        tol=1e-3, window=window,
-    )
+    recipe = _recipe(recipes.EQUAL_BUDGET)
+    if s.converged_init != "lazy":  # the model's default initialisation
+        recipe["init"] = {}
+    return TrainConfig(**common, **recipe, max_steps=s.converged_steps, warmup_steps=s.converged_warmup, tol=1e-3,
+                       window=window)
+
+
+def _recipe(recipe) -> dict:
+    """A recipe of :mod:`numerics.experiments.recipes` as ``TrainConfig`` keywords (``init`` a fresh dict)."""
+    fields = dict(recipe)
+    if "init" in fields:
+        fields["init"] = dict(fields["init"])
+    return fields
 
 
 def frozen_heads_control(

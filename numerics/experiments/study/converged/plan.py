@@ -15,6 +15,8 @@ from numerics.train import TrainConfig
 from theory.paper import paper_table
 from theory.validation import check_positive_int
 
+from ...recipes import CONVERGED_STUDY
+
 __all__ = ["EXTRA_SPECTRA", "STUDY_SIZES", "TABLE1_SPECTRA", "TABLE4_SPECTRA", "ConvergedPlan", "RunSpec",
            "eval_seed_of"]
 
@@ -106,13 +108,13 @@ class ConvergedPlan:
     width_factor: int = 2
     contrast_spectrum: tuple | None = (0.0, 0.0)
     confirm_depths: tuple = (1, 16, 128)
-    batch_size: int = 256
-    learning_rate: float = 1e-3
-    warmup_steps: int = 200
-    base_steps: int = 6000
+    batch_size: int = CONVERGED_STUDY["batch_size"]
+    learning_rate: float = CONVERGED_STUDY["learning_rate"]
+    warmup_steps: int = CONVERGED_STUDY["warmup_steps"]
+    base_steps: int = CONVERGED_STUDY["max_steps"]
     max_doublings: int = 3
-    eval_size: int = 4096
-    evals_per_run: int = 16
+    eval_size: int = CONVERGED_STUDY["eval_size"]
+    evals_per_run: int = CONVERGED_STUDY["max_steps"] // CONVERGED_STUDY["eval_every"]
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
@@ -167,7 +169,7 @@ class ConvergedPlan:
         return TrainConfig(
             model=spec.model, task="difficult", k=spec.k, a=spec.a, b=spec.b, d=self.d, N=spec.N, P=self.P,
             depth=spec.depth, seed=spec.seed, batch_size=self.batch_size, max_steps=steps,
-            learning_rate=self.learning_rate, schedule="warmup_cosine", warmup_steps=self.warmup_steps,
+            learning_rate=self.learning_rate, schedule=CONVERGED_STUDY["schedule"], warmup_steps=self.warmup_steps,
             eval_size=self.eval_size, eval_every=steps // self.evals_per_run,
             eval_seed=eval_seed_of(spec.a, spec.b, spec.k), tol=0.0, window=steps + 1, dtype=self.dtype,
         )

@@ -1,0 +1,42 @@
+"""The named training recipes are written once: every plan that names one trains the run of the study that
+defines it, content hash for content hash."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from numerics.experiments import recipes
+from numerics.experiments.scales import SCALES
+from numerics.experiments.study import regime_config
+from numerics.experiments.study.converged import ConvergedPlan, RunSpec
+from numerics.train import TrainConfig
+
+
+@pytest.mark.parametrize("family, regime", [("nonlinear_lazy", "lazy"), ("nonlinear_converged", "converged")])
+def test_quick_softmax_families_are_the_regime_studys_runs_hash_for_hash(family, regime):
+    fam = SCALES["quick"].families[family]
+    configs = fam.configs()
+    assert configs
+    for cfg in configs:
+        study = regime_config(regime, d=cfg.d, N=cfg.N, P=cfg.P, depth=cfg.depth, seed=cfg.seed, a=cfg.a, b=cfg.b,
+                              k=cfg.k, scale="quick")
+        assert cfg.content_hash() == study.content_hash(), (family, cfg.a, cfg.b, cfg.depth, cfg.seed)
+
+
+def test_families_of_the_converged_studys_recipe_train_its_first_attempt():
+    plan = ConvergedPlan()
+    fam = SCALES["quick"].families["nonlinear_k16"]
+    cfg = fam.config(*fam.spectra[0], fam.depths[0], fam.seeds[0])
+    first = plan.config(RunSpec("nonlinear", cfg.a, cfg.b, cfg.N, cfg.depth, cfg.seed, cfg.k), plan.base_steps)
+    for field in recipes.CONVERGED_STUDY:
+        assert getattr(cfg, field) == getattr(first, field), field
+
+
+def test_every_recipe_is_made_of_train_config_fields():
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    for name, recipe in recipes.RECIPES.items():
+        assert set(recipe) <= fields, name
+        TrainConfig(model="nonlinear", task="difficult", d=4, N=4, P=8, depth=1,
+                    **{k: (dict(v) if k == "init" else v) for k, v in recipe.items()})
