@@ -1,4 +1,4 @@
-"""Benchmark of the sweep machinery (numerics/sweep.py, numerics/store.py).
+"""Benchmark of the sweep machinery (numerics/experiments/sweep.py, numerics/experiments/store.py).
 
 What it measures (medians over ``--repeats`` repetitions):
 

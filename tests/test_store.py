@@ -1,4 +1,4 @@
-"""Claims about the sweep results store (numerics/store.py): durable, exact, versioned, single-writer."""
+"""Claims about the sweep results store (numerics/experiments/store.py): durable, exact, versioned, single-writer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Claims about depth sweeps (numerics/sweep.py, idepth sweep): grids, backends, resumability, bad input.
+"""Claims about depth sweeps (numerics/experiments/sweep.py, idepth sweep): grids, backends, resumability, bad input.
 
 Worker processes are started with ``spawn``; the stand-in config and runners
 below live in this module, which spawned workers import by name (the tests
