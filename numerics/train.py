@@ -1,6 +1,6 @@
 """Training the paper's models to convergence (paper eq. (12): R_L = E[(ŷ_L − y*)²]).
 
-CONTRACT (shared with numerics/sweep.py -- keep these names):
+CONTRACT (shared with numerics/experiments/sweep.py -- keep these names):
 
 * ``TrainConfig`` -- frozen dataclass describing one run; ``to_dict()`` gives a
   JSON-able dict, ``TrainConfig.from_dict(d)`` rebuilds it and raises ValueError
