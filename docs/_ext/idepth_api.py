@@ -259,7 +259,10 @@ def api_stubs(packages=None) -> dict:
 
 def write_api_stubs(app) -> None:
     """``builder-inited``: write the stubs into ``docs/api/generated/``, only those that changed, and
-    remove stale ones (an object that left the API)."""
+    remove stale ones (an object that left the API). A project without an API section
+    (no ``api/index``) gets no stubs: they would be pages outside every toctree."""
+    if not any((Path(app.srcdir) / "api").glob("index.*")):
+        return
     out = Path(app.srcdir) / GENERATED
     out.mkdir(parents=True, exist_ok=True)
     pages = api_stubs()
