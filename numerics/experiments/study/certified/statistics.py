@@ -96,6 +96,11 @@ class SettingSummary:
     recipe_alpha: float
     recipe_alpha_lo: float
     recipe_alpha_hi: float
+    gain: float = float("nan")
+    gain_se: float = float("nan")
+    bound_gain: float = float("nan")
+    recipe_gain: float = float("nan")
+    recipe_gain_se: float = float("nan")
 
     @property
     def failed(self) -> list:
@@ -243,6 +248,12 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         alpha, lo, hi, chi2, dof = fit("envelope")
         r_alpha, r_lo, r_hi, _, _ = fit("recipe")
         se = boot.std(axis=0, ddof=1)
+        deepest = depths[-1]
+
+        def gain(kind):  # R_1 − R_Lmax and its paired SE
+            i, j = at[kind, 1], at[kind, deepest]
+            return float(means[i] - means[j]), diff_se(i, j)
+
         winners = tuple(tuple(pick(L, s, kinds["envelope"])[0].start for s in seeds) for L in depths)
         out.append(SettingSummary(
             setting=setting, depths=tuple(depths), seeds=len(seeds),
@@ -253,6 +264,8 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             recipe_se=tuple(se[at["recipe", L]] for L in depths),
             winners=winners, certificates=tuple(certificates), alpha=alpha, alpha_lo=lo, alpha_hi=hi, chi2=chi2,
             dof=dof, recipe_alpha=r_alpha, recipe_alpha_lo=r_lo, recipe_alpha_hi=r_hi,
+            gain=gain("envelope")[0], gain_se=gain("envelope")[1], bound_gain=gain("bound")[0],
+            recipe_gain=gain("recipe")[0], recipe_gain_se=gain("recipe")[1],
         ))
     return out
 
