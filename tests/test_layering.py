@@ -161,3 +161,18 @@ HEDGES = ("_has_frozen_field", "_frozen_supported", "frozen_applied", "COMMANDS.
 def test_work_in_progress_hedges_are_gone(hedge):
     hits = [str(path.relative_to(ROOT)) for path in MODULES.values() if hedge in path.read_text(encoding="utf-8")]
     assert not hits, f"{hedge!r} still in {hits}"
+
+
+def test_no_issue_numbers_in_code_or_docs():
+    """Docstrings and comments say what and why; the tracker's numbers belong to the tracker."""
+    import re
+
+    pattern = re.compile(r"\bissues? [0-9]")
+    hits = []
+    for top in ("theory", "numerics", "derivations", "idepth", "docs"):
+        for path in (ROOT / top).rglob("*"):
+            if path.suffix in (".py", ".md", ".rst") and "_build" not in path.parts and "generated" not in path.parts:
+                for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                    if pattern.search(line):
+                        hits.append(f"{path.relative_to(ROOT)}:{number}")
+    assert not hits, hits

@@ -2,7 +2,7 @@
 
 Every builder takes a :class:`numerics.experiments.reproduce.context.ReproductionContext`
 and returns a :class:`Figure`: the files written under ``OUT/figures/`` and a
-caption stating what is plotted and the key numbers. Conventions (issues 6, 12):
+caption stating what is plotted and the key numbers. Conventions:
 labelled axes, log-log where the paper's are, one colour, marker and line
 style and one legend entry per spectrum ``(a, b)`` (so curves that coincide
 stay distinguishable; where many would lie on top of each other, one panel per

@@ -162,7 +162,7 @@ def parse_only(only: str | Iterable[str] | None) -> tuple:
 
 # ------------------------------------------------------------------------------------------- cost model
 # Milliseconds per Adam step (CPU time), fitted to measurements on this project's 2-core machine (single-threaded
-# BLAS, float32; benchmarks/bench_peer.py after the speed-up of issue 10: the softmax model at (d, N, P, L, B) =
+# BLAS, float32; benchmarks/bench_peer.py after the engine speed-ups: the softmax model at (d, N, P, L, B) =
 # (16, 32, 64, 16, 256) 2.9 ms, (16, 32, 64, 128, 256) 10.4 ms, (32, 64, 128, 32, 256) 13.2 ms,
 # (128, 128, 1024, 16, 128) 249 ms): a fixed part, data sampling ∝ B·P·d (Box–Muller float32, ≈ 4 ns per
 # input number with labels and top-k), per layer a fixed part plus a size term, and a per-run term ∝ B·P·d²

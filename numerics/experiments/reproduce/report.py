@@ -61,7 +61,7 @@ class Claim:
 
     References
     ----------
-    Paper sections 3-4; issue 6 targets.
+    Paper sections 3-4.
 
     Examples
     --------
@@ -595,7 +595,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
 
     References
     ----------
-    Paper Tables 1-5, Figs. 4, 6, 13; issue 6 targets.
+    Paper Tables 1-5, Figs. 4, 6, 13.
 
     Examples
     --------
