@@ -235,3 +235,15 @@ def test_cli_refuses_depths_that_are_not_a_prefix(capsys):
     assert cli.main(["study", "certified", "--depths", "1,4", "--report-only"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--depths must be a prefix" in err[0]
+
+
+def test_main_settings_go_through_every_depth_before_the_others(tmp_path):
+    import dataclasses
+
+    plan = dataclasses.replace(TINY, depths=(1, 2), long_P=20)
+    plan = dataclasses.replace(plan, long_spectra=((0.0, 0.0),))
+    cells = run_certified_study(plan, tmp_path, workers=1, progress=False)
+    records = {r["hash"]: r for r in load_results(tmp_path, status="done")}
+    main_done = max(records[h]["finished_at"] for h, c in cells.items() if c.P == plan.P)
+    long_started = min(records[h]["started_at"] for h, c in cells.items() if c.P == plan.long_P)
+    assert len(cells) == 4 and main_done <= long_started

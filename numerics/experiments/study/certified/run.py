@@ -19,7 +19,8 @@ import numpy as np
 
 from .plan import CellConfig, CertifiedPlan
 
-__all__ = ["CellResult", "SUMMARY_COLUMNS", "nested_params", "oracle_allocation", "run_cell", "run_certified_study"]
+__all__ = ["CellResult", "SUMMARY_COLUMNS", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
+           "run_waves"]
 
 #: the columns of a cell's ``summary`` array, one row per candidate
 SUMMARY_COLUMNS = ("learning_rate", "steps", "doubled", "diverged", "R_select", "R_select_se", "R_report",
@@ -207,6 +208,27 @@ def _winner_params(store_dir, run_hash: str) -> dict:
 
 def run_certified_study(plan: CertifiedPlan, store_dir, *, workers: int | None = None, progress: bool | None = None,
                         depths=None, cells_dir=None, frontier_dir=None) -> dict:
+    """Run the cells of ``plan`` through the store at ``store_dir``, main settings first; returns ``{cell hash: cell}``.
+
+    A verdict needs every depth of a setting, so the main settings (:attr:`CertifiedPlan.spectra` at
+    ``P``, top-``k``) go through every depth before the second context length and the top-16
+    spectra start (a cell's hash does not depend on the other settings of its plan). See
+    :func:`run_waves` for the rest.
+
+    Notes
+    -----
+    No example: it trains (``tests/test_certified.py`` runs a tiny study).
+    """
+    import dataclasses
+
+    options = dict(workers=workers, progress=progress, depths=depths, cells_dir=cells_dir, frontier_dir=frontier_dir)
+    main = dataclasses.replace(plan, long_spectra=(), top16_spectra=())
+    cells = run_waves(main, store_dir, **options) if main != plan else {}
+    return {**cells, **run_waves(plan, store_dir, **options)}
+
+
+def run_waves(plan: CertifiedPlan, store_dir, *, workers: int | None = None, progress: bool | None = None,
+              depths=None, cells_dir=None, frontier_dir=None) -> dict:
     """Run the cells of ``plan`` depth by depth through the store at ``store_dir``; returns ``{cell hash: cell}``.
 
     Each depth is one sweep over every setting and seed; a depth-L cell's nested start reads the
