@@ -142,6 +142,24 @@ def test_tiny_study_end_to_end_and_resume(tmp_path):
     # and the page is regenerated from the CSV alone
     _, markdown3 = run_converged(out, report_only=True, bound_contexts=64)
     assert markdown3.split("\n", 3)[3] == markdown.split("\n", 3)[3]
+    # the bounds are kept beside the CSV: a report without the cache recomputes nothing
+    import shutil
+
+    from numerics.experiments.study.converged import run as converged_run
+
+    assert (out / "converged-study.bounds.json").is_file()
+    shutil.rmtree(out / "cache", ignore_errors=True)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("--report-only recomputed a bound the table's bounds file holds")
+
+    original = converged_run.cached_softmax_bounds
+    converged_run.cached_softmax_bounds = refuse
+    try:
+        _, markdown4 = run_converged(out, report_only=True, bound_contexts=64)
+    finally:
+        converged_run.cached_softmax_bounds = original
+    assert markdown4.split("\n", 3)[3] == markdown.split("\n", 3)[3]
 
 
 def test_a_run_that_has_not_converged_is_retrained_with_the_cap_doubled(tmp_path, monkeypatch):

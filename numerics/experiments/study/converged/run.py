@@ -150,14 +150,35 @@ def study_rows(plan: ConvergedPlan, results: Mapping, store_dir) -> list[StudyRo
     return rows
 
 
+def _key_text(key: Mapping) -> str:
+    return json.dumps(dict(key), sort_keys=True)
+
+
+def read_stored_bounds(path) -> dict:
+    """``{key text: SoftmaxBounds}`` of a bounds file written beside the study's CSV (empty if there is none)."""
+    from theory.softmax_bounds import SoftmaxBounds
+
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    try:
+        entries = json.loads(path.read_text())
+        return {_key_text(e["key"]): SoftmaxBounds.from_dict(e["bounds"]) for e in entries}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a bounds file of the converged study ({exc})") from None
+
+
 def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: int = 4, cache_dir=None,
-                 workers: int = 1, progress: bool | None = False) -> dict:
+                 workers: int = 1, progress: bool | None = False, stored=None) -> dict:
     """``{(model, N, a, b, k): SoftmaxBounds}`` over exact cosine similarity, for every depth of ``rows``.
 
     Exact cosine, not the pre-norm similarity of an orthonormal ``W_x`` at initialisation: the
     trained model can express cosine heads exactly (RMSNorm at any ``N``; LayerNorm when
     ``N > d``, with ``W_x``'s columns orthogonal to the all-ones vector), and the learned
     ``W_x`` is not the initial one. One bound per spectrum, shared by its widths and norms.
+    ``stored``: a bounds file beside the CSV (``converged-study.bounds.json``); bounds whose keys
+    (every input of their value) it holds are read from it, the others computed and added to it,
+    so a report from the shipped table recomputes nothing.
 
     Notes
     -----
@@ -169,8 +190,17 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
     keys = {spectrum: softmax_bounds_key(spectrum[0], spectrum[1], spectrum[3], spectrum[4], spectrum[2],
                                          depths=sorted(depths), n_contexts=n_contexts, n_seeds=n_seeds)
             for spectrum, depths in sorted(groups.items())}
-    values = dict(zip(keys, cached_softmax_bounds(list(keys.values()), cache_dir, workers=workers,
-                                                  progress=progress)))
+    known = read_stored_bounds(stored) if stored is not None else {}
+    missing = [key for key in keys.values() if _key_text(key) not in known]
+    if missing:
+        computed = cached_softmax_bounds(missing, cache_dir, workers=workers, progress=progress)
+        known.update({_key_text(key): value for key, value in zip(missing, computed)})
+        if stored is not None:
+            from numerics.io import write_json
+
+            write_json(stored, [{"key": dict(key), "bounds": known[_key_text(key)].to_dict()}
+                                for key in sorted(keys.values(), key=_key_text)])
+    values = {spectrum: known[_key_text(key)] for spectrum, key in keys.items()}
     return {(r["model"], r["N"], r["a"], r["b"], r["k"]): values[(r["a"], r["b"], r["k"], r["d"], r["P"])]
             for r in rows}
 
@@ -182,8 +212,8 @@ def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None,
     """The whole study: train (resumably) unless ``report_only``, write the CSV, its provenance, the page and figure.
 
     ``out_dir`` receives ``converged-study.csv``, ``converged-study.provenance.json``,
-    ``converged-study.md`` and ``figures/converged-study.png``; bounds are cached in
-    ``out_dir/cache``. With ``report_only`` the CSV already in ``out_dir`` is read (no
+    ``converged-study.md`` and ``figures/converged-study.png``; bounds are kept beside the CSV
+    (``converged-study.bounds.json``, read back by ``report_only``) and cached in ``out_dir/cache``. With ``report_only`` the CSV already in ``out_dir`` is read (no
     training, no store needed). ``only_spectra`` trains only the runs of those ``(a, b)``; the CSV
     always holds every run of the plan the store has finished (so a study run spectrum by
     spectrum, or over several sessions, grows one table). ``backend``, ``workers`` and ``scheduler``
@@ -225,7 +255,7 @@ def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None,
         prov["runs_in_csv"] = len(rows)
         write_study_csv(rows, csv_path, provenance=prov)
     bounds = study_bounds(rows, n_contexts=bound_contexts, cache_dir=out / "cache", workers=workers or 1,
-                          progress=progress)
+                          progress=progress, stored=csv_path.with_suffix(".bounds.json"))
     markdown = converged_markdown(rows, bounds, provenance_info=prov)
     if rows:
         make_output_dir(out / "figures")
