@@ -22,9 +22,9 @@ from .plan import CellConfig, CertifiedPlan
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
            "run_waves"]
 
-#: the columns of a cell's ``summary`` array, one row per candidate
+#: the columns of a cell's ``summary`` array, one row per candidate (``step_share``: its share of the cell's steps)
 SUMMARY_COLUMNS = ("learning_rate", "steps", "doubled", "diverged", "R_select", "R_select_se", "R_report",
-                   "R_report_se", "cpu_share")
+                   "R_report_se", "step_share")
 
 
 @dataclass(frozen=True, eq=False)
