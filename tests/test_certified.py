@@ -247,3 +247,16 @@ def test_main_settings_go_through_every_depth_before_the_others(tmp_path):
     main_done = max(records[h]["finished_at"] for h, c in cells.items() if c.P == plan.P)
     long_started = min(records[h]["started_at"] for h, c in cells.items() if c.P == plan.long_P)
     assert len(cells) == 4 and main_done <= long_started
+
+
+def test_a_setting_with_depths_still_missing_gets_no_verdict(tiny_study, tmp_path):
+    import dataclasses
+
+    from numerics.experiments.study.certified.statistics import summarise
+    from numerics.experiments.study.certified.table import collect
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    (summary,) = summarise(rows, errors, n_bootstrap=100, planned_depths=(1, 2, 4, 8))
+    assert summary.verdict == ("INCONCLUSIVE", "depths 1–4 done of 1–8: the law is about the whole range, the study goes on")
+    complete = dataclasses.replace(summary, planned_depths=(1, 2, 4))
+    assert "done of" not in complete.verdict[1]

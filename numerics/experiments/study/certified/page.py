@@ -157,7 +157,7 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
 
     rows, errors = collect(cells_dir)
     out_dir = make_output_dir(out_dir)
-    summaries = summarise(rows, errors)
+    summaries = summarise(rows, errors, planned_depths=plan.depths)
     write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
     deviations = {s.setting: prediction_deviations(s) for s in summaries} if predictions else None
     write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command,

@@ -101,6 +101,7 @@ class SettingSummary:
     bound_gain: float = float("nan")
     recipe_gain: float = float("nan")
     recipe_gain_se: float = float("nan")
+    planned_depths: tuple = ()
 
     @property
     def failed(self) -> list:
@@ -111,6 +112,9 @@ class SettingSummary:
         """``(REPRODUCED | CONTRADICTED | INCONCLUSIVE, reason)`` for the paper's ``c/L`` law (α = 1) on the envelope."""
         if len(self.depths) < 3:
             return "INCONCLUSIVE", f"only {len(self.depths)} depths"
+        if self.planned_depths and tuple(self.depths) != tuple(self.planned_depths):
+            return "INCONCLUSIVE", (f"depths {self.depths[0]}–{self.depths[-1]} done of {self.planned_depths[0]}–"
+                                    f"{self.planned_depths[-1]}: the law is about the whole range, the study goes on")
         if self.failed:
             names = ", ".join(f"{c.name} at L = {c.depth}" for c in self.failed)
             return "INCONCLUSIVE", f"certificates fail: {names}"
@@ -167,11 +171,13 @@ def _replicates(cube: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarra
     return out
 
 
-def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP) -> list:
+def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP,
+              planned_depths: tuple = ()) -> list:
     """One :class:`SettingSummary` per setting with every depth done for every seed.
 
     ``recipe``: the (start, learning rate) whose trained models are the labelled recipe finding
-    (default: the cold start at 1e-3, the converged study's recipe).
+    (default: the cold start at 1e-3, the converged study's recipe). ``planned_depths``: the plan's
+    depths; a setting with fewer done gets no verdict (the law is about the whole range).
 
     Notes
     -----
@@ -265,7 +271,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             winners=winners, certificates=tuple(certificates), alpha=alpha, alpha_lo=lo, alpha_hi=hi, chi2=chi2,
             dof=dof, recipe_alpha=r_alpha, recipe_alpha_lo=r_lo, recipe_alpha_hi=r_hi,
             gain=gain("envelope")[0], gain_se=gain("envelope")[1], bound_gain=gain("bound")[0],
-            recipe_gain=gain("recipe")[0], recipe_gain_se=gain("recipe")[1],
+            recipe_gain=gain("recipe")[0], recipe_gain_se=gain("recipe")[1], planned_depths=tuple(planned_depths),
         ))
     return out
 
