@@ -242,7 +242,7 @@ def test_a_store_interrupted_while_being_created_leaves_no_file_and_can_be_creat
     def interrupted():
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(st_, "_package_version", interrupted)
+    monkeypatch.setattr(st_._layout, "_package_version", interrupted)  # the module that creates the file
     with pytest.raises(KeyboardInterrupt):
         ResultsStore(sweep_dir)
     assert list(sweep_dir.iterdir()) == []

@@ -1,0 +1,134 @@
+"""How a run's results are encoded for the store: arrays as ``.npy`` bytes, metrics as SQL columns."""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ._layout import METRIC_COLUMNS
+
+
+def encode_array(array: Any) -> bytes:
+    """The bytes of a ``.npy`` file holding ``array`` (no pickled objects).
+
+    Parameters
+    ----------
+    array : array_like
+        Numeric (or string) array; object arrays are refused.
+
+    Returns
+    -------
+    bytes
+        What :func:`numpy.save` writes, read back by :func:`decode_array`.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> decode_array(encode_array(np.arange(3.0))).tolist()
+    [0.0, 1.0, 2.0]
+    """
+    import numpy as np
+
+    buffer = io.BytesIO()
+    try:
+        np.save(buffer, np.asarray(array), allow_pickle=False)
+    except ValueError as exc:
+        raise TypeError(f"array results must be numeric arrays; got {type(array).__name__} ({exc})") from None
+    return buffer.getvalue()
+
+
+def decode_array(npy: bytes) -> Any:
+    """The array stored by :func:`encode_array` (a :class:`numpy.ndarray`).
+
+    Parameters
+    ----------
+    npy : bytes
+        Contents of a ``.npy`` file.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> decode_array(encode_array([[1, 2]])).shape
+    (1, 2)
+    """
+    import numpy as np
+
+    return np.load(io.BytesIO(npy), allow_pickle=False)
+
+
+def _metric_column(name: str, value: Any) -> Any:
+    """A metric as stored in its SQL column: NaN / missing / non-numbers -> NULL."""
+    if value is None or isinstance(value, str):
+        return None
+    if name == "converged":
+        return int(bool(value))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(number):
+        return None
+    return int(value) if METRIC_COLUMNS[name] == "INTEGER" else number
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one run produced, as handed from a worker to the store's writer.
+
+    Attributes
+    ----------
+    run_hash : str
+        Content hash of the run's config.
+    ok : bool
+        True if the runner returned; False if it raised.
+    metrics : dict
+        JSON scalars (``R_L``, ``A_L``, ``C_L``, ``steps``, ``converged``, ...); empty if failed.
+    arrays : dict of str to bytes
+        ``.npy`` bytes (:func:`encode_array`) by name; empty if failed.
+    error : str or None
+        ``"ExceptionType: message"`` of a failed run.
+    traceback : str or None
+        The formatted traceback of a failed run.
+    started_at, finished_at : float
+        Unix times at which the worker started and finished the run.
+    wall_time : float
+        Seconds spent in the worker (monotonic clock).
+    host : str
+        Host name of the worker.
+    pid : int
+        Process id of the worker.
+
+    References
+    ----------
+    The metrics are those of paper eqs. (12) and (61)-(63).
+
+    Examples
+    --------
+    >>> RunOutcome("abc", True, {"R_L": 1.0}, {}, None, None, 0.0, 1.0, 1.0, "host", 1).ok
+    True
+    """
+
+    run_hash: str
+    ok: bool
+    metrics: Mapping[str, Any]
+    arrays: Mapping[str, bytes]
+    error: str | None
+    traceback: str | None
+    started_at: float
+    finished_at: float
+    wall_time: float
+    host: str
+    pid: int

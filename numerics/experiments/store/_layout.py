@@ -1,0 +1,253 @@
+"""The store's on-disk layout: its tables, versions and errors, and how its file is created and opened.
+
+See :mod:`numerics.experiments.store` for the layout and its guarantees.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Mapping
+
+from numerics.io import atomic_path
+
+#: version of the table layout below; bump on any incompatible change
+SCHEMA_VERSION = 1
+#: name of the store file inside a sweep directory
+STORE_FILENAME = "results.sqlite"
+#: the states of a run, in the order they are reported
+STATUSES = ("pending", "running", "done", "failed")
+#: metrics copied into their own columns (name -> SQL type)
+METRIC_COLUMNS = {"R_L": "REAL", "A_L": "REAL", "C_L": "REAL", "steps": "INTEGER", "converged": "INTEGER"}
+
+_SCHEMA = f"""
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE runs (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    hash         TEXT NOT NULL UNIQUE,
+    status       TEXT NOT NULL CHECK (status IN {STATUSES!r}),
+    config_json  TEXT NOT NULL,
+    error        TEXT,
+    traceback    TEXT,
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    queued_at    REAL NOT NULL,
+    started_at   REAL,
+    finished_at  REAL,
+    wall_time    REAL,
+    host         TEXT,
+    pid          INTEGER,
+    {", ".join(f"{name} {kind}" for name, kind in METRIC_COLUMNS.items())},
+    metrics_json TEXT,
+    CHECK (status <> 'done' OR metrics_json IS NOT NULL),
+    CHECK (status <> 'failed' OR error IS NOT NULL)
+);
+CREATE INDEX runs_by_status ON runs (status);
+CREATE TABLE arrays (
+    run_hash TEXT NOT NULL REFERENCES runs (hash) ON DELETE CASCADE,
+    name     TEXT NOT NULL,
+    npy      BLOB NOT NULL,
+    PRIMARY KEY (run_hash, name)
+);
+"""
+
+#: columns of ``runs`` returned by :func:`load_results` (besides ``config`` and ``metrics``)
+_RESULT_COLUMNS = (
+    "hash", "status", "error", "attempts", "queued_at", "started_at", "finished_at",
+    "wall_time", "host", "pid", *METRIC_COLUMNS,
+)
+
+
+class StoreVersionError(ValueError):
+    """The store was created by an incompatible schema or package version."""
+
+
+class StoreRunnerError(ValueError):
+    """The store holds results of another runner (a store is keyed by config, so it serves one runner)."""
+
+
+class StoreLockedError(ValueError):
+    """Another process is writing to the sweep directory."""
+
+
+def _check_status(argument: str, value: str | None, *, optional: bool = False) -> None:
+    """Refuse a run status outside :data:`STATUSES` (and ``None``, unless ``optional``)."""
+    if value in STATUSES or (optional and value is None):
+        return
+    allowed = ", ".join(map(repr, STATUSES)) + (" or None" if optional else "")
+    raise ValueError(f"{argument} must be one of {allowed}; got {value!r}")
+
+
+def _package_version() -> str:
+    # imported lazily: ``theory`` loads numpy and sympy (see module docstring)
+    from theory import __version__
+
+    return __version__
+
+
+def store_path(path: str | os.PathLike) -> Path:
+    """The store file of a sweep directory (or ``path`` itself if it is a file).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A sweep directory ``DIR`` or the store file ``DIR/results.sqlite``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``DIR/results.sqlite``.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> store_path("runs/depth").as_posix()
+    'runs/depth/results.sqlite'
+    """
+    path = Path(path)
+    if path.is_file() or path.suffix == ".sqlite":
+        return path
+    return path / STORE_FILENAME
+
+
+def _unwritable_directory(directory: Path) -> bool:
+    from numerics.io import _probe_writable
+
+    return _probe_writable(directory) is not None
+
+
+def _has_wal_content(path: Path) -> bool:
+    wal = path.with_name(path.name + "-wal")
+    return wal.is_file() and wal.stat().st_size > 0
+
+
+def _connect_readonly(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
+    if not path.is_file():
+        raise FileNotFoundError(f"no sweep results store at {path} (run 'idepth sweep run' first)")
+    # immutable: read the main file only, creating no -wal/-shm files; right for ``meta``,
+    # which is written once, when the store is created (already checkpointed, see _create_store)
+    if not immutable and _unwritable_directory(path.parent) and not _has_wal_content(path):
+        # a read-only file system: ?mode=ro would need to create the -shm file; with no WAL
+        # content left (the last writer checkpointed it) the main file is the whole store
+        immutable = True
+    query = "?immutable=1" if immutable else "?mode=ro"
+    conn = sqlite3.connect(path.resolve().as_uri() + query, uri=True, timeout=30.0)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _read_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
+    try:
+        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.DatabaseError as exc:  # not SQLite at all, or no meta table
+        raise StoreVersionError(f"{path} is not an inverse-depth sweep store ({exc})") from None
+
+
+def _check_meta(meta: Mapping[str, str], path: Path, *, for_writing: bool) -> None:
+    schema = meta.get("schema_version")
+    if schema != str(SCHEMA_VERSION):
+        raise StoreVersionError(
+            f"{path} has store schema version {schema!r} (created by inverse-depth "
+            f"{meta.get('package_version', '?')}); this inverse-depth reads schema {SCHEMA_VERSION}: "
+            "use a new sweep directory or the package version that wrote it"
+        )
+    version = meta.get("package_version")
+    if for_writing and version != _package_version():
+        raise StoreVersionError(
+            f"{path} was created by inverse-depth {version}; this is {_package_version()} and content "
+            "hashes include the package version: write this sweep to a new directory"
+        )
+
+
+def check_store(path: str | os.PathLike, *, for_writing: bool = False) -> Path:
+    """Check that an existing store can be read (or written) by this package version.
+
+    Reads the file without locking or creating anything (``immutable=1``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A sweep directory or its ``results.sqlite``.
+    for_writing : bool, default False
+        Also require the store's package version to equal this package's.
+
+    Returns
+    -------
+    pathlib.Path
+        The store file.
+
+    Raises
+    ------
+    FileNotFoundError
+        No store at ``path``.
+    StoreVersionError
+        Incompatible schema (or, ``for_writing``, package) version, or not a store.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.experiments.store import ResultsStore
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     ResultsStore(tmp).close()
+    ...     check_store(tmp, for_writing=True).name
+    'results.sqlite'
+    """
+    path = store_path(path)
+    conn = _connect_readonly(path, immutable=True)
+    try:
+        _check_meta(_read_meta(conn, path), path, for_writing=for_writing)
+    finally:
+        conn.close()
+    return path
+
+
+def _create_store(path: Path) -> None:
+    """Create an empty store at ``path`` atomically (called with the directory lock held).
+
+    The schema is written to a temporary file that is renamed into place, so a
+    reader, or a driver killed during creation, never leaves or sees a store
+    file without its tables.
+    """
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # from a driver killed while creating
+        stale.unlink()
+    with atomic_path(path) as tmp_path:
+        conn = sqlite3.connect(tmp_path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [
+                    ("schema_version", str(SCHEMA_VERSION)),
+                    ("package_version", _package_version()),
+                    ("created_at", repr(time.time())),
+                ],
+            )
+            conn.execute("COMMIT")
+        finally:
+            conn.close()  # checkpoints and removes the temporary WAL
+
+
+def _open_for_reading(path: str | os.PathLike) -> tuple[sqlite3.Connection, Path]:
+    path = store_path(path)
+    conn = _connect_readonly(path)
+    try:
+        _check_meta(_read_meta(conn, path), path, for_writing=False)
+    except BaseException:
+        conn.close()
+        raise
+    return conn, path

@@ -1,0 +1,295 @@
+"""The store's single writer, :class:`ResultsStore` (see :mod:`numerics.experiments.store`)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ._encoding import RunOutcome, _metric_column
+from ._layout import METRIC_COLUMNS, STATUSES, STORE_FILENAME, StoreLockedError, StoreRunnerError
+from ._layout import _check_status, _create_store, check_store
+
+class ResultsStore:
+    """Write access to the store of a sweep directory (the single writer).
+
+    Opening creates ``DIR`` and ``DIR/results.sqlite`` if needed, checks the
+    versions of an existing store (:func:`check_store`) and takes an exclusive
+    lock on ``DIR`` that is held until :meth:`close` (or the process dies),
+    so that two drivers never write the same sweep.
+
+    Parameters
+    ----------
+    directory : str or path-like
+        The sweep directory ``DIR``.
+
+    Raises
+    ------
+    StoreVersionError
+        The existing store is of another schema or package version.
+    StoreLockedError
+        Another live process holds the lock on ``DIR``.
+    NotADirectoryError
+        ``directory`` is an existing file.
+
+    References
+    ----------
+    Bookkeeping only; the stored metrics are those of paper eqs. (12), (61)-(63).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp, ResultsStore(tmp) as store:
+    ...     store.register([("h1", '{"depth": 1}')])
+    ...     store.counts()
+    1
+    {'pending': 1, 'running': 0, 'done': 0, 'failed': 0}
+    """
+
+    def __init__(self, directory: str | os.PathLike):
+        directory = Path(directory)
+        if directory.exists() and not directory.is_dir():
+            raise NotADirectoryError(f"sweep directory {directory} is an existing file, not a directory")
+        self.path = directory / STORE_FILENAME
+        if self.path.exists():
+            check_store(self.path, for_writing=True)  # read-only: nothing is written to a wrong store
+        directory.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(directory, os.O_RDONLY)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise StoreLockedError(
+                f"another process is writing the sweep in {directory} (its lock is held); wait for it to finish"
+            ) from None
+        try:
+            if not self.path.exists():
+                _create_store(self.path)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self._conn.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            self.close()
+            raise
+
+    # -- plumbing -------------------------------------------------------------
+    @contextlib.contextmanager
+    def _transaction(self, *, durable: bool = False):
+        # explicit transactions (the connection is in autocommit mode): all or nothing. Every
+        # commit survives a crash of this process (WAL); a durable one also survives power loss
+        # (fsync of the WAL, synchronous=FULL) -- used for finished runs, not for bookkeeping
+        # whose loss only re-runs a run.
+        self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection and release the lock on the sweep directory."""
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+            self._conn = None
+        fd = getattr(self, "_lock_fd", None)
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
+
+    def __enter__(self) -> "ResultsStore":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- bookkeeping ------------------------------------------------------------
+    def claim_runner(self, name: str) -> None:
+        """Record ``name`` as the runner of this store, or refuse a store written by another runner.
+
+        Runs are keyed by their config's content hash only; two runners that store
+        different results for one config must therefore never share a store.
+
+        Raises
+        ------
+        StoreRunnerError
+            The store was written by a runner of another name.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with ResultsStore(tmp) as store:
+        ...         store.claim_runner("pkg.run")
+        ...         store.claim_runner("pkg.run")  # the same runner again: fine
+        ...     with ResultsStore(tmp) as store:
+        ...         store.claim_runner("pkg.other")
+        Traceback (most recent call last):
+        ...
+        numerics.experiments.store._layout.StoreRunnerError: ... holds the results of runner 'pkg.run'; ...
+        """
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'runner'").fetchone()
+        if row is None:
+            with self._transaction():
+                self._conn.execute("INSERT INTO meta (key, value) VALUES ('runner', ?)", (name,))
+        elif row[0] != name:
+            raise StoreRunnerError(
+                f"{self.path} holds the results of runner {row[0]!r}; this sweep uses {name!r}: "
+                "use another sweep directory"
+            )
+
+    def register(self, runs: Iterable[tuple[str, str]]) -> int:
+        """Add runs as ``pending``; hashes already in the store are left alone.
+
+        Parameters
+        ----------
+        runs : iterable of (str, str)
+            ``(content hash, config JSON)`` pairs.
+
+        Returns
+        -------
+        int
+            Number of new rows (a re-run of a sweep never duplicates a run).
+        """
+        now = time.time()
+        with self._transaction():
+            before = self._conn.total_changes
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO runs (hash, status, config_json, queued_at) VALUES (?, 'pending', ?, ?)",
+                [(run_hash, config_json, now) for run_hash, config_json in runs],
+            )
+            return self._conn.total_changes - before
+
+    def statuses(self, hashes: Sequence[str] | None = None) -> dict[str, str]:
+        """Status of each run.
+
+        Parameters
+        ----------
+        hashes : sequence of str, optional
+            Only these runs (unknown hashes are omitted); default: every run.
+
+        Returns
+        -------
+        dict of str to str
+            Hash -> one of :data:`STATUSES`.
+        """
+        rows = self._conn.execute("SELECT hash, status FROM runs").fetchall()
+        found = dict(rows)
+        if hashes is None:
+            return found
+        return {run_hash: found[run_hash] for run_hash in hashes if run_hash in found}
+
+    def counts(self) -> dict[str, int]:
+        """Number of runs in each status.
+
+        Returns
+        -------
+        dict of str to int
+            Every status of :data:`STATUSES`, zeros included.
+        """
+        counts = dict.fromkeys(STATUSES, 0)
+        counts.update(self._conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+        return counts
+
+    def requeue_running(self) -> int:
+        """Turn every ``running`` row back into ``pending``.
+
+        Only the lock holder writes, so a ``running`` row seen when the lock is
+        taken was left by a driver that died: its run is queued again.
+
+        Returns
+        -------
+        int
+            Number of runs re-queued.
+        """
+        with self._transaction():
+            return self._conn.execute(
+                "UPDATE runs SET status = 'pending', queued_at = ? WHERE status = 'running'", (time.time(),)
+            ).rowcount
+
+    def reset(self, hashes: Iterable[str], *, from_status: str) -> int:
+        """Turn the runs of ``hashes`` that are in ``from_status`` back into ``pending``.
+
+        Parameters
+        ----------
+        hashes : iterable of str
+            Runs to reset; runs in another status are left alone.
+        from_status : {'pending', 'running', 'done', 'failed'}
+            E.g. ``'failed'`` to retry failed runs.
+
+        Returns
+        -------
+        int
+            Number of runs reset (their error and traceback are cleared).
+        """
+        _check_status("from_status", from_status)
+        now = time.time()
+        with self._transaction():
+            return sum(
+                self._conn.execute(
+                    "UPDATE runs SET status = 'pending', queued_at = ?, error = NULL, traceback = NULL "
+                    "WHERE hash = ? AND status = ?",
+                    (now, run_hash, from_status),
+                ).rowcount
+                for run_hash in hashes
+            )
+
+    def mark_running(self, hashes: Iterable[str]) -> None:
+        """Mark runs as handed to a worker and count the attempt.
+
+        Parameters
+        ----------
+        hashes : iterable of str
+            Runs submitted together (one transaction).
+        """
+        with self._transaction():
+            self._conn.executemany(
+                "UPDATE runs SET status = 'running', attempts = attempts + 1 WHERE hash = ?",
+                [(run_hash,) for run_hash in hashes],
+            )
+
+    def record(self, outcome: RunOutcome) -> None:
+        """Commit one finished run: status, timings, metrics and arrays, in one durable transaction.
+
+        Parameters
+        ----------
+        outcome : RunOutcome
+            ``ok`` -> ``done`` with its metrics and arrays (arrays of an earlier
+            attempt are replaced); otherwise ``failed`` with its error.
+
+        Raises
+        ------
+        KeyError
+            The run was never registered (nothing is written).
+        """
+        if outcome.ok:
+            metrics_json = json.dumps(dict(outcome.metrics), sort_keys=True, allow_nan=True)
+            metric_values = [_metric_column(name, outcome.metrics.get(name)) for name in METRIC_COLUMNS]
+            status, error, tb = "done", None, None
+        else:
+            metrics_json, metric_values = None, [None] * len(METRIC_COLUMNS)
+            status, error, tb = "failed", outcome.error or "unknown error", outcome.traceback
+        assignments = ", ".join(f"{name} = ?" for name in METRIC_COLUMNS)
+        with self._transaction(durable=True):
+            self._conn.execute("DELETE FROM arrays WHERE run_hash = ?", (outcome.run_hash,))
+            updated = self._conn.execute(
+                f"UPDATE runs SET status = ?, error = ?, traceback = ?, started_at = ?, finished_at = ?, "
+                f"wall_time = ?, host = ?, pid = ?, metrics_json = ?, {assignments} WHERE hash = ?",
+                (
+                    status, error, tb, outcome.started_at, outcome.finished_at, outcome.wall_time,
+                    outcome.host, outcome.pid, metrics_json, *metric_values, outcome.run_hash,
+                ),
+            ).rowcount
+            if updated != 1:
+                raise KeyError(f"run {outcome.run_hash!r} is not registered in {self.path}")
+            if outcome.ok:
+                self._conn.executemany(
+                    "INSERT INTO arrays (run_hash, name, npy) VALUES (?, ?, ?)",
+                    [(outcome.run_hash, name, npy) for name, npy in outcome.arrays.items()],
+                )
