@@ -5,12 +5,17 @@ the engine each run uses, and the printed line names the machine (cores, SIMD le
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 
 from numerics.experiments.reproduce.calibration import (Calibration, calibrate, calibrated_estimate,
                                                         format_estimate, machine_description, simd_level)
-from numerics.experiments.reproduce.plan import estimate_run_seconds, make_plan
+from numerics.experiments.reproduce.plan import estimate_run_seconds, make_plan, step_milliseconds
+from numerics.models import MODELS, get_model
+from numerics.models.cost import StepCost
+from numerics.train import TrainConfig
+from tolerances import ROUNDOFF, rtol
 
 
 def test_each_run_is_scaled_by_the_speed_of_its_own_engine():
@@ -43,3 +48,41 @@ def test_a_calibration_measures_a_positive_speed_per_engine_in_seconds():
     calibration = calibrate(repeats=1)  # a few seconds
     assert set(calibration.speeds) == {"softmax", "linear"} and all(s > 0 for s in calibration.speeds.values())
     assert calibration.seconds < 120
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_every_registered_model_declares_the_cost_of_its_step(model):
+    assert isinstance(get_model(model).STEP_COST, StepCost)
+    config = TrainConfig(model=model, d=4, N=4, P=8, depth=2, max_steps=10)
+    assert 0 < step_milliseconds(config) and 0 < estimate_run_seconds(config)
+
+
+def test_a_model_without_a_step_cost_or_an_unknown_model_has_no_estimate(monkeypatch):
+    config = TrainConfig(model="single_stream", d=4, N=4, P=8, depth=2, max_steps=10)
+    monkeypatch.delattr(get_model("single_stream"), "STEP_COST")
+    with pytest.raises(ValueError, match="'single_stream' declares no STEP_COST"):
+        estimate_run_seconds(config)
+    with pytest.raises(ValueError, match="transformer"):
+        step_milliseconds(SimpleNamespace(model="transformer", batch_size=1, P=1, N=1, d=1, depth=1, a=0.0, b=0.0))
+
+
+#: (model, sizes, step ms, run s) of the cost model before the coefficients moved into the models
+PINNED_ESTIMATES = [
+    ("linear", dict(d=128, N=128, P=1024, depth=16, batch_size=128), 154.46244510719998, 159.45736904826876),
+    ("linear", dict(d=16, N=32, P=64, depth=4, batch_size=256, a=0.5, b=0.25), 3.1693943296000002, 4.2110549245952),
+    ("nonlinear", dict(d=16, N=32, P=64, depth=16, batch_size=256), 2.78783872, 3.8244992614399997),
+    ("nonlinear", dict(d=16, N=32, P=64, depth=8, batch_size=256, a=0.25, b=0.5), 2.4331118079999996,
+     3.4594905511253327),
+    ("nonlinear_rms", dict(d=16, N=32, P=64, depth=32, batch_size=256), 3.9964147199999998, 5.055635346773333),
+    ("untied_values", dict(d=32, N=64, P=128, depth=32, batch_size=256), 15.36840576, 16.593766208853335),
+    ("single_stream", dict(d=16, N=32, P=64, depth=16, batch_size=256), 22.973295359999998, 24.31754507605333),
+    ("context_updates", dict(d=16, N=32, P=64, depth=4, batch_size=256, a=1.0, b=0.0), 66.172529408,
+     68.319504596992),
+]
+
+
+@pytest.mark.parametrize("model, sizes, step_ms, run_seconds", PINNED_ESTIMATES)
+def test_the_estimated_cost_of_a_run_is_pinned(model, sizes, step_ms, run_seconds):
+    config = TrainConfig(model=model, task="difficult", max_steps=1000, eval_every=100, eval_size=1024, **sizes)
+    assert step_milliseconds(config) == pytest.approx(step_ms, rel=rtol(ROUNDOFF))
+    assert estimate_run_seconds(config) == pytest.approx(run_seconds, rel=rtol(ROUNDOFF))

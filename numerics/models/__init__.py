@@ -52,6 +52,9 @@ diagnostics, experiments) reads them instead of knowing models by name:
                                       function ``(d, N, c_lambda) -> value`` of the run's sizes
 ``floats_per_context(P, N, depth)``   numbers one context holds in a forward pass (memory), from
                                       which :func:`chunk_size` bounds the contexts per pass
+``STEP_COST``                         the CPU time of one training step, term by term
+                                      (:class:`numerics.models.cost.StepCost`), which the run-time
+                                      estimate of a reproduction reads
 ====================================  ===================================================================
 
 Initialisation options, the same for every model (defaults in the module's ``INIT_DEFAULTS``;

@@ -46,6 +46,7 @@ from . import _common, reference
 from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, init_shared
 from ._common import layer_norm, layer_norm_backward, resolve_init_options
 from ._common import param_shapes as _param_shapes
+from .cost import StepCost
 
 __all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
 
@@ -61,6 +62,9 @@ PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o", "m")
 INIT_DEFAULTS = MappingProxyType({**SHARED_INIT_DEFAULTS, "m_init": 0.0})
 #: as the nonlinear model (measured in :mod:`numerics.train`)
 TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 1e-3, "init": MappingProxyType({})})
+#: CPU ms per Adam step, term by term (numerics.models.cost); fitted to benchmarks/bench_training.py
+STEP_COST = StepCost(fixed=0.3, per_input=2.2e-5, per_layer=0.20, per_layer_size=4.4e-7, layer_size="BP2N",
+                     per_gram=0.0)
 
 
 def floats_per_context(P: int, N: int, depth: int) -> int:

@@ -53,6 +53,7 @@ import numpy as np
 from . import reference
 from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, floats_per_context
 from ._common import init_shared, param_shapes as _param_shapes, resolve_init_options
+from .cost import StepCost
 
 __all__ = [
     "INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "stable_qk_scale", "init_params",
@@ -92,6 +93,10 @@ PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
 #: Adam learning rate of :mod:`numerics.train` (measured there) and qk_scale = :func:`stable_qk_scale`
 TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 1e-2, "init": MappingProxyType({"qk_scale": stable_qk_scale})})
+#: CPU ms per Adam step, term by term (numerics.models.cost); fitted to benchmarks/bench_linear.py over its
+#: depths and L = 128 at its default sizes, and benchmarks/bench_sampler.py
+STEP_COST = StepCost(fixed=0.3, per_input=3.6e-6, per_layer=0.05, per_layer_size=1.43e-7, layer_size="krylov",
+                     per_gram=1.29e-8, per_layer_per_Bd=8.0e-5)
 
 
 def param_shapes(d: int, N: int, depth: int) -> dict:

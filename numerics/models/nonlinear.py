@@ -60,6 +60,7 @@ from ._common import (
     resolve_init_options,
 )
 from ._common import param_shapes as _param_shapes
+from .cost import StepCost
 
 __all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "floats_per_context", "forward", "init_params", "label_weights", "loss_and_grad",
            "param_shapes", "reference_forward"]
@@ -76,6 +77,10 @@ PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
 #: Adam learning rate of :mod:`numerics.train` (measured there: above 1e-3 is worse); no init overrides
 TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 1e-3, "init": MappingProxyType({})})
+#: CPU ms per Adam step, term by term (numerics.models.cost); fitted to benchmarks/bench_peer.py at its
+#: default sizes and benchmarks/bench_sampler.py
+STEP_COST = StepCost(fixed=0.3, per_input=4.0e-6, per_layer=0.01, per_layer_size=2.5e-7, layer_size="BPd",
+                     per_gram=5.5e-8)
 
 
 def param_shapes(d: int, N: int, depth: int) -> dict:

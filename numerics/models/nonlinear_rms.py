@@ -21,6 +21,7 @@ from . import reference
 from ._common import ForwardResult, floats_per_context
 from .nonlinear import (
     INIT_DEFAULTS,
+    STEP_COST,
     _parallel_loss_and_grad,
     _parallel_result,
     init_params,
@@ -39,7 +40,8 @@ VALUES = "tied"
 MASK = "M(0)"
 NORM = "rms"
 PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
-# INIT_DEFAULTS, param_shapes and init_params are the nonlinear model's own (same parameters, same initialisation)
+# INIT_DEFAULTS, param_shapes and init_params are the nonlinear model's own (same parameters, same initialisation),
+# and so is STEP_COST (the same engine, numerics.models.cost)
 #: as the nonlinear model
 TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 1e-3, "init": MappingProxyType({})})
 

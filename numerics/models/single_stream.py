@@ -34,6 +34,7 @@ from . import reference
 from ._common import SHARED_INIT_DEFAULTS, BatchArrays, ForwardResult, check_batch, check_params, floats_per_context
 from ._common import init_shared, layer_norm, layer_norm_backward, resolve_init_options, softmax_, softmax_backward
 from ._common import param_shapes as _param_shapes
+from .cost import StepCost
 
 __all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad"]
 
@@ -49,6 +50,9 @@ PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
 #: Adam learning rate of :mod:`numerics.train` (measured there: 3e-3 beat 1e-3 and 3e-4); no init overrides
 TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 3e-3, "init": MappingProxyType({})})
+#: CPU ms per Adam step, term by term (numerics.models.cost); fitted to benchmarks/bench_training.py
+STEP_COST = StepCost(fixed=0.3, per_input=2.2e-5, per_layer=0.05, per_layer_size=3.0e-8, layer_size="BP2N",
+                     per_gram=0.0)
 
 
 def param_shapes(d: int, N: int, depth: int) -> dict:

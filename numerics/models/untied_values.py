@@ -20,6 +20,7 @@ import numpy as np
 from . import reference
 from ._common import SHARED_INIT_DEFAULTS, ForwardResult, floats_per_context, init_shared, resolve_init_options
 from ._common import param_shapes as _param_shapes
+from .cost import StepCost
 from .nonlinear import _parallel_loss_and_grad, _parallel_result, label_weights
 
 __all__ = ["INIT_DEFAULTS", "TRAIN_DEFAULTS", "param_shapes", "floats_per_context", "init_params", "reference_forward", "forward", "loss_and_grad",
@@ -37,6 +38,10 @@ PARAMETERS = ("W_x", "W_y", "W_q", "W_k", "W_v", "W_o")  # W_v of shape (L, N, N
 INIT_DEFAULTS = MappingProxyType(dict(SHARED_INIT_DEFAULTS))
 #: as the nonlinear model (measured in :mod:`numerics.train`)
 TRAIN_DEFAULTS = MappingProxyType({"learning_rate": 1e-3, "init": MappingProxyType({})})
+#: CPU ms per Adam step (numerics.models.cost): the nonlinear engine with a heavier layer (its own W_v^ℓ),
+#: fitted to benchmarks/bench_training.py
+STEP_COST = StepCost(fixed=0.3, per_input=4.0e-6, per_layer=0.02, per_layer_size=2.5e-7, layer_size="BPd",
+                     per_gram=5.5e-8)
 
 
 def param_shapes(d: int, N: int, depth: int) -> dict:

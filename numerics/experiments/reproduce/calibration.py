@@ -1,13 +1,13 @@
 """The cost model on this machine: a few timed training steps scale the plan's estimate.
 
 The plan's cost model (:func:`~numerics.experiments.reproduce.plan.estimate_run_seconds`,
-``plan._COST``) gives CPU seconds on the machine it was fitted on. :func:`calibrate` times a
-few training steps of the softmax and of the linear model at one of the sizes the model was
-fitted at (a few seconds in all), compares them with the model's prediction for the same
-steps, and so gives this machine's speed relative to that reference, one factor per engine:
-the linear model's (Krylov engine) and the softmax models' (every other model). A loaded
-machine runs slower, and the factor says so (CPU time, which contention for caches and
-cores inflates too; the load average is printed beside it).
+each model's ``STEP_COST``) gives CPU seconds on the machine it was fitted on.
+:func:`calibrate` times a few training steps of the softmax and of the linear model at one
+of the sizes the model was fitted at (a few seconds in all), compares them with the model's
+prediction for the same steps, and so gives this machine's speed relative to that reference,
+one factor per engine: the linear model's (Krylov engine) and the softmax models' (every
+other model). A loaded machine runs slower, and the factor says so (CPU time, which
+contention for caches and cores inflates too; the load average is printed beside it).
 :func:`calibrated_estimate` divides each run's cost by its engine's factor.
 """
 
@@ -18,12 +18,14 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
+from numerics.models import get_model
+
 from .plan import Plan, _duration, estimate_run_seconds, step_milliseconds
 
 __all__ = ["CALIBRATION_SIZES", "Calibration", "calibrate", "calibrated_estimate", "format_estimate",
            "machine_description", "measure_speeds", "simd_level"]
 
-#: the sizes timed: points the cost model was fitted at (plan._COST's comment), flat spectra, float32
+#: the sizes timed: fitting points of the cost model (the models' STEP_COST), flat spectra, float32
 CALIBRATION_SIZES = {
     "softmax": dict(model="nonlinear", task="difficult", d=16, N=32, P=64, depth=16, batch_size=256),
     "linear": dict(model="linear", task="difficult", d=128, N=128, P=1024, depth=2, batch_size=128),
@@ -130,8 +132,8 @@ class Calibration:
         return product ** (1.0 / len(values))
 
     def speed_of(self, model: str) -> float:
-        """The speed factor of the engine that runs ``model``."""
-        return self.speeds["linear" if model == "linear" else "softmax"]
+        """The speed factor of the engine that runs ``model``: its ``ATTENTION``, linear or softmax."""
+        return self.speeds[get_model(model).ATTENTION]
 
 
 def _time_steps(sizes: dict, steps: int, repeats: int) -> tuple:

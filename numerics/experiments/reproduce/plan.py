@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
-import numpy as np
+from numerics.models import get_model
+from numerics.models.cost import StepCost
 
 from ..scales import Family, Scale, get_scale
 
@@ -161,66 +162,38 @@ def parse_only(only: str | Iterable[str] | None) -> tuple:
 
 
 # ------------------------------------------------------------------------------------------- cost model
-# Milliseconds per Adam step (CPU time), fitted to measurements on this project's 2-core machine (single-threaded
-# BLAS, float32; benchmarks/bench_peer.py after the engine speed-ups: the softmax model at (d, N, P, L, B) =
-# (16, 32, 64, 16, 256) 2.9 ms, (16, 32, 64, 128, 256) 10.4 ms, (32, 64, 128, 32, 256) 13.2 ms,
-# (128, 128, 1024, 16, 128) 249 ms): a fixed part, data sampling ∝ B·P·d (Box–Muller float32, ≈ 4 ns per
-# input number with labels and top-k), per layer a fixed part plus a size term, and a per-run term ∝ B·P·d²
-# (the pre-norm's Gram form in the d-space engine of the two-stream softmax models; the linear model's S).
-# The linear model (Krylov coordinates, numerics.models.linear) was measured at (d, N, P, B) = (128, 128, 1024, 128):
-# loss and gradient 30, 31, 36, 48, 99, 262, 874, 4573 ms at L = 1, 2, 4, .., 128, fitted within 8 % by
-# 1.29e-8 B·P·d² + L·1.35 + 1.43e-7 Σ_ℓ B m_ℓ d (d + m_ℓ), m_ℓ = min(ℓ, N) (the rows of C_{ℓ−1}); its per-layer
-# fixed part grows with B·d (the per-context products). An anisotropic spectrum adds the per-context Haar rotation
-# of the inputs (2.2e-8 ms per B·P·d², the QR 1.5e-7 ms per B·d³; 167 against 60 ms at those sizes). The
-# context-updates model (kept attention, key-major softmax) at (16, 32, 64, B = 256): 27, 75, 251, 488 ms at
-# L = 1, 4, 16, 32, i.e. about 15 ms a layer (4.4e-7 ms per B·P²·N) over a per-layer fixed part seen at tiny sizes.
-_COST = {
-    #                 fixed  per B·P·d  per layer  per layer-unit   layer unit  per B·P·d²
-    "linear":          (0.3, 3.6e-6, 0.05, 1.43e-7, "krylov", 1.29e-8),
-    "nonlinear":       (0.3, 4.0e-6, 0.01, 2.5e-7, "BPd", 5.5e-8),
-    "nonlinear_rms":   (0.3, 4.0e-6, 0.01, 2.5e-7, "BPd", 5.5e-8),
-    "untied_values":   (0.3, 4.0e-6, 0.02, 2.5e-7, "BPd", 5.5e-8),
-    "single_stream":   (0.3, 2.2e-5, 0.05, 3.0e-8, "BP2N", 0.0),
-    "context_updates": (0.3, 2.2e-5, 0.20, 4.4e-7, "BP2N", 0.0),
-}
-#: the linear model's per-layer fixed part per B·d (its per-context products), ms
-_LINEAR_LAYER_PER_BD = 8.0e-5
-#: the per-context Haar rotation of an anisotropic spectrum: ms per B·P·d² (rotating the inputs) and per B·d³ (QR)
+#: the per-context Haar rotation of an anisotropic spectrum: CPU ms per B·P·d² (rotating the inputs) and per
+#: B·d³ (its QR), fitted to benchmarks/bench_sampler.py (its anisotropic spectra)
 _ROTATION_COST = (2.2e-8, 1.5e-7)
 
 
-def _layer_unit(kind: str, B: int, P: int, N: int, d: int, L: int) -> float:
-    """The size term of one layer, averaged over the ``L`` layers."""
-    if kind == "krylov":
-        m = np.minimum(np.arange(1, L + 1), N)
-        return float(np.sum(B * m * d * (d + m))) / L
-    if kind == "BNd2":
-        return B * N * d * d
-    if kind == "BPd":
-        return B * P * d
-    if kind == "BPN":
-        return B * (P * N + N * N)
-    return B * P * P * N
+def _step_cost(model: str) -> StepCost:
+    """The ``STEP_COST`` of ``model``; a ValueError for an unknown model or one that declares none."""
+    cost = getattr(get_model(model), "STEP_COST", None)
+    if not isinstance(cost, StepCost):
+        raise ValueError(f"model {model!r} declares no STEP_COST (a numerics.models.cost.StepCost), "
+                         "so the run-time estimate has no cost for its steps")
+    return cost
 
 
 def _step_and_sample_ms(config) -> tuple:
-    """(one training step, drawing its batch) in ms of CPU time on the cost model's machine (``_COST``)."""
-    fixed, per_token, per_layer, per_unit, kind, per_gram = _COST.get(config.model, _COST["nonlinear"])
+    """(one training step, drawing its batch) in ms of CPU time: the model's ``STEP_COST`` term by term
+    (:mod:`numerics.models.cost`), and the rotation of an anisotropic spectrum's inputs."""
+    cost = _step_cost(config.model)
     B, P, N, d, L = config.batch_size, config.P, config.N, config.d, config.depth
-    if kind == "krylov":
-        per_layer += _LINEAR_LAYER_PER_BD * B * d
-    sample_ms = per_token * B * P * d
+    sample_ms = cost.per_input * B * P * d
     if (config.a, config.b) != (0.0, 0.0):
         sample_ms += _ROTATION_COST[0] * B * P * d * d + _ROTATION_COST[1] * B * d**3
-    step_ms = (fixed + sample_ms + per_gram * B * P * d * d
-               + L * (per_layer + per_unit * _layer_unit(kind, B, P, N, d, L)))
+    per_layer = cost.per_layer + cost.per_layer_per_Bd * B * d
+    step_ms = (cost.fixed + sample_ms + cost.per_gram * B * P * d * d
+               + L * (per_layer + cost.per_layer_size * cost.layer_size_of(B, P, N, d, L)))
     return step_ms, sample_ms
 
 
 def step_milliseconds(config) -> float:
     """Estimated CPU time (ms) of one training step of ``config`` (drawing its batch included) on the
-    machine the cost model was fitted on (``_COST``; :mod:`~numerics.experiments.reproduce.calibration`
-    compares it with this machine).
+    machine the cost model was fitted on (the model's ``STEP_COST``, :mod:`numerics.models.cost`;
+    :mod:`~numerics.experiments.reproduce.calibration` compares it with this machine).
 
     References
     ----------
@@ -230,7 +203,7 @@ def step_milliseconds(config) -> float:
     --------
     >>> from numerics.train import TrainConfig
     >>> round(step_milliseconds(TrainConfig(model="nonlinear", task="difficult", d=16, N=32, P=64, depth=16,
-    ...                                     batch_size=256)), 1)  # measured there: 2.9 ms
+    ...                                     batch_size=256)), 1)
     2.8
     """
     return _step_and_sample_ms(config)[0]
@@ -239,7 +212,7 @@ def step_milliseconds(config) -> float:
 def estimate_run_seconds(config) -> float:
     """Estimated wall time (s, one core) of one training run of ``config``, evaluations included.
 
-    A coarse model (see ``_COST``): training steps, drawing the held-out set once, the periodic
+    A coarse model (the model's ``STEP_COST``): training steps, drawing the held-out set once, the periodic
     evaluations on it (forward only, ≈ 1/3 of a step per batch of contexts), the final
     diagnostics (≈ 3 evaluations: the error vectors come from one pass, ``label_weights`` or
     ``label_readout``) and a fixed 1 s.
