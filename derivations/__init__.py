@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Iterable
+
+from numerics.io import write_text
 
 #: names of :mod:`derivations._framework` re-exported here, imported on first use (PEP 562) so that
 #: ``derivations.NAMES`` -- the choices of ``idepth derive --only`` -- is read without importing sympy
@@ -132,21 +133,6 @@ def default_pages_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "docs" / "derivations"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    # write to a temporary file in the same directory, then rename: a reader never sees half a page
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_pages(directory: str | os.PathLike | None = None, names: Iterable[str] | None = None) -> list[Path]:
     """Regenerate ``<directory>/<name>.md`` for each derivation (atomic writes).
 
@@ -183,7 +169,7 @@ def write_pages(directory: str | os.PathLike | None = None, names: Iterable[str]
     written = []
     for name, text in pages.items():
         path = directory / f"{name}.md"
-        _atomic_write(path, text)
+        write_text(path, text)  # atomic, and as readable as any file the user creates (umask)
         written.append(path)
     return written
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import doctest
 import importlib
+import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -92,6 +94,15 @@ def test_derive_writes_the_pages_it_checks(tmp_path):
     assert run_derive("--only", "context_updates", "--out", str(tmp_path)) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["context_updates.md"]
     assert run_derive("--check", "--only", "context_updates", "--out", str(tmp_path)) == 0
+
+
+def test_derive_writes_pages_with_the_mode_the_umask_gives_a_new_file(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        assert run_derive("--only", "context_updates", "--out", str(tmp_path)) == 0
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "context_updates.md").stat().st_mode) == 0o644
 
 
 def test_a_broken_step_makes_derive_exit_nonzero_naming_the_step(tmp_path, monkeypatch, capsys):
