@@ -60,6 +60,8 @@ def read_cell(path) -> tuple[dict, dict]:
 def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = None) -> int:
     """Export the store's finished cells not yet in ``cells_dir``; keep the frontier's winners in ``frontier_dir``.
 
+    ``frontier_dir`` None: the runs have no next depth that starts from them (the contrast runs).
+
     ``children`` maps a cell hash to its child's hash (the next depth, same setting and seed); by
     default it is read from the store (each registered cell names its parent), so a process other
     than the study's driver can export while the study runs. Returns the number of cells written.
@@ -72,7 +74,7 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
 
     from ...store import load_arrays, load_results, store_path
 
-    cells_dir, frontier_dir = Path(cells_dir), Path(frontier_dir)
+    cells_dir = Path(cells_dir)
     if not store_path(store_dir).is_file():
         return 0
     records = {r["hash"]: r for r in load_results(store_dir, status="done")}
@@ -81,32 +83,33 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
     written = 0
     for run_hash, record in records.items():
         target = cells_dir / f"{run_hash}.npz"
-        child_done = children.get(run_hash) in records
-        frontier = frontier_dir / f"{run_hash}.npz"
-        if target.is_file() and (child_done or frontier.is_file()):
-            if child_done and frontier.is_file():
-                frontier.unlink(missing_ok=True)
+        # the frontier file of a cell whose child is not done yet (none without a frontier directory)
+        frontier = None if frontier_dir is None else Path(frontier_dir) / f"{run_hash}.npz"
+        wanted = frontier if frontier is not None and children.get(run_hash) not in records else None
+        if frontier is not None and wanted is None:
+            frontier.unlink(missing_ok=True)
+        if target.is_file() and (wanted is None or wanted.is_file()):
             continue
         arrays = load_arrays(store_dir, run_hash)
-        kept = {k: v for k, v in arrays.items() if not k.startswith(_WINNER)}
-        meta = {"hash": run_hash, "config": record["config"], "metrics": record["metrics"]}
-        kept[_RECORD] = np.array(json.dumps(meta, sort_keys=True))
         if not target.is_file():
+            kept = {k: v for k, v in arrays.items() if not k.startswith(_WINNER)}
+            meta = {"hash": run_hash, "config": record["config"], "metrics": record["metrics"]}
+            kept[_RECORD] = np.array(json.dumps(meta, sort_keys=True))
             target.parent.mkdir(parents=True, exist_ok=True)
             payload = _npz_bytes(kept)
             atomic_write(target, lambda fh: fh.write(payload))
             written += 1
-        if not child_done:
-            frontier.parent.mkdir(parents=True, exist_ok=True)
+        if wanted is not None:
+            wanted.parent.mkdir(parents=True, exist_ok=True)
             weights = _npz_bytes({k: v for k, v in arrays.items() if k.startswith(_WINNER)})
-            atomic_write(frontier, lambda fh: fh.write(weights))
-        elif frontier.is_file():
-            frontier.unlink(missing_ok=True)
+            atomic_write(wanted, lambda fh: fh.write(weights))
     return written
 
 
 def import_cells(cells_dir, frontier_dir, store_dir, runner) -> int:
     """Write the exported cells (and the frontier's winners) that ``store_dir`` lacks into it; returns how many.
+
+    ``frontier_dir`` None: runs without a frontier (the contrast runs).
 
     Notes
     -----
@@ -126,8 +129,8 @@ def import_cells(cells_dir, frontier_dir, store_dir, runner) -> int:
         store.claim_runner(runner_name(runner))
         for path in todo:
             record, arrays = read_cell(path)
-            frontier = Path(frontier_dir) / path.name
-            if frontier.is_file():
+            frontier = None if frontier_dir is None else Path(frontier_dir) / path.name
+            if frontier is not None and frontier.is_file():
                 with np.load(frontier, allow_pickle=False) as data:
                     arrays.update({name: data[name] for name in data.files})
             store.register([(record["hash"], json.dumps(record["config"], sort_keys=True))])

@@ -13,11 +13,15 @@ import numpy as np
 
 from .plan import CertifiedPlan
 
-__all__ = ["certified_markdown", "draw_certified_figure", "write_certified"]
+__all__ = ["certified_markdown", "draw_certified_figure", "draw_recipe_figure", "write_certified"]
 
 PAGE = "certified-study.md"
 CSV = "certified-study.csv"
 FIGURE = "figures/certified-study.png"
+RECIPE_FIGURE = "figures/certified-recipes.png"
+#: the ways of getting a depth-L model, from the laziest training to the best loss found, and how the page names them
+RECIPE_LABELS = {"lazy": "lazy (gain frozen)", "equal_budget": "equal budget", "cold lr=0.001": "cold, lr 1e-3",
+                 "cold lr=0.0003": "cold, lr 3e-4", "heads": "B_L heads", "envelope": "envelope R*_L"}
 
 
 def _label(setting: tuple) -> str:
@@ -80,6 +84,7 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
         lines.append(f"| {_label(s.setting)} | {s.depths[-1]} | {s.gain:+.4f} ± {s.gain_se:.4f} | {s.bound_gain:+.4f} | "
                      f"{s.recipe_gain:+.4f} ± {s.recipe_gain_se:.4f} |")
     lines.append("")
+    lines += _recipe_section(summaries)
     for s in summaries:
         lines += [f"## {_label(s.setting)}", "",
                   "| L | R*_L (envelope) | B_L (same contexts) | R*_L − B_L | predict_loss / R*_L − 1 | winners (per seed) "
@@ -98,6 +103,101 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
               "error, common to every depth of a setting): a deviation inside it is not resolved.", "",
               f"![envelope, bound and recipe per setting]({FIGURE})", ""]
     return "\n".join(lines)
+
+
+def _recipe_order(summaries) -> list:
+    """The recipes present in ``summaries``, in the order of :data:`RECIPE_LABELS` (unknown ones last)."""
+    present = {r.name for s in summaries for r in s.recipes}
+    return [n for n in RECIPE_LABELS if n in present] + sorted(present - set(RECIPE_LABELS))
+
+
+def _bounded(r) -> bool:
+    """Whether ``r``'s α interval is narrower than the whole grid (else the gains do not bound α)."""
+    from .statistics import ALPHA_GRID
+
+    return bool(np.isfinite(r.alpha) and (r.alpha_lo > ALPHA_GRID[0] or r.alpha_hi < ALPHA_GRID[-1]))
+
+
+def _alpha_text(r) -> str:
+    if not np.isfinite(r.alpha):
+        return "–"
+    if not _bounded(r):
+        return f"unbounded (gain {r.gain:+.4f} ± {r.gain_se:.4f})"
+    return f"{r.alpha:.2f} [{r.alpha_lo:.2f}, {r.alpha_hi:.2f}]"
+
+
+def _recipe_section(summaries) -> list:
+    """The depth law (α with its interval) of each training recipe beside the envelope's, per setting."""
+    order = _recipe_order(summaries)
+    if not order:
+        return []
+    lines = ["## The depth law by training recipe", "",
+             "α of g_L = c (1 − L^-α) fitted, as for the envelope, to each recipe's gains R_1 − R_L over the same "
+             "depths, contexts and seeds (the lazy and equal-budget runs are trained on the certified study's sizes "
+             "and evaluated on its report sets: `numerics.experiments.study.certified.contrasts`). The paper's law "
+             "is α = 1; an interval at the grid's end (0.01 or 10) does not bound α. If the envelope's α is far "
+             "from the lazy recipe's, the paper's 1/L is a property of how the model is trained, not of the best "
+             "loss each depth reaches.", "",
+             "| setting | depths | " + " | ".join(RECIPE_LABELS.get(n, n) for n in order) + " |",
+             "|---|---|" + "---|" * len(order)]
+    for s in summaries:
+        by_name = {r.name: r for r in s.recipes}
+        cells = [_alpha_text(by_name[n]) if n in by_name else "–" for n in order]
+        lines.append(f"| {_label(s.setting)} | {s.depths[0]}–{s.depths[-1]} | " + " | ".join(cells) + " |")
+    lines += ["", f"![α by training recipe, per setting]({RECIPE_FIGURE})", ""]
+    return lines
+
+
+def draw_recipe_figure(summaries, path) -> Path:
+    """α with its interval for each training recipe and the envelope, one panel per setting.
+
+    Notes
+    -----
+    No example: it writes a figure (``tests/test_certified.py``).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from numerics.io import save_figure
+
+    from .statistics import ALPHA_GRID
+
+    summaries = [s for s in summaries if any(np.isfinite(r.alpha) for r in s.recipes)]
+    order = _recipe_order(summaries)
+    n = max(1, len(summaries))
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.0 * rows + 0.9), squeeze=False, sharey=True)
+    x = np.arange(len(order))
+    for ax, s in zip(axes.flat, summaries):
+        by_name = {r.name: r for r in s.recipes}
+        for i, name in enumerate(order):
+            r = by_name.get(name)
+            if r is None or not np.isfinite(r.alpha):
+                continue
+            colour = "C3" if name == "envelope" else ("C0" if name in ("lazy", "equal_budget") else "C7")
+            bounded = _bounded(r)  # an unbounded interval is drawn faint, its marker open
+            ax.errorbar([i], [r.alpha], yerr=[[r.alpha - r.alpha_lo], [r.alpha_hi - r.alpha]], fmt="o",
+                        color=colour, capsize=3, alpha=1.0 if bounded else 0.35,
+                        markerfacecolor=colour if bounded else "white")
+        ax.axhline(1.0, color="k", lw=0.8, ls="--")
+        ax.set_yscale("log")
+        ax.set_ylim(ALPHA_GRID[0] * 0.8, ALPHA_GRID[-1] * 1.25)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xticks(x)
+        ax.set_xticklabels([RECIPE_LABELS.get(n, n) for n in order], rotation=35, ha="right", fontsize=7)
+        ax.set_title(f"{_label(s.setting)}, L = {s.depths[0]}–{s.depths[-1]}", fontsize=9)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("α (profile interval)")
+    for ax in list(axes.flat)[len(summaries):]:
+        ax.axis("off")
+    fig.suptitle("depth-law exponent by way of training (dashed: the paper's α = 1; blue: the lazy and equal-budget "
+                 "recipes, grey: the cold starts and the heads, red: the certified envelope; faint, open: the gains do "
+                 "not bound α)", fontsize=9)
+    fig.tight_layout()
+    return save_figure(fig, path)
 
 
 def draw_certified_figure(summaries, path) -> Path:
@@ -139,12 +239,14 @@ def draw_certified_figure(summaries, path) -> Path:
     return save_figure(fig, path)
 
 
-def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, predictions: bool = True
-                    ) -> tuple[list, list]:
-    """Write ``certified-study.csv``, its page and figure into ``out_dir`` from the exported cells.
+def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, predictions: bool = True,
+                    contrasts_dir=None) -> tuple[list, list]:
+    """Write ``certified-study.csv``, its page and figures into ``out_dir`` from the exported cells.
 
     Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (the default softmax
     prediction, B_L) with the envelope at every depth (its Monte Carlo takes a while per setting).
+    ``contrasts_dir``: the exported contrast runs (lazy and equal-budget recipes), whose α the page
+    shows beside the envelope's.
 
     Notes
     -----
@@ -152,12 +254,14 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     """
     from numerics.io import make_output_dir, write_text
 
+    from .contrasts import collect_contrasts
     from .statistics import prediction_deviations, summarise
     from .table import collect, write_csv
 
     rows, errors = collect(cells_dir)
     out_dir = make_output_dir(out_dir)
-    summaries = summarise(rows, errors, planned_depths=plan.depths)
+    contrasts = collect_contrasts(contrasts_dir) if contrasts_dir is not None else []
+    summaries = summarise(rows, errors, planned_depths=plan.depths, contrasts=contrasts)
     write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
     deviations = {s.setting: prediction_deviations(s) for s in summaries} if predictions else None
     write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command,
@@ -165,4 +269,6 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     if summaries:
         make_output_dir(out_dir / Path(FIGURE).parent)
         draw_certified_figure(summaries, out_dir / FIGURE)
+        if any(s.recipes for s in summaries):
+            draw_recipe_figure(summaries, out_dir / RECIPE_FIGURE)
     return rows, summaries

@@ -28,7 +28,7 @@ import numpy as np
 
 from .table import Errors
 
-__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "SettingSummary", "summarise", "gain_law_gls",
+__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "RecipeAlpha", "SettingSummary", "summarise", "gain_law_gls",
            "prediction_deviations", "PREDICT_SAMPLES"]
 
 #: Monte-Carlo contexts per set of ``theory.predict_loss`` in the comparison with the envelope
@@ -70,6 +70,29 @@ class Certificate:
 
 
 @dataclass(frozen=True)
+class RecipeAlpha:
+    """The depth law of one way of getting a depth-L model, on the envelope's contexts and depths.
+
+    ``name``: ``envelope``, ``heads`` (B_L's untrained heads), ``cold lr=<rate>`` (the cold start at
+    that rate and the plan's cap) or a contrast recipe (``lazy``, ``equal_budget``,
+    :mod:`~numerics.experiments.study.certified.contrasts`); ``alpha`` with its profile interval and
+    ``gain`` = R_1 − R_Lmax with its paired SE.
+
+    Examples
+    --------
+    >>> RecipeAlpha("lazy", 0.9, 0.5, 1.4, 0.02, 0.004).name
+    'lazy'
+    """
+
+    name: str
+    alpha: float
+    alpha_lo: float
+    alpha_hi: float
+    gain: float
+    gain_se: float
+
+
+@dataclass(frozen=True)
 class SettingSummary:
     """The envelope of one setting with its errors, certificates, the recipe's curve and the gain-law fit.
 
@@ -102,6 +125,7 @@ class SettingSummary:
     recipe_gain: float = float("nan")
     recipe_gain_se: float = float("nan")
     planned_depths: tuple = ()
+    recipes: tuple = ()
 
     @property
     def failed(self) -> list:
@@ -172,12 +196,15 @@ def _replicates(cube: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarra
 
 
 def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP,
-              planned_depths: tuple = ()) -> list:
+              planned_depths: tuple = (), contrasts=()) -> list:
     """One :class:`SettingSummary` per setting with every depth done for every seed.
 
     ``recipe``: the (start, learning rate) whose trained models are the labelled recipe finding
     (default: the cold start at 1e-3, the converged study's recipe). ``planned_depths``: the plan's
     depths; a setting with fewer done gets no verdict (the law is about the whole range).
+    ``contrasts``: trained contrast runs (:class:`~numerics.experiments.study.certified.contrasts.Contrast`)
+    on the report sets; a recipe with every depth and seed of a setting gets its α in
+    :attr:`SettingSummary.recipes`, beside the envelope, the heads and each cold rate.
 
     Notes
     -----
@@ -185,6 +212,8 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
     """
     rng = np.random.default_rng(rng)
     index = {id(row): i for i, row in enumerate(errors.rows)}
+    contrast_errors = {(c.setting, c.recipe, c.depth, c.seed): c.errors for c in contrasts}
+    contrast_names = sorted({c.recipe for c in contrasts})
     settings: dict = {}
     for row in rows:
         settings.setdefault(row.setting, []).append(row)
@@ -206,12 +235,19 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             "bound": lambda r: r.start == "oracle" and r.steps == 0,
             "recipe": lambda r: (r.start, r.learning_rate) == recipe and not r.doubled,
         }
+        for lr in sorted({r.learning_rate for r in members if r.start == "cold"}):
+            kinds[f"cold lr={lr:g}"] = lambda r, lr=lr: (r.start, r.learning_rate) == ("cold", lr) and not r.doubled
+        complete = [name for name in contrast_names
+                    if all((setting, name, L, s) in contrast_errors for L in depths for s in seeds)]
         cube, labels = [], []
         for L in depths:
-            for kind in ("envelope", "bound", "recipe"):
+            for kind in kinds:
                 chosen = [pick(L, s, kinds[kind])[0] for s in seeds]
                 cube.append([errors.values[index[id(r)]] for r in chosen])
                 labels.append((kind, L))
+            for name in complete:
+                cube.append([contrast_errors[setting, name, L, s] for s in seeds])
+                labels.append((name, L))
             doubled = [[r for r in by_cell[L, s] if r.doubled or r.steps == 0] for s in seeds]
             if all(any(r.doubled for r in d) for d in doubled):
                 chosen = [min(d, key=lambda r: r.R_select) for d in doubled]
@@ -261,6 +297,9 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             return float(means[i] - means[j]), diff_se(i, j)
 
         winners = tuple(tuple(pick(L, s, kinds["envelope"])[0].start for s in seeds) for L in depths)
+        names = {"envelope": "envelope", "bound": "heads", **{k: k for k in kinds if k.startswith("cold")},
+                 **{name: name for name in complete}}
+        recipes = tuple(RecipeAlpha(label, *fit(kind)[:3], *gain(kind)) for kind, label in names.items())
         out.append(SettingSummary(
             setting=setting, depths=tuple(depths), seeds=len(seeds),
             envelope=tuple(means[at["envelope", L]] for L in depths),
@@ -272,6 +311,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             dof=dof, recipe_alpha=r_alpha, recipe_alpha_lo=r_lo, recipe_alpha_hi=r_hi,
             gain=gain("envelope")[0], gain_se=gain("envelope")[1], bound_gain=gain("bound")[0],
             recipe_gain=gain("recipe")[0], recipe_gain_se=gain("recipe")[1], planned_depths=tuple(planned_depths),
+            recipes=recipes,
         ))
     return out
 

@@ -1,0 +1,185 @@
+"""Training recipes beside the envelope: the lazy and equal-budget regimes at the certified study's sizes.
+
+The paper's ``c/L`` law may be a property of the optimum or of a way of training. The certified
+study finds the optimum (the envelope ``R*_L``); this module trains, at the same sizes and seeds,
+the package's two named training regimes (:mod:`numerics.experiments.recipes`):
+
+* ``lazy``: the gain frozen at 1, small constant Adam steps (the regime in which the package's
+  lazy contrast finds α near 1);
+* ``equal_budget``: every parameter trained, Adam 1e-3 with warm-up and cosine decay over one
+  budget for every depth.
+
+Their configs are the regime study's (:func:`numerics.experiments.study.regime_config` at the
+``quick`` budget, so a reader can compare them with the reproduction's families), moved onto the
+certified study's held-out *report* set (its seed, size and sampler stream): each run's per-context
+errors then pair with the envelope's, depth by depth and seed by seed, and the same statistics
+give each recipe its α (:func:`~numerics.experiments.study.certified.statistics.summarise`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .plan import CertifiedPlan
+
+__all__ = ["CONTRAST_RECIPES", "CONTRAST_SCALE", "Contrast", "contrast_configs", "collect_contrasts", "recipe_of",
+           "run_contrast", "run_contrasts"]
+
+#: the regime study's name of each contrast recipe (:func:`numerics.experiments.study.regime_config`)
+CONTRAST_RECIPES = {"lazy": "lazy", "equal_budget": "converged"}
+#: the regime study budget the contrasts take their steps, batch and evaluation period from
+CONTRAST_SCALE = "quick"
+
+
+@dataclasses.dataclass(frozen=True)
+class Contrast:
+    """One trained contrast run: its recipe, setting, depth, seed and report-set squared errors.
+
+    Examples
+    --------
+    >>> c = Contrast("lazy", (0.0, 0.0, 2, 16, 32, 64), 1, 0, np.zeros(4, np.float32), "abc")
+    >>> c.recipe, c.errors.shape
+    ('lazy', (4,))
+    """
+
+    recipe: str
+    setting: tuple
+    depth: int
+    seed: int
+    errors: np.ndarray
+    run_hash: str
+
+
+def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> list:
+    """The contrast runs of ``plan``: every recipe, setting, depth and seed, evaluated on the report set.
+
+    Returns
+    -------
+    list of numerics.train.TrainConfig
+        ``regime_config(...)`` at the plan's sizes with ``eval_seed``, ``eval_size`` and ``stream``
+        of the plan's report set; the recipe is in the config (frozen gain: lazy).
+
+    References
+    ----------
+    Paper eqs. (9)-(12); the recipes are this package's (:mod:`numerics.experiments.recipes`).
+
+    Examples
+    --------
+    >>> plan = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), long_spectra=(), top16_spectra=())
+    >>> configs = contrast_configs(plan)
+    >>> [(c.depth, c.learning_rate, c.frozen != ()) for c in configs]
+    [(1, 0.0001, True), (2, 0.0001, True), (1, 0.001, False), (2, 0.001, False)]
+    >>> configs[0].eval_seed == plan.cell(0, 0, 64, 1, 0).eval_seed("report")
+    True
+    """
+    from ..regimes import regime_config
+
+    out = []
+    for regime in CONTRAST_RECIPES.values():
+        for a, b, P, k in plan.settings():
+            cell = plan.cell(a, b, P, 1, plan.seeds[0], k=k)
+            for depth in plan.depths:
+                for seed in plan.seeds:
+                    config = regime_config(regime, d=plan.d, N=plan.N, P=P, depth=depth, seed=seed, a=a, b=b, k=k,
+                                           scale=scale)
+                    out.append(dataclasses.replace(config, eval_seed=cell.eval_seed("report"),
+                                                   eval_size=plan.eval_size, stream=plan.stream, dtype=plan.dtype))
+    return out
+
+
+def recipe_of(config) -> str:
+    """The contrast recipe a config trains with (``lazy``: the gain is frozen).
+
+    Examples
+    --------
+    >>> from numerics.train import TrainConfig
+    >>> recipe_of(TrainConfig(model="nonlinear", task="difficult", d=2, N=4, P=4, frozen=("W_o", "W_v", "W_y")))
+    'lazy'
+    """
+    return "lazy" if config.frozen else "equal_budget"
+
+
+def run_contrast(config):
+    """Train one contrast run and keep its per-context squared errors on the report set (the sweep runner).
+
+    Returns
+    -------
+    CellResult
+        ``metrics``: ``R_L``, ``R_L_se`` (report set), ``steps``, ``cpu_time``; ``arrays``:
+        ``report_errors`` (contexts,) float32 and ``loss_curve``.
+
+    Notes
+    -----
+    No example: it trains (``tests/test_certified.py``).
+
+    References
+    ----------
+    Paper eq. (12).
+    """
+    from numerics.models import get_model
+    from numerics.train import evaluation_batch, train
+
+    from .run import CellResult, _errors, _mean_se
+
+    started = time.process_time()
+    result = train(config)
+    errors = _errors(get_model(config.model), result.params, evaluation_batch(config))
+    mean, se = _mean_se(errors)
+    metrics = {"R_L": mean, "R_L_se": se, "steps": int(result.metrics["steps"]),
+               "cpu_time": time.process_time() - started}
+    arrays = {"report_errors": errors.astype(np.float32), "loss_curve": np.asarray(result.arrays["loss_curve"])}
+    return CellResult(metrics=metrics, arrays=arrays)
+
+
+def run_contrasts(plan: CertifiedPlan, store_dir, *, execution=None, out_dir=None, scale: str = CONTRAST_SCALE) -> int:
+    """Train the contrast runs of ``plan`` through the resumable store ``store_dir``; returns how many are done.
+
+    ``scale``: the regime study budget of the recipes (:func:`contrast_configs`).
+
+    With ``out_dir``, finished runs are exported there (one ``<hash>.npz`` each, as the study's cells),
+    and exported runs are imported first, so a new session retrains nothing.
+
+    Notes
+    -----
+    No example: it trains (``tests/test_certified.py``).
+    """
+    from ...grid import Grid
+    from ...store import load_results, store_path
+    from ...sweep import run_sweep
+    from .cells import export_cells, import_cells
+
+    if out_dir is not None:
+        import_cells(out_dir, None, store_dir, run_contrast)
+    configs = contrast_configs(plan, scale=scale)
+    run_sweep(Grid.of(configs), store_dir, execution=execution, runner=run_contrast)
+    if out_dir is not None:
+        export_cells(store_dir, out_dir, None)
+    done = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
+    return sum(c.content_hash() in done for c in configs)
+
+
+def collect_contrasts(out_dir) -> list[Contrast]:
+    """The exported contrast runs in ``out_dir`` (none if it does not exist).
+
+    Examples
+    --------
+    >>> collect_contrasts("/nonexistent")
+    []
+    """
+    from numerics.train import TrainConfig
+
+    from .cells import read_cell
+
+    out = []
+    paths = sorted(Path(out_dir).glob("*.npz")) if Path(out_dir).is_dir() else []
+    for path in paths:
+        record, arrays = read_cell(path)
+        config = TrainConfig.from_dict(record["config"])
+        setting = (config.a, config.b, config.k, config.d, config.N, config.P)
+        out.append(Contrast(recipe_of(config), setting, config.depth, config.seed, arrays["report_errors"],
+                            record["hash"]))
+    return out

@@ -1,0 +1,109 @@
+"""The training recipes beside the certified envelope: lazy and equal budget on the study's report sets."""
+
+import numpy as np
+import pytest
+
+from numerics.experiments.execution import Execution
+from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
+from numerics.experiments.study.certified.contrasts import (
+    CONTRAST_RECIPES,
+    collect_contrasts,
+    contrast_configs,
+    run_contrasts,
+)
+from numerics.train import evaluation_batch
+
+TINY = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0, 1), long_spectra=(), top16_spectra=(),
+                     doubling_spectra=(), cold_steps=16, warm_steps=8, batch_size=32, eval_size=256,
+                     bound_contexts=1024, d=4, N=8, P=16, warmup_steps=4, evals_per_run=2)
+ONE_WORKER = Execution(workers=1, progress=False)
+#: the recipes' budget in these tests (the study uses the quick one)
+SCALE = "smoke"
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """The tiny study's exported cells and contrast runs."""
+    from numerics.experiments.study.certified.cells import export_cells
+
+    root = tmp_path_factory.mktemp("contrasts")
+    cells = run_certified_study(TINY, root / "store", execution=ONE_WORKER)
+    children = {c.parent: h for h, c in cells.items() if c.parent}
+    export_cells(root / "store", root / "cells", root / "frontier", children)
+    done = run_contrasts(TINY, root / "contrast-store", execution=ONE_WORKER, out_dir=root / "contrasts", scale=SCALE)
+    return root, done
+
+
+def test_contrast_runs_are_evaluated_on_the_report_set_of_their_setting():
+    config = contrast_configs(TINY)[0]
+    cell = TINY.cell(0.0, 0.0, TINY.P, 1, 0)
+    template = cell.train_config(cell.candidates[0], None)
+    report = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report")}))
+    ours = evaluation_batch(config)
+    np.testing.assert_array_equal(ours.context_x, report.context_x)
+    np.testing.assert_array_equal(ours.target, report.target)
+
+
+def test_every_recipe_depth_and_seed_is_one_run_with_the_recipes_own_training():
+    configs = contrast_configs(TINY)
+    assert len(configs) == len(CONTRAST_RECIPES) * len(TINY.depths) * len(TINY.seeds)
+    assert len({c.content_hash() for c in configs}) == len(configs)
+    lazy = [c for c in configs if c.frozen]
+    assert {c.learning_rate for c in lazy} == {1e-4} and {c.schedule for c in lazy} == {"constant"}
+    assert {c.learning_rate for c in configs if not c.frozen} == {1e-3}
+
+
+def test_exported_contrasts_continue_in_a_new_store_without_retraining(study, tmp_path):
+    root, done = study
+    assert done == len(contrast_configs(TINY, scale=SCALE))
+    runs = collect_contrasts(root / "contrasts")
+    assert len(runs) == done and {r.errors.shape for r in runs} == {(TINY.eval_size,)}
+    # a new store is filled from the exported files: nothing is trained (an imported run keeps its recorded
+    # metrics; a retrained one would record a new CPU time)
+    from numerics.experiments.store import load_results
+
+    assert run_contrasts(TINY, tmp_path / "fresh", execution=ONE_WORKER, out_dir=root / "contrasts", scale=SCALE) == done
+    assert {r["metrics"]["cpu_time"] for r in load_results(tmp_path / "fresh", status="done")} == {
+        r["metrics"]["cpu_time"] for r in load_results(root / "contrast-store", status="done")}
+
+
+def test_each_recipe_gets_its_alpha_and_its_gain_is_the_paired_mean_difference(study):
+    from numerics.experiments.study.certified.statistics import summarise
+    from numerics.experiments.study.certified.table import collect
+
+    root, _ = study
+    rows, errors = collect(root / "cells")
+    runs = collect_contrasts(root / "contrasts")
+    (summary,) = summarise(rows, errors, n_bootstrap=100, contrasts=runs)
+    by_name = {r.name: r for r in summary.recipes}
+    assert set(by_name) == {"envelope", "heads", "cold lr=0.0003", "cold lr=0.001", "lazy", "equal_budget"}
+    for recipe in CONTRAST_RECIPES:
+        first = np.mean([r.errors.mean(dtype=np.float64) for r in runs if r.recipe == recipe and r.depth == 1])
+        last = np.mean([r.errors.mean(dtype=np.float64) for r in runs if r.recipe == recipe and r.depth == 4])
+        assert by_name[recipe].gain == pytest.approx(first - last, rel=1e-9, abs=1e-12)
+        assert by_name[recipe].gain_se > 0
+    assert by_name["envelope"].gain == pytest.approx(summary.gain)
+
+
+def test_a_recipe_missing_one_run_gets_no_alpha(study):
+    from numerics.experiments.study.certified.statistics import summarise
+    from numerics.experiments.study.certified.table import collect
+
+    root, _ = study
+    rows, errors = collect(root / "cells")
+    runs = [r for r in collect_contrasts(root / "contrasts") if not (r.recipe == "lazy" and r.depth == 2 and r.seed == 1)]
+    (summary,) = summarise(rows, errors, n_bootstrap=100, contrasts=runs)
+    names = {r.name for r in summary.recipes}
+    assert "lazy" not in names and "equal_budget" in names
+
+
+def test_the_page_shows_alpha_by_recipe_with_its_figure(study, tmp_path):
+    from numerics.experiments.study.certified.page import RECIPE_FIGURE, write_certified
+
+    root, _ = study
+    write_certified(tmp_path, root / "cells", TINY, command="test", predictions=False, contrasts_dir=root / "contrasts")
+    page = (tmp_path / "certified-study.md").read_text()
+    section = page[page.index("## The depth law by training recipe"):]
+    header = section.splitlines()[4]
+    assert "lazy (gain frozen)" in header and "equal budget" in header and "envelope R*_L" in header
+    assert (tmp_path / RECIPE_FIGURE).is_file()
