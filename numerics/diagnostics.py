@@ -51,7 +51,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -64,13 +64,17 @@ __all__ = [
     "Diagnostics",
     "diagnose",
     "diagnose_batch",
+    "context_diagnostics",
+    "ContextDiagnostics",
     "top1_attention_mass",
     "target_vectors",
     "error_vectors",
     "modewise_loss",
     "selection_error",
     "selection_quantiles",
+    "selection_percentiles",
     "fit_rho",
+    "context_rho",
     "plot_modewise_loss",
 ]
 
@@ -318,6 +322,25 @@ def selection_quantiles(errors: np.ndarray, q: Sequence[float] = DEFAULT_QUANTIL
     return np.quantile(np.asarray(errors, dtype=np.float64), q)
 
 
+def selection_percentiles(errors: np.ndarray, q: Sequence[float] = DEFAULT_QUANTILES) -> dict[str, float]:
+    """``{"selection_Q(q)": Q_L(q)}``: :func:`selection_quantiles` keyed as in metrics tables (eq. 91).
+
+    References
+    ----------
+    Paper eq. (91).
+
+    Examples
+    --------
+    >>> selection_percentiles(np.arange(101.0), (0.5, 0.9))
+    {'selection_Q(0.5)': 50.0, 'selection_Q(0.9)': 90.0}
+    """
+    return _percentile_keys(q, selection_quantiles(errors, q))
+
+
+def _percentile_keys(levels, values) -> dict[str, float]:
+    return {f"selection_Q({level:g})": float(value) for level, value in zip(levels, values)}
+
+
 def fit_rho(context_attention: np.ndarray) -> float:
     """Least-squares ρ of ``A_1 ≈ ρ I_P + (1 − ρ) J_P`` jointly over contexts (eq. 83).
 
@@ -340,14 +363,38 @@ def fit_rho(context_attention: np.ndarray) -> float:
     >>> round(fit_rho(A), 12)
     0.3
     """
+    return float(np.mean(context_rho(context_attention)))
+
+
+def context_rho(context_attention: np.ndarray) -> np.ndarray:
+    """Per-context least-squares ρ of ``A_1 ≈ ρ I_P + (1 − ρ) J_P`` (eq. 83); :func:`fit_rho` is their mean.
+
+    Parameters
+    ----------
+    context_attention : array, shape (B, P, P) or (P, P)
+
+    Returns
+    -------
+    ndarray, shape (B,)
+
+    References
+    ----------
+    Paper eqs. (83)-(84).
+
+    Examples
+    --------
+    >>> P = 3
+    >>> A = np.stack([np.eye(P), np.ones((P, P)) / P])
+    >>> context_rho(A).round(12).tolist()
+    [1.0, 0.0]
+    """
     A = np.asarray(context_attention, dtype=np.float64)
     if A.ndim == 2:
         A = A[None]
     if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[1] < 2:
         raise ValueError(f"context_attention must have shape (B, P, P) with P >= 2; got shape {A.shape}")
     P = A.shape[1]
-    rho = _rho_numeric()(np.trace(A, axis1=1, axis2=2), A.sum(axis=(1, 2)), float(P))
-    return float(np.mean(rho))
+    return _rho_numeric()(np.trace(A, axis1=1, axis2=2), A.sum(axis=(1, 2)), float(P))
 
 
 # --------------------------------------------------------------------------- the whole set
@@ -377,6 +424,12 @@ class Diagnostics:
         ``q`` and ``Q_L(q)`` (eq. 91).
     rho, m : float
         Eq. (83) fit and the learned context-update scalar (NaN unless ``context_updates``).
+    prediction : ndarray, shape (n_contexts,)
+        ``ŷ_L`` per context (float64).
+    context_rho : ndarray, shape (n_contexts,)
+        ρ of eq. (83) per context (:func:`context_rho`; NaN unless ``context_updates``).
+    A1_example : ndarray, shape (P, P), or None
+        Layer 1's context-to-context attention ``A_1`` on the first context (None unless ``context_updates``).
 
     Notes
     -----
@@ -408,6 +461,9 @@ class Diagnostics:
     selection_quantiles: np.ndarray
     rho: float
     m: float
+    prediction: np.ndarray
+    context_rho: np.ndarray
+    A1_example: np.ndarray | None
 
     def summary(self) -> dict[str, Any]:
         """Scalar summary (JSON-able) for tables and metrics files.
@@ -431,8 +487,7 @@ class Diagnostics:
             "top1_attention_mass_mean": float(np.mean(self.top1_attention_mass)),
             "top1_attention_mass_last": float(self.top1_attention_mass[-1]),
         }
-        for q, value in zip(self.quantile_levels, self.selection_quantiles):
-            out[f"selection_Q({q:g})"] = float(value)
+        out.update(_percentile_keys(self.quantile_levels, self.selection_quantiles))
         out["rho"] = self.rho
         out["m"] = self.m
         return out
@@ -470,41 +525,33 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, spectrum, *, 
     from theory.decomposition import decompose
     from theory.spectra import as_spectrum
 
-    from numerics.tasks import top_k_indices
-
     chunk = chunk_size(model, params, batch) if chunk is None else check_positive_int("chunk", chunk)
     spectrum = as_spectrum(spectrum)
     n = batch.target.shape[0]
-    layer_predictions, top1, sel, errors, targets, rhos = [], [], [], [], [], []
+    layer_predictions, top1, errors, targets, pieces = [], [], [], [], []
     for start in range(0, n, chunk):
         part = batch.slice(start, start + chunk)
         result = model.forward(params, part)
         layer_predictions.append(np.asarray(result.layer_predictors, dtype=np.float64))
-        attention = np.asarray(result.attention, dtype=np.float64)
         if model.ATTENTION == "softmax":
-            top1.append(attention.max(axis=2))
-            selected = top_k_indices(part.context_x, part.test_x, 1 if part.task == "easy" else part.k)
-            sel.append(selection_error(attention, selected))
+            top1.append(np.asarray(result.attention, dtype=np.float64).max(axis=2))
         if model.LABEL_LINEAR:
             errors.append(error_vectors(model, params, part, result))
             targets.append(target_vectors(part))
-        if result.context_attention is not None:
-            rhos.append((fit_rho(result.context_attention), part.target.shape[0]))
+        pieces.append(_context_pieces(model, result, part, first=start == 0))
+    per_context = _joined(pieces, n)
 
     f = np.concatenate(layer_predictions, axis=1)
     target = np.asarray(batch.target, dtype=np.float64)
     dec = decompose(f, target)
     L, d = f.shape[0], spectrum.d
     layer_errors = np.mean((f - target) ** 2, axis=1)
+    levels = np.asarray(quantiles, dtype=np.float64)
     if top1:
         top1_mass = np.concatenate(top1, axis=1).mean(axis=1)
-        selection = np.concatenate(sel)
-        levels = np.asarray(quantiles, dtype=np.float64)
-        q_values = selection_quantiles(selection, levels)
+        q_values = selection_quantiles(per_context.selection_error, levels)
     else:
         top1_mass = np.full(L, np.nan)
-        selection = np.full(n, np.nan)
-        levels = np.asarray(quantiles, dtype=np.float64)
         q_values = np.full(levels.shape, np.nan)
     if errors:
         mode_loss, mode_ref = modewise_loss(np.concatenate(errors), np.concatenate(targets), batch.rotation, spectrum)
@@ -514,9 +561,10 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, spectrum, *, 
     else:
         mode_loss = mode_ref = normalised = np.full(d, np.nan)
         total = math.nan
-    if rhos:
+    if per_context.A1_example is not None:
+        rhos = [(float(np.mean(piece[2])), piece[2].shape[0]) for piece in pieces]  # each chunk's fit, weighted
         rho = float(sum(r * w for r, w in rhos) / sum(w for _, w in rhos))
-        m = float(np.asarray(params["m"]))
+        m = float(np.asarray(params["m"]).reshape(-1)[0])
     else:
         rho = m = math.nan
     return Diagnostics(
@@ -536,12 +584,111 @@ def diagnose_batch(model, params: Mapping[str, np.ndarray], batch, spectrum, *, 
         modewise_reference=mode_ref,
         modewise_loss_normalised=normalised,
         modewise_total=total,
-        selection_error=selection,
+        selection_error=per_context.selection_error,
         quantile_levels=levels,
         selection_quantiles=q_values,
         rho=rho,
         m=m,
+        prediction=per_context.prediction,
+        context_rho=per_context.context_rho,
+        A1_example=per_context.A1_example,
     )
+
+
+class ContextDiagnostics(NamedTuple):
+    """The per-context diagnostics (:func:`context_diagnostics`; the same fields of :class:`Diagnostics`).
+
+    Attributes
+    ----------
+    prediction : ndarray, shape (B,)
+        ``ŷ_L`` per context (float64).
+    selection_error : ndarray, shape (B,)
+        ``E_L(c)`` (eq. 90); NaN for linear attention.
+    context_rho : ndarray, shape (B,)
+        ρ of eq. (83) per context; NaN without a context-to-context attention.
+    A1_example : ndarray, shape (P, P), or None
+        Layer 1's context attention on the first context; None without one.
+
+    References
+    ----------
+    Paper eqs. (83), (90).
+
+    Examples
+    --------
+    >>> nan = np.full(2, np.nan)
+    >>> ContextDiagnostics(np.zeros(2), nan, nan, None).prediction.shape
+    (2,)
+    """
+
+    prediction: np.ndarray
+    selection_error: np.ndarray
+    context_rho: np.ndarray
+    A1_example: np.ndarray | None
+
+
+def _context_pieces(model, result, part, first: bool) -> tuple:
+    """ŷ_L, E_L(c) and ρ per context of one forward pass on ``part``; on the first chunk also ``A_1`` of context 0."""
+    from numerics.tasks import top_k_indices
+
+    selection = rho = a1 = None
+    if model.ATTENTION == "softmax":
+        selected = top_k_indices(part.context_x, part.test_x, 1 if part.task == "easy" else part.k)
+        selection = selection_error(result.attention, selected)
+    if result.context_attention is not None:
+        rho = context_rho(result.context_attention)
+        a1 = np.array(result.context_attention[0], dtype=np.float64) if first else None
+    return np.asarray(result.prediction, dtype=np.float64), selection, rho, a1
+
+
+def _joined(pieces: list, n: int) -> ContextDiagnostics:
+    def column(i):
+        return np.full(n, np.nan) if pieces[0][i] is None else np.concatenate([piece[i] for piece in pieces])
+
+    return ContextDiagnostics(column(0), column(1), column(2), pieces[0][3])
+
+
+def context_diagnostics(model, params: Mapping[str, np.ndarray], batch, *, chunk: int | None = None) -> ContextDiagnostics:
+    """The per-context fields of :func:`diagnose_batch` alone: ``ŷ_L``, ``E_L(c)``, ρ per context, ``A_1``.
+
+    One forward pass per chunk of ``chunk`` contexts (default :func:`numerics.models.chunk_size`).
+    A forward pass is equal to round-off, not bitwise, across different chunkings of the same
+    contexts: this gives the values of a chunking other than :func:`diagnose_batch`'s.
+
+    Parameters
+    ----------
+    model : module
+    params : dict
+    batch : numerics.tasks.Batch
+    chunk : int or None
+
+    Returns
+    -------
+    ContextDiagnostics
+
+    References
+    ----------
+    Paper eqs. (83), (90).
+
+    Examples
+    --------
+    >>> from theory.spectra import PowerLawSpectrum
+    >>> from numerics.tasks import sample
+    >>> model = get_model("context_updates")
+    >>> params = model.init_params(3, 4, 2, np.random.default_rng(0))
+    >>> batch = sample("difficult", PowerLawSpectrum(0, 0, 3), 6, 5, np.random.default_rng(1), k=2)
+    >>> out = context_diagnostics(model, params, batch, chunk=2)
+    >>> out.prediction.shape, out.selection_error.shape, out.A1_example.shape
+    ((5,), (5,), (6, 6))
+    >>> bool(np.allclose(out.prediction, model.forward(params, batch).prediction))
+    True
+    """
+    chunk = chunk_size(model, params, batch) if chunk is None else check_positive_int("chunk", chunk)
+    n = batch.target.shape[0]
+    pieces = []
+    for start in range(0, n, chunk):
+        part = batch.slice(start, start + chunk)
+        pieces.append(_context_pieces(model, model.forward(params, part), part, first=start == 0))
+    return _joined(pieces, n)
 
 
 def diagnose(params_or_result, config=None, n_contexts: int = 2048, rng=None, *, quantiles=DEFAULT_QUANTILES) -> Diagnostics:

@@ -51,9 +51,9 @@ def train_lockstep(configs: Sequence[TrainConfig], *, initial_params: Sequence[M
     Returns
     -------
     list
-        Per run, in order: its :class:`~numerics.train.TrainResult`, bitwise equal to
-        ``train(config, initial_params=...)``, or the :class:`~numerics.train.TrainingDiverged`
-        that stopped it.
+        Per run, in order: its :class:`~numerics.train.TrainResult` (with the diagnostics listed
+        there), bitwise equal to ``train(config, initial_params=...)``, or the
+        :class:`~numerics.train.TrainingDiverged` that stopped it.
 
     Raises
     ------

@@ -43,11 +43,14 @@ package's choice (see *Defaults*).
 * **Divergence.** A NaN/inf training or evaluation loss stops the run with
   :class:`TrainingDiverged` naming the step; the last good checkpoint in
   ``checkpoint_dir`` (written at every evaluation) is left untouched.
-* **Result.** The trained weights are evaluated on the evaluation set:
-  ``R_L``, ``A_L``, ``C_L`` of the exact decomposition
-  ``R_L = C_L + (A_L − C_L)/L`` (eqs. 61-63, through
-  :func:`theory.decomposition.decompose`), per-layer errors ``E e_ℓ²`` and
-  the mode-wise loss (:mod:`numerics.diagnostics`).
+* **Result.** The trained weights are evaluated on the evaluation set, in one
+  pass of :func:`numerics.diagnostics.diagnose_batch`: ``R_L``, ``A_L``, ``C_L``
+  of the exact decomposition ``R_L = C_L + (A_L − C_L)/L`` (eqs. 61-63, through
+  :func:`theory.decomposition.decompose`), per-layer errors ``E e_ℓ²``, the
+  mode-wise loss, the per-context predictions and, for the softmax models, the
+  selection errors (eqs. 90-91) and ρ (eq. 83); every evaluation also records the
+  top-1 attention mass on the first :data:`PROBE_CONTEXTS` held-out contexts
+  (Fig. 4c). :class:`TrainResult` lists them.
 
 Checkpoints
 -----------
@@ -84,7 +87,7 @@ import numpy as np
 
 
 from .checkpoint import TRAINING_STATE_FILE, TrainingState, read_checkpoint, read_training_state, save_checkpoint
-from .diagnostics import diagnose_batch
+from .diagnostics import context_diagnostics, diagnose_batch, selection_percentiles
 from .config import DTYPES, TASKS, TrainConfig
 from .models import check_initial_params, chunk_size, get_model
 from .optim import SCHEDULES, AdamState, adam_init, adam_update, clip_by_global_norm, schedule_value
@@ -93,6 +96,8 @@ __all__ = [
     "SCHEDULES",
     "TASKS",
     "DTYPES",
+    "PROBE_CONTEXTS",
+    "CONTEXT_BLOCK",
     "TrainConfig",
     "TrainResult",
     "TrainProgress",
@@ -114,6 +119,14 @@ __all__ = [
 ]
 
 _SEED_INIT, _SEED_TRAIN, _SEED_EVAL = 0, 1, 2
+
+#: held-out contexts (the first ones) on which every evaluation measures the top-1 attention mass
+PROBE_CONTEXTS = 256
+#: contexts per forward pass of the per-context results (``eval_prediction``, ``selection_error``,
+#: ``A1_example``; ``rho`` is fitted on the first block). The final evaluation's one pass gives
+#: them when its chunks are these blocks; otherwise they are recomputed in these blocks, since a
+#: forward pass is equal only to round-off across chunkings and stored results must not move.
+CONTEXT_BLOCK = 512
 
 
 def learning_rate_at(step: int, config: TrainConfig) -> float:
@@ -230,7 +243,10 @@ class TrainResult:
         ``R_L``, ``A_L``, ``C_L`` (NaN for L = 1) and their standard errors
         ``R_L_se``, ``A_L_se``, ``C_L_se`` on the evaluation set; ``steps``,
         ``converged``, ``wall_time`` and ``cpu_time`` (s: wall clock and
-        :func:`time.process_time`, summed over the sessions of a resumed run),
+        :func:`time.process_time` of the whole run -- drawing the held-out set,
+        training, evaluations and the final diagnostics -- summed over the
+        sessions of a resumed run; in lockstep training a run's clocks also
+        count the steps of the other runs of its group),
         ``resumed_at`` (the step a resumed run continued from; 0 otherwise),
         ``final_train_loss`` (mean over the
         last ``eval_every`` steps), ``initial_eval_loss``, ``best_eval_loss``,
@@ -239,14 +255,25 @@ class TrainResult:
         ``content_hash``, ``package_version``, ``complete`` (True; the
         intermediate checkpoints written during training hold only ``step``,
         ``max_steps``, ``eval_loss`` and ``complete = False``, plus the training
-        state that ``train(..., resume=True)`` continues from).
+        state that ``train(..., resume=True)`` continues from). Softmax models
+        also: ``selection_Q(q)`` for q = 0.5, 0.9, 0.95, 0.99, the percentiles of
+        ``selection_error`` (eq. 91); context-update models also ``rho``, ρ of
+        ``A_1 ≈ ρ I + (1 − ρ) J`` fitted on the first :data:`CONTEXT_BLOCK`
+        held-out contexts (eq. 83), and ``m``, the learned scalar of ``M(m)``.
     arrays : dict of str to ndarray
         ``loss_curve`` (n_eval, 2): columns step, evaluation loss;
         ``train_loss`` (steps,): per-step training loss;
         ``layer_errors`` (L,): E e_ℓ²; ``top1_attention_mass`` (L,);
         ``modewise_loss`` (d,): ω_k E ẽ_k² (sums to the loss, see
         :func:`numerics.diagnostics.modewise_loss`);
-        ``modewise_loss_normalised`` (d,): divided by ω_k E t̃_k².
+        ``modewise_loss_normalised`` (d,): divided by ω_k E t̃_k²;
+        ``eval_prediction`` (eval_size,): ``ŷ_L`` on every held-out context.
+        Softmax models also: ``top1_mass_curve`` (n_eval, 2): step and the top-1
+        attention mass of the test token, averaged over layers and over the first
+        :data:`PROBE_CONTEXTS` held-out contexts, at every evaluation (Fig. 4c);
+        ``selection_error`` (eval_size,): ``E_L(c) = ‖p̄_L(c) − p*‖²`` per held-out
+        context (eq. 90, Fig. 13). Context-update models also ``A1_example``
+        (P, P): layer 1's context attention on the first held-out context (Fig. 12).
 
     References
     ----------
@@ -386,7 +413,6 @@ def train(
     callback: Callable[[TrainProgress], object] | None = None,
     resume: bool = False,
     initial_params: Mapping[str, np.ndarray] | None = None,
-    _eval_batch=None,
 ) -> TrainResult:
     """Train ``config.model`` online with Adam until convergence or ``max_steps`` (eq. 12).
 
@@ -445,9 +471,7 @@ def train(
     if resume and ckpt is None:
         raise ValueError("resume=True needs the checkpoint_dir to resume from")
     resumed = _resume_point(ckpt, config) if resume else None
-    # ``_eval_batch``: the caller's ``evaluation_batch(config)`` (numerics.experiments.runner draws it anyway)
-    run = ModelRun(config, eval_batch=_eval_batch, initial_params=initial_params, resumed=resumed, checkpoint_dir=ckpt,
-                   callback=callback)
+    run = ModelRun(config, initial_params=initial_params, resumed=resumed, checkpoint_dir=ckpt, callback=callback)
     bar = tqdm(total=config.max_steps, initial=run.first_step, disable=not progress,
                desc=f"{config.model} {config.task} L={config.depth}", unit="step")
     run.on_eval = lambda loss, train_loss: bar.set_postfix(eval=f"{loss:.4g}", train=f"{train_loss:.4g}", refresh=False)
@@ -508,8 +532,12 @@ class ModelRun:
         self.callback = callback
         self.on_eval = None
         self.eval_batch = evaluation_batch(config, self.spectrum) if eval_batch is None else eval_batch
+        # the top-1 mass is defined for a softmax row only (Fig. 4c)
+        softmax = self.model.ATTENTION == "softmax"
+        self.probe = self.eval_batch.slice(0, min(PROBE_CONTEXTS, config.eval_size)) if softmax else None
         self.eval_steps: list[int] = []
         self.eval_losses: list[float] = []
+        self.top1_curve: list[tuple[float, float]] = []
         self.train_losses = np.full(config.max_steps, np.nan)
         self.last_good: int | None = None
         self.stopped_by_callback = False
@@ -524,13 +552,16 @@ class ModelRun:
             self.state = adam_init(self.params)
             self.first_step = 0
         else:
-            self.params, training, curve = resumed
+            self.params, training, curve, top1_curve = resumed
             self.state = training.adam
             self.rng_batches.bit_generator.state = training.rng_state
             self.first_step = training.steps
             self.train_losses[: self.first_step] = training.train_loss
             self.eval_steps += [int(step) for step in curve[:, 0]]
             self.eval_losses += [float(loss) for loss in curve[:, 1]]
+            if self.probe is not None:  # NaN where a checkpoint of an older version kept no curve
+                top1_curve = np.column_stack([curve[:, 0], np.full(len(curve), np.nan)]) if top1_curve is None else top1_curve
+                self.top1_curve += [(float(step), float(mass)) for step, mass in top1_curve]
             self.last_good = self.first_step
             self.spent = (training.elapsed, training.cpu_time)
         self.steps_done = self.first_step
@@ -551,6 +582,9 @@ class ModelRun:
             raise TrainingDiverged(step, self.last_good, self.ckpt, "the evaluation loss")
         self.eval_steps.append(step)
         self.eval_losses.append(loss)
+        if self.probe is not None:
+            attention = np.asarray(self.model.forward(self.params, self.probe).attention, dtype=np.float64)
+            self.top1_curve.append((float(step), float(np.mean(np.max(attention, axis=2)))))
         if self.ckpt is not None:
             # everything the loop needs to continue from here exactly (``resume=True``)
             training = TrainingState(
@@ -559,8 +593,7 @@ class ModelRun:
                 cpu_time=self.spent[1] + time.process_time() - self.cpu_start,
             )
             partial = {"step": step, "max_steps": self.config.max_steps, "eval_loss": loss, "complete": False}
-            save_checkpoint(self.ckpt, self.config, self.params, partial,
-                            {"loss_curve": _curve(self.eval_steps, self.eval_losses)}, training_state=training)
+            save_checkpoint(self.ckpt, self.config, self.params, partial, self._curves(), training_state=training)
         self.last_good = step
         if self.on_eval is not None:
             self.on_eval(loss, train_loss)
@@ -568,6 +601,12 @@ class ModelRun:
             info = TrainProgress(step, loss, train_loss, learning_rate_at(step, self.config), self.params)
             return bool(self.callback(info))
         return False
+
+    def _curves(self) -> dict[str, np.ndarray]:
+        curves = {"loss_curve": _curve(self.eval_steps, self.eval_losses)}
+        if self.probe is not None:
+            curves["top1_mass_curve"] = np.asarray(self.top1_curve, dtype=np.float64).reshape(-1, 2)
+        return curves
 
     def _has_converged(self) -> bool:
         return has_converged(np.asarray(self.eval_steps), np.asarray(self.eval_losses), self.config.tol,
@@ -608,9 +647,19 @@ class ModelRun:
         self.done = self.stopped_by_callback or self.converged or done >= config.max_steps
 
     def result(self) -> TrainResult:
-        """The trained model evaluated on the held-out set (and saved to ``checkpoint_dir``)."""
-        metrics, arrays = _final_evaluation(self.model, self.params, self.eval_batch, self.spectrum)
-        arrays["loss_curve"] = _curve(self.eval_steps, self.eval_losses)
+        """The trained model evaluated on the held-out set, in one diagnostics pass (and saved to ``checkpoint_dir``).
+
+        The per-context results take a second pass only where the final evaluation's chunks are not
+        :data:`CONTEXT_BLOCK` blocks (see there).
+        """
+        chunk = chunk_size(self.model, self.params, self.eval_batch)
+        diag = diagnose_batch(self.model, self.params, self.eval_batch, self.spectrum, chunk=chunk)
+        n = self.config.eval_size
+        per_context = diag if min(chunk, n) == min(CONTEXT_BLOCK, n) else context_diagnostics(
+            self.model, self.params, self.eval_batch, chunk=CONTEXT_BLOCK)
+        metrics, arrays = _final_evaluation(diag)
+        curves = self._curves()
+        arrays["loss_curve"] = curves.pop("loss_curve")
         steps_done, every = self.steps_done, self.config.eval_every
         arrays["train_loss"] = self.train_losses[:steps_done].copy()
         from theory import __version__
@@ -633,6 +682,13 @@ class ModelRun:
             cpu_time=self.spent[1] + time.process_time() - self.cpu_start,
             resumed_at=self.first_step,
         )
+        if self.probe is not None:  # the softmax row's diagnostics (Figs. 4c, 12, 13; eqs. 83, 90-91)
+            metrics.update(selection_percentiles(per_context.selection_error))
+            arrays.update(curves, selection_error=per_context.selection_error)
+            if per_context.A1_example is not None:
+                metrics.update(rho=float(np.mean(per_context.context_rho[:CONTEXT_BLOCK])), m=diag.m)
+                arrays["A1_example"] = per_context.A1_example
+        arrays["eval_prediction"] = per_context.prediction
         result = TrainResult(config=self.config, params=self.params, metrics=metrics, arrays=arrays)
         if self.ckpt is not None:
             result.save(self.ckpt)
@@ -640,7 +696,7 @@ class ModelRun:
 
 
 def _resume_point(ckpt: str, config: TrainConfig):
-    """``(params, TrainingState, loss_curve)`` of the intermediate checkpoint in ``ckpt``; None if there is none."""
+    """``(params, TrainingState, loss_curve, top1_mass_curve or None)`` of the checkpoint in ``ckpt``; None if none."""
     from .checkpoint import checkpoint_status
 
     status = checkpoint_status(ckpt)
@@ -661,15 +717,16 @@ def _resume_point(ckpt: str, config: TrainConfig):
     if training is None:
         raise ValueError(f"cannot resume: the checkpoint in {ckpt!r} has no training state "
                          f"({TRAINING_STATE_FILE} is missing; written by an older version?)")
-    return params, training, np.asarray(arrays["loss_curve"], dtype=np.float64).reshape(-1, 2)
+    top1 = arrays.get("top1_mass_curve")
+    top1 = None if top1 is None else np.asarray(top1, dtype=np.float64).reshape(-1, 2)
+    return params, training, np.asarray(arrays["loss_curve"], dtype=np.float64).reshape(-1, 2), top1
 
 
 def _curve(steps: list[int], losses: list[float]) -> np.ndarray:
     return np.column_stack([np.asarray(steps, dtype=np.float64), np.asarray(losses, dtype=np.float64)]).reshape(-1, 2)
 
 
-def _final_evaluation(model, params, batch, spectrum) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    diag = diagnose_batch(model, params, batch, spectrum)
+def _final_evaluation(diag) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     metrics = {
         "R_L": diag.R_L,
         "A_L": diag.A_L,

@@ -17,7 +17,8 @@ def _same(a, b):
     assert a.metrics["steps"] == b.metrics["steps"] and a.metrics["converged"] == b.metrics["converged"]
     for name in a.params:
         np.testing.assert_array_equal(a.params[name], b.params[name])
-    for name in ("loss_curve", "train_loss", "layer_errors"):
+    assert sorted(a.arrays) == sorted(b.arrays)
+    for name in ("loss_curve", "train_loss", "layer_errors", "top1_mass_curve", "selection_error", "eval_prediction"):
         np.testing.assert_array_equal(a.arrays[name], b.arrays[name])
     for name in ("R_L", "A_L", "C_L", "R_L_se", "final_eval_loss", "content_hash"):
         assert a.metrics[name] == b.metrics[name] or (np.isnan(a.metrics[name]) and np.isnan(b.metrics[name]))
