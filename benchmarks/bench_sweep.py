@@ -1,4 +1,4 @@
-"""Benchmark of the sweep machinery (numerics/experiments/sweep.py, numerics/experiments/store.py).
+"""Benchmark of the sweep machinery (numerics/experiments/sweep/, numerics/experiments/store.py).
 
 What it measures (medians over ``--repeats`` repetitions):
 
@@ -85,7 +85,7 @@ def machine_parallelism() -> float:
 
 
 def bench_throughput(repeats: int) -> None:
-    from numerics.experiments.sweep import Grid, run_sweep
+    from numerics.experiments.sweep import Execution, Grid, run_sweep
 
     grid = Grid(**TINY, depth=[1, 2, 3, 4], seed=[0, 1, 2, 3])
     assert len(grid) == 16
@@ -93,7 +93,7 @@ def bench_throughput(repeats: int) -> None:
     for workers in (1, 2):
         def sweep():
             with tempfile.TemporaryDirectory() as tmp:
-                summary = run_sweep(grid, tmp, workers=workers, progress=False)
+                summary = run_sweep(grid, tmp, execution=Execution(workers=workers, progress=False))
                 assert summary.done == 16, summary
         medians[workers], times = _median_time(sweep, repeats)
         print(f"throughput: 16 runs, {workers} worker(s): median {medians[workers]:.2f} s "
@@ -130,12 +130,12 @@ def bench_store(repeats: int, n: int = 200) -> None:
 
 
 def bench_scheduling(repeats: int, small: int = 20, big: int = 420) -> None:
-    from numerics.experiments.sweep import Grid, run_sweep
+    from numerics.experiments.sweep import Execution, Grid, run_sweep
 
     def sweep(n: int):
         grid = Grid(**TINY, seed=list(range(n)))
         with tempfile.TemporaryDirectory() as tmp:
-            summary = run_sweep(grid, tmp, workers=2, runner=noop_runner, progress=False)
+            summary = run_sweep(grid, tmp, execution=Execution(workers=2, progress=False), runner=noop_runner)
             assert summary.done == n, summary
 
     t_small, _ = _median_time(lambda: sweep(small), repeats)

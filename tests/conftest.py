@@ -52,7 +52,9 @@ def smoke_reproduction(tmp_path_factory):
     """One ``smoke``-scale reproduction (every artefact, the regime study), shared by the test modules
     that check its output (``test_reproduce``, ``test_claims``): built once per session. Tests read it;
     one that needs to write (re-running into it) works on a copy."""
+    from numerics.experiments.execution import Execution
     from numerics.experiments.reproduce import reproduce
 
     out = tmp_path_factory.mktemp("smoke-reproduction") / "out"
-    return reproduce("smoke", out_dir=out, workers=2, progress=False, study=True, log=lambda text: None)
+    return reproduce("smoke", out_dir=out, execution=Execution(workers=2, progress=False), study=True,
+                     log=lambda text: None)

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from numerics.experiments.execution import Execution
 from numerics.experiments.store import load_arrays, load_results
 from numerics.experiments.study.certified import (
     SUMMARY_COLUMNS,
@@ -21,12 +22,14 @@ TINY = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0,), long_s
                      warm_steps=24, batch_size=32, eval_size=256, bound_contexts=1024, d=4, N=8, P=16,
                      warmup_steps=8, evals_per_run=4)
 COL = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}
+#: the tiny studies run in one local worker, silently
+ONE_WORKER = Execution(workers=1, progress=False)
 
 
 @pytest.fixture(scope="module")
 def tiny_study(tmp_path_factory):
     store = tmp_path_factory.mktemp("certified")
-    cells = run_certified_study(TINY, store, workers=1, progress=False)
+    cells = run_certified_study(TINY, store, execution=ONE_WORKER)
     return store, cells
 
 
@@ -84,7 +87,7 @@ def test_nested_params_compute_the_parent_function():
 def test_a_second_call_retrains_nothing(tiny_study):
     store, _ = tiny_study
     before = {r["hash"]: r for r in load_results(store, status="done")}
-    run_certified_study(TINY, store, workers=1, progress=False)
+    run_certified_study(TINY, store, execution=ONE_WORKER)
     after = {r["hash"]: r for r in load_results(store, status="done")}
     assert after == before  # same cells, same records (times included): nothing ran again
 
@@ -94,13 +97,13 @@ def test_exported_cells_continue_the_study_in_a_new_store(tiny_study, tmp_path):
 
     store, cells = tiny_study
     files = dict(cells_dir=tmp_path / "cells", frontier_dir=tmp_path / "frontier")
-    first = run_certified_study(TINY, tmp_path / "first", workers=1, progress=False, depths=(1, 2), **files)
+    first = run_certified_study(TINY, tmp_path / "first", depths=(1, 2), **files, execution=ONE_WORKER)
     (shallow,) = [h for h, c in first.items() if c.depth == 2]
     assert [p.stem for p in files["frontier_dir"].glob("*.npz")] == [shallow]  # only the frontier keeps weights
     record, arrays = read_cell(files["cells_dir"] / f"{shallow}.npz")
     assert record["hash"] == shallow and not any(name.startswith("winner_") for name in arrays)
     # a new session: a fresh store, the exported files only
-    run_certified_study(TINY, tmp_path / "second", workers=1, progress=False, **files)
+    run_certified_study(TINY, tmp_path / "second", **files, execution=ONE_WORKER)
     old = {r["hash"]: r for r in load_results(tmp_path / "first", status="done")}
     new = {r["hash"]: r for r in load_results(tmp_path / "second", status="done")}
     assert set(old) < set(new) == set(cells)  # the two imported, depth 4 trained: the same cells as in one go
@@ -242,7 +245,7 @@ def test_main_settings_go_through_every_depth_before_the_others(tmp_path):
 
     plan = dataclasses.replace(TINY, depths=(1, 2), long_P=20)
     plan = dataclasses.replace(plan, long_spectra=((0.0, 0.0),))
-    cells = run_certified_study(plan, tmp_path, workers=1, progress=False)
+    cells = run_certified_study(plan, tmp_path, execution=ONE_WORKER)
     records = {r["hash"]: r for r in load_results(tmp_path, status="done")}
     main_done = max(records[h]["finished_at"] for h, c in cells.items() if c.P == plan.P)
     long_started = min(records[h]["started_at"] for h, c in cells.items() if c.P == plan.long_P)

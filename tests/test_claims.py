@@ -59,6 +59,16 @@ def _verdict(ok: bool, contradicted: bool = False) -> str:
     return REPRODUCED if ok else (CONTRADICTED if contradicted else INCONCLUSIVE)
 
 
+#: claim id → its independent check, in the order defined below (which must be the report's order)
+CHECKS: dict = {}
+
+
+def independent_check(check):
+    """Register ``check`` as the independent re-computation of the claim that has its name."""
+    CHECKS[check.__name__] = check
+    return check
+
+
 # ------------------------------------------------------------------------------------------- raw numbers
 
 
@@ -179,6 +189,7 @@ def gain_interval(depths, gains, ses) -> tuple[float, float]:
     return float(inside.min()), float(inside.max())
 
 
+@independent_check
 def inverse_depth(raw, ran, ctx):
     """The central claim from the converged-study CSV (independent of the families run)."""
     from theory.paper import paper_table
@@ -216,6 +227,7 @@ def inverse_depth(raw, ran, ctx):
     return _verdict(ok, bool(excluded)), f"passing {passing}, excluded {excluded}"
 
 
+@independent_check
 def lazy_contrast(raw, ran, ctx):
     if "nonlinear_lazy" not in ran:
         return NOT_TESTED, "not run"
@@ -246,6 +258,7 @@ def lazy_contrast(raw, ran, ctx):
     return _verdict(ok, bool(excluded)), f"passing spectra {passing}, excluded {excluded}"
 
 
+@independent_check
 def shipped_rerun(raw, ran, ctx):
     """Each re-trained shipped run within its own SE of the shipped R_L."""
     if not ctx.converged_checks:
@@ -257,6 +270,7 @@ def shipped_rerun(raw, ran, ctx):
     return _verdict(ok, any(abs(d) > se for d, se in diffs)), f"differences {diffs}"
 
 
+@independent_check
 def linear_easy(raw, ran, ctx):
     if "linear_easy" not in ran:
         return NOT_TESTED, "not run"
@@ -279,6 +293,7 @@ def linear_easy(raw, ran, ctx):
     return _verdict(all(verdicts), not all(verdicts)), f"alpha in [ζ, 2ζ] per tested spectrum: {verdicts}"
 
 
+@independent_check
 def linear_floor(raw, ran, ctx):
     names = [n for n in ("linear_difficult", "linear_difficult_k16") if n in ran]
     if not names:
@@ -309,6 +324,7 @@ def linear_floor(raw, ran, ctx):
     return _verdict(all(passes)), f"relative deviations {deviations}, passing {passes}"
 
 
+@independent_check
 def easy_softmax(raw, ran, ctx):
     if "nonlinear_easy" not in ran:
         return NOT_TESTED, "not run"
@@ -327,6 +343,7 @@ def easy_softmax(raw, ran, ctx):
     return _verdict(all(r < EASY for r in ratios)), f"final/initial at L = 1: {ratios}"
 
 
+@independent_check
 def selection_tail(raw, ran, ctx):
     if "nonlinear_lazy" not in ran:
         return NOT_TESTED, "not run"
@@ -359,6 +376,7 @@ def _mode_matrix(raw, family, a, b) -> np.ndarray:
     return np.vstack(rows)
 
 
+@independent_check
 def modewise(raw, ran, ctx):
     if not ("nonlinear_lazy" in ran and "linear_easy" in ran):
         return NOT_TESTED, "not run"
@@ -383,6 +401,7 @@ def modewise(raw, ran, ctx):
     return _verdict(parallel and sequential), f"spreads {spreads}, Spearman {rhos}"
 
 
+@independent_check
 def context_updates(raw, ran, ctx):
     if not ("context_updates" in ran and "context_updates_k16" in ran):
         return NOT_TESTED, "not run"
@@ -400,6 +419,7 @@ def context_updates(raw, ran, ctx):
     return _verdict(ok), f"top-2 alpha in target {alpha_in_target(d2, R2)}, top-16 gain {gain}, m {m16}"
 
 
+@independent_check
 def paper_plateaus(consistency):
     if consistency is None:
         return NOT_TESTED, "consistency not run", []
@@ -411,8 +431,6 @@ def paper_plateaus(consistency):
     return _verdict(not any(below)), f"{sum(below)} of {len(rows)} below", below
 
 
-CHECKS = {check.__name__: check for check in (inverse_depth, lazy_contrast, shipped_rerun, linear_easy, linear_floor, easy_softmax,
-                                              selection_tail, modewise, context_updates)}
 #: what the report's evidence says when a claim is not tested for the given reason
 NOT_TESTED_EVIDENCE = {"not run": ("not run", "needs "), "no finished runs": ("no finished runs", "did not finish"),
                        "no table": ("no converged-study table",), "no spot checks": ("no spot checks",),
@@ -423,9 +441,8 @@ NOT_TESTED_EVIDENCE = {"not run": ("not run", "needs "), "no finished runs": ("n
 def independent_statuses(out: Path, ran, ctx, consistency) -> dict:
     """``{claim id: (status, why)}`` recomputed from the raw store of ``out``."""
     raw = Raw(out)
-    statuses = {name: check(raw, tuple(ran), ctx) for name, check in CHECKS.items()}
-    statuses["paper_plateaus"] = paper_plateaus(consistency)[:2]
-    return statuses
+    return {name: paper_plateaus(consistency)[:2] if check is paper_plateaus else check(raw, tuple(ran), ctx)
+            for name, check in CHECKS.items()}
 
 
 def disagreements(claims, statuses) -> list[str]:
@@ -452,14 +469,15 @@ def smoke(smoke_reproduction, tmp_path_factory):
     """The session's smoke reproduction (tests/conftest.py) and its consistency report recomputed with
     reproduce's arguments."""
     from numerics.experiments.reproduce import _CONSISTENCY_SIZES
+    from numerics.experiments.execution import Execution
     from numerics.experiments.study import run_study_sections
 
     base = tmp_path_factory.mktemp("claims")
     result = smoke_reproduction
     out = result.out_dir
     # the study's runs and bounds are in the shared store and cache: nothing is trained or sampled again
-    _, consistency = run_study_sections(SCALE.study, base / "study-again", store_dir=out / "store",
-                                        cache_dir=out / "cache", workers=2, progress=False,
+    execution = Execution(workers=2, progress=False, store_dir=out / "store", cache_dir=out / "cache")
+    _, consistency = run_study_sections(SCALE.study, base / "study-again", execution=execution,
                                         consistency_sizes=_CONSISTENCY_SIZES[SCALE.name], figures=False)
     return result, consistency
 
@@ -490,7 +508,7 @@ def test_every_claims_status_follows_from_its_own_numbers(smoke):
 
 def test_every_registered_claim_has_an_independent_check_and_contrasts_say_they_are_not_the_papers(smoke):
     result, _ = smoke
-    assert set(CHECKS) | {"paper_plateaus"} == set(CLAIM_IDS) and len(CLAIM_IDS) == 10
+    assert tuple(CHECKS) == CLAIM_IDS  # the same claims in the same order (each check is written independently)
     for claim in result.claims:
         says_contrast = "not a claim of the paper" in claim.paper.lower()
         assert (claim.kind == "contrast") == says_contrast, (claim.id, claim.kind, claim.paper)
@@ -574,7 +592,8 @@ def test_three_outcome_verdict_rules():
     """Reproduced; contradicted only when the numbers exclude the claim; otherwise inconclusive with its reason."""
     from types import SimpleNamespace
 
-    from numerics.experiments.reproduce.report import _alpha_excluded, _verdict
+    from numerics.experiments.reproduce._registry import verdict as _verdict
+    from numerics.experiments.reproduce._verdicts import _alpha_excluded
 
     assert _verdict(None) == {"status": NOT_TESTED}
     assert _verdict(True, contradicted=True) == {"status": REPRODUCED}
@@ -592,3 +611,31 @@ def test_three_outcome_verdict_rules():
     assert not _alpha_excluded(summary(0.5, 0.1, settled=False), 0.85, 1.15)  # not settled: not adequately powered
     assert not _alpha_excluded(summary(0.5, float("nan")), 0.85, 1.15)  # no SE: cannot exclude
     assert not _alpha_excluded(summary(0.5, 0.1, ok=False), 0.85, 1.15)
+
+
+# ------------------------------------------------------------------------------------------- one registry
+def test_a_claim_registered_once_appears_in_every_list_the_report_reads(tmp_path, monkeypatch):
+    """The report's claim list, ids, figures and central claims are views of one registry: a claim registered in it
+    once appears in the verdict, its counts, the opening paragraph and report.json."""
+    from numerics.experiments.reproduce._plot import Figure
+    from numerics.experiments.reproduce._registry import REGISTRY, verdict
+
+    assert report_module.CLAIMS == REGISTRY.specs and CLAIM_IDS == REGISTRY.ids == tuple(s.id for s in REGISTRY.specs)
+    assert report_module.CLAIM_FIGURES == REGISTRY.figures == {s.id: s.figures for s in REGISTRY.specs}
+    assert report_module.CENTRAL_CLAIMS == REGISTRY.central == {s.id: s.topic for s in REGISTRY.specs if s.topic}
+    monkeypatch.setattr(REGISTRY, "_specs", dict(REGISTRY._specs))  # the probe is gone after the test
+
+    @REGISTRY.claim("probe", paper="A probe.", figures=("fig7b",), families=("linear_easy",), topic="The probe")
+    def _probe(ctx, consistency):
+        return dict(criterion="always met", evidence="one number", summary="1 of 1", **verdict(True))
+
+    claims = evaluate_claims(_context(tmp_path, table=False), None)
+    assert tuple(c.id for c in claims) == CLAIM_IDS + ("probe",) == REGISTRY.ids
+    probe = claims[-1]
+    assert (probe.paper, probe.kind, probe.status, probe.families) == ("A probe.", "paper", REPRODUCED, ("linear_easy",))
+    assert "probe" in report_module.verdict_counts(claims)["paper"][REPRODUCED]
+    assert "**The probe: REPRODUCED** — its criterion is met by the numbers: 1 of 1." in report_module.conclusions(claims)
+    data = report_module.report_data([Figure("fig7b", (Path("f.png"), Path("f.pdf")), "caption")], claims)
+    assert "probe" in data["figures"]["fig7b"]["verdicts"] and data["claims"][-1]["figures"] == ["fig7b"]
+    with pytest.raises(ValueError, match="registered twice"):
+        REGISTRY.claim("probe", paper="again")(_probe)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from numerics.experiments.execution import Execution
 from numerics.experiments.store import load_arrays, load_results
 from numerics.experiments.study.converged import (
     CSV_COLUMNS,
@@ -22,6 +24,9 @@ from numerics.experiments.study.converged import (
     write_study_csv,
 )
 from numerics.train import evaluation_batch
+
+#: the tiny studies run in one local worker, silently
+ONE_WORKER = Execution(workers=1, progress=False)
 
 
 def tiny_plan(**overrides):
@@ -109,7 +114,7 @@ def test_paired_gains_against_a_direct_computation():
 def test_tiny_study_end_to_end_and_resume(tmp_path):
     plan = tiny_plan()
     out = tmp_path / "out"
-    rows, markdown = run_converged(out, plan=plan, workers=1, progress=False, bound_contexts=64)
+    rows, markdown = run_converged(out, plan=plan, bound_contexts=64, execution=ONE_WORKER)
     assert len(rows) == len(plan.runs())
     csv_rows = read_study_csv(out / "converged-study.csv")
     assert [list(r) for r in csv_rows][0] == list(CSV_COLUMNS)
@@ -133,11 +138,12 @@ def test_tiny_study_end_to_end_and_resume(tmp_path):
         errs = [(load_arrays(store, r["content_hash"], ["eval_prediction"])["eval_prediction"] - target) ** 2
                 for r in (one, row)]
         assert row["delta_R1"] == pytest.approx(float(np.mean(errs[0] - errs[1])), rel=1e-9, abs=1e-12)
-    assert "converged by the study's rule" in markdown and (out / "figures" / "converged-study.png").is_file()
+    figures = re.findall(r"\]\((figures/converged-study-[a-z0-9]+\.png)\)", markdown)
+    assert "converged by the study's rule" in markdown and figures and all((out / f).is_file() for f in figures)
     assert (out / "converged-study.provenance.json").is_file()
     # the second call trains nothing: every attempt is in the store
     before = len(load_results(store))
-    rows2, markdown2 = run_converged(out, plan=plan, workers=1, progress=False, bound_contexts=64)
+    rows2, markdown2 = run_converged(out, plan=plan, bound_contexts=64, execution=ONE_WORKER)
     assert len(load_results(store)) == before and rows2 == rows
     # and the page is regenerated from the CSV alone
     _, markdown3 = run_converged(out, report_only=True, bound_contexts=64)
@@ -168,19 +174,51 @@ def test_a_run_that_has_not_converged_is_retrained_with_the_cap_doubled(tmp_path
     # the rule itself is tested above; here a rule that needs 32 steps drives the ladder (where the runner looks it up)
     monkeypatch.setattr(converged_run, "is_converged", lambda curve, se: curve[-1, 0] >= 32)
     plan = tiny_plan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), max_doublings=3)
-    results = converged_run.run_converged_study(plan, tmp_path / "store", workers=1, progress=False)
+    results = converged_run.run_converged_study(plan, tmp_path / "store", execution=ONE_WORKER)
     attempts = load_results(tmp_path / "store", status="done")
     assert sorted(r["config"]["max_steps"] for r in attempts) == [16, 16, 32, 32]  # 64 and 128 never needed
     assert {spec.depth: (cfg.max_steps, n, ok) for spec, (cfg, _, n, ok) in results.items()} == {1: (32, 2, True), 2: (32, 2, True)}
 
 
+def test_the_converged_study_sends_every_run_to_the_scheduler_of_its_execution(tmp_path, monkeypatch,
+                                                                                dask_scheduler):
+    """``run_converged(..., execution=Execution('dask', scheduler=ADDR))``: each sweep of the study (every cap and
+    the doubling check) receives that execution, and every stored run was trained by a worker of that cluster."""
+    import os
+
+    import distributed
+
+    from numerics.experiments.study.converged import run as converged_run
+
+    calls = []
+    real = converged_run.run_sweep
+
+    def spy(grid, out_dir, **kwargs):
+        summary = real(grid, out_dir, **kwargs)
+        calls.append((kwargs["execution"], summary))
+        return summary
+
+    monkeypatch.setattr(converged_run, "run_sweep", spy)
+    plan = tiny_plan(spectra=((0.0, 0.0),), seeds=(0,), max_doublings=0)
+    execution = Execution("dask", scheduler=dask_scheduler, progress=False)
+    rows, _ = run_converged(tmp_path / "out", plan=plan, bound_contexts=64, execution=execution)
+    assert len(rows) == len(plan.runs()) and calls
+    for sent, summary in calls:
+        assert (sent.backend, sent.scheduler, sent.workers, sent.progress) == ("dask", dask_scheduler, None, False)
+        assert (summary.backend, summary.workers, summary.failed) == ("dask", 2, 0)
+    assert sum(summary.executed for _, summary in calls) == len(load_results(tmp_path / "out" / "store"))
+    with distributed.Client(dask_scheduler, set_as_default=False) as client:
+        worker_pids = set(client.run(os.getpid).values())
+    assert {r["pid"] for r in load_results(tmp_path / "out" / "store")} <= worker_pids and os.getpid() not in worker_pids
+
+
 STUDY_SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
-from test_converged import tiny_plan
+from test_converged import ONE_WORKER, tiny_plan
 from numerics.experiments.study.converged import run_converged_study
 if __name__ == "__main__":
-    run_converged_study(tiny_plan(spectra=((0.0, 0.0),), seeds=(0, 1)), {store!r}, workers=1, progress=False)
+    run_converged_study(tiny_plan(spectra=((0.0, 0.0),), seeds=(0, 1)), {store!r}, execution=ONE_WORKER)
 """
 
 
@@ -222,7 +260,7 @@ def test_a_sigkilled_study_resumes_from_its_store_without_retraining_finished_ru
     plan = tiny_plan(spectra=((0.0, 0.0),), seeds=(0, 1))
     from numerics.experiments.study.converged import run_converged_study
 
-    results = run_converged_study(plan, store, workers=1, progress=False)
+    results = run_converged_study(plan, store, execution=ONE_WORKER)
     assert set(results) == set(plan.runs())
     after = {r["hash"]: r for r in load_results(store)}
     assert {r["status"] for r in after.values()} == {"done"}
@@ -262,7 +300,7 @@ def test_the_shipped_table_is_self_consistent_and_its_page_shows_its_numbers():
 def test_the_doubling_check_trains_twice_the_cap_and_reports_the_paired_gain(tmp_path):
     plan = tiny_plan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), contrast_spectrum=(0.0, 0.0), confirm_depths=(2,),
                      max_doublings=0)
-    rows, markdown = run_converged(tmp_path / "o", plan=plan, workers=1, progress=False, bound_contexts=64)
+    rows, markdown = run_converged(tmp_path / "o", plan=plan, bound_contexts=64, execution=ONE_WORKER)
     store = tmp_path / "o" / "store"
     caps = sorted(r["config"]["max_steps"] for r in load_results(store, status="done"))
     assert caps.count(32) == 1 and caps.count(16) == len(plan.runs())  # one doubled run: L = 2, main model

@@ -110,9 +110,9 @@ def test_progress_bar_is_records_off_a_terminal_a_bar_on_one_and_nothing_when_of
 def test_a_sweep_whose_output_is_not_a_terminal_writes_records(tmp_path, capsys):
     from test_sweep import ToyConfig, toy_runner
 
-    from numerics.experiments.sweep import Grid, run_sweep
+    from numerics.experiments.sweep import Execution, Grid, run_sweep
 
-    run_sweep(Grid(depth=[1, 2, 3], config_type=ToyConfig), tmp_path, workers=1, runner=toy_runner)
+    run_sweep(Grid(depth=[1, 2, 3], config_type=ToyConfig), tmp_path, runner=toy_runner, execution=Execution(workers=1))
     lines = capsys.readouterr().err.splitlines()
     assert RECORD.match(lines[0]).group(1, 2) == ("0", "3")
     assert lines[-1].startswith("sweep: 3/3 runs (100 %)") and lines[-1].endswith("finished, failed=0")
@@ -189,7 +189,7 @@ def test_weighted_costs_must_be_consistent():
 
 
 def test_the_sweep_weighs_each_run_by_its_given_cost_and_a_missing_run_by_their_mean():
-    from numerics.experiments.sweep import _run_costs
+    from numerics.experiments.sweep._run import _run_costs
 
     assert _run_costs(None, ["a", "b"]) is None
     assert _run_costs({"a": 1.0, "b": 3.0, "z": 100.0}, ["a", "b", "c"]) == {"a": 1.0, "b": 3.0, "c": 2.0}
@@ -202,11 +202,11 @@ def test_the_sweep_weighs_each_run_by_its_given_cost_and_a_missing_run_by_their_
 def test_a_sweep_given_costs_writes_cost_weighted_records(tmp_path, capsys):
     from test_sweep import ToyConfig, toy_runner
 
-    from numerics.experiments.sweep import Grid, run_sweep
+    from numerics.experiments.sweep import Execution, Grid, run_sweep
 
     grid = Grid(depth=[1, 2], config_type=ToyConfig)
     costs = {config.content_hash(): 1.0 + 9.0 * (config.depth == 2) for config in grid.configs}
-    run_sweep(grid, tmp_path, workers=1, runner=toy_runner, costs=costs)
+    run_sweep(grid, tmp_path, runner=toy_runner, costs=costs, execution=Execution(workers=1))
     lines = capsys.readouterr().err.splitlines()
     assert WEIGHTED.match(lines[0]).group(1, 3) == ("0", "0")
     assert WEIGHTED.match(lines[-1]).group(1, 3, 4) == ("2", "100", "finished")

@@ -23,6 +23,7 @@ from tolerances import ROUNDOFF, rtol
 from _checkout import checkout_env, idepth_command
 
 from idepth.cli import main
+from numerics.experiments.execution import Execution
 from numerics.experiments.reproduce import ARTEFACTS, get_scale, make_plan, parse_only, reproduce
 from numerics.io import make_output_dir
 from numerics.experiments import criteria
@@ -105,7 +106,8 @@ def test_rerunning_reuses_the_store_and_trains_nothing(smoke, tmp_path):
 
     out = tmp_path / "again"  # a copy: the shared reproduction stays as it was built
     shutil.copytree(smoke.out_dir, out)
-    again = reproduce("smoke", out_dir=out, workers=1, progress=False, study=False, log=lambda text: None)
+    again = reproduce("smoke", out_dir=out, execution=Execution(workers=1, progress=False), study=False,
+                      log=lambda text: None)
     assert again.sweep.executed == 0
     assert again.sweep.skipped == again.plan.n_runs == smoke.plan.n_runs
     assert again.report.read_text(encoding="utf-8").startswith("# Reproduction report — scale smoke")
@@ -139,7 +141,8 @@ def test_interrupting_leaves_the_store_consistent_and_rerunning_continues(tmp_pa
     done = counts.get("done", 0)
     total = sum(counts.values())
     assert done == 1 and total > 1, counts  # interrupted right after the first commit
-    result = reproduce("smoke", "fig6a", out, workers=1, progress=False, study=False, log=lambda text: None)
+    result = reproduce("smoke", "fig6a", out, execution=Execution(workers=1, progress=False), study=False,
+                       log=lambda text: None)
     assert result.sweep.skipped == done
     assert result.sweep.executed == total - done
     assert result.report.exists()
@@ -600,6 +603,25 @@ def test_no_legend_covers_a_data_point(drawn, artefact_id):
     fig = kept[artefact_id]
     renderer = _renderer(fig)
     assert not [ax.get_title() for ax in fig.axes if legend_covers_data(ax, renderer)], artefact_id
+
+
+@pytest.mark.parametrize("artefact_id", FIGURES)
+def test_every_title_and_axis_label_lies_inside_the_figure(drawn, artefact_id):
+    """A label longer than its axis (fig7b's reducible-loss formula once was) is clipped at the figure's edge."""
+    from numerics.experiments.reproduce._plot import _renderer
+
+    _, _, kept = drawn
+    fig = kept[artefact_id]
+    renderer = _renderer(fig)
+    edge = fig.bbox
+    clipped = []
+    for ax in (ax for ax in fig.axes if ax.get_visible()):
+        for text in (ax.title, ax.xaxis.label, ax.yaxis.label):
+            box = text.get_window_extent(renderer)
+            if text.get_text() and not (edge.x0 <= box.x0 and edge.y0 <= box.y0 and box.x1 <= edge.x1
+                                        and box.y1 <= edge.y1):
+                clipped.append(text.get_text())
+    assert not clipped, (artefact_id, clipped)
 
 
 def test_a_legend_over_data_is_detected_and_moved_below_the_panel():

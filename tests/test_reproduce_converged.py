@@ -142,9 +142,10 @@ def test_sizes_section_says_whether_table1_compares_columns_at_different_sizes(t
 
 def test_reproduce_can_run_its_own_converged_study_and_reads_that_table(tmp_path):
     """--converged-table run at smoke scale: a tiny converged study into OUT/converged, then the verdict from it."""
+    from numerics.experiments.execution import Execution
     from numerics.experiments.reproduce import reproduce
 
-    result = reproduce("smoke", only="table4", out_dir=tmp_path / "out", workers=2, progress=False,
+    result = reproduce("smoke", only="table4", out_dir=tmp_path / "out", execution=Execution(workers=2, progress=False),
                        converged_table="run", log=lambda text: None)
     table = tmp_path / "out" / "converged" / "converged-study.csv"
     assert table.is_file() and (tmp_path / "out" / "converged" / "converged-study.md").is_file()
@@ -154,12 +155,13 @@ def test_reproduce_can_run_its_own_converged_study_and_reads_that_table(tmp_path
 
 
 def test_reproduce_with_dask_trains_its_converged_study_on_the_given_scheduler(tmp_path, monkeypatch, dask_scheduler):
-    """``reproduce(..., backend='dask', scheduler=ADDR)`` with ``converged_table='run'`` (the paper scale's
-    default): every sweep, the converged study's included, is sent to that scheduler and runs on its workers."""
+    """``reproduce(..., execution=Execution('dask', scheduler=ADDR))`` with ``converged_table='run'`` (the paper
+    scale's default): every sweep, the converged study's included, is sent to that scheduler and runs on its workers."""
     import dataclasses
     from types import MappingProxyType
 
     from numerics.experiments import sweep
+    from numerics.experiments.execution import Execution
     from numerics.experiments.reproduce import reproduce
     from numerics.experiments.scales import SCALES
     from numerics.experiments.study.converged import run as converged_run
@@ -178,11 +180,13 @@ def test_reproduce_with_dask_trains_its_converged_study_on_the_given_scheduler(t
                 contrast_spectrum=None, batch_size=8, warmup_steps=2, base_steps=8, max_doublings=0, eval_size=32,
                 evals_per_run=4)
     scale = dataclasses.replace(SCALES["smoke"], converged_plan=MappingProxyType(tiny), bound_contexts=64)
-    reproduce(scale, only="fig3a", out_dir=tmp_path / "out", backend="dask", scheduler=dask_scheduler,
-              converged_table="run", study=False, calibrate=False, progress=False, log=lambda text: None)
+    execution = Execution("dask", scheduler=dask_scheduler, progress=False)
+    reproduce(scale, only="fig3a", out_dir=tmp_path / "out", execution=execution, converged_table="run", study=False,
+              calibrate=False, log=lambda text: None)
     converged_calls = [summary for _, summary in calls if summary.total == 2]  # the tiny plan's two runs
     assert converged_calls and converged_calls[0].executed == 2
     for kwargs, summary in calls:
-        assert (kwargs["backend"], kwargs["scheduler"], kwargs.get("workers")) == ("dask", dask_scheduler, None)
+        sent = kwargs["execution"]
+        assert (sent.backend, sent.scheduler, sent.workers) == ("dask", dask_scheduler, None)
         assert (summary.backend, summary.workers) == ("dask", 2)  # the cluster's two worker processes
     assert (tmp_path / "out" / "converged" / "converged-study.csv").is_file()

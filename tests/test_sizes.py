@@ -6,13 +6,15 @@ import numpy as np
 import pytest
 from tolerances import ROUNDOFF, rtol
 
+from numerics.experiments.execution import Execution
 from numerics.experiments.study.sizes import REGION_DELTA, chi_square, infer_sizes, run_size_inference
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     out = tmp_path_factory.mktemp("sizes")
-    return run_size_inference(out, d_values=(4, 8), P_values=(16, 32), n_contexts=64, n_seeds=2, progress=False), out
+    return run_size_inference(out, d_values=(4, 8), P_values=(16, 32), n_contexts=64, n_seeds=2,
+                              execution=Execution(progress=False)), out
 
 
 def test_chi_square_is_the_sum_of_squared_standardised_residuals():
@@ -54,5 +56,6 @@ def test_rerunning_reads_every_bound_from_the_cache(small, monkeypatch):
         raise AssertionError("recomputed although cached")
 
     monkeypatch.setattr(bounds, "compute_softmax_bounds", must_not_compute)
-    again = infer_sizes((4, 8), (16, 32), n_contexts=64, n_seeds=2, cache_dir=out / "cache")
+    again = infer_sizes((4, 8), (16, 32), n_contexts=64, n_seeds=2,
+                        execution=Execution(progress=False, cache_dir=out / "cache"))
     np.testing.assert_array_equal(again.chi2_mixture, result.chi2_mixture)

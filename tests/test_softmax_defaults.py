@@ -143,15 +143,20 @@ def test_malformed_files_are_refused(tmp_path):
 # ----------------------------------------------------------------------------- measuring them
 def test_study_defaults_cli_sends_its_runs_to_the_given_dask_scheduler(tmp_path, monkeypatch, dask_scheduler):
     """``idepth study defaults --backend dask --scheduler ADDR``: the sweep goes to that scheduler, its workers train."""
+    import os
+
+    import distributed
+
     from idepth.cli import main
     from numerics.experiments import sweep
+    from numerics.experiments.store import load_results
 
     calls = []
     real = sweep.run_sweep
 
     def spy(grid, out_dir, **kwargs):
         summary = real(grid, out_dir, **kwargs)
-        calls.append((kwargs, summary))
+        calls.append((kwargs, summary, {r["pid"] for r in load_results(out_dir)}))  # before the temporary store goes
         return summary
 
     monkeypatch.setattr(sweep, "run_sweep", spy)
@@ -160,7 +165,10 @@ def test_study_defaults_cli_sends_its_runs_to_the_given_dask_scheduler(tmp_path,
                  "--default-regime", "converged", "--backend", "dask", "--scheduler", dask_scheduler,
                  "--out", str(out), "--no-progress"])
     assert code == 0 and len(calls) == 1
-    kwargs, summary = calls[0]
-    assert (kwargs["backend"], kwargs["scheduler"], kwargs.get("workers")) == ("dask", dask_scheduler, None)
+    kwargs, summary, trained_by = calls[0]
+    sent = kwargs["execution"]
+    assert (sent.backend, sent.scheduler, sent.workers, sent.progress) == ("dask", dask_scheduler, None, False)
     assert (summary.backend, summary.workers, summary.executed) == ("dask", 2, summary.total)
+    with distributed.Client(dask_scheduler, set_as_default=False) as client:
+        assert trained_by <= set(client.run(os.getpid).values()) and os.getpid() not in trained_by
     assert load_softmax_defaults(out).default_regime == "converged"

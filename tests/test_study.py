@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from tolerances import APPROX, MC_SIGMAS, ROUNDOFF, rtol
 
 from numerics.experiments.bounds import HeadBound, head_outputs, softmax_head_bound
+from numerics.experiments.execution import Execution
 from numerics.models import get_model
 from numerics.models._common import layer_norm
 from numerics.experiments import bounds as bounds_module
@@ -181,7 +182,8 @@ def test_paper_value_within_noise_of_the_bound_is_not_flagged():
 
 
 def test_paper_consistency_caches_its_bounds(tmp_path, monkeypatch):
-    first = paper_consistency(d=4, P_values=(16,), n_contexts=64, cache_dir=tmp_path)
+    cached = Execution(cache_dir=tmp_path, progress=False)
+    first = paper_consistency(d=4, P_values=(16,), n_contexts=64, execution=cached)
     cells = {(r.a, r.b, r.k) for r in first.rows}
     assert len(list(tmp_path.glob("oracle-bound-*.json"))) == len(cells)
 
@@ -189,10 +191,10 @@ def test_paper_consistency_caches_its_bounds(tmp_path, monkeypatch):
         raise AssertionError(f"bound recomputed although cached: {key}")
 
     monkeypatch.setattr(bounds_module, "compute_bound", must_not_compute)
-    again = paper_consistency(d=4, P_values=(16,), n_contexts=64, cache_dir=tmp_path)
+    again = paper_consistency(d=4, P_values=(16,), n_contexts=64, execution=cached)
     assert [r.mixture for r in again.rows] == [r.mixture for r in first.rows]
     with pytest.raises(AssertionError, match="recomputed"):  # and a new size is computed, not invented
-        paper_consistency(d=4, P_values=(17,), n_contexts=64, cache_dir=tmp_path)
+        paper_consistency(d=4, P_values=(17,), n_contexts=64, execution=cached)
 
 
 def test_one_bound_has_one_value_and_different_bounds_independent_draws():
@@ -216,7 +218,7 @@ def test_regime_configs_share_the_lazy_initialisation_and_freeze_the_gain():
 
 
 def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch):
-    study = run_regime_study("smoke", tmp_path, workers=2, progress=False)
+    study = run_regime_study("smoke", tmp_path, execution=Execution(workers=2, progress=False))
     scale = SCALES["smoke"].study
     assert {p.regime for p in study.points} == set(scale.regimes)
     assert study.trained == study.runs > 0
@@ -245,7 +247,7 @@ def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch
 
     monkeypatch.setattr(bounds_module, "compute_bound", must_not_compute)
     monkeypatch.setattr(regimes_module, "_frozen_heads_rows", must_not_compute)
-    again = run_regime_study("smoke", tmp_path, workers=1, progress=False, figures=False)
+    again = run_regime_study("smoke", tmp_path, figures=False, execution=Execution(workers=1, progress=False))
     assert again.trained == 0 and again.runs == study.runs
     assert [p.R for p in again.points] == [p.R for p in study.points]
 

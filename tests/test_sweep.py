@@ -1,4 +1,4 @@
-"""Claims about depth sweeps (numerics/experiments/sweep.py, idepth sweep): grids, backends, resumability, bad input.
+"""Claims about depth sweeps (numerics/experiments/sweep/, idepth sweep): grids, backends, resumability, bad input.
 
 Worker processes are started with ``spawn``; the stand-in config and runners
 below live in this module, which spawned workers import by name (the tests
@@ -31,11 +31,14 @@ from _checkout import checkout_env, idepth_command
 from idepth.cli import main as idepth_main
 from numerics.experiments import sweep as sw
 from numerics.experiments.store import STORE_FILENAME, ResultsStore, load_arrays, load_results
-from numerics.experiments.sweep import Grid, grid_from_dict, load_grid, run_sweep, sweep_status
+from numerics.experiments.sweep import Execution, Grid, grid_from_dict, load_grid, run_sweep, sweep_status
 from numerics.train import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 DETERMINISTIC_METRICS = ("R_L", "A_L", "C_L", "steps", "converged")
+#: where most sweeps of these tests run: one or two local worker processes, silently
+ONE_WORKER = Execution(workers=1, progress=False)
+TWO_WORKERS = Execution(workers=2, progress=False)
 
 
 # ----------------------------------------------------------------------------- stand-ins
@@ -91,7 +94,7 @@ def toy_runner(config: ToyConfig) -> ToyResult:
 
 
 def probe_runner(config: ToyConfig) -> ToyResult:
-    """Reports the worker's BLAS pinning (see numerics.experiments.sweep._init_worker)."""
+    """Reports the worker's BLAS pinning (see numerics.experiments.sweep._backends._init_worker)."""
     metrics = {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES}
     metrics["numpy_imported_before_pinning"] = sw._WORKER_STATE.get("numpy_imported_before_pinning")
     return ToyResult(metrics, {})
@@ -230,9 +233,10 @@ def test_content_hash_is_the_same_in_another_interpreter():
 def test_stored_results_are_identical_for_one_and_two_local_workers_and_dask(tmp_path, dask_scheduler):
     grid = _tiny_grid(depth=[1, 2, 3], seed=[0, 1])
     assert len(grid) == 6
-    one = run_sweep(grid, tmp_path / "one", workers=1, progress=False)
-    two = run_sweep(grid, tmp_path / "two", workers=2, progress=False)
-    dask = run_sweep(grid, tmp_path / "dask", backend="dask", scheduler=dask_scheduler, progress=False)
+    one = run_sweep(grid, tmp_path / "one", execution=ONE_WORKER)
+    two = run_sweep(grid, tmp_path / "two", execution=TWO_WORKERS)
+    dask = run_sweep(grid, tmp_path / "dask",
+                     execution=Execution(backend="dask", scheduler=dask_scheduler, progress=False))
     assert [s.done for s in (one, two, dask)] == [6, 6, 6] and dask.workers == 2
     reference = _stored(tmp_path / "one")
     assert set(reference) == {c.content_hash() for c in grid}
@@ -242,9 +246,10 @@ def test_stored_results_are_identical_for_one_and_two_local_workers_and_dask(tmp
 
 def test_dask_local_cluster_backend_gives_the_same_results_as_local(tmp_path):
     grid = _toy_grid(depth=[1, 2, 3], seed=[0, 1])
-    run_sweep(grid, tmp_path / "local", workers=1, runner=toy_runner, progress=False)
+    run_sweep(grid, tmp_path / "local", runner=toy_runner, execution=ONE_WORKER)
     driver_env = {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES}
-    summary = run_sweep(grid, tmp_path / "dask", backend="dask", dask_local=1, runner=toy_runner, progress=False)
+    summary = run_sweep(grid, tmp_path / "dask", runner=toy_runner,
+                        execution=Execution(backend="dask", workers=1, progress=False))  # a local cluster of 1
     assert (summary.backend, summary.workers, summary.done) == ("dask", 1, 6)
     assert {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES} == driver_env  # dask's export undone
     assert _stored(tmp_path / "dask") == _stored(tmp_path / "local")
@@ -252,10 +257,10 @@ def test_dask_local_cluster_backend_gives_the_same_results_as_local(tmp_path):
 
 def test_rerunning_a_sweep_runs_only_what_is_not_done(tmp_path):
     out = tmp_path / "sweep"
-    first = run_sweep(_toy_grid(depth=[1, 2]), out, workers=1, runner=toy_runner, progress=False)
+    first = run_sweep(_toy_grid(depth=[1, 2]), out, runner=toy_runner, execution=ONE_WORKER)
     finished = {r["hash"]: r["finished_at"] for r in load_results(out)}
-    again = run_sweep(_toy_grid(depth=[1, 2]), out, workers=1, runner=toy_runner, progress=False)
-    extended = run_sweep(_toy_grid(depth=[1, 2, 4]), out, workers=1, runner=toy_runner, progress=False)
+    again = run_sweep(_toy_grid(depth=[1, 2]), out, runner=toy_runner, execution=ONE_WORKER)
+    extended = run_sweep(_toy_grid(depth=[1, 2, 4]), out, runner=toy_runner, execution=ONE_WORKER)
     assert (first.executed, again.executed, again.skipped, extended.executed, extended.skipped) == (2, 0, 2, 1, 2)
     rows = load_results(out)
     assert len(rows) == 3 and all(r["attempts"] == 1 for r in rows)
@@ -267,14 +272,14 @@ def test_a_failing_run_is_recorded_with_its_message_and_the_others_finish(tmp_pa
     grid = Grid({"depth": [1, 2, 4]}, {"depth": 3, "mode": "fail_until_file", "path": str(marker)},
                 config_type=ToyConfig)
     out = tmp_path / "sweep"
-    summary = run_sweep(grid, out, workers=2, runner=toy_runner, progress=False)
+    summary = run_sweep(grid, out, runner=toy_runner, execution=TWO_WORKERS)
     assert (summary.done, summary.failed, summary.ok) == (3, 1, False)
     (failed,) = load_results(out, status="failed")
     assert failed["error"] == f"FileNotFoundError: marker {marker} missing"
     assert failed["metrics"] == {} and "Traceback" in _traceback(out, failed["hash"])
     marker.touch()
-    assert run_sweep(grid, out, workers=1, runner=toy_runner, progress=False).executed == 0  # not retried
-    retried = run_sweep(grid, out, workers=1, runner=toy_runner, progress=False, retry_failed=True)
+    assert run_sweep(grid, out, runner=toy_runner, execution=ONE_WORKER).executed == 0  # not retried
+    retried = run_sweep(grid, out, runner=toy_runner, retry_failed=True, execution=ONE_WORKER)
     assert (retried.executed, retried.done, retried.failed) == (1, 4, 0)
     assert load_results(out)[3]["error"] is None and load_results(out)[3]["attempts"] == 2
 
@@ -289,7 +294,7 @@ def test_a_dead_worker_gets_its_run_rerun_and_a_run_that_always_kills_it_fails(t
                 {"depth": 10, "mode": "crash_once", "path": str(tmp_path / "crashed")},
                 {"depth": 20, "mode": "crash_always"}, config_type=ToyConfig)
     out = tmp_path / "sweep"
-    summary = run_sweep(grid, out, workers=2, runner=toy_runner, progress=False, max_worker_deaths=2)
+    summary = run_sweep(grid, out, runner=toy_runner, max_worker_deaths=2, execution=TWO_WORKERS)
     assert (summary.done, summary.failed) == (4, 1)
     rows = {r["config"]["depth"]: r for r in load_results(out)}
     assert rows[10]["status"] == "done" and rows[10]["attempts"] >= 2
@@ -299,7 +304,7 @@ def test_a_dead_worker_gets_its_run_rerun_and_a_run_that_always_kills_it_fails(t
 
 def test_local_workers_pin_blas_to_one_thread_before_numpy_is_imported(tmp_path):
     driver_env = {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES}
-    run_sweep(_toy_grid(depth=[1]), tmp_path, workers=1, runner=probe_runner, progress=False)
+    run_sweep(_toy_grid(depth=[1]), tmp_path, runner=probe_runner, execution=ONE_WORKER)
     (row,) = load_results(tmp_path)
     assert row["status"] == "done", row["error"]
     assert {name: row["metrics"][name] for name in sw.BLAS_THREAD_VARIABLES} == dict.fromkeys(sw.BLAS_THREAD_VARIABLES, "1")
@@ -308,8 +313,8 @@ def test_local_workers_pin_blas_to_one_thread_before_numpy_is_imported(tmp_path)
 
 
 def test_dask_workers_run_with_one_blas_thread(tmp_path, dask_scheduler):
-    run_sweep(_toy_grid(depth=[1]), tmp_path, backend="dask", scheduler=dask_scheduler, runner=probe_runner,
-              progress=False)
+    run_sweep(_toy_grid(depth=[1]), tmp_path, runner=probe_runner,
+              execution=Execution(backend="dask", scheduler=dask_scheduler, progress=False))
     (row,) = load_results(tmp_path)
     assert row["status"] == "done", row["error"]
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -318,9 +323,9 @@ def test_dask_workers_run_with_one_blas_thread(tmp_path, dask_scheduler):
 
 def test_progress_bar_counts_runs_and_failures_when_asked_and_is_silent_otherwise(tmp_path, capsys):
     grid = Grid({"depth": [1, 2]}, {"depth": 3, "mode": "raise"}, config_type=ToyConfig)
-    run_sweep(grid, tmp_path / "quiet", workers=1, runner=toy_runner, progress=False)
+    run_sweep(grid, tmp_path / "quiet", runner=toy_runner, execution=ONE_WORKER)
     assert capsys.readouterr().err == ""
-    run_sweep(grid, tmp_path / "bar", workers=1, runner=toy_runner, progress=True)
+    run_sweep(grid, tmp_path / "bar", runner=toy_runner, execution=Execution(workers=1, progress=True))
     err = capsys.readouterr().err
     assert "3/3" in err and "failed=1" in err
 
@@ -338,7 +343,8 @@ def test_sigkill_of_the_driver_loses_no_finished_run_and_the_rerun_completes_eac
     grid_file = tmp_path / "grid.toml"
     grid_file.write_text(TINY_TOML.replace("max_steps = 30", "max_steps = 150") + "\ndepth = [1, 2, 3, 4, 5]\n")
     code = ("import sys; from numerics.experiments.sweep import run_sweep; "
-            "run_sweep(sys.argv[1], sys.argv[2], workers=1, progress=False)")
+            "from numerics.experiments.execution import Execution; "
+            "run_sweep(sys.argv[1], sys.argv[2], execution=Execution(workers=1, progress=False))")
     marker = tmp_path / "first-commit"  # the driver creates it after its first commit and waits (no race)
     env = checkout_env(**{sw.HOLD_AFTER_COMMIT_VARIABLE: str(marker)})
     driver = subprocess.Popen([sys.executable, "-c", code, str(grid_file), str(out)], cwd=REPO, env=env,
@@ -360,7 +366,7 @@ def test_sigkill_of_the_driver_loses_no_finished_run_and_the_rerun_completes_eac
         time.sleep(0.1)
     assert not _alive(worker), "a local worker outlived its killed driver"
 
-    summary = run_sweep(grid_file, out, workers=1, progress=False)
+    summary = run_sweep(grid_file, out, execution=ONE_WORKER)
     assert (summary.total, summary.done, summary.skipped, summary.executed) == (5, 5, len(committed), 5 - len(committed))
     assert summary.requeued >= 1  # the run in flight at the kill was left 'running'
     rows = load_results(out)
@@ -374,7 +380,7 @@ def test_sigkill_of_the_driver_loses_no_finished_run_and_the_rerun_completes_eac
 
 def test_status_lists_counts_slowest_and_failed_runs(tmp_path):
     grid = Grid({"depth": [1, 2]}, {"depth": 3, "mode": "raise"}, config_type=ToyConfig)
-    run_sweep(grid, tmp_path, workers=1, runner=toy_runner, progress=False)
+    run_sweep(grid, tmp_path, runner=toy_runner, execution=ONE_WORKER)
     status = sweep_status(tmp_path, slowest=1)
     assert status.counts == {"pending": 0, "running": 0, "done": 2, "failed": 1} and len(status.slowest) == 1
     (failed,) = status.failed
@@ -494,7 +500,7 @@ def test_cli_status_of_a_directory_without_store_exits_2(tmp_path, capsys):
 
 def test_a_runner_that_spawned_workers_cannot_import_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(TypeError, match="runner must be picklable"):
-        run_sweep(_toy_grid(depth=[1]), tmp_path / "out", runner=lambda config: None, progress=False)
+        run_sweep(_toy_grid(depth=[1]), tmp_path / "out", runner=lambda config: None, execution=ONE_WORKER)
     assert not (tmp_path / "out").exists()
 
 
@@ -588,5 +594,5 @@ def test_a_sweep_on_real_dask_processes_survives_a_sigkilled_worker_with_each_ru
     with sqlite3.connect(tmp_path / "dask" / STORE_FILENAME) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert conn.execute("SELECT COUNT(DISTINCT run_hash) FROM arrays").fetchone() == (6,)
-    run_sweep(grid_file, tmp_path / "local", workers=1, progress=False)
+    run_sweep(grid_file, tmp_path / "local", execution=ONE_WORKER)
     assert _stored(tmp_path / "dask") == _stored(tmp_path / "local")  # bitwise: metrics and every array

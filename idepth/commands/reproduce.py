@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._execution import execution_from_args
+
 HELP = "regenerate the paper's figures and tables (PNG/PDF, Markdown) and write REPORT.md"
 
 
@@ -77,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from numerics.io import check_output_dir
 
     get_scale(args.scale), parse_only(args.only)  # bad input first, then the output directory
+    execution = execution_from_args(args)
     if args.converged_table not in (None, "run"):
         from pathlib import Path
 
@@ -84,8 +87,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--converged-table: no such file: {args.converged_table} (a CSV or 'run')")
     check_output_dir(args.out, "--out")
     result = reproduce(
-        args.scale, args.only, args.out, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
-        progress=False if args.no_progress else None, study=False if args.no_study else None,
+        args.scale, args.only, args.out, execution=execution, study=False if args.no_study else None,
         command=command_line(_argv(args)), converged_table=args.converged_table,
         calibrate=not getattr(args, "no_calibration", False),
     )

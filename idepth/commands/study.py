@@ -26,6 +26,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ._execution import execution_from_args
+
 HELP = "regime study (where inverse-depth appears), oracle bounds vs the paper, measured softmax defaults"
 
 
@@ -99,8 +101,8 @@ def register(subparsers) -> None:
                     "its own SE over the last quarter of training; otherwise it is retrained with the step cap doubled. "
                     "All runs of a spectrum share one held-out set (paired depth differences). Resumable: finished "
                     "runs stay in the store. Writes DIR/converged-study.csv (one row per run), its .provenance.json, "
-                    "DIR/converged-study.md, DIR/figures/converged-study.png and converged-study-decomposition.png "
-                    "(C_L, A_L − C_L); bounds cached in DIR/cache. `idepth reproduce` reads the CSV.",
+                    "DIR/converged-study.md, its figures DIR/figures/converged-study-*.png (one per group of spectra, "
+                    "and C_L, A_L − C_L); bounds cached in DIR/cache. `idepth reproduce` reads the CSV.",
     )
     converged.add_argument("--out", metavar="DIR", default="docs/results", help="output directory (default docs/results)")
     converged.add_argument("--store", metavar="DIR", default=None, help="sweep store (default DIR/store)")
@@ -206,11 +208,10 @@ def run_sizes(args) -> int:
             check_positive_int(name, v)
     check_positive_int("--contexts", args.contexts, minimum=16)
     check_positive_int("--seeds", args.seeds, minimum=2)
-    check_positive_int("--workers", args.workers)
+    execution = execution_from_args(args)
     check_output_dir(args.out, "--out")
     result, markdown = run_size_inference(args.out, d_values=d_values, P_values=P_values, n_contexts=args.contexts,
-                                          n_seeds=args.seeds, workers=args.workers,
-                                          progress=None if not args.no_progress else False)
+                                          n_seeds=args.seeds, execution=execution)
     print(markdown)
     print(f"wrote {args.out}/sizes.md, sizes.json, figures/sizes_chi2.png")
     return 0
@@ -232,8 +233,7 @@ def run_converged_command(args) -> int:
         changes["seeds"] = tuple(range(check_positive_int("--seeds", args.seeds)))
     plan = dataclasses.replace(plan, **changes)
     check_positive_int("--bound-contexts", args.bound_contexts, minimum=16)
-    if args.workers is not None:
-        check_positive_int("--workers", args.workers)
+    execution = execution_from_args(args)
     spectra = None
     if args.spectra is not None:
         try:
@@ -246,11 +246,10 @@ def run_converged_command(args) -> int:
     if args.store is not None:
         check_output_dir(args.store, "--store")
     command = "idepth study converged " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study converged"
-    rows, markdown = run_converged(args.out, plan=plan, store_dir=args.store, backend=args.backend,
-                                   workers=args.workers, scheduler=args.scheduler, progress=None if not args.no_progress else False, report_only=args.report_only,
+    rows, markdown = run_converged(args.out, plan=plan, execution=execution, report_only=args.report_only,
                                    bound_contexts=args.bound_contexts, command=command.strip(), only_spectra=spectra)
     print(markdown)
-    print(f"wrote {args.out}/converged-study.csv ({len(rows)} runs), converged-study.md, figures/converged-study.png")
+    print(f"wrote {args.out}/converged-study.csv ({len(rows)} runs), converged-study.md, figures/converged-study-*.png")
     return 0
 
 
@@ -263,10 +262,11 @@ def run_certified_command(args) -> int:
     depths = None if args.depths is None else _ints(args.depths, "--depths")
     if depths is not None and tuple(depths) != plan.depths[: len(depths)]:
         raise ValueError(f"--depths must be a prefix of {','.join(map(str, plan.depths))}; got {args.depths!r}")
+    execution = execution_from_args(args)
     cells, frontier = Path(args.cells) / "cells", Path(args.cells) / "frontier"
     if not args.report_only:
-        run_certified_study(plan, args.store, workers=args.workers, progress=False if args.no_progress else None,
-                            depths=depths, cells_dir=cells, frontier_dir=frontier)
+        run_certified_study(plan, execution.store_dir, execution=execution, depths=depths, cells_dir=cells,
+                            frontier_dir=frontier)
     command = "idepth study certified " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study certified"
     rows, summaries = write_certified(args.out, cells, plan, command=command)
     print(f"wrote {args.out}/certified-study.csv ({len(rows)} candidates), certified-study.md")
@@ -287,13 +287,12 @@ def run_regime(args) -> int:
     from numerics.experiments.study import run_study_sections
     from numerics.io import check_output_dir
 
+    execution = execution_from_args(args)
     check_output_dir(args.out, "--out")  # every output is checked before any training
     if args.store is not None:
         check_output_dir(args.store, "--store")
-    progress = None if not args.no_progress else False
     try:
-        study, report = run_study_sections(args.scale, args.out, backend=args.backend, workers=args.workers,
-                                           scheduler=args.scheduler, store_dir=args.store, progress=progress)
+        study, report = run_study_sections(args.scale, args.out, execution=execution)
     except RuntimeError as exc:
         print(f"idepth study: {exc}", file=sys.stderr)
         return 1
@@ -306,14 +305,16 @@ def run_regime(args) -> int:
 
 def run_consistency(args) -> int:
     """Run ``idepth study consistency``."""
+    import dataclasses
 
     from numerics.experiments.study import paper_consistency
     from numerics.io import make_output_dir, write_text
 
     P_values = _ints(args.P, "--P")
+    execution = execution_from_args(args)
     out = make_output_dir(args.out, "--out")
-    report = paper_consistency(d=args.d, P_values=P_values, n_contexts=args.contexts, cache_dir=out / "cache",
-                               workers=args.workers, progress=None if not args.no_progress else False)
+    report = paper_consistency(d=args.d, P_values=P_values, n_contexts=args.contexts,
+                               execution=dataclasses.replace(execution, cache_dir=out / "cache"))
     write_text(out / "consistency.md", report.markdown)
     print(f"{report.n_below} of {len(report.rows)} paper values are below the oracle bound; "
           f"wrote {Path(args.out) / 'consistency.md'}")
@@ -326,6 +327,7 @@ def run_defaults(args) -> int:
     from numerics.io import check_output_dir, check_output_file
 
     # every output is checked before any training; no store is left in the working directory unless asked
+    execution = execution_from_args(args)
     check_output_file(args.out, "--out", suffixes=("json",))
     if args.store is not None:
         check_output_dir(args.store, "--store")
@@ -334,8 +336,7 @@ def run_defaults(args) -> int:
     try:  # without --store, the library trains into a temporary store it removes afterwards
         data = make_softmax_defaults(
             args.out, scale=args.scale, spectra=spectra, regimes=regimes, default_regime=args.default_regime,
-            store_dir=args.store, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
-            progress=None if not args.no_progress else False,
+            execution=execution,
         )
     except RuntimeError as exc:
         print(f"idepth study: {exc}", file=sys.stderr)

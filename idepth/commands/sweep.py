@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._execution import execution_from_args
+
 HELP = "run a grid of training runs into a resumable results store (DIR/results.sqlite)"
 
 
@@ -81,17 +83,28 @@ def register(subparsers) -> None:
     export_parser.set_defaults(func=export)
 
 
+def _execution(args: argparse.Namespace):
+    """The run's Execution; ``--dask-local N`` is the size of the local Dask cluster (``--workers`` with dask)."""
+    from theory.validation import check_positive_int
+
+    if args.dask_local is not None:
+        check_positive_int("--dask-local", args.dask_local)
+        if args.backend != "dask":
+            raise ValueError(f"--dask-local is only used with --backend dask; got --dask-local {args.dask_local} "
+                             f"with --backend {args.backend}")
+    if args.backend == "dask" and args.scheduler is not None and (args.workers, args.dask_local) != (None, None):
+        raise ValueError("with --scheduler the cluster decides the workers: do not also give "
+                         f"--workers ({args.workers!r}) or --dask-local ({args.dask_local!r})")
+    return execution_from_args(args, workers=args.workers if args.dask_local is None else args.dask_local)
+
+
 def run(args: argparse.Namespace) -> int:
     """``idepth sweep run``: run the grid, print a one-line summary."""
     from numerics.experiments.sweep import run_sweep
     from numerics.io import check_output_dir
 
     check_output_dir(args.out, "--out")  # before the grid is read or a worker started
-    summary = run_sweep(
-        args.grid, args.out, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
-        dask_local=args.dask_local, retry_failed=args.retry_failed,
-        progress=False if args.no_progress else None, connect_timeout=args.connect_timeout,
-    )
+    summary = run_sweep(args.grid, args.out, execution=_execution(args), retry_failed=args.retry_failed)
     print(
         f"{summary.store}: {summary.total} runs: {summary.done} done ({summary.skipped} already done, "
         f"{summary.executed} run now), {summary.failed} failed, {summary.pending} pending; "

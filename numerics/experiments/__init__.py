@@ -1,6 +1,7 @@
 """The experiments layer: orchestration built on the science layer of :mod:`numerics`.
 
 =====================================  ==========================================================
+:mod:`numerics.experiments.execution`  where work runs: one validated ``Execution`` (backend, workers, ...)
 :mod:`numerics.experiments.sweep`      depth sweeps (grids, local and Dask backends, resume)
 :mod:`numerics.experiments.store`      the SQLite results store of a sweep
 :mod:`numerics.experiments.bounds`     oracle bounds of softmax heads (Monte Carlo)

@@ -8,7 +8,7 @@ file. The stored key is compared on read (a digest collision or a damaged file i
 recomputed). ``recompute=True`` ignores what is stored and overwrites it.
 
 :func:`cached` computes one value; :func:`cached_many` computes the missing values
-of many keys, optionally in worker processes (one BLAS thread each).
+of many keys, optionally in the sweep's local worker processes (one BLAS thread each).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import hashlib
 import json
-import multiprocessing
 import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -102,29 +101,14 @@ def cached(cache_dir: str | os.PathLike | None, kind: str, key: dict, compute: C
     return value
 
 
-def _pinned_pool(workers: int) -> cf.ProcessPoolExecutor:
-    from .sweep import BLAS_THREAD_VARIABLES
-
-    saved = {name: os.environ.get(name) for name in BLAS_THREAD_VARIABLES}
-    os.environ.update({name: "1" for name in BLAS_THREAD_VARIABLES})
-    try:  # spawned children read the environment at start-up
-        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[dict], compute: Callable[[dict], Any],
                 *, workers: int = 1, progress: bool | None = False, desc: str | None = None,
                 recompute: bool = False) -> list[Any]:
     """``[compute(key) for key in keys]``, computing only what ``cache_dir`` lacks, in ``workers`` processes.
 
-    ``compute`` must be a module-level function (it is sent to spawned workers
-    when ``workers > 1``). Each value is stored as soon as it arrives, so an
-    interrupted call keeps what it finished.
+    ``compute`` must be a module-level function (it is sent to the sweep's local worker
+    processes, :func:`numerics.experiments.sweep.local_pool`, when ``workers > 1``). Each
+    value is stored as soon as it arrives, so an interrupted call keeps what it finished.
 
     Examples
     --------
@@ -157,7 +141,10 @@ def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[d
                 bar.update(1)
 
             if workers > 1 and len(todo) > 1:
-                with _pinned_pool(min(workers, len(todo))) as pool:
+                from .sweep._backends import BLAS_THREAD_VARIABLES, local_pool, preserved_environment
+
+                with (preserved_environment(BLAS_THREAD_VARIABLES),
+                      local_pool(min(workers, len(todo))) as pool):
                     futures = {pool.submit(compute, key): ident for ident, key in todo.items()}
                     for future in cf.as_completed(futures):
                         keep(futures[future], future.result())

@@ -22,6 +22,7 @@ Output layout::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import sys
@@ -31,10 +32,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from numerics.io import make_output_dir
-from theory.validation import check_positive_int
 
 # the study and the sweep layer (sympy, scipy) are imported where they are used, so that the plan's
 # names (ARTEFACTS, SCALES) -- the choices of `idepth reproduce --help` -- are read without them
+from ..execution import Execution, as_execution
 from ..scales import SCALES, Family, Scale, get_scale
 from .plan import ARTEFACTS, Plan, make_plan, parse_only
 
@@ -90,7 +91,7 @@ class ReproductionResult:
     wall_time: float
 
 
-def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, progress, log) -> tuple:
+def _study_sections(scale: Scale, out: Path, *, execution, log) -> tuple:
     """(regime-study Markdown, consistency Markdown, consistency report) of the scale's study budget.
 
     The study shares the reproduction's store (its runs equal to this reproduction's are trained
@@ -102,8 +103,7 @@ def _study_sections(scale: Scale, out: Path, *, backend, workers, scheduler, pro
     log(f"regime study (numerics.experiments.study, scale {scale.name!r}) ...")
     try:
         result, consistency = study.run_study_sections(
-            scale.study, out / "study", store_dir=out / "store", cache_dir=out / "cache", backend=backend,
-            workers=workers, scheduler=scheduler, progress=progress,
+            scale.study, out / "study", execution=execution,
             consistency_sizes=_CONSISTENCY_SIZES[scale.name])
     except RuntimeError as exc:  # a training run of the study failed: the report says so
         note = f"**The regime study did not run**: {' '.join(str(exc).split())}."
@@ -126,10 +126,7 @@ def reproduce(
     only: str | Sequence[str] | None = None,
     out_dir: str | os.PathLike = "reproduction",
     *,
-    backend: str = "local",
-    workers: int | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
+    execution: Execution | None = None,
     study: bool | None = None,
     log: Callable[[str], object] | None = None,
     command: str | None = None,
@@ -146,15 +143,12 @@ def reproduce(
         Artefact IDs (``"fig6a,table4"``); default: all of :data:`ARTEFACTS`.
     out_dir : path
         Output directory (created); see the module docstring for its layout.
-    backend : {'local', 'dask'}
-        Where the training runs execute (:func:`numerics.experiments.sweep.run_sweep`).
-    workers : int, optional
-        Local worker processes (default: the usable cores), or the size of a
-        local Dask cluster when ``backend='dask'`` without ``scheduler``.
-    scheduler : str, optional
-        Address of a running Dask scheduler (``tcp://host:8786``).
-    progress : bool, optional
-        Progress bars (default: when stderr is a terminal).
+    execution : Execution, optional
+        Where the training runs execute and whether progress is shown
+        (:class:`~numerics.experiments.execution.Execution`, default ``Execution()``). Every
+        sweep of the reproduction, its regime study's and its converged study's included,
+        goes there. The store and the cache are ``OUT/store`` and ``OUT/cache``: an execution
+        naming another ``store_dir`` or ``cache_dir`` is refused.
     study : bool, optional
         Run the regime study and the consistency check (:mod:`numerics.experiments.study`);
         default: only when every artefact is requested (``only`` is None).
@@ -182,7 +176,8 @@ def reproduce(
     Raises
     ------
     ValueError
-        Unknown scale or artefact ID, bad backend options -- before anything is written.
+        Unknown scale or artefact ID, an execution naming its own store or cache -- before
+        anything is written.
     NotADirectoryError, PermissionError
         ``out_dir`` is a file or not writable.
     KeyboardInterrupt
@@ -195,7 +190,8 @@ def reproduce(
     Examples
     --------
     >>> import tempfile  # doctest: +SKIP
-    >>> result = reproduce("smoke", out_dir=tempfile.mkdtemp(), workers=2)  # about a minute  # doctest: +SKIP
+    >>> result = reproduce("smoke", out_dir=tempfile.mkdtemp(),
+    ...                    execution=Execution(workers=2))  # about a minute  # doctest: +SKIP
     >>> result.report.name  # doctest: +SKIP
     'REPORT.md'
     """
@@ -205,12 +201,11 @@ def reproduce(
             print(f"[{time.perf_counter() - started:6.0f} s] {text}", file=sys.stderr, flush=True)
     scale = get_scale(scale)
     plan = make_plan(scale, only)  # validates scale and IDs before anything is written
-    if backend not in ("local", "dask"):
-        raise ValueError(f"backend must be one of 'local', 'dask'; got {backend!r}")
-    if scheduler is not None and backend != "dask":
-        raise ValueError(f"scheduler is only used with backend='dask'; got scheduler={scheduler!r} with backend={backend!r}")
-    if workers is not None:
-        workers = check_positive_int("workers", workers)
+    execution = as_execution(execution)
+    for name in ("store_dir", "cache_dir"):
+        if getattr(execution, name) is not None:
+            raise ValueError("reproduce keeps its runs in OUT/store and its cache in OUT/cache; "
+                             f"got execution.{name}={str(getattr(execution, name))!r}")
     if converged_table is not None and converged_table != "run" and not Path(converged_table).is_file():
         raise FileNotFoundError(f"converged_table: no such file: {converged_table}")
     out = make_output_dir(out_dir)
@@ -218,20 +213,17 @@ def reproduce(
     command = command or "numerics.experiments.reproduce.reproduce(" + ", ".join(
         [repr(scale.name)] + ([f"only={only!r}"] if only else []) + [f"out_dir={str(out)!r}"]) + ")"
 
-    log(plan.format(workers or _usable_cores(), backend=backend))
-    if scale.needs_cluster and backend != "dask":
+    log(plan.format(execution.pool_size(), backend=execution.backend))
+    if scale.needs_cluster and execution.backend != "dask":
         log(f"warning: scale {scale.name!r} is sized for a Dask cluster; running it locally will take "
-            f"≈ {plan.total_seconds / 3600 / max(workers or _usable_cores(), 1):.0f} hours")
+            f"≈ {plan.total_seconds / 3600 / execution.pool_size():.0f} hours")
 
-    from ..sweep import execution_options
-
-    sweep_kwargs = dict(execution_options(backend, workers, scheduler), progress=progress)
+    execution = dataclasses.replace(execution, store_dir=out / "store", cache_dir=out / "cache")
     if converged_table is None and scale.runs_converged_study:
         converged_table = "run"
 
     def converged():
-        return _converged_table(scale, out, converged_table, backend=backend, workers=workers, scheduler=scheduler,
-                                progress=progress, log=log, command=command)
+        return _converged_table(scale, out, converged_table, execution=execution, log=log, command=command)
 
     if converged_table != "run":  # only reads a table: its spot checks belong in the estimate
         table, table_error, checks = converged()
@@ -245,15 +237,15 @@ def reproduce(
             log(f"no calibrated estimate: {exc}")
         else:
             extra = [cfg for _, cfg in checks] if converged_table != "run" else []
-            log(format_estimate(plan, calibration, workers or _usable_cores(), extra_configs=extra,
-                                backend=backend, study=study))
+            log(format_estimate(plan, calibration, execution.pool_size(), extra_configs=extra,
+                                backend=execution.backend, study=study))
             costs = calibrated_estimate(plan, calibration, extra)[2]
     if converged_table == "run":
         table, table_error, checks = converged()
     from ..sweep import Grid, run_sweep
 
-    summary = run_sweep(Grid.of(list(plan.configs) + [cfg for _, cfg in checks]), out / "store",
-                        costs=costs if costs is not None else plan.run_costs(), **sweep_kwargs)
+    summary = run_sweep(Grid.of(list(plan.configs) + [cfg for _, cfg in checks]), execution.store_dir,
+                        execution=execution, costs=costs if costs is not None else plan.run_costs())
     log(f"training: {summary.executed} runs trained now, {summary.skipped} reused from the store, "
         f"{summary.failed} failed ({summary.wall_time:.0f} s)")
 
@@ -270,8 +262,7 @@ def reproduce(
         from .converged import sizes_section
         from .tables import PAPER_D, PAPER_P
 
-        study_md, consistency_md, consistency = _study_sections(
-            scale, out, backend=backend, workers=workers, scheduler=scheduler, progress=progress, log=log)
+        study_md, consistency_md, consistency = _study_sections(scale, out, execution=execution, log=log)
         consistency_md = consistency_md.rstrip() + "\n\n" + sizes_section(table, (PAPER_D, PAPER_P))
     figures, tables = [], []
     for artefact_id in plan.artefacts:
@@ -290,12 +281,11 @@ def reproduce(
                               claims=claims, sweep=summary, wall_time=wall)
 
 
-def _converged_table(scale: Scale, out: Path, converged_table, *, backend, workers, scheduler, progress, log,
-                     command) -> tuple:
+def _converged_table(scale: Scale, out: Path, converged_table, *, execution, log, command) -> tuple:
     """(table or None, why not, spot-check runs) of the converged study this reproduction reads.
 
-    With ``converged_table='run'`` the study trains where the reproduction's runs do (``backend``,
-    ``workers``, ``scheduler``).
+    With ``converged_table='run'`` the study trains where the reproduction's runs do (``execution``),
+    into the reproduction's store; its bounds are cached in ``OUT/converged/cache``.
     """
     from .converged import load_table, spot_check_configs
 
@@ -305,8 +295,8 @@ def _converged_table(scale: Scale, out: Path, converged_table, *, backend, worke
         plan = ConvergedPlan(**dict(scale.converged_plan or {}))
         log(f"converged study (numerics.experiments.study.converged; {len(plan.runs())} runs, resumable; the default "
             "plan takes hours on 2 cores) ...")
-        run_converged(out / "converged", plan=plan, store_dir=out / "store", backend=backend, workers=workers,
-                      scheduler=scheduler, progress=progress, command=command + " (its converged study)",
+        run_converged(out / "converged", plan=plan, command=command + " (its converged study)",
+                      execution=dataclasses.replace(execution, cache_dir=None),
                       bound_contexts=scale.bound_contexts)
         converged_table = out / "converged" / "converged-study.csv"
     try:
@@ -326,13 +316,6 @@ def _cpu_seconds() -> float:
     """User + system CPU time of this process and its finished child processes (local sweep workers)."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        return os.cpu_count() or 1
 
 
 def command_line(argv: Sequence[str]) -> str:

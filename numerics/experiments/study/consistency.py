@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -13,6 +13,7 @@ from theory.validation import check_positive_int
 
 from .. import criteria
 from ..bounds import BOUND_SEED, bound_key, head_bounds
+from ..execution import Execution, as_execution
 from .regimes import RegimeStudy
 
 __all__ = ["ConsistencyRow", "ConsistencyReport", "paper_consistency", "paper_plateaus", "run_study_sections"]
@@ -128,9 +129,7 @@ def paper_consistency(
     P_values: Sequence[int] = (1024, 2048),
     n_contexts: int = 8192,
     seed: int = BOUND_SEED,
-    cache_dir: str | os.PathLike | None = None,
-    workers: int = 1,
-    progress: bool | None = False,
+    execution: Execution | None = None,
     bound: Callable | None = None,
     extra_sizes: Sequence[tuple] = (),
 ) -> ConsistencyReport:
@@ -155,12 +154,11 @@ def paper_consistency(
         :func:`numerics.experiments.bounds.bound_stream`).
     seed : int
         Seed from which the bounds' streams are derived.
-    cache_dir : path, optional
-        The Monte-Carlo cache (:mod:`numerics.experiments.cache`): re-running is cheap,
-        and a report whose sections share it shows one value per bound.
-    workers : int
-        Processes computing bounds in parallel.
-    progress : bool
+    execution : Execution, optional
+        Its ``cache_dir`` is the Monte-Carlo cache (:mod:`numerics.experiments.cache`; none by
+        default): re-running is cheap, and a report whose sections share it shows one value per
+        bound. Its ``workers`` (default 1) are the local processes computing bounds in parallel;
+        its ``progress``, their progress bar.
     bound : callable, optional
         ``bound(a, b, d, P, k) -> HeadBound`` replacing the Monte-Carlo computation (tests).
     extra_sizes : sequence of (d, P)
@@ -195,7 +193,10 @@ def paper_consistency(
     if bound is None:
         cells = [(r["a"], r["b"], sd, sP, r["k"]) for (sd, sP) in sizes for r in paper if r["k"] <= sP]
         keys = [bound_key(*cell, n_contexts=n_contexts, seed=seed) for cell in cells]
-        computed = dict(zip(cells, head_bounds(keys, cache_dir, workers=workers, progress=progress)))
+        execution = as_execution(execution)
+        values = head_bounds(keys, execution.cache_dir, workers=execution.pool_size(default=1),
+                             progress=execution.progress)
+        computed = dict(zip(cells, values))
 
         def bound(a, b, d_, P_, k_):  # noqa: F811 - the default provider
             return computed[(a, b, d_, P_, k_)]
@@ -284,12 +285,7 @@ def run_study_sections(
     scale,
     out_dir,
     *,
-    store_dir=None,
-    cache_dir=None,
-    backend: str = "local",
-    workers: int | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
+    execution: Execution | None = None,
     consistency_sizes: dict | None = None,
     figures: bool = True,
 ) -> tuple[RegimeStudy, ConsistencyReport]:
@@ -305,9 +301,10 @@ def run_study_sections(
         A reproduction scale's name (its study budget) or a budget.
     out_dir : path
         The study's figures, ``study.json``, ``study.md``, ``consistency.md``.
-    store_dir, cache_dir : path, optional
-        Default ``out_dir/store`` and ``out_dir/cache``.
-    backend, workers, scheduler, progress, figures
+    execution : Execution, optional
+        Where the runs execute (:class:`~numerics.experiments.execution.Execution`); its
+        ``store_dir`` and ``cache_dir`` default to ``out_dir/store`` and ``out_dir/cache``.
+    figures : bool
         As in :func:`~numerics.experiments.study.regimes.run_regime_study`.
     consistency_sizes : dict, optional
         ``d`` and ``P_values`` of :func:`paper_consistency` (default d = 128, P = 1024, 2048).
@@ -327,10 +324,10 @@ def run_study_sections(
     from .regimes import _scale, run_regime_study
 
     s = _scale(scale)
-    cache = Path(out_dir) / "cache" if cache_dir is None else Path(cache_dir)
-    result = run_regime_study(s, out_dir, backend=backend, workers=workers, scheduler=scheduler, store_dir=store_dir,
-                              progress=progress, figures=figures, cache_dir=cache)
-    report = paper_consistency(study=result, n_contexts=s.bound_contexts, cache_dir=cache, workers=workers or 1,
-                               progress=progress, **(consistency_sizes or {}))
+    execution = as_execution(execution)
+    execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or Path(out_dir) / "cache")
+    result = run_regime_study(s, out_dir, execution=execution, figures=figures)
+    report = paper_consistency(study=result, n_contexts=s.bound_contexts, execution=execution,
+                               **(consistency_sizes or {}))
     write_text(Path(result.out_dir) / "consistency.md", report.markdown)
     return result, report

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import tempfile
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from numerics.io import check_output_file, json_clean, write_json
-from theory.validation import check_choice, check_positive_int
+from theory.validation import check_choice
 
+from ..execution import Execution, as_execution
 from ..scales import StudyScale, TRAINED_REGIMES
 from .regimes import _scale, regime_config
 from .verdicts import summarise_point
@@ -67,11 +68,7 @@ def make_softmax_defaults(
     spectra: Sequence[tuple] | None = None,
     regimes: Sequence[str] = ("lazy", "converged"),
     default_regime: str = "lazy",
-    store_dir: str | os.PathLike | None = None,
-    backend: str = "local",
-    workers: int | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
+    execution: Execution | None = None,
     command: str | None = None,
 ) -> dict:
     """Train (through the sweep layer, cached) and fit ``(L0, c)`` over a spectrum grid; write the defaults JSON.
@@ -94,11 +91,11 @@ def make_softmax_defaults(
     default_regime : str
         The regime of the file :func:`theory.predict_loss` reads with ``regime='calibrated'`` and no
         calibration.
-    store_dir : path, optional
-        Sweep store (a cache, not part of the provenance); default: a temporary directory,
-        removed afterwards (nothing is left in the working directory unless asked).
-    backend, workers, scheduler, progress
-        As in :func:`numerics.experiments.study.run_regime_study`.
+    execution : Execution, optional
+        Where the runs execute (:class:`~numerics.experiments.execution.Execution`). Its
+        ``store_dir`` is the sweep store (a cache, not part of the provenance); default: a
+        temporary directory, removed afterwards (nothing is left in the working directory
+        unless asked). Progress is shown on a terminal only unless ``progress`` says otherwise.
     command : str, optional
         The command line recorded as provenance (default: the equivalent ``idepth study defaults``
         command; the store and worker count are left out, they do not change the numbers).
@@ -116,12 +113,13 @@ def make_softmax_defaults(
     --------
     >>> import tempfile, pathlib  # doctest: +SKIP
     >>> data = make_softmax_defaults(pathlib.Path(tempfile.mkdtemp()) / "d.json", scale="smoke",
-    ...                              regimes=("converged",), default_regime="converged", workers=1)  # doctest: +SKIP
+    ...                              regimes=("converged",), default_regime="converged",
+    ...                              execution=Execution(workers=1))  # doctest: +SKIP
     """
     import sys
 
     from numerics.experiments.store import load_results
-    from numerics.experiments.sweep import Grid, execution_options, run_sweep
+    from numerics.experiments.sweep import Grid, run_sweep
     from theory import __version__
 
     s = _scale(scale)
@@ -130,16 +128,14 @@ def make_softmax_defaults(
         raise ValueError(f"default_regime must be one of the regimes {regimes}; got {default_regime!r}")
     spectra = tuple((float(a), float(b)) for a, b in (s.all_spectra if spectra is None else spectra))
     out_path = check_output_file(out_path, "out_path", suffixes=("json",))
-    if store_dir is None:
+    execution = as_execution(execution)
+    if execution.store_dir is None:
         with tempfile.TemporaryDirectory(prefix="idepth-defaults-store-") as tmp:
             return make_softmax_defaults(out_path, scale=scale, spectra=spectra, regimes=regimes,
-                                         default_regime=default_regime, store_dir=tmp, backend=backend,
-                                         workers=workers, scheduler=scheduler, progress=progress,
-                                         command=command)
-    store = Path(store_dir)
-    if progress is None:
-        progress = sys.stderr.isatty()
-    workers = (os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
+                                         default_regime=default_regime, command=command,
+                                         execution=dataclasses.replace(execution, store_dir=tmp))
+    if execution.progress is None:
+        execution = dataclasses.replace(execution, progress=sys.stderr.isatty())
 
     configs = {}
     for (d, P, N) in s.sizes:
@@ -150,7 +146,8 @@ def make_softmax_defaults(
                         configs[(regime, d, P, N, a, b, L, seed)] = regime_config(
                             regime, d=d, N=N, P=P, depth=L, seed=seed, a=a, b=b, k=s.k, scale=s)
     unique = sorted(configs.values(), key=lambda c: -c.depth)
-    summary = run_sweep(Grid.of(unique), store, progress=progress, **execution_options(backend, workers, scheduler))
+    store = execution.store_dir
+    summary = run_sweep(Grid.of(unique), store, execution=execution)
     if not summary.ok:
         raise RuntimeError(f"the defaults sweep did not finish: {summary.failed} failed, {summary.pending} pending")
     by_hash = {r["hash"]: r for r in load_results(store, status="done")}

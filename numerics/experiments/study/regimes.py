@@ -12,7 +12,6 @@ import dataclasses
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -22,6 +21,7 @@ from numerics.train import TrainConfig
 from theory.validation import check_choice, check_positive_int
 
 from .. import recipes
+from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
 from ..scales import REGIMES, TRAINED_REGIMES, StudyScale, get_scale
 from .report import draw_figures, study_markdown
@@ -354,13 +354,8 @@ def run_regime_study(
     scale: str | StudyScale = "quick",
     out_dir: str | os.PathLike = "study",
     *,
-    backend: str = "local",
-    workers: int | None = None,
-    scheduler: str | None = None,
-    store_dir: str | os.PathLike | None = None,
-    progress: bool | None = None,
+    execution: Execution | None = None,
     figures: bool = True,
-    cache_dir: str | os.PathLike | None = None,
 ) -> RegimeStudy:
     """Run the regime study: trained regimes through the sweep layer, controls, bounds, fits, figures, Markdown.
 
@@ -372,21 +367,15 @@ def run_regime_study(
         d ∈ {16, 32, 64}, P/d ∈ {4, 16}, N ∈ {d, 2d} (hours; use Dask).
     out_dir : path
         Where figures, ``study.json`` and ``study.md`` go.
-    backend : {'local', 'dask'}
-    workers : int, optional
-        Worker processes (default: the usable cores).
-    scheduler : str, optional
-        Dask scheduler address (``backend='dask'``).
-    store_dir : path, optional
-        Sweep store (default ``out_dir/store``); pass the reproduction's store to share runs.
-    progress : bool, optional
-        tqdm bars on a terminal, one-line records every 30 s otherwise (default); False: silent.
+    execution : Execution, optional
+        Where the training runs execute (:class:`~numerics.experiments.execution.Execution`;
+        its ``workers``, default the usable cores, also compute the bounds), whether progress is
+        shown, the sweep store (``store_dir``, default ``out_dir/store``; pass the reproduction's
+        store to share runs) and the Monte-Carlo cache of oracle bounds and frozen-head fits
+        (``cache_dir``, default ``out_dir/cache``; a reproduction passes its own, so every section
+        of its report shows one value per quantity).
     figures : bool
         Draw the depth plots.
-    cache_dir : path, optional
-        The Monte-Carlo cache (oracle bounds, frozen-head fits; :mod:`numerics.experiments.cache`);
-        default ``out_dir/cache``. A reproduction passes its own, so every section of its report
-        shows one value per quantity.
 
     Returns
     -------
@@ -404,29 +393,30 @@ def run_regime_study(
     Examples
     --------
     >>> import tempfile  # doctest: +SKIP
-    >>> study = run_regime_study("smoke", tempfile.mkdtemp(), workers=1)  # doctest: +SKIP
+    >>> study = run_regime_study("smoke", tempfile.mkdtemp(),
+    ...                          execution=Execution(workers=1))  # doctest: +SKIP
     >>> study.regime_name  # doctest: +SKIP
     'flat under lazy training; ...'
     """
     from numerics.experiments.store import load_arrays, load_results
-    from numerics.experiments.sweep import Grid, execution_options, run_sweep
+    from numerics.experiments.sweep import Grid, run_sweep
 
     from ..bounds import bound_key, head_bounds
     from ..cache import cached_many
 
     started = time.perf_counter()
     s = _scale(scale)
+    execution = as_execution(execution)
     out = make_output_dir(out_dir)
-    cache = out / "cache" if cache_dir is None else Path(cache_dir)
-    store = Path(store_dir) if store_dir is not None else out / "store"
-    workers = (os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
+    cache = execution.cache_dir or out / "cache"
+    store = execution.store_dir or out / "store"
+    progress = execution.progress
 
     configs = trained_configs(s)
     unique = sorted(configs.values(), key=lambda c: -c.depth)  # deepest first: shorter tail
     summary = None
     if unique:
-        summary = run_sweep(Grid.of(unique), store, progress=progress,
-                            **execution_options(backend, workers, scheduler))
+        summary = run_sweep(Grid.of(unique), store, execution=execution)
         if not summary.ok:
             failed = [r for r in load_results(store, status="failed")]
             detail = failed[0]["error"] if failed else "runs still pending"
@@ -439,7 +429,7 @@ def run_regime_study(
     for (d, P, N), (a, b) in cells:
         keys.append(bound_key(a, b, d, P, s.k, n_contexts=s.bound_contexts))
         keys.append(bound_key(a, b, d, P, s.k, n_contexts=s.bound_contexts, similarity="prenorm", width=N))
-    computed = head_bounds(keys, cache, workers=workers, progress=progress)
+    computed = head_bounds(keys, cache, workers=execution.pool_size(), progress=progress)
     bounds = {(*size, *spectrum): {"cosine": computed[2 * i], "prenorm": computed[2 * i + 1]}
               for i, (size, spectrum) in enumerate(cells)}
 

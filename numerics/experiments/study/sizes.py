@@ -17,6 +17,7 @@ rows − 2). The MC error is the only error the statistic knows: the paper's val
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import numpy as np
 from numerics.io import make_output_dir, save_figure, write_json, write_text
 
 from ..bounds import cached_softmax_bounds, softmax_bounds_key
+from ..execution import Execution, as_execution
 from ..scales import SIZE_GRID_D, SIZE_GRID_P
 from .consistency import paper_plateaus
 
@@ -106,7 +108,7 @@ def _region(chi2: np.ndarray, dof: int, d_values, P_values) -> tuple[tuple, tupl
 
 
 def infer_sizes(d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, *, n_contexts: int = 2048, n_seeds: int = 4,
-                cache_dir=None, workers: int = 1, progress: bool | None = False) -> SizeInference:
+                execution: Execution | None = None) -> SizeInference:
     """χ² of ``B_∞`` and ``B_1`` against the paper's 14 nonlinear plateaus over a ``(d, P)`` grid.
 
     Parameters
@@ -116,11 +118,10 @@ def infer_sizes(d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, *, n_contexts: int =
         :data:`~numerics.experiments.scales.SIZE_GRID_P`); cells with ``P < k`` are skipped.
     n_contexts, n_seeds : int
         Monte Carlo of each bound (:func:`theory.softmax_bounds.softmax_bounds`).
-    cache_dir : path, optional
-        The cache (:mod:`numerics.experiments.cache`): re-running computes only what is missing.
-    workers : int
-        Processes.
-    progress : bool, optional
+    execution : Execution, optional
+        Its ``cache_dir`` is the cache (:mod:`numerics.experiments.cache`; none by default):
+        re-running computes only what is missing; its ``workers`` (default 1) are the local
+        processes computing bounds; its ``progress``, their progress bar.
 
     Returns
     -------
@@ -135,7 +136,10 @@ def infer_sizes(d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, *, n_contexts: int =
     cells = [(d, P, r) for d in d_values for P in P_values for r in rows if r["k"] <= P]
     keys = [softmax_bounds_key(r["a"], r["b"], d, P, r["k"], n_contexts=n_contexts, n_seeds=n_seeds)
             for d, P, r in cells]
-    values = cached_softmax_bounds(keys, cache_dir, workers=workers, progress=progress)
+    execution = as_execution(execution)
+    values = cached_softmax_bounds(keys, execution.cache_dir,
+                                   workers=execution.pool_size(default=1),
+                                   progress=execution.progress)
     shape = (len(d_values), len(P_values), len(rows))
     mixture, mixture_se, single, single_se = (np.full(shape, np.nan) for _ in range(4))
     for (d, P, r), bound in zip(cells, values):
@@ -227,20 +231,22 @@ def draw_size_map(result: SizeInference, path) -> Path:
 
 
 def run_size_inference(out_dir, *, d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, n_contexts: int = 2048,
-                       n_seeds: int = 4, cache_dir=None, workers: int = 1,
-                       progress: bool | None = None) -> tuple[SizeInference, str]:
+                       n_seeds: int = 4,
+                       execution: Execution | None = None) -> tuple[SizeInference, str]:
     """:func:`infer_sizes`, then ``OUT/sizes.md``, ``OUT/sizes.json`` and ``OUT/figures/sizes_chi2.png``.
 
-    What ``idepth study sizes`` calls. Returns the result and the Markdown.
+    What ``idepth study sizes`` calls. Returns the result and the Markdown. The execution's
+    ``cache_dir`` defaults to ``OUT/cache``.
 
     Notes
     -----
     No example: it needs hundreds of Monte-Carlo bounds (minutes).
     """
     out = make_output_dir(out_dir)
-    cache = out / "cache" if cache_dir is None else Path(cache_dir)
-    result = infer_sizes(d_values, P_values, n_contexts=n_contexts, n_seeds=n_seeds, cache_dir=cache, workers=workers,
-                         progress=progress)
+    execution = as_execution(execution)
+    execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or out / "cache")
+    result = infer_sizes(d_values, P_values, n_contexts=n_contexts, n_seeds=n_seeds,
+                         execution=execution)
     (out / "figures").mkdir(exist_ok=True)
     draw_size_map(result, out / "figures" / "sizes_chi2.png")
     markdown = sizes_markdown(result, "figures/sizes_chi2.png")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...execution import Execution
 from .plan import CellConfig, CertifiedPlan
 
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
@@ -206,14 +207,14 @@ def _winner_params(store_dir, run_hash: str) -> dict:
     return weights
 
 
-def run_certified_study(plan: CertifiedPlan, store_dir, *, workers: int | None = None, progress: bool | None = None,
-                        depths=None, cells_dir=None, frontier_dir=None) -> dict:
+def run_certified_study(plan: CertifiedPlan, store_dir, *, execution: Execution | None = None, depths=None,
+                        cells_dir=None, frontier_dir=None) -> dict:
     """Run the cells of ``plan`` through the store at ``store_dir``, main settings first; returns ``{cell hash: cell}``.
 
     A verdict needs every depth of a setting, so the main settings (:attr:`CertifiedPlan.spectra` at
     ``P``, top-``k``) go through every depth before the second context length and the top-16
     spectra start (a cell's hash does not depend on the other settings of its plan). See
-    :func:`run_waves` for the rest.
+    :func:`run_waves` for the rest; ``execution`` says where the cells run (the store is ``store_dir``).
 
     Notes
     -----
@@ -221,14 +222,14 @@ def run_certified_study(plan: CertifiedPlan, store_dir, *, workers: int | None =
     """
     import dataclasses
 
-    options = dict(workers=workers, progress=progress, depths=depths, cells_dir=cells_dir, frontier_dir=frontier_dir)
+    options = dict(execution=execution, depths=depths, cells_dir=cells_dir, frontier_dir=frontier_dir)
     main = dataclasses.replace(plan, long_spectra=(), top16_spectra=())
     cells = run_waves(main, store_dir, **options) if main != plan else {}
     return {**cells, **run_waves(plan, store_dir, **options)}
 
 
-def run_waves(plan: CertifiedPlan, store_dir, *, workers: int | None = None, progress: bool | None = None,
-              depths=None, cells_dir=None, frontier_dir=None) -> dict:
+def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = None, depths=None,
+              cells_dir=None, frontier_dir=None) -> dict:
     """Run the cells of ``plan`` depth by depth through the store at ``store_dir``; returns ``{cell hash: cell}``.
 
     Each depth is one sweep over every setting and seed; a depth-L cell's nested start reads the
@@ -236,6 +237,7 @@ def run_waves(plan: CertifiedPlan, store_dir, *, workers: int | None = None, pro
     stop after these (a prefix of ``plan.depths``). With ``cells_dir`` and ``frontier_dir``, the
     exported cells there are imported first and every finished wave is exported
     (:mod:`~numerics.experiments.study.certified.cells`: what a later session continues from).
+    Each sweep executes where ``execution`` says (:func:`numerics.experiments.sweep.run_sweep`).
 
     Notes
     -----
@@ -266,7 +268,7 @@ def run_waves(plan: CertifiedPlan, store_dir, *, workers: int | None = None, pro
                     if cell.content_hash() not in finished:  # a finished cell needs no start
                         object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
                 wave.append(((a, b, P, k, seed), cell))
-        run_sweep(Grid.of([cell for _, cell in wave]), store_dir, workers=workers, progress=progress, runner=run_cell)
+        run_sweep(Grid.of([cell for _, cell in wave]), store_dir, execution=execution, runner=run_cell)
         done = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
         for key, cell in wave:
             run_hash = cell.content_hash()

@@ -8,6 +8,7 @@ back into :class:`~.table.StudyRow` rows; :func:`run_converged` is the whole com
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -25,8 +26,9 @@ from ...bounds import cached_softmax_bounds, softmax_bounds_key
 from ...criteria import is_converged, last_quarter_change
 from ...grid import Grid
 from ...store import load_arrays, load_results, store_path
-from ...sweep import execution_options, run_sweep
-from .page import converged_markdown, draw_decomposition_figure, draw_study_figure
+from ...execution import Execution, as_execution
+from ...sweep import run_sweep
+from .page import converged_markdown, draw_figures
 from .plan import ConvergedPlan, RunSpec
 from .statistics import paired_depth_gains, paired_difference
 from .table import StudyRow, provenance, read_study_csv, write_study_csv
@@ -34,15 +36,14 @@ from .table import StudyRow, provenance, read_study_csv, write_study_csv
 __all__ = ["collect_results", "run_converged", "run_converged_study", "study_bounds", "study_rows"]
 
 
-def run_converged_study(plan: ConvergedPlan, store_dir, *, backend: str = "local", workers: int | None = None,
-                        scheduler: str | None = None, progress: bool | None = None,
+def run_converged_study(plan: ConvergedPlan, store_dir, *, execution: Execution | None = None,
                         specs: Sequence[RunSpec] | None = None) -> dict:
     """Train the runs of ``plan`` (or ``specs``) until each meets the convergence rule or its last cap.
 
     Attempt ``i`` trains the runs still not converged with the cap ``base_steps · 2^i``;
     finished attempts are read back from the store, so calling it again continues the study.
-    ``backend``, ``workers`` and ``scheduler`` say where the runs execute, as in
-    :func:`numerics.experiments.sweep.run_sweep` (:func:`~numerics.experiments.sweep.execution_options`).
+    ``execution`` says where the runs execute, as in :func:`numerics.experiments.sweep.run_sweep`
+    (:class:`~numerics.experiments.execution.Execution`; the store is ``store_dir``).
 
     Returns
     -------
@@ -55,19 +56,19 @@ def run_converged_study(plan: ConvergedPlan, store_dir, *, backend: str = "local
     """
     todo = list(plan.runs() if specs is None else specs)
     asked = list(todo)
-    where = execution_options(backend, workers, scheduler)
+    execution = as_execution(execution)
     for cap in plan.caps():
         if not todo:
             break
         configs = [plan.config(spec, cap) for spec in todo]
-        run_sweep(Grid.of(configs), store_dir, progress=progress, runner=runner.run, **where)
+        run_sweep(Grid.of(configs), store_dir, execution=execution, runner=runner.run)
         found = collect_results(plan, store_dir, todo)
         todo = [spec for spec in todo
                 if spec in found and found[spec][0].max_steps == cap and not found[spec][3]]
     found = collect_results(plan, store_dir, asked)
     confirm = [plan.config(spec, 2 * found[spec][0].max_steps) for spec in plan.confirm_specs() if spec in found]
     if confirm:  # the doubling check: the same runs with twice the cap they converged at
-        run_sweep(Grid.of(confirm), store_dir, progress=progress, runner=runner.run, **where)
+        run_sweep(Grid.of(confirm), store_dir, execution=execution, runner=runner.run)
     return found
 
 
@@ -168,8 +169,8 @@ def read_stored_bounds(path) -> dict:
         raise ValueError(f"{path}: not a bounds file of the converged study ({exc})") from None
 
 
-def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: int = 4, cache_dir=None,
-                 workers: int = 1, progress: bool | None = False, stored=None) -> dict:
+def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: int = 4,
+                 execution: Execution | None = None, stored=None) -> dict:
     """``{(model, N, a, b, k): SoftmaxBounds}`` over exact cosine similarity, for every depth of ``rows``.
 
     Exact cosine, not the pre-norm similarity of an orthonormal ``W_x`` at initialisation: the
@@ -178,7 +179,8 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
     ``W_x`` is not the initial one. One bound per spectrum, shared by its widths and norms.
     ``stored``: a bounds file beside the CSV (``converged-study.bounds.json``); bounds whose keys
     (every input of their value) it holds are read from it, the others computed and added to it,
-    so a report from the shipped table recomputes nothing.
+    so a report from the shipped table recomputes nothing. ``execution``: its ``cache_dir`` (none by
+    default) caches the bounds computed, in its ``workers`` (default 1) local processes.
 
     Notes
     -----
@@ -193,7 +195,10 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
     known = read_stored_bounds(stored) if stored is not None else {}
     missing = [key for key in keys.values() if _key_text(key) not in known]
     if missing:
-        computed = cached_softmax_bounds(missing, cache_dir, workers=workers, progress=progress)
+        execution = as_execution(execution)
+        computed = cached_softmax_bounds(missing, execution.cache_dir,
+                                         workers=execution.pool_size(default=1),
+                                         progress=execution.progress)
         known.update({_key_text(key): value for key, value in zip(missing, computed)})
         if stored is not None:
             from numerics.io import write_json
@@ -205,19 +210,20 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
             for r in rows}
 
 
-def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None, backend: str = "local",
-                  workers: int | None = None, scheduler: str | None = None, progress: bool | None = None,
+def run_converged(out_dir, *, plan: ConvergedPlan | None = None, execution: Execution | None = None,
                   report_only: bool = False, bound_contexts: int = 8192, command: str = "idepth study converged",
                   only_spectra: Sequence[tuple] | None = None) -> tuple[list, str]:
     """The whole study: train (resumably) unless ``report_only``, write the CSV, its provenance, the page and figure.
 
     ``out_dir`` receives ``converged-study.csv``, ``converged-study.provenance.json``,
-    ``converged-study.md`` and ``figures/converged-study.png``; bounds are kept beside the CSV
-    (``converged-study.bounds.json``, read back by ``report_only``) and cached in ``out_dir/cache``. With ``report_only`` the CSV already in ``out_dir`` is read (no
-    training, no store needed). ``only_spectra`` trains only the runs of those ``(a, b)``; the CSV
-    always holds every run of the plan the store has finished (so a study run spectrum by
-    spectrum, or over several sessions, grows one table). ``backend``, ``workers`` and ``scheduler``
-    say where the runs execute (:func:`run_converged_study`).
+    ``converged-study.md`` and ``figures/converged-study-*.png``; bounds are kept beside the CSV
+    (``converged-study.bounds.json``, read back by ``report_only``) and cached in the execution's
+    ``cache_dir`` (default ``out_dir/cache``). With ``report_only`` the CSV already in
+    ``out_dir`` is read (no training, no store needed). ``only_spectra`` trains only the runs of
+    those ``(a, b)``; the CSV always holds every run of the plan the store has finished (so a
+    study run spectrum by spectrum, or over several sessions, grows one table). ``execution``
+    says where the runs execute (:func:`run_converged_study`); its ``store_dir`` defaults to
+    ``out_dir/store``.
 
     Returns
     -------
@@ -230,6 +236,8 @@ def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None,
     out = Path(out_dir)
     csv_path = out / "converged-study.csv"
     started = time.perf_counter()
+    execution = as_execution(execution)
+    execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or out / "cache")
     if report_only:
         if not csv_path.is_file():
             raise FileNotFoundError(f"--report-only needs {csv_path}; run the study first")
@@ -238,7 +246,7 @@ def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None,
         prov = json.loads(prov_path.read_text()) if prov_path.is_file() else None
     else:
         plan = ConvergedPlan() if plan is None else plan
-        store_dir = out / "store" if store_dir is None else Path(store_dir)
+        store_dir = execution.store_dir or out / "store"
         make_output_dir(out)
         specs = plan.runs()
         if only_spectra is not None:
@@ -247,21 +255,17 @@ def run_converged(out_dir, *, plan: ConvergedPlan | None = None, store_dir=None,
             if not specs:
                 raise ValueError(f"only_spectra {sorted(wanted)} selects no run of the plan "
                                  f"(its spectra: {plan.spectra})")
-        run_converged_study(plan, store_dir, backend=backend, workers=workers, scheduler=scheduler,
-                            progress=progress, specs=specs)
+        run_converged_study(plan, store_dir, execution=execution, specs=specs)
         rows = study_rows(plan, collect_results(plan, store_dir), store_dir)
         prov = provenance(plan, command, time.perf_counter() - started)
         prov["runs_planned"] = len(plan.runs())
         prov["runs_in_csv"] = len(rows)
         write_study_csv(rows, csv_path, provenance=prov)
-    bounds = study_bounds(rows, n_contexts=bound_contexts, cache_dir=out / "cache", workers=workers or 1,
-                          progress=progress, stored=csv_path.with_suffix(".bounds.json"))
+    bounds = study_bounds(rows, n_contexts=bound_contexts, execution=execution,
+                          stored=csv_path.with_suffix(".bounds.json"))
     markdown = converged_markdown(rows, bounds, provenance_info=prov)
     if rows:
         make_output_dir(out / "figures")
-        draw_study_figure(rows, bounds, out / "figures" / "converged-study.png")
-        draw_decomposition_figure(rows, out / "figures" / "converged-study-decomposition.png")
-        markdown += ("\n![R_L against depth, with the bounds](figures/converged-study.png)\n"
-                     "\n![C_L and A_L − C_L against depth](figures/converged-study-decomposition.png)\n")
+        markdown += draw_figures(rows, bounds, out / "figures")
     write_text(out / "converged-study.md", markdown)
     return rows, markdown

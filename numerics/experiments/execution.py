@@ -1,0 +1,153 @@
+"""Where the experiments layer runs its work: one :class:`Execution` value, validated once.
+
+Every command that trains or computes Monte-Carlo bounds (``idepth reproduce``, ``idepth study
+...``, ``idepth sweep run``) builds one :class:`Execution` from its flags and hands it down; the
+library functions take ``execution: Execution | None = None`` (``None``: ``Execution()``, the
+defaults). The backends themselves are in :mod:`numerics.experiments.sweep`.
+
+This module does not import numpy at import time (the sweep's worker processes import it
+before they pin BLAS threads).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["BACKENDS", "Execution", "as_execution", "usable_cores"]
+
+#: execution backends: a local pool of spawned processes, or a ``dask.distributed`` cluster
+BACKENDS = ("local", "dask")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), the default number of local workers.
+
+    Examples
+    --------
+    >>> usable_cores() >= 1
+    True
+    """
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where training runs execute, and where a study keeps its runs and its Monte-Carlo cache.
+
+    Parameters
+    ----------
+    backend : {'local', 'dask'}, default 'local'
+        ``'local'``: spawned worker processes on this machine; ``'dask'``: a
+        ``dask.distributed`` cluster (see :mod:`numerics.experiments.sweep`).
+    workers : int, optional
+        Local worker processes (default: :func:`usable_cores`); with ``backend='dask'`` and no
+        ``scheduler``, the size of a local Dask cluster. With a scheduler the cluster decides
+        how many runs execute at once, and ``workers`` only sizes the local pools of the work a
+        command does itself (the Monte-Carlo bounds).
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``); only with ``backend='dask'``.
+    progress : bool, optional
+        ``None`` (default): a bar on a terminal, a one-line record every 30 s otherwise
+        (:mod:`numerics.progress`); ``True``: a bar; ``False``: silent.
+    store_dir : path, optional
+        The sweep store a study trains into (default: the study's own, such as ``OUT/store``).
+        A function given its store explicitly (:func:`~numerics.experiments.sweep.run_sweep`'s
+        ``out_dir``) does not read it.
+    cache_dir : path, optional
+        The Monte-Carlo cache (:mod:`numerics.experiments.cache`; default: the study's own,
+        such as ``OUT/cache``).
+    connect_timeout : float, default 10
+        Seconds to wait for the Dask scheduler (or local cluster) to answer.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A field with a value it does not allow, named in the message: an unknown backend,
+        ``workers < 1``, a scheduler with ``backend='local'``, ``connect_timeout <= 0``.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation. Results do not depend on it: each run's randomness
+    comes from its config.
+
+    Examples
+    --------
+    >>> Execution(workers=2).pool_size()
+    2
+    >>> Execution("dask", scheduler="tcp://127.0.0.1:8786").backend
+    'dask'
+    >>> Execution(scheduler="tcp://127.0.0.1:8786")
+    Traceback (most recent call last):
+    ...
+    ValueError: scheduler is only used with backend='dask'; got scheduler='tcp://127.0.0.1:8786'
+    with backend='local'
+    """
+
+    backend: str = "local"
+    workers: int | None = None
+    scheduler: str | None = None
+    progress: bool | None = None
+    store_dir: Path | None = None
+    cache_dir: Path | None = None
+    connect_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        from theory.validation import check_choice, check_positive, check_positive_int
+
+        check_choice("backend", self.backend, BACKENDS)
+        if self.workers is not None:
+            object.__setattr__(self, "workers", check_positive_int("workers", self.workers))
+        if self.scheduler is not None:
+            if not isinstance(self.scheduler, str) or not self.scheduler.strip():
+                raise TypeError("scheduler must be an address string like 'tcp://host:8786'; "
+                                f"got {self.scheduler!r}")
+            if self.backend != "dask":
+                raise ValueError("scheduler is only used with backend='dask'; "
+                                 f"got scheduler={self.scheduler!r} with backend={self.backend!r}")
+        if self.progress is not None and not isinstance(self.progress, bool):
+            raise TypeError(f"progress must be True, False or None; got {self.progress!r}")
+        for name in ("store_dir", "cache_dir"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not isinstance(value, (str, os.PathLike)) or not str(value):
+                raise TypeError(f"{name} must be a directory path; got {value!r}")
+            object.__setattr__(self, name, Path(value))
+        if isinstance(self.connect_timeout, bool):
+            raise TypeError("connect_timeout must be a number of seconds > 0; "
+                            f"got {self.connect_timeout!r}")
+        timeout = check_positive("connect_timeout", self.connect_timeout)
+        object.__setattr__(self, "connect_timeout", timeout)
+
+    def pool_size(self, default: int | None = None) -> int:
+        """Local processes for work done here: ``workers``, else ``default``, else all usable cores.
+
+        Examples
+        --------
+        >>> Execution().pool_size(default=1), Execution(workers=3).pool_size(default=1)
+        (1, 3)
+        """
+        if self.workers is not None:
+            return self.workers
+        return usable_cores() if default is None else default
+
+
+def as_execution(execution: Execution | None) -> Execution:
+    """``execution``, or the defaults ``Execution()`` for ``None``; anything else is a TypeError.
+
+    Examples
+    --------
+    >>> as_execution(None) == Execution()
+    True
+    """
+    if execution is None:
+        return Execution()
+    if not isinstance(execution, Execution):
+        raise TypeError("execution must be an Execution (numerics.experiments.execution); "
+                        f"got {execution!r}")
+    return execution

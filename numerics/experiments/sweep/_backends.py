@@ -1,0 +1,240 @@
+"""The sweep's execution backends: local worker processes pinned to one BLAS thread, or a Dask cluster.
+
+:func:`local_pool` is the one way the experiments layer starts local worker processes
+(the sweep's :class:`_LocalBackend`, and the values that
+:func:`numerics.experiments.cache.cached_many` computes in parallel). :func:`_execute`
+runs one config in a worker and returns its :class:`~numerics.experiments.store.RunOutcome`.
+
+This module does not import numpy at import time, so that worker processes (which import it
+to run :func:`_execute`) can pin BLAS threads first.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import logging
+import multiprocessing
+import os
+import socket
+import sys
+import threading
+import time
+import traceback
+import uuid
+from typing import Any, Callable, Iterator, Sequence
+
+from .. import store as _store
+from ..store import RunOutcome
+
+#: environment variables set to 1 in every local worker before numpy is imported
+BLAS_THREAD_VARIABLES = (
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+)
+
+Runner = Callable[[Any], Any]
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+# ----------------------------------------------------------------------------- workers
+
+#: set in each local worker by :func:`_init_worker` (read by tests)
+_WORKER_STATE: dict[str, Any] = {}
+
+
+def _init_worker(parent_pid: int) -> None:
+    """Local worker initializer: one BLAS thread, and exit when the driver dies."""
+    _WORKER_STATE["numpy_imported_before_pinning"] = "numpy" in sys.modules
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ[name] = "1"
+    try:  # effective even if numpy was imported before (e.g. by a driver script spawn re-imports)
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        pass
+    else:
+        _WORKER_STATE["threadpool_limits"] = threadpool_limits(limits=1)
+
+    def watch_parent() -> None:
+        # a driver killed with SIGKILL cannot shut its pool down: do not outlive it
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent_pid:
+                os._exit(0)
+
+    threading.Thread(target=watch_parent, name="idepth-parent-watch", daemon=True).start()
+
+
+def _json_scalar(value: Any) -> Any:
+    item = getattr(value, "item", None)  # numpy scalars -> Python scalars
+    if item is not None and getattr(value, "ndim", None) == 0:
+        value = item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"metric values must be JSON scalars; got {value!r} ({type(value).__name__})")
+
+
+def _execute(runner: Runner, run_hash: str, config: Any) -> RunOutcome:
+    """Run one config in a worker; exceptions are caught and returned as a failed outcome."""
+    started, clock = time.time(), time.perf_counter()
+    metrics: dict[str, Any] = {}
+    arrays: dict[str, bytes] = {}
+    error = tb = None
+    try:
+        worker_hash = config.content_hash()
+        if worker_hash != run_hash:
+            raise RuntimeError(f"content hash differs between driver ({run_hash}) and worker ({worker_hash}): "
+                               "the config's hash is not stable across processes")
+        result = runner(config)
+        metrics = {str(name): _json_scalar(value) for name, value in dict(result.metrics).items()}
+        arrays = {str(name): _store.encode_array(value) for name, value in dict(result.arrays).items()}
+    except Exception as exc:  # a failing run is recorded, never stops the sweep
+        metrics, arrays = {}, {}
+        error, tb = f"{type(exc).__name__}: {_one_line(exc)}", traceback.format_exc()
+    return RunOutcome(
+        run_hash=run_hash, ok=error is None, metrics=metrics, arrays=arrays, error=error, traceback=tb,
+        started_at=started, finished_at=time.time(), wall_time=time.perf_counter() - clock,
+        host=socket.gethostname(), pid=os.getpid(),
+    )
+
+
+def _failed(run_hash: str, exc: BaseException | None, message: str | None = None) -> RunOutcome:
+    """A failed outcome created by the driver (the run produced no outcome of its own)."""
+    now = time.time()
+    error = message or f"{type(exc).__name__}: {_one_line(exc)}"
+    tb = "".join(traceback.format_exception(exc)) if exc is not None else None
+    return RunOutcome(run_hash, False, {}, {}, error, tb, now, now, 0.0, socket.gethostname(), 0)
+
+
+class _WorkerLost(Exception):
+    """The local pool broke while a run was in flight."""
+
+
+@contextlib.contextmanager
+def preserved_environment(names: Sequence[str]) -> Iterator[None]:
+    """Restore the driver's values of the environment variables ``names`` on exit."""
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def local_pool(workers: int) -> cf.ProcessPoolExecutor:
+    """A pool of ``workers`` spawned processes, each pinned to one BLAS thread and ending with its driver.
+
+    Spawned workers inherit the driver's environment, so the BLAS variables are set to 1
+    there too: this pins BLAS even when spawn re-imports a driver script that imports numpy
+    before :func:`_init_worker` runs. The caller restores them
+    (``with preserved_environment(BLAS_THREAD_VARIABLES)``); the driver's own, already loaded
+    BLAS is unaffected.
+
+    Examples
+    --------
+    >>> with preserved_environment(BLAS_THREAD_VARIABLES):  # a few seconds: a worker imports the package
+    ...     with local_pool(1) as pool:
+    ...         pool.submit(os.getenv, "OMP_NUM_THREADS").result()
+    '1'
+    """
+    os.environ.update(dict.fromkeys(BLAS_THREAD_VARIABLES, "1"))
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_init_worker, initargs=(os.getpid(),))
+
+
+class _LocalBackend:
+    name = "local"
+
+    def __init__(self, workers: int, runner: Runner):
+        self.workers, self._runner = workers, runner
+        self._executor = local_pool(workers)
+
+    def submit(self, run_hash: str, config: Any):
+        try:
+            return self._executor.submit(_execute, self._runner, run_hash, config)
+        except cf.process.BrokenProcessPool as exc:
+            raise _WorkerLost(_one_line(exc)) from exc
+
+    @staticmethod
+    def wait_any(futures):
+        return cf.wait(futures, return_when=cf.FIRST_COMPLETED).done
+
+    @staticmethod
+    def wait_all(futures) -> None:
+        cf.wait(futures)
+
+    @staticmethod
+    def outcome(future, run_hash: str) -> RunOutcome:
+        try:
+            return future.result()
+        except cf.process.BrokenProcessPool as exc:
+            raise _WorkerLost(_one_line(exc)) from exc
+        except Exception as exc:  # e.g. the config could not be pickled to the worker
+            return _failed(run_hash, exc)
+
+    def restart(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._executor = local_pool(self.workers)
+
+    def close(self, wait: bool = True) -> None:
+        self._executor.shutdown(wait=wait, cancel_futures=True)
+
+
+class _DaskBackend:
+    name = "dask"
+
+    def __init__(self, runner: Runner, *, scheduler: str | None, local_workers: int | None, timeout: float):
+        try:
+            import distributed
+        except ImportError:
+            raise ValueError("backend 'dask' needs dask.distributed (pip install 'inverse-depth[sweep]')") from None
+        self._distributed, self._runner, self._cluster = distributed, runner, None
+        if scheduler is not None:
+            try:
+                self._client = distributed.Client(scheduler, timeout=f"{timeout}s", set_as_default=False)
+            except (OSError, TimeoutError) as exc:
+                raise ValueError(f"dask scheduler {scheduler!r} did not answer within {timeout:g} s "
+                                 f"({_one_line(exc) or type(exc).__name__})") from None
+        else:
+            self._cluster = distributed.LocalCluster(
+                n_workers=local_workers, threads_per_worker=1, processes=True,
+                dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, host="127.0.0.1",
+            )
+            self._client = distributed.Client(self._cluster, timeout=f"{timeout}s", set_as_default=False)
+        threads = sum(self._client.nthreads().values())
+        self.workers = max(1, threads)
+
+    def submit(self, run_hash: str, config: Any):
+        return self._client.submit(_execute, self._runner, run_hash, config, pure=False,
+                                   key=f"idepth-run-{run_hash[:16]}-{uuid.uuid4().hex[:8]}")
+
+    def wait_any(self, futures):
+        with self._client.as_current():
+            return self._distributed.wait(list(futures), return_when="FIRST_COMPLETED").done
+
+    def wait_all(self, futures) -> None:
+        with self._client.as_current():
+            self._distributed.wait(list(futures))
+
+    def outcome(self, future, run_hash: str) -> RunOutcome:
+        try:
+            return future.result()
+        except cf.CancelledError:  # the cluster went away: a sweep-level failure
+            raise
+        except Exception as exc:  # KilledWorker (dask re-ran it allowed-failures times), or the
+            # task could not even start on the worker (e.g. the package is not installed there)
+            return _failed(run_hash, exc)
+
+    def restart(self) -> None:  # pragma: no cover - dask recovers lost workers itself
+        raise RuntimeError("dask backend does not restart")
+
+    def close(self, wait: bool = True) -> None:
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+

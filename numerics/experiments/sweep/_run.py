@@ -1,0 +1,401 @@
+"""The sweep driver: validate everything, then submit runs lazily and commit each outcome as it arrives.
+
+See :mod:`numerics.experiments.sweep` for what a sweep is; the backends are in
+:mod:`~numerics.experiments.sweep._backends`, the grid in :mod:`numerics.experiments.grid`.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import json
+import os
+import pickle
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .. import store as _store
+from ..execution import Execution, as_execution
+from ..grid import Grid, grid_from_dict, load_grid
+from ..store import ResultsStore, RunOutcome
+from ._backends import (
+    BLAS_THREAD_VARIABLES,
+    Runner,
+    _DaskBackend,
+    _failed,
+    _LocalBackend,
+    _one_line,
+    _WorkerLost,
+    preserved_environment,
+)
+
+
+def _default_runner() -> Runner:
+    from ..runner import run
+
+    return run
+
+
+def runner_name(runner: Runner) -> str:
+    """``module.qualname`` of a runner: what a store records so that one store holds one runner's results.
+
+    Examples
+    --------
+    >>> from numerics.experiments.runner import run
+    >>> runner_name(run)
+    'numerics.experiments.runner.run'
+    """
+    return f"{getattr(runner, '__module__', '?')}.{getattr(runner, '__qualname__', type(runner).__name__)}"
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """What :func:`run_sweep` did, for the runs of its grid.
+
+    Attributes
+    ----------
+    out_dir, store : pathlib.Path
+        Sweep directory and its ``results.sqlite``.
+    backend : str
+        ``'local'`` or ``'dask'``.
+    workers : int
+        Worker processes (local) or worker threads (dask).
+    total : int
+        Distinct runs in the grid.
+    skipped : int
+        Runs already ``done`` in the store before this call.
+    executed : int
+        Runs executed by this call (each counted once).
+    done, failed, pending : int
+        Runs of the grid in each state when the call returned.
+    requeued : int
+        Runs left ``running`` by a dead driver that were queued again.
+    wall_time : float
+        Seconds spent in :func:`run_sweep`.
+
+    References
+    ----------
+    Bookkeeping only; no paper equation.
+
+    Examples
+    --------
+    >>> s = SweepSummary(Path("d"), Path("d/results.sqlite"), "local", 2, 6, 0, 6, 6, 0, 0, 0, 1.5)
+    >>> s.ok
+    True
+    """
+
+    out_dir: Path
+    store: Path
+    backend: str
+    workers: int
+    total: int
+    skipped: int
+    executed: int
+    done: int
+    failed: int
+    pending: int
+    requeued: int
+    wall_time: float
+
+    @property
+    def ok(self) -> bool:
+        """True when every run of the grid is ``done``."""
+        return self.done == self.total
+
+
+def _as_grid(grid: Any, config_type: Any) -> Grid:
+    if isinstance(grid, Grid):
+        return grid
+    if isinstance(grid, (str, os.PathLike)):
+        return load_grid(grid, config_type=config_type)
+    if isinstance(grid, Mapping):
+        return grid_from_dict(grid, config_type=config_type)
+    raise TypeError(f"grid must be a Grid, a TOML file path or a mapping; got {type(grid).__name__}")
+
+
+def _check_int(name: str, value: Any, minimum: int = 1) -> int:
+    from theory.validation import check_positive_int
+
+    return check_positive_int(name, value, minimum)
+
+
+def _progress_bar(total: int, initial: int, enabled: bool | None, total_cost=None, initial_cost=0.0):
+    """A tqdm bar on a terminal, a one-line record every 30 s otherwise (:mod:`numerics.progress`), or nothing;
+    weighted by the runs' estimated costs when ``total_cost`` is given."""
+    from numerics.progress import progress_bar
+
+    return progress_bar(total, initial, enabled=enabled, desc="sweep", unit="run", total_cost=total_cost,
+                        initial_cost=initial_cost)
+
+
+def _run_costs(costs: Mapping[str, float] | None, hashes: Sequence[str]) -> dict | None:
+    """Each run's estimated cost (a run missing from ``costs`` costs their mean), or None (count runs)."""
+    if costs is None:
+        return None
+    if not isinstance(costs, Mapping):
+        raise TypeError(f"costs must be a mapping of run hash to estimated seconds; got {type(costs).__name__}")
+    known = {h: float(costs[h]) for h in hashes if h in costs}
+    if any(not (value >= 0 and value < float("inf")) for value in known.values()):
+        raise ValueError(f"costs must be finite and >= 0; got {sorted(set(known.values()))[:3]} ...")
+    mean = sum(known.values()) / len(known) if known else 1.0
+    return {h: known.get(h, mean) for h in hashes}
+
+
+def run_sweep(
+    grid: Grid | str | os.PathLike | Mapping[str, Any],
+    out_dir: str | os.PathLike,
+    *,
+    execution: Execution | None = None,
+    retry_failed: bool = False,
+    runner: Runner | None = None,
+    config_type: Any = None,
+    max_in_flight: int | None = None,
+    max_worker_deaths: int = 2,
+    costs: Mapping[str, float] | None = None,
+) -> SweepSummary:
+    """Run every not-yet-done config of ``grid``, storing results in ``out_dir/results.sqlite``.
+
+    Parameters
+    ----------
+    grid : Grid, path or mapping
+        The runs (a TOML path is read with :func:`load_grid`, a mapping with
+        :func:`grid_from_dict`).
+    out_dir : str or path-like
+        Sweep directory; created after all input has been validated.
+    execution : Execution, optional
+        Where the runs execute (:class:`~numerics.experiments.execution.Execution`: backend,
+        workers, scheduler, progress, connect timeout; see the module docstring); default
+        ``Execution()``, a local pool of one process per usable core. With a scheduler the
+        cluster decides the workers. Its ``store_dir`` and ``cache_dir`` are not read.
+    retry_failed : bool, default False
+        Run again the grid's runs recorded as ``failed``.
+    runner : callable, optional
+        ``runner(config) -> result`` with ``result.metrics`` (JSON scalars) and
+        ``result.arrays`` (arrays); default :func:`numerics.train.run_config`.
+        Must be picklable (a module-level function).
+    config_type : type, optional
+        Config class used to read a grid given as a path or mapping.
+    max_in_flight : int, optional
+        Runs submitted but not finished at any time (default 2 x workers).
+    max_worker_deaths : int, default 2
+        Local backend: a run whose worker process dies this many times while
+        it runs alone is recorded as ``failed``.
+    costs : mapping of str to float, optional
+        Estimated cost (seconds) of each run by content hash, e.g. from the reproduction plan's cost
+        model (:func:`numerics.experiments.reproduce.plan.estimate_run_seconds`): the progress ETA
+        then weighs runs by cost instead of counting them (a run not in it costs their mean).
+
+    Returns
+    -------
+    SweepSummary
+
+    Raises
+    ------
+    ValueError, TypeError
+        Invalid grid or options, unreachable scheduler, incompatible or locked
+        store -- raised before the store is created or modified.
+
+    References
+    ----------
+    Each run measures R_L (paper eq. (12)) and its decomposition (eqs. (61)-(63));
+    a sweep over L gives the data of the depth-law fit, eq. (16).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> grid = Grid(model="linear", task="easy", d=2, N=2, P=8, batch_size=8, max_steps=5,
+    ...             eval_every=5, eval_size=8, warmup_steps=0, depth=[1, 2])
+    >>> with tempfile.TemporaryDirectory() as tmp:  # a few seconds: the worker imports the package
+    ...     run_sweep(grid, tmp, execution=Execution(workers=1, progress=False)).done
+    2
+    """
+    started = time.perf_counter()
+    execution = as_execution(execution)
+    grid = _as_grid(grid, config_type)
+    configs = grid.configs
+    if not configs:  # pragma: no cover - Grid refuses empty grids
+        raise ValueError("grid is empty")
+    runner = _default_runner() if runner is None else runner
+    if not callable(runner):
+        raise TypeError(f"runner must be callable (config -> result); got {runner!r}")
+    if execution.backend == "local":
+        try:  # spawned workers receive the runner by reference (module and name)
+            pickle.dumps(runner)
+        except Exception as exc:
+            raise TypeError(f"runner must be picklable (a module-level function) for backend='local'; "
+                            f"got {runner!r} ({_one_line(exc)})") from None
+    if max_in_flight is not None:
+        max_in_flight = _check_int("max_in_flight", max_in_flight)
+    max_worker_deaths = _check_int("max_worker_deaths", max_worker_deaths)
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(f"sweep directory {out_dir} is an existing file, not a directory")
+    store_file = out_dir / _store.STORE_FILENAME
+    if store_file.exists():
+        _store.check_store(store_file, for_writing=True)
+    hashes = [config.content_hash() for config in configs]
+    run_costs = _run_costs(costs, hashes)
+
+    # local pools and dask's nannies export the BLAS variables in the driver: restored afterwards
+    with preserved_environment(BLAS_THREAD_VARIABLES):
+        return _run(configs, hashes, out_dir, execution, retry_failed, runner, max_in_flight,
+                    max_worker_deaths, started, run_costs)
+
+
+def _backend(execution: Execution, runner: Runner):
+    """The backend ``execution`` names, connected: a local pool, a local Dask cluster or a scheduler's."""
+    if execution.backend == "local":
+        return _LocalBackend(execution.pool_size(), runner)
+    local_workers = None if execution.scheduler is not None else execution.pool_size()
+    return _DaskBackend(runner, scheduler=execution.scheduler, local_workers=local_workers,
+                        timeout=float(execution.connect_timeout))
+
+
+def _run(configs, hashes, out_dir, execution, retry_failed, runner, max_in_flight, max_worker_deaths,
+         started, run_costs=None) -> SweepSummary:
+    store_file = out_dir / _store.STORE_FILENAME
+    executor = _backend(execution, runner)
+    clean_exit = False
+    try:
+        with ResultsStore(out_dir) as results:
+            results.claim_runner(runner_name(runner))
+            requeued = results.requeue_running()
+            results.register(
+                (run_hash, json.dumps(config.to_dict(), sort_keys=True)) for run_hash, config in zip(hashes, configs)
+            )
+            if retry_failed:
+                results.reset(hashes, from_status="failed")
+            status = results.statuses(hashes)
+            todo = [(h, c) for h, c in zip(hashes, configs) if status[h] == "pending"]
+            skipped = sum(status[h] == "done" for h in hashes)
+            failed_before = sum(status[h] == "failed" for h in hashes)
+            if run_costs is None:
+                bar = _progress_bar(len(hashes), skipped, execution.progress)
+            else:  # the runs not to do (done, failed) count as done work
+                bar = _progress_bar(len(hashes), skipped, execution.progress, total_cost=sum(run_costs.values()),
+                                    initial_cost=sum(run_costs[h] for h in hashes if status[h] != "pending"))
+            try:
+                bar.set_postfix(failed=failed_before)
+                executed = _drive(executor, results, todo, bar, failed_before,
+                                  max_in_flight or 2 * executor.workers, max_worker_deaths, run_costs)
+            finally:
+                bar.close()
+            final = results.statuses(hashes)
+        clean_exit = True
+    finally:
+        # after an error or Ctrl-C, do not wait for the runs in flight (their rows are back to
+        # 'pending'); local workers exit on their own once the driver has gone
+        executor.close(wait=clean_exit)
+    count = collections.Counter(final.values())
+    return SweepSummary(
+        out_dir=out_dir, store=store_file, backend=execution.backend, workers=executor.workers,
+        total=len(hashes),
+        skipped=skipped, executed=executed, done=count["done"], failed=count["failed"],
+        pending=count["pending"] + count["running"], requeued=requeued, wall_time=time.perf_counter() - started,
+    )
+
+
+#: test hook: when set to a file path, the driver creates that file after its first commit and then waits
+#: (interruptible) until the file is removed -- so tests interrupt or kill a sweep at a known point
+#: instead of racing it. Inert unless set.
+HOLD_AFTER_COMMIT_VARIABLE = "IDEPTH_TEST_HOLD_AFTER_COMMIT"
+
+
+def _hold_after_first_commit() -> None:
+    marker = os.environ.get(HOLD_AFTER_COMMIT_VARIABLE)
+    if not marker:
+        return
+    Path(marker).write_text(str(os.getpid()))
+    while os.path.exists(marker):  # Ctrl-C / SIGKILL end the wait; so does removing the file
+        time.sleep(0.02)
+
+
+def _drive(executor, results: ResultsStore, todo, bar, failed: int, max_in_flight: int, max_deaths: int,
+           run_costs: Mapping[str, float] | None = None) -> int:
+    """Submit lazily, commit each outcome as it completes; return the number of runs finished."""
+    queue = collections.deque(todo)
+    suspects: collections.deque = collections.deque()  # in flight when the local pool broke
+    deaths: collections.Counter = collections.Counter()
+    in_flight: dict[Any, tuple[str, Any]] = {}
+    finished = 0
+
+    def submit(source: collections.deque, room: int) -> bool:
+        """Hand up to ``room`` runs of ``source`` to workers; False if the pool is broken."""
+        submitted, healthy = [], True
+        while source and room > 0:
+            try:
+                future = executor.submit(*source[0])
+            except _WorkerLost:  # a worker died before this submission
+                healthy = False
+                break
+            item = source.popleft()
+            in_flight[future] = item
+            submitted.append(item[0])
+            room -= 1
+        if submitted:
+            results.mark_running(submitted)
+        return healthy
+
+    def commit(outcome: RunOutcome) -> None:
+        nonlocal finished, failed
+        results.record(outcome)
+        finished += 1
+        failed += not outcome.ok
+        bar.set_postfix(failed=failed, refresh=False)
+        if run_costs is None:
+            bar.update(1)
+        else:
+            bar.update(1, cost=run_costs.get(outcome.run_hash, 0.0))
+        if finished == 1:
+            _hold_after_first_commit()
+
+    try:
+        while queue or suspects or in_flight:
+            if suspects:  # isolate: one run at a time until every suspect has finished
+                healthy = submit(suspects, 1 - len(in_flight))
+            else:
+                healthy = submit(queue, max_in_flight - len(in_flight))
+            if not in_flight:
+                if not healthy:  # a worker died while idle
+                    executor.restart()
+                continue
+            lost = []
+            for future in executor.wait_any(in_flight):
+                item = in_flight.pop(future)
+                try:
+                    commit(executor.outcome(future, item[0]))
+                except _WorkerLost:
+                    lost.append(item)
+            if not lost:
+                continue
+            # the pool is broken: every other run in flight finishes or is lost with it
+            executor.wait_all(list(in_flight))
+            for future, item in list(in_flight.items()):
+                try:
+                    commit(executor.outcome(future, item[0]))
+                except _WorkerLost:
+                    lost.append(item)
+            in_flight.clear()
+            if len(lost) == 1:  # all other runs returned: this run's worker died
+                run_hash, _ = lost[0]
+                deaths[run_hash] += 1
+                if deaths[run_hash] >= max_deaths:
+                    commit(_failed(run_hash, None, f"WorkerDied: the worker process died {deaths[run_hash]} "
+                                                   "times while running this config alone"))
+                else:
+                    suspects.appendleft(lost[0])
+            else:  # culprit unknown: re-run each of them alone
+                suspects.extend(lost)
+            executor.restart()
+    finally:
+        # runs handed out but not committed go back to 'pending' (a SIGKILL skips this;
+        # the next driver re-queues such 'running' rows instead)
+        leftover = [h for h, _ in itertools.chain(in_flight.values(), suspects)]
+        if leftover:
+            with contextlib.suppress(Exception):
+                results.reset(leftover, from_status="running")
+    return finished
+
