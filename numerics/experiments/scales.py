@@ -18,11 +18,8 @@ size and training recipe, over a grid of spectra, depths and seeds). A
     The linear families at the sizes that reproduce the paper's Table 3 (``d = 128``,
     ``P = 1024``), the softmax families at the sizes the nonlinear plateaus imply
     (:data:`INFERRED_SOFTMAX_SIZES`), depths to 256 (the linear easy task to 64, the difficult
-    to 32), the regime study at ``d = 16`` only: ≈ 370 core-hours by the cost model with the
-    regime and converged studies (the printed plan gives it), 87 % of them the linear families at
-    ``d = 128`` (a layer of the Krylov engine costs ``B ℓ d (d + ℓ)`` at layer ``ℓ``, the input
-    rotation and ``S`` ``B P d²`` per step), i.e. ≈ 23 h on a 16-core workstation; run it on a
-    Dask cluster (``--backend dask --scheduler tcp://HOST:8786``).
+    to 32), the regime study at ``d = 16`` only; its cost (the printed plan and the scale's
+    description give it) needs a Dask cluster (``--backend dask --scheduler tcp://HOST:8786``).
 
 The paper states neither sizes, optimiser, schedule nor step budget (section 3
 of the digest); every choice below is this package's and is printed in the
@@ -40,9 +37,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
+from theory.paper import paper_table
 from theory.validation import check_choice, check_positive_int
 
 from . import recipes
+from ._families import FAMILIES, Family
 from .recipes import GAIN_PARAMETERS, LAZY_INIT
 
 
@@ -114,33 +113,10 @@ MEASURED_RUN_TIMES: Mapping[str, MeasuredRunTime] = MappingProxyType({
     ),
 })
 
-#: every family of runs a reproduction may need, with what it is for
-FAMILIES = MappingProxyType({
-    "linear_easy": "linear attention, easy task (Figs. 3a-c, Table 2)",
-    "linear_difficult": "linear attention, difficult task, k = 2 (Figs. 5a-b, Tables 1 and 3)",
-    "linear_difficult_k16": "linear attention, difficult task, k = 16 (Fig. 5b, Table 3)",
-    "nonlinear_easy": "softmax attention, easy task (Figs. 4a-c)",
-    "nonlinear_lazy": "softmax attention, difficult task, k = 2, lazy training (Figs. 1, 6, 7, 13; Tables 1, 4, 5)",
-    "nonlinear_converged": "softmax attention, difficult task, k = 2, trained to convergence (Fig. 6a, verdict)",
-    "nonlinear_k16": "softmax attention, difficult task, k = 16, lazy training (Fig. 14, Table 4)",
-    "single_stream": "single-stream model, difficult task, k = 2 (Fig. 9)",
-    "untied_values": "untied values, difficult task, k = 2 (Fig. 10)",
-    "context_updates": "context updates M(m), difficult task, k = 2 (Figs. 11, 12)",
-    "context_updates_k16": "context updates M(m), difficult task, k = 16 (Figs. 11, 12)",
-})
-
 #: the regimes of the study (module table)
 REGIMES = ("lazy", "lazy_long", "converged", "frozen_heads", "separate_models")
 #: regimes that are training runs through the sweep layer
 TRAINED_REGIMES = ("lazy", "lazy_long", "converged")
-#: "settles": relative change of C_L and of A_L − C_L over the last doubling of depth below this
-SETTLE_TOLERANCE = 0.10
-#: a regime "gains from depth" when R_1 / R_{L_max} exceeds this
-DEPTH_GAIN_THRESHOLD = 1.10
-#: alpha counted as inverse-depth (the issue's target window)
-ALPHA_WINDOW = (0.85, 1.15)
-#: a paper value is "below the bound" when it is more than this many standard errors under it
-BOUND_SIGMAS = 3.0
 
 REGIME_DESCRIPTIONS = {
     "lazy": (
@@ -163,168 +139,19 @@ REGIME_DESCRIPTIONS = {
     ),
 }
 
-_TABLE1_SPECTRA = ((0.0, 0.0), (0.0, 0.25), (0.0, 0.5), (0.0, 1.0), (0.25, 0.0), (0.5, 0.0), (1.0, 0.0))
-_TABLE2_SPECTRA = ((2.0, 0.5), (2.0, 1.0), (2.0, 1.5), (2.0, 2.0), (0.5, 2.0), (1.0, 2.0), (1.5, 2.0))
-_TABLE3_K2_SPECTRA = ((0.0, 0.0), (0.25, 0.25), (0.5, 0.5), (1.0, 0.25), (1.0, 1.0))
-_TABLE3_K16_SPECTRA = ((0.5, 0.5), (1.0, 0.0), (1.0, 0.25), (1.25, 0.0))
-_TABLE4_K2_SPECTRA = ((0.25, 0.25), (0.25, 0.5), (0.5, 0.5))
-_TABLE4_K16_SPECTRA = ((0.0, 0.25), (0.0, 0.5), (0.25, 0.25), (0.25, 0.5))
+
+def _spectra(table: str, k: int | None = None) -> tuple:
+    """The spectra ``(a, b)`` of a table of the paper's (of its top-``k`` rows when ``k`` is given)."""
+    return tuple((float(r["a"]), float(r["b"])) for r in paper_table(table) if k is None or r["k"] == k)
+
+
+_TABLE1_SPECTRA, _TABLE2_SPECTRA = _spectra("table1"), _spectra("table2")
+_TABLE3_K2_SPECTRA, _TABLE3_K16_SPECTRA = _spectra("table3", k=2), _spectra("table3", k=16)
+_TABLE4_K2_SPECTRA, _TABLE4_K16_SPECTRA = _spectra("table4", k=2), _spectra("table4", k=16)
 
 
 def _unique(*groups) -> tuple:
-    seen: dict = {}
-    for group in groups:
-        for item in group:
-            seen.setdefault(item, None)
-    return tuple(seen)
-
-
-@dataclass(frozen=True)
-class Family:
-    """One family of training runs: a model, task, size and recipe over spectra × depths × seeds.
-
-    Parameters
-    ----------
-    name : str
-        One of :data:`FAMILIES`.
-    model, task : str
-        As in :class:`numerics.train.TrainConfig`.
-    k : int
-        Top-k of the difficult task (eq. 6).
-    d, N, P : int
-        Input dimension, hidden width, context length.
-    spectra : tuple of (a, b)
-        Spectrum exponents of eq. (2).
-    depths, seeds : tuple of int
-        Depth grid and training seeds.
-    batch_size, max_steps : int
-        Contexts per Adam step and the step budget.
-    learning_rate : float or None
-        Adam step size (None: the model family's default in :mod:`numerics.train`).
-    schedule : str
-        ``constant``, ``warmup_constant`` or ``warmup_cosine``.
-    warmup_steps : int
-    init : tuple of (str, value)
-        ``init_params`` options.
-    frozen : tuple of str
-        Parameters kept at their initial value (``TrainConfig.frozen``).
-    eval_size, eval_every : int
-        Held-out contexts and evaluation period.
-    tol : float
-        Convergence tolerance; with ``window`` >= ``max_steps`` a run always
-        uses its whole budget (the default here).
-    window : int or None
-        Convergence window (None: longer than the budget, i.e. no early stop).
-    regime : str
-        One line naming the training regime, printed in the report.
-    gamma_star_init : bool
-        Linear attention only: start every depth at the constrained optimum of
-        paper eq. (33), ``B_ℓ ≈ (L/λ_1) I`` (``qk_scale = N L/c_λ``), i.e. the
-        repeated update ``(1 − λ/λ_1)`` per layer; training then improves on it.
-        (The model's default start, ``B_ℓ ≈ I/λ_1``, is ``γ = 1``, far below
-        ``γ* = L/λ_1`` for deep models, and Adam did not always climb out of it
-        within the budget: at d = 16, L = 8, a = 2, b = 1 it stalled at the L = 4 loss.)
-
-    References
-    ----------
-    Paper eqs. (1)-(12) (data, models, loss); the recipe is this package's.
-
-    Examples
-    --------
-    >>> fam = Family("linear_easy", "linear", "easy", 2, 4, 4, 8, ((2.0, 1.0),), (1, 2), (0,),
-    ...              batch_size=8, max_steps=10)
-    >>> len(fam.configs()), fam.config(2.0, 1.0, 2, 0).depth
-    (2, 2)
-    """
-
-    name: str
-    model: str
-    task: str
-    k: int
-    d: int
-    N: int
-    P: int
-    spectra: tuple
-    depths: tuple
-    seeds: tuple
-    batch_size: int = 64
-    max_steps: int = 1000
-    learning_rate: float | None = None
-    schedule: str = "warmup_cosine"
-    warmup_steps: int = 100
-    init: tuple = ()
-    frozen: tuple = ()
-    eval_size: int = 1024
-    eval_every: int = 100
-    tol: float = 1e-3
-    window: int | None = None
-    regime: str = ""
-    gamma_star_init: bool = False
-
-    def __post_init__(self) -> None:
-        check_choice("family name", self.name, FAMILIES)
-        for name in ("spectra", "depths", "seeds", "init", "frozen"):
-            object.__setattr__(self, name, tuple(tuple(v) if isinstance(v, list) else v for v in getattr(self, name)))
-        object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
-        if not self.spectra or not self.depths or not self.seeds:
-            raise ValueError(f"family {self.name!r} needs at least one spectrum, depth and seed")
-
-    def config(self, a: float, b: float, depth: int, seed: int):
-        """The :class:`numerics.train.TrainConfig` of one run of this family.
-
-        Examples
-        --------
-        >>> fam = SCALES["smoke"].families["linear_easy"]
-        >>> cfg = fam.config(*fam.spectra[0], fam.depths[0], fam.seeds[0])
-        >>> cfg.model, cfg.task
-        ('linear', 'easy')
-        """
-        from numerics.train import TrainConfig
-
-        init = dict(self.init)
-        if self.gamma_star_init:
-            init["qk_scale"] = float(self.N * int(depth))  # B_ℓ ≈ (qk_scale/N) I = (L/λ_1) I, λ_1 = c_λ = 1 (eq. 33)
-        fields = dict(
-            model=self.model, task=self.task, k=self.k, a=float(a), b=float(b), d=self.d, N=self.N, P=self.P,
-            depth=int(depth), seed=int(seed), batch_size=self.batch_size, max_steps=self.max_steps,
-            learning_rate=self.learning_rate, schedule=self.schedule, warmup_steps=self.warmup_steps,
-            init=init, eval_size=self.eval_size, eval_every=self.eval_every, tol=self.tol,
-            window=self.window if self.window is not None else self.max_steps + self.eval_every,
-        )
-        if self.frozen:
-            fields["frozen"] = tuple(self.frozen)
-        return TrainConfig(**fields)
-
-    def configs(self) -> tuple:
-        """Every run of the family: spectra × depths × seeds, in that nesting order."""
-        return tuple(
-            self.config(a, b, depth, seed) for (a, b) in self.spectra for depth in self.depths for seed in self.seeds
-        )
-
-    @property
-    def n_runs(self) -> int:
-        """Number of runs (spectra × depths × seeds)."""
-        return len(self.spectra) * len(self.depths) * len(self.seeds)
-
-    def describe(self) -> str:
-        """One line: model, task, sizes, grid and recipe (for the plan and the report).
-
-        Examples
-        --------
-        >>> "d = 4" in SCALES["smoke"].families["linear_easy"].describe()
-        True
-        """
-        lr = "model default" if self.learning_rate is None else f"{self.learning_rate:g}"
-        frozen = ", frozen " + "/".join(self.frozen) if self.frozen else ""
-        init = ", init " + ", ".join(f"{k}={v}" for k, v in self.init) if self.init else ""
-        if self.gamma_star_init:
-            init += ", start at γ* = L/λ_1 (eq. 33)"
-        return (
-            f"{self.model}, {self.task} task" + (f", k = {self.k}" if self.task == "difficult" else "")
-            + f"; d = {self.d}, N = {self.N}, P = {self.P}; L ∈ {{{', '.join(map(str, self.depths))}}}; "
-            f"{len(self.seeds)} seed(s); {len(self.spectra)} spectra; Adam {lr}, {self.schedule}, "
-            f"{self.max_steps} steps × batch {self.batch_size}{init}{frozen}"
-        )
+    return tuple(dict.fromkeys(item for group in groups for item in group))
 
 
 @dataclass(frozen=True)
@@ -573,8 +400,8 @@ _STUDY_FULL = StudyScale(
     regimes=REGIMES, separate_models=48, separate_depths=(1, 2, 4, 8, 16), batch_size=128, eval_size=2048,
     converged_steps=8000, converged_window=1000, bound_contexts=16384,
 )
-#: the paper scale's regime study: the full study's design at the inferred d = 16 only (P = 64, 256; N = 16, 32):
-#: ≈ 7 core-hours by the cost model instead of ≈ 170 (of which ≈ 130 at d = 64); the medium scale keeps all sizes
+#: the paper scale's regime study: the full study's design at the inferred d = 16 only (P = 64, 256; N = 16, 32),
+#: where most of its cost is at d = 64; the medium scale keeps all sizes
 _STUDY_PAPER = dataclasses.replace(_STUDY_FULL, sizes=tuple(size for size in _STUDY_FULL.sizes if size[0] == 16))
 
 
@@ -640,16 +467,15 @@ def _quick() -> Scale:
     # (numerics.experiments.study.regime_config, batch 32): sharing the store trains them once
     softmax = (INFERRED_SOFTMAX_SIZES["d"], INFERRED_SOFTMAX_SIZES["N"], INFERRED_SOFTMAX_SIZES["P"])
     lazy = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100, eval_size=1024)
-    small = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100)
     # the learned scalar m of M(m) must be able to move (paper: m ≈ −2.3 for top-16): train to convergence
     context = dict(_CONVERGED, max_steps=2000, batch_size=32, eval_every=100, warmup_steps=100)
     linear = dict(_LINEAR, batch_size=64, max_steps=1500, eval_every=100, warmup_steps=100)
     return _scale("quick", f"default; measured: {MEASURED_RUN_TIMES['quick'].text()}, regime study included", [
-        # L = 16 is left out: at lr 1e-2 it trained unstably here (a = 2, b = 0.5: 0.099 after training from 0.035)
+        # L = 16 is left out: at lr 1e-2 it trained unstably here
         Family("linear_easy", "linear", "easy", 2, 16, 16, 512, _TABLE2_SPECTRA[:4], (1, 2, 4, 8), (0,),
                **linear),
         # d = N = 32, P = 128 (Table 1 compares it with the softmax families at their inferred sizes; the report says so)
-        # lr 3e-3: at 1e-2 the L = 8 models stopped 12-13 % above the floor (a = 0.5, b = 0; a = b = 1), at 3e-3 4-6 %
+        # lr 3e-3: at 1e-2 the L = 8 models stopped further above the floor
         Family("linear_difficult", "linear", "difficult", 2, 32, 32, 128,
                ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0), (0.5, 0.5), (1.0, 1.0)), (1, 2, 4, 8), (0,),
                **dict(linear, batch_size=32, max_steps=1000, learning_rate=3e-3)),
@@ -722,7 +548,7 @@ def _paper() -> Scale:
                   f"the inferred sizes (d = {d}, N = {N}, P = {P}), depths to 256 (linear: 64, 32): ≈ 370 core-hours by the "
                   "cost model with the regime and converged studies, 87 % of them the linear families at d = 128, "
                   "i.e. ≈ 23 h on 16 cores: needs a Dask cluster", [
-        # depths to 64: the L = 128 runs alone would cost ≈ 270 core-hours (a Krylov step there takes 4.6 s)
+        # depths to 64: the L = 128 runs alone would cost more than all the rest
         Family("linear_easy", "linear", "easy", 2, 128, 128, 1024, _TABLE2_SPECTRA, depths[:7], seeds, **linear),
         Family("linear_difficult", "linear", "difficult", 2, 128, 128, 1024,
                _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA), depths[:6], seeds, **linear),

@@ -1,0 +1,203 @@
+"""A claim, its three-outcome verdict, and the registry in which each claim is entered once.
+
+The verdict functions of :mod:`numerics.experiments.reproduce._verdicts` register themselves in :data:`REGISTRY`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from theory.validation import check_choice
+
+#: verdict of a claim: reproduced; contradicted (adequately powered measurements exclude the claim); inconclusive
+#: (budget, resolution or training not sufficient -- the claim's ``reason`` says which); not tested
+STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested")
+#: why a claim that misses its criterion is inconclusive rather than contradicted
+INCONCLUSIVE_REASONS = ("budget", "resolution", "training", "bound")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper and what this reproduction measured.
+
+    Attributes
+    ----------
+    id : str
+    paper : str
+        The claim as the paper makes it.
+    criterion : str
+        How it is tested here (the issue's target, made operational).
+    status : {'reproduced', 'contradicted', 'inconclusive', 'not tested'}
+    evidence : str
+        The measured numbers.
+    families : tuple of str
+        Families whose runs the evidence comes from.
+    reason : str
+        For ``'inconclusive'``: which of :data:`INCONCLUSIVE_REASONS` and why, in one sentence;
+        for ``'contradicted'``: what excludes the claim.
+    summary : str
+        The deciding numbers in one sentence (the report's opening paragraph quotes it).
+    table : tuple of tuple
+        Per-item numbers behind ``evidence`` as a table: the header row, then one row per item.
+
+    References
+    ----------
+    Paper sections 3-4.
+
+    Examples
+    --------
+    >>> Claim("x", "p", "c", "not tested", "e").mark, Claim("x", "p", "c", "inconclusive", "e", reason="budget").mark
+    ('NOT TESTED', 'INCONCLUSIVE')
+    """
+
+    id: str
+    paper: str
+    criterion: str
+    status: str
+    evidence: str
+    families: tuple = ()
+    reason: str = ""
+    summary: str = ""
+    table: tuple = ()
+
+    @property
+    def kind(self) -> str:
+        """``'paper'`` (a claim of the paper) or ``'contrast'`` (the package's own), from :data:`REGISTRY`."""
+        return next((spec.kind for spec in REGISTRY.specs if spec.id == self.id), "paper")
+
+    @property
+    def table_markdown(self) -> str:
+        """:attr:`table` as a Markdown table ('' without one)."""
+        if not self.table:
+            return ""
+        header, *rows = self.table
+        return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                         + ["| " + " | ".join(map(str, row)) + " |" for row in rows])
+
+    @property
+    def mark(self) -> str:
+        return {"reproduced": "REPRODUCED", "contradicted": "CONTRADICTED", "inconclusive": "INCONCLUSIVE"}.get(
+            self.status, "NOT TESTED")
+
+
+
+def verdict(passed: bool | None, *, contradicted: bool = False, reason: str = "") -> dict:
+    """``status`` and ``reason`` of a claim: reproduced; else contradicted when ``contradicted`` (the numbers exclude
+    the claim), else inconclusive with ``reason``; not tested when ``passed`` is None."""
+    if passed is None:
+        return {"status": "not tested"}
+    if passed:
+        return {"status": "reproduced"}
+    return {"status": "contradicted" if contradicted else "inconclusive", "reason": reason}
+
+
+def not_tested(criterion: str, evidence: str, **fields) -> dict:
+    """The fields of a claim that this reproduction has nothing to judge by; ``evidence`` says why."""
+    return dict(criterion=criterion, status="not tested", evidence=evidence, **fields)
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One entry of the registry of claims (:class:`ClaimRegistry`): what it is and how it is judged.
+
+    Attributes
+    ----------
+    id : str
+    kind : {'paper', 'contrast'}
+        A claim of the paper, or a contrast of the package's own (counted apart in the report).
+    figures : tuple of str
+        The figures its verdict is about (shown with it on their documentation pages).
+    topic : str
+        For a central claim of the paper: its name in the report's opening paragraph; '' otherwise.
+    judge : callable
+        ``judge(ctx, consistency) -> dict``: the :class:`Claim` fields it measures (``criterion``, ``status``,
+        ``evidence``, ...; ``families`` where they differ from :attr:`families`).
+    paper : str
+        The claim as the paper makes it (a contrast says that it is not the paper's).
+    families : tuple of str
+        Families whose runs the evidence comes from.
+
+    Examples
+    --------
+    >>> from numerics.experiments.reproduce.report import CLAIMS
+    >>> [spec.id for spec in CLAIMS if spec.kind == "contrast"]
+    ['lazy_contrast', 'shipped_rerun']
+    """
+
+    id: str
+    kind: str
+    figures: tuple
+    topic: str
+    judge: Callable
+    paper: str = ""
+    families: tuple = ()
+
+    def evaluate(self, ctx, consistency=None) -> Claim:
+        """The :class:`Claim`: this entry's id, paper text and families with what :attr:`judge` measured."""
+        return Claim(self.id, self.paper, **{"families": self.families, **self.judge(ctx, consistency)})
+
+
+class ClaimRegistry:
+    """The claims a reproduction judges, in the order they are registered (the report's order).
+
+    :meth:`claim` enters a verdict function once, with all that is read about its claim; :attr:`specs`,
+    :attr:`ids`, :attr:`figures` and :attr:`central` are views of it, so a claim added appears in each.
+
+    Examples
+    --------
+    >>> registry = ClaimRegistry()
+    >>> @registry.claim("flat", paper="The loss is flat.", figures=("fig1",), topic="Flatness")
+    ... def _flat(ctx, consistency):
+    ...     return dict(criterion="no change", evidence="0 %", **verdict(True))
+    >>> registry.ids, registry.figures, registry.central
+    (('flat',), {'flat': ('fig1',)}, {'flat': 'Flatness'})
+    >>> [(c.id, c.status) for c in registry.evaluate(ctx=None)]
+    [('flat', 'reproduced')]
+    """
+
+    def __init__(self) -> None:
+        self._specs: dict[str, ClaimSpec] = {}
+
+    def claim(self, claim_id: str, *, paper: str, kind: str = "paper", figures: tuple = (), families: tuple = (),
+              topic: str = "") -> Callable:
+        """Decorator: register ``judge(ctx, consistency) -> dict`` as the verdict of claim ``claim_id``."""
+        check_choice("kind", kind, ("paper", "contrast"))
+
+        def register(judge: Callable) -> Callable:
+            if claim_id in self._specs:
+                raise ValueError(f"claim {claim_id!r} is registered twice")
+            self._specs[claim_id] = ClaimSpec(claim_id, kind, tuple(figures), topic, judge, paper, tuple(families))
+            return judge
+
+        return register
+
+    @property
+    def specs(self) -> tuple:
+        """Every :class:`ClaimSpec`, in report order."""
+        return tuple(self._specs.values())
+
+    @property
+    def ids(self) -> tuple:
+        """The claims' ids, in report order."""
+        return tuple(self._specs)
+
+    @property
+    def figures(self) -> dict:
+        """Claim id → the figures its verdict is about."""
+        return {spec.id: spec.figures for spec in self._specs.values()}
+
+    @property
+    def central(self) -> dict:
+        """The central claims of the paper: id → its name in the report's opening paragraph."""
+        return {spec.id: spec.topic for spec in self._specs.values() if spec.topic}
+
+    def evaluate(self, ctx, consistency=None) -> tuple:
+        """Every registered claim's :class:`Claim`, in report order."""
+        return tuple(spec.evaluate(ctx, consistency) for spec in self._specs.values())
+
+
+#: the registry of the claims of a reproduction (filled by :mod:`numerics.experiments.reproduce._verdicts`)
+REGISTRY = ClaimRegistry()
+#: decorator registering a verdict function in :data:`REGISTRY`
+claim = REGISTRY.claim

@@ -1,0 +1,456 @@
+"""The claims a reproduction judges, each registered once, in report order, on its verdict function.
+
+A verdict function judges its claim's numbers (:mod:`numerics.experiments.reproduce.analysis`) by the
+rules of :mod:`numerics.experiments.criteria`: a claim is reproduced only when its criterion is met.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import analysis
+from .. import criteria
+from ._plot import fit_problem
+from ._registry import REGISTRY, claim, not_tested, verdict
+from .results import int_list, spectrum_label
+
+
+def _alpha_excluded(s, lo: float, hi: float) -> bool:
+    """The fitted α of a settled depth sweep lies outside ``[lo, hi]`` by more than two SE (an adequately powered miss)."""
+    if not (s.fit.ok and s.C_settles and s.gap_settles):
+        return False
+    alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
+    return math.isfinite(se) and criteria.between(alpha, se, lo, hi) is False
+
+
+def _pct(x: float) -> str:
+    return "—" if not math.isfinite(x) else f"{100 * x:.1f} %"
+
+
+def _alpha_text(s) -> str:
+    if not s.fit.ok:
+        return f"{s.label}: no fit ({s.fit.reason})"
+    problem = fit_problem(s.fit)
+    if problem is not None:
+        return (f"{s.label}: no power law ({problem}), R_1/R_Lmax = {s.depth_gain:.3g}, C_L change {_pct(s.C_change)}, "
+                f"A_L − C_L change {_pct(s.gap_change)} over the last doubling")
+    se = s.fit.se("alpha")
+    return (f"{s.label}: α = {s.fit.value('alpha'):.3f}" + (f" ± {se:.3f}" if math.isfinite(se) else "")
+            + f", L0 = {s.fit.value('L0'):.4g}, R_1/R_Lmax = {s.depth_gain:.3g}, C_L change {_pct(s.C_change)}, "
+            f"A_L − C_L change {_pct(s.gap_change)} over the last doubling")
+
+
+def _paper_softmax_spectra() -> set:
+    """``(a, b, k)`` of every softmax row of the paper's Tables 1 and 4."""
+    from theory.paper import paper_table
+
+    return ({(float(r["a"]), float(r["b"]), 2) for r in paper_table("table1")}
+            | {(float(r["a"]), float(r["b"]), int(r["k"])) for r in paper_table("table4")})
+
+
+@claim("inverse_depth", figures=("fig1", "fig6a", "fig6c", "fig6d"), families=("converged study",),
+       paper="Softmax attention on the top-2 task: R_L = L0 + c L^-α with α ≈ 1 for every spectrum; C_L → C_∞ and "
+             "A_L − C_L → Δ_∞ (Tables 4-5, Fig. 6).",
+       topic="Inverse-depth scaling of softmax attention (α ≈ 1) under one training recipe (cold start, Adam 1e-3, "
+             "6000 steps)")
+def _inverse_depth_claim(ctx, consistency) -> dict:
+    """The central claim, judged from the converged study (:mod:`numerics.experiments.reproduce.converged`)."""
+    lo, hi = analysis.ALPHA_TARGET
+    criterion = (f"converged study (each depth trained until its own held-out loss settles, all depths on common held-out "
+                 f"contexts, at the sizes of `idepth study sizes`): for every spectrum of Tables 1 and 4 it holds, the "
+                 f"paired depth gains R_1 − R_L = c (1 − L^-α) (eq. 16) give a two-sigma α interval that meets [{lo}, "
+                 f"{hi}] (widened by the Birge ratio when χ²/dof > 1) and a gain at the deepest L above two paired SE. "
+                 f"A spectrum with some depth worse than L = 1 by more than two paired SE is a training failure (a "
+                 f"depth-L model expresses the L = 1 solution), not evidence either way. Contradicted when a spectrum "
+                 f"whose runs all converged, with no training failure, has a resolved gain and its interval outside "
+                 f"[{lo}, {hi}]")
+    table = ctx.converged
+    if table is None:
+        return not_tested(criterion, f"no converged-study table ({ctx.converged_error})")
+    wanted = _paper_softmax_spectra()
+    summaries = [table.summary(a, b, k, N=N) for a, b, k, N in table.groups() if (a, b, k) in wanted]
+    summaries = [s for s in summaries if s.fit is not None]
+    if not summaries:
+        return not_tested(criterion, f"{table.source_text()} holds no spectrum of Tables 1 and 4")
+    failed = [s for s in summaries if s.worse_than_shallow]
+    sound = [s for s in summaries if not s.worse_than_shallow]
+    passing = [s for s in sound if s.resolved and s.fit.overlaps(lo, hi)]
+    excluded = [s for s in sound if s.all_converged and s.resolved and not s.fit.overlaps(lo, hi)]
+    unresolved = [s for s in sound if not s.resolved]
+    missing = sorted(wanted - {(s.a, s.b, s.k) for s in summaries})
+
+    def name(s) -> str:
+        return f"top-{s.k} {s.label}"
+
+    def row(s) -> tuple:
+        ratio, ratio_se, expected = s.ratio()
+        return (name(s), f"{s.fit.alpha:.3g}", s.fit.interval_text(), f"{s.fit.chi2:.1f}/{s.fit.dof}",
+                f"{s.depths[-1]}", f"{s.gain[-1]:+.4f} ± {s.gain_se[-1]:.4f}", f"{ratio:.2f} ± {ratio_se:.2f} ({expected:.2f})",
+                f"{s.n_converged}/{s.n_runs}", ", ".join(map(str, s.worse_than_shallow)) or "—")
+
+    rows = (("spectrum", "α", "2σ interval", "χ²/dof", "L_max", "R_1 − R_Lmax", "g_2/g_Lmax (α = 1)", "runs converged",
+             "worse than L = 1 at L"),) + tuple(row(s) for s in summaries)
+    evidence = (f"{table.source_text()}, {table.sizes_text()}, {summaries[0].n_seeds} seeds; each spectrum in the table "
+                "below (g_2/g_Lmax: the gain at L = 2 over the gain at the deepest L, with its α = 1 value)."
+                + (f" Not in the table: {', '.join(f'top-{k} ({a:g}, {b:g})' for a, b, k in missing)}."
+                   if missing else ""))
+    ratios = [s.ratio() for s in excluded]
+    summary = (f"{len(passing)} of {len(summaries)} spectra of Tables 1 and 4 in the converged study ({table.sizes_text()}, "
+               f"{summaries[0].n_seeds} seeds) have a 2σ α interval meeting [{lo}, {hi}]"
+               + (f"; {len(excluded)} converged spectra with resolved gains exclude it (upper ends of their 2σ α "
+                  f"intervals at most {max(s.fit.alpha_hi for s in excluded):.3g}; g_2/g_Lmax {min(r[0] for r in ratios):.2f}–"
+                  f"{max(r[0] for r in ratios):.2f} where α = 1 gives {ratios[0][2]:.2f})" if excluded else "")
+               + (f"; {len(failed)} are training failures (deep models worse than L = 1)" if failed else "")
+               + (f"; {len(unresolved)} have no resolved gain" if unresolved else "")
+               + (f"; {len(missing)} are not in the table" if missing else "")
+               + "; this is what one training recipe finds, whose deep models sit above losses the model class "
+                 "reaches: the certified study (the best loss each depth reaches, docs/results/certified-study.md) "
+                 "judges the law itself and is in progress")
+    ok = len(passing) == len(summaries) and not missing
+    failure_text = ("; training failures (deep models worse than L = 1, excluded from the verdict): "
+                    + ", ".join(f"{name(s)} at L = {', '.join(map(str, s.worse_than_shallow))}" for s in failed)
+                    if failed else "")
+    if excluded:
+        outcome = verdict(False, contradicted=True, reason=(
+            f"converged, resolved depth gains whose α interval lies outside [{lo}, {hi}]: "
+            + ", ".join(map(name, excluded))
+            + " — the gain grows far more slowly than 1/L predicts (compare g_2/g_Lmax with its α = 1 value)"
+            + failure_text))
+    else:
+        reasons = ([f"training: deep models worse than L = 1 ({', '.join(map(name, failed))})"] if failed else []) + (
+            ["resolution: no measurable depth gain at " + ", ".join(map(name, unresolved))] if unresolved else []) + (
+            [f"budget: spectra not yet in the converged study ({len(missing)})"] if missing else [])
+        outcome = verdict(ok, reason="; ".join(reasons))
+    return dict(criterion=criterion, evidence=evidence, summary=summary, table=rows, **outcome)
+
+
+@claim("lazy_contrast", kind="contrast", figures=("fig1", "fig6a", "fig6b", "fig6c", "fig6d"),
+       families=("nonlinear_lazy",),
+       paper="Contrast, not a claim of the paper: the inverse-depth law in a lazy-training regime (gain frozen, Adam "
+             "1e-4, a short equal step budget for every depth), at the quick scale's own sizes.")
+def _lazy_contrast_claim(ctx, consistency) -> dict:
+    """The same law in the lazy regime (a named contrast: the paper does not describe this regime)."""
+    lo, hi = analysis.ALPHA_TARGET
+    criterion = (f"fitted α in [{lo}, {hi}] with C_L and A_L − C_L changing < "
+                 f"{100 * criteria.SETTLING_TOLERANCE:.0f} % over the last doubling of depth, for at least three "
+                 "spectra including (0, 0), one with a > 0 and one with b > 0")
+    if not ctx.ran("nonlinear_lazy"):
+        return not_tested(criterion, "nonlinear_lazy not run")
+    summaries = [analysis.nonlinear_summary(ctx, "nonlinear_lazy", a, b) for a, b in ctx.family("nonlinear_lazy").spectra]
+    summaries = [s for s in summaries if s.has_data]
+    if not summaries:
+        return not_tested(criterion, "no finished runs")
+    passing = [s for s in summaries if s.alpha_in_target and s.C_settles and s.gap_settles]
+    ok = (len(passing) >= 3 and any(s.a == 0 and s.b == 0 for s in passing) and any(s.a > 0 for s in passing)
+          and any(s.b > 0 for s in passing))
+    family = ctx.family("nonlinear_lazy")
+    evidence = (f"d = {family.d}, N = {family.N}, P = {family.P}, L up to {max(family.depths)}, "
+                f"{len(family.seeds)} seeds. " + "; ".join(_alpha_text(s) for s in summaries)
+                + f". Spectra meeting every condition: {', '.join(s.label for s in passing) or 'none'}.")
+    excluded = [s.label for s in summaries if _alpha_excluded(s, lo, hi)]
+    outcome = verdict(ok, contradicted=bool(excluded),
+                      reason=f"settled depth sweeps with α outside [{lo}, {hi}] by more than two SE: {', '.join(excluded)}"
+                      if excluded else "training: a lazy, equal step budget; the spectra that miss have α within two "
+                      "SE of the target band or C_L, A_L − C_L not settled at these depths")
+    return dict(criterion=criterion, evidence=evidence, **outcome)
+
+
+@claim("shipped_rerun", kind="contrast", families=("converged study",),
+       paper="Not a claim of the paper: the converged-study table the package ships comes out of this code on this "
+             "machine (its runs re-trained here from their recorded configuration).")
+def _shipped_rerun_claim(ctx, consistency) -> dict:
+    """Re-trained here, a few of the shipped converged-study runs give the shipped numbers."""
+    criterion = "every re-trained run's held-out R_L equals the shipped R_L within that run's own held-out SE"
+    checks = ctx.converged_checks
+    if not checks:
+        return not_tested(criterion, f"no spot checks ({ctx.converged_error})" if ctx.scale.converged_checks else
+                          "no spot checks at this scale")
+    parts, ok, missing = [], True, 0
+    for row, cfg in checks:
+        metrics = ctx.results.metrics(cfg) if ctx.results.record(cfg) is not None else None
+        if metrics is None:
+            missing += 1
+            continue
+        diff = float(metrics["R_L"]) - row["R_L"]
+        ok &= abs(diff) <= row["R_L_se"]
+        parts.append(f"top-{row['k']} ({row['a']:g}, {row['b']:g}) N = {row['N']}, L = {row['depth']}, seed "
+                     f"{row['seed']}, {row['steps']} steps: here {metrics['R_L']:.6g}, shipped {row['R_L']:.6g} "
+                     f"(difference {diff:+.2g}, run SE {row['R_L_se']:.2g})")
+    if missing == len(checks):
+        return not_tested(criterion, "the spot-check runs did not finish")
+    evidence = "; ".join(parts) + (f"; {missing} run(s) did not finish" if missing else "") + "."
+    outcome = verdict(ok and not missing, contradicted=not ok,
+                      reason="the re-trained runs differ from the shipped ones by more than their SE" if not ok
+                      else "budget: some spot-check runs did not finish")
+    return dict(criterion=criterion, evidence=evidence, **outcome)
+
+
+@claim("linear_easy", figures=("fig1", "fig3a", "fig3b"), families=("linear_easy",),
+       paper="Linear attention, easy task: R_L ∝ L^-α with ζ ≤ α ≤ 2ζ (Table 2; constrained and free polynomial laws).",
+       topic="Linear attention's power law ζ ≤ α ≤ 2ζ (easy task)")
+def _linear_easy_claim(ctx, consistency) -> dict:
+    criterion = ("for every Table 2 row that is run and resolvable at this d (≥ 3 grid depths inside L ≤ "
+                 "(λ_1/λ_d)/10), the fitted α lies in [ζ, 2ζ] within two SE")
+    if not ctx.ran("linear_easy"):
+        return not_tested(criterion, "linear_easy not run")
+    family = ctx.family("linear_easy")
+    summaries = [analysis.linear_easy_summary(ctx, a, b) for a, b in family.spectra]
+    tested = [s for s in summaries if s.resolvable and s.fit.ok]
+    unresolved = [s for s in summaries if not s.resolvable]
+    parts = []
+    for s in summaries:
+        if s.fit.ok:
+            parts.append(f"{s.label}: α = {s.fit.value('alpha'):.3f} ± {s.fit.se('alpha'):.3f} (ζ = {s.zeta:.3g}, "
+                         f"2ζ = {2 * s.zeta:.3g}; depths {int_list(s.fit_depths)})" + ("" if s.resolvable else " [not resolvable]"))
+        else:
+            parts.append(f"{s.label}: no fit ({s.fit.reason})")
+    from .figures._linear import unrun_table2_rows
+
+    not_run = unrun_table2_rows(ctx)
+    skipped_resolvable = [spectrum_label(a, b) for a, b, _, inside in not_run if inside >= 3]
+    skipped_unresolvable = [spectrum_label(a, b) for a, b, _, inside in not_run if inside < 3]
+    unresolved_labels = [s.label for s in unresolved] + skipped_unresolvable
+    extra = ""
+    if unresolved_labels:
+        extra += (f" Not resolvable at d = {family.d}: {', '.join(unresolved_labels)} (the window L ≪ λ_1/λ_d = d^a "
+                  f"holds fewer than three of the depths {int_list(family.depths)}; small a needs a much larger d).")
+    if skipped_resolvable:
+        extra += f" Resolvable but not run at scale {ctx.scale.name} (budget): {', '.join(skipped_resolvable)}."
+    ok = None if not tested else all(bool(s.between) for s in tested)
+    outside = [s.label for s in tested if s.between is False]
+    outcome = verdict(ok, contradicted=bool(outside), reason=f"α outside [ζ, 2ζ] by more than two SE: {', '.join(outside)}")
+    if tested:
+        summary = (f"{sum(bool(s.between) for s in tested)} of {len(tested)} resolvable Table 2 rows have α in [ζ, 2ζ] "
+                   "within two SE (" + "; ".join(f"{s.label}: α = {s.fit.value('alpha'):.3g} ± {s.fit.se('alpha'):.2g}, "
+                                                 f"[ζ, 2ζ] = [{s.zeta:.3g}, {2 * s.zeta:.3g}]" for s in tested) + ")")
+    else:
+        summary = (f"no Table 2 row is resolvable at d = {family.d} ({len(unresolved_labels)} rows have fewer than three "
+                   f"of the depths {int_list(family.depths)} inside L ≤ (λ_1/λ_d)/10)")
+    return dict(criterion=criterion, evidence="; ".join(parts) + "." + extra, summary=summary, **outcome)
+
+
+@claim("linear_floor", figures=("fig1", "fig5a", "fig5b"), families=("linear_difficult", "linear_difficult_k16"),
+       paper="Linear attention on the top-k task plateaus at the theory floor T − hᵀG†h (Table 3).",
+       topic="Linear attention's plateau at the theory floor (top-k task)")
+def _linear_floor_claim(ctx, consistency) -> dict:
+    criterion = (f"plateau (R_L at the deepest model) within {100 * analysis.FLOOR_TARGET:.0f} % of the theory floor at "
+                 "the same (d, P, k), for every spectrum run; a plateau further below it but not more than two SE below "
+                 "the finite-P floor (the best polynomial in the context's empirical covariance S, which eq. 24 is "
+                 "exact in at any P) counts as explained")
+    families = [f for f in ("linear_difficult", "linear_difficult_k16") if ctx.ran(f)]
+    if not families:
+        return not_tested(criterion, "linear_difficult not run")
+    summaries = []
+    for name in families:
+        for a, b in ctx.family(name).spectra:
+            s = analysis.linear_difficult_summary(ctx, name, a, b)
+            if math.isfinite(s.plateau):
+                summaries.append((ctx.family(name), s))
+    if not summaries:
+        return not_tested(criterion, "no finished runs", families=tuple(families))
+    def apart(s) -> str:
+        return _pct((s.plateau - s.floor) / s.floor).replace("-", "−")
+
+    parts = [f"top-{f.k} {s.label} (d = {f.d}, P = {f.P}, L = {s.depth}): plateau {s.plateau:.4g} ± {s.plateau_se:.2g}, "
+             f"floor {s.floor:.4g} ± {s.floor_se:.2g} ({apart(s)} signed), finite-P floor {s.finite_floor:.4g} ± {s.finite_floor_se:.2g}" for f, s in summaries]
+    ok = all(bool(s.within_target) or s.explained_below for _, s in summaries)
+    unexplained = [f"top-{f.k} {s.label}" for f, s in summaries if s.below_finite]
+    above = [f"top-{f.k} {s.label}" for f, s in summaries if not s.within_target and s.plateau >= s.floor]
+    explained = [f"top-{f.k} {s.label}" for f, s in summaries if s.explained_below]
+    evidence = "; ".join(parts) + "." + (
+        f" Below the population floor by more than {100 * analysis.FLOOR_TARGET:.0f} % yet not below the finite-P floor "
+        "by more than two SE "
+        f"(explained: at finite P, S q weights each token by its similarity to q, so it carries which tokens are the "
+        f"top k, which the population floor's E[t | q] does not): {', '.join(explained)}." if explained else "")
+    reason = "; ".join(
+        ([f"unexplained: plateaus more than two SE below even the finite-P floor ({', '.join(unexplained)})"]
+         if unexplained else [])
+        + ([f"training: plateaus above the floor ({', '.join(above)}) at this step budget"] if above else []))
+    summary = ("the deepest model's plateau against the theory floor: " + ", ".join(
+        f"top-{f.k} {s.label} {apart(s)}" for f, s in summaries)
+        + f" (target: within {100 * analysis.FLOOR_TARGET:.0f} %, or explained by the finite-P floor)")
+    return dict(criterion=criterion, evidence=evidence, families=tuple(families), summary=summary,
+                **verdict(ok, reason=reason))
+
+
+@claim("easy_softmax", figures=("fig4a", "fig4b", "fig4c"), families=("nonlinear_easy",),
+       paper="Softmax attention, easy task: one layer reaches zero loss for every spectrum; top-1 attention mass → 1 "
+             "(Fig. 4).")
+def _easy_claim(ctx, consistency) -> dict:
+    criterion = f"final L = 1 held-out loss below {100 * analysis.EASY_TARGET:g} % of its initial value for every spectrum run"
+    if not ctx.ran("nonlinear_easy"):
+        return not_tested(criterion, "nonlinear_easy not run")
+    family = ctx.family("nonlinear_easy")
+    summaries = [analysis.easy_softmax_summary(ctx, a, b) for a, b in family.spectra]
+    summaries = [s for s in summaries if s.below_target is not None]
+    if not summaries:
+        return not_tested(criterion, "no finished runs")
+    parts = [f"{s.label}: final/initial = {s.ratio[0]:.3g} (loss {s.final[0]:.3g} from {s.initial[0]:.3g}), top-1 mass "
+             f"{s.top1[0]:.3f}" for s in summaries]
+    ok = all(s.below_target for s in summaries)
+    missing = [s.label for s in summaries if not s.below_target]
+    return dict(criterion=criterion,
+                evidence=f"d = {family.d}, P = {family.P}, {family.max_steps} steps. " + "; ".join(parts) + ".",
+                **verdict(ok, reason=f"budget: {family.max_steps} steps; still above the target: {', '.join(missing)}"))
+
+
+@claim("selection_tail", figures=("fig13",), families=("nonlinear_lazy",),
+       paper="Deep softmax models cut the high-error tail of token selection: ΔQ(q) = Q_1(q) − Q_256(q) > 0 (Fig. 13).")
+def _selection_claim(ctx, consistency) -> dict:
+    criterion = "Q_1(0.99) − Q_Lmax(0.99) > 0 beyond two SE (over seeds) for every spectrum run"
+    if not ctx.ran("nonlinear_lazy"):
+        return not_tested(criterion, "nonlinear_lazy not run")
+    family = ctx.family("nonlinear_lazy")
+    shallow, deepest = min(family.depths), max(family.depths)
+    parts, verdicts, worse = [], [], []
+    for a, b in family.spectra:
+        m1, s1 = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, shallow)
+        mL, sL = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, deepest)
+        if not (np.isfinite(m1[-1]) and np.isfinite(mL[-1])):
+            continue
+        delta = float(m1[-1] - mL[-1])
+        se = math.hypot(float(np.nan_to_num(s1[-1])), float(np.nan_to_num(sL[-1])))
+        verdicts.append(delta > criteria.AGREEMENT_SIGMAS * se)
+        worse.extend([spectrum_label(a, b)] if delta < -criteria.AGREEMENT_SIGMAS * se else [])
+        parts.append(f"{spectrum_label(a, b)}: Q_{shallow}(0.99) = {m1[-1]:.3g}, Q_{deepest}(0.99) = {mL[-1]:.3g}, "
+                     f"ΔQ = {delta:.3g} ± {se:.2g}")
+    if not verdicts:
+        return not_tested(criterion, "no finished runs")
+    outcome = verdict(all(verdicts), contradicted=bool(worse),
+                      reason=f"the deep model's tail is worse beyond two SE: {', '.join(worse)}" if worse
+                      else "resolution: ΔQ within two SE of 0 for some spectrum")
+    return dict(criterion=criterion, evidence="; ".join(parts) + ".", **outcome)
+
+
+#: largest spread (std over modes) of the normalised reducible mode loss for learning to count as "parallel"
+PARALLEL_SPREAD = 0.10
+#: smallest rank correlation between mode index and normalised mode loss for learning to count as "sequential"
+SEQUENTIAL_CORRELATION = 0.8
+
+
+@claim("modewise", figures=("fig3c", "fig7a", "fig7b"), families=("nonlinear_lazy", "linear_easy"),
+       paper="Linear attention learns strong modes before weak ones (sequential, Fig. 3c); softmax attention learns "
+             "all modes in parallel: the normalised reducible mode-wise losses collapse onto one curve (Fig. 7b).",
+       topic="Parallel (softmax) against sequential (linear) learning of modes")
+def _modewise_claim(ctx, consistency) -> dict:
+    from scipy.stats import spearmanr
+
+    from .figures import reducible_mode_spread  # the numbers of Fig. 7b's caption
+    criterion = (f"softmax (lazy runs, spectrum with a > 0): spread (std over modes) of the normalised reducible mode "
+                 f"loss below {PARALLEL_SPREAD:g} at every intermediate depth; linear (easy task, a = 2): Spearman "
+                 f"correlation between mode index and normalised mode loss above {SEQUENTIAL_CORRELATION:g} at every "
+                 "depth > 1")
+    if not (ctx.ran("nonlinear_lazy") and ctx.ran("linear_easy")):
+        return not_tested(criterion, "needs nonlinear_lazy and linear_easy")
+    anisotropic = [s for s in ctx.family("nonlinear_lazy").spectra if s[0] > 0]
+    linear = [s for s in ctx.family("linear_easy").spectra if s[0] > 0]
+    if not anisotropic or not linear:
+        return not_tested(criterion, "no spectrum with a > 0 in both families")
+    depths, spread = reducible_mode_spread(ctx, "nonlinear_lazy", anisotropic[0])
+    linear_depths, matrix = analysis.modewise_matrix(ctx, "linear_easy", *linear[0])
+    if not len(spread) or not np.all(np.isfinite(matrix)):
+        return not_tested(criterion, "no finished runs")
+    modes = np.arange(1, matrix.shape[1] + 1)
+    correlations = [float(spearmanr(modes, row).statistic) for row in matrix[1:]]
+    parallel = bool(np.all(spread < PARALLEL_SPREAD))
+    sequential = bool(np.all(np.asarray(correlations) > SEQUENTIAL_CORRELATION))
+    evidence = (f"softmax {spectrum_label(*anisotropic[0])}: spread " + ", ".join(
+        f"{v:.3f} at L = {L}" for L, v in zip(depths, spread)) + f" ({'parallel' if parallel else 'not parallel'}); "
+        f"linear {spectrum_label(*linear[0])}: Spearman " + ", ".join(
+        f"{c:.2f} at L = {int(L)}" for L, c in zip(linear_depths[1:], correlations))
+        + f" ({'sequential' if sequential else 'not sequential'}).")
+    outcome = verdict(parallel and sequential, reason="resolution: one spectrum with a > 0 per model and few depths")
+    summary = (f"softmax: spread of the normalised reducible mode losses up to {float(np.max(spread)):.3g} (parallel "
+               f"needs < {PARALLEL_SPREAD:g}); linear: Spearman correlation at least {min(correlations):.2f} (sequential "
+               f"needs > {SEQUENTIAL_CORRELATION:g})")
+    return dict(criterion=criterion, evidence=evidence, summary=summary, **outcome)
+
+
+@claim("context_updates", figures=("fig11", "fig12"), families=("context_updates", "context_updates_k16"),
+       paper="Context updates M(m) with a learned m: top-2 keeps a 1/L trend while top-16 saturates; the learned m is "
+             "≈ −2.3 for top-16, and layer 1's context attention fits ρ_2 = 0.9999, ρ_16 = 0.0989 (Figs. 11-12, eq. 84).")
+def _context_updates_claim(ctx, consistency) -> dict:
+    lo, hi = analysis.ALPHA_TARGET
+    criterion = (f"top-2: fitted α in [{lo}, {hi}]; top-16: depth gain R_1/R_Lmax below 1.1 (saturates) and learned m < 0 "
+                 "at the deepest model")
+    if not (ctx.ran("context_updates") and ctx.ran("context_updates_k16")):
+        return not_tested(criterion, "context-update families not run")
+    top2, top16 = ctx.family("context_updates"), ctx.family("context_updates_k16")
+    s2 = analysis.nonlinear_summary(ctx, "context_updates", *top2.spectra[0])
+    s16 = analysis.nonlinear_summary(ctx, "context_updates_k16", *top16.spectra[0])
+    if not (s2.has_data and s16.has_data):
+        return not_tested(criterion, "no finished runs")
+    m16, _ = ctx.results.curve(top16, *top16.spectra[0], "m").at(max(top16.depths))
+    rho2, _ = ctx.results.curve(top2, *top2.spectra[0], "rho").at(max(top2.depths))
+    rho16, _ = ctx.results.curve(top16, *top16.spectra[0], "rho").at(max(top16.depths))
+    ok = bool(s2.alpha_in_target) and math.isfinite(s16.depth_gain) and s16.depth_gain < 1.1 and m16 < 0
+    evidence = (f"d = {top2.d}, P = {top2.P}, {top2.regime}. top-2: α = {s2.fit.value('alpha'):.3g}, R_1/R_Lmax = "
+                f"{s2.depth_gain:.3g}, ρ = {rho2:.3g}; top-16: R_1/R_Lmax = {s16.depth_gain:.3g}, learned m = {m16:.3g} "
+                f"at L = {max(top16.depths)}, ρ = {rho16:.3g}.")
+    reason = f"budget and size: d = {top2.d}, P = {top2.P}, {top2.max_steps} steps, depths to {max(top2.depths)}"
+    return dict(criterion=criterion, evidence=evidence, **verdict(ok, reason=reason))
+
+
+@claim("paper_plateaus", figures=("fig6a", "fig6b", "fig14"),
+       paper="Softmax plateau L0 ≈ 2.0 at (0, 0) and the other Table 1 / Table 4 plateaus, at the paper's (unstated) "
+             "sizes.",
+       topic="The paper's softmax plateaus (Tables 1 and 4) against the oracle bound")
+def _plateau_claim(ctx, consistency) -> dict:
+    criterion = ("each paper plateau is not below the oracle bound (best mixture of softmax heads over cosine similarity) "
+                 "at the sizes that reproduce the paper's linear Table 3 (d = 128, P ≈ 1024)")
+    if consistency is None:
+        return not_tested(criterion, "the consistency check (numerics.experiments.study.paper_consistency) was not run")
+    rows = list(consistency.rows)
+    if not rows:
+        return not_tested(criterion, "no consistency rows")
+    sizes = sorted({(r.d, r.P) for r in rows})
+    criterion = ("each paper plateau is not below the oracle bound (best mixture of softmax heads over cosine similarity, "
+                 "more than 3 SE) at the sizes checked: " + ", ".join(f"d = {d}, P = {P}" for d, P in sizes)
+                 + " (d = 128, P ≈ 1024 are the sizes that reproduce the paper's linear Table 3)")
+    below = [r for r in rows if r.below_bound]
+    parts = [f"{r.source} ({r.a:g}, {r.b:g}) = {r.paper_value} vs mixture bound {r.mixture:.4g} ± {r.mixture_se:.2g} "
+             f"at d = {r.d}, P = {r.P}" for r in below[:6]]
+    evidence = (f"{len(below)} of {len(rows)} paper values lie below the bound" + (": " + "; ".join(parts) if parts else "")
+                + (" …" if len(below) > 6 else "")
+                + ". Caveat: the bound is over heads whose logits are a multiple of the cosine; the model's layers learn "
+                "a d × d quadratic form each, so it is not a proven bound of the model class (the converged study, "
+                "docs/results/converged-study.md, finds trained models below these bounds by 2-6 % for some spectra at "
+                "d = 16, P = 64).")
+    outcome = verdict(len(below) == 0, reason="bound: the bound is over heads whose logits are a multiple of the cosine, "
+                                              "not a proven bound of the model class, whose layers each learn a d × d "
+                                              "form")
+    summary = (f"{len(below)} of {len(rows)} paper plateaus lie more than {criteria.BOUND_SIGMAS:g} SE below the best "
+               "mixture of cosine softmax heads at " + ", ".join(f"d = {d}, P = {P}" for d, P in sizes))
+    return dict(criterion=criterion, evidence=evidence, summary=summary, **outcome)
+
+
+#: every claim, in report order: what the verdict, the opening paragraph, the figure pages and the tests read
+CLAIMS = REGISTRY.specs
+#: the claims' ids in report order
+CLAIM_IDS = REGISTRY.ids
+#: the figures each claim's verdict is about (shown with the figure on its documentation page)
+CLAIM_FIGURES = REGISTRY.figures
+#: the central claims of the paper: id → its name in the report's opening paragraph
+CENTRAL_CLAIMS = REGISTRY.central
+
+
+def evaluate_claims(ctx, consistency=None) -> tuple:
+    """Every claim of :data:`CLAIMS` (see the module docstring), in report order.
+
+    References
+    ----------
+    Paper Tables 1-5, Figs. 4, 6, 13.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.experiments.reproduce.context import ReproductionContext
+    >>> from numerics.experiments.scales import get_scale
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
+    >>> [c.status for c in claims][:2], len(claims)
+    (['not tested', 'not tested'], 10)
+    """
+    return REGISTRY.evaluate(ctx, consistency)

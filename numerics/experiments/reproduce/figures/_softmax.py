@@ -1,0 +1,515 @@
+"""Softmax attention: the easy task (Figs. 4a-c) and the top-k task against depth (Figs. 1, 6a-d, 9-14)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+
+from .. import _plot as p
+from .. import analysis
+from ..results import Curve, int_list, spectrum_label
+from ._linear import panel_grid
+
+
+def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, caption_parts: list,
+                          quantity: str = "R_L", with_fit: bool = True, with_bound: bool = True) -> bool:
+    family = ctx.family(family_name)
+    colours = p.colours(len(spectra))
+    drawn = False
+    for index, (colour, (a, b)) in enumerate(zip(colours, spectra)):
+        s = analysis.nonlinear_summary(ctx, family_name, a, b)
+        curve = {"R_L": s.R, "C_L": s.C, "A_minus_C": s.gap}[quantity]
+        marker, style = p.style(index)
+        # with fits (dashed) on the plot the data stay solid; the marker tells the spectra apart
+        if not p.errorbar(ax, curve, colour, f"{s.label}", marker=marker, linestyle="-" if quantity == "R_L" else style):
+            continue
+        drawn = True
+        if quantity == "R_L":
+            if with_fit:
+                p.plot_fit(ax, s.fit, family.depths, colour, f"fit {s.label}")
+                caption_parts.append(f"{s.label}: {p.fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
+            if with_bound and s.bound:
+                p.plot_bound(ax, s.bound, colour, f"oracle single head {s.label}: {s.bound['single_head_loss']:.3g}")
+        else:
+            change = s.C_change if quantity == "C_L" else s.gap_change
+            caption_parts.append(f"{s.label}: change over the last doubling {100 * change:.1f} %")
+    p.depth_axis(ax, family.depths, logy=(quantity == "R_L"))
+    ax.set_title(title, fontsize=9)
+    if not drawn:
+        p.no_data(ax, p.missing(ctx, family_name))
+    return drawn
+
+
+def converged_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool], caption_parts: list) -> bool:
+    """The converged study's ``quantity`` (``R_L``, ``C_L``, ``A_minus_C``) against depth for the top-2 spectra
+    ``select(a, b)`` of the table: mean over seeds ± 1 SE, with the paper's Table 1 plateau for ``R_L``/``C_L``."""
+    from theory.paper import paper_table
+
+    table = ctx.converged
+    if table is None:
+        p.no_data(ax, f"no converged-study table ({ctx.converged_error})")
+        return False
+    groups = [g for g in table.groups() if g[2] == 2 and select(g[0], g[1])]
+    colours = p.colours(max(len(groups), 1))
+    plateaus = {(float(r["a"]), float(r["b"])): r["nonlinear_L0"] for r in paper_table("table1")}
+    for index, (colour, (a, b, k, N)) in enumerate(zip(colours, groups)):
+        s = table.summary(a, b, k, N=N)
+        values = {"R_L": (s.R, s.R_se), "C_L": (s.C, np.full_like(s.C, np.nan)),
+                  "A_minus_C": (s.gap, np.full_like(s.gap, np.nan))}[quantity]
+        mean, se = values
+        curve = Curve(quantity, a, b, np.asarray(s.depths), mean[None, :], mean, se, np.full(len(s.depths), s.n_seeds),
+                      "seeds")
+        marker, style = p.style(index)
+        p.errorbar(ax, curve, colour, s.label, marker=marker, linestyle=style)
+        if quantity in ("R_L", "C_L") and (a, b) in plateaus:
+            ax.axhline(plateaus[(a, b)], color=colour, lw=0.9, ls=(0, (1, 2)))
+        if quantity == "R_L" and s.fit is not None:
+            caption_parts.append(f"converged {s.label}: R_1 − R_{s.depths[-1]} = {s.gain[-1]:+.3f} ± {s.gain_se[-1]:.3f}, "
+                                 f"α = {s.fit.alpha:.2g} (2σ {s.fit.interval_text()})")
+    p.depth_axis(ax, sorted({L for g in groups for L in table.summary(*g[:3], N=g[3]).depths}) or [1],
+                 logy=False)
+    r = table.rows[0]
+    ax.set_title(f"converged study, top-2 (d = {r['d']}, N = {2 * r['d']}, P = {r['P']})"
+                 + ("\ndotted: the paper's L0" if quantity in ("R_L", "C_L") else ""), fontsize=9)
+    if not groups:
+        p.no_data(ax, "no such spectrum in the converged study")
+    return bool(groups)
+
+
+def fig6ab(ctx, *, fixed: str) -> tuple:
+    """Figs. 6a (``fixed="a"``: a = 0, varying b) and 6b (b = 0, varying a): R_L against L, fits, oracle bounds."""
+    plt = p.pyplot()
+    family = ctx.family("nonlinear_lazy")
+    spectra = analysis.spectra_of(ctx, "nonlinear_lazy", **{fixed: 0.0})
+    varying = "b" if fixed == "a" else "a"
+    # two lines: a wide legend can leave the panel narrower than the title
+    title = f"softmax, top-{family.k}, {fixed} = 0, varying {varying}\n({p.sizes(family)}, {p.regime(family)})"
+    fig, (ax, right) = plt.subplots(1, 2, figsize=(12.0, 4.6), constrained_layout=True)
+    parts: list[str] = []
+    converged_panel(ctx, right, "R_L", lambda a, b: {"a": a, "b": b}[fixed] == 0.0, parts)
+    right.set_ylabel("held-out loss R_L")
+    p.legend(right)
+    nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", spectra, title="lazy contrast: " + title, caption_parts=parts)
+    if fixed == "a" and ctx.ran("nonlinear_converged"):
+        conv = ctx.family("nonlinear_converged")
+        for (a, b) in conv.spectra:
+            if (a, b) not in spectra:
+                continue
+            curve = ctx.results.curve(conv, a, b, "R_L")
+            if p.errorbar(ax, curve, "0.45", f"{spectrum_label(a, b)} equal step budget, every parameter", marker="s",
+                         linestyle=":"):
+                gain = curve.finite()
+                parts.append(f"equal-budget training {spectrum_label(a, b)}: R_L = "
+                             + ", ".join(f"{v:.3g}" for v in gain.mean) + f" at L = {int_list(gain.depths)}")
+    ax.set_ylabel("held-out loss R_L")
+    p.legend(ax, ncol=1, loc="upper right")
+    caption = (f"R_L against depth, softmax attention on the top-{family.k} task. Right: the converged study (each "
+               "depth trained to its own convergence rule, ±1 SE; dotted: the paper's Table 1 plateau). Left, the lazy "
+               f"contrast, {family.regime}; dashed: fit of R_L = L0 + c L^-α (eq. 16); dash-dotted: best single softmax "
+               "head (oracle bound). " + "; ".join(parts))
+    return fig, caption
+
+
+def fig6cd(ctx, *, quantity: str, ylabel: str) -> tuple:
+    """Figs. 6c (``C_L``) and 6d (``A_minus_C``): the decomposition of eqs. (61)-(63) against depth."""
+    plt = p.pyplot()
+    family = ctx.family("nonlinear_lazy")
+    fig, (ax, right) = plt.subplots(1, 2, figsize=(12.0, 4.4), constrained_layout=True)
+    parts: list[str] = []
+    nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", family.spectra, quantity=quantity, caption_parts=parts,
+                          title=f"lazy contrast: softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
+    ax.set_ylabel(ylabel)
+    p.legend(ax)
+    converged_panel(ctx, right, quantity, lambda a, b: True, parts)
+    right.set_ylabel(ylabel)
+    p.legend(right)
+    conv = ""
+    if ctx.converged is not None:
+        conv = ("Right: the converged study (mean over seeds; dotted: the paper's Table 1 plateau, which C_L approaches "
+                "in the paper's Fig. 6c). " if quantity == "C_L" else "Right: the converged study (mean over seeds). ")
+    return fig, (f"{ylabel} against depth (eqs. 61-63). {conv}Left: the lazy contrast. "
+                 + "; ".join(parts))
+
+
+def model_figure(ctx, *, family_name: str, name: str, paper: str) -> tuple:
+    """Figs. 9 and 10: one of the models of appendix C, R_L and its decomposition against depth."""
+    plt = p.pyplot()
+    family = ctx.family(family_name)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.2), constrained_layout=True)
+    parts: list[str] = []
+    nonlinear_depth_panel(ctx, left, family_name, family.spectra, caption_parts=parts,
+                          title=f"{name}: R_L ({p.sizes(family)}, top-{family.k})")
+    left.set_ylabel("held-out loss R_L")
+    p.legend(left)
+    colours = p.colours(len(family.spectra))
+    drawn = False
+    for colour, (a, b) in zip(colours, family.spectra):
+        s = analysis.nonlinear_summary(ctx, family_name, a, b, with_bound=False)
+        here = p.errorbar(right, s.C, colour, f"C_L {s.label}")
+        here |= p.errorbar(right, s.gap, colour, f"A_L − C_L {s.label}", marker="^", linestyle="--")
+        drawn |= here
+        if here:
+            parts.append(f"{s.label}: C_L changes {100 * s.C_change:.1f} %, A_L − C_L {100 * s.gap_change:.1f} % "
+                         "over the last doubling")
+    p.depth_axis(right, family.depths, logy=False)
+    right.set_ylabel("C_L and A_L − C_L")
+    right.set_title(f"{name}: decomposition R_L = C_L + (A_L − C_L)/L", fontsize=9)
+    if not drawn:
+        p.no_data(right, p.missing(ctx, family_name))
+    p.legend(right)
+    return fig, f"{name} ({paper}), {family.regime}. " + "; ".join(parts)
+
+
+def fig14(ctx) -> tuple:
+    """Fig. 14: softmax attention on the top-16 task for broader spectra, fits and oracle bounds.
+
+    References
+    ----------
+    Paper Fig. 14; Table 4.
+    """
+    plt = p.pyplot()
+    family = ctx.family("nonlinear_k16")
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
+    parts: list[str] = []
+    nonlinear_depth_panel(ctx, ax, "nonlinear_k16", family.spectra, caption_parts=parts,
+                          title=f"softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
+    ax.set_ylabel("held-out loss R_L")
+    p.legend(ax)
+    return fig, (f"R_L against depth on the top-{family.k} task; dashed: fits of eq. (16); "
+                 "dash-dotted: oracle single-head bound. " + "; ".join(parts))
+
+
+def fig11(ctx) -> tuple:
+    """Fig. 11: context updates M(m), R_L against depth for top-2 and top-16, fits and oracle bounds.
+
+    A fit that does not determine its exponent (flat curves) is not drawn; the
+    legend says why (:func:`fit_problem`).
+
+    References
+    ----------
+    Paper Fig. 11; eqs. (75)-(82).
+    """
+    plt = p.pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
+    parts: list[str] = []
+    drawn = False
+    colours = p.colours(4)
+    index = 0
+    for family_name in ("context_updates", "context_updates_k16"):
+        family = ctx.family(family_name)
+        for (a, b) in family.spectra:
+            colour = colours[index % 4]
+            marker, _ = p.style(index)
+            index += 1
+            s = analysis.nonlinear_summary(ctx, family_name, a, b)
+            label = f"top-{family.k} {s.label}"
+            if not p.errorbar(ax, s.R, colour, label, marker=marker):
+                continue
+            drawn = True
+            p.plot_fit(ax, s.fit, family.depths, colour, f"fit top-{family.k}")
+            p.plot_bound(ax, s.bound, colour, f"oracle single head top-{family.k}: "
+                                             f"{s.bound['single_head_loss']:.3g}" if s.bound else None)
+            parts.append(f"top-{family.k} {s.label}: {p.fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
+    family = ctx.family("context_updates")
+    p.depth_axis(ax, family.depths)
+    ax.set_ylabel("held-out loss R_L")
+    ax.set_title(f"context updates M(m), learned m ({p.sizes(family)}, {p.regime(family)})", fontsize=9)
+    if not drawn:
+        p.no_data(ax, p.missing(ctx, "context_updates"))
+    p.legend(ax)
+    return fig, ("Context-update model: R_L against depth for top-2 and top-16 (paper: top-2 keeps "
+                 "a 1/L trend, top-16 saturates); dashed: fits of eq. (16) where they determine α "
+                 "(a fit that does not is not drawn, the legend says why). " + "; ".join(parts))
+
+
+def fig12(ctx) -> tuple:
+    """Fig. 12: learned m against depth, and layer 1's context attention A_1 (top-2 and top-16).
+
+    References
+    ----------
+    Paper Fig. 12; eqs. (83)-(84).
+    """
+    plt = p.pyplot()
+    fig = plt.figure(figsize=(8.0, 7.0), constrained_layout=True)
+    grid = fig.add_gridspec(2, 2)
+    axes = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
+    parts: list[str] = []
+    drawn = False
+    for colour, family_name in zip(p.colours(2), ("context_updates", "context_updates_k16")):
+        family = ctx.family(family_name)
+        (a, b) = family.spectra[0]
+        # at L = 1 no later layer reads the updated context: m gets no gradient and stays at its initial 0
+        m_curve = ctx.results.curve(family, a, b, "m")
+        m_curve = dataclasses.replace(m_curve, mean=np.where(m_curve.depths == 1, np.nan, m_curve.mean)).finite()
+        rho_curve = ctx.results.curve(family, a, b, "rho")
+        marker, style = p.style(len(parts))
+        if p.errorbar(axes[0], m_curve, colour, f"m, top-{family.k}", marker=marker, linestyle=style):
+            drawn = True
+            last = m_curve.finite()
+            rho = rho_curve.finite()
+            parts.append(f"top-{family.k}: learned m = " + ", ".join(f"{v:.3g}" for v in last.mean)
+                         + f" at L = {int_list(last.depths)}; ρ = "
+                         + ", ".join(f"{v:.3g}" for v in rho.mean) + f" at L = {int_list(rho.depths)}")
+    p.depth_axis(axes[0], ctx.family("context_updates").depths, logy=False)
+    axes[0].axhline(0.0, color="0.6", lw=0.8)
+    if 1 in ctx.family("context_updates").depths:
+        p.note(axes[0], "L = 1 not shown: m is not used there")
+    axes[0].set_ylabel("learned context-update scalar m")
+    axes[0].set_title("m (paper: ≈ −2.3 for top-16)", fontsize=9)
+    if not drawn:
+        p.no_data(axes[0], p.missing(ctx, "context_updates"))
+    p.legend(axes[0])
+    for ax, family_name in zip(axes[1:], ("context_updates", "context_updates_k16")):
+        family = ctx.family(family_name)
+        (a, b) = family.spectra[0]
+        depth = max(family.depths)
+        config = family.config(a, b, depth, family.seeds[0])
+        A1 = ctx.results.arrays(config).get("A1_example")
+        rho = ctx.results.metrics(config).get("rho", math.nan)
+        if A1 is None:
+            p.no_data(ax, p.missing(ctx, family_name))
+            ax.set_axis_off()
+            continue
+        image = ax.imshow(np.asarray(A1), cmap="viridis", aspect="equal")
+        fig.colorbar(image, ax=ax, shrink=0.8)
+        ax.set_title(f"A_1, top-{family.k}, L = {depth}, one context\n(ρ = {float(rho):.3g})", fontsize=9)
+        ax.set_xlabel("key token j")
+        ax.set_ylabel("query token i")
+    return fig, ("Learned m (depths L ≥ 2: at L = 1 no later layer reads the updated context, so m "
+                 "is not learned) and layer 1's context attention A_1 ≈ ρ I + (1 − ρ) J (eq. 83; "
+                 "paper: ρ_2 = 0.9999, ρ_16 = 0.0989, m ≈ −2.3 for top-16). " + "; ".join(parts))
+
+
+def fig13(ctx) -> tuple:
+    """Fig. 13: selection-error percentiles Q_L(q), L = 1 against the deepest model, one panel per spectrum.
+
+    References
+    ----------
+    Paper Fig. 13; eqs. (90)-(91).
+    """
+    family = ctx.family("nonlinear_lazy")
+    levels = (0.5, 0.9, 0.95, 0.99)
+    deepest = max(family.depths)
+    shallow = min(family.depths)
+    spectra = family.spectra
+    # one panel per spectrum: the spectra's percentiles nearly coincide, on one axes they hide each other
+    fig, axes = panel_grid(len(spectra), ncols=3, sharey=True)
+    parts: list[str] = []
+    drawn = False
+    x = np.arange(len(levels))
+    for ax, colour, (a, b) in zip(axes, p.colours(len(spectra)), spectra):
+        here = False
+        for index, depth in enumerate((shallow, deepest)):
+            marker, style = p.style(index)
+            mean, se = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, depth, levels)
+            if not np.any(np.isfinite(mean)):
+                continue
+            here = drawn = True
+            ax.errorbar(x, mean, yerr=np.where(np.isfinite(se), se, 0.0), color=colour if index else "0.35",
+                        ls=style, marker=marker, ms=4, capsize=2, label=f"L = {depth}")
+        m1, _ = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, shallow, levels)
+        mL, _ = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, deepest, levels)
+        if np.all(np.isfinite(m1)) and np.all(np.isfinite(mL)):
+            parts.append(f"{spectrum_label(a, b)}: ΔQ(q) = Q_{shallow} − Q_{deepest} = "
+                         + ", ".join(f"{d:.3g}" for d in (m1 - mL)) + f" at q = {', '.join(map(str, levels))}")
+        ax.set_xticks(x, [f"{q:g}" for q in levels])
+        ax.set_yscale("log")
+        ax.set_xlabel("percentile level q")
+        ax.set_title(f"spectrum {spectrum_label(a, b)}", fontsize=9)
+        ax.grid(True, which="major", alpha=0.3)
+        if not here:
+            p.no_data(ax, p.missing(ctx, "nonlinear_lazy"))
+        p.legend(ax, loc="upper left")
+    axes[0].set_ylabel("selection error percentile Q_L(q)\n(quantile of ‖p̄_L − p*‖² over contexts)")
+    fig.suptitle(f"token selection, softmax top-{family.k} ({p.sizes(family)}, {p.regime(family)})", fontsize=10)
+    if not drawn and not spectra:
+        p.no_data(axes[0], p.missing(ctx, "nonlinear_lazy"))
+    return fig, ("Percentiles of the selection error E_L(c) = ‖p̄_L(c) − p*‖² (eqs. 90-91), one panel "
+                 f"per spectrum; grey solid circles: L = {shallow}, coloured dashed squares: "
+                 f"L = {deepest}. " + "; ".join(parts))
+
+
+def fig1(ctx) -> tuple:
+    """Fig. 1: overview — linear attention's power law (easy task) against softmax attention on the top-2 task,
+    each panel titled with the training regime it shows.
+
+    Middle: the converged study (each depth trained to its own convergence rule), the regime the verdict on
+    the inverse-depth law is about; right: the lazy recipe (gain frozen, short equal step budget), a contrast of
+    the package's, with linear attention and its floor at the same sizes.
+
+    References
+    ----------
+    Paper Fig. 1; eqs. (16), (34), (41)-(54).
+    """
+    plt = p.pyplot()
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(16.5, 4.8), constrained_layout=True)
+    parts: list[str] = []
+    family = ctx.family("linear_easy")
+    spectrum = (2.0, 1.0) if (2.0, 1.0) in family.spectra else family.spectra[0]
+    s = analysis.linear_easy_summary(ctx, *spectrum)
+    if p.errorbar(left, s.R, "C0", f"linear attention {s.label}"):
+        p.plot_fit(left, s.fit, s.fit_depths, "C0", "fit", floor_fixed=True)
+        from theory import PowerLawSpectrum, constrained_loss, free_loss
+
+        spec = PowerLawSpectrum(*spectrum, family.d)
+        grid = np.asarray(family.depths)
+        left.plot(grid, constrained_loss(grid, spec), ":", color="0.4", label=f"theory, constrained (ζ = {s.zeta:.3g})")
+        left.plot(grid, np.maximum(free_loss(grid, spec), 1e-12), "-.", color="0.6",
+                  label=f"theory, free polynomial (2ζ = {2 * s.zeta:.3g})")
+        parts.append(f"linear easy {s.label}: {p.fit_label(s.fit, floor_fixed=True)}")
+    else:
+        p.no_data(left, p.missing(ctx, "linear_easy"))
+    p.depth_axis(left, family.depths)
+    lo = np.nanmin(s.R.mean) if not s.R.empty else None
+    if lo is not None and np.isfinite(lo):
+        left.set_ylim(lo / 5, None)
+    left.set_ylabel("held-out loss R_L")
+    left.set_title(f"linear attention, easy task: power law in depth\n({p.sizes(family)}, {p.regime(family)})",
+                   fontsize=9)
+    p.legend(left)
+
+    # the regime the inverse-depth verdict is about
+    converged_panel(ctx, middle, "R_L", lambda a, b: (a, b) == (0.0, 0.0), parts)
+    middle.set_ylabel("held-out loss R_L")
+    r = ctx.converged.rows[0] if ctx.converged is not None else None
+    middle.set_title("softmax, top-2 task: CONVERGED TRAINING\n(each depth to its own convergence rule"
+                     + (f"; d = {r['d']}, N = {2 * r['d']}, P = {r['P']})" if r is not None else ")")
+                     + "\nthe regime of the inverse-depth verdict; dotted: the paper's L0", fontsize=9)
+    p.legend(middle)
+
+    lazy = ctx.family("nonlinear_lazy")
+    spectrum = (0.0, 0.0) if (0.0, 0.0) in lazy.spectra else lazy.spectra[0]
+    s = analysis.nonlinear_summary(ctx, "nonlinear_lazy", *spectrum)
+    if p.errorbar(right, s.R, "C3", f"softmax attention {s.label}"):
+        p.plot_fit(right, s.fit, lazy.depths, "C3", "fit")
+        p.plot_bound(right, s.bound, "C3", "oracle single head" if s.bound else None)
+        parts.append(f"lazy contrast, softmax difficult {s.label}: {p.fit_label(s.fit)}")
+    else:
+        p.no_data(right, p.missing(ctx, "nonlinear_lazy"))
+    linear = ctx.family("linear_difficult")
+    if spectrum in linear.spectra:
+        t = analysis.linear_difficult_summary(ctx, "linear_difficult", *spectrum)
+        if p.errorbar(right, t.R, "C0", f"linear attention {t.label} (d = {linear.d}, P = {linear.P})", marker="s"):
+            right.axhline(t.floor, color="C0", ls="--", lw=0.9, label=f"linear theory floor {t.floor:.3g}")
+            parts.append(f"linear difficult {t.label}: plateau {t.plateau:.4g}, floor {t.floor:.4g}")
+    p.depth_axis(right, lazy.depths)
+    right.set_ylabel("held-out loss R_L")
+    right.set_title(f"softmax vs linear, top-2 task: LAZY CONTRAST\n(gain frozen, short equal step budget; {p.sizes(lazy)})"
+                    "\nthe package's contrast, not the paper's regime", fontsize=9)
+    p.legend(right)
+    return fig, ("Overview; each panel's title names its training regime. Left: linear attention on "
+                 "the easy task decays as a power law in depth between the constrained (ζ) and free "
+                 "(2ζ) polynomial laws. Middle: softmax attention on the top-2 task in the converged "
+                 "study (every depth trained to its own convergence rule), the regime the verdict on "
+                 "the inverse-depth law is about. Right: the package's lazy-training contrast "
+                 f"({lazy.regime}), softmax against linear attention and its floor. " + "; ".join(parts))
+
+
+def _training_curves(ctx, array: str) -> tuple:
+    """``(family, depth, [(colour, marker, line style, label, curve)])``: ``array`` (``curve[:, 0]`` the step) of the
+    shallowest run of every spectrum that recorded it, styled by the spectrum's place in the family."""
+    family = ctx.family("nonlinear_easy")
+    depth = min(family.depths)
+    curves = []
+    for index, (colour, (a, b)) in enumerate(zip(p.colours(len(family.spectra)), family.spectra)):
+        curve = ctx.results.arrays(family.config(a, b, depth, family.seeds[0])).get(array)
+        if curve is not None and len(curve):
+            curves.append((colour, *p.style(index), spectrum_label(a, b), np.asarray(curve)))
+    return family, depth, curves
+
+
+def fig4a(ctx) -> tuple:
+    """Fig. 4a: softmax attention, easy task, held-out loss during training at L = 1 (normalised).
+
+    References
+    ----------
+    Paper Fig. 4a; section 3.2.
+    """
+    plt = p.pyplot()
+    family, depth, curves = _training_curves(ctx, "loss_curve")
+    fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
+    parts = []
+    for colour, marker, style, label, curve in curves:
+        ax.plot(curve[:, 0], curve[:, 1] / curve[0, 1], color=colour, marker=marker, ms=3.5, ls=style, label=label)
+        parts.append(f"{label}: final/initial = {curve[-1, 1] / curve[0, 1]:.3g}")
+    ax.axhline(0.01, color="0.5", ls=":", lw=0.9, label="1 % of the initial loss")
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("held-out loss / initial loss")
+    ax.set_title(f"softmax attention, easy task, L = {depth} ({p.sizes(family)})", fontsize=9)
+    if not curves:
+        p.no_data(ax, p.missing(ctx, "nonlinear_easy"))
+    p.legend(ax)
+    return fig, ("Easy task, one softmax layer: held-out loss during training, relative to its "
+                 "initial value. " + "; ".join(parts))
+
+
+def fig4b(ctx) -> tuple:
+    """Fig. 4b: softmax attention, easy task, final loss (relative to initial) against depth.
+
+    References
+    ----------
+    Paper Fig. 4b; section 3.2.
+    """
+    plt = p.pyplot()
+    family = ctx.family("nonlinear_easy")
+    fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
+    parts, drawn = [], False
+    for index, (colour, (a, b)) in enumerate(zip(p.colours(len(family.spectra)), family.spectra)):
+        s = analysis.easy_softmax_summary(ctx, a, b)
+        keep = np.isfinite(s.ratio)
+        if not np.any(keep):
+            continue
+        drawn = True
+        marker, style = p.style(index)
+        ax.plot(np.asarray(s.depths)[keep], s.ratio[keep], marker=marker, ls=style, color=colour, label=s.label)
+        parts.append(f"{s.label}: final/initial = " + ", ".join(f"{r:.3g}" for r in s.ratio[keep])
+                     + f" at L = {int_list(np.asarray(s.depths)[keep])}")
+    ax.axhline(0.01, color="0.5", ls=":", lw=0.9, label="1 % of the initial loss")
+    p.depth_axis(ax, family.depths)
+    ax.set_ylabel("final held-out loss / initial loss")
+    ax.set_title(f"softmax attention, easy task ({p.sizes(family)})", fontsize=9)
+    if not drawn:
+        p.no_data(ax, p.missing(ctx, "nonlinear_easy"))
+    p.legend(ax)
+    return fig, ("Easy task: final held-out loss relative to the initial loss, against depth. "
+                 + "; ".join(parts))
+
+
+def fig4c(ctx) -> tuple:
+    """Fig. 4c: softmax attention, easy task, top-1 attention mass during training.
+
+    Left the mass itself (as in the paper); right ``1 − mass`` on a log scale, which
+    separates the spectra whose masses all approach 1 and would hide each other.
+
+    References
+    ----------
+    Paper Fig. 4c.
+    """
+    plt = p.pyplot()
+    family, depth, curves = _training_curves(ctx, "top1_mass_curve")
+    fig, (ax, gap) = plt.subplots(1, 2, figsize=(9.0, 3.8), constrained_layout=True)
+    parts = []
+    for colour, marker, style, label, curve in curves:
+        for target, values in ((ax, curve[:, 1]), (gap, np.clip(1.0 - curve[:, 1], 1e-6, None))):
+            target.plot(curve[:, 0], values, color=colour, marker=marker, ms=4, mfc="none", ls=style, lw=1.4,
+                        label=label)
+        parts.append(f"{label}: top-1 mass {curve[0, 1]:.3g} → {curve[-1, 1]:.3g}")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("top-1 attention mass of the test token")
+    ax.set_title(f"softmax attention, easy task, L = {depth} ({p.sizes(family)})", fontsize=9)
+    gap.set_yscale("log")
+    gap.set_ylabel("1 − top-1 attention mass (log scale)")
+    gap.set_title("the same, distance from 1 (curves near 1 separated)", fontsize=9)
+    for target in (ax, gap):
+        target.set_xlabel("training step")
+        target.grid(True, which="major", alpha=0.3)
+        if not curves:
+            p.no_data(target, p.missing(ctx, "nonlinear_easy"))
+    p.legend(ax, loc="lower right")
+    return fig, ("Top-1 attention mass (largest weight of the test token's attention row, mean over "
+                 "256 held-out contexts) during training; right: 1 − mass on a log scale. "
+                 + "; ".join(parts))
