@@ -7,6 +7,8 @@ Nothing is fitted or decided here: each line formats a :class:`~.statistics.Grou
 from __future__ import annotations
 
 import math
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -17,7 +19,8 @@ from numerics.io import save_figure
 from .statistics import GroupFindings, bound_at, group_findings, group_stats, paper_plateau, targets
 from .table import as_rows
 
-__all__ = ["converged_markdown", "draw_decomposition_figure", "draw_study_figure"]
+__all__ = ["FIGURE_STEM", "converged_markdown", "draw_decomposition_figure", "draw_figures", "draw_study_figure",
+           "figure_groups"]
 
 
 def _num(value: float) -> str:
@@ -167,10 +170,91 @@ def _pyplot():
     return plt
 
 
-def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
-    """Per (model, N, spectrum): top, R_L against L (mean over seeds, ±1.96 SE) with ``B_L`` and ``B_∞``; bottom,
-    the depth gain ``R_1 − R_L`` paired over the common held-out contexts (±1.96 paired SE) with the cosine-head
-    ceiling ``B_1 − B_L`` and, dotted, eq. (16) with ``α = 1`` through the same total gain.
+#: the pre-norms as the figures name them (the CSV's ``norm`` column)
+_NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
+#: what a study figure's two rows of panels show
+_PANELS = "upper panels R_L, lower panels the depth gain R_1 − R_L"
+#: a study figure's legend in three columns: each line of an upper panel above its lower counterpart
+_LEGEND = ("trained $R_L$ (upper)", "$R_1 - R_L$, paired (lower)",
+           "$B_L$, cosine heads (upper)", "$B_1 - B_L$ (lower)",
+           r"$B_\infty$ (upper)", "α = 1 law through the same total gain (lower)")
+#: the figures' files: ``FIGURE_STEM-<group>.png``, ``FIGURE_STEM-decomposition.png``
+FIGURE_STEM = "converged-study"
+
+
+def figure_groups(rows: Sequence[Mapping]) -> list[tuple[str, str, list]]:
+    """``(name, title, keys)`` of the study figures: one per top-k of the main model
+    and width, then one of the contrasts.
+
+    The main ``(model, N)`` is the one with the most spectra; every other one is a
+    contrast, drawn beside the main runs of its spectrum (in the study: ``N = d`` and
+    the RMSNorm model at ``(a, b) = (0, 0)``). ``keys`` are ``(model, N, a, b, k)``.
+
+    Examples
+    --------
+    >>> from numerics.experiments.study.converged.table import CSV_COLUMNS
+    >>> base = dict.fromkeys(CSV_COLUMNS, 1.0) | {"model": "nonlinear", "norm": "layer",
+    ...     "converged": True, "N": 32, "depth": 1, "steps": 100, "seed": 0, "k": 2}
+    >>> rows = [base | {"a": 0.0}, base | {"a": 0.5}, base | {"a": 0.0, "k": 16},
+    ...         base | {"a": 0.0, "N": 16}]
+    >>> [(name, len(keys)) for name, _, keys in figure_groups(rows)]
+    [('top2', 2), ('top16', 1), ('contrasts', 2)]
+    """
+    rows = as_rows(rows)
+    keys = sorted({k[:5] for k in group_stats(rows)})
+    widths = [key[:2] for key in keys]
+    main = max(sorted(set(widths)), key=widths.count)
+    model, N = main
+    norm = {r.model: _NORM_NAMES.get(r.norm, r.norm) for r in rows}[model]
+    sizes = f"d = {rows[0].d}, P = {rows[0].P}"
+    groups = []
+    for k in sorted({key[4] for key in keys if key[:2] == main}):
+        title = f"{model} ({norm}), top-{k}, N = {N}, {sizes}"
+        groups.append((f"top{k}", title, [key for key in keys if key[:2] == main and key[4] == k]))
+    spectra = sorted({key[2:] for key in keys if key[:2] != main})
+    if spectra:
+        shown = [key for key in keys if key[2:] in spectra]
+        shown.sort(key=lambda key: (key[2:], key[:2] != main, key))
+        a, b, k = spectra[0]
+        where = f"(a, b) = ({a:g}, {b:g}), top-{k}, " if len(spectra) == 1 else ""
+        title = f"Contrasts of model and width at {where}{sizes}"
+        groups.append(("contrasts", title, shown))
+    return groups
+
+
+def draw_figures(rows: Sequence[Mapping], bounds: Mapping, directory) -> str:
+    """Draw the study's figures into ``directory``; return the Markdown embedding them.
+
+    One figure per :func:`figure_groups` entry (:func:`draw_study_figure`), then
+    Fig. 6c, d (:func:`draw_decomposition_figure`); the links are relative to the page
+    in ``directory``'s parent.
+
+    Notes
+    -----
+    No example: it draws files (``tests/test_converged.py`` draws them).
+    """
+    directory = Path(directory)
+    rows = as_rows(rows)
+    lines = ["## Figures", "", "Mean over seeds with ±1.96 SE; the depth gain R_1 − R_L is "
+             "paired over the common held-out contexts; the bounds are those of the tables.", ""]
+    for name, title, keys in figure_groups(rows):
+        path = directory / f"{FIGURE_STEM}-{name}.png"
+        draw_study_figure(rows, bounds, path, keys=keys, title=title)
+        lines += [f"![{title}: {_PANELS}]({directory.name}/{path.name})", ""]
+    path = draw_decomposition_figure(rows, directory / f"{FIGURE_STEM}-decomposition.png")
+    lines += [f"![C_L and A_L − C_L against depth]({directory.name}/{path.name})", ""]
+    return "\n" + "\n".join(lines)
+
+
+def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path, *,
+                      keys: Sequence[tuple] | None = None, title: str | None = None) -> Path:
+    """Per (model, N, spectrum): top, R_L against L (mean over seeds, ±1.96 SE) with
+    ``B_L`` and ``B_∞``; bottom, the depth gain ``R_1 − R_L`` paired over the common
+    held-out contexts (±1.96 paired SE) with the cosine-head ceiling ``B_1 − B_L`` and,
+    dotted, eq. (16) with ``α = 1`` through the same total gain.
+
+    ``keys`` (default every ``(model, N, a, b, k)`` of ``rows``) are drawn in this
+    order, four to a row, under ``title``; one legend below the panels serves them all.
 
     Notes
     -----
@@ -178,55 +262,72 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path) -> Path:
     """
     plt = _pyplot()
     stats = group_stats(rows)
-    keys = sorted({k[:5] for k in stats})
+    keys = sorted({k[:5] for k in stats}) if keys is None else list(keys)
     if not keys:
         raise ValueError("no runs to draw: the study has no finished run yet")
-    cols = min(3, len(keys))
+    cols = min(4, len(keys))
     grid_rows = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(2 * grid_rows, cols, figsize=(4.4 * cols, 5.2 * grid_rows), squeeze=False)
-    for j in range(len(keys), grid_rows * cols):  # empty slots of the last row
-        row, col = divmod(j, cols)
-        axes[2 * row, col].axis("off")
-        axes[2 * row + 1, col].axis("off")
+    fig = plt.figure(figsize=(3.5 * cols, 4.7 * grid_rows + 1.0), layout="constrained")
+    cells = np.atleast_2d(fig.subfigures(grid_rows, cols, wspace=0.02, hspace=0.03))
+    norms = {r.model: _NORM_NAMES.get(r.norm, r.norm) for r in as_rows(rows)}
+    one_model = len({key[:2] for key in keys}) == 1
+    one_spectrum = len({key[2:] for key in keys}) == 1
     for j, key in enumerate(keys):
-        row, col = divmod(j, cols)
-        _draw_group(axes[2 * row, col], axes[2 * row + 1, col], stats, key, bounds.get(key))
-    for row in range(grid_rows):
-        axes[2 * row, 0].set_ylabel("held-out loss (±1.96 SE)", fontsize=8)
-        axes[2 * row + 1, 0].set_ylabel("depth gain (±1.96 paired SE)", fontsize=8)
-    axes[0, 0].legend(fontsize=7)
-    axes[1, 0].legend(fontsize=7)
-    fig.tight_layout()
+        cell = cells[divmod(j, cols)]
+        top, bottom = cell.subplots(2, 1, sharex=True)
+        _draw_group(top, bottom, stats, key, bounds.get(key))
+        model, N, a, b, k = key
+        model_text = f"{model} ({norms[model]}), N = {N}"
+        spectrum_text = f"(a, b) = ({a:g}, {b:g})"
+        label = f"{model_text}, {spectrum_text}, top-{k}"
+        label = spectrum_text if one_model else model_text if one_spectrum else label
+        cell.suptitle(label, fontsize=10)
+    heading = f"{title}: {_PANELS}" if title else _PANELS
+    heading = re.sub(" ([=−]) ", "\u00a0\\1\u00a0", heading)  # "N = 32", "R_1 − R_L" not wrapped
+    fig.suptitle("\n".join(textwrap.wrap(heading, 36 * cols)), fontsize=11)
+    handles = {}
+    for ax in fig.get_axes():
+        handles.update(zip(*reversed(ax.get_legend_handles_labels())))
+    order = _LEGEND if cols >= 3 else _LEGEND[0::2] + _LEGEND[1::2]  # upper lines, then lower
+    shown = [text for text in order if text in handles]
+    fig.legend([handles[text] for text in shown], shown, loc="outside lower center",
+               ncol=min(cols, 3), fontsize=9, frameon=False)
     return save_figure(fig, path)
 
 
 def _draw_group(top, bottom, stats: Mapping, key: tuple, bnd) -> None:
+    from matplotlib.ticker import FixedLocator, NullLocator
+
     depths = sorted(k[5] for k in stats if k[:5] == key)
 
     def get(name):
         return np.array([getattr(stats[key + (L,)], name) for L in depths])
 
-    top.errorbar(depths, get("R_L"), yerr=1.96 * get("R_L_se"), fmt="o-", ms=3, capsize=2, label="trained $R_L$")
-    bottom.errorbar(depths, get("delta_R1"), yerr=1.96 * get("delta_R1_se"), fmt="o-", ms=3, capsize=2,
-                    label="$R_1 - R_L$ (paired)")
+    top.errorbar(depths, get("R_L"), yerr=1.96 * get("R_L_se"), fmt="o-", ms=3, capsize=2,
+                 label=_LEGEND[0])
+    if bnd is not None:
+        BL = np.array([(bound_at(bnd, L) or (math.nan, math.nan))[0] for L in depths])
+        top.plot(depths, BL, "s--", ms=3, color="C2", label=_LEGEND[2])
+        top.axhline(bnd.mixture, color="C3", lw=1, ls=":", label=_LEGEND[4])
+    bottom.errorbar(depths, get("delta_R1"), yerr=1.96 * get("delta_R1_se"), fmt="o-", ms=3,
+                    capsize=2, label=_LEGEND[1])
     bottom.axhline(0.0, color="0.6", lw=0.8)
+    if bnd is not None:
+        bottom.plot(depths, bnd.single - BL, "s--", ms=3, color="C2", label=_LEGEND[3])
     gains = get("delta_R1")
     if len(depths) > 2 and depths[0] == 1:  # eq. (16) with α = 1 through the same total gain, for comparison
         L = np.asarray(depths, dtype=np.float64)
         bottom.plot(depths, gains[-1] * (1 - 1 / L) / (1 - 1 / L[-1]), ":", color="0.35", lw=1.2,
-                    label="α = 1 law, same total gain")
-    if bnd is not None:
-        BL = np.array([(bound_at(bnd, L) or (math.nan, math.nan))[0] for L in depths])
-        top.plot(depths, BL, "s--", ms=3, color="C2", label="$B_L$ (cosine heads)")
-        top.axhline(bnd.mixture, color="C3", lw=1, ls=":", label=r"$B_\infty$")
-        bottom.plot(depths, bnd.single - BL, "s--", ms=3, color="C2", label="$B_1 - B_L$")
-    model, N, a, b, k = key
-    top.set_title(f"{model}, top-{k}, N = {N}, (a, b) = ({a:g}, {b:g})", fontsize=8)
-    bottom.set_xlabel("depth L", fontsize=8)
-    top.set_xscale("log", base=2)
+                    label=_LEGEND[5])
+    top.set_ylabel("held-out loss", fontsize=9)
+    bottom.set_ylabel("depth gain", fontsize=9)
+    bottom.set_xlabel("depth L", fontsize=9)
     bottom.set_xscale("log", base=2)
+    bottom.xaxis.set_major_locator(FixedLocator(depths))
+    bottom.xaxis.set_minor_locator(NullLocator())
+    bottom.set_xticklabels([str(L) for L in depths])
     for ax in (top, bottom):
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
 
 
@@ -248,7 +349,7 @@ def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
     keys = sorted(("nonlinear", N, a, b, k) for (a, b, k), N in widest.items())
     if not keys:
         raise ValueError("no nonlinear runs to draw")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.4), constrained_layout=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 5.4), constrained_layout=True)
     for index, key in enumerate(keys):
         depths = [L for L in sorted(k[5] for k in stats if k[:5] == key) if L >= 2]
         if not depths:
@@ -272,5 +373,5 @@ def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
         ax.set_title(f"{title}; d = {rows[0].d}, P = {rows[0].P}", fontsize=9)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=8)
-    left.legend(fontsize=6.5, ncol=2)
+    fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=8, frameon=False)
     return save_figure(fig, path)
