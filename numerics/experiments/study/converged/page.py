@@ -1,4 +1,5 @@
-"""The converged study's page and figures, from its rows and the numbers :mod:`~numerics.experiments.study.converged.statistics` computes.
+"""The converged study's page and figures, from its rows and the numbers
+:mod:`~numerics.experiments.study.converged.statistics` computes.
 
 Nothing is fitted or decided here: each line formats a :class:`~.statistics.GroupStats`,
 :class:`~.statistics.GroupFindings` or :class:`~.statistics.Target`.
@@ -30,7 +31,8 @@ def _num(value: float) -> str:
 
 def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *,
                        provenance_info: Mapping | None = None) -> str:
-    """The docs page of the study, from its CSV rows (and the bounds ``{(model, N, a, b, k): SoftmaxBounds}``).
+    """The docs page of the study, from its CSV rows
+    (and the bounds ``{(model, N, a, b, k): SoftmaxBounds}``).
 
     Examples
     --------
@@ -332,8 +334,9 @@ def _draw_group(top, bottom, stats: Mapping, key: tuple, bnd) -> None:
 
 
 def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
-    """Fig. 6c, d of the converged study: ``C_L`` divided by the paper's plateau (Tables 1, 4; by ``C_L`` at the
-    deepest depth where the paper has none) and ``A_L − C_L`` against depth, one line per main-width spectrum.
+    """Fig. 6c, d of the converged study: ``C_L`` divided by the paper's plateau
+    (Tables 1, 4; by ``C_L`` at the deepest depth where the paper has none) and
+    ``A_L − C_L`` against depth, one line per main-width spectrum; the legend below.
 
     Notes
     -----
