@@ -107,3 +107,14 @@ def test_the_page_shows_alpha_by_recipe_with_its_figure(study, tmp_path):
     header = section.splitlines()[4]
     assert "lazy (gain frozen)" in header and "equal budget" in header and "envelope R*_L" in header
     assert (tmp_path / RECIPE_FIGURE).is_file()
+
+
+def test_the_cli_reads_the_contrasts_beside_the_cells(study, tmp_path):
+    from idepth import cli
+
+    root, _ = study
+    out = tmp_path / "out"
+    assert cli.main(["study", "certified", "--report-only", "--cells", str(root), "--out", str(out)]) == 0
+    page = (out / "certified-study.md").read_text()
+    assert "lazy (gain frozen)" in page and "equal budget" in page
+    assert (out / "figures" / "certified-recipes.png").is_file()

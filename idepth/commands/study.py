@@ -123,14 +123,19 @@ def register(subparsers) -> None:
                     "3 seeds, train the softmax model from several starts in lockstep (cold at lr 3e-4 and 1e-3, "
                     "the heads of the bound B_L, the depth-L/2 winner duplicated), select on one held-out set, "
                     "report on another, check nesting, reachability and step doubling, and judge the paper's c/L "
-                    "law on the envelope. Cells are exported to --cells as they finish (a later session continues "
-                    "from them); writes DIR/certified-study.csv (one row per candidate), DIR/certified-study.md "
-                    "and DIR/figures/certified-study.png. Hours of CPU: see the plan's docstring.")
+                    "law on the envelope. Beside it, the lazy and equal-budget recipes are trained at the same "
+                    "sizes on the same report sets (their α against the envelope's). Cells and contrast runs are "
+                    "exported to --cells as they finish (a later session continues from them); writes "
+                    "DIR/certified-study.csv (one row per candidate), DIR/certified-study.md, "
+                    "DIR/figures/certified-study.png and DIR/figures/certified-recipes.png. Hours of CPU: see the "
+                    "plan's docstring.")
     certified.add_argument("--out", metavar="DIR", default="docs/results", help="output directory (default docs/results)")
     certified.add_argument("--store", metavar="DIR", default="store-certified",
-                           help="working store (default store-certified; rebuilt from --cells when missing)")
+                           help="working store (default store-certified; the contrast runs' store is DIR-contrasts; "
+                                "both rebuilt from --cells when missing)")
     certified.add_argument("--cells", metavar="DIR", default="docs/results/certified",
-                           help="exported cells (DIR/cells) and frontier weights (DIR/frontier); default docs/results/certified")
+                           help="exported cells (DIR/cells), frontier weights (DIR/frontier) and contrast runs "
+                                "(DIR/contrasts); default docs/results/certified")
     certified.add_argument("--depths", default=None, metavar="1,2,4",
                            help="stop after these depths (a prefix of 1,2,4,...,128; default all)")
     certified.add_argument("--workers", type=int, default=None, help="local worker processes (default: the usable cores)")
@@ -256,6 +261,7 @@ def run_converged_command(args) -> int:
 def run_certified_command(args) -> int:
     """Run ``idepth study certified``."""
     from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
+    from numerics.experiments.study.certified.contrasts import run_contrasts
     from numerics.experiments.study.certified.page import write_certified
 
     plan = CertifiedPlan()
@@ -263,12 +269,14 @@ def run_certified_command(args) -> int:
     if depths is not None and tuple(depths) != plan.depths[: len(depths)]:
         raise ValueError(f"--depths must be a prefix of {','.join(map(str, plan.depths))}; got {args.depths!r}")
     execution = execution_from_args(args)
-    cells, frontier = Path(args.cells) / "cells", Path(args.cells) / "frontier"
+    cells, frontier, contrasts = (Path(args.cells) / name for name in ("cells", "frontier", "contrasts"))
     if not args.report_only:
+        # the contrasts first: a few percent of the study's cost, and every depth of them at once
+        run_contrasts(plan, f"{execution.store_dir}-contrasts", execution=execution, out_dir=contrasts)
         run_certified_study(plan, execution.store_dir, execution=execution, depths=depths, cells_dir=cells,
                             frontier_dir=frontier)
     command = "idepth study certified " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study certified"
-    rows, summaries = write_certified(args.out, cells, plan, command=command)
+    rows, summaries = write_certified(args.out, cells, plan, command=command, contrasts_dir=contrasts)
     print(f"wrote {args.out}/certified-study.csv ({len(rows)} candidates), certified-study.md")
     for summary in summaries:
         verdict, reason = summary.verdict
