@@ -3,7 +3,7 @@
 * the file-level import graph of ``theory``, ``numerics``, ``derivations`` and ``idepth`` has no cycle;
 * ``theory`` imports nothing of the other three;
 * no science module (``numerics`` outside ``numerics.experiments``) imports ``numerics.experiments``;
-* no module is over :data:`MAX_LINES` lines;
+* no module is over :data:`MAX_LINES` lines (:data:`MAX_EXPERIMENTS_LINES` in ``numerics.experiments``);
 * the work-in-progress hedges named by the restructure are gone.
 
 Imports inside functions count (a lazy import is still a dependency); no module of the science
@@ -20,6 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("theory", "numerics", "derivations", "idepth")
 MAX_LINES = 1000
+#: the experiments layer splits by job sooner (plan, run, table, statistics, page)
+MAX_EXPERIMENTS_LINES = 700
 #: one-release import aliases of moved modules (each replaces itself by its new home in sys.modules)
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -149,7 +151,8 @@ def test_the_sweep_and_store_have_one_import_path(old, new):
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_module_is_over_the_line_limit(module):
     lines = MODULES[module].read_text(encoding="utf-8").count("\n")
-    assert lines <= MAX_LINES, f"{module}: {lines} lines (limit {MAX_LINES})"
+    limit = MAX_EXPERIMENTS_LINES if module.startswith("numerics.experiments") else MAX_LINES
+    assert lines <= limit, f"{module}: {lines} lines (limit {limit})"
 
 
 HEDGES = ("_has_frozen_field", "_frozen_supported", "frozen_applied", "COMMANDS.append", "_STUDY_SCALES",
