@@ -1,6 +1,6 @@
 """Every claim's status in the verdict of ``REPORT.md`` follows from its own numbers.
 
-For each of the ten claims of :func:`numerics.experiments.reproduce.report.evaluate_claims`
+For each claim of :func:`numerics.experiments.reproduce.report.evaluate_claims`
 the status is recomputed here from the raw runs of the store (``load_results`` /
 ``load_arrays``, each run found by its config's content hash), exactly as the claim's
 criterion text states it: means over seeds per depth, SE over seeds,
@@ -187,6 +187,37 @@ def gain_interval(depths, gains, ses) -> tuple[float, float]:
     inflate = max(1.0, chi2.min() / dof) if dof > 0 else 1.0
     inside = grid[chi2 <= chi2.min() + 4.0 * inflate]
     return float(inside.min()), float(inside.max())
+
+
+@independent_check
+def inverse_depth_certified(raw, ran, ctx):
+    """The central claim on the certified envelope, from the verdicts file's numbers read with ``json``."""
+    import json
+
+    from numerics.experiments.study.certified.page import SHIPPED_VERDICTS
+
+    path = Path(ctx.certified_verdicts or SHIPPED_VERDICTS)
+    if not path.is_file():
+        return NOT_TESTED, "no verdicts file"
+    record = json.loads(path.read_text())
+    grid_lo, grid_hi = record["alpha_grid"]
+    spectra = {(float(a), float(b)) for a, b in record["main"]["spectra"]}
+    statuses = []
+    for x in record["settings"]:
+        if (float(x["a"]), float(x["b"])) not in spectra or x["P"] != record["main"]["P"] or x["k"] != record["main"]["k"]:
+            continue
+        if x["depths"] != x["planned_depths"] or len(x["depths"]) < 3 or x["failed"]:
+            statuses.append(INCONCLUSIVE)
+        elif x["alpha_lo"] > 1.0 or x["alpha_hi"] < 1.0:
+            statuses.append(CONTRADICTED)
+        elif x["alpha_lo"] <= grid_lo or x["alpha_hi"] >= grid_hi:
+            statuses.append(INCONCLUSIVE)
+        else:
+            statuses.append(REPRODUCED)
+    if not statuses:
+        return NOT_TESTED, "no main setting"
+    ok = statuses.count(REPRODUCED) == len(spectra)
+    return _verdict(ok, CONTRADICTED in statuses), f"per spectrum {statuses}"
 
 
 @independent_check
@@ -435,7 +466,9 @@ def paper_plateaus(consistency):
 NOT_TESTED_EVIDENCE = {"not run": ("not run", "needs "), "no finished runs": ("no finished runs", "did not finish"),
                        "no table": ("no converged-study table",), "no spot checks": ("no spot checks",),
                        "no resolvable spectrum with a fit": ("no fit",), "no spectrum with a > 0": ("a > 0",),
-                       "consistency not run": ("was not run",), "no consistency rows": ("no consistency rows",)}
+                       "consistency not run": ("was not run",), "no consistency rows": ("no consistency rows",),
+                       "no verdicts file": ("no certified-study verdicts",),
+                       "no main setting": ("no setting with every seed at depth 1",)}
 
 
 def independent_statuses(out: Path, ran, ctx, consistency) -> dict:
@@ -483,11 +516,12 @@ def smoke(smoke_reproduction, tmp_path_factory):
 
 
 def _context(out, families=(), *, table=True):
-    """A fresh context like reproduce's: the shipped converged-study table unless ``table`` is False."""
+    """A fresh context like reproduce's: the shipped study tables (converged, certified) unless ``table`` is False."""
     from numerics.experiments.reproduce.converged import load_table
 
     return ReproductionContext.open(SCALE, out, families=families, converged=load_table() if table else None,
-                                    converged_error="" if table else "not loaded")
+                                    converged_error="" if table else "not loaded",
+                                    certified_verdicts=None if table else Path(out) / "no-certified-verdicts.json")
 
 
 # ------------------------------------------------------------------------------------------- tests

@@ -73,23 +73,27 @@ class ReproductionContext:
     converged: Any = None
     converged_error: str = "not loaded"
     converged_checks: tuple = ()
+    certified_verdicts: Any = None
     _memo: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, scale: Scale, out_dir, families: tuple = (), *, converged=None, converged_error: str = "not loaded",
-             converged_checks: tuple = ()) -> "ReproductionContext":
+             converged_checks: tuple = (), certified_verdicts=None) -> "ReproductionContext":
         """Read ``out_dir/store`` and create ``figures/``, ``tables/`` and ``cache/``.
 
         ``converged`` is the converged-study table
         (:class:`numerics.experiments.reproduce.converged.ConvergedTable`, or None with
         ``converged_error`` saying why), ``converged_checks`` its re-trained runs ``(row, config)``.
+        ``certified_verdicts``: the certified study's verdicts file the central claim reads (None: the
+        shipped one, :data:`numerics.experiments.study.certified.page.SHIPPED_VERDICTS`).
         """
         out_dir = Path(out_dir)
         for sub in ("figures", "tables", "cache"):
             (out_dir / sub).mkdir(parents=True, exist_ok=True)
         return cls(scale=scale, out_dir=out_dir, results=StoreResults(out_dir / "store"),
                    families=tuple(families) or tuple(scale.families), converged=converged,
-                   converged_error=converged_error, converged_checks=tuple(converged_checks))
+                   converged_error=converged_error, converged_checks=tuple(converged_checks),
+                   certified_verdicts=certified_verdicts)
 
     @property
     def figures_dir(self) -> Path:

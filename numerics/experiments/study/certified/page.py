@@ -13,12 +13,16 @@ import numpy as np
 
 from .plan import CertifiedPlan
 
-__all__ = ["certified_markdown", "draw_certified_figure", "draw_recipe_figure", "write_certified"]
+__all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_certified_figure", "draw_recipe_figure", "read_verdicts",
+           "verdicts_record", "write_certified"]
 
 PAGE = "certified-study.md"
 CSV = "certified-study.csv"
 FIGURE = "figures/certified-study.png"
 RECIPE_FIGURE = "figures/certified-recipes.png"
+VERDICTS = "certified-study.verdicts.json"
+#: the verdicts of the shipped study (the reproduction's central claim reads them)
+SHIPPED_VERDICTS = Path(__file__).resolve().parents[4] / "docs" / "results" / VERDICTS
 #: the ways of getting a depth-L model, from the laziest training to the best loss found, and how the page names them
 RECIPE_LABELS = {"lazy": "lazy (gain frozen)", "equal_budget": "equal budget", "cold lr=0.001": "cold, lr 1e-3",
                  "cold lr=0.0003": "cold, lr 3e-4", "heads": "B_L heads", "envelope": "envelope R*_L"}
@@ -239,9 +243,64 @@ def draw_certified_figure(summaries, path) -> Path:
     return save_figure(fig, path)
 
 
+def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
+    """The numbers behind each setting's verdict, as JSON (what ``certified-study.verdicts.json`` holds).
+
+    Per setting: its sizes, the depths done and planned, the verdict and its reason, the envelope's α
+    with its interval, the certificates that failed, and each recipe's α (:class:`~.statistics.RecipeAlpha`).
+
+    Examples
+    --------
+    >>> verdicts_record([], CertifiedPlan(), command="idepth study certified")["settings"]
+    []
+    """
+    import dataclasses
+
+    from .statistics import ALPHA_GRID
+
+    settings = []
+    for s in summaries:
+        a, b, k, d, N, P = s.setting
+        verdict, reason = s.verdict
+        settings.append({
+            "a": a, "b": b, "k": k, "d": d, "N": N, "P": P, "depths": list(s.depths),
+            "planned_depths": list(s.planned_depths), "verdict": verdict, "reason": reason,
+            "alpha": s.alpha, "alpha_lo": s.alpha_lo, "alpha_hi": s.alpha_hi,
+            "failed": [[c.name, c.depth] for c in s.failed],
+            "recipes": [dataclasses.asdict(r) for r in s.recipes],
+        })
+    return {"command": command, "main": {"spectra": [list(x) for x in plan.spectra], "P": plan.P, "k": plan.k},
+            "alpha_grid": [float(ALPHA_GRID[0]), float(ALPHA_GRID[-1])], "settings": settings}
+
+
+def read_verdicts(path=None) -> dict:
+    """Read a ``certified-study.verdicts.json`` (default :data:`SHIPPED_VERDICTS`).
+
+    Raises
+    ------
+    ValueError
+        A missing or unreadable file, naming it.
+
+    Examples
+    --------
+    >>> read_verdicts("/nonexistent.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: no certified-study verdicts at /nonexistent.json (`idepth study certified --report-only` writes them)
+    """
+    path = SHIPPED_VERDICTS if path is None else Path(path)
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"no certified-study verdicts at {path} (`idepth study certified --report-only` writes them)"
+                         ) from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path} is not a certified-study verdicts file ({exc})") from None
+
+
 def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, predictions: bool = True,
                     contrasts_dir=None) -> tuple[list, list]:
-    """Write ``certified-study.csv``, its page and figures into ``out_dir`` from the exported cells.
+    """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir`` from the exported cells.
 
     Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (the default softmax
     prediction, B_L) with the envelope at every depth (its Monte Carlo takes a while per setting).
@@ -266,6 +325,8 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     deviations = {s.setting: prediction_deviations(s) for s in summaries} if predictions else None
     write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command,
                                                   deviations=deviations))
+    write_text(out_dir / VERDICTS, json.dumps(verdicts_record(summaries, plan, command=command), indent=1,
+                                              allow_nan=True) + "\n")
     if summaries:
         make_output_dir(out_dir / Path(FIGURE).parent)
         draw_certified_figure(summaries, out_dir / FIGURE)
