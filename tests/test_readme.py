@@ -27,7 +27,14 @@ def test_readme_quotes_the_one_measured_run_time_of_the_main_job():
     measured = MEASURED_RUN_TIMES["quick"].text()
     assert f"measured: {measured}" in text
     assert measured in get_scale("quick").description  # --help, the printed plan and the report quote it
-    assert "minutes" not in text.split("## Layout")[0]  # no second, unmeasured figure
+    main_job = text.split("## Layout")[0].split("Install and run the test suite")[0]
+    assert "minutes" not in main_job  # no second, unmeasured figure for the main job
+
+
+def test_readme_states_the_suites_time_idle_and_under_load():
+    text = " ".join((ROOT / "README.md").read_text().split())
+    suite = text.split("Install and run the test suite")[1].split("## Layout")[0]
+    assert "idle cores" in suite and "three CPU hogs" in suite and "minutes" in suite
 
 
 def test_readme_says_how_to_get_the_browser_tests():
