@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plan import CertifiedPlan
+from .plan import CertifiedPlan, eval_seed
 
 __all__ = ["CONTRAST_RECIPES", "CONTRAST_SCALE", "Contrast", "contrast_configs", "collect_contrasts", "recipe_of",
            "run_contrast", "run_contrasts"]
@@ -81,12 +81,12 @@ def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> lis
     out = []
     for regime in CONTRAST_RECIPES.values():
         for a, b, P, k in plan.settings():
-            cell = plan.cell(a, b, P, 1, plan.seeds[0], k=k)
+            report_seed = eval_seed("report", a, b, k, P)
             for depth in plan.depths:
                 for seed in plan.seeds:
                     config = regime_config(regime, d=plan.d, N=plan.N, P=P, depth=depth, seed=seed, a=a, b=b, k=k,
                                            scale=scale)
-                    out.append(dataclasses.replace(config, eval_seed=cell.eval_seed("report"),
+                    out.append(dataclasses.replace(config, eval_seed=report_seed,
                                                    eval_size=plan.eval_size, stream=plan.stream, dtype=plan.dtype))
     return out
 
