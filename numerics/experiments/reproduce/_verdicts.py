@@ -51,30 +51,22 @@ def _paper_softmax_spectra() -> set:
 
 
 def certified_setting_status(setting: dict) -> tuple[str, str]:
-    """``(status, reason kind)`` of one certified setting from its numbers (the rule of the certified study's verdict).
+    """``(status, reason kind)`` of one certified setting of a verdicts file, by the certified study's own rule.
 
-    Not all planned depths done: inconclusive (budget); a certificate failed: inconclusive (training);
-    the α interval excludes 1: contradicted; it contains 1 but reaches an end of the α grid: inconclusive
-    (resolution); else reproduced.
+    The rule is :func:`numerics.experiments.study.certified.statistics.setting_verdict`, applied to the
+    numbers the file holds (depths done and planned, failed certificates, the α interval).
 
     Examples
     --------
-    >>> certified_setting_status({"depths": [1, 2], "planned_depths": [1, 2, 4], "failed": [], "alpha_lo": 0.5,
-    ...                           "alpha_hi": 2.0})
+    >>> certified_setting_status({"depths": [1, 2], "planned_depths": [1, 2, 4], "failed": [], "alpha": 1.0,
+    ...                           "alpha_lo": 0.5, "alpha_hi": 2.0})
     ('inconclusive', 'budget')
     """
-    from ..study.certified.statistics import ALPHA_GRID
+    from ..study.certified.statistics import setting_verdict
 
-    if list(setting["depths"]) != list(setting["planned_depths"]) or len(setting["depths"]) < 3:
-        return "inconclusive", "budget"
-    if setting["failed"]:
-        return "inconclusive", "training"
-    lo, hi = float(setting["alpha_lo"]), float(setting["alpha_hi"])
-    if not lo <= 1.0 <= hi:
-        return "contradicted", ""
-    if lo <= ALPHA_GRID[0] or hi >= ALPHA_GRID[-1]:
-        return "inconclusive", "resolution"
-    return "reproduced", ""
+    verdict, kind, _ = setting_verdict(setting["depths"], setting["planned_depths"], setting["failed"],
+                                       float(setting["alpha"]), float(setting["alpha_lo"]), float(setting["alpha_hi"]))
+    return verdict.lower(), kind
 
 
 @claim("inverse_depth_certified", families=("certified study",),

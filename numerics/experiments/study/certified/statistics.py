@@ -28,7 +28,7 @@ import numpy as np
 
 from .table import Errors
 
-__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "RecipeAlpha", "SettingSummary", "summarise", "gain_law_gls",
+__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "RecipeAlpha", "SettingSummary", "setting_verdict", "summarise", "gain_law_gls",
            "prediction_deviations", "PREDICT_SAMPLES"]
 
 #: Monte-Carlo contexts per set of ``theory.predict_loss`` in the comparison with the envelope
@@ -134,20 +134,42 @@ class SettingSummary:
     @property
     def verdict(self) -> tuple[str, str]:
         """``(REPRODUCED | CONTRADICTED | INCONCLUSIVE, reason)`` for the paper's ``c/L`` law (α = 1) on the envelope."""
-        if len(self.depths) < 3:
-            return "INCONCLUSIVE", f"only {len(self.depths)} depths"
-        if self.planned_depths and tuple(self.depths) != tuple(self.planned_depths):
-            return "INCONCLUSIVE", (f"depths {self.depths[0]}–{self.depths[-1]} done of {self.planned_depths[0]}–"
-                                    f"{self.planned_depths[-1]}: the law is about the whole range, the study goes on")
-        if self.failed:
-            names = ", ".join(f"{c.name} at L = {c.depth}" for c in self.failed)
-            return "INCONCLUSIVE", f"certificates fail: {names}"
-        interval = f"α = {self.alpha:.2f} [{self.alpha_lo:.2f}, {self.alpha_hi:.2f}]"
-        if not self.alpha_lo <= 1.0 <= self.alpha_hi:
-            return "CONTRADICTED", f"{interval} excludes 1"
-        if self.alpha_lo <= ALPHA_GRID[0] or self.alpha_hi >= ALPHA_GRID[-1]:
-            return "INCONCLUSIVE", f"{interval}: the gains do not bound α"
-        return "REPRODUCED", f"{interval} contains 1"
+        verdict, _, reason = setting_verdict(self.depths, self.planned_depths,
+                                             [(c.name, c.depth) for c in self.failed], self.alpha, self.alpha_lo,
+                                             self.alpha_hi)
+        return verdict, reason
+
+
+def setting_verdict(depths, planned_depths, failed, alpha: float, alpha_lo: float, alpha_hi: float
+                    ) -> tuple[str, str, str]:
+    """The rule of a setting's verdict on the paper's ``c/L`` law (eq. 16, α = 1): ``(verdict, kind, reason)``.
+
+    ``kind`` says why a verdict is INCONCLUSIVE: ``budget`` (fewer than 3 depths, or not every planned
+    depth done), ``training`` (a certificate in ``failed``, pairs of name and depth, fails) or
+    ``resolution`` (the α interval reaches an end of :data:`ALPHA_GRID`); ``''`` otherwise.
+
+    Examples
+    --------
+    >>> setting_verdict((1, 2, 4), (1, 2, 4), [], 1.1, 0.6, 2.0)
+    ('REPRODUCED', '', 'α = 1.10 [0.60, 2.00] contains 1')
+    >>> setting_verdict((1, 2, 4), (1, 2, 4), [("nesting", 4)], 1.1, 0.6, 2.0)[:2]
+    ('INCONCLUSIVE', 'training')
+    """
+    depths, planned_depths = tuple(depths), tuple(planned_depths)
+    if len(depths) < 3:
+        return "INCONCLUSIVE", "budget", f"only {len(depths)} depths"
+    if planned_depths and depths != planned_depths:
+        return "INCONCLUSIVE", "budget", (f"depths {depths[0]}–{depths[-1]} done of {planned_depths[0]}–"
+                                          f"{planned_depths[-1]}: the law is about the whole range, the study goes on")
+    if failed:
+        names = ", ".join(f"{name} at L = {depth}" for name, depth in failed)
+        return "INCONCLUSIVE", "training", f"certificates fail: {names}"
+    interval = f"α = {alpha:.2f} [{alpha_lo:.2f}, {alpha_hi:.2f}]"
+    if not alpha_lo <= 1.0 <= alpha_hi:
+        return "CONTRADICTED", "", f"{interval} excludes 1"
+    if alpha_lo <= ALPHA_GRID[0] or alpha_hi >= ALPHA_GRID[-1]:
+        return "INCONCLUSIVE", "resolution", f"{interval}: the gains do not bound α"
+    return "REPRODUCED", "", f"{interval} contains 1"
 
 
 def _t_quantile(dof: int) -> float:
