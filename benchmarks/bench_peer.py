@@ -856,7 +856,7 @@ def main(argv=None) -> int:
                         help="sizes to time (default: the four of issue 10: %(default)s)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats per variant (default %(default)s)")
     parser.add_argument("--steps", type=int, default=20, help="training steps per repeat (default %(default)s)")
-    parser.add_argument("--stream", type=int, choices=(1, 2), default=2,
+    parser.add_argument("--stream", type=int, choices=(1, 2, 3), default=2,
                         help="the package's sampler stream (TrainConfig.stream; default %(default)s, the long study's)")
     parser.add_argument("--json", metavar="OUT", help="write all results to OUT (atomically)")
     args = parser.parse_args(argv)

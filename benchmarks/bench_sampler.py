@@ -1,13 +1,15 @@
-"""Sampler benchmark: ``numerics.tasks.sample`` stream 1 against stream 2, and their share of a training step.
+"""Sampler benchmark: ``numerics.tasks.sample`` streams 1, 2 and 3, and their share of a training step.
 
 Per size (d, N, P, L, batch) and spectrum (flat, a = b = 0, where no rotation is drawn; and
 anisotropic, a = b = 1, where every context draws a Haar rotation), float32, top-2 task (eq. 6),
 one BLAS thread, the three calls run interleaved ``--repeats`` times after one untimed warm-up:
 
-* ``sample(..., stream=1)`` and ``sample(..., stream=2)`` on the same generator type (PCG64);
+* ``sample(..., stream=s)`` for every stream ``s`` of :data:`theory.data_law.STREAMS`, on the same
+  generator type (PCG64);
 * ``get_model("nonlinear").loss_and_grad(params, batch)`` on one batch (the model's step).
 
-Reported: median ms of each, and the sampler's **share of a step**
+Each call is timed by the CPU time of its thread (``time.thread_time``): on a shared machine the
+wall clock would count the other jobs' time slices too. Reported: median ms of each, and the sampler's **share of a step**
 ``sample / (sample + loss_and_grad)`` for each stream, with the CPU's SIMD extensions as numpy
 reports them (``numpy.show_runtime()``: baseline, found, not found). Run::
 
@@ -40,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from numerics.models import get_model  # noqa: E402
 from numerics.tasks import sample  # noqa: E402
 from theory import PowerLawSpectrum  # noqa: E402
+from theory.data_law import STREAMS  # noqa: E402
 
 SIZES = ((16, 32, 64, 16, 256), (32, 64, 128, 32, 256))
 SPECTRA = ((0.0, 0.0), (1.0, 1.0))
@@ -65,22 +68,20 @@ def measure(size: tuple, spectrum_exponents: tuple, repeats: int) -> dict:
     rng = np.random.default_rng(0)
     params = model.init_params(d, N, L, rng, dtype=np.float32)
     batch = sample("difficult", spectrum, P, B, rng, k=2, dtype=np.float32)
-    calls = {
-        "stream_1": lambda: sample("difficult", spectrum, P, B, rng, k=2, dtype=np.float32, stream=1),
-        "stream_2": lambda: sample("difficult", spectrum, P, B, rng, k=2, dtype=np.float32, stream=2),
-        "loss_and_grad": lambda: model.loss_and_grad(params, batch),
-    }
+    calls = {f"stream_{s}": (lambda s=s: sample("difficult", spectrum, P, B, rng, k=2, dtype=np.float32, stream=s))
+             for s in STREAMS}
+    calls["loss_and_grad"] = lambda: model.loss_and_grad(params, batch)
     times = {name: [] for name in calls}
     for call in calls.values():
         call()
     for _ in range(repeats):
         for name, call in calls.items():
-            start = time.perf_counter()
+            start = time.thread_time()
             call()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(time.thread_time() - start)
     ms = {name: 1e3 * statistics.median(values) for name, values in times.items()}
     out = {"size": list(size), "a": spectrum_exponents[0], "b": spectrum_exponents[1], "ms": ms}
-    for stream in ("stream_1", "stream_2"):
+    for stream in (f"stream_{s}" for s in STREAMS):
         out[f"share_{stream}"] = ms[stream] / (ms[stream] + ms["loss_and_grad"])
     return out
 
@@ -97,14 +98,16 @@ def main(argv=None) -> int:
           f"found {', '.join(simd['found'])}; not found {', '.join(simd['not_found']) or '-'}")
     print(f"load average before: {os.getloadavg()}")
     rows = []
-    print("d, N, P, L, B          a, b   | stream 1 ms  stream 2 ms  loss_and_grad ms | share 1  share 2")
+    print("d, N, P, L, B          a, b   | " + "  ".join(f"stream {s} ms" for s in STREAMS)
+          + "  loss_and_grad ms | " + "  ".join(f"share {s}" for s in STREAMS))
     for size in sizes:
         for exponents in SPECTRA:
             row = measure(size, exponents, args.repeats)
             rows.append(row)
             ms = row["ms"]
-            print(f"{str(size):22s} {exponents[0]:.0f}, {exponents[1]:.0f} | {ms['stream_1']:11.2f}  {ms['stream_2']:11.2f}  "
-                  f"{ms['loss_and_grad']:16.2f} | {100 * row['share_stream_1']:6.0f} %  {100 * row['share_stream_2']:5.0f} %")
+            print(f"{str(size):22s} {exponents[0]:.0f}, {exponents[1]:.0f} | "
+                  + "  ".join(f"{ms[f'stream_{s}']:11.2f}" for s in STREAMS) + f"  {ms['loss_and_grad']:16.2f} | "
+                  + "  ".join(f"{100 * row[f'share_stream_{s}']:5.0f} %" for s in STREAMS))
     print(f"load average after: {os.getloadavg()}")
     if args.json:
         payload = {"numpy": np.__version__, "simd_extensions": simd, "repeats": args.repeats, "rows": rows}

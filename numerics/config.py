@@ -83,10 +83,10 @@ class TrainConfig:
         ``("W_o", "W_v", "W_y")`` keeps the gain ``g = W_o W_v W_y`` of eq. (60) fixed
         (the "lazy" regime of the package's regime study), and everything but
         ``W_o`` trains only the readout of frozen random heads.
-    stream : {1, 2}
+    stream : {1, 2, 3}
         Version of the data sampler (``numerics.tasks.sample(..., stream=...)``): 1 the original
-        draws, 2 cheaper draws of the same law (eqs. 1-6). Omitted from the content hash when 1, so
-        runs of stream 1 keep their hashes and a stream-2 run never reuses a stream-1 result.
+        draws, 2 and 3 cheaper draws of the same law (eqs. 1-6). Omitted from the content hash when
+        1, so runs of stream 1 keep their hashes and a run never reuses a result of another stream.
     start : mapping or None
         ``None``: the model's ``init_params`` (a cold start). Otherwise a description of the
         initial weights given to :func:`train` as ``initial_params`` (string keys; JSON scalars or

@@ -46,6 +46,7 @@ from theory.data_law import (
     standard_normal,
     teacher_labels,
     top_k_indices,
+    top_k_mask,
     top_k_mean,
 )
 from theory.spectra import as_spectrum
@@ -178,13 +179,17 @@ def sample(
         Top-k of the difficult task, ``1 <= k <= P``; unused by the easy task (there
         only ``k >= 1`` is checked).
     dtype : {numpy.float64, numpy.float32}
-    stream : {1, 2}, default 1
-        Which draws realise the law (:data:`theory.data_law.STREAMS`); both give batches of the
+    stream : {1, 2, 3}, default 1
+        Which draws realise the law (:data:`theory.data_law.STREAMS`); all give batches of the
         same law, a given generator state gives different batches. 1: the original sampler,
         bit-for-bit. 2: cheaper -- rotations by a batched Householder QR with the sign fix
         (:func:`theory.data_law.householder_haar`), float32 Box–Muller in place, and
         ``√λ`` folded into the rotation (``x = z (O diag √λ)ᵀ``, one pass over the inputs).
-        Same draw order and the same generator (PCG64 from ``numpy.random.default_rng``).
+        3: stream 2 with the Box–Muller logarithm in float32 (:func:`theory.data_law.standard_normal`),
+        the context inputs, teacher and test input from one Gaussian draw, and the top-k mean
+        read from the mask of ``S_k`` (:func:`theory.data_law.top_k_mask`); in float64, where every
+        stream draws numpy's ziggurat, it draws stream 2's numbers. Same draw order and
+        the same generator (PCG64 from ``numpy.random.default_rng``) in every stream.
 
     Returns
     -------
@@ -230,6 +235,8 @@ def sample(
     d = spectrum.d
     if stream == 2:
         return _sample_stream_2(task, spectrum, P, batch_size, rng, k, dtype)
+    if stream == 3:
+        return _sample_stream_3(task, spectrum, P, batch_size, rng, k, dtype)
 
     if spectrum.is_isotropic:
         rotation = np.broadcast_to(np.eye(d, dtype=dtype), (batch_size, d, d))  # read-only view
@@ -314,3 +321,53 @@ def _eigenbasis_normal_2(rng: np.random.Generator, shape: tuple, variances, dtyp
     if not np.all(scale == 1.0):
         draws *= scale.astype(dtype)
     return draws
+
+
+def _sample_stream_3(task: str, spectrum, P: int, batch_size: int, rng: np.random.Generator, k: int, dtype) -> Batch:
+    """Stream 3 of :func:`sample` (arguments checked there): stream 2 with one Gaussian draw per batch."""
+    d = spectrum.d
+    isotropic = spectrum.is_isotropic
+    if isotropic:
+        rotation = np.broadcast_to(np.eye(d, dtype=dtype), (batch_size, d, d))  # read-only view
+    else:
+        rotation = haar_rotations(d, batch_size, rng, dtype, stream=3)
+    # draw order: rotations, then in one draw the context inputs, the teacher and (difficult) the test input
+    n_x, n_vec = batch_size * P * d, batch_size * d
+    z = standard_normal(rng, (n_x + n_vec * (2 if task == "difficult" else 1),), dtype, stream=3)
+    context_x = z[:n_x].reshape(batch_size, P, d)
+    teacher = z[n_x : n_x + n_vec].reshape(batch_size, d)
+    test_z = z[n_x + n_vec :].reshape(-1, d)  # empty for the easy task
+    root_lambda = np.sqrt(np.asarray(spectrum.eigenvalues, dtype=np.float64)).astype(dtype)
+    root_omega = np.sqrt(np.asarray(spectrum.teacher_eigenvalues, dtype=np.float64)).astype(dtype)
+    if isotropic:  # Σ, Ω multiples of I: the rotation changes no law (module docstring)
+        if root_lambda[0] != 1:
+            context_x *= root_lambda[0]
+            test_z *= root_lambda[0]
+        if root_omega[0] != 1:
+            teacher *= root_omega[0]
+        test_x = test_z
+    else:  # x = O (√λ ⊙ z) = z (O diag √λ)ᵀ, eq. (4); β = O (√ω ⊙ w)
+        input_map_t = np.ascontiguousarray(np.swapaxes(rotation * root_lambda, 1, 2))
+        context_x = context_x @ input_map_t
+        teacher = (teacher[:, None, :] @ np.swapaxes(rotation * root_omega, 1, 2))[:, 0]
+        test_x = (test_z[:, None, :] @ input_map_t)[:, 0] if test_z.size else test_z
+    context_y = teacher_labels(context_x, teacher)  # y = βᵀx, eq. (1)
+
+    if task == "easy":  # eq. (5): exact match
+        rows = np.arange(batch_size)
+        j = rng.integers(P, size=batch_size)
+        test_x = context_x[rows, j]
+        target = context_y[rows, j]
+    else:  # eq. (6): mean label of the top-k by cosine similarity
+        chosen = top_k_mask(cosine_similarity(context_x, test_x), k)  # the S_k of top_k_indices
+        target = np.einsum("bp,bp->b", context_y, chosen.astype(dtype)) / dtype(k)
+    return Batch(
+        context_x=_readonly(context_x),
+        context_y=_readonly(context_y),
+        test_x=_readonly(np.ascontiguousarray(test_x)),
+        target=_readonly(np.asarray(target, dtype=dtype)),
+        rotation=rotation if not rotation.flags.writeable else _readonly(rotation),
+        teacher=_readonly(np.ascontiguousarray(teacher)),
+        task=task,
+        k=k,
+    )

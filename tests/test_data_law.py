@@ -108,20 +108,38 @@ def test_standard_normal_reproducible_and_streams_differ():
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 
+@pytest.mark.parametrize("stream", [2, 3])
 @pytest.mark.parametrize("shape", [(200_001,), (301, 333)])
-def test_stream_2_float32_standard_normal_is_standard_normal(shape):
-    """Stream 2's in-place Box–Muller: KS against N(0, 1), radius² of each pair against χ²₂, tails to 3σ."""
+def test_fast_stream_float32_standard_normal_is_standard_normal(shape, stream):
+    """Streams 2 and 3's in-place Box–Muller: KS against N(0, 1), radius² of each pair against χ²₂, tails to 3σ."""
     from scipy import stats
 
     from theory.data_law import standard_normal
 
-    z = standard_normal(np.random.default_rng(54321), shape, np.float32, stream=2)
+    z = standard_normal(np.random.default_rng(54321), shape, np.float32, stream=stream)
     assert z.shape == shape and z.dtype == np.float32 and z.flags.c_contiguous and z.flags.writeable
     flat = z.ravel().astype(np.float64)
     assert stats.kstest(flat, "norm").pvalue > 1e-3
     half = flat.size // 2
     pairs_r2 = flat[:half] ** 2 + flat[(flat.size + 1) // 2 :][:half] ** 2
     assert stats.kstest(pairs_r2, "chi2", args=(2,)).pvalue > 1e-3
-    big = standard_normal(np.random.default_rng(8), (4_000_000,), np.float32, stream=2)
+    big = standard_normal(np.random.default_rng(8), (4_000_000,), np.float32, stream=stream)
     assert np.mean(np.abs(big) > 3.0) == pytest.approx(2 * stats.norm.sf(3.0), rel=0.05)
     assert not np.array_equal(standard_normal(np.random.default_rng(8), (1001,), np.float32), big[:1001])
+
+
+def test_stream_3_radius_is_stream_2_radius_to_float32_round_off():
+    """Same uniforms, the logarithm in float32: each pair's R² and angle agree with stream 2's to round-off
+    (a float32 uniform in the logarithm, or any other radius law, would not)."""
+    from theory.data_law import standard_normal
+
+    n = 60_000  # one block: the pairs are (i, i + n/2)
+    two = standard_normal(np.random.default_rng(5), (n,), np.float32, stream=2).astype(np.float64)
+    three = standard_normal(np.random.default_rng(5), (n,), np.float32, stream=3).astype(np.float64)
+    half = n // 2
+    r2_two, r2_three = two[:half] ** 2 + two[half:] ** 2, three[:half] ** 2 + three[half:] ** 2
+    assert np.max(np.abs(r2_three - r2_two) / (1 + r2_two)) < 8 * np.finfo(np.float32).eps
+    assert not np.array_equal(r2_two, r2_three)
+    away = r2_two > 1e-6
+    angle = np.arctan2(three[half:], three[:half]) - np.arctan2(two[half:], two[:half])
+    assert np.max(np.abs(angle[away])) < 1e-5

@@ -141,7 +141,7 @@ def test_stream_1_keeps_the_content_hash_of_configs_without_the_field():
 
 def test_unknown_stream_raises_value_error_naming_it():
     with pytest.raises(ValueError, match="stream"):
-        TrainConfig(**TINY, stream=3)
+        TrainConfig(**TINY, stream=4)
 
 
 def test_trainer_draws_batches_and_held_out_set_from_the_configured_stream():

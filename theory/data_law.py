@@ -48,6 +48,7 @@ __all__ = [
     "ranking_scores",
     "select_top_k",
     "top_k_indices",
+    "top_k_mask",
     "top_k_mean",
 ]
 
@@ -116,7 +117,7 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
     ``geqrf``/``orgqr`` factor each drawn matrix in place (its transpose, a Gaussian matrix too),
     which is faster than numpy's stacked ``qr`` at these sizes. Both are exactly Haar.
 
-    ``stream=2`` (the sampler stream 2 of :func:`numerics.tasks.sample`): Stewart's product of
+    ``stream=2`` or ``3`` (the sampler streams 2 and 3 of :func:`numerics.tasks.sample`): Stewart's product of
     Householder reflections of fresh Gaussian vectors (:func:`householder_haar`), which is the
     sign-fixed Householder QR of a Gaussian matrix with the factorisation skipped -- exactly Haar too,
     written over the whole batch at once; the law is the same, the numbers are not.
@@ -126,9 +127,9 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
     d, batch_size : int
     rng : numpy.random.Generator
         Consumed: one ``standard_normal`` draw of shape ``(batch_size, d, d)`` (stream 1) or
-        ``(d(d+1)/2, batch_size)`` with ``stream=2``.
+        ``(d(d+1)/2, batch_size)`` with ``stream=2`` or ``3`` (of that stream's :func:`standard_normal`).
     dtype : {numpy.float64, numpy.float32}
-    stream : {1, 2}, default 1
+    stream : {1, 2, 3}, default 1
         Which construction (both exactly Haar; see above).
 
     Returns
@@ -151,10 +152,10 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
     """
     d = check_positive_int("d", d)
     stream = check_stream(stream)
-    if stream == 2:
+    if stream >= 2:
         batch_size = check_positive_int("batch_size", batch_size)
         dtype = check_dtype(dtype)
-        return householder_haar(standard_normal(rng, (d * (d + 1) // 2, batch_size), dtype, stream=2), d)
+        return householder_haar(standard_normal(rng, (d * (d + 1) // 2, batch_size), dtype, stream=stream), d)
     if d < LAPACK_QR_MIN_D:
         return haar_orthonormal(d, d, rng, batch_size=batch_size, dtype=dtype)
     from scipy.linalg import lapack
@@ -177,8 +178,9 @@ def haar_rotations(d: int, batch_size: int, rng: np.random.Generator, dtype=np.f
     return out
 
 
-#: the sampler streams: 1 = the original draws (bit-for-bit), 2 = the faster draws of the same law
-STREAMS = (1, 2)
+#: the sampler streams: 1 = the original draws (bit-for-bit), 2 = the faster draws of the same law,
+#: 3 = stream 2 with the Box–Muller logarithm in float32 and one Gaussian draw per batch
+STREAMS = (1, 2, 3)
 
 
 def check_stream(stream: object) -> int:
@@ -192,10 +194,10 @@ def check_stream(stream: object) -> int:
     --------
     >>> check_stream(2)
     2
-    >>> check_stream(3)
+    >>> check_stream(4)
     Traceback (most recent call last):
     ...
-    ValueError: stream must be one of (1, 2); got 3
+    ValueError: stream must be one of (1, 2, 3); got 4
     """
     if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)) or int(stream) not in STREAMS:
         raise ValueError(f"stream must be one of {STREAMS}; got {stream!r}")
@@ -319,16 +321,21 @@ def standard_normal(rng: np.random.Generator, shape: tuple, dtype=np.float64, *,
     blocks of ``2 · 32768`` numbers (cache-sized); each block consumes its float64 then its
     float32 uniforms of ``rng``.
 
-    ``stream=2`` (float32 only; float64 is the ziggurat in both streams): the same transform with the
+    ``stream=2`` (float32 only; float64 is the ziggurat in every stream): the same transform with the
     same uniforms, computed in place with reused buffers and the square root taken in float32
     after ``−2 log(1 − U)`` is rounded to float32 — the same law, different low bits.
+
+    ``stream=3``: as stream 2, but ``1 − U`` (exact in float64, at least ``2⁻⁵³``) is rounded to float32
+    before the logarithm, which is then taken in float32. Floating point keeps its relative precision
+    near 0, so the radius is still exact to 8.5σ and ``R²`` is off by float32 round-off only; the float64
+    logarithm was the dearest pass of the transform.
 
     Parameters
     ----------
     rng : numpy.random.Generator
     shape : tuple of int
     dtype : {numpy.float64, numpy.float32}
-    stream : {1, 2}, default 1
+    stream : {1, 2, 3}, default 1
 
     Returns
     -------
@@ -351,8 +358,8 @@ def standard_normal(rng: np.random.Generator, shape: tuple, dtype=np.float64, *,
     if dtype is not np.float32:
         return rng.standard_normal(shape, dtype=dtype)
     n = int(np.prod(shape, dtype=np.int64))
-    if stream == 2:
-        return _box_muller_in_place(rng, n).reshape(shape)
+    if stream >= 2:
+        return _box_muller_in_place(rng, n, float32_log=stream == 3).reshape(shape)
     out = np.empty(n + (n & 1), dtype=np.float32)
     for start in range(0, out.size, 2 * _NORMAL_BLOCK):  # blocks that stay in cache
         block = out[start : start + 2 * _NORMAL_BLOCK]
@@ -367,8 +374,8 @@ def standard_normal(rng: np.random.Generator, shape: tuple, dtype=np.float64, *,
     return out[:n].reshape(shape)
 
 
-def _box_muller_in_place(rng: np.random.Generator, n: int) -> np.ndarray:
-    """``n`` float32 N(0, 1) draws, stream 2 of :func:`standard_normal` (fewer passes, no temporaries)."""
+def _box_muller_in_place(rng: np.random.Generator, n: int, *, float32_log: bool = False) -> np.ndarray:
+    """``n`` float32 N(0, 1) draws, stream 2 (or, ``float32_log``, 3) of :func:`standard_normal` (no temporaries)."""
     out = np.empty(n + (n & 1), dtype=np.float32)
     uniform = np.empty(min(_NORMAL_BLOCK, out.size // 2))
     radius = np.empty(uniform.size, dtype=np.float32)
@@ -377,9 +384,14 @@ def _box_muller_in_place(rng: np.random.Generator, n: int) -> np.ndarray:
         half = block.size // 2
         u, r, angle = uniform[:half], radius[:half], block[half:]
         rng.random(out=u)
-        np.negative(u, out=u)
-        np.log1p(u, out=u)
-        np.multiply(u, -2.0, out=r, casting="same_kind")
+        if float32_log:
+            np.subtract(1.0, u, out=r, casting="same_kind")  # 1 − U rounded to float32: relative error 2⁻²⁴
+            np.log(r, out=r)
+            r *= np.float32(-2.0)
+        else:
+            np.negative(u, out=u)
+            np.log1p(u, out=u)
+            np.multiply(u, -2.0, out=r, casting="same_kind")
         np.sqrt(r, out=r)  # R = sqrt(−2 log(1 − U)), U float64
         rng.random(out=angle, dtype=np.float32)
         angle *= np.float32(2.0 * np.pi)
@@ -532,14 +544,53 @@ def select_top_k(scores: np.ndarray, k: int, *, ordered: bool = True) -> np.ndar
     if not ordered:
         return np.argpartition(-scores, k - 1, axis=-1)[..., :k]
     rows = scores.reshape(-1, scores.shape[-1])
-    kth = -np.partition(-rows, k - 1, axis=1)[:, k - 1 : k]  # k-th largest score
-    above = rows > kth
-    tied = rows == kth
-    still_needed = k - above.sum(axis=1, keepdims=True)
-    chosen = above | (tied & (np.cumsum(tied, axis=1) <= still_needed))  # exactly k per row
+    chosen = _top_k_rows(rows, k)
     candidates = np.nonzero(chosen)[1].reshape(rows.shape[0], k)  # ascending index within each row
     order = np.argsort(-np.take_along_axis(rows, candidates, axis=1), axis=1, kind="stable")
     return np.take_along_axis(candidates, order, axis=1).reshape(scores.shape[:-1] + (k,))
+
+
+def top_k_mask(scores: np.ndarray, k: int) -> np.ndarray:
+    """The set ``S_k`` as a mask: ``True`` at the k largest scores of each row, shape of ``scores``.
+
+    Exactly the positions :func:`select_top_k` returns (ties broken in favour of the lower index),
+    without ordering them: all a mean over ``S_k`` (eq. 6) needs.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray, shape (..., P)
+    k : int
+        ``1 <= k <= P``.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (..., P)
+
+    References
+    ----------
+    Paper eq. (6).
+
+    Examples
+    --------
+    >>> top_k_mask(np.array([[0.1, 0.9, 0.5, 0.9]]), 2).tolist()
+    [[False, True, False, True]]
+    >>> top_k_mask(np.array([1.0, 1.0, 1.0]), 2).tolist()
+    [True, True, False]
+    """
+    k = check_top_k(k, scores.shape[-1])
+    return _top_k_rows(scores.reshape(-1, scores.shape[-1]), k).reshape(scores.shape)
+
+
+def _top_k_rows(rows: np.ndarray, k: int) -> np.ndarray:
+    """:func:`top_k_mask` of a 2-D ``rows`` (k checked)."""
+    kth = -np.partition(-rows, k - 1, axis=1)[:, k - 1 : k]  # k-th largest score
+    at_least = rows >= kth
+    if np.count_nonzero(at_least) == at_least.shape[0] * k:  # no row has a tie at its k-th score
+        return at_least
+    above = rows > kth
+    tied = rows == kth
+    still_needed = k - above.sum(axis=1, keepdims=True)
+    return above | (tied & (np.cumsum(tied, axis=1) <= still_needed))  # exactly k per row
 
 
 def top_k_indices(context_x: np.ndarray, test_x: np.ndarray, k: int, *, ranking: str = "cosine") -> np.ndarray:
