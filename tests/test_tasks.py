@@ -348,3 +348,15 @@ def test_fast_stream_labels_and_targets_are_exact_for_the_returned_arrays(task, 
         else:
             scale = np.abs(batch.context_y).max(axis=1)
             assert np.all(np.abs(batch.target - law_target) <= 4 * np.finfo(dtype).eps * (scale + 1))
+
+
+@pytest.mark.parametrize("stream", [1, *FAST_STREAMS])
+def test_flat_spectra_with_prefactors_scale_inputs_teacher_and_query(stream):
+    """Flat λ = c_λ, ω = c_ω (no rotation drawn): Var x = c_λ, Var β = c_ω, Var x_test = c_λ in every stream."""
+    spectrum = PowerLawSpectrum(0.0, 0.0, 4, c_lambda=2.0, c_omega=3.0)
+    batch = sample("difficult", spectrum, P=50, batch_size=4000, rng=np.random.default_rng(21), dtype=np.float32,
+                   stream=stream)
+    for values, variance in ((batch.context_x, 2.0), (batch.teacher, 3.0), (batch.test_x, 2.0)):
+        draws = values.astype(np.float64).ravel()
+        se = variance * np.sqrt(2.0 / draws.size)  # SE of a Gaussian sample variance
+        assert abs(draws.var() - variance) < MC_SIGMAS * se, (variance, draws.var())
