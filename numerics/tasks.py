@@ -251,25 +251,13 @@ def sample(
     context_y = teacher_labels(context_x, teacher)  # y = βᵀx, eq. (1)
 
     if task == "easy":  # eq. (5): exact match
-        rows = np.arange(batch_size)
-        j = rng.integers(P, size=batch_size)
-        test_x = context_x[rows, j]  # fancy indexing copies
-        target = context_y[rows, j]
+        test_x, target = _exact_match(rng, context_x, context_y)
     else:  # eq. (6): mean label of the top-k by cosine similarity
         test_x = eigenbasis_normal(rng, (batch_size, d), spectrum.eigenvalues, dtype)
         if not spectrum.is_isotropic:
             test_x = rotate(rotation, test_x)
         target = top_k_mean(context_y, top_k_indices(context_x, test_x, k))
-    return Batch(
-        context_x=_readonly(context_x),
-        context_y=_readonly(context_y),
-        test_x=_readonly(test_x),
-        target=_readonly(np.asarray(target, dtype=dtype)),
-        rotation=rotation if not rotation.flags.writeable else _readonly(rotation),
-        teacher=_readonly(np.ascontiguousarray(teacher)),
-        task=task,
-        k=k,
-    )
+    return _batch(context_x, context_y, test_x, target, rotation, teacher, task, k, dtype)
 
 
 def _sample_stream_2(task: str, spectrum, P: int, batch_size: int, rng: np.random.Generator, k: int, dtype) -> Batch:
@@ -292,26 +280,14 @@ def _sample_stream_2(task: str, spectrum, P: int, batch_size: int, rng: np.rando
     context_y = teacher_labels(context_x, teacher)  # y = βᵀx, eq. (1)
 
     if task == "easy":  # eq. (5): exact match
-        rows = np.arange(batch_size)
-        j = rng.integers(P, size=batch_size)
-        test_x = context_x[rows, j]
-        target = context_y[rows, j]
+        test_x, target = _exact_match(rng, context_x, context_y)
     else:  # eq. (6): mean label of the top-k by cosine similarity
         if spectrum.is_isotropic:
             test_x = _eigenbasis_normal_2(rng, (batch_size, d), spectrum.eigenvalues, dtype)
         else:
             test_x = (standard_normal(rng, (batch_size, 1, d), dtype, stream=2) @ input_map_t)[:, 0]
         target = top_k_mean(context_y, top_k_indices(context_x, test_x, k))
-    return Batch(
-        context_x=_readonly(context_x),
-        context_y=_readonly(context_y),
-        test_x=_readonly(test_x),
-        target=_readonly(np.asarray(target, dtype=dtype)),
-        rotation=rotation if not rotation.flags.writeable else _readonly(rotation),
-        teacher=_readonly(np.ascontiguousarray(teacher)),
-        task=task,
-        k=k,
-    )
+    return _batch(context_x, context_y, test_x, target, rotation, teacher, task, k, dtype)
 
 
 def _eigenbasis_normal_2(rng: np.random.Generator, shape: tuple, variances, dtype) -> np.ndarray:
@@ -354,13 +330,23 @@ def _sample_stream_3(task: str, spectrum, P: int, batch_size: int, rng: np.rando
     context_y = teacher_labels(context_x, teacher)  # y = βᵀx, eq. (1)
 
     if task == "easy":  # eq. (5): exact match
-        rows = np.arange(batch_size)
-        j = rng.integers(P, size=batch_size)
-        test_x = context_x[rows, j]
-        target = context_y[rows, j]
+        test_x, target = _exact_match(rng, context_x, context_y)
     else:  # eq. (6): mean label of the top-k by cosine similarity
         chosen = top_k_mask(cosine_similarity(context_x, test_x), k)  # the S_k of top_k_indices
         target = np.einsum("bp,bp->b", context_y, chosen.astype(dtype)) / dtype(k)
+    return _batch(context_x, context_y, test_x, target, rotation, teacher, task, k, dtype)
+
+
+def _exact_match(rng: np.random.Generator, context_x: np.ndarray, context_y: np.ndarray) -> tuple:
+    """The easy task's query and target (eq. 5): a copy of a uniformly chosen context input and its label."""
+    batch_size, P = context_y.shape
+    rows = np.arange(batch_size)
+    j = rng.integers(P, size=batch_size)
+    return context_x[rows, j], context_y[rows, j]  # fancy indexing copies
+
+
+def _batch(context_x, context_y, test_x, target, rotation, teacher, task: str, k: int, dtype) -> Batch:
+    """A :class:`Batch` of read-only arrays (a broadcast identity rotation is read-only already)."""
     return Batch(
         context_x=_readonly(context_x),
         context_y=_readonly(context_y),
