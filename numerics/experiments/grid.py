@@ -1,6 +1,6 @@
 """Sweep grids: the runs of a sweep as a product of listed values (Python or TOML).
 
-See :mod:`numerics.experiments.sweep` for the TOML format; :class:`Grid` is re-exported there.
+The TOML format is described in :mod:`numerics.experiments.sweep`, which re-exports :class:`Grid`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,12 @@ from typing import Any, Iterator, Mapping, Sequence
 __all__ = ["Grid", "grid_from_dict", "load_grid"]
 
 
-def _default_config_type() -> type:
-    from numerics.train import TrainConfig
-
-    return TrainConfig
-
-
 def _one_line(text: object) -> str:
     return " ".join(str(text).split())
+
+
+def _where(index: int, count: int) -> str:
+    return f" (sub-grid {index + 1} of {count})" if count > 1 else ""
 
 
 def _axis(name: str, value: Any, where: str) -> tuple[Any, ...]:
@@ -41,39 +39,21 @@ def _axis(name: str, value: Any, where: str) -> tuple[Any, ...]:
 class Grid:
     """A sweep's runs: the product of listed values, or a concatenation of such products.
 
-    ``Grid(depth=[1, 2, 4], seed=[0, 1], model="nonlinear")`` is the product of
-    its axes (a list or tuple is an axis; any other value, dicts included, is
-    fixed; a fixed list-valued field is written as a one-element list of
-    lists). Positional mappings are sub-grids whose products are concatenated
-    in order; the keyword values are shared by every sub-grid, and a sub-grid's
-    own keys override them. Configs that occur twice (same content hash) are
-    run once, at their first position.
+    ``Grid(depth=[1, 2, 4], seed=[0, 1], model="nonlinear")`` is the product of its axes (a list
+    or tuple is an axis; any other value, dicts included, is fixed; a fixed list-valued field is
+    a one-element list of lists). Positional mappings are sub-grids whose products are
+    concatenated in order; the keyword values are shared by all, a sub-grid's own keys override
+    them. A config that occurs twice (same content hash) runs once, at its first position.
 
-    Every point is built with ``config_type.from_dict`` at construction, so an
-    unknown key, a wrongly typed value or an empty grid raises here (ValueError
-    / TypeError naming the key and the sub-grid), before anything runs.
-
-    Parameters
-    ----------
-    *subgrids : mapping of str to value or list
-        Sub-grids (default: a single sub-grid made of the keyword values).
-    config_type : type, optional
-        The run config class: anything with ``from_dict``, ``to_dict`` and
-        ``content_hash`` (default :class:`numerics.train.TrainConfig`).
-    **shared : value or list
-        Entries common to every sub-grid.
-
-    Attributes
-    ----------
-    subgrids : tuple
-        Per sub-grid, the ``(name, values)`` axes in the order given.
-    configs : tuple
-        The distinct run configs, in grid order.
+    Every point is built with ``config_type.from_dict`` (anything with ``from_dict``, ``to_dict``
+    and ``content_hash``; default :class:`numerics.train.TrainConfig`) at construction, so an
+    unknown key, a wrongly typed value or an empty grid raises here, naming the key and the
+    sub-grid. ``subgrids`` holds each sub-grid's ``(name, values)`` axes, ``configs`` the
+    distinct configs in grid order.
 
     References
     ----------
-    A depth sweep measures R_L (paper eq. (12)) as a function of L to fit
-    paper eq. (16).
+    A depth sweep measures R_L (paper eq. (12)) as a function of L to fit paper eq. (16).
 
     Examples
     --------
@@ -98,7 +78,8 @@ class Grid:
     configs: tuple[Any, ...] = field(repr=False, compare=False)
 
     def __init__(self, *subgrids: Mapping[str, Any], config_type: Any = None, **shared: Any):
-        config_type = _default_config_type() if config_type is None else config_type
+        if config_type is None:
+            from numerics.train import TrainConfig as config_type
         for attribute in ("from_dict", "to_dict", "content_hash"):
             if not hasattr(config_type, attribute):
                 raise TypeError(f"config_type must have from_dict, to_dict and content_hash; "
@@ -109,7 +90,7 @@ class Grid:
             subgrids = ({},)
         normalised = []
         for index, sub in enumerate(subgrids):
-            where = f" (sub-grid {index + 1} of {len(subgrids)})" if len(subgrids) > 1 else ""
+            where = _where(index, len(subgrids))
             if not isinstance(sub, Mapping):
                 raise TypeError(f"each sub-grid must be a mapping (a [[grid]] table); got {sub!r}{where}")
             merged = {**shared, **sub}
@@ -119,30 +100,20 @@ class Grid:
         object.__setattr__(self, "configs", self._expand())
 
     def _expand(self) -> tuple[Any, ...]:
-        configs, seen = [], set()
+        unique: dict[str, Any] = {}
         for index, axes in enumerate(self.subgrids):
-            where = f" (sub-grid {index + 1} of {len(self.subgrids)})" if len(self.subgrids) > 1 else ""
             names = [name for name, _ in axes]
             for values in itertools.product(*(values for _, values in axes)):
-                point = dict(zip(names, values))
                 try:
-                    config = self.config_type.from_dict(point)
+                    config = self.config_type.from_dict(dict(zip(names, values)))
                 except (TypeError, ValueError) as exc:
-                    raise type(exc)(f"{_one_line(exc)}{where}") from None
-                run_hash = config.content_hash()
-                if run_hash not in seen:
-                    seen.add(run_hash)
-                    configs.append(config)
-        return tuple(configs)
+                    raise type(exc)(f"{_one_line(exc)}{_where(index, len(self.subgrids))}") from None
+                unique.setdefault(config.content_hash(), config)
+        return tuple(unique.values())
 
     @classmethod
     def of(cls, configs: Sequence[Any]) -> "Grid":
-        """The grid of exactly these run configs (no dict round trip); duplicates run once.
-
-        Parameters
-        ----------
-        configs : sequence of config objects
-            All of one type with ``to_dict`` and ``content_hash`` (e.g. :class:`numerics.train.TrainConfig`).
+        """The grid of exactly these configs, all of one type (no dict round trip); duplicates run once.
 
         Examples
         --------
@@ -186,26 +157,11 @@ class Grid:
 
 
 def grid_from_dict(data: Mapping[str, Any], *, config_type: Any = None) -> Grid:
-    """The :class:`Grid` described by a parsed TOML document (or an equal dict).
+    """The :class:`Grid` of a parsed TOML document (or an equal dict), e.g. ``tomllib.load(fh)``.
 
-    Top-level keys are shared entries; an optional ``grid`` key holds a list of
-    sub-grid tables (TOML ``[[grid]]``) whose products are concatenated.
-
-    Parameters
-    ----------
-    data : mapping
-        E.g. ``tomllib.load(fh)``.
-    config_type : type, optional
-        As for :class:`Grid`.
-
-    Returns
-    -------
-    Grid
-
-    Raises
-    ------
-    ValueError, TypeError
-        Unknown key, wrongly typed value, empty grid or malformed ``grid`` list.
+    Top-level keys are shared entries; an optional ``grid`` key holds a list of sub-grid tables
+    (TOML ``[[grid]]``) whose products are concatenated. A malformed document raises
+    ``ValueError``/``TypeError``.
 
     References
     ----------
@@ -233,25 +189,10 @@ def grid_from_dict(data: Mapping[str, Any], *, config_type: Any = None) -> Grid:
 
 
 def load_grid(path: str | os.PathLike, *, config_type: Any = None) -> Grid:
-    """Read a sweep grid from a TOML file (see the module docstring for the format).
+    """The :class:`Grid` of a TOML file (format: :mod:`numerics.experiments.sweep`).
 
-    Parameters
-    ----------
-    path : str or path-like
-        The TOML file.
-    config_type : type, optional
-        As for :class:`Grid`.
-
-    Returns
-    -------
-    Grid
-
-    Raises
-    ------
-    FileNotFoundError
-        No such file.
-    ValueError, TypeError
-        Invalid TOML or an invalid grid; the message starts with the file name.
+    A missing file is a ``FileNotFoundError``; invalid TOML or an invalid grid a
+    ``ValueError``/``TypeError`` whose message starts with the file name.
 
     References
     ----------

@@ -11,21 +11,7 @@ from ._layout import METRIC_COLUMNS
 
 
 def encode_array(array: Any) -> bytes:
-    """The bytes of a ``.npy`` file holding ``array`` (no pickled objects).
-
-    Parameters
-    ----------
-    array : array_like
-        Numeric (or string) array; object arrays are refused.
-
-    Returns
-    -------
-    bytes
-        What :func:`numpy.save` writes, read back by :func:`decode_array`.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    """The bytes of a ``.npy`` file holding ``array``; object arrays are refused (no pickles).
 
     Examples
     --------
@@ -44,20 +30,7 @@ def encode_array(array: Any) -> bytes:
 
 
 def decode_array(npy: bytes) -> Any:
-    """The array stored by :func:`encode_array` (a :class:`numpy.ndarray`).
-
-    Parameters
-    ----------
-    npy : bytes
-        Contents of a ``.npy`` file.
-
-    Returns
-    -------
-    numpy.ndarray
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    """The :class:`numpy.ndarray` stored by :func:`encode_array` (the bytes of a ``.npy`` file).
 
     Examples
     --------
@@ -88,32 +61,10 @@ def _metric_column(name: str, value: Any) -> Any:
 class RunOutcome:
     """What one run produced, as handed from a worker to the store's writer.
 
-    Attributes
-    ----------
-    run_hash : str
-        Content hash of the run's config.
-    ok : bool
-        True if the runner returned; False if it raised.
-    metrics : dict
-        JSON scalars (``R_L``, ``A_L``, ``C_L``, ``steps``, ``converged``, ...); empty if failed.
-    arrays : dict of str to bytes
-        ``.npy`` bytes (:func:`encode_array`) by name; empty if failed.
-    error : str or None
-        ``"ExceptionType: message"`` of a failed run.
-    traceback : str or None
-        The formatted traceback of a failed run.
-    started_at, finished_at : float
-        Unix times at which the worker started and finished the run.
-    wall_time : float
-        Seconds spent in the worker (monotonic clock).
-    host : str
-        Host name of the worker.
-    pid : int
-        Process id of the worker.
-
-    References
-    ----------
-    The metrics are those of paper eqs. (12) and (61)-(63).
+    ``metrics`` are JSON scalars (``R_L``, ``A_L``, ``C_L`` of paper eqs. (12), (61)-(63),
+    ``steps``, ``converged``, ...) and ``arrays`` ``.npy`` bytes (:func:`encode_array`), both
+    empty when the runner raised (``ok`` False; ``error`` is ``"Type: message"``). Times are
+    Unix times and the worker's monotonic seconds; ``host`` and ``pid`` name the worker.
 
     Examples
     --------

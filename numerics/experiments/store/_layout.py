@@ -1,7 +1,4 @@
-"""The store's on-disk layout: its tables, versions and errors, and how its file is created and opened.
-
-See :mod:`numerics.experiments.store` for the layout and its guarantees.
-"""
+"""The store's on-disk layout (see :mod:`numerics.experiments.store`): tables, versions, errors, opening."""
 
 from __future__ import annotations
 
@@ -90,21 +87,7 @@ def _package_version() -> str:
 
 
 def store_path(path: str | os.PathLike) -> Path:
-    """The store file of a sweep directory (or ``path`` itself if it is a file).
-
-    Parameters
-    ----------
-    path : str or path-like
-        A sweep directory ``DIR`` or the store file ``DIR/results.sqlite``.
-
-    Returns
-    -------
-    pathlib.Path
-        ``DIR/results.sqlite``.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    """The store file ``DIR/results.sqlite`` of a sweep directory ``DIR`` (``path`` itself if it is a file).
 
     Examples
     --------
@@ -117,40 +100,30 @@ def store_path(path: str | os.PathLike) -> Path:
     return path / STORE_FILENAME
 
 
-def _unwritable_directory(directory: Path) -> bool:
-    from numerics.io import _probe_writable
-
-    return _probe_writable(directory) is not None
-
-
-def _has_wal_content(path: Path) -> bool:
-    wal = path.with_name(path.name + "-wal")
-    return wal.is_file() and wal.stat().st_size > 0
-
-
 def _connect_readonly(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
     if not path.is_file():
         raise FileNotFoundError(f"no sweep results store at {path} (run 'idepth sweep run' first)")
     # immutable: read the main file only, creating no -wal/-shm files; right for ``meta``,
     # which is written once, when the store is created (already checkpointed, see _create_store)
-    if not immutable and _unwritable_directory(path.parent) and not _has_wal_content(path):
+    if not immutable:
+        from numerics.io import _probe_writable
+
+        wal = path.with_name(path.name + "-wal")
         # a read-only file system: ?mode=ro would need to create the -shm file; with no WAL
         # content left (the last writer checkpointed it) the main file is the whole store
-        immutable = True
+        has_wal = wal.is_file() and wal.stat().st_size > 0
+        immutable = _probe_writable(path.parent) is not None and not has_wal
     query = "?immutable=1" if immutable else "?mode=ro"
     conn = sqlite3.connect(path.resolve().as_uri() + query, uri=True, timeout=30.0)
     conn.row_factory = sqlite3.Row
     return conn
 
 
-def _read_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
+def _check_meta(conn: sqlite3.Connection, path: Path, *, for_writing: bool) -> None:
     try:
-        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.DatabaseError as exc:  # not SQLite at all, or no meta table
         raise StoreVersionError(f"{path} is not an inverse-depth sweep store ({exc})") from None
-
-
-def _check_meta(meta: Mapping[str, str], path: Path, *, for_writing: bool) -> None:
     schema = meta.get("schema_version")
     if schema != str(SCHEMA_VERSION):
         raise StoreVersionError(
@@ -167,32 +140,11 @@ def _check_meta(meta: Mapping[str, str], path: Path, *, for_writing: bool) -> No
 
 
 def check_store(path: str | os.PathLike, *, for_writing: bool = False) -> Path:
-    """Check that an existing store can be read (or written) by this package version.
+    """The store file of ``path`` after checking that this package version can read it (or write it).
 
-    Reads the file without locking or creating anything (``immutable=1``).
-
-    Parameters
-    ----------
-    path : str or path-like
-        A sweep directory or its ``results.sqlite``.
-    for_writing : bool, default False
-        Also require the store's package version to equal this package's.
-
-    Returns
-    -------
-    pathlib.Path
-        The store file.
-
-    Raises
-    ------
-    FileNotFoundError
-        No store at ``path``.
-    StoreVersionError
-        Incompatible schema (or, ``for_writing``, package) version, or not a store.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    Reads the file without locking or creating anything (``immutable=1``). Raises
+    :class:`FileNotFoundError` without a store, :class:`StoreVersionError` for another schema
+    version, something that is not a store or, ``for_writing``, another package version.
 
     Examples
     --------
@@ -203,22 +155,13 @@ def check_store(path: str | os.PathLike, *, for_writing: bool = False) -> Path:
     ...     check_store(tmp, for_writing=True).name
     'results.sqlite'
     """
-    path = store_path(path)
-    conn = _connect_readonly(path, immutable=True)
-    try:
-        _check_meta(_read_meta(conn, path), path, for_writing=for_writing)
-    finally:
-        conn.close()
+    conn, path = _open_for_reading(path, immutable=True, for_writing=for_writing)
+    conn.close()
     return path
 
 
 def _create_store(path: Path) -> None:
-    """Create an empty store at ``path`` atomically (called with the directory lock held).
-
-    The schema is written to a temporary file that is renamed into place, so a
-    reader, or a driver killed during creation, never leaves or sees a store
-    file without its tables.
-    """
+    """Create an empty store atomically (a temporary file renamed into place; the directory lock is held)."""
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # from a driver killed while creating
         stale.unlink()
     with atomic_path(path) as tmp_path:
@@ -242,11 +185,12 @@ def _create_store(path: Path) -> None:
             conn.close()  # checkpoints and removes the temporary WAL
 
 
-def _open_for_reading(path: str | os.PathLike) -> tuple[sqlite3.Connection, Path]:
+def _open_for_reading(path: str | os.PathLike, *, immutable: bool = False,
+                      for_writing: bool = False) -> tuple[sqlite3.Connection, Path]:
     path = store_path(path)
-    conn = _connect_readonly(path)
+    conn = _connect_readonly(path, immutable=immutable)
     try:
-        _check_meta(_read_meta(conn, path), path, for_writing=False)
+        _check_meta(conn, path, for_writing=for_writing)
     except BaseException:
         conn.close()
         raise

@@ -1,7 +1,4 @@
-"""Reading a store: runs as dicts or a data frame, a run's arrays, the whole store as CSV.
-
-Readers open the file read-only and may run while a sweep is writing it.
-"""
+"""Reading a store (read-only, also while a sweep writes it): runs, a run's arrays, the store as CSV."""
 
 from __future__ import annotations
 
@@ -28,29 +25,13 @@ def _row_to_dict(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def load_results(path: str | os.PathLike, *, as_frame: bool = False, status: str | None = None):
-    """Every run of a sweep store, in the order the runs were first registered.
+    """Every run of the store of ``path`` (a sweep directory or its file), in the order first registered.
 
-    Parameters
-    ----------
-    path : str or path-like
-        A sweep directory or its ``results.sqlite``.
-    as_frame : bool, default False
-        Return a :class:`pandas.DataFrame` (needs pandas) with ``config.*`` and
-        ``metrics.*`` columns flattened out.
-    status : {'pending', 'running', 'done', 'failed'}, optional
-        Only runs in this status.
-
-    Returns
-    -------
-    list of dict or pandas.DataFrame
-        One dict per run: the ``runs`` columns (``hash``, ``status``, ``error``,
-        ``attempts``, timings, ``host``, ``pid``, ``R_L``, ``A_L``, ``C_L``,
-        ``steps``, ``converged``; ``None`` for SQL ``NULL``), plus ``config``
-        and ``metrics`` (dicts decoded from JSON; NaN metrics are kept as NaN).
-
-    References
-    ----------
-    ``R_L`` is paper eq. (12); ``A_L``, ``C_L`` are eqs. (61)-(63).
+    Each run is a dict of the ``runs`` columns (``hash``, ``status``, ``error``, ``attempts``,
+    timings, ``host``, ``pid``, ``R_L`` of paper eq. (12), ``A_L``, ``C_L`` of eqs. (61)-(63),
+    ``steps``, ``converged``; ``None`` for SQL ``NULL``) plus the decoded ``config`` and
+    ``metrics`` (NaN kept). ``status`` keeps the runs in that status; ``as_frame`` returns a
+    :class:`pandas.DataFrame` with ``config.*`` and ``metrics.*`` columns (needs pandas).
 
     Examples
     --------
@@ -83,30 +64,10 @@ def load_results(path: str | os.PathLike, *, as_frame: bool = False, status: str
 
 
 def load_arrays(path: str | os.PathLike, run_hash: str, names: Sequence[str] | None = None) -> dict[str, Any]:
-    """The array results of one run (by config content hash).
+    """The arrays of the run ``run_hash`` by name (only ``names``, default all), e.g. ``loss_curve``.
 
-    Parameters
-    ----------
-    path : str or path-like
-        A sweep directory or its ``results.sqlite``.
-    run_hash : str
-        The run's hash (the ``hash`` field of :func:`load_results`).
-    names : sequence of str, optional
-        Only these arrays (default: all).
-
-    Returns
-    -------
-    dict of str to numpy.ndarray
-        E.g. ``loss_curve``, ``layer_errors``, ``modewise_loss``.
-
-    Raises
-    ------
-    KeyError
-        No run with this hash in the store, or a requested name is missing.
-
-    References
-    ----------
-    ``layer_errors`` are the E e_ℓ² of paper eq. (61).
+    ``layer_errors`` are the E e_ℓ² of paper eq. (61). A :class:`KeyError` names an unknown run
+    or a missing array.
 
     Examples
     --------
@@ -153,28 +114,10 @@ def _csv_cell(value: Any) -> Any:
 
 
 def export_csv(path: str | os.PathLike, csv_path: str | os.PathLike) -> int:
-    """Write every run of a store as one CSV row, atomically.
+    """Write every run of a store as one CSV row, atomically; return the number of runs.
 
-    Columns: the ``runs`` columns of :func:`load_results`, then ``config.*``
-    and ``metrics.*`` (nested values as JSON). The file is written to a
-    temporary file in the same directory, fsynced and renamed over
-    ``csv_path``, so a reader never sees a half-written CSV.
-
-    Parameters
-    ----------
-    path : str or path-like
-        A sweep directory or its ``results.sqlite``.
-    csv_path : str or path-like
-        Destination file (its directory must exist).
-
-    Returns
-    -------
-    int
-        Number of runs written.
-
-    References
-    ----------
-    Bookkeeping only; the columns are the metrics of paper eqs. (12), (61)-(63).
+    Columns: the ``runs`` columns of :func:`load_results`, then ``config.*`` and ``metrics.*``
+    (nested values as JSON). ``csv_path``'s directory must exist.
 
     Examples
     --------

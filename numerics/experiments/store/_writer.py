@@ -16,30 +16,12 @@ from ._layout import METRIC_COLUMNS, STATUSES, STORE_FILENAME, StoreLockedError,
 from ._layout import _check_status, _create_store, check_store
 
 class ResultsStore:
-    """Write access to the store of a sweep directory (the single writer).
+    """Write access to the store of the sweep directory ``directory`` (the single writer).
 
-    Opening creates ``DIR`` and ``DIR/results.sqlite`` if needed, checks the
-    versions of an existing store (:func:`check_store`) and takes an exclusive
-    lock on ``DIR`` that is held until :meth:`close` (or the process dies),
+    Opening creates the directory and its store if needed, checks an existing store
+    (:func:`check_store`: :class:`StoreVersionError`) and takes an exclusive lock on the
+    directory until :meth:`close` (:class:`StoreLockedError` while another process holds it),
     so that two drivers never write the same sweep.
-
-    Parameters
-    ----------
-    directory : str or path-like
-        The sweep directory ``DIR``.
-
-    Raises
-    ------
-    StoreVersionError
-        The existing store is of another schema or package version.
-    StoreLockedError
-        Another live process holds the lock on ``DIR``.
-    NotADirectoryError
-        ``directory`` is an existing file.
-
-    References
-    ----------
-    Bookkeeping only; the stored metrics are those of paper eqs. (12), (61)-(63).
 
     Examples
     --------
@@ -76,13 +58,10 @@ class ResultsStore:
             self.close()
             raise
 
-    # -- plumbing -------------------------------------------------------------
     @contextlib.contextmanager
     def _transaction(self, *, durable: bool = False):
-        # explicit transactions (the connection is in autocommit mode): all or nothing. Every
-        # commit survives a crash of this process (WAL); a durable one also survives power loss
-        # (fsync of the WAL, synchronous=FULL) -- used for finished runs, not for bookkeeping
-        # whose loss only re-runs a run.
+        # all or nothing (autocommit connection); every commit survives a crash of this process
+        # (WAL), a durable one also power loss (synchronous=FULL: finished runs, not bookkeeping)
         self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         self._conn.execute("BEGIN IMMEDIATE")
         try:
@@ -109,17 +88,10 @@ class ResultsStore:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    # -- bookkeeping ------------------------------------------------------------
     def claim_runner(self, name: str) -> None:
-        """Record ``name`` as the runner of this store, or refuse a store written by another runner.
+        """Record ``name`` as the runner of this store, or refuse one written by another runner.
 
-        Runs are keyed by their config's content hash only; two runners that store
-        different results for one config must therefore never share a store.
-
-        Raises
-        ------
-        StoreRunnerError
-            The store was written by a runner of another name.
+        Runs are keyed by their config's content hash only, so two runners never share a store.
 
         Examples
         --------
@@ -145,18 +117,7 @@ class ResultsStore:
             )
 
     def register(self, runs: Iterable[tuple[str, str]]) -> int:
-        """Add runs as ``pending``; hashes already in the store are left alone.
-
-        Parameters
-        ----------
-        runs : iterable of (str, str)
-            ``(content hash, config JSON)`` pairs.
-
-        Returns
-        -------
-        int
-            Number of new rows (a re-run of a sweep never duplicates a run).
-        """
+        """Add ``(content hash, config JSON)`` runs as ``pending`` (known hashes are left alone); return the new rows."""
         now = time.time()
         with self._transaction():
             before = self._conn.total_changes
@@ -167,18 +128,7 @@ class ResultsStore:
             return self._conn.total_changes - before
 
     def statuses(self, hashes: Sequence[str] | None = None) -> dict[str, str]:
-        """Status of each run.
-
-        Parameters
-        ----------
-        hashes : sequence of str, optional
-            Only these runs (unknown hashes are omitted); default: every run.
-
-        Returns
-        -------
-        dict of str to str
-            Hash -> one of :data:`STATUSES`.
-        """
+        """Status of each run, by hash (of ``hashes`` only, unknown ones omitted, when given)."""
         rows = self._conn.execute("SELECT hash, status FROM runs").fetchall()
         found = dict(rows)
         if hashes is None:
@@ -186,48 +136,20 @@ class ResultsStore:
         return {run_hash: found[run_hash] for run_hash in hashes if run_hash in found}
 
     def counts(self) -> dict[str, int]:
-        """Number of runs in each status.
-
-        Returns
-        -------
-        dict of str to int
-            Every status of :data:`STATUSES`, zeros included.
-        """
+        """Number of runs in each status of :data:`STATUSES` (zeros included)."""
         counts = dict.fromkeys(STATUSES, 0)
         counts.update(self._conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
         return counts
 
     def requeue_running(self) -> int:
-        """Turn every ``running`` row back into ``pending``.
-
-        Only the lock holder writes, so a ``running`` row seen when the lock is
-        taken was left by a driver that died: its run is queued again.
-
-        Returns
-        -------
-        int
-            Number of runs re-queued.
-        """
+        """Queue every ``running`` run again and return how many: only the lock holder writes, so they are stale."""
         with self._transaction():
             return self._conn.execute(
                 "UPDATE runs SET status = 'pending', queued_at = ? WHERE status = 'running'", (time.time(),)
             ).rowcount
 
     def reset(self, hashes: Iterable[str], *, from_status: str) -> int:
-        """Turn the runs of ``hashes`` that are in ``from_status`` back into ``pending``.
-
-        Parameters
-        ----------
-        hashes : iterable of str
-            Runs to reset; runs in another status are left alone.
-        from_status : {'pending', 'running', 'done', 'failed'}
-            E.g. ``'failed'`` to retry failed runs.
-
-        Returns
-        -------
-        int
-            Number of runs reset (their error and traceback are cleared).
-        """
+        """Turn the runs of ``hashes`` in ``from_status`` back into ``pending`` (clearing their error); return how many."""
         _check_status("from_status", from_status)
         now = time.time()
         with self._transaction():
@@ -241,13 +163,7 @@ class ResultsStore:
             )
 
     def mark_running(self, hashes: Iterable[str]) -> None:
-        """Mark runs as handed to a worker and count the attempt.
-
-        Parameters
-        ----------
-        hashes : iterable of str
-            Runs submitted together (one transaction).
-        """
+        """Mark runs handed to workers together as ``running`` and count the attempt (one transaction)."""
         with self._transaction():
             self._conn.executemany(
                 "UPDATE runs SET status = 'running', attempts = attempts + 1 WHERE hash = ?",
@@ -255,18 +171,9 @@ class ResultsStore:
             )
 
     def record(self, outcome: RunOutcome) -> None:
-        """Commit one finished run: status, timings, metrics and arrays, in one durable transaction.
+        """Commit a finished run in one durable transaction: ``done`` with metrics and arrays, or ``failed``.
 
-        Parameters
-        ----------
-        outcome : RunOutcome
-            ``ok`` -> ``done`` with its metrics and arrays (arrays of an earlier
-            attempt are replaced); otherwise ``failed`` with its error.
-
-        Raises
-        ------
-        KeyError
-            The run was never registered (nothing is written).
+        The arrays of an earlier attempt are replaced; an unregistered run is a :class:`KeyError`.
         """
         if outcome.ok:
             metrics_json = json.dumps(dict(outcome.metrics), sort_keys=True, allow_nan=True)

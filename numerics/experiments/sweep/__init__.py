@@ -1,6 +1,6 @@
 """Depth sweeps: a grid of training runs, executed locally or on Dask, stored in SQLite.
 
-A sweep is a :class:`Grid` of run configs (by default
+A sweep is a :class:`Grid` of run configs (:mod:`numerics.experiments.grid`; by default
 :class:`numerics.train.TrainConfig`), declared in Python or in a TOML file::
 
     # every top-level key is shared by all runs
@@ -18,49 +18,21 @@ A sweep is a :class:`Grid` of run configs (by default
     depth = 16
     seed = 0
 
-A field whose value is itself a list would be fixed by a one-element list of
-lists (``field = [[1, 2]]``).
+(a field whose value is a list is fixed by a one-element list of lists, ``field = [[1, 2]]``).
 
-:func:`run_sweep` runs every config of the grid that is not already ``done``
-in ``DIR/results.sqlite`` (:mod:`numerics.experiments.store`), each in a worker process,
-and commits each finished run in its own transaction as soon as it arrives, executed
-where its :class:`~numerics.experiments.execution.Execution` says:
+:func:`run_sweep` validates everything first (the grid, an existing store's version, the Dask
+scheduler), then runs every config not ``done`` in ``DIR/results.sqlite``
+(:mod:`numerics.experiments.store`), at most ``max_in_flight`` at a time, committing each as it
+arrives, where its :class:`~numerics.experiments.execution.Execution` says: ``local``, spawned
+processes pinned to one BLAS thread that end with the driver (a run whose worker dies is re-run
+alone, and recorded ``failed`` after ``max_worker_deaths`` deaths), or ``dask``, a scheduler's
+cluster or a ``LocalCluster`` of single-threaded workers. A run's randomness comes from its
+config, so results are bitwise the same for any workers and backend. Running a sweep again
+resumes it: ``done`` runs are skipped, ``failed`` ones retried with ``retry_failed=True``, and
+``running`` rows of a dead driver queued again (a driver holds a lock on ``DIR``).
 
-* ``backend="local"``: a :class:`concurrent.futures.ProcessPoolExecutor`
-  (``spawn`` context, ``workers`` processes, default: the usable cores). Each
-  worker pins BLAS to one thread (``OMP_NUM_THREADS`` = ``OPENBLAS_NUM_THREADS``
-  = ``MKL_NUM_THREADS`` = 1, set before numpy is imported; also threadpoolctl
-  if installed) and exits when the driver dies. A worker that dies
-  (``BrokenProcessPool``) gets the pool restarted; the runs that were in
-  flight are re-run one at a time so the culprit is identified, and a run that
-  kills its worker ``max_worker_deaths`` times is recorded as ``failed``.
-* ``backend="dask"``: ``scheduler="tcp://host:port"`` uses an existing
-  ``dask.distributed`` cluster (its workers need this package installed);
-  without a scheduler, a ``LocalCluster`` of ``workers`` single-threaded worker
-  processes is started (Dask sets the same BLAS variables to 1 in its workers). Dask
-  itself re-runs the task of a worker that dies (``allowed-failures``).
-
-Tasks are submitted lazily (at most ``max_in_flight``, default 2 x workers,
-at a time) and results are streamed back with first-completed waits. Each
-run's randomness comes from its config (``numpy.random.SeedSequence`` inside
-the runner), so results are bitwise identical for any number of workers and
-either backend.
-
-Resuming: run the same sweep again. Runs already ``done`` are skipped,
-``failed`` runs are retried only with ``retry_failed=True``, and runs left
-``running`` by a driver that died are queued again (the driver holds a lock on
-``DIR``, so a ``running`` row seen by a new driver is always stale).
-
-Input is validated before anything is written: the whole grid is expanded
-and every config built, an existing store's version is checked (read-only),
-and the Dask scheduler is connected to (within the execution's ``connect_timeout``
-seconds), all before ``DIR/results.sqlite`` is created.
-
-Modules: :mod:`~numerics.experiments.sweep._backends` (worker processes and the two
-backends), :mod:`~numerics.experiments.sweep._run` (the driver, :func:`run_sweep`),
-:mod:`~numerics.experiments.sweep._status` (:func:`sweep_status`); the grid is
-:mod:`numerics.experiments.grid`. None of them imports numpy at import time, so that
-worker processes (which import them to run a config) can pin BLAS threads first.
+Modules: ``_backends`` (workers and the two backends), ``_run`` (the driver) and ``_status``
+(:func:`sweep_status`); none imports numpy at import time, so workers pin BLAS threads first.
 """
 
 from __future__ import annotations

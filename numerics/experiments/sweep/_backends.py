@@ -1,12 +1,8 @@
-"""The sweep's execution backends: local worker processes pinned to one BLAS thread, or a Dask cluster.
+"""The sweep's backends: local worker processes pinned to one BLAS thread, or a Dask cluster.
 
-:func:`local_pool` is the one way the experiments layer starts local worker processes
-(the sweep's :class:`_LocalBackend`, and the values that
-:func:`numerics.experiments.cache.cached_many` computes in parallel). :func:`_execute`
-runs one config in a worker and returns its :class:`~numerics.experiments.store.RunOutcome`.
-
-This module does not import numpy at import time, so that worker processes (which import it
-to run :func:`_execute`) can pin BLAS threads first.
+:func:`local_pool` is the one way the experiments layer starts local workers (the sweep's and
+:func:`numerics.experiments.cache.cached_many`'s); :func:`_execute` runs one config in a worker.
+No numpy at import time: workers import this module before they pin BLAS threads.
 """
 
 from __future__ import annotations
@@ -25,6 +21,7 @@ import uuid
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import store as _store
+from ..grid import _one_line
 from ..store import RunOutcome
 
 #: environment variables set to 1 in every local worker before numpy is imported
@@ -34,12 +31,6 @@ BLAS_THREAD_VARIABLES = (
 
 Runner = Callable[[Any], Any]
 
-
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
-# ----------------------------------------------------------------------------- workers
 
 #: set in each local worker by :func:`_init_worker` (read by tests)
 _WORKER_STATE: dict[str, Any] = {}
@@ -129,11 +120,9 @@ def preserved_environment(names: Sequence[str]) -> Iterator[None]:
 def local_pool(workers: int) -> cf.ProcessPoolExecutor:
     """A pool of ``workers`` spawned processes, each pinned to one BLAS thread and ending with its driver.
 
-    Spawned workers inherit the driver's environment, so the BLAS variables are set to 1
-    there too: this pins BLAS even when spawn re-imports a driver script that imports numpy
-    before :func:`_init_worker` runs. The caller restores them
-    (``with preserved_environment(BLAS_THREAD_VARIABLES)``); the driver's own, already loaded
-    BLAS is unaffected.
+    The BLAS variables are also set in the driver, whose spawned workers inherit them (this pins
+    BLAS even when spawn re-imports a driver script that imports numpy); the caller restores them
+    (``with preserved_environment(BLAS_THREAD_VARIABLES)``).
 
     Examples
     --------

@@ -1,8 +1,4 @@
-"""The sweep driver: validate everything, then submit runs lazily and commit each outcome as it arrives.
-
-See :mod:`numerics.experiments.sweep` for what a sweep is; the backends are in
-:mod:`~numerics.experiments.sweep._backends`, the grid in :mod:`numerics.experiments.grid`.
-"""
+"""The sweep driver (see :mod:`numerics.experiments.sweep`): validate, submit lazily, commit each outcome."""
 
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import store as _store
 from ..execution import Execution, as_execution
-from ..grid import Grid, grid_from_dict, load_grid
+from ..grid import Grid, _one_line, grid_from_dict, load_grid
 from ..store import ResultsStore, RunOutcome
 from ._backends import (
     BLAS_THREAD_VARIABLES,
@@ -27,16 +23,9 @@ from ._backends import (
     _DaskBackend,
     _failed,
     _LocalBackend,
-    _one_line,
     _WorkerLost,
     preserved_environment,
 )
-
-
-def _default_runner() -> Runner:
-    from ..runner import run
-
-    return run
 
 
 def runner_name(runner: Runner) -> str:
@@ -53,32 +42,11 @@ def runner_name(runner: Runner) -> str:
 
 @dataclass(frozen=True)
 class SweepSummary:
-    """What :func:`run_sweep` did, for the runs of its grid.
+    """What :func:`run_sweep` did for the runs of its grid.
 
-    Attributes
-    ----------
-    out_dir, store : pathlib.Path
-        Sweep directory and its ``results.sqlite``.
-    backend : str
-        ``'local'`` or ``'dask'``.
-    workers : int
-        Worker processes (local) or worker threads (dask).
-    total : int
-        Distinct runs in the grid.
-    skipped : int
-        Runs already ``done`` in the store before this call.
-    executed : int
-        Runs executed by this call (each counted once).
-    done, failed, pending : int
-        Runs of the grid in each state when the call returned.
-    requeued : int
-        Runs left ``running`` by a dead driver that were queued again.
-    wall_time : float
-        Seconds spent in :func:`run_sweep`.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    ``total`` distinct runs: ``skipped`` (``done`` before the call), ``executed`` (by this call),
+    ``done``, ``failed`` and ``pending`` when it returned, ``requeued`` (left ``running`` by a dead
+    driver); ``workers`` are processes (local) or threads (dask); ``wall_time`` in seconds.
 
     Examples
     --------
@@ -116,21 +84,6 @@ def _as_grid(grid: Any, config_type: Any) -> Grid:
     raise TypeError(f"grid must be a Grid, a TOML file path or a mapping; got {type(grid).__name__}")
 
 
-def _check_int(name: str, value: Any, minimum: int = 1) -> int:
-    from theory.validation import check_positive_int
-
-    return check_positive_int(name, value, minimum)
-
-
-def _progress_bar(total: int, initial: int, enabled: bool | None, total_cost=None, initial_cost=0.0):
-    """A tqdm bar on a terminal, a one-line record every 30 s otherwise (:mod:`numerics.progress`), or nothing;
-    weighted by the runs' estimated costs when ``total_cost`` is given."""
-    from numerics.progress import progress_bar
-
-    return progress_bar(total, initial, enabled=enabled, desc="sweep", unit="run", total_cost=total_cost,
-                        initial_cost=initial_cost)
-
-
 def _run_costs(costs: Mapping[str, float] | None, hashes: Sequence[str]) -> dict | None:
     """Each run's estimated cost (a run missing from ``costs`` costs their mean), or None (count runs)."""
     if costs is None:
@@ -158,45 +111,32 @@ def run_sweep(
 ) -> SweepSummary:
     """Run every not-yet-done config of ``grid``, storing results in ``out_dir/results.sqlite``.
 
+    Invalid input (grid, options, scheduler, an incompatible or locked store) raises
+    ``ValueError``/``TypeError`` before ``out_dir`` is created or modified.
+
     Parameters
     ----------
     grid : Grid, path or mapping
-        The runs (a TOML path is read with :func:`load_grid`, a mapping with
-        :func:`grid_from_dict`).
+        The runs (a TOML file read by :func:`load_grid`, a mapping by :func:`grid_from_dict`,
+        both with ``config_type``).
     out_dir : str or path-like
-        Sweep directory; created after all input has been validated.
+        Sweep directory.
     execution : Execution, optional
-        Where the runs execute (:class:`~numerics.experiments.execution.Execution`: backend,
-        workers, scheduler, progress, connect timeout; see the module docstring); default
-        ``Execution()``, a local pool of one process per usable core. With a scheduler the
-        cluster decides the workers. Its ``store_dir`` and ``cache_dir`` are not read.
+        Backend, workers, scheduler, progress and connect timeout (default ``Execution()``, a
+        local process per usable core); its ``store_dir`` and ``cache_dir`` are not read.
     retry_failed : bool, default False
-        Run again the grid's runs recorded as ``failed``.
+        Run the grid's ``failed`` runs again.
     runner : callable, optional
-        ``runner(config) -> result`` with ``result.metrics`` (JSON scalars) and
-        ``result.arrays`` (arrays); default :func:`numerics.train.run_config`.
-        Must be picklable (a module-level function).
-    config_type : type, optional
-        Config class used to read a grid given as a path or mapping.
+        ``runner(config) -> result`` with ``result.metrics`` (JSON scalars) and ``result.arrays``,
+        picklable (a module-level function); default :func:`numerics.experiments.runner.run`.
     max_in_flight : int, optional
         Runs submitted but not finished at any time (default 2 x workers).
     max_worker_deaths : int, default 2
-        Local backend: a run whose worker process dies this many times while
-        it runs alone is recorded as ``failed``.
+        Local backend: a run whose worker dies this many times while it runs alone is ``failed``.
     costs : mapping of str to float, optional
-        Estimated cost (seconds) of each run by content hash, e.g. from the reproduction plan's cost
-        model (:func:`numerics.experiments.reproduce.plan.estimate_run_seconds`): the progress ETA
-        then weighs runs by cost instead of counting them (a run not in it costs their mean).
-
-    Returns
-    -------
-    SweepSummary
-
-    Raises
-    ------
-    ValueError, TypeError
-        Invalid grid or options, unreachable scheduler, incompatible or locked
-        store -- raised before the store is created or modified.
+        Estimated seconds of each run by content hash (e.g.
+        :func:`numerics.experiments.reproduce.plan.estimate_run_seconds`): the progress ETA then
+        weighs runs by cost (a run not in it costs their mean).
 
     References
     ----------
@@ -218,7 +158,8 @@ def run_sweep(
     configs = grid.configs
     if not configs:  # pragma: no cover - Grid refuses empty grids
         raise ValueError("grid is empty")
-    runner = _default_runner() if runner is None else runner
+    if runner is None:
+        from ..runner import run as runner
     if not callable(runner):
         raise TypeError(f"runner must be callable (config -> result); got {runner!r}")
     if execution.backend == "local":
@@ -227,9 +168,11 @@ def run_sweep(
         except Exception as exc:
             raise TypeError(f"runner must be picklable (a module-level function) for backend='local'; "
                             f"got {runner!r} ({_one_line(exc)})") from None
+    from theory.validation import check_positive_int
+
     if max_in_flight is not None:
-        max_in_flight = _check_int("max_in_flight", max_in_flight)
-    max_worker_deaths = _check_int("max_worker_deaths", max_worker_deaths)
+        max_in_flight = check_positive_int("max_in_flight", max_in_flight)
+    max_worker_deaths = check_positive_int("max_worker_deaths", max_worker_deaths)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(f"sweep directory {out_dir} is an existing file, not a directory")
@@ -256,6 +199,8 @@ def _backend(execution: Execution, runner: Runner):
 
 def _run(configs, hashes, out_dir, execution, retry_failed, runner, max_in_flight, max_worker_deaths,
          started, run_costs=None) -> SweepSummary:
+    from numerics.progress import progress_bar
+
     store_file = out_dir / _store.STORE_FILENAME
     executor = _backend(execution, runner)
     clean_exit = False
@@ -272,11 +217,12 @@ def _run(configs, hashes, out_dir, execution, retry_failed, runner, max_in_fligh
             todo = [(h, c) for h, c in zip(hashes, configs) if status[h] == "pending"]
             skipped = sum(status[h] == "done" for h in hashes)
             failed_before = sum(status[h] == "failed" for h in hashes)
-            if run_costs is None:
-                bar = _progress_bar(len(hashes), skipped, execution.progress)
-            else:  # the runs not to do (done, failed) count as done work
-                bar = _progress_bar(len(hashes), skipped, execution.progress, total_cost=sum(run_costs.values()),
-                                    initial_cost=sum(run_costs[h] for h in hashes if status[h] != "pending"))
+            costed = {}
+            if run_costs is not None:  # the runs not to do (done, failed) count as done work
+                costed = dict(total_cost=sum(run_costs.values()),
+                              initial_cost=sum(run_costs[h] for h in hashes if status[h] != "pending"))
+            bar = progress_bar(len(hashes), skipped, enabled=execution.progress, desc="sweep", unit="run",
+                               **costed)
             try:
                 bar.set_postfix(failed=failed_before)
                 executed = _drive(executor, results, todo, bar, failed_before,

@@ -11,26 +11,12 @@ from typing import Any, Mapping, Sequence
 
 from .. import store as _store
 
+
 @dataclass(frozen=True)
 class RunSummary:
-    """One run as listed by :func:`sweep_status`.
+    """One run as listed by :func:`sweep_status`: config hash, status, worker seconds, label and error.
 
-    Attributes
-    ----------
-    hash : str
-        Content hash of the run's config.
-    status : str
-        ``pending``, ``running``, ``done`` or ``failed``.
-    wall_time : float or None
-        Seconds in the worker.
-    label : str
-        The config entries that vary across the store's runs (``depth=4 seed=1``).
-    error : str or None
-        The error of a failed run.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    The label names the config entries that vary across the store's runs (``depth=4 seed=1``).
 
     Examples
     --------
@@ -47,24 +33,7 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class SweepStatus:
-    """Counts by status and the slowest / failed runs of a sweep directory.
-
-    Attributes
-    ----------
-    store : pathlib.Path
-        The ``results.sqlite`` read.
-    counts : dict of str to int
-        Runs per status (every status of :data:`numerics.experiments.store.STATUSES`).
-    total : int
-        All runs.
-    slowest : tuple of RunSummary
-        The ``done`` runs with the longest wall time, slowest first.
-    failed : tuple of RunSummary
-        The ``failed`` runs with their errors.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    """A sweep store's runs: counts per status, ``total``, the slowest ``done`` runs and the failed ones.
 
     Examples
     --------
@@ -100,22 +69,7 @@ def _labels(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def sweep_status(out_dir: str | os.PathLike, *, slowest: int = 5) -> SweepStatus:
-    """Counts by status, the slowest runs and the failures of a sweep (read-only).
-
-    Parameters
-    ----------
-    out_dir : str or path-like
-        Sweep directory (or its ``results.sqlite``).
-    slowest : int, default 5
-        How many of the slowest ``done`` runs to list.
-
-    Returns
-    -------
-    SweepStatus
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    """The :class:`SweepStatus` of the sweep directory ``out_dir`` (or its store file), listing ``slowest`` runs.
 
     Examples
     --------
