@@ -34,41 +34,23 @@ class Family:
     ----------
     name : str
         One of :data:`FAMILIES`.
-    model, task : str
-        As in :class:`numerics.train.TrainConfig`.
-    k : int
-        Top-k of the difficult task (eq. 6).
-    d, N, P : int
-        Input dimension, hidden width, context length.
+    model, task, k, d, N, P
+        As in :class:`numerics.train.TrainConfig`: top-k of eq. (6), input dimension, hidden
+        width, context length.
     spectra : tuple of (a, b)
         Spectrum exponents of eq. (2).
     depths, seeds : tuple of int
-        Depth grid and training seeds.
-    batch_size, max_steps : int
-        Contexts per Adam step and the step budget.
-    learning_rate : float or None
-        Adam step size (None: the model family's default in :mod:`numerics.train`).
-    schedule : str
-        ``constant``, ``warmup_constant`` or ``warmup_cosine``.
-    warmup_steps : int
-    init : tuple of (str, value)
-        ``init_params`` options.
-    frozen : tuple of str
-        Parameters kept at their initial value (``TrainConfig.frozen``).
-    eval_size, eval_every : int
-        Held-out contexts and evaluation period.
-    tol : float
-        Convergence tolerance; with ``window`` >= ``max_steps`` a run always
-        uses its whole budget (the default here).
-    window : int or None
-        Convergence window (None: longer than the budget, i.e. no early stop).
+    batch_size, max_steps, learning_rate, schedule, warmup_steps, init, frozen, eval_size, eval_every
+        The recipe, as the :class:`numerics.train.TrainConfig` fields of those names
+        (``learning_rate=None``: the model's default; ``init`` as ``(option, value)`` pairs).
+    tol, window : float, int or None
+        Convergence tolerance and window (None: longer than the budget, i.e. no early stop).
     regime : str
         One line naming the training regime, printed in the report.
     gamma_star_init : bool
-        Linear attention only: start every depth at the constrained optimum of
-        paper eq. (33), ``B_ℓ ≈ (L/λ_1) I`` (``qk_scale = N L/c_λ``), i.e. the
-        repeated update ``(1 − λ/λ_1)`` per layer; training then improves on it
-        (the model's default start, ``γ = 1``, lies far below ``γ*`` for deep models).
+        Linear attention only: start every depth at the constrained optimum of paper eq. (33),
+        ``B_ℓ ≈ (L/λ_1) I`` (``qk_scale = N L/c_λ``); the default ``γ = 1`` lies far below ``γ*``
+        for deep models.
 
     References
     ----------

@@ -50,10 +50,8 @@ def bound_key(a: float, b: float, d: int, P: int, k: int, *, n_contexts: int, si
 
 
 def bound_stream(key: dict) -> np.random.Generator:
-    """The random stream of the bound with ``key``: its own, derived from the whole key.
-
-    Two different quantities (another spectrum, size or similarity) get independent
-    draws; the same quantity gets the same draws, hence the same value.
+    """The random stream of the bound with ``key``, derived from the whole key: the same quantity
+    gets the same draws, two different ones (spectrum, size, similarity) independent draws.
 
     Examples
     --------
@@ -105,11 +103,15 @@ def head_bounds(keys, cache_dir=None, *, workers: int = 1, progress: bool | None
     >>> first == again
     True
     """
+    return _cached("oracle-bound", compute_bound, HeadBound.from_dict, keys, cache_dir, workers, progress,
+                   "oracle bounds")
+
+
+def _cached(kind, compute, from_dict, keys, cache_dir, workers, progress, desc) -> list:
     from .cache import cached_many
 
-    values = cached_many(cache_dir, "oracle-bound", list(keys), compute_bound, workers=workers, progress=progress,
-                         desc="oracle bounds")
-    return [HeadBound.from_dict(v) for v in values]
+    values = cached_many(cache_dir, kind, list(keys), compute, workers=workers, progress=progress, desc=desc)
+    return [from_dict(v) for v in values]
 
 
 def softmax_bounds_key(a: float, b: float, d: int, P: int, k: int, *, depths=(1,), n_contexts: int, n_seeds: int = 4,
@@ -158,8 +160,5 @@ def cached_softmax_bounds(keys, cache_dir=None, *, workers: int = 1, progress: b
     """
     from theory.softmax_bounds import SoftmaxBounds
 
-    from .cache import cached_many
-
-    values = cached_many(cache_dir, "softmax-bounds", list(keys), compute_softmax_bounds, workers=workers,
-                         progress=progress, desc="softmax bounds")
-    return [SoftmaxBounds.from_dict(v) for v in values]
+    return _cached("softmax-bounds", compute_softmax_bounds, SoftmaxBounds.from_dict, keys, cache_dir, workers,
+                   progress, "softmax bounds")

@@ -1,14 +1,10 @@
 """The one on-disk cache of the experiments layer: Monte-Carlo bounds, linear floors, frozen-head fits.
 
-A cached value is a JSON document in ``CACHE_DIR/<kind>-<digest>.json``, where the
-digest is the SHA-256 of the canonical JSON of ``(kind, key, package version)``: one
-file per entry, written atomically (:func:`numerics.io.write_json`), so concurrent
-writers never lose each other's entries and an interrupted write leaves no partial
-file. The stored key is compared on read (a digest collision or a damaged file is
-recomputed). ``recompute=True`` ignores what is stored and overwrites it.
-
-:func:`cached` computes one value; :func:`cached_many` computes the missing values
-of many keys, optionally in the sweep's local worker processes (one BLAS thread each).
+A value is a JSON file ``CACHE_DIR/<kind>-<digest>.json`` (digest: SHA-256 of the canonical JSON
+of kind, key and package version), one per entry, written atomically (:func:`numerics.io.write_json`),
+so concurrent writers lose nothing. The stored key is compared on read (a collision or a damaged
+file is recomputed); ``recompute=True`` overwrites. :func:`cached_many` computes the missing values
+of many keys, optionally in the sweep's local worker processes.
 """
 
 from __future__ import annotations
@@ -106,9 +102,8 @@ def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[d
                 recompute: bool = False) -> list[Any]:
     """``[compute(key) for key in keys]``, computing only what ``cache_dir`` lacks, in ``workers`` processes.
 
-    ``compute`` must be a module-level function (it is sent to the sweep's local worker
-    processes, :func:`numerics.experiments.sweep.local_pool`, when ``workers > 1``). Each
-    value is stored as soon as it arrives, so an interrupted call keeps what it finished.
+    ``compute`` must be a module-level function when ``workers > 1`` (it is sent to
+    :func:`numerics.experiments.sweep.local_pool` workers). Each value is stored as it arrives.
 
     Examples
     --------

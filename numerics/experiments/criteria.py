@@ -1,32 +1,12 @@
 """The decision rules of the experiments layer, written once (sympy) and evaluated from the numbers.
 
-Every "agrees", "settles", "within", "gains from depth" or "below the bound" in a
-table, in the regime study or in the verdict of ``REPORT.md`` is computed by one of
-these rules (the reproduction and the study use the same ones); none is asserted by
-hand.
-
-* :data:`AGREEMENT` -- a measured value ``m ± s_m`` agrees with a reference
-  ``r ± s_r`` when ``|m − r| <= z sqrt(s_m² + s_r²)`` (``z`` =
-  :data:`AGREEMENT_SIGMAS`, two standard errors, about 95 % for Gaussian errors).
-* :data:`BETWEEN` -- ``m ± s`` lies between ``lo`` and ``hi`` when
-  ``lo − z s <= m <= hi + z s`` (Table 2: ζ <= alpha <= 2ζ).
-* :data:`RELATIVE_DEVIATION` -- ``|m − r|/|r|``; "within 10 %" is
-  ``RELATIVE_DEVIATION < 0.1`` (Table 3 target).
-* :data:`RELATIVE_CHANGE` -- ``|x_hi − x_lo|/|x_lo|`` between the two deepest
-  depths of a doubling; a quantity *settles* when it is below
-  :data:`SETTLING_TOLERANCE` (C_L and A_L − C_L, last doubling;
-  :func:`last_doubling` picks the doubling).
-* :func:`depth_gain` -- ``R_1 / R_{L_max}`` with its delta-method SE; a model
-  *gains from depth* when it exceeds :data:`DEPTH_GAIN_THRESHOLD`;
-  :func:`classify_depth_dependence` names a depth curve ('flat', 'inverse-depth'
-  when the fitted alpha lies in :data:`ALPHA_WINDOW` and it settles, or 'improves').
-* :func:`below_bound` -- a value lies below a Monte-Carlo bound when it is more than
-  :data:`BOUND_SIGMAS` of the bound's SEs under it.
-* :func:`is_converged` -- a training run is *converged* when its held-out loss moved
-  by less than its own SE over the last quarter of training
-  (:func:`last_quarter_change`).
-* :func:`training_failures` -- depths whose ``R_L`` lies above ``R_1`` by more than
-  :data:`TRAINING_FAILURE_SIGMAS` paired SEs.
+Every "agrees", "between", "within", "settles", "gains from depth", "below the bound",
+"converged" or "training failure" in a table, the studies or ``REPORT.md`` is computed here,
+with the thresholds below; none is asserted by hand. :data:`AGREEMENT` is
+``|m − r| <= z sqrt(s_m² + s_r²)`` with ``z`` = :data:`AGREEMENT_SIGMAS` (about 95 % for
+Gaussian errors), :data:`BETWEEN` ``lo − z s <= m <= hi + z s`` (Table 2: ζ <= alpha <= 2ζ),
+"within 10 %" is :data:`RELATIVE_DEVIATION` ``< 0.1`` (Table 3), and a quantity *settles* when
+its :data:`RELATIVE_CHANGE` over the last doubling of depth is below :data:`SETTLING_TOLERANCE`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Where the experiments layer runs its work: one :class:`Execution` value, validated once.
 
-Every command that trains or computes Monte-Carlo bounds (``idepth reproduce``, ``idepth study
-...``, ``idepth sweep run``) builds one :class:`Execution` from its flags and hands it down; the
-library functions take ``execution: Execution | None = None`` (``None``: ``Execution()``, the
-defaults). The backends themselves are in :mod:`numerics.experiments.sweep`.
-
-This module does not import numpy at import time (the sweep's worker processes import it
-before they pin BLAS threads).
+Every command that trains or computes Monte-Carlo bounds builds one from its flags and hands it
+down (library functions take ``execution=None``, the defaults); the backends are in
+:mod:`numerics.experiments.sweep`. No numpy at import time (workers pin BLAS threads first).
 """
 
 from __future__ import annotations
@@ -39,41 +35,28 @@ def usable_cores() -> int:
 class Execution:
     """Where training runs execute, and where a study keeps its runs and its Monte-Carlo cache.
 
+    A field with a value it does not allow raises ``ValueError``/``TypeError`` naming it. Results
+    do not depend on it: each run's randomness comes from its config.
+
     Parameters
     ----------
     backend : {'local', 'dask'}, default 'local'
-        ``'local'``: spawned worker processes on this machine; ``'dask'``: a
-        ``dask.distributed`` cluster (see :mod:`numerics.experiments.sweep`).
+        Spawned worker processes on this machine, or a ``dask.distributed`` cluster.
     workers : int, optional
-        Local worker processes (default: :func:`usable_cores`); with ``backend='dask'`` and no
-        ``scheduler``, the size of a local Dask cluster. With a scheduler the cluster decides
-        how many runs execute at once, and ``workers`` only sizes the local pools of the work a
-        command does itself (the Monte-Carlo bounds).
+        Local worker processes (default: :func:`usable_cores`), or with ``backend='dask'`` and
+        no ``scheduler`` the size of a local Dask cluster; with a scheduler, only the size of
+        the local pools of a command's own work (the Monte-Carlo bounds).
     scheduler : str, optional
         Address of a running Dask scheduler (``tcp://host:8786``); only with ``backend='dask'``.
     progress : bool, optional
-        ``None`` (default): a bar on a terminal, a one-line record every 30 s otherwise
-        (:mod:`numerics.progress`); ``True``: a bar; ``False``: silent.
-    store_dir : path, optional
-        The sweep store a study trains into (default: the study's own, such as ``OUT/store``).
-        A function given its store explicitly (:func:`~numerics.experiments.sweep.run_sweep`'s
-        ``out_dir``) does not read it.
-    cache_dir : path, optional
-        The Monte-Carlo cache (:mod:`numerics.experiments.cache`; default: the study's own,
-        such as ``OUT/cache``).
+        ``None``: a bar on a terminal, a record every 30 s otherwise (:mod:`numerics.progress`);
+        ``True``: a bar; ``False``: silent.
+    store_dir, cache_dir : path, optional
+        The sweep store a study trains into and its Monte-Carlo cache
+        (:mod:`numerics.experiments.cache`); default the study's own (``OUT/store``,
+        ``OUT/cache``). A function given its store explicitly does not read ``store_dir``.
     connect_timeout : float, default 10
         Seconds to wait for the Dask scheduler (or local cluster) to answer.
-
-    Raises
-    ------
-    ValueError, TypeError
-        A field with a value it does not allow, named in the message: an unknown backend,
-        ``workers < 1``, a scheduler with ``backend='local'``, ``connect_timeout <= 0``.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation. Results do not depend on it: each run's randomness
-    comes from its config.
 
     Examples
     --------

@@ -1,14 +1,8 @@
 """The one sweep runner: a training run, with the diagnostics the figures and the study read.
 
-:func:`run` is the runner of every sweep of the package
-(:func:`numerics.experiments.sweep.run_sweep`'s default; the reproduction, the regime
-study and ``idepth study defaults`` use it, so one store serves them all and a run
-is trained once whoever asks for it). It is :func:`numerics.train.run_config`: the
-training result already carries what the paper's figures and the study read (per-context
-predictions, the top-1 attention-mass curve, selection errors, ρ, ``m`` and ``A_1``;
-listed in :class:`numerics.train.TrainResult`), measured in the final evaluation's one
-pass over the held-out contexts. A store records its runner by name (``module.qualname``,
-:func:`numerics.experiments.sweep.runner_name`), so this function keeps its name and home.
+:func:`run` is :func:`numerics.experiments.sweep.run_sweep`'s default runner, used by the
+reproduction and the studies, so one store serves them all and a run is trained once. A store
+records its runner by name (:func:`numerics.experiments.sweep.runner_name`): keep its name and home.
 """
 
 from __future__ import annotations
@@ -17,16 +11,10 @@ __all__ = ["run"]
 
 
 def run(config):
-    """Train ``config`` as :func:`numerics.train.run_config` (no progress bar); the sweep's runner.
+    """Train ``config`` (a :class:`numerics.train.TrainConfig`) as :func:`numerics.train.run_config`.
 
-    Parameters
-    ----------
-    config : numerics.train.TrainConfig
-
-    Returns
-    -------
-    numerics.train.TrainResult
-        With the metrics and arrays listed there (figure diagnostics included).
+    The :class:`numerics.train.TrainResult` carries the figure diagnostics too (per-context
+    predictions, the top-1 attention-mass curve, selection errors), from the final evaluation.
 
     References
     ----------

@@ -1,33 +1,15 @@
 """The one scale system: which runs each family of the paper's experiments gets, and the study's budget.
 
-A reproduction trains the paper's models in *families* of runs (one model, task,
-size and training recipe, over a grid of spectra, depths and seeds). A
-:class:`Scale` fixes every family; :data:`SCALES` holds the four shipped ones:
+A reproduction trains the paper's models in *families* of runs (one model, task, size and
+recipe over spectra, depths and seeds, :mod:`numerics.experiments._families`). A :class:`Scale`
+fixes every family; :data:`SCALES` holds the shipped ones: ``smoke`` (CI only, numbers mean
+nothing), ``quick`` (the default; :data:`MEASURED_RUN_TIMES`), ``medium`` (hours on a
+workstation) and ``paper`` (the linear families at the sizes of Table 3, the softmax ones at
+:data:`INFERRED_SOFTMAX_SIZES`: a Dask cluster). Each scale's description says what it is for.
 
-``smoke``
-    CI only: tiny sizes, a few steps; exercises every figure, table and the
-    report in about a minute. Its numbers mean nothing.
-``quick``
-    The default (``idepth reproduce``): small ``d``, ``N``, ``P`` chosen so the
-    whole reproduction, the regime study included, runs in well under an hour on
-    2 cores (the measured figure is :data:`MEASURED_RUN_TIMES`); the nonlinear
-    difficult task reaches ``L = 32``.
-``medium``
-    Hours on a workstation: larger sizes, depths to 64-128, every table row.
-``paper``
-    The linear families at the sizes that reproduce the paper's Table 3 (``d = 128``,
-    ``P = 1024``), the softmax families at the sizes the nonlinear plateaus imply
-    (:data:`INFERRED_SOFTMAX_SIZES`), depths to 256 (the linear easy task to 64, the difficult
-    to 32), the regime study at ``d = 16`` only; its cost (the printed plan and the scale's
-    description give it) needs a Dask cluster (``--backend dask --scheduler tcp://HOST:8786``).
-
-The paper states neither sizes, optimiser, schedule nor step budget (section 3
-of the digest); every choice below is this package's and is printed in the
-report. The nonlinear difficult-task families use the regime in which
-independent prototypes found inverse-depth scaling ("lazy" training: gain
-``g = W_o W_v W_y`` frozen at 1, Adam at 1e-4 constant for 1000 steps,
-``W_q = W_k = √0.6 (I + 0.5 G/√N)``); ``nonlinear_converged`` is the same model
-trained to convergence at the same sizes, reported separately.
+The paper states neither sizes, optimiser, schedule nor step budget (digest section 3): every
+choice below is this package's and is printed in the report. The recipes are those of
+:mod:`numerics.experiments.recipes`.
 """
 
 from __future__ import annotations
@@ -69,11 +51,9 @@ __all__ = [
 class MeasuredRunTime:
     """One measured run time of a whole reproduction, with the machine state it was measured on.
 
-    The one place a run time is stated: the README (checked by a test), ``idepth
-    reproduce --help``, the printed plan and the report all quote :meth:`text`.
-    Update it after a fresh measurement (``/usr/bin/time -v idepth reproduce
-    --scale quick --out DIR`` from an empty DIR: wall clock and user + system time
-    of the process and its children).
+    The one place a run time is stated: the README (checked by a test), ``idepth reproduce
+    --help``, the printed plan and the report quote :meth:`text`. Measure with ``/usr/bin/time -v
+    idepth reproduce --scale quick --out DIR`` from an empty DIR (wall clock, user + system time).
 
     Examples
     --------
@@ -154,6 +134,10 @@ def _unique(*groups) -> tuple:
     return tuple(dict.fromkeys(item for group in groups for item in group))
 
 
+def _depth_grid(depths) -> tuple:
+    return tuple(sorted({check_positive_int("depth", L) for L in depths}))
+
+
 @dataclass(frozen=True)
 class StudyScale:
     """Sizes and budgets of one study run.
@@ -163,39 +147,32 @@ class StudyScale:
     name : str
     sizes : tuple of (d, P, N)
         Input dimension, context length, hidden width.
-    spectra : tuple of (a, b)
-        Spectrum exponents (eq. 2) of every regime.
-    depths : tuple of int
-        Depth grid of the lazy and frozen-heads regimes.
-    seeds : tuple of int
-        Training seeds (>= 3 for a real study).
+    spectra, extra_spectra : tuple of (a, b)
+        Spectrum exponents (eq. 2) of every regime, and further ones for the cheap regimes only
+        (lazy, frozen heads).
+    depths, seeds : tuple of int
+        Depth grid of the lazy and frozen-heads regimes; training seeds (>= 3 for a real study).
     regimes : tuple of str
         Subset of :data:`REGIMES`.
     k : int
         Top-k of the task (eq. 6).
-    extra_spectra : tuple of (a, b)
-        Further spectra for the cheap regimes only (lazy, frozen heads).
-    converged_depths : tuple of int, optional
-        Depth grid of the converged regime (default ``depths``).
-    separate_depths : tuple of int, optional
-        Depths of the separate-models average (default: those ``<= separate_models / len(seeds)``).
+    converged_depths, separate_depths : tuple of int, optional
+        Depths of the converged regime (default ``depths``) and of the separate-models average
+        (default: those ``<= separate_models / len(seeds)``).
     separate_models : int
         Independent ``L = 1`` (converged) models trained for the separate-models average.
     batch_size, eval_size, eval_every : int
         Training batch, held-out evaluation-set size, evaluation period.
-    lazy_steps, lazy_long_steps : int
-        Step budgets of the lazy regimes.
-    converged_steps, converged_warmup : int
-        Step cap and warm-up of the converged regime (cosine decay to 0 at the cap).
+    lazy_steps, lazy_long_steps, converged_steps, converged_warmup : int
+        Step budgets of the lazy regimes; step cap and warm-up of the converged regime (cosine
+        decay to 0 at the cap).
     converged_window : int or None
-        Early stop when the held-out loss has not improved by 0.1 % for this many steps;
-        None: no early stop (the whole cosine schedule is run).
+        Early stop when the held-out loss has not improved by 0.1 % for this many steps (None:
+        the whole cosine schedule).
     converged_init : {'default', 'lazy'}
         Initialisation of the converged regime: the model's default or :data:`LAZY_INIT`.
-    fit_size : int
-        Contexts on which the frozen-heads gain is fitted.
-    bound_contexts : int
-        Monte-Carlo contexts of each oracle bound.
+    fit_size, bound_contexts : int
+        Contexts on which the frozen-heads gain is fitted; Monte-Carlo contexts of each bound.
     dtype : {'float32', 'float64'}
 
     References
@@ -257,15 +234,14 @@ class StudyScale:
         for regime in self.regimes:
             check_choice("regime", regime, REGIMES)
         check_choice("converged_init", self.converged_init, ("default", "lazy"))
-        depths = tuple(sorted({check_positive_int("depth", L) for L in self.depths}))
+        depths = _depth_grid(self.depths)
         object.__setattr__(self, "depths", depths)
-        conv = depths if self.converged_depths is None else tuple(sorted({check_positive_int("depth", L) for L in self.converged_depths}))
+        conv = depths if self.converged_depths is None else _depth_grid(self.converged_depths)
         object.__setattr__(self, "converged_depths", conv)
-        n_seeds = len(self.seeds)
         sep = self.separate_depths
         if sep is None:
-            sep = tuple(L for L in depths if L * n_seeds <= self.separate_models)
-        object.__setattr__(self, "separate_depths", tuple(sorted({check_positive_int("depth", L) for L in sep})))
+            sep = tuple(L for L in depths if L * len(self.seeds) <= self.separate_models)
+        object.__setattr__(self, "separate_depths", _depth_grid(sep))
         if "separate_models" in self.regimes and max(self.separate_depths) > self.separate_models:
             raise ValueError(
                 f"StudyScale.separate_depths up to {max(self.separate_depths)} need at least that many separate models; "
@@ -287,7 +263,7 @@ class StudyScale:
     @property
     def all_spectra(self) -> tuple:
         """Every spectrum of the study (:attr:`spectra`, then :attr:`extra_spectra`), once each."""
-        return tuple(dict.fromkeys(self.spectra + self.extra_spectra))
+        return _unique(self.spectra, self.extra_spectra)
 
     def describe(self, regime: str) -> str:
         """Plain-words description of ``regime`` at this scale."""
@@ -304,7 +280,8 @@ class StudyScale:
 
     def to_dict(self) -> dict:
         """JSON-able dict."""
-        return {key: (list(map(list, v)) if key in ("sizes", "spectra", "extra_spectra") else (list(v) if isinstance(v, tuple) else v))
+        pairs = ("sizes", "spectra", "extra_spectra")
+        return {key: (list(map(list, v)) if key in pairs else (list(v) if isinstance(v, tuple) else v))
                 for key, v in dataclasses.asdict(self).items()}
 
 
@@ -314,31 +291,28 @@ class Scale:
 
     Parameters
     ----------
-    name : str
-    description : str
-        What the scale is for and how long it takes.
+    name, description : str
+        The scale and what it is for (how long it takes).
     families : mapping of str to Family
         Keyed by :data:`FAMILIES` names; a scale defines all of them.
-    bound_contexts : int
-        Monte-Carlo contexts of the oracle softmax-head bound (:func:`numerics.experiments.bounds.softmax_head_bound`).
-    floor_samples : int
-        Monte-Carlo contexts of the linear floor (:func:`theory.floor.linear_floor_monte_carlo`).
+    bound_contexts, floor_samples : int
+        Monte-Carlo contexts of the oracle softmax-head bound
+        (:func:`numerics.experiments.bounds.softmax_head_bound`) and of the linear floor
+        (:func:`theory.floor.linear_floor_monte_carlo`).
     needs_cluster : bool
         True when the scale is meant for a Dask cluster.
     study : StudyScale
-        The budget of the regime study at this scale (:mod:`numerics.experiments.study`); its
-        ``name`` and ``bound_contexts`` are set to this scale's, so the study and the
-        reproduction compute each oracle bound once, with one value.
+        The regime study's budget (:mod:`numerics.experiments.study`), given this scale's
+        ``name`` and ``bound_contexts`` so that the study and the reproduction share each bound.
     converged_checks : tuple of (a, b, k, N, depth, seed)
-        Runs of the converged-study table that the reproduction re-trains from their recorded
-        configuration (:func:`numerics.experiments.reproduce.converged.spot_check_configs`), to
-        show that the table comes out of this code on this machine.
+        Runs of the converged-study table that the reproduction re-trains from their configs
+        (:func:`numerics.experiments.reproduce.converged.spot_check_configs`).
     runs_converged_study : bool
-        The reproduction runs the whole converged study itself into ``OUT/converged`` (and reads
-        that table) instead of reading the shipped one (``paper``: True).
+        The reproduction runs the whole converged study into ``OUT/converged`` and reads that
+        table instead of the shipped one.
     converged_plan : mapping or None
         Fields of the :class:`numerics.experiments.study.converged.ConvergedPlan` that
-        ``converged_table='run'`` trains at this scale (None: the default plan, the shipped one).
+        ``converged_table='run'`` trains at this scale (None: the default plan).
 
     References
     ----------
@@ -409,6 +383,26 @@ def _scale(name, description, families, **kwargs) -> Scale:
     return Scale(name, description, {f.name: f for f in families}, **kwargs)
 
 
+#: the model, task and top-k of each family, the same at every scale
+_KINDS = {
+    "linear_easy": ("linear", "easy", 2),
+    "linear_difficult": ("linear", "difficult", 2),
+    "linear_difficult_k16": ("linear", "difficult", 16),
+    "nonlinear_easy": ("nonlinear", "easy", 2),
+    "nonlinear_lazy": ("nonlinear", "difficult", 2),
+    "nonlinear_converged": ("nonlinear", "difficult", 2),
+    "nonlinear_k16": ("nonlinear", "difficult", 16),
+    "single_stream": ("single_stream", "difficult", 2),
+    "untied_values": ("untied_values", "difficult", 2),
+    "context_updates": ("context_updates", "difficult", 2),
+    "context_updates_k16": ("context_updates", "difficult", 16),
+}
+
+
+def _family(name: str, d, N, P, spectra, depths, seeds, **recipe) -> Family:
+    return Family(name, *_KINDS[name], d, N, P, spectra, depths, seeds, **recipe)
+
+
 def _family_recipe(recipe, regime: str) -> dict:
     """A recipe of :mod:`numerics.experiments.recipes` as :class:`Family` fields (``init`` as sorted pairs)."""
     fields = dict(recipe)
@@ -430,28 +424,28 @@ _CONVERGED = _family_recipe(recipes.EQUAL_BUDGET, "equal budget: every parameter
 _STUDY_RECIPE = _family_recipe(recipes.CONVERGED_STUDY, "converged: the converged study's recipe, every parameter "
                                "trained, Adam 1e-3, batch 256, warm-up + cosine decay over 6000 steps, default "
                                "initialisation")
+#: the sizes (d, N, P) of the softmax families at the quick and paper scales
+_SOFTMAX = tuple(INFERRED_SOFTMAX_SIZES[name] for name in ("d", "N", "P"))
 
 
 def _smoke() -> Scale:
     tiny = dict(batch_size=8, max_steps=20, eval_size=64, eval_every=10, warmup_steps=0)
     lazy = {**_LAZY, **tiny}
     linear = {**_LINEAR, **tiny}
+    converged = {**_CONVERGED, **tiny}
+    zero = ((0.0, 0.0),)
     return _scale("smoke", "CI only: tiny sizes and 20 steps per run; checks the pipeline, its numbers mean nothing", [
-        Family("linear_easy", "linear", "easy", 2, 4, 4, 16, ((2.0, 1.0), (1.0, 2.0)), (1, 2, 4), (0,), **linear),
-        Family("linear_difficult", "linear", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **linear),
-        Family("linear_difficult_k16", "linear", "difficult", 16, 4, 4, 32, ((1.0, 0.0),), (1, 2), (0,), **linear),
-        Family("nonlinear_easy", "nonlinear", "easy", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2), (0,), **{**_EASY, **tiny}),
-        Family("nonlinear_lazy", "nonlinear", "difficult", 2, 4, 4, 16, ((0.0, 0.0), (0.5, 0.0)), (1, 2, 4), (0, 1),
-               **lazy),
-        Family("nonlinear_converged", "nonlinear", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,),
-               **{**_CONVERGED, **tiny}),
-        Family("nonlinear_k16", "nonlinear", "difficult", 16, 4, 4, 32, ((0.0, 0.5),), (1, 2, 4), (0,), **lazy),
-        Family("single_stream", "single_stream", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **lazy),
-        Family("untied_values", "untied_values", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2, 4), (0,), **lazy),
-        Family("context_updates", "context_updates", "difficult", 2, 4, 4, 16, ((0.0, 0.0),), (1, 2), (0,),
-               **{**_CONVERGED, **tiny}),
-        Family("context_updates_k16", "context_updates", "difficult", 16, 4, 4, 32, ((0.0, 0.0),), (1, 2), (0,),
-               **{**_CONVERGED, **tiny}),
+        _family("linear_easy", 4, 4, 16, ((2.0, 1.0), (1.0, 2.0)), (1, 2, 4), (0,), **linear),
+        _family("linear_difficult", 4, 4, 16, zero, (1, 2, 4), (0,), **linear),
+        _family("linear_difficult_k16", 4, 4, 32, ((1.0, 0.0),), (1, 2), (0,), **linear),
+        _family("nonlinear_easy", 4, 4, 16, zero, (1, 2), (0,), **{**_EASY, **tiny}),
+        _family("nonlinear_lazy", 4, 4, 16, ((0.0, 0.0), (0.5, 0.0)), (1, 2, 4), (0, 1), **lazy),
+        _family("nonlinear_converged", 4, 4, 16, zero, (1, 2, 4), (0,), **converged),
+        _family("nonlinear_k16", 4, 4, 32, ((0.0, 0.5),), (1, 2, 4), (0,), **lazy),
+        _family("single_stream", 4, 4, 16, zero, (1, 2, 4), (0,), **lazy),
+        _family("untied_values", 4, 4, 16, zero, (1, 2, 4), (0,), **lazy),
+        _family("context_updates", 4, 4, 16, zero, (1, 2), (0,), **converged),
+        _family("context_updates_k16", 4, 4, 32, zero, (1, 2), (0,), **converged),
     ], bound_contexts=256, floor_samples=128, study=_STUDY_SMOKE,
         # --converged-table run at smoke scale: a tiny converged study that exercises the path
         converged_plan=MappingProxyType(dict(d=4, P=8, spectra=((0.0, 0.0), (0.5, 0.0)), table4_spectra=(),
@@ -461,43 +455,32 @@ def _smoke() -> Scale:
 
 
 def _quick() -> Scale:
-    # the softmax families sit at the sizes the paper's nonlinear numbers imply (INFERRED_SOFTMAX_SIZES, d = 16,
-    # N = 32, P = 64: `idepth study sizes`), where the converged study's shipped table (the verdict) was measured;
-    # nonlinear_lazy and nonlinear_converged are exactly the runs of the regime study's quick scale
-    # (numerics.experiments.study.regime_config, batch 32): sharing the store trains them once
-    softmax = (INFERRED_SOFTMAX_SIZES["d"], INFERRED_SOFTMAX_SIZES["N"], INFERRED_SOFTMAX_SIZES["P"])
+    # the softmax families at the sizes the paper's nonlinear numbers imply (_SOFTMAX), where the converged study's
+    # shipped table (the verdict) was measured; nonlinear_lazy and nonlinear_converged are exactly the runs of the
+    # regime study's quick scale (study.regime_config, batch 32): sharing the store trains them once
     lazy = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100, eval_size=1024)
-    # the learned scalar m of M(m) must be able to move (paper: m ≈ −2.3 for top-16): train to convergence
-    context = dict(_CONVERGED, max_steps=2000, batch_size=32, eval_every=100, warmup_steps=100)
+    # context updates: the learned scalar m of M(m) must be able to move (paper: m ≈ −2.3 for top-16)
+    converged = dict(_CONVERGED, max_steps=2000, batch_size=32, eval_every=100, warmup_steps=100)
     linear = dict(_LINEAR, batch_size=64, max_steps=1500, eval_every=100, warmup_steps=100)
+    # lr 3e-3: at 1e-2 the L = 8 models stopped further above the floor
+    linear_difficult = dict(linear, batch_size=32, max_steps=1000, learning_rate=3e-3)
+    depths = (1, 2, 4, 8, 16, 32)
     return _scale("quick", f"default; measured: {MEASURED_RUN_TIMES['quick'].text()}, regime study included", [
         # L = 16 is left out: at lr 1e-2 it trained unstably here
-        Family("linear_easy", "linear", "easy", 2, 16, 16, 512, _TABLE2_SPECTRA[:4], (1, 2, 4, 8), (0,),
-               **linear),
-        # d = N = 32, P = 128 (Table 1 compares it with the softmax families at their inferred sizes; the report says so)
-        # lr 3e-3: at 1e-2 the L = 8 models stopped further above the floor
-        Family("linear_difficult", "linear", "difficult", 2, 32, 32, 128,
-               ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0), (0.5, 0.5), (1.0, 1.0)), (1, 2, 4, 8), (0,),
-               **dict(linear, batch_size=32, max_steps=1000, learning_rate=3e-3)),
-        Family("linear_difficult_k16", "linear", "difficult", 16, 16, 16, 128, ((0.5, 0.5), (1.0, 0.0)),
-               (1, 2, 4), (0,), **dict(linear, batch_size=32, max_steps=1000, learning_rate=3e-3)),
-        Family("nonlinear_easy", "nonlinear", "easy", 2, 16, 16, 64, ((0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (2.0, 1.0)),
-               (1, 2), (0,), max_steps=500, batch_size=64, eval_every=50, **_EASY),
-        Family("nonlinear_lazy", "nonlinear", "difficult", 2, *softmax, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)),
-               (1, 2, 4, 8, 16, 32), (0, 1, 2), **lazy),
-        Family("nonlinear_converged", "nonlinear", "difficult", 2, *softmax, ((0.0, 0.0),),
-               (1, 2, 4, 8, 16, 32), (0, 1, 2), max_steps=2000, batch_size=32, eval_every=100, eval_size=1024,
-               warmup_steps=100, **_CONVERGED),
-        Family("nonlinear_k16", "nonlinear", "difficult", 16, *softmax, ((0.0, 0.5),),
-               (1, 2, 4, 8, 16, 32), (0,), **_STUDY_RECIPE),
-        Family("single_stream", "single_stream", "difficult", 2, *softmax, ((0.0, 0.0),), (1, 2, 4, 8), (0,),
-               **_STUDY_RECIPE),
-        Family("untied_values", "untied_values", "difficult", 2, *softmax, ((0.0, 0.0),), (1, 2, 4, 8, 16),
-               (0,), **_STUDY_RECIPE),
-        Family("context_updates", "context_updates", "difficult", 2, 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,),
-               **context),
-        Family("context_updates_k16", "context_updates", "difficult", 16, 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8),
-               (0,), **context),
+        _family("linear_easy", 16, 16, 512, _TABLE2_SPECTRA[:4], (1, 2, 4, 8), (0,), **linear),
+        # d = N = 32, P = 128 (Table 1 compares it with the softmax families at _SOFTMAX; the report says so)
+        _family("linear_difficult", 32, 32, 128, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0), (0.5, 0.5), (1.0, 1.0)),
+                (1, 2, 4, 8), (0,), **linear_difficult),
+        _family("linear_difficult_k16", 16, 16, 128, ((0.5, 0.5), (1.0, 0.0)), (1, 2, 4), (0,), **linear_difficult),
+        _family("nonlinear_easy", 16, 16, 64, ((0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (2.0, 1.0)), (1, 2), (0,),
+                max_steps=500, batch_size=64, eval_every=50, **_EASY),
+        _family("nonlinear_lazy", *_SOFTMAX, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)), depths, (0, 1, 2), **lazy),
+        _family("nonlinear_converged", *_SOFTMAX, ((0.0, 0.0),), depths, (0, 1, 2), **converged),
+        _family("nonlinear_k16", *_SOFTMAX, ((0.0, 0.5),), depths, (0,), **_STUDY_RECIPE),
+        _family("single_stream", *_SOFTMAX, ((0.0, 0.0),), (1, 2, 4, 8), (0,), **_STUDY_RECIPE),
+        _family("untied_values", *_SOFTMAX, ((0.0, 0.0),), (1, 2, 4, 8, 16), (0,), **_STUDY_RECIPE),
+        _family("context_updates", 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,), **converged),
+        _family("context_updates_k16", 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,), **converged),
     ], bound_contexts=8192, floor_samples=4096, study=_STUDY_QUICK,
         converged_checks=((0.0, 0.0, 2, 32, 1, 0), (0.0, 0.0, 2, 32, 8, 0), (0.0, 0.0, 2, 32, 64, 0)))
 
@@ -505,70 +488,57 @@ def _quick() -> Scale:
 def _medium() -> Scale:
     lazy = dict(_LAZY, max_steps=1000, batch_size=128, eval_every=100, eval_size=4096)
     linear = dict(_LINEAR, batch_size=128, max_steps=4000, eval_every=200, warmup_steps=200, learning_rate=3e-3)
+    context = dict(_CONVERGED, max_steps=5000, batch_size=128, eval_every=200, warmup_steps=200)
     seeds = (0, 1, 2)
     depths = (1, 2, 4, 8, 16, 32, 64, 128)
+    pairs = ((0.0, 0.0), (0.5, 0.5))
     return _scale("medium", "hours on a workstation: every table row, depths to 128", [
-        Family("linear_easy", "linear", "easy", 2, 64, 64, 1024, _TABLE2_SPECTRA, (1, 2, 4, 8, 16, 32, 64), seeds,
-               **linear),
-        Family("linear_difficult", "linear", "difficult", 2, 64, 64, 512, _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA),
-               (1, 2, 4, 8, 16), seeds, **linear),
-        Family("linear_difficult_k16", "linear", "difficult", 16, 64, 64, 512, _TABLE3_K16_SPECTRA, (1, 2, 4, 8, 16),
-               seeds, **linear),
-        Family("nonlinear_easy", "nonlinear", "easy", 2, 64, 64, 256, ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0), (2.0, 1.0)),
-               (1, 2, 4), seeds, max_steps=2000, batch_size=128, eval_every=100, **_EASY),
-        Family("nonlinear_lazy", "nonlinear", "difficult", 2, 64, 64, 512, _unique(_TABLE1_SPECTRA, _TABLE4_K2_SPECTRA),
-               depths, seeds, **lazy),
-        Family("nonlinear_converged", "nonlinear", "difficult", 2, 64, 64, 512, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)),
-               depths, seeds, max_steps=10000, batch_size=128, eval_every=200, eval_size=4096, warmup_steps=200,
-               **_CONVERGED),
-        Family("nonlinear_k16", "nonlinear", "difficult", 16, 64, 64, 512, _TABLE4_K16_SPECTRA, depths, seeds, **lazy),
-        Family("single_stream", "single_stream", "difficult", 2, 32, 32, 128, ((0.0, 0.0), (0.5, 0.5)),
-               (1, 2, 4, 8, 16, 32), seeds, **lazy),
-        Family("untied_values", "untied_values", "difficult", 2, 64, 64, 512, ((0.0, 0.0), (0.5, 0.5)), depths, seeds,
-               **lazy),
-        Family("context_updates", "context_updates", "difficult", 2, 16, 16, 64, ((0.0, 0.0),), (1, 2, 4, 8, 16, 32),
-               seeds, **dict(_CONVERGED, max_steps=5000, batch_size=128, eval_every=200, warmup_steps=200)),
-        Family("context_updates_k16", "context_updates", "difficult", 16, 16, 16, 64, ((0.0, 0.0),),
-               (1, 2, 4, 8, 16, 32), seeds, **dict(_CONVERGED, max_steps=5000, batch_size=128, eval_every=200,
-                                                   warmup_steps=200)),
+        _family("linear_easy", 64, 64, 1024, _TABLE2_SPECTRA, depths[:7], seeds, **linear),
+        _family("linear_difficult", 64, 64, 512, _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA), depths[:5], seeds,
+                **linear),
+        _family("linear_difficult_k16", 64, 64, 512, _TABLE3_K16_SPECTRA, depths[:5], seeds, **linear),
+        _family("nonlinear_easy", 64, 64, 256, ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0), (2.0, 1.0)), depths[:3], seeds,
+                max_steps=2000, batch_size=128, eval_every=100, **_EASY),
+        _family("nonlinear_lazy", 64, 64, 512, _unique(_TABLE1_SPECTRA, _TABLE4_K2_SPECTRA), depths, seeds, **lazy),
+        _family("nonlinear_converged", 64, 64, 512, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)), depths, seeds,
+                max_steps=10000, batch_size=128, eval_every=200, eval_size=4096, warmup_steps=200, **_CONVERGED),
+        _family("nonlinear_k16", 64, 64, 512, _TABLE4_K16_SPECTRA, depths, seeds, **lazy),
+        _family("single_stream", 32, 32, 128, pairs, depths[:6], seeds, **lazy),
+        _family("untied_values", 64, 64, 512, pairs, depths, seeds, **lazy),
+        _family("context_updates", 16, 16, 64, ((0.0, 0.0),), depths[:6], seeds, **context),
+        _family("context_updates_k16", 16, 16, 64, ((0.0, 0.0),), depths[:6], seeds, **context),
     ], bound_contexts=16384, floor_samples=16384, study=_STUDY_FULL)
 
 
 def _paper() -> Scale:
     # the softmax families at the sizes the paper's nonlinear plateaus imply (``idepth study sizes``: d = 16, P in
     # 32-96; N = 2d), the linear families at the sizes that reproduce Table 3 (d = 128, P = 1024)
-    d, N, P = INFERRED_SOFTMAX_SIZES["d"], INFERRED_SOFTMAX_SIZES["N"], INFERRED_SOFTMAX_SIZES["P"]
+    d, N, P = _SOFTMAX
     lazy = dict(_LAZY, max_steps=1000, batch_size=128, eval_every=100, eval_size=4096)
     converged = dict(_CONVERGED, max_steps=20000, batch_size=256, eval_every=500, warmup_steps=500, eval_size=4096)
     linear = dict(_LINEAR, batch_size=128, max_steps=10000, eval_every=500, warmup_steps=500, eval_size=4096,
                   learning_rate=3e-3)
     seeds = (0, 1, 2)
     depths = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    pairs = ((0.0, 0.0), (0.5, 0.5))
     return _scale("paper", "linear families at the paper's Table 3 sizes (d = 128, P = 1024), softmax families at "
-                  f"the inferred sizes (d = {d}, N = {N}, P = {P}), depths to 256 (linear: 64, 32): ≈ 370 core-hours by the "
-                  "cost model with the regime and converged studies, 87 % of them the linear families at d = 128, "
-                  "i.e. ≈ 23 h on 16 cores: needs a Dask cluster", [
+                  f"the inferred sizes (d = {d}, N = {N}, P = {P}), depths to 256 (linear: 64, 32): ≈ 370 "
+                  "core-hours by the cost model with the regime and converged studies, 87 % of them the linear "
+                  "families at d = 128, i.e. ≈ 23 h on 16 cores: needs a Dask cluster", [
         # depths to 64: the L = 128 runs alone would cost more than all the rest
-        Family("linear_easy", "linear", "easy", 2, 128, 128, 1024, _TABLE2_SPECTRA, depths[:7], seeds, **linear),
-        Family("linear_difficult", "linear", "difficult", 2, 128, 128, 1024,
-               _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA), depths[:6], seeds, **linear),
-        Family("linear_difficult_k16", "linear", "difficult", 16, 128, 128, 1024, _TABLE3_K16_SPECTRA, depths[:6],
-               seeds, **linear),
-        Family("nonlinear_easy", "nonlinear", "easy", 2, d, N, P, _unique(_TABLE1_SPECTRA, _TABLE2_SPECTRA),
-               (1, 2, 4), seeds, max_steps=5000, batch_size=128, eval_every=250, eval_size=4096, **_EASY),
-        Family("nonlinear_lazy", "nonlinear", "difficult", 2, d, N, P,
-               _unique(_TABLE1_SPECTRA, _TABLE4_K2_SPECTRA), depths, seeds, **lazy),
-        Family("nonlinear_converged", "nonlinear", "difficult", 2, d, N, P, _TABLE1_SPECTRA, depths, seeds,
-               **converged),
-        Family("nonlinear_k16", "nonlinear", "difficult", 16, d, N, P, _TABLE4_K16_SPECTRA, depths, seeds, **lazy),
-        Family("single_stream", "single_stream", "difficult", 2, d, N, P, ((0.0, 0.0), (0.5, 0.5)),
-               depths[:7], seeds, **lazy),
-        Family("untied_values", "untied_values", "difficult", 2, d, N, P, ((0.0, 0.0), (0.5, 0.5)), depths,
-               seeds, **lazy),
-        Family("context_updates", "context_updates", "difficult", 2, d, N, P, ((0.0, 0.0),), depths[:6],
-               seeds, **converged),
-        Family("context_updates_k16", "context_updates", "difficult", 16, d, N, P, ((0.0, 0.0),), depths[:6],
-               seeds, **converged),
+        _family("linear_easy", 128, 128, 1024, _TABLE2_SPECTRA, depths[:7], seeds, **linear),
+        _family("linear_difficult", 128, 128, 1024, _unique(_TABLE3_K2_SPECTRA, _TABLE1_SPECTRA), depths[:6], seeds,
+                **linear),
+        _family("linear_difficult_k16", 128, 128, 1024, _TABLE3_K16_SPECTRA, depths[:6], seeds, **linear),
+        _family("nonlinear_easy", d, N, P, _unique(_TABLE1_SPECTRA, _TABLE2_SPECTRA), depths[:3], seeds,
+                max_steps=5000, batch_size=128, eval_every=250, eval_size=4096, **_EASY),
+        _family("nonlinear_lazy", d, N, P, _unique(_TABLE1_SPECTRA, _TABLE4_K2_SPECTRA), depths, seeds, **lazy),
+        _family("nonlinear_converged", d, N, P, _TABLE1_SPECTRA, depths, seeds, **converged),
+        _family("nonlinear_k16", d, N, P, _TABLE4_K16_SPECTRA, depths, seeds, **lazy),
+        _family("single_stream", d, N, P, pairs, depths[:7], seeds, **lazy),
+        _family("untied_values", d, N, P, pairs, depths, seeds, **lazy),
+        _family("context_updates", d, N, P, ((0.0, 0.0),), depths[:6], seeds, **converged),
+        _family("context_updates_k16", d, N, P, ((0.0, 0.0),), depths[:6], seeds, **converged),
     ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_PAPER, runs_converged_study=True)
 
 

@@ -80,7 +80,7 @@ def _check_status(argument: str, value: str | None, *, optional: bool = False) -
 
 
 def _package_version() -> str:
-    # imported lazily: ``theory`` loads numpy and sympy (see module docstring)
+    # imported lazily: ``theory`` loads numpy, which workers import only after pinning BLAS threads
     from theory import __version__
 
     return __version__

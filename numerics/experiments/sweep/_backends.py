@@ -70,8 +70,6 @@ def _json_scalar(value: Any) -> Any:
 def _execute(runner: Runner, run_hash: str, config: Any) -> RunOutcome:
     """Run one config in a worker; exceptions are caught and returned as a failed outcome."""
     started, clock = time.time(), time.perf_counter()
-    metrics: dict[str, Any] = {}
-    arrays: dict[str, bytes] = {}
     error = tb = None
     try:
         worker_hash = config.content_hash()
@@ -195,8 +193,7 @@ class _DaskBackend:
                 dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, host="127.0.0.1",
             )
             self._client = distributed.Client(self._cluster, timeout=f"{timeout}s", set_as_default=False)
-        threads = sum(self._client.nthreads().values())
-        self.workers = max(1, threads)
+        self.workers = max(1, sum(self._client.nthreads().values()))
 
     def submit(self, run_hash: str, config: Any):
         return self._client.submit(_execute, self._runner, run_hash, config, pure=False,

@@ -154,10 +154,7 @@ def run_sweep(
     """
     started = time.perf_counter()
     execution = as_execution(execution)
-    grid = _as_grid(grid, config_type)
-    configs = grid.configs
-    if not configs:  # pragma: no cover - Grid refuses empty grids
-        raise ValueError("grid is empty")
+    configs = _as_grid(grid, config_type).configs  # never empty: a Grid refuses that
     if runner is None:
         from ..runner import run as runner
     if not callable(runner):
@@ -244,9 +241,8 @@ def _run(configs, hashes, out_dir, execution, retry_failed, runner, max_in_fligh
     )
 
 
-#: test hook: when set to a file path, the driver creates that file after its first commit and then waits
-#: (interruptible) until the file is removed -- so tests interrupt or kill a sweep at a known point
-#: instead of racing it. Inert unless set.
+#: test hook, inert unless set: a file the driver creates after its first commit, then waits (interruptible)
+#: until it is removed, so that tests interrupt or kill a sweep at a known point instead of racing it
 HOLD_AFTER_COMMIT_VARIABLE = "IDEPTH_TEST_HOLD_AFTER_COMMIT"
 
 
