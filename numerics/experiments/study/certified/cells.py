@@ -1,17 +1,14 @@
 """The certified study's cells as files that travel with the repository (the store is a working copy).
 
-A session of this workplace ends after a few hours and only committed files survive it, so
-every finished cell is exported to ``CELLS_DIR/<hash>.npz`` (its config, metrics and arrays but
-the winner's weights) and the winners' weights of the *frontier* (cells whose next depth is not
-done yet: the nested starts still to come) to ``FRONTIER_DIR/<hash>.npz``. :func:`import_cells`
-writes them back into a store, so ``run_certified_study`` continues in a new session without
-retraining a finished cell. Files are written atomically; a frontier file goes once its child
-cell is exported.
+Only committed files outlive a session, so every finished cell goes to ``CELLS_DIR/<hash>.npz`` (config,
+metrics, arrays, without the winner's weights) and the winners of the *frontier* (cells whose next depth
+is not done: nested starts still to come) to ``FRONTIER_DIR/<hash>.npz``, atomically; a frontier file
+goes once its child is exported. :func:`import_cells` writes them back into a store, so the study
+continues in a new session without retraining a finished cell.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import socket
 import time
@@ -19,16 +16,30 @@ from pathlib import Path
 
 import numpy as np
 
+from numerics.io import atomic_write
+
+from ...store import ResultsStore, RunOutcome, encode_array, load_arrays, load_results, store_path
+from ...sweep import runner_name
+
 __all__ = ["export_cells", "import_cells", "read_cell"]
 
 _RECORD = "_record"
 _WINNER = "winner_"
 
 
-def _npz_bytes(arrays: dict) -> bytes:
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    return buffer.getvalue()
+def _write_npz(path: Path, arrays: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda fh: np.savez_compressed(fh, **arrays))
+
+
+def _files(directory) -> list:
+    """The ``.npz`` files of ``directory``, sorted (none if it does not exist)."""
+    return sorted(Path(directory).glob("*.npz"))
+
+
+def _done(store_dir) -> set:
+    """The hashes of the finished runs of the store at ``store_dir`` (none without a store)."""
+    return {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
 
 
 def read_cell(path) -> tuple[dict, dict]:
@@ -44,7 +55,7 @@ def read_cell(path) -> tuple[dict, dict]:
     >>> import tempfile, pathlib
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     p = pathlib.Path(tmp) / "x.npz"
-    ...     _ = p.write_bytes(_npz_bytes({_RECORD: np.array(json.dumps({"hash": "x"}))}))
+    ...     _write_npz(p, {_RECORD: np.array(json.dumps({"hash": "x"}))})
     ...     read_cell(p)[0]["hash"]
     'x'
     """
@@ -61,20 +72,14 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
     """Export the store's finished cells not yet in ``cells_dir``; keep the frontier's winners in ``frontier_dir``.
 
     ``frontier_dir`` None: the runs have no next depth that starts from them (the contrast runs).
-
-    ``children`` maps a cell hash to its child's hash (the next depth, same setting and seed); by
-    default it is read from the store (each registered cell names its parent), so a process other
-    than the study's driver can export while the study runs. Returns the number of cells written.
+    ``children`` maps a cell hash to its child's (next depth, same setting and seed); by default it is
+    read from the store, so a process other than the study's driver can export while the study runs.
+    Returns the number of cells written.
 
     Notes
     -----
     No example: it needs a store of trained cells (``tests/test_certified.py``).
     """
-    from numerics.io import atomic_write
-
-    from ...store import load_arrays, load_results, store_path
-
-    cells_dir = Path(cells_dir)
     if not store_path(store_dir).is_file():
         return 0
     records = {r["hash"]: r for r in load_results(store_dir, status="done")}
@@ -82,9 +87,9 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
         children = {r["config"].get("parent"): r["hash"] for r in load_results(store_dir) if r["config"].get("parent")}
     written = 0
     for run_hash, record in records.items():
-        target = cells_dir / f"{run_hash}.npz"
-        # the frontier file of a cell whose child is not done yet (none without a frontier directory)
+        target = Path(cells_dir) / f"{run_hash}.npz"
         frontier = None if frontier_dir is None else Path(frontier_dir) / f"{run_hash}.npz"
+        # the frontier file of a cell whose child is not done yet
         wanted = frontier if frontier is not None and children.get(run_hash) not in records else None
         if frontier is not None and wanted is None:
             frontier.unlink(missing_ok=True)
@@ -92,17 +97,12 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
             continue
         arrays = load_arrays(store_dir, run_hash)
         if not target.is_file():
-            kept = {k: v for k, v in arrays.items() if not k.startswith(_WINNER)}
             meta = {"hash": run_hash, "config": record["config"], "metrics": record["metrics"]}
-            kept[_RECORD] = np.array(json.dumps(meta, sort_keys=True))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            payload = _npz_bytes(kept)
-            atomic_write(target, lambda fh: fh.write(payload))
+            kept = {k: v for k, v in arrays.items() if not k.startswith(_WINNER)}
+            _write_npz(target, {**kept, _RECORD: np.array(json.dumps(meta, sort_keys=True))})
             written += 1
         if wanted is not None:
-            wanted.parent.mkdir(parents=True, exist_ok=True)
-            weights = _npz_bytes({k: v for k, v in arrays.items() if k.startswith(_WINNER)})
-            atomic_write(wanted, lambda fh: fh.write(weights))
+            _write_npz(wanted, {k: v for k, v in arrays.items() if k.startswith(_WINNER)})
     return written
 
 
@@ -115,14 +115,8 @@ def import_cells(cells_dir, frontier_dir, store_dir, runner) -> int:
     -----
     No example: it needs exported cells (``tests/test_certified.py``).
     """
-    from ...store import ResultsStore, RunOutcome, encode_array, load_results, store_path
-    from ...sweep import runner_name
-
-    files = sorted(Path(cells_dir).glob("*.npz")) if Path(cells_dir).is_dir() else []
-    if not files:
-        return 0
-    done = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
-    todo = [f for f in files if f.stem not in done]
+    done = _done(store_dir)
+    todo = [f for f in _files(cells_dir) if f.stem not in done]
     if not todo:
         return 0
     with ResultsStore(store_dir) as store:

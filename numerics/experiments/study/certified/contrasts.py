@@ -1,30 +1,30 @@
 """Training recipes beside the envelope: the lazy and equal-budget regimes at the certified study's sizes.
 
-The paper's ``c/L`` law may be a property of the optimum or of a way of training. The certified
-study finds the optimum (the envelope ``R*_L``); this module trains, at the same sizes and seeds,
-the package's two named training regimes (:mod:`numerics.experiments.recipes`):
-
-* ``lazy``: the gain frozen at 1, small constant Adam steps (the regime in which the package's
-  lazy contrast finds α near 1);
-* ``equal_budget``: every parameter trained, Adam 1e-3 with warm-up and cosine decay over one
-  budget for every depth.
-
-Their configs are the regime study's (:func:`numerics.experiments.study.regime_config` at the
-``quick`` budget, so a reader can compare them with the reproduction's families), moved onto the
-certified study's held-out *report* set (its seed, size and sampler stream): each run's per-context
-errors then pair with the envelope's, depth by depth and seed by seed, and the same statistics
-give each recipe its α (:func:`~numerics.experiments.study.certified.statistics.summarise`).
+The paper's ``c/L`` law may be a property of the optimum or of a way of training. Beside the
+envelope ``R*_L`` this module trains, at the same sizes and seeds, the package's ``lazy`` (gain
+frozen at 1, small constant Adam steps) and ``equal_budget`` (every parameter trained over one
+budget for every depth) recipes: the regime study's configs
+(:func:`numerics.experiments.study.regime_config` at the ``quick`` budget) moved onto the certified
+study's *report* set, so each run's per-context errors pair with the envelope's and the same
+statistics give each recipe its α (:func:`~numerics.experiments.study.certified.statistics.summarise`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 
 import numpy as np
 
+from numerics.models import get_model
+from numerics.train import TrainConfig, evaluation_batch, train
+
+from ...grid import Grid
+from ...sweep import run_sweep
+from ..regimes import regime_config
+from .cells import _done, _files, export_cells, import_cells, read_cell
 from .plan import CertifiedPlan, eval_seed
+from .run import CellResult, _errors, _mean_se
 
 __all__ = ["CONTRAST_RECIPES", "CONTRAST_SCALE", "Contrast", "contrast_configs", "collect_contrasts", "recipe_of",
            "run_contrast", "run_contrasts"]
@@ -55,13 +55,10 @@ class Contrast:
 
 
 def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> list:
-    """The contrast runs of ``plan``: every recipe, setting, depth and seed, evaluated on the report set.
+    """The contrast runs of ``plan`` (``TrainConfig``): every recipe, setting, depth and seed, on the report set.
 
-    Returns
-    -------
-    list of numerics.train.TrainConfig
-        ``regime_config(...)`` at the plan's sizes with ``eval_seed``, ``eval_size`` and ``stream``
-        of the plan's report set; the recipe is in the config (frozen gain: lazy).
+    Each is ``regime_config(...)`` at the plan's sizes moved onto the plan's report set (its seed, size,
+    stream); the recipe is in the config (frozen gain: lazy).
 
     References
     ----------
@@ -76,8 +73,6 @@ def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> lis
     >>> configs[0].eval_seed == plan.cell(0, 0, 64, 1, 0).eval_seed("report")
     True
     """
-    from ..regimes import regime_config
-
     out = []
     for regime in CONTRAST_RECIPES.values():
         for a, b, P, k in plan.settings():
@@ -106,11 +101,8 @@ def recipe_of(config) -> str:
 def run_contrast(config):
     """Train one contrast run and keep its per-context squared errors on the report set (the sweep runner).
 
-    Returns
-    -------
-    CellResult
-        ``metrics``: ``R_L``, ``R_L_se`` (report set), ``steps``, ``cpu_time``; ``arrays``:
-        ``report_errors`` (contexts,) float32 and ``loss_curve``.
+    Returns a :class:`~.run.CellResult`: ``metrics`` ``R_L``, ``R_L_se`` (report set), ``steps``,
+    ``cpu_time``; ``arrays`` ``report_errors`` (contexts,) float32 and ``loss_curve``.
 
     Notes
     -----
@@ -120,11 +112,6 @@ def run_contrast(config):
     ----------
     Paper eq. (12).
     """
-    from numerics.models import get_model
-    from numerics.train import evaluation_batch, train
-
-    from .run import CellResult, _errors, _mean_se
-
     started = time.process_time()
     result = train(config)
     errors = _errors(get_model(config.model), result.params, evaluation_batch(config))
@@ -138,27 +125,20 @@ def run_contrast(config):
 def run_contrasts(plan: CertifiedPlan, store_dir, *, execution=None, out_dir=None, scale: str = CONTRAST_SCALE) -> int:
     """Train the contrast runs of ``plan`` through the resumable store ``store_dir``; returns how many are done.
 
-    ``scale``: the regime study budget of the recipes (:func:`contrast_configs`).
-
-    With ``out_dir``, finished runs are exported there (one ``<hash>.npz`` each, as the study's cells),
-    and exported runs are imported first, so a new session retrains nothing.
+    ``scale``: the recipes' regime study budget. With ``out_dir``, exported runs there are imported
+    first and finished ones exported (``<hash>.npz``, as the study's cells): a new session retrains nothing.
 
     Notes
     -----
     No example: it trains (``tests/test_certified.py``).
     """
-    from ...grid import Grid
-    from ...store import load_results, store_path
-    from ...sweep import run_sweep
-    from .cells import export_cells, import_cells
-
     if out_dir is not None:
         import_cells(out_dir, None, store_dir, run_contrast)
     configs = contrast_configs(plan, scale=scale)
     run_sweep(Grid.of(configs), store_dir, execution=execution, runner=run_contrast)
     if out_dir is not None:
         export_cells(store_dir, out_dir, None)
-    done = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
+    done = _done(store_dir)
     return sum(c.content_hash() in done for c in configs)
 
 
@@ -170,13 +150,8 @@ def collect_contrasts(out_dir) -> list[Contrast]:
     >>> collect_contrasts("/nonexistent")
     []
     """
-    from numerics.train import TrainConfig
-
-    from .cells import read_cell
-
     out = []
-    paths = sorted(Path(out_dir).glob("*.npz")) if Path(out_dir).is_dir() else []
-    for path in paths:
+    for path in _files(out_dir):
         record, arrays = read_cell(path)
         config = TrainConfig.from_dict(record["config"])
         setting = (config.a, config.b, config.k, config.d, config.N, config.P)

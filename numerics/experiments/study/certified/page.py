@@ -6,12 +6,18 @@ writes it out (Markdown, CSV through :mod:`~numerics.experiments.study.certified
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 
+from numerics.io import make_output_dir, save_figure, write_text
+
+from .contrasts import collect_contrasts
 from .plan import CertifiedPlan
+from .statistics import ALPHA_GRID, prediction_deviations, summarise
+from .table import collect, write_csv
 
 __all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_certified_figure", "draw_recipe_figure", "read_verdicts",
            "verdicts_record", "write_certified"]
@@ -67,17 +73,14 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     if not summaries:
         lines += ["No setting has every depth done yet.", ""]
         return "\n".join(lines)
-    def alpha(value, lo, hi):
-        return "–" if not np.isfinite(value) else f"{value:.2f} [{lo:.2f}, {hi:.2f}]"
-
     lines += ["## Verdicts on the paper's c/L law (α = 1)", "",
               "| setting | depths | envelope α (interval) | verdict | reason | recipe cold lr=1e-3: α (interval) |",
               "|---|---|---|---|---|---|"]
     for s in summaries:
         verdict, reason = s.verdict
-        lines.append(f"| {_label(s.setting)} | {s.depths[0]}–{s.depths[-1]} | {alpha(s.alpha, s.alpha_lo, s.alpha_hi)} "
+        lines.append(f"| {_label(s.setting)} | {s.depths[0]}–{s.depths[-1]} | {_interval(s.alpha, s.alpha_lo, s.alpha_hi)} "
                      f"| **{verdict}** | {reason} | "
-                     f"{alpha(s.recipe_alpha, s.recipe_alpha_lo, s.recipe_alpha_hi)} |")
+                     f"{_interval(s.recipe_alpha, s.recipe_alpha_lo, s.recipe_alpha_hi)} |")
     lines += ["", "The recipe column is a separate, labelled finding: what the cold start at 1e-3 with the "
               "converged study's cap gives, not the best loss of the depth.", "",
               "## Depth gains at the deepest depth done", "",
@@ -117,17 +120,17 @@ def _recipe_order(summaries) -> list:
 
 def _bounded(r) -> bool:
     """Whether ``r``'s α interval is narrower than the whole grid (else the gains do not bound α)."""
-    from .statistics import ALPHA_GRID
-
     return bool(np.isfinite(r.alpha) and (r.alpha_lo > ALPHA_GRID[0] or r.alpha_hi < ALPHA_GRID[-1]))
 
 
+def _interval(value: float, lo: float, hi: float) -> str:
+    return "–" if not np.isfinite(value) else f"{value:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
 def _alpha_text(r) -> str:
-    if not np.isfinite(r.alpha):
-        return "–"
-    if not _bounded(r):
+    if np.isfinite(r.alpha) and not _bounded(r):
         return f"unbounded (gain {r.gain:+.4f} ± {r.gain_se:.4f})"
-    return f"{r.alpha:.2f} [{r.alpha_lo:.2f}, {r.alpha_hi:.2f}]"
+    return _interval(r.alpha, r.alpha_lo, r.alpha_hi)
 
 
 def _recipe_section(summaries) -> list:
@@ -152,6 +155,21 @@ def _recipe_section(summaries) -> list:
     return lines
 
 
+def _panels(n: int, width: float, height: float, margin: float, **options):
+    """``(figure, axes)`` of ``n`` panels, three a row at most, ``width × height`` each; unused panels off."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = min(3, max(1, n))
+    rows = (max(1, n) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + margin), squeeze=False, **options)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    return fig, axes
+
+
 def draw_recipe_figure(summaries, path) -> Path:
     """α with its interval for each training recipe and the envelope, one panel per setting.
 
@@ -159,21 +177,11 @@ def draw_recipe_figure(summaries, path) -> Path:
     -----
     No example: it writes a figure (``tests/test_certified.py``).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from numerics.io import save_figure
-
-    from .statistics import ALPHA_GRID
+    from matplotlib import ticker
 
     summaries = [s for s in summaries if any(np.isfinite(r.alpha) for r in s.recipes)]
     order = _recipe_order(summaries)
-    n = max(1, len(summaries))
-    cols = min(3, n)
-    rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.0 * rows + 0.9), squeeze=False, sharey=True)
+    fig, axes = _panels(len(summaries), 4.4, 3.0, 0.9, sharey=True)
     x = np.arange(len(order))
     for ax, s in zip(axes.flat, summaries):
         by_name = {r.name: r for r in s.recipes}
@@ -189,14 +197,12 @@ def draw_recipe_figure(summaries, path) -> Path:
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
         ax.set_yscale("log")
         ax.set_ylim(ALPHA_GRID[0] * 0.8, ALPHA_GRID[-1] * 1.25)
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xticks(x)
         ax.set_xticklabels([RECIPE_LABELS.get(n, n) for n in order], rotation=35, ha="right", fontsize=7)
         ax.set_title(f"{_label(s.setting)}, L = {s.depths[0]}–{s.depths[-1]}", fontsize=9)
     for ax in axes[:, 0]:
         ax.set_ylabel("α (profile interval)")
-    for ax in list(axes.flat)[len(summaries):]:
-        ax.axis("off")
     fig.suptitle("depth-law exponent by way of training (dashed: the paper's α = 1; blue: the lazy and equal-budget "
                  "recipes, grey: the cold starts and the heads, red: the certified envelope; faint, open: the gains do "
                  "not bound α)", fontsize=9)
@@ -211,17 +217,9 @@ def draw_certified_figure(summaries, path) -> Path:
     -----
     No example: it writes a figure (``tests/test_certified.py``).
     """
-    import matplotlib
+    from matplotlib import ticker
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from numerics.io import save_figure
-
-    n = max(1, len(summaries))
-    cols = min(3, n)
-    rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows + 0.4), squeeze=False)
+    fig, axes = _panels(len(summaries), 4.2, 3.3, 0.4)
     for ax, s in zip(axes.flat, summaries):
         L = np.asarray(s.depths)
         ax.errorbar(L, s.envelope, yerr=s.envelope_se, marker="o", label="envelope R*_L (certified starts)")
@@ -229,16 +227,14 @@ def draw_certified_figure(summaries, path) -> Path:
         ax.errorbar(L, s.recipe, yerr=s.recipe_se, marker="s", alpha=0.7, label="recipe: cold, lr 1e-3")
         ax.set_xscale("log", base=2)
         ax.set_xticks(L)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.3f"))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
         ax.set_title(f"{_label(s.setting)}\n{s.verdict[0]}", fontsize=9)
         ax.set_xlabel("depth L")
         ax.set_ylabel("held-out loss")
-    for ax in list(axes.flat)[len(summaries):]:
-        ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.tight_layout(rect=(0, 0.4 / (3.3 * rows + 0.4), 1, 1))
+    fig.tight_layout(rect=(0, 0.4 / (3.3 * axes.shape[0] + 0.4), 1, 1))
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
     return save_figure(fig, path)
 
@@ -254,10 +250,6 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
     >>> verdicts_record([], CertifiedPlan(), command="idepth study certified")["settings"]
     []
     """
-    import dataclasses
-
-    from .statistics import ALPHA_GRID
-
     settings = []
     for s in summaries:
         a, b, k, d, N, P = s.setting
@@ -311,12 +303,6 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     -----
     No example: it writes files (``tests/test_certified.py``).
     """
-    from numerics.io import make_output_dir, write_text
-
-    from .contrasts import collect_contrasts
-    from .statistics import prediction_deviations, summarise
-    from .table import collect, write_csv
-
     rows, errors = collect(cells_dir)
     out_dir = make_output_dir(out_dir)
     contrasts = collect_contrasts(contrasts_dir) if contrasts_dir is not None else []

@@ -1,25 +1,15 @@
-"""What the certified study trains: per (spectrum, depth, seed) a cell of candidates from several starts.
+"""What the certified study trains: per (spectrum, P, depth, seed) a *cell* of candidates from several starts.
 
-The controlled softmax model is a mixture of heads (paper eqs. 59-60), so depth L can express
-every depth-L/2 solution (each layer duplicated) and every equal-weight average of L cosine heads
-(the bound ``B_L``, :mod:`numerics.models.heads`). The best loss ``R*_L`` of a depth is therefore
-sought from several starts, and proved by certificates (nesting, reachability, step doubling),
-instead of read off one training recipe. A *cell* is one (spectrum, P, depth, seed); its
-*candidates* are
-
-* ``cold``: the model's own initialisation, trained at each rate of :attr:`CertifiedPlan.cold_rates`;
-* ``oracle``: the weights of ``B_L``'s heads, untrained and trained at :attr:`CertifiedPlan.warm_rates`;
-* ``nested``: the best depth-L/2 model of the same seed with every layer duplicated (the same
-  function, exactly), untrained and, with a small perturbation of the copies that breaks their
-  symmetry, trained at :attr:`CertifiedPlan.warm_rates`;
-* on the doubling spectra, every trained candidate again with twice its step cap (the step-doubling
-  certificate: these never enter the selection).
-
-All trained candidates of a cell share the data law and the batch stream, so they train in
-lockstep (:func:`numerics.lockstep.train_lockstep`). The winner is chosen on one held-out set
-(the *selection* set, also the training curves' set) and every candidate is reported on an
-independent one (the *report* set): no winner's curse. Both sets are common to every cell of
-a spectrum and context length, so differences between depths are paired.
+The controlled softmax model is a mixture of heads (paper eqs. 59-60): depth L expresses every
+depth-L/2 solution (each layer duplicated) and every equal-weight average of L cosine heads (the
+bound ``B_L``, :mod:`numerics.models.heads`). So the best loss ``R*_L`` is sought from several
+starts and proved by certificates (nesting, reachability, step doubling), not read off one recipe:
+``cold`` (the model's initialisation, at each of :attr:`CertifiedPlan.cold_rates`), ``oracle``
+(``B_L``'s heads) and ``nested`` (the depth-L/2 winner duplicated; perturbed when trained), the
+warm ones untrained and trained at :attr:`CertifiedPlan.warm_rates`; on the doubling spectra every
+trained candidate again at twice its cap (never selected). A cell's candidates train in lockstep on
+one batch stream; the winner is chosen on the *selection* set and reported on an independent
+*report* set (no winner's curse), both common to a spectrum and P, so depths are paired.
 """
 
 from __future__ import annotations
@@ -178,31 +168,24 @@ class CertifiedPlan:
     Attributes
     ----------
     d, N, P, k : int
-        Sizes (d = 16 and P = 64 are where the paper's plateaus put them, ``idepth study sizes``;
-        N = 2d > d so the oracle heads exist with LayerNorm).
-    spectra : tuple of (a, b)
-        Table 1's seven spectra.
-    depths : tuple of int
-        Powers of two from 1 (each depth nests the one before).
-    seeds : tuple of int
+        Sizes: d = 16, P = 64 where the paper's plateaus put them (``idepth study sizes``); N = 2d > d
+        so the oracle heads exist with LayerNorm.
+    spectra, depths, seeds : tuple
+        Table 1's seven (a, b); powers of two from 1 (each depth nests the one before); the seeds.
     cold_rates, cold_steps
-        The cold start's learning-rate ladder and step cap (6000: the (0, 0) L = 1 model reaches
-        its single-head bound after about 6000 steps at 1e-3).
+        The cold start's learning rates and step cap (the (0, 0) L = 1 model reaches its single-head
+        bound after about 6000 steps at 1e-3).
     warm_rates, warm_steps
-        The oracle and nested starts' ladder and cap: they start at an expressible solution and
-        only refine it (at 1e-3 a model started at the heads drifts up), and half the cold cap;
-        the step-doubling certificate checks the choice.
+        The oracle and nested starts' rates and cap: they only refine an expressible solution (at 1e-3
+        one started at the heads drifts up); the step-doubling certificate checks the choice.
     nested_noise : float
         Relative size of the perturbation that breaks the symmetry of duplicated layers.
-    doubling_spectra : tuple of (a, b)
-        Where every trained candidate is also trained with twice its cap.
-    long_P, long_spectra
-        A second context length at these spectra (the verdict should not hang on one inferred P).
-    top16_spectra : tuple of (a, b)
-        Spectra of the top-16 task (Table 4's rows) at ``P``, the same protocol.
+    doubling_spectra, long_P, long_spectra, top16_spectra
+        Where every trained candidate is also trained at twice its cap; a second context length at
+        some spectra (the verdict should not hang on one inferred P); Table 4's top-16 rows at ``P``.
     batch_size, warmup_steps, evals_per_run, eval_size, bound_contexts, dtype, stream
-        Adam on fresh batches of the sampler's stream 2; warm-up then cosine decay to 0; held-out
-        sets of ``eval_size`` contexts; ``B_L``'s allocation fitted on ``bound_contexts`` contexts.
+        Adam on fresh batches of the sampler's stream 2, warm-up then cosine decay to 0; held-out sets
+        of ``eval_size`` contexts; ``B_L``'s allocation fitted on ``bound_contexts`` contexts.
 
     Examples
     --------

@@ -1,14 +1,14 @@
 """Running the certified study: one cell's candidates in lockstep, and the depths in waves through the store.
 
-:func:`run_cell` is the sweep runner of a :class:`~.plan.CellConfig`: it builds the starts, trains
-the trained candidates together on one batch stream, evaluates every candidate on the selection and
-the report sets, and keeps the winner's weights (the next depth's nested start). :func:`run_certified_study`
-runs the depths in increasing order, one sweep per depth (every spectrum, P and seed at once), so an
+:func:`run_cell` (the sweep runner of a :class:`~.plan.CellConfig`) trains a cell's candidates on one
+batch stream, evaluates each on the selection and report sets and keeps the winner's weights (the next
+depth's nested start). :func:`run_waves` runs one sweep per depth, in increasing order, so an
 interrupted study continues from its store without retraining a finished cell.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -17,8 +17,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from numerics.lockstep import train_lockstep
+from numerics.models import chunk_size, get_model, head_average_params
+from numerics.train import TrainingDiverged, evaluation_batch
+from theory import PowerLawSpectrum
+from theory.softmax_bounds import softmax_bounds
+
 from ...execution import Execution
-from .plan import CellConfig, CertifiedPlan
+from ...grid import Grid
+from ...store import load_arrays
+from ...sweep import run_sweep
+from .cells import _done, export_cells, import_cells
+from .plan import CellConfig, CertifiedPlan, eval_seed
 
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
            "run_waves"]
@@ -44,11 +54,6 @@ class CellResult:
 
 @functools.lru_cache(maxsize=64)
 def _bounds(a: float, b: float, k: int, d: int, P: int, depths: tuple, n_contexts: int):
-    from theory import PowerLawSpectrum
-    from theory.softmax_bounds import softmax_bounds
-
-    from .plan import eval_seed
-
     seed = eval_seed("selection", a, b, k, P) + 1  # its own stream, fixed by the setting
     return softmax_bounds(PowerLawSpectrum(a, b, d), P, k, depths=depths, similarity="cosine",
                           n_contexts=n_contexts, n_seeds=1, rng=seed)
@@ -57,7 +62,7 @@ def _bounds(a: float, b: float, k: int, d: int, P: int, depths: tuple, n_context
 def oracle_allocation(cell: CellConfig):
     """The heads behind ``B_L`` at the cell's depth (:class:`theory.softmax_bounds.HeadAllocation`), cached.
 
-    Fitted on ``cell.bound_contexts`` contexts of their own stream (fixed by the setting), exact cosine.
+    Fitted, exact cosine, on ``cell.bound_contexts`` contexts of their own stream (fixed by the setting).
 
     Examples
     --------
@@ -91,8 +96,6 @@ def nested_params(parent: dict, noise: float, rng: np.random.Generator | None) -
 
 def _start(cell: CellConfig, kind: str, perturbed: bool) -> tuple[dict | None, dict | None]:
     """(initial weights, the config's ``start`` description) of a start kind."""
-    from numerics.models import head_average_params
-
     dtype = np.float32 if cell.dtype == "float32" else np.float64
     if kind == "cold":
         return None, None
@@ -111,8 +114,6 @@ def _start(cell: CellConfig, kind: str, perturbed: bool) -> tuple[dict | None, d
 
 def _errors(model, params, batch) -> np.ndarray:
     """Per-context squared errors ``(ŷ_L − y*)²`` (eq. 12) in float64."""
-    from numerics.models import chunk_size
-
     chunk = chunk_size(model, params, batch)
     out = []
     for start in range(0, batch.target.shape[0], chunk):
@@ -129,16 +130,11 @@ def _mean_se(errors: np.ndarray) -> tuple[float, float]:
 def run_cell(cell: CellConfig) -> CellResult:
     """Train and evaluate every candidate of ``cell``; the sweep runner of the certified study.
 
-    Returns
-    -------
-    CellResult
-        ``metrics``: ``winner`` (index of the selected candidate: least selection-set loss among
-        the candidates that are not doubling checks and did not diverge), ``candidates`` (JSON list
-        of the candidates, in order), ``cpu_time``, ``R_L`` (the winner's report-set loss) and
-        ``R_L_se``. ``arrays``: ``summary`` (one row per candidate, :data:`SUMMARY_COLUMNS`),
-        ``report_errors`` (candidates × report contexts, float32: paired statistics),
-        ``curve_<i>`` (the trained candidates' selection-set curves), ``winner_<name>`` (the
-        winner's weights).
+    Returns a :class:`CellResult`. ``metrics``: ``winner`` (the candidate of least selection-set loss
+    among those neither doubling checks nor diverged), ``candidates`` (their labels, JSON), ``cpu_time``,
+    ``R_L`` and ``R_L_se`` (the winner's report-set loss). ``arrays``: ``summary`` (one row per
+    candidate, :data:`SUMMARY_COLUMNS`), ``report_errors`` (candidates × report contexts, float32),
+    ``curve_<i>`` (trained candidates' selection-set curves), ``winner_<name>`` (the winner's weights).
 
     Notes
     -----
@@ -148,23 +144,16 @@ def run_cell(cell: CellConfig) -> CellResult:
     ----------
     Paper eqs. (12), (59)-(60).
     """
-    from numerics.lockstep import train_lockstep
-    from numerics.models import get_model
-    from numerics.train import TrainingDiverged, evaluation_batch
-
     started = time.process_time()
     model = get_model(cell.model)
-    starts = {}
-    for kind in {c.start for c in cell.candidates}:
-        for perturbed in (False, True):
-            starts[kind, perturbed] = _start(cell, kind, perturbed)
-    trained = [i for i, c in enumerate(cell.candidates) if c.trained]
-    configs = [cell.train_config(cell.candidates[i], starts[cell.candidates[i].start, True][1]) for i in trained]
+    kinds = {c.start for c in cell.candidates}
+    starts = {(kind, perturbed): _start(cell, kind, perturbed) for kind in kinds for perturbed in (False, True)}
+    trained = {i: starts[c.start, True] for i, c in enumerate(cell.candidates) if c.trained}
+    configs = [cell.train_config(cell.candidates[i], start) for i, (_, start) in trained.items()]
     template = configs[0]
     selection = evaluation_batch(template)
     report = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report")}))
-    results = dict(zip(trained, train_lockstep(configs, initial_params=[starts[cell.candidates[i].start, True][0]
-                                                                         for i in trained])))
+    results = dict(zip(trained, train_lockstep(configs, initial_params=[params for params, _ in trained.values()])))
     summary, report_errors, arrays = [], [], {}
     for i, candidate in enumerate(cell.candidates):
         result = results.get(i)
@@ -197,8 +186,6 @@ def run_cell(cell: CellConfig) -> CellResult:
 
 
 def _winner_params(store_dir, run_hash: str) -> dict:
-    from ...store import load_arrays
-
     arrays = load_arrays(store_dir, run_hash)
     weights = {name[len("winner_"):]: value for name, value in arrays.items() if name.startswith("winner_")}
     if not weights:
@@ -212,16 +199,13 @@ def run_certified_study(plan: CertifiedPlan, store_dir, *, execution: Execution 
     """Run the cells of ``plan`` through the store at ``store_dir``, main settings first; returns ``{cell hash: cell}``.
 
     A verdict needs every depth of a setting, so the main settings (:attr:`CertifiedPlan.spectra` at
-    ``P``, top-``k``) go through every depth before the second context length and the top-16
-    spectra start (a cell's hash does not depend on the other settings of its plan). See
-    :func:`run_waves` for the rest; ``execution`` says where the cells run (the store is ``store_dir``).
+    ``P``, top-``k``) go through every depth before the others start (a cell's hash does not depend on
+    the other settings of its plan). The arguments are :func:`run_waves`'s.
 
     Notes
     -----
     No example: it trains (``tests/test_certified.py`` runs a tiny study).
     """
-    import dataclasses
-
     options = dict(execution=execution, depths=depths, cells_dir=cells_dir, frontier_dir=frontier_dir)
     main = dataclasses.replace(plan, long_spectra=(), top16_spectra=())
     cells = run_waves(main, store_dir, **options) if main != plan else {}
@@ -232,31 +216,22 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
               cells_dir=None, frontier_dir=None) -> dict:
     """Run the cells of ``plan`` depth by depth through the store at ``store_dir``; returns ``{cell hash: cell}``.
 
-    Each depth is one sweep over every setting and seed; a depth-L cell's nested start reads the
-    depth-L/2 winner from the store. Calling it again continues where it stopped. ``depths``:
-    stop after these (a prefix of ``plan.depths``). With ``cells_dir`` and ``frontier_dir``, the
-    exported cells there are imported first and every finished wave is exported
-    (:mod:`~numerics.experiments.study.certified.cells`: what a later session continues from).
-    Each sweep executes where ``execution`` says (:func:`numerics.experiments.sweep.run_sweep`).
+    Each depth is one sweep over every setting and seed, run where ``execution`` says
+    (:func:`numerics.experiments.sweep.run_sweep`); a depth-L cell's nested start reads the depth-L/2
+    winner from the store. Calling it again continues where it stopped. ``depths``: stop after these
+    (a prefix of ``plan.depths``). With ``cells_dir`` and ``frontier_dir``, the exported cells there
+    are imported first and every finished wave is exported (:mod:`~.cells`).
 
     Notes
     -----
     No example: it trains (``tests/test_certified.py`` runs a tiny study).
     """
-    from ...grid import Grid
-    from ...store import load_results, store_path
-    from ...sweep import run_sweep
-
-    from .cells import export_cells, import_cells
-
     wanted = plan.depths if depths is None else tuple(depths)
     exporting = cells_dir is not None and frontier_dir is not None
     if exporting:
         import_cells(cells_dir, frontier_dir, store_dir, run_cell)
-    cells: dict = {}
-    parents: dict = {}
-    children: dict = {}
-    finished = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
+    cells, parents, children = {}, {}, {}
+    finished = _done(store_dir)
     for depth in wanted:
         wave = []
         for a, b, P, k in plan.settings():
@@ -269,7 +244,7 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
                         object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
                 wave.append(((a, b, P, k, seed), cell))
         run_sweep(Grid.of([cell for _, cell in wave]), store_dir, execution=execution, runner=run_cell)
-        done = {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
+        done = _done(store_dir)
         for key, cell in wave:
             run_hash = cell.content_hash()
             cells[run_hash] = cell

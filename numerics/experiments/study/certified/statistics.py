@@ -1,22 +1,17 @@
 """Statistics of the certified study: the envelope R*_L, its certificates, the gain law and the verdict.
 
-Design. Within a setting (spectrum, N, P) every candidate of every depth and seed is reported on
-the same held-out contexts, and the depths of one seed share its training stream. So all numbers
-are means over seeds of means over common contexts, and their errors come from a **joint
-bootstrap over contexts and seeds** (one resample of contexts and of seeds for all depths at once):
-differences between depths are paired, and the covariance of the gains ``g_L = R*_1 − R*_L``
-across depths (they share ``R*_1`` and the contexts) is kept. With few seeds the seed part of that
-error is itself uncertain, so two-sided intervals use Student's t with ``seeds − 1`` degrees of freedom.
+Design. Within a setting (spectrum, N, P) every candidate of every depth and seed is reported on the
+same held-out contexts, and the depths of one seed share its training stream. So every number is a
+mean over seeds of means over common contexts, with errors from a **joint bootstrap over contexts
+and seeds** (one resample for all depths at once): differences between depths are paired, and the
+covariance of the gains ``g_L = R*_1 − R*_L`` is kept. With few seeds, two-sided intervals use
+Student's t with ``seeds − 1`` degrees of freedom.
 
-Certificates (per setting, all on the report set):
-
-* **nesting**: ``R*_L ≤ R*_{L/2} + 2 SE`` (depth L expresses every depth-L/2 model, eq. 60);
-* **reachability**: ``R*_L ≤ B_L + 2 SE``, with ``B_L`` the untrained oracle heads on the same contexts;
-* **doubling** (where the plan doubles caps): the envelope of the doubled candidates improves on
-  ``R*_L`` by less than one paired SE.
-
-A setting whose certificates fail supports no verdict. The depth law (paper eq. 16) is judged on the
-gains by a generalised least-squares profile over α with the bootstrap covariance.
+Certificates (per setting, on the report set): **nesting** ``R*_L ≤ R*_{L/2} + 2 SE`` (depth L
+expresses every depth-L/2 model, eq. 60); **reachability** ``R*_L ≤ B_L + 2 SE`` (``B_L``: the
+untrained oracle heads on the same contexts); **doubling** (where the plan doubles caps) the doubled
+candidates improve on ``R*_L`` by less than one paired SE. A setting whose certificates fail supports
+no verdict. The depth law (paper eq. 16) is judged on the gains by a GLS profile over α.
 """
 
 from __future__ import annotations
@@ -172,21 +167,12 @@ def setting_verdict(depths, planned_depths, failed, alpha: float, alpha_lo: floa
     return "REPRODUCED", "", f"{interval} contains 1"
 
 
-def _t_quantile(dof: int) -> float:
-    from scipy.stats import t
-
-    return float(t.ppf(0.975, max(1, dof)))
-
-
 def gain_law_gls(depths, gains, covariance, threshold: float) -> tuple[float, float, float, float, int]:
     """Profile fit of ``g_L = c (1 − L^-α)`` (paper eq. 16, the plateau cancels) with a full covariance.
 
     For each α of :data:`ALPHA_GRID`, ``c ≥ 0`` is the generalised least-squares solution and
-    ``χ²(α) = rᵀ Σ⁻¹ r``; the interval is ``{α : χ²(α) ≤ χ²_min + threshold}``.
-
-    Returns
-    -------
-    (alpha, alpha_lo, alpha_hi, chi2, dof)
+    ``χ²(α) = rᵀ Σ⁻¹ r``; the interval is ``{α : χ²(α) ≤ χ²_min + threshold}``. Returns
+    ``(alpha, alpha_lo, alpha_hi, chi2, dof)``.
 
     Examples
     --------
@@ -232,6 +218,8 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
     -----
     No example: it needs a table (``tests/test_certified.py``).
     """
+    from scipy.stats import t
+
     rng = np.random.default_rng(rng)
     index = {id(row): i for i, row in enumerate(errors.rows)}
     contrast_errors = {(c.setting, c.recipe, c.depth, c.seed): c.errors for c in contrasts}
@@ -250,7 +238,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             continue
 
         def pick(depth, seed, test):
-            return [r for r in by_cell[depth, seed] if test(r)]
+            return [r for r in by_cell[depth, seed] if test(r)][0]
 
         kinds = {
             "envelope": lambda r: r.selected,
@@ -261,46 +249,36 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             kinds[f"cold lr={lr:g}"] = lambda r, lr=lr: (r.start, r.learning_rate) == ("cold", lr) and not r.doubled
         complete = [name for name in contrast_names
                     if all((setting, name, L, s) in contrast_errors for L in depths for s in seeds)]
-        cube, labels = [], []
+        cube = {}  # (kind, depth) -> per seed, the report-set errors
         for L in depths:
-            for kind in kinds:
-                chosen = [pick(L, s, kinds[kind])[0] for s in seeds]
-                cube.append([errors.values[index[id(r)]] for r in chosen])
-                labels.append((kind, L))
+            for kind, test in kinds.items():
+                cube[kind, L] = [errors.values[index[id(pick(L, s, test))]] for s in seeds]
             for name in complete:
-                cube.append([contrast_errors[setting, name, L, s] for s in seeds])
-                labels.append((name, L))
+                cube[name, L] = [contrast_errors[setting, name, L, s] for s in seeds]
             doubled = [[r for r in by_cell[L, s] if r.doubled or r.steps == 0] for s in seeds]
             if all(any(r.doubled for r in d) for d in doubled):
-                chosen = [min(d, key=lambda r: r.R_select) for d in doubled]
-                cube.append([errors.values[index[id(r)]] for r in chosen])
-                labels.append(("doubled", L))
-        cube = np.asarray(cube, dtype=np.float64)
+                cube["doubled", L] = [errors.values[index[id(min(d, key=lambda r: r.R_select))]] for d in doubled]
+        at = {label: i for i, label in enumerate(cube)}
+        cube = np.asarray(list(cube.values()), dtype=np.float64)
         means = cube.mean(axis=(1, 2))
         boot = _replicates(cube, rng, n_bootstrap)
-        at = {label: i for i, label in enumerate(labels)}
 
         def diff_se(i, j):
             return float(np.std(boot[:, i] - boot[:, j], ddof=1))
 
-        def allowed(i, j, ses):
-            return ses * diff_se(i, j) + ROUNDOFF * abs(means[j])
+        def certificate(name, L, other, ses):  # R*_L against ``other``, within ``ses`` paired SEs (and round-off)
+            e, j = at["envelope", L], at[other]
+            allowed = ses * diff_se(e, j) + ROUNDOFF * abs(means[j])
+            return Certificate(name, L, means[e] - means[j], diff_se(e, j), allowed)
 
         certificates = []
         for L in depths:
-            e = at["envelope", L]
             if L > 1:
-                p = at["envelope", L // 2]
-                certificates.append(Certificate("nesting", L, means[e] - means[p], diff_se(e, p),
-                                                allowed(e, p, CERTIFICATE_SES)))
-            b = at["bound", L]
-            certificates.append(Certificate("reachability", L, means[e] - means[b], diff_se(e, b),
-                                            allowed(e, b, CERTIFICATE_SES)))
+                certificates.append(certificate("nesting", L, ("envelope", L // 2), CERTIFICATE_SES))
+            certificates.append(certificate("reachability", L, ("bound", L), CERTIFICATE_SES))
             if ("doubled", L) in at:
-                dbl = at["doubled", L]
-                certificates.append(Certificate("doubling", L, means[e] - means[dbl], diff_se(e, dbl),
-                                                allowed(e, dbl, 1.0)))
-        t2 = _t_quantile(len(seeds) - 1) ** 2
+                certificates.append(certificate("doubling", L, ("doubled", L), 1.0))
+        t2 = float(t.ppf(0.975, max(1, len(seeds) - 1))) ** 2
 
         def fit(kind):
             first = at[kind, 1]
@@ -318,7 +296,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             i, j = at[kind, 1], at[kind, deepest]
             return float(means[i] - means[j]), diff_se(i, j)
 
-        winners = tuple(tuple(pick(L, s, kinds["envelope"])[0].start for s in seeds) for L in depths)
+        winners = tuple(tuple(pick(L, s, kinds["envelope"]).start for s in seeds) for L in depths)
         names = {"envelope": "envelope", "bound": "heads", **{k: k for k in kinds if k.startswith("cold")},
                  **{name: name for name in complete}}
         recipes = tuple(RecipeAlpha(label, *fit(kind)[:3], *gain(kind)) for kind, label in names.items())

@@ -1,11 +1,9 @@
 """The certified study's table: one row per candidate (the CSV), and the per-context errors behind it.
 
-:func:`collect` reads the exported cells (:mod:`~numerics.experiments.study.certified.cells`) into :class:`CandidateRow` rows and a
-:class:`Errors` array of the report-set errors; :func:`write_csv` and :func:`read_csv` are the only
-writer and reader of ``docs/results/certified-study.csv``. A table is checked on the way in and
-out: every row has a known start and learning rate, and each (spectrum, N, P, depth, seed) has
-exactly one ``selected`` row, the candidate of least selection-set loss among those that are not
-doubling checks (the envelope ``R*_L`` is its ``R_L`` on the report set).
+:func:`collect` reads the exported cells into :class:`CandidateRow` rows and an :class:`Errors` array;
+:func:`write_csv` and :func:`read_csv` are the only writer and reader of ``docs/results/certified-study.csv``.
+Every table is checked (:func:`check_rows`): known starts and rates, and in each cell exactly one
+``selected`` row, the envelope's (least selection-set loss among the non-doubling candidates).
 """
 
 from __future__ import annotations
@@ -20,6 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from numerics.io import write_text
+
+from .cells import _files, read_cell
 from .plan import STARTS, CellConfig
 from .run import SUMMARY_COLUMNS
 
@@ -107,13 +108,10 @@ def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
     -----
     No example: it needs exported cells (``tests/test_certified.py``).
     """
-    from .cells import read_cell
-
     rows, errors = [], []
-    for path in sorted(Path(cells_dir).glob("*.npz")):
+    for path in _files(cells_dir):
         record, arrays = read_cell(path)
-        cell_rows = _rows_of_cell(record, arrays)
-        rows += cell_rows
+        rows += _rows_of_cell(record, arrays)
         errors += list(arrays["report_errors"])
     order = sorted(range(len(rows)), key=lambda i: (rows[i].setting, rows[i].depth, rows[i].seed))
     rows = [rows[i] for i in order]
@@ -156,8 +154,6 @@ def write_csv(rows, path, *, provenance: dict | None = None) -> Path:
     -----
     No example: it writes a file (``tests/test_certified.py``).
     """
-    from numerics.io import write_text
-
     check_rows(rows)
     buffer = io.StringIO()
     if provenance:
@@ -165,14 +161,9 @@ def write_csv(rows, path, *, provenance: dict | None = None) -> Path:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in rows:
-        writer.writerow([_cell(getattr(row, name)) for name in CSV_COLUMNS])
+        values = (getattr(row, name) for name in CSV_COLUMNS)
+        writer.writerow([repr(v) if isinstance(v, float) else str(v) for v in values])
     return write_text(path, buffer.getvalue())
-
-
-def _cell(value) -> str:
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
 
 
 def _parse(name: str, text: str, line: int):
