@@ -63,12 +63,16 @@ def read_cached(cache_dir: str | os.PathLike | None, kind: str, key: dict) -> An
     return stored["value"]
 
 
-def _store(cache_dir: str | os.PathLike, kind: str, key: dict, value: Any) -> None:
+def _save(cache_dir: str | os.PathLike | None, kind: str, key: dict, value: Any) -> Any:
+    """``value`` made JSON-able, and stored for ``(kind, key)`` when there is a cache."""
     from theory import __version__
 
-    path = cache_file(cache_dir, kind, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, {"kind": kind, "key": key, "package_version": __version__, "value": value})
+    value = json_clean(value)
+    if cache_dir is not None:
+        path = cache_file(cache_dir, kind, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, {"kind": kind, "key": key, "package_version": __version__, "value": value})
+    return value
 
 
 def cached(cache_dir: str | os.PathLike | None, kind: str, key: dict, compute: Callable[[], Any], *,
@@ -91,10 +95,7 @@ def cached(cache_dir: str | os.PathLike | None, kind: str, key: dict, compute: C
         value = read_cached(cache_dir, kind, key)
         if value is not None:
             return value
-    value = json_clean(compute())
-    if cache_dir is not None:
-        _store(cache_dir, kind, key, value)
-    return value
+    return _save(cache_dir, kind, key, compute())
 
 
 def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[dict], compute: Callable[[dict], Any],
@@ -129,10 +130,7 @@ def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[d
         bar = progress_bar(len(todo), enabled=progress, desc=desc or kind, unit="value")
         try:
             def keep(ident: str, value: Any) -> None:
-                value = json_clean(value)
-                values[ident] = value
-                if cache_dir is not None:
-                    _store(cache_dir, kind, todo[ident], value)
+                values[ident] = _save(cache_dir, kind, todo[ident], value)
                 bar.update(1)
 
             if workers > 1 and len(todo) > 1:

@@ -547,16 +547,7 @@ SCALES: Mapping[str, Scale] = MappingProxyType({s.name: s for s in (_smoke(), _q
 
 
 def get_scale(name: str | Scale) -> Scale:
-    """The :class:`Scale` called ``name`` (a Scale is returned unchanged).
-
-    Raises
-    ------
-    ValueError
-        For an unknown name (the message lists the scales).
-
-    References
-    ----------
-    Sizes are not stated in the paper (digest section 3); see the module docstring.
+    """The :class:`Scale` called ``name`` (a Scale is returned unchanged; an unknown name is a ValueError).
 
     Examples
     --------

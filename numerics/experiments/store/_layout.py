@@ -160,6 +160,16 @@ def check_store(path: str | os.PathLike, *, for_writing: bool = False) -> Path:
     return path
 
 
+def _writable_store(directory: Path) -> Path:
+    """The store file of ``directory``, refusing a file in its place and a store this version may not write."""
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(f"sweep directory {directory} is an existing file, not a directory")
+    path = directory / STORE_FILENAME
+    if path.exists():
+        check_store(path, for_writing=True)  # read-only: nothing is written to a wrong store
+    return path
+
+
 def _create_store(path: Path) -> None:
     """Create an empty store atomically (a temporary file renamed into place; the directory lock is held)."""
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # from a driver killed while creating

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ._encoding import RunOutcome, _metric_column
-from ._layout import METRIC_COLUMNS, STATUSES, STORE_FILENAME, StoreLockedError, StoreRunnerError
-from ._layout import _check_status, _create_store, check_store
+from ._layout import METRIC_COLUMNS, STATUSES, StoreLockedError, StoreRunnerError
+from ._layout import _check_status, _create_store, _writable_store
+
 
 class ResultsStore:
     """Write access to the store of the sweep directory ``directory`` (the single writer).
@@ -35,11 +36,7 @@ class ResultsStore:
 
     def __init__(self, directory: str | os.PathLike):
         directory = Path(directory)
-        if directory.exists() and not directory.is_dir():
-            raise NotADirectoryError(f"sweep directory {directory} is an existing file, not a directory")
-        self.path = directory / STORE_FILENAME
-        if self.path.exists():
-            check_store(self.path, for_writing=True)  # read-only: nothing is written to a wrong store
+        self.path = _writable_store(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self._lock_fd = os.open(directory, os.O_RDONLY)
         try:
@@ -129,8 +126,7 @@ class ResultsStore:
 
     def statuses(self, hashes: Sequence[str] | None = None) -> dict[str, str]:
         """Status of each run, by hash (of ``hashes`` only, unknown ones omitted, when given)."""
-        rows = self._conn.execute("SELECT hash, status FROM runs").fetchall()
-        found = dict(rows)
+        found = dict(self._conn.execute("SELECT hash, status FROM runs").fetchall())
         if hashes is None:
             return found
         return {run_hash: found[run_hash] for run_hash in hashes if run_hash in found}

@@ -135,8 +135,6 @@ def local_pool(workers: int) -> cf.ProcessPoolExecutor:
 
 
 class _LocalBackend:
-    name = "local"
-
     def __init__(self, workers: int, runner: Runner):
         self.workers, self._runner = workers, runner
         self._executor = local_pool(workers)
@@ -173,8 +171,6 @@ class _LocalBackend:
 
 
 class _DaskBackend:
-    name = "dask"
-
     def __init__(self, runner: Runner, *, scheduler: str | None, local_workers: int | None, timeout: float):
         try:
             import distributed

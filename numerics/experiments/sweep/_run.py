@@ -17,6 +17,7 @@ from .. import store as _store
 from ..execution import Execution, as_execution
 from ..grid import Grid, _one_line, grid_from_dict, load_grid
 from ..store import ResultsStore, RunOutcome
+from ..store._layout import _writable_store
 from ._backends import (
     BLAS_THREAD_VARIABLES,
     Runner,
@@ -171,11 +172,7 @@ def run_sweep(
         max_in_flight = check_positive_int("max_in_flight", max_in_flight)
     max_worker_deaths = check_positive_int("max_worker_deaths", max_worker_deaths)
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise NotADirectoryError(f"sweep directory {out_dir} is an existing file, not a directory")
-    store_file = out_dir / _store.STORE_FILENAME
-    if store_file.exists():
-        _store.check_store(store_file, for_writing=True)
+    _writable_store(out_dir)
     hashes = [config.content_hash() for config in configs]
     run_costs = _run_costs(costs, hashes)
 
