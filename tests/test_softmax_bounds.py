@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 from tolerances import MC_SIGMAS, ROUNDOFF, rtol
 
 from theory import PowerLawSpectrum
-from theory.softmax_bounds import average_of_heads, softmax_bounds, softmax_head_bound
+from theory.softmax_bounds import (
+    HeadAllocation,
+    allocation_losses,
+    average_of_heads,
+    head_outputs,
+    softmax_bounds,
+    softmax_head_bound,
+)
 
 
 def _moments(seed: int, T: int, n: int = 400):
@@ -107,3 +114,52 @@ def test_layer_norm_at_width_d_is_worse_than_exact_cosine():
 def test_bad_bound_arguments_raise_naming_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         softmax_bounds(PowerLawSpectrum(0, 0, 4), 8, **{"k": 2, "n_contexts": 32, **kwargs})
+
+
+def test_allocation_losses_agree_with_a_direct_head_average_over_the_training_sampler():
+    """The population loss of fixed heads (theory's eigenbasis draws) equals, within Monte-Carlo error, the same
+    average of heads evaluated on contexts of ``numerics.tasks.sample`` (rotated frame, another sampler)."""
+    from numerics.tasks import sample
+
+    spectrum = PowerLawSpectrum(0.5, 0.25, 4)
+    heads = [HeadAllocation(depth=1, temperatures=(6.0,), counts=(1,), gain=1.1),
+             HeadAllocation(depth=3, temperatures=(3.0, 12.0), counts=(2, 1), gain=1.2)]
+    means, ses = allocation_losses(heads, spectrum, 8, 2, n_contexts=4096, n_seeds=6, rng=101)
+    rng = np.random.default_rng(202)
+    batches = [sample("difficult", spectrum, 8, 4096, rng, k=2) for _ in range(6)]
+    for allocation, mean, se in zip(heads, means, ses):
+        per_set = []
+        for batch in batches:
+            u = head_outputs(batch.context_x, batch.context_y, batch.test_x, allocation.layer_temperatures())
+            per_set.append(np.mean((allocation.gain * u.mean(axis=1) - batch.target) ** 2))
+        direct, direct_se = np.mean(per_set), np.std(per_set, ddof=1) / np.sqrt(len(per_set))
+        assert abs(mean - direct) < MC_SIGMAS * np.hypot(se, direct_se), (allocation, mean, direct)
+
+
+def test_allocation_losses_of_fitted_heads_reach_their_bound_on_fresh_contexts():
+    """B_L is an expressible loss: its allocation, evaluated on independent contexts, scores B_L within MC error."""
+    spectrum = PowerLawSpectrum(0.0, 0.0, 4)
+    bounds = softmax_bounds(spectrum, 8, 2, depths=(1, 2, 4), n_contexts=4096, n_seeds=3, rng=7)
+    allocations = [bounds.allocation(L, seed) for L in bounds.depths for seed in range(3)]
+    means, ses = allocation_losses(allocations, spectrum, 8, 2, n_contexts=4096, n_seeds=4, rng=8)
+    for i, L in enumerate(bounds.depths):
+        fresh = np.mean(means[3 * i : 3 * i + 3])
+        fresh_se = np.sqrt(np.mean(np.square(ses[3 * i : 3 * i + 3])))  # the three share their contexts
+        value, se = bounds.at(L)
+        assert abs(fresh - value) < MC_SIGMAS * np.hypot(se, fresh_se), (L, fresh, value)
+
+
+@pytest.mark.parametrize(
+    ("allocations", "kwargs", "error", "match"),
+    [
+        ([], {}, ValueError, "allocations must hold"),
+        (["heads"], {}, TypeError, r"allocations\[0\]"),
+        ([HeadAllocation(depth=1, temperatures=(1.0,), counts=(1,), gain=1.0, similarity="prenorm")], {}, ValueError,
+         "exact cosine"),
+        ([HeadAllocation(depth=1, temperatures=(1.0,), counts=(1,), gain=1.0)], {"k": 9}, ValueError, "k must be"),
+        ([HeadAllocation(depth=1, temperatures=(1.0,), counts=(1,), gain=1.0)], {"n_seeds": 1}, ValueError, "n_seeds"),
+    ],
+)
+def test_allocation_losses_refuse_bad_input_naming_the_argument(allocations, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        allocation_losses(allocations, PowerLawSpectrum(0, 0, 4), 8, **{"n_contexts": 64, **kwargs})

@@ -71,7 +71,7 @@ from theory.validation import check_choice, check_generator, check_positive_int
 
 __all__ = [
     "HeadBound", "SIMILARITIES", "NORMS", "SoftmaxBounds", "softmax_head_bound", "softmax_bounds", "head_outputs",
-    "default_temperatures", "average_of_heads", "HeadAllocation",
+    "default_temperatures", "average_of_heads", "HeadAllocation", "allocation_losses",
 ]
 
 #: similarities a head can attend with (see the module docstring)
@@ -699,6 +699,88 @@ class SoftmaxBounds:
             data[key] = tuple(data[key])
         data["per_seed"] = tuple(dict(s) for s in data["per_seed"])
         return cls(**data)
+
+
+def allocation_losses(allocations, spectrum, P: int, k: int = 2, *, n_contexts: int = 16384, n_seeds: int = 8,
+                      rng=0) -> tuple[tuple, tuple]:
+    """Population losses ``E (g (1/L) Σ_ℓ u_{τ_ℓ} − y*)²`` of given averages of heads, by Monte Carlo.
+
+    :func:`softmax_bounds` fits allocations and reports their loss on its own held-out sets;
+    this evaluates *fixed* allocations (for example those a study wrote into a model's weights)
+    on ``n_seeds`` independent sets of fresh contexts, all allocations on the same contexts, so
+    their values can anchor a comparison made on another, smaller set of contexts (a control
+    variate: the paired difference on the small set plus the population value from here).
+
+    Parameters
+    ----------
+    allocations : sequence of HeadAllocation
+        Temperatures, layer counts and common gains (exact cosine heads).
+    spectrum : theory.Spectrum or theory.PowerLawSpectrum
+        Data spectra (eq. 2).
+    P, k : int
+        Context length and top-k of the difficult task (eq. 6), ``1 <= k <= P``.
+    n_contexts : int
+        Contexts per set (>= 16).
+    n_seeds : int
+        Independent sets (>= 2).
+    rng : numpy.random.Generator or int
+        Randomness (an int is a seed); one child stream per set.
+
+    Returns
+    -------
+    tuple
+        ``(means, ses)``, one entry per allocation: the mean over sets of each set's mean squared
+        error, and its SE (between-set spread, floored by the sets' own sampling error).
+
+    Raises
+    ------
+    ValueError
+        No allocation, an allocation over a similarity other than ``'cosine'``, ``P < k``, too few
+        contexts or sets.
+    TypeError
+        An entry that is not a :class:`HeadAllocation`.
+
+    References
+    ----------
+    Paper eqs. (6), (12), (59)-(60).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> heads = HeadAllocation(depth=2, temperatures=(5.0, 20.0), counts=(1, 1), gain=1.0)
+    >>> (loss,), (se,) = allocation_losses([heads], PowerLawSpectrum(0, 0, 4), 8, n_contexts=512, n_seeds=2)
+    >>> bool(0 < se < loss)
+    True
+    """
+    allocations = list(allocations)
+    if not allocations:
+        raise ValueError("allocations must hold at least one HeadAllocation")
+    for i, allocation in enumerate(allocations):
+        if not isinstance(allocation, HeadAllocation):
+            raise TypeError(f"allocations[{i}] must be a HeadAllocation; got {type(allocation).__name__}")
+        if allocation.similarity != "cosine":
+            raise ValueError(f"allocations[{i}] must read exact cosine heads; got similarity={allocation.similarity!r}")
+    spectrum = as_spectrum(spectrum)
+    P = check_positive_int("P", P)
+    k = check_positive_int("k", k)
+    if k > P:
+        raise ValueError(f"k must be an integer in [1, P] = [1, {P}] (P >= k); got k={k}, P={P}")
+    n_contexts = check_positive_int("n_contexts", n_contexts, minimum=16)
+    n_seeds = check_positive_int("n_seeds", n_seeds, minimum=2)
+    rng = check_generator(rng, "rng", allow_seed=True)
+    temperatures = np.unique(np.concatenate([a.temperatures for a in allocations]))
+    # column j of `weights`: allocation j's share of each temperature, times its gain
+    weights = np.zeros((temperatures.size, len(allocations)))
+    for j, allocation in enumerate(allocations):
+        rows = np.searchsorted(temperatures, allocation.temperatures)
+        weights[rows, j] = allocation.gain * np.asarray(allocation.counts, dtype=np.float64) / allocation.depth
+    chunk = max(16, _CHUNK_FLOATS // ((P + 1) * spectrum.d))
+    per_set = []
+    for child in rng.spawn(n_seeds):
+        U, target = _reads(spectrum, P, k, n_contexts, child, "cosine", None, "layer", temperatures, chunk)
+        per_set.append([_mse(prediction, target) for prediction in (U @ weights).T])
+    pairs = [_mean_se([s[j][0] for s in per_set], [s[j][1] for s in per_set]) for j in range(len(allocations))]
+    return tuple(m for m, _ in pairs), tuple(se for _, se in pairs)
 
 
 def _mean_se(values, within) -> tuple[float, float]:
