@@ -1,11 +1,12 @@
-"""The certified study: the best loss each depth of the controlled softmax model reaches, proved by certificates.
+"""The certified study: the best loss each depth of the controlled softmax model reaches, with certificates.
 
-Split by job: :mod:`~numerics.experiments.study.certified.plan` (cells and candidates), :mod:`~numerics.experiments.study.certified.run` (one cell in lockstep; depths in
-waves through the resumable store).
+Split by job: ``plan`` (cells and candidates), ``run`` (a cell in lockstep; depths in waves through
+the store), ``cells`` (finished cells as files), ``table`` (the CSV), ``statistics`` (certificates,
+gain law, verdicts), ``contrasts`` (training recipes beside the envelope) and ``page``.
 """
 
 from .plan import STARTS, TABLE1_SPECTRA, TOP16_SPECTRA, Candidate, CellConfig, CertifiedPlan, eval_seed
 from .run import SUMMARY_COLUMNS, CellResult, nested_params, oracle_allocation, run_cell, run_certified_study
 
-__all__ = ["STARTS", "TABLE1_SPECTRA", "TOP16_SPECTRA", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed", "SUMMARY_COLUMNS",
-           "CellResult", "nested_params", "oracle_allocation", "run_cell", "run_certified_study"]
+__all__ = ["STARTS", "TABLE1_SPECTRA", "TOP16_SPECTRA", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed",
+           "SUMMARY_COLUMNS", "CellResult", "nested_params", "oracle_allocation", "run_cell", "run_certified_study"]

@@ -69,7 +69,7 @@ def read_cell(path) -> tuple[dict, dict]:
 
 
 def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = None) -> int:
-    """Export the store's finished cells not yet in ``cells_dir``; keep the frontier's winners in ``frontier_dir``.
+    """Export the store's finished cells not yet in ``cells_dir``, the frontier's winners to ``frontier_dir``.
 
     ``frontier_dir`` None: the runs have no next depth that starts from them (the contrast runs).
     ``children`` maps a cell hash to its child's (next depth, same setting and seed); by default it is
@@ -107,7 +107,7 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
 
 
 def import_cells(cells_dir, frontier_dir, store_dir, runner) -> int:
-    """Write the exported cells (and the frontier's winners) that ``store_dir`` lacks into it; returns how many.
+    """Write the exported cells (and frontier winners) that ``store_dir`` lacks into it; returns how many.
 
     ``frontier_dir`` None: runs without a frontier (the contrast runs).
 

@@ -55,7 +55,7 @@ class Contrast:
 
 
 def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> list:
-    """The contrast runs of ``plan`` (``TrainConfig``): every recipe, setting, depth and seed, on the report set.
+    """The contrast runs (``TrainConfig``) of ``plan``: every recipe, setting, depth and seed.
 
     Each is ``regime_config(...)`` at the plan's sizes moved onto the plan's report set (its seed, size,
     stream); the recipe is in the config (frozen gain: lazy).
@@ -123,7 +123,7 @@ def run_contrast(config):
 
 
 def run_contrasts(plan: CertifiedPlan, store_dir, *, execution=None, out_dir=None, scale: str = CONTRAST_SCALE) -> int:
-    """Train the contrast runs of ``plan`` through the resumable store ``store_dir``; returns how many are done.
+    """Train the contrast runs of ``plan`` through the store ``store_dir``; returns how many are done.
 
     ``scale``: the recipes' regime study budget. With ``out_dir``, exported runs there are imported
     first and finished ones exported (``<hash>.npz``, as the study's cells): a new session retrains nothing.

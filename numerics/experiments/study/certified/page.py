@@ -1,7 +1,7 @@
-"""The certified study's page and figure: the envelope, its certificates and the verdicts (no fitting here).
+"""The certified study's page and figures: the envelope, its certificates and the verdicts (no fitting here).
 
-Everything shown comes from :func:`~numerics.experiments.study.certified.statistics.summarise` of the exported cells; this module only
-writes it out (Markdown, CSV through :mod:`~numerics.experiments.study.certified.table`, one figure).
+Everything shown comes from :func:`~.statistics.summarise` of the exported cells; this module only writes
+it out (Markdown, the CSV through :mod:`~.table`, the verdicts as JSON, two figures).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ RECIPE_FIGURE = "figures/certified-recipes.png"
 VERDICTS = "certified-study.verdicts.json"
 #: the verdicts of the shipped study (the reproduction's central claim reads them)
 SHIPPED_VERDICTS = Path(__file__).resolve().parents[4] / "docs" / "results" / VERDICTS
-#: the ways of getting a depth-L model, from the laziest training to the best loss found, and how the page names them
+#: the ways of getting a depth-L model, from the laziest training to the best loss found, as the page names them
 RECIPE_LABELS = {"lazy": "lazy (gain frozen)", "equal_budget": "equal budget", "cold lr=0.001": "cold, lr 1e-3",
                  "cold lr=0.0003": "cold, lr 3e-4", "heads": "B_L heads", "envelope": "envelope R*_L"}
 
@@ -292,7 +292,7 @@ def read_verdicts(path=None) -> dict:
 
 def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, predictions: bool = True,
                     contrasts_dir=None) -> tuple[list, list]:
-    """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir`` from the exported cells.
+    """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir`` from exported cells.
 
     Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (the default softmax
     prediction, B_L) with the envelope at every depth (its Monte Carlo takes a while per setting).

@@ -86,7 +86,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class CellConfig:
-    """One cell of the study (the unit of the resumable store): a spectrum, P, depth and seed, and its candidates.
+    """One cell (the unit of the resumable store): a spectrum, P, depth and seed, and its candidates.
 
     ``parent`` is the content hash of the depth-L/2 cell whose winner the ``nested`` start
     duplicates; its weights travel with the config (``parent_params``, not hashed: the parent's
@@ -251,7 +251,7 @@ class CertifiedPlan:
 
     def cell(self, a: float, b: float, P: int, depth: int, seed: int, parent: str | None = None, k: int | None = None
              ) -> CellConfig:
-        """The cell of (a, b, P, depth, seed) at top-``k`` (default the plan's); ``parent``: the depth-L/2 cell's hash."""
+        """The cell of (a, b, P, depth, seed) at top-``k`` (default the plan's); ``parent``: its depth-L/2 cell's hash."""
         k = self.k if k is None else int(k)
         doubled = ((float(a), float(b)) in {(float(x), float(y)) for x, y in self.doubling_spectra} and P == self.P
                    and k == self.k)

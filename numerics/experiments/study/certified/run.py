@@ -33,7 +33,7 @@ from .plan import CellConfig, CertifiedPlan, eval_seed
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
            "run_waves"]
 
-#: the columns of a cell's ``summary`` array, one row per candidate (``step_share``: its share of the cell's steps)
+#: the columns of a cell's ``summary`` array, a row per candidate (``step_share``: its share of the cell's steps)
 SUMMARY_COLUMNS = ("learning_rate", "steps", "doubled", "diverged", "R_select", "R_select_se", "R_report",
                    "R_report_se", "step_share")
 
@@ -196,7 +196,7 @@ def _winner_params(store_dir, run_hash: str) -> dict:
 
 def run_certified_study(plan: CertifiedPlan, store_dir, *, execution: Execution | None = None, depths=None,
                         cells_dir=None, frontier_dir=None) -> dict:
-    """Run the cells of ``plan`` through the store at ``store_dir``, main settings first; returns ``{cell hash: cell}``.
+    """Run the cells of ``plan`` through the store ``store_dir``, main settings first; ``{cell hash: cell}``.
 
     A verdict needs every depth of a setting, so the main settings (:attr:`CertifiedPlan.spectra` at
     ``P``, top-``k``) go through every depth before the others start (a cell's hash does not depend on
@@ -214,7 +214,7 @@ def run_certified_study(plan: CertifiedPlan, store_dir, *, execution: Execution 
 
 def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = None, depths=None,
               cells_dir=None, frontier_dir=None) -> dict:
-    """Run the cells of ``plan`` depth by depth through the store at ``store_dir``; returns ``{cell hash: cell}``.
+    """Run the cells of ``plan`` depth by depth through the store ``store_dir``; ``{cell hash: cell}``.
 
     Each depth is one sweep over every setting and seed, run where ``execution`` says
     (:func:`numerics.experiments.sweep.run_sweep`); a depth-L cell's nested start reads the depth-L/2

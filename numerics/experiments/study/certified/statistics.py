@@ -23,8 +23,8 @@ import numpy as np
 
 from .table import Errors
 
-__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "RecipeAlpha", "SettingSummary", "setting_verdict", "summarise", "gain_law_gls",
-           "prediction_deviations", "PREDICT_SAMPLES"]
+__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "RecipeAlpha", "SettingSummary", "setting_verdict", "summarise",
+           "gain_law_gls", "prediction_deviations", "PREDICT_SAMPLES"]
 
 #: Monte-Carlo contexts per set of ``theory.predict_loss`` in the comparison with the envelope
 PREDICT_SAMPLES = 16384
@@ -128,7 +128,7 @@ class SettingSummary:
 
     @property
     def verdict(self) -> tuple[str, str]:
-        """``(REPRODUCED | CONTRADICTED | INCONCLUSIVE, reason)`` for the paper's ``c/L`` law (α = 1) on the envelope."""
+        """``(REPRODUCED | CONTRADICTED | INCONCLUSIVE, reason)`` on the paper's ``c/L`` law (α = 1)."""
         verdict, _, reason = setting_verdict(self.depths, self.planned_depths,
                                              [(c.name, c.depth) for c in self.failed], self.alpha, self.alpha_lo,
                                              self.alpha_hi)
@@ -266,7 +266,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         def diff_se(i, j):
             return float(np.std(boot[:, i] - boot[:, j], ddof=1))
 
-        def certificate(name, L, other, ses):  # R*_L against ``other``, within ``ses`` paired SEs (and round-off)
+        def certificate(name, L, other, ses):  # R*_L against ``other``, within ``ses`` paired SEs and round-off
             e, j = at["envelope", L], at[other]
             allowed = ses * diff_se(e, j) + ROUNDOFF * abs(means[j])
             return Certificate(name, L, means[e] - means[j], diff_se(e, j), allowed)
@@ -317,7 +317,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
 
 
 def prediction_deviations(summary: SettingSummary, *, n_samples: int = PREDICT_SAMPLES) -> tuple:
-    """``(predict_loss / R*_L − 1)`` per depth of ``summary``: the package's default softmax prediction (B_L) vs the envelope.
+    """``predict_loss / R*_L − 1`` per depth of ``summary``: the default softmax prediction (B_L) vs the envelope.
 
     Notes
     -----

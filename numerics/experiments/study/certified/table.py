@@ -76,7 +76,7 @@ _TYPES = {f.name: f.type for f in dataclasses.fields(CandidateRow)}
 
 @dataclass(frozen=True, eq=False)
 class Errors:
-    """Report-set squared errors per row of a table, ``values[i]`` for ``rows[i]`` (float32, contexts shared by setting).
+    """Report-set squared errors, ``values[i]`` for ``rows[i]`` (float32; the contexts are shared by setting).
 
     Examples
     --------
@@ -121,7 +121,7 @@ def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
 
 
 def check_rows(rows) -> None:
-    """Raise ``ValueError`` naming the row if a start or rate is unknown or a cell's selection is not its envelope.
+    """Raise ``ValueError`` naming the row: an unknown start or rate, or a cell's selection not its envelope.
 
     Examples
     --------
