@@ -78,8 +78,8 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
               "|---|---|---|---|---|---|"]
     for s in summaries:
         verdict, reason = s.verdict
-        lines.append(f"| {_label(s.setting)} | {s.depths[0]}–{s.depths[-1]} | {_interval(s.alpha, s.alpha_lo, s.alpha_hi)} "
-                     f"| **{verdict}** | {reason} | "
+        lines.append(f"| {_label(s.setting)} | {s.depths[0]}–{s.depths[-1]} | "
+                     f"{_interval(s.alpha, s.alpha_lo, s.alpha_hi)} | **{verdict}** | {reason} | "
                      f"{_interval(s.recipe_alpha, s.recipe_alpha_lo, s.recipe_alpha_hi)} |")
     lines += ["", "The recipe column is a separate, labelled finding: what the cold start at 1e-3 with the "
               "converged study's cap gives, not the best loss of the depth.", "",

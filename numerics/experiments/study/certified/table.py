@@ -72,6 +72,8 @@ class CandidateRow:
 
 CSV_COLUMNS = tuple(f.name for f in dataclasses.fields(CandidateRow))
 _TYPES = {f.name: f.type for f in dataclasses.fields(CandidateRow)}
+#: how a CSV cell of each column type is read
+_READERS = {"float": float, "int": int, "str": str, "bool": {"True": True, "False": False}.__getitem__}
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,15 +169,10 @@ def write_csv(rows, path, *, provenance: dict | None = None) -> Path:
 
 
 def _parse(name: str, text: str, line: int):
-    kind = _TYPES[name]
     try:
-        if kind == "bool":
-            if text not in ("True", "False"):
-                raise ValueError(text)
-            return text == "True"
-        return {"float": float, "int": int, "str": str}[kind](text)
-    except ValueError:
-        raise ValueError(f"line {line}: column {name!r} must be a {kind}; got {text!r}") from None
+        return _READERS[_TYPES[name]](text)
+    except (KeyError, ValueError):
+        raise ValueError(f"line {line}: column {name!r} must be a {_TYPES[name]}; got {text!r}") from None
 
 
 def read_csv(path) -> list[CandidateRow]:
