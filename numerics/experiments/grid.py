@@ -1,6 +1,6 @@
 """Sweep grids: the runs of a sweep as a product of listed values (Python or TOML).
 
-The TOML format is described in :mod:`numerics.experiments.sweep`, which re-exports :class:`Grid`.
+See :mod:`numerics.experiments.sweep` for the TOML format; :class:`Grid` is re-exported there.
 """
 
 from __future__ import annotations

@@ -547,7 +547,7 @@ SCALES: Mapping[str, Scale] = MappingProxyType({s.name: s for s in (_smoke(), _q
 
 
 def get_scale(name: str | Scale) -> Scale:
-    """The :class:`Scale` called ``name`` (a Scale is returned unchanged; an unknown name is a ValueError).
+    """The :class:`Scale` called ``name`` (a Scale unchanged; an unknown name is a ValueError).
 
     Examples
     --------

@@ -161,7 +161,7 @@ def check_store(path: str | os.PathLike, *, for_writing: bool = False) -> Path:
 
 
 def _writable_store(directory: Path) -> Path:
-    """The store file of ``directory``, refusing a file in its place and a store this version may not write."""
+    """``directory``'s store file; refuses a file in its place and a store this version may not write."""
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"sweep directory {directory} is an existing file, not a directory")
     path = directory / STORE_FILENAME
@@ -171,7 +171,7 @@ def _writable_store(directory: Path) -> Path:
 
 
 def _create_store(path: Path) -> None:
-    """Create an empty store atomically (a temporary file renamed into place; the directory lock is held)."""
+    """Create an empty store atomically (renamed into place; called with the directory lock held)."""
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # from a driver killed while creating
         stale.unlink()
     with atomic_path(path) as tmp_path:

@@ -114,7 +114,7 @@ class ResultsStore:
             )
 
     def register(self, runs: Iterable[tuple[str, str]]) -> int:
-        """Add ``(content hash, config JSON)`` runs as ``pending`` (known hashes are left alone); return the new rows."""
+        """Add ``(hash, config JSON)`` runs as ``pending``, known hashes left alone; return how many are new."""
         now = time.time()
         with self._transaction():
             before = self._conn.total_changes
@@ -138,14 +138,14 @@ class ResultsStore:
         return counts
 
     def requeue_running(self) -> int:
-        """Queue every ``running`` run again and return how many: only the lock holder writes, so they are stale."""
+        """Queue ``running`` runs again (a dead driver's: only the lock holder writes); return how many."""
         with self._transaction():
             return self._conn.execute(
                 "UPDATE runs SET status = 'pending', queued_at = ? WHERE status = 'running'", (time.time(),)
             ).rowcount
 
     def reset(self, hashes: Iterable[str], *, from_status: str) -> int:
-        """Turn the runs of ``hashes`` in ``from_status`` back into ``pending`` (clearing their error); return how many."""
+        """Turn the runs of ``hashes`` in ``from_status`` back to ``pending``, error cleared; return how many."""
         _check_status("from_status", from_status)
         now = time.time()
         with self._transaction():
@@ -159,7 +159,7 @@ class ResultsStore:
             )
 
     def mark_running(self, hashes: Iterable[str]) -> None:
-        """Mark runs handed to workers together as ``running`` and count the attempt (one transaction)."""
+        """Mark runs handed to workers as ``running`` and count the attempt (one transaction)."""
         with self._transaction():
             self._conn.executemany(
                 "UPDATE runs SET status = 'running', attempts = attempts + 1 WHERE hash = ?",

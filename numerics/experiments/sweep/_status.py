@@ -33,7 +33,7 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class SweepStatus:
-    """A sweep store's runs: counts per status, ``total``, the slowest ``done`` runs and the failed ones.
+    """A sweep store's runs: counts per status, total, the slowest ``done`` runs and the failed ones.
 
     Examples
     --------
@@ -69,7 +69,7 @@ def _labels(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def sweep_status(out_dir: str | os.PathLike, *, slowest: int = 5) -> SweepStatus:
-    """The :class:`SweepStatus` of the sweep directory ``out_dir`` (or its store file), listing ``slowest`` runs.
+    """The :class:`SweepStatus` of a sweep directory (or its store), listing the ``slowest`` runs.
 
     Examples
     --------
