@@ -1,10 +1,9 @@
 """The certified study's cells as files that travel with the repository (the store is a working copy).
 
-Only committed files outlive a session, so every finished cell goes to ``CELLS_DIR/<hash>.npz`` (config,
-metrics, arrays, without the winner's weights) and the winners of the *frontier* (cells whose next depth
-is not done: nested starts still to come) to ``FRONTIER_DIR/<hash>.npz``, atomically; a frontier file
-goes once its child is exported. :func:`import_cells` writes them back into a store, so the study
-continues in a new session without retraining a finished cell.
+Only committed files outlive a session: every finished cell goes to ``CELLS_DIR/<hash>.npz`` (without
+the winner's weights), the winners of the *frontier* (cells whose next depth is not done) to
+``FRONTIER_DIR/<hash>.npz``; :func:`import_cells` writes them back into a store, so a new session
+continues without retraining a finished cell.
 """
 
 from __future__ import annotations
@@ -69,7 +68,7 @@ def read_cell(path) -> tuple[dict, dict]:
 
 
 def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = None) -> int:
-    """Export the store's finished cells not yet in ``cells_dir``, the frontier's winners to ``frontier_dir``.
+    """Export the store's new finished cells to ``cells_dir``, the frontier's winners to ``frontier_dir``.
 
     ``frontier_dir`` None: the runs have no next depth that starts from them (the contrast runs).
     ``children`` maps a cell hash to its child's (next depth, same setting and seed); by default it is
@@ -107,7 +106,7 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
 
 
 def import_cells(cells_dir, frontier_dir, store_dir, runner) -> int:
-    """Write the exported cells (and frontier winners) that ``store_dir`` lacks into it; returns how many.
+    """Write into ``store_dir`` the exported cells (and frontier winners) it lacks; returns how many.
 
     ``frontier_dir`` None: runs without a frontier (the contrast runs).
 

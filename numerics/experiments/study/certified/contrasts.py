@@ -1,12 +1,9 @@
 """Training recipes beside the envelope: the lazy and equal-budget regimes at the certified study's sizes.
 
-The paper's ``c/L`` law may be a property of the optimum or of a way of training. Beside the
-envelope ``R*_L`` this module trains, at the same sizes and seeds, the package's ``lazy`` (gain
-frozen at 1, small constant Adam steps) and ``equal_budget`` (every parameter trained over one
-budget for every depth) recipes: the regime study's configs
-(:func:`numerics.experiments.study.regime_config` at the ``quick`` budget) moved onto the certified
-study's *report* set, so each run's per-context errors pair with the envelope's and the same
-statistics give each recipe its α (:func:`~numerics.experiments.study.certified.statistics.summarise`).
+Is the paper's ``c/L`` law a property of the optimum or of a way of training? The regime study's
+``lazy`` (gain frozen) and ``equal_budget`` configs (:func:`numerics.experiments.study.regime_config`,
+``quick`` budget) train at the study's sizes and seeds and are evaluated on its *report* set, so their
+errors pair with the envelope's and :func:`~.statistics.summarise` gives each recipe its α.
 """
 
 from __future__ import annotations
@@ -126,7 +123,7 @@ def run_contrasts(plan: CertifiedPlan, store_dir, *, execution=None, out_dir=Non
     """Train the contrast runs of ``plan`` through the store ``store_dir``; returns how many are done.
 
     ``scale``: the recipes' regime study budget. With ``out_dir``, exported runs there are imported
-    first and finished ones exported (``<hash>.npz``, as the study's cells): a new session retrains nothing.
+    first and finished ones exported (as the study's cells): a new session retrains nothing.
 
     Notes
     -----

@@ -29,7 +29,7 @@ RECIPE_FIGURE = "figures/certified-recipes.png"
 VERDICTS = "certified-study.verdicts.json"
 #: the verdicts of the shipped study (the reproduction's central claim reads them)
 SHIPPED_VERDICTS = Path(__file__).resolve().parents[4] / "docs" / "results" / VERDICTS
-#: the ways of getting a depth-L model, from the laziest training to the best loss found, as the page names them
+#: the ways of getting a depth-L model, from the laziest to the best loss found, as the page names them
 RECIPE_LABELS = {"lazy": "lazy (gain frozen)", "equal_budget": "equal budget", "cold lr=0.001": "cold, lr 1e-3",
                  "cold lr=0.0003": "cold, lr 3e-4", "heads": "B_L heads", "envelope": "envelope R*_L"}
 
@@ -113,7 +113,7 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
 
 
 def _recipe_order(summaries) -> list:
-    """The recipes present in ``summaries``, in the order of :data:`RECIPE_LABELS` (unknown ones last)."""
+    """The recipes in ``summaries``, in the order of :data:`RECIPE_LABELS` (unknown ones last)."""
     present = {r.name for s in summaries for r in s.recipes}
     return [n for n in RECIPE_LABELS if n in present] + sorted(present - set(RECIPE_LABELS))
 
@@ -134,7 +134,7 @@ def _alpha_text(r) -> str:
 
 
 def _recipe_section(summaries) -> list:
-    """The depth law (α with its interval) of each training recipe beside the envelope's, per setting."""
+    """The depth law (α, interval) of each training recipe beside the envelope's, per setting."""
     order = _recipe_order(summaries)
     if not order:
         return []
@@ -156,7 +156,7 @@ def _recipe_section(summaries) -> list:
 
 
 def _panels(n: int, width: float, height: float, margin: float, **options):
-    """``(figure, axes)`` of ``n`` panels, three a row at most, ``width × height`` each; unused panels off."""
+    """``(figure, axes)`` of ``n`` panels of ``width × height``, three a row at most; unused ones off."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -243,7 +243,7 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
     """The numbers behind each setting's verdict, as JSON (what ``certified-study.verdicts.json`` holds).
 
     Per setting: its sizes, the depths done and planned, the verdict and its reason, the envelope's α
-    with its interval, the certificates that failed, and each recipe's α (:class:`~.statistics.RecipeAlpha`).
+    with its interval, the failed certificates and each recipe's α (:class:`~.statistics.RecipeAlpha`).
 
     Examples
     --------
@@ -292,12 +292,11 @@ def read_verdicts(path=None) -> dict:
 
 def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, predictions: bool = True,
                     contrasts_dir=None) -> tuple[list, list]:
-    """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir`` from exported cells.
+    """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir``.
 
-    Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (the default softmax
-    prediction, B_L) with the envelope at every depth (its Monte Carlo takes a while per setting).
-    ``contrasts_dir``: the exported contrast runs (lazy and equal-budget recipes), whose α the page
-    shows beside the envelope's.
+    Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (B_L) with the
+    envelope at every depth (a Monte Carlo per setting). ``contrasts_dir``: the exported contrast runs,
+    whose α the page shows beside the envelope's.
 
     Notes
     -----

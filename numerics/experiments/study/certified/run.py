@@ -33,7 +33,7 @@ from .plan import CellConfig, CertifiedPlan, eval_seed
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
            "run_waves"]
 
-#: the columns of a cell's ``summary`` array, a row per candidate (``step_share``: its share of the cell's steps)
+#: the columns of a cell's ``summary``, a row per candidate (``step_share``: its share of the cell's steps)
 SUMMARY_COLUMNS = ("learning_rate", "steps", "doubled", "diverged", "R_select", "R_select_se", "R_report",
                    "R_report_se", "step_share")
 
@@ -60,7 +60,7 @@ def _bounds(a: float, b: float, k: int, d: int, P: int, depths: tuple, n_context
 
 
 def oracle_allocation(cell: CellConfig):
-    """The heads behind ``B_L`` at the cell's depth (:class:`theory.softmax_bounds.HeadAllocation`), cached.
+    """The heads behind ``B_L`` at the cell's depth (a ``HeadAllocation``), cached.
 
     Fitted, exact cosine, on ``cell.bound_contexts`` contexts of their own stream (fixed by the setting).
 
@@ -196,7 +196,7 @@ def _winner_params(store_dir, run_hash: str) -> dict:
 
 def run_certified_study(plan: CertifiedPlan, store_dir, *, execution: Execution | None = None, depths=None,
                         cells_dir=None, frontier_dir=None) -> dict:
-    """Run the cells of ``plan`` through the store ``store_dir``, main settings first; ``{cell hash: cell}``.
+    """Run the cells of ``plan`` in ``store_dir``, main settings first; returns ``{cell hash: cell}``.
 
     A verdict needs every depth of a setting, so the main settings (:attr:`CertifiedPlan.spectra` at
     ``P``, top-``k``) go through every depth before the others start (a cell's hash does not depend on

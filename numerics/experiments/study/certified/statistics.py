@@ -1,17 +1,11 @@
 """Statistics of the certified study: the envelope R*_L, its certificates, the gain law and the verdict.
 
-Design. Within a setting (spectrum, N, P) every candidate of every depth and seed is reported on the
-same held-out contexts, and the depths of one seed share its training stream. So every number is a
-mean over seeds of means over common contexts, with errors from a **joint bootstrap over contexts
-and seeds** (one resample for all depths at once): differences between depths are paired, and the
-covariance of the gains ``g_L = R*_1 − R*_L`` is kept. With few seeds, two-sided intervals use
-Student's t with ``seeds − 1`` degrees of freedom.
-
-Certificates (per setting, on the report set): **nesting** ``R*_L ≤ R*_{L/2} + 2 SE`` (depth L
-expresses every depth-L/2 model, eq. 60); **reachability** ``R*_L ≤ B_L + 2 SE`` (``B_L``: the
-untrained oracle heads on the same contexts); **doubling** (where the plan doubles caps) the doubled
-candidates improve on ``R*_L`` by less than one paired SE. A setting whose certificates fail supports
-no verdict. The depth law (paper eq. 16) is judged on the gains by a GLS profile over α.
+Within a setting every candidate is reported on the same contexts and a seed's depths share its
+stream, so errors come from a **joint bootstrap over contexts and seeds**: depth differences are
+paired and the covariance of the gains ``g_L = R*_1 − R*_L`` is kept; intervals use Student's t with
+``seeds − 1`` degrees of freedom. Certificates: **nesting** ``R*_L ≤ R*_{L/2} + 2 SE`` (eq. 60),
+**reachability** ``R*_L ≤ B_L + 2 SE``, **doubling** (twice the cap gains less than one SE); a
+failed one blocks the verdict. The depth law (paper eq. 16) is judged on the gains by a GLS profile.
 """
 
 from __future__ import annotations
@@ -41,7 +35,7 @@ ROUNDOFF = 1e-6
 
 @dataclass(frozen=True)
 class Certificate:
-    """One certificate at one depth: ``excess`` (what must be small) against ``allowed`` (SEs times its SE).
+    """A certificate at one depth: ``excess`` (what must be small) against ``allowed`` (SEs times its SE).
 
     Examples
     --------
@@ -68,10 +62,8 @@ class Certificate:
 class RecipeAlpha:
     """The depth law of one way of getting a depth-L model, on the envelope's contexts and depths.
 
-    ``name``: ``envelope``, ``heads`` (B_L's untrained heads), ``cold lr=<rate>`` (the cold start at
-    that rate and the plan's cap) or a contrast recipe (``lazy``, ``equal_budget``,
-    :mod:`~numerics.experiments.study.certified.contrasts`); ``alpha`` with its profile interval and
-    ``gain`` = R_1 − R_Lmax with its paired SE.
+    ``name``: ``envelope``, ``heads`` (B_L's untrained heads), ``cold lr=<rate>`` or a contrast recipe
+    (``lazy``, ``equal_budget``); ``alpha`` with its profile interval, ``gain`` = R_1 − R_Lmax ± its SE.
 
     Examples
     --------
@@ -89,7 +81,7 @@ class RecipeAlpha:
 
 @dataclass(frozen=True)
 class SettingSummary:
-    """The envelope of one setting with its errors, certificates, the recipe's curve and the gain-law fit.
+    """A setting's envelope with its errors, certificates, the recipe's curve and the gain-law fit.
 
     Notes
     -----
@@ -137,7 +129,7 @@ class SettingSummary:
 
 def setting_verdict(depths, planned_depths, failed, alpha: float, alpha_lo: float, alpha_hi: float
                     ) -> tuple[str, str, str]:
-    """The rule of a setting's verdict on the paper's ``c/L`` law (eq. 16, α = 1): ``(verdict, kind, reason)``.
+    """A setting's verdict on the paper's ``c/L`` law (eq. 16, α = 1): ``(verdict, kind, reason)``.
 
     ``kind`` says why a verdict is INCONCLUSIVE: ``budget`` (fewer than 3 depths, or not every planned
     depth done), ``training`` (a certificate in ``failed``, pairs of name and depth, fails) or
@@ -193,7 +185,7 @@ def gain_law_gls(depths, gains, covariance, threshold: float) -> tuple[float, fl
 
 
 def _replicates(cube: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
-    """Bootstrap means over (seeds, contexts) of ``cube`` (items, seeds, contexts): shape (n, items)."""
+    """Bootstrap means of ``cube`` (items, seeds, contexts) over seeds and contexts: (n, items)."""
     items, seeds, contexts = cube.shape
     out = np.empty((n, items))
     for r in range(n):
@@ -207,12 +199,10 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
               planned_depths: tuple = (), contrasts=()) -> list:
     """One :class:`SettingSummary` per setting with every depth done for every seed.
 
-    ``recipe``: the (start, learning rate) whose trained models are the labelled recipe finding
-    (default: the cold start at 1e-3, the converged study's recipe). ``planned_depths``: the plan's
-    depths; a setting with fewer done gets no verdict (the law is about the whole range).
-    ``contrasts``: trained contrast runs (:class:`~numerics.experiments.study.certified.contrasts.Contrast`)
-    on the report sets; a recipe with every depth and seed of a setting gets its α in
-    :attr:`SettingSummary.recipes`, beside the envelope, the heads and each cold rate.
+    ``recipe``: the (start, learning rate) of the labelled recipe finding (default the converged
+    study's, cold at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict.
+    ``contrasts`` (:class:`~.contrasts.Contrast`): a recipe with every depth and seed of a setting gets
+    its α in :attr:`SettingSummary.recipes`, beside the envelope, the heads and each cold rate.
 
     Notes
     -----
@@ -317,7 +307,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
 
 
 def prediction_deviations(summary: SettingSummary, *, n_samples: int = PREDICT_SAMPLES) -> tuple:
-    """``predict_loss / R*_L − 1`` per depth of ``summary``: the default softmax prediction (B_L) vs the envelope.
+    """``predict_loss / R*_L − 1`` per depth of ``summary``: the default prediction (B_L) vs the envelope.
 
     Notes
     -----

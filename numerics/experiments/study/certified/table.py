@@ -78,7 +78,7 @@ _READERS = {"float": float, "int": int, "str": str, "bool": {"True": True, "Fals
 
 @dataclass(frozen=True, eq=False)
 class Errors:
-    """Report-set squared errors, ``values[i]`` for ``rows[i]`` (float32; the contexts are shared by setting).
+    """Report-set squared errors, ``values[i]`` for ``rows[i]`` (float32; contexts shared by setting).
 
     Examples
     --------
@@ -104,7 +104,7 @@ def _rows_of_cell(record: dict, arrays: dict) -> list[CandidateRow]:
 
 
 def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
-    """All candidates of the exported cells in ``cells_dir`` (sorted by setting, depth, seed) and their errors.
+    """The candidates of the cells exported to ``cells_dir`` (by setting, depth, seed) and their errors.
 
     Notes
     -----
@@ -123,7 +123,7 @@ def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
 
 
 def check_rows(rows) -> None:
-    """Raise ``ValueError`` naming the row: an unknown start or rate, or a cell's selection not its envelope.
+    """``ValueError`` naming the row: an unknown start or rate, or a selection that is not the envelope.
 
     Examples
     --------
