@@ -1,14 +1,8 @@
-"""``idepth reproduce``: every figure and table of the paper, with a report that puts paper and package side by side.
+"""``idepth reproduce``: the paper's figures and tables, and a report comparing paper and package.
 
-:func:`reproduce` plans the training runs each requested artefact needs
-(:mod:`~numerics.experiments.reproduce.plan`, :mod:`~numerics.experiments.scales`), runs them
-through the sweep layer into one resumable store ``OUT/store/results.sqlite``
-(:func:`numerics.experiments.sweep.run_sweep` with the one runner :func:`numerics.experiments.runner.run`;
-re-running reuses every finished run, Ctrl-C leaves the store consistent), then
-fits, plots (:mod:`~numerics.experiments.reproduce.figures`), tabulates
-(:mod:`~numerics.experiments.reproduce.tables`), runs the regime study and the consistency
-check of :mod:`numerics.experiments.study`, and writes ``OUT/REPORT.md``
-(:mod:`~numerics.experiments.reproduce.report`).
+:func:`reproduce` plans the runs (``plan``), trains them into one resumable store,
+then fits, plots (``figures``), tabulates (``tables``), runs the regime study and
+the consistency check (:mod:`numerics.experiments.study`) and writes the report.
 
 Output layout::
 
@@ -57,20 +51,6 @@ __all__ = [
 class ReproductionResult:
     """What :func:`reproduce` produced.
 
-    Attributes
-    ----------
-    out_dir : Path
-    report : Path
-        ``OUT/REPORT.md``.
-    plan : Plan
-    figures : tuple of numerics.experiments.reproduce.figures.Figure
-    tables : tuple of numerics.experiments.reproduce.tables.Table
-    claims : tuple of numerics.experiments.reproduce.report.Claim
-    sweep : numerics.experiments.sweep.SweepSummary
-        What the sweep layer did (runs trained now, reused, failed).
-    wall_time : float
-        Seconds.
-
     References
     ----------
     The paper's figures 1, 3-7, 9-14 and tables 1-5.
@@ -92,11 +72,7 @@ class ReproductionResult:
 
 
 def _study_sections(scale: Scale, out: Path, *, execution, log) -> tuple:
-    """(regime-study Markdown, consistency Markdown, consistency report) of the scale's study budget.
-
-    The study shares the reproduction's store (its runs equal to this reproduction's are trained
-    once) and its Monte-Carlo cache (so every section shows one value per bound).
-    """
+    """(regime-study Markdown, consistency Markdown, consistency report)."""
     from .. import study
     from .report import consistency_markdown, relink
 
@@ -144,40 +120,29 @@ def reproduce(
     out_dir : path
         Output directory (created); see the module docstring for its layout.
     execution : Execution, optional
-        Where the training runs execute and whether progress is shown
-        (:class:`~numerics.experiments.execution.Execution`, default ``Execution()``). Every
-        sweep of the reproduction, its regime study's and its converged study's included,
-        goes there. The store and the cache are ``OUT/store`` and ``OUT/cache``: an execution
-        naming another ``store_dir`` or ``cache_dir`` is refused.
+        Where every sweep runs (default ``Execution()``); its store and cache
+        must be left unset (they are ``OUT/store`` and ``OUT/cache``).
     study : bool, optional
-        Run the regime study and the consistency check (:mod:`numerics.experiments.study`);
-        default: only when every artefact is requested (``only`` is None).
+        Run the regime study and the consistency check; default: when
+        ``only`` is None.
     log : callable, optional
         Receives the plan and progress lines (default: print to stderr).
     command : str, optional
         The command line recorded in the report.
     converged_table : path or 'run', optional
-        The converged-study CSV the nonlinear verdict and Tables 1, 4, 5 read (default: the
-        one the package ships, ``docs/results/converged-study.csv``; at ``scale='paper'``,
-        ``'run'``); ``'run'`` runs the whole
-        converged study first into ``OUT/converged`` through ``OUT/store`` (resumable; measured:
-        8 591 core-s for the Table 1 part, 12 782 core-s, about 1.8 h on 2 cores, for the whole table; see
-        :mod:`numerics.experiments.study.converged`). The scale's
-        :attr:`~numerics.experiments.scales.Scale.converged_checks` re-train a few of its runs.
+        The converged-study CSV the softmax verdict and Tables 1, 4, 5 read
+        (default: the shipped one; at ``scale='paper'``, ``'run'``: run the
+        study first into ``OUT/converged``, hours). A few of its runs are
+        re-trained (``Scale.converged_checks``).
     calibrate : bool
-        Before training, time a few steps of each engine (a few seconds,
-        :mod:`~numerics.experiments.reproduce.calibration`) and log the cost model's estimate of
-        wall and CPU time on this machine; the sweep's progress ETA weighs the runs by the same costs.
-
-    Returns
-    -------
-    ReproductionResult
+        Time a few steps of each engine first and log the cost model's
+        estimate on this machine (``calibration``).
 
     Raises
     ------
     ValueError
-        Unknown scale or artefact ID, an execution naming its own store or cache -- before
-        anything is written.
+        Unknown scale or artefact ID, an execution naming its own store or
+        cache -- before anything is written.
     NotADirectoryError, PermissionError
         ``out_dir`` is a file or not writable.
     KeyboardInterrupt
@@ -282,11 +247,7 @@ def reproduce(
 
 
 def _converged_table(scale: Scale, out: Path, converged_table, *, execution, log, command) -> tuple:
-    """(table or None, why not, spot-check runs) of the converged study this reproduction reads.
-
-    With ``converged_table='run'`` the study trains where the reproduction's runs do (``execution``),
-    into the reproduction's store; its bounds are cached in ``OUT/converged/cache``.
-    """
+    """(table or None, why not, spot-check runs); ``'run'`` trains the study first."""
     from .converged import load_table, spot_check_configs
 
     if converged_table == "run":
@@ -313,11 +274,11 @@ def _converged_table(scale: Scale, out: Path, converged_table, *, execution, log
 
 
 def _cpu_seconds() -> float:
-    """User + system CPU time of this process and its finished child processes (local sweep workers)."""
+    """User + system CPU time of this process and its finished children."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
 
 
 def command_line(argv: Sequence[str]) -> str:
-    """The shell-quoted command line ``idepth reproduce ...`` for the report (internal helper)."""
+    """The shell-quoted command line ``idepth reproduce ...`` for the report."""
     return "idepth " + " ".join(shlex.quote(a) for a in argv)

@@ -1,9 +1,4 @@
-"""Drawing helpers shared by the figure builders of :mod:`numerics.experiments.reproduce.figures`.
-
-Conventions (labelled axes, one colour, marker and line style per curve, fits that do
-not determine their exponent not drawn, the oracle bound as a dash-dotted line) are
-described in :mod:`numerics.experiments.reproduce.figures`.
-"""
+"""Drawing helpers of the figure builders (conventions: see ``figures``)."""
 
 from __future__ import annotations
 
@@ -26,16 +21,7 @@ STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "-
 
 @dataclass(frozen=True)
 class Figure:
-    """A figure written by a builder.
-
-    Attributes
-    ----------
-    id : str
-        Artefact ID (``fig6a``).
-    paths : tuple of Path
-        The PNG and the PDF.
-    caption : str
-        What is shown, with the key numbers.
+    """A figure written by a builder: its ID, PNG and PDF paths, and caption.
 
     References
     ----------
@@ -56,9 +42,6 @@ class Figure:
         return self.paths[0]
 
 
-# ------------------------------------------------------------------------------------------- helpers
-
-
 def pyplot():
     import matplotlib
 
@@ -68,9 +51,12 @@ def pyplot():
     return plt
 
 
+def subplots(*args, **kwargs):
+    return pyplot().subplots(*args, constrained_layout=True, **kwargs)
+
+
 def colours(n: int) -> list:
-    plt = pyplot()
-    cmap = plt.get_cmap("tab10")
+    cmap = pyplot().get_cmap("tab10")
     return [cmap(i % 10) for i in range(max(n, 1))]
 
 
@@ -79,11 +65,7 @@ def style(index: int) -> tuple:
 
 
 def save(ctx, fig, artefact_id: str) -> tuple:
-    """Write ``fig`` as PNG and PDF atomically (:func:`numerics.io.save_figure`); close it.
-
-    Before writing: plain tick labels on every log axis (:func:`numerics.plotting.plain_log_ticks`) and
-    no legend over data (:func:`legends_clear_of_data`).
-    """
+    """Write ``fig`` as PNG and PDF atomically (no legend over data); close it."""
     from numerics.io import save_figure
     from numerics.plotting import plain_log_ticks
 
@@ -132,11 +114,7 @@ def errorbar(ax, curve: Curve, colour, label: str, *, marker: str = "o", linesty
 
 
 def fit_problem(fit: FitSummary) -> str | None:
-    """Why a fit of eq. (16) is not drawn (it does not determine its exponent), or None if it is fine.
-
-    No fit; no standard error of ``α`` (the curve does not constrain it); or ``α``
-    within one standard error of 0 (a flat curve: ``c`` and ``α`` trade off, and
-    the printed ``L0`` and ``α`` mean nothing).
+    """Why a fit of eq. (16) is not drawn, or None if it determines ``α``.
 
     References
     ----------
@@ -169,7 +147,7 @@ def fit_label(fit: FitSummary, *, floor_fixed: bool = False) -> str:
 
 
 def plot_fit(ax, fit: FitSummary, depths, colour, label: str, *, floor_fixed: bool = False) -> bool:
-    """Draw the fitted law (dashed) labelled ``label: α = ...``; if it failed, only a legend entry saying why."""
+    """Draw the fitted law (dashed); if it failed, a legend entry saying why."""
     if not len(depths):
         return False
     problem = fit_problem(fit)
@@ -189,7 +167,7 @@ def plot_bound(ax, bound: dict | None, colour, label: str | None) -> None:
 
 
 def legend(ax, **kwargs) -> None:
-    """Legend inside the axes; outside on the right when it has many entries (so it never hides data)."""
+    """Legend inside the axes; outside on the right when it has many entries."""
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return
@@ -208,7 +186,7 @@ LEGEND_CLEARANCE = 6.0
 
 
 def _data_points(ax) -> np.ndarray:
-    """Display coordinates of every vertex of the panel's lines (data, error bars, fits) inside the panel."""
+    """Display coordinates of the vertices of the panel's lines inside it."""
     points = [line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
               for line in ax.get_lines() if line.get_visible() and len(line.get_xydata())]
     if not points:
@@ -220,7 +198,7 @@ def _data_points(ax) -> np.ndarray:
 
 
 def _renderer(fig):
-    """The figure drawn (its layout done) on an Agg canvas, and that canvas's renderer."""
+    """The renderer of the figure drawn (its layout done) on an Agg canvas."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
@@ -229,8 +207,7 @@ def _renderer(fig):
 
 
 def legend_covers_data(ax, renderer=None) -> bool:
-    """Whether the panel's legend box, widened by :data:`LEGEND_CLEARANCE`, contains a vertex of its lines (a data
-    point, an error bar, a fit)."""
+    """Whether the (widened) legend box contains a vertex of the panel's lines."""
     legend = ax.get_legend()
     if legend is None or not legend.get_visible():
         return False
@@ -241,11 +218,7 @@ def legend_covers_data(ax, renderer=None) -> bool:
 
 
 def legends_clear_of_data(fig) -> None:
-    """Move every legend that covers a data point of its panel below the panel, under its tick labels and x label.
-
-    The offset is in points (the height of the tick labels and label), so it holds when the layout
-    engine resizes the panels to make room for the legend.
-    """
+    """Move every legend that covers data below its panel (offset in points)."""
     import matplotlib.transforms as transforms
 
     for _ in range(len(fig.axes) + 1):  # moving one legend re-flows the layout, which can bring another onto data
@@ -268,7 +241,6 @@ def sizes(family) -> str:
 
 
 def regime(family) -> str:
-    """The regime's short name ("lazy", "converged", ...) for titles."""
     return family.regime.split(":")[0] + " training" if ":" in family.regime else family.regime
 
 

@@ -1,7 +1,4 @@
-"""A claim, its three-outcome verdict, and the registry in which each claim is entered once.
-
-The verdict functions of :mod:`numerics.experiments.reproduce._verdicts` register themselves in :data:`REGISTRY`.
-"""
+"""A claim, its verdict, and the registry in which each claim is entered once."""
 
 from __future__ import annotations
 
@@ -10,8 +7,7 @@ from typing import Callable
 
 from theory.validation import check_choice
 
-#: verdict of a claim: reproduced; contradicted (adequately powered measurements exclude the claim); inconclusive
-#: (budget, resolution or training not sufficient -- the claim's ``reason`` says which); not tested
+#: contradicted: adequately powered measurements exclude the claim; inconclusive: the ``reason`` says why
 STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested")
 #: why a claim that misses its criterion is inconclusive rather than contradicted
 INCONCLUSIVE_REASONS = ("budget", "resolution", "training", "bound")
@@ -23,23 +19,16 @@ class Claim:
 
     Attributes
     ----------
-    id : str
-    paper : str
-        The claim as the paper makes it.
     criterion : str
-        How it is tested here (the issue's target, made operational).
+        How it is tested here.
     status : {'reproduced', 'contradicted', 'inconclusive', 'not tested'}
-    evidence : str
-        The measured numbers.
-    families : tuple of str
-        Families whose runs the evidence comes from.
     reason : str
-        For ``'inconclusive'``: which of :data:`INCONCLUSIVE_REASONS` and why, in one sentence;
-        for ``'contradicted'``: what excludes the claim.
+        Why inconclusive (one of :data:`INCONCLUSIVE_REASONS` first) or
+        what excludes the claim.
     summary : str
-        The deciding numbers in one sentence (the report's opening paragraph quotes it).
+        The deciding numbers in one sentence (for the opening paragraph).
     table : tuple of tuple
-        Per-item numbers behind ``evidence`` as a table: the header row, then one row per item.
+        The numbers behind ``evidence``: a header row, then one row per item.
 
     References
     ----------
@@ -63,7 +52,7 @@ class Claim:
 
     @property
     def kind(self) -> str:
-        """``'paper'`` (a claim of the paper) or ``'contrast'`` (the package's own), from :data:`REGISTRY`."""
+        """``'paper'`` or ``'contrast'`` (the package's own), from :data:`REGISTRY`."""
         return next((spec.kind for spec in REGISTRY.specs if spec.id == self.id), "paper")
 
     @property
@@ -77,14 +66,11 @@ class Claim:
 
     @property
     def mark(self) -> str:
-        return {"reproduced": "REPRODUCED", "contradicted": "CONTRADICTED", "inconclusive": "INCONCLUSIVE"}.get(
-            self.status, "NOT TESTED")
-
+        return self.status.upper() if self.status in STATUSES[:3] else "NOT TESTED"
 
 
 def verdict(passed: bool | None, *, contradicted: bool = False, reason: str = "") -> dict:
-    """``status`` and ``reason`` of a claim: reproduced; else contradicted when ``contradicted`` (the numbers exclude
-    the claim), else inconclusive with ``reason``; not tested when ``passed`` is None."""
+    """``status`` and ``reason`` of a claim (``passed`` None: not tested)."""
     if passed is None:
         return {"status": "not tested"}
     if passed:
@@ -93,30 +79,22 @@ def verdict(passed: bool | None, *, contradicted: bool = False, reason: str = ""
 
 
 def not_tested(criterion: str, evidence: str, **fields) -> dict:
-    """The fields of a claim that this reproduction has nothing to judge by; ``evidence`` says why."""
+    """The fields of a claim there is nothing to judge by; ``evidence`` says why."""
     return dict(criterion=criterion, status="not tested", evidence=evidence, **fields)
 
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """One entry of the registry of claims (:class:`ClaimRegistry`): what it is and how it is judged.
+    """One entry of :class:`ClaimRegistry`: what the claim is and how it is judged.
 
     Attributes
     ----------
-    id : str
     kind : {'paper', 'contrast'}
-        A claim of the paper, or a contrast of the package's own (counted apart in the report).
-    figures : tuple of str
-        The figures its verdict is about (shown with it on their documentation pages).
+        A claim of the paper, or a contrast of the package's own.
     topic : str
-        For a central claim of the paper: its name in the report's opening paragraph; '' otherwise.
+        A central claim's name in the report's opening paragraph, or ''.
     judge : callable
-        ``judge(ctx, consistency) -> dict``: the :class:`Claim` fields it measures (``criterion``, ``status``,
-        ``evidence``, ...; ``families`` where they differ from :attr:`families`).
-    paper : str
-        The claim as the paper makes it (a contrast says that it is not the paper's).
-    families : tuple of str
-        Families whose runs the evidence comes from.
+        ``judge(ctx, consistency) -> dict``: the :class:`Claim` fields it measures.
 
     Examples
     --------
@@ -134,15 +112,12 @@ class ClaimSpec:
     families: tuple = ()
 
     def evaluate(self, ctx, consistency=None) -> Claim:
-        """The :class:`Claim`: this entry's id, paper text and families with what :attr:`judge` measured."""
         return Claim(self.id, self.paper, **{"families": self.families, **self.judge(ctx, consistency)})
 
 
 class ClaimRegistry:
-    """The claims a reproduction judges, in the order they are registered (the report's order).
-
-    :meth:`claim` enters a verdict function once, with all that is read about its claim; :attr:`specs`,
-    :attr:`ids`, :attr:`figures` and :attr:`central` are views of it, so a claim added appears in each.
+    """The claims a reproduction judges, in report order; :attr:`specs`, :attr:`ids`,
+    :attr:`figures` and :attr:`central` are views of it.
 
     Examples
     --------
@@ -161,7 +136,7 @@ class ClaimRegistry:
 
     def claim(self, claim_id: str, *, paper: str, kind: str = "paper", figures: tuple = (), families: tuple = (),
               topic: str = "") -> Callable:
-        """Decorator: register ``judge(ctx, consistency) -> dict`` as the verdict of claim ``claim_id``."""
+        """Decorator: register ``judge(ctx, consistency) -> dict`` for ``claim_id``."""
         check_choice("kind", kind, ("paper", "contrast"))
 
         def register(judge: Callable) -> Callable:
@@ -174,26 +149,22 @@ class ClaimRegistry:
 
     @property
     def specs(self) -> tuple:
-        """Every :class:`ClaimSpec`, in report order."""
         return tuple(self._specs.values())
 
     @property
     def ids(self) -> tuple:
-        """The claims' ids, in report order."""
         return tuple(self._specs)
 
     @property
     def figures(self) -> dict:
-        """Claim id → the figures its verdict is about."""
         return {spec.id: spec.figures for spec in self._specs.values()}
 
     @property
     def central(self) -> dict:
-        """The central claims of the paper: id → its name in the report's opening paragraph."""
+        """Central claims: id → name in the report's opening paragraph."""
         return {spec.id: spec.topic for spec in self._specs.values() if spec.topic}
 
     def evaluate(self, ctx, consistency=None) -> tuple:
-        """Every registered claim's :class:`Claim`, in report order."""
         return tuple(spec.evaluate(ctx, consistency) for spec in self._specs.values())
 
 

@@ -1,7 +1,7 @@
-"""The claims a reproduction judges, each registered once, in report order, on its verdict function.
+"""The claims a reproduction judges, each registered once on its verdict function, in report order.
 
-A verdict function judges its claim's numbers (:mod:`numerics.experiments.reproduce.analysis`) by the
-rules of :mod:`numerics.experiments.criteria`: a claim is reproduced only when its criterion is met.
+A verdict function judges the numbers of ``analysis`` by the rules of ``criteria``:
+a claim is reproduced only when its criterion is met.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .results import int_list, spectrum_label
 
 
 def _alpha_excluded(s, lo: float, hi: float) -> bool:
-    """The fitted α of a settled depth sweep lies outside ``[lo, hi]`` by more than two SE (an adequately powered miss)."""
+    """The fitted α of a settled depth sweep lies outside ``[lo, hi]`` by more than two SE."""
     if not (s.fit.ok and s.C_settles and s.gap_settles):
         return False
     alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
@@ -42,19 +42,8 @@ def _alpha_text(s) -> str:
             f"A_L − C_L change {_pct(s.gap_change)} over the last doubling")
 
 
-def _paper_softmax_spectra() -> set:
-    """``(a, b, k)`` of every softmax row of the paper's Tables 1 and 4."""
-    from theory.paper import paper_table
-
-    return ({(float(r["a"]), float(r["b"]), 2) for r in paper_table("table1")}
-            | {(float(r["a"]), float(r["b"]), int(r["k"])) for r in paper_table("table4")})
-
-
 def certified_setting_status(setting: dict) -> tuple[str, str]:
-    """``(status, reason kind)`` of one certified setting of a verdicts file, by the certified study's own rule.
-
-    The rule is :func:`numerics.experiments.study.certified.statistics.setting_verdict`, applied to the
-    numbers the file holds (depths done and planned, failed certificates, the α interval).
+    """``(status, reason kind)`` of one setting of a verdicts file, by the certified study's own rule.
 
     Examples
     --------
@@ -74,7 +63,7 @@ def certified_setting_status(setting: dict) -> tuple[str, str]:
        topic="Inverse-depth scaling of softmax attention (α ≈ 1) at the best loss each depth reaches (the certified "
              "envelope)")
 def _inverse_depth_certified_claim(ctx, consistency) -> dict:
-    """The central claim judged on the certified study's envelope (``ctx.certified_verdicts``, default the shipped file)."""
+    """The central claim judged on the certified study's envelope."""
     from ..study.certified.page import read_verdicts
 
     criterion = ("certified study (docs/results/certified-study.md: every depth 1, 2, 4, … trained from several starts, "
@@ -129,7 +118,7 @@ def _inverse_depth_certified_claim(ctx, consistency) -> dict:
        topic="Inverse-depth scaling of softmax attention (α ≈ 1) under one training recipe (cold start, Adam 1e-3, "
              "6000 steps)")
 def _inverse_depth_claim(ctx, consistency) -> dict:
-    """The central claim, judged from the converged study (:mod:`numerics.experiments.reproduce.converged`)."""
+    """The central claim, judged from the converged study."""
     lo, hi = analysis.ALPHA_TARGET
     criterion = (f"converged study (each depth trained until its own held-out loss settles, all depths on common held-out "
                  f"contexts, at the sizes of `idepth study sizes`): for every spectrum of Tables 1 and 4 it holds, the "
@@ -139,10 +128,12 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
                  f"depth-L model expresses the L = 1 solution), not evidence either way. Contradicted when a spectrum "
                  f"whose runs all converged, with no training failure, has a resolved gain and its interval outside "
                  f"[{lo}, {hi}]")
+    from ..study.converged.plan import TABLE1_SPECTRA, TABLE4_SPECTRA
+
     table = ctx.converged
     if table is None:
         return not_tested(criterion, f"no converged-study table ({ctx.converged_error})")
-    wanted = _paper_softmax_spectra()
+    wanted = {(a, b, 2) for a, b in TABLE1_SPECTRA} | set(TABLE4_SPECTRA)
     summaries = [table.summary(a, b, k, N=N) for a, b, k, N in table.groups() if (a, b, k) in wanted]
     summaries = [s for s in summaries if s.fit is not None]
     if not summaries:
@@ -204,7 +195,7 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
        paper="Contrast, not a claim of the paper: the inverse-depth law in a lazy-training regime (gain frozen, Adam "
              "1e-4, a short equal step budget for every depth), at the quick scale's own sizes.")
 def _lazy_contrast_claim(ctx, consistency) -> dict:
-    """The same law in the lazy regime (a named contrast: the paper does not describe this regime)."""
+    """The same law in the lazy regime (a contrast: not the paper's regime)."""
     lo, hi = analysis.ALPHA_TARGET
     criterion = (f"fitted α in [{lo}, {hi}] with C_L and A_L − C_L changing < "
                  f"{100 * criteria.SETTLING_TOLERANCE:.0f} % over the last doubling of depth, for at least three "
@@ -234,7 +225,7 @@ def _lazy_contrast_claim(ctx, consistency) -> dict:
        paper="Not a claim of the paper: the converged-study table the package ships comes out of this code on this "
              "machine (its runs re-trained here from their recorded configuration).")
 def _shipped_rerun_claim(ctx, consistency) -> dict:
-    """Re-trained here, a few of the shipped converged-study runs give the shipped numbers."""
+    """A few shipped converged-study runs, re-trained here, give the shipped numbers."""
     criterion = "every re-trained run's held-out R_L equals the shipped R_L within that run's own held-out SE"
     checks = ctx.converged_checks
     if not checks:

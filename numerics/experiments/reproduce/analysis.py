@@ -1,8 +1,5 @@
-"""Measured quantities of a reproduction, computed once and shared by figures, tables and verdicts.
-
-Each function takes a :class:`numerics.experiments.reproduce.context.ReproductionContext`
-and returns a small frozen dataclass, memoised in the context, so a figure and
-the table and verdict that quote the same number cannot disagree.
+"""Measured quantities of a reproduction, computed once (memoised in the context)
+and shared by figures, tables and verdicts, so that they cannot disagree.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import criteria
-from .results import Curve, FitSummary, fit_curve, last_doubling, spectrum_label
+from .results import Curve, FitSummary, _Labelled, fit_curve, last_doubling
 
 __all__ = [
     "ALPHA_TARGET",
@@ -60,31 +57,18 @@ def spectra_of(ctx, family_name: str, *, a: float | None = None, b: float | None
     return tuple(s for s in spectra if (a is None or s[0] == a) and (b is None or s[1] == b))
 
 
-# ----------------------------------------------------------------------------------- nonlinear difficult
-
-
 @dataclass(frozen=True, eq=False)
-class NonlinearSummary:
+class NonlinearSummary(_Labelled):
     """Depth sweep of a softmax model on the difficult task, for one spectrum.
 
     Attributes
     ----------
-    family : str
-    a, b : float
     R, C, gap : Curve
-        ``R_L``, ``C_L`` and ``A_L − C_L`` (eqs. 61-63) against depth.
-    fit : FitSummary
-        ``R_L = L0 + c L^(−alpha)`` (eq. 16).
+        ``R_L``, ``C_L`` and ``A_L − C_L`` (eqs. 61-63); ``fit``: eq. (16).
     C_change, gap_change : float
-        Relative change over the last doubling of depth (NaN if undefined).
-    C_settles, gap_settles : bool or None
-        ``< 10 %`` (:data:`numerics.experiments.criteria.SETTLING_TOLERANCE`).
+        Relative change over the last doubling (``C_settles``, ...).
     depth_gain : float
-        ``R_1 / R_{L_max}``.
-    bound : dict or None
-        Oracle softmax-head bound at the family's sizes.
-    alpha_in_target : bool or None
-        Fitted alpha in :data:`ALPHA_TARGET`.
+        ``R_1 / R_{L_max}``; ``alpha_in_target``: alpha in :data:`ALPHA_TARGET`.
 
     References
     ----------
@@ -92,7 +76,7 @@ class NonlinearSummary:
 
     Notes
     -----
-    No example: instances are built by :func:`nonlinear_summary` (its example makes one from an empty store).
+    No example: built by :func:`nonlinear_summary`.
     """
 
     family: str
@@ -109,10 +93,6 @@ class NonlinearSummary:
     depth_gain: float
     bound: dict | None
     alpha_in_target: bool | None
-
-    @property
-    def label(self) -> str:
-        return spectrum_label(self.a, self.b)
 
     @property
     def has_data(self) -> bool:
@@ -163,29 +143,20 @@ def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: 
     return ctx.memo(("nonlinear", family_name, float(a), float(b), with_bound), compute)
 
 
-# ----------------------------------------------------------------------------------- linear easy
-
-
 @dataclass(frozen=True, eq=False)
-class LinearEasySummary:
-    """Linear attention on the easy task for one spectrum: the fitted exponent against ζ and 2ζ.
+class LinearEasySummary(_Labelled):
+    """Linear attention on the easy task, one spectrum: the fitted α against ζ and 2ζ.
 
     Attributes
     ----------
-    a, b : float
-    R : Curve
     zeta : float or None
         ``(a + b − 1)/a`` (eq. 34); None if ``a = 0``.
     window_upper : float
-        ``λ_1/λ_d / margin``: the largest depth inside the constrained law's window (eq. 34).
-    fit_depths : tuple of int
-        Depths used by the fit (inside the window).
+        The largest depth inside the constrained law's window (eq. 34).
     fit : FitSummary
-        ``R_L = c L^(−alpha)`` (L0 = 0, the paper's easy-task fit).
+        ``R_L = c L^(−alpha)`` (L0 = 0) on ``fit_depths``, inside the window.
     resolvable : bool
-        At least three grid depths inside the window (a fit with a residual degree of freedom).
-    between : bool or None
-        ``ζ <= alpha <= 2ζ`` within two standard errors.
+        Three grid depths in the window; ``between``: ``ζ <= alpha <= 2ζ``.
 
     References
     ----------
@@ -193,7 +164,7 @@ class LinearEasySummary:
 
     Notes
     -----
-    No example: instances are built by :func:`linear_easy_summary` (its example makes one from an empty store).
+    No example: built by :func:`linear_easy_summary`.
     """
 
     a: float
@@ -206,13 +177,17 @@ class LinearEasySummary:
     resolvable: bool
     between: bool | None
 
-    @property
-    def label(self) -> str:
-        return spectrum_label(self.a, self.b)
+
+def validity_window(family, a: float, b: float) -> tuple[float, int]:
+    """``(upper, inside)``: the end of the window of eq. (34), the depths in it."""
+    from theory import PowerLawSpectrum
+
+    upper = PowerLawSpectrum(a, b, family.d).condition_number / WINDOW_MARGIN
+    return upper, sum(1 for L in family.depths if L <= upper)
 
 
 def linear_easy_summary(ctx, a: float, b: float) -> LinearEasySummary:
-    """Fit of ``R_L = c L^(−alpha)`` on the depths inside the validity window, against ζ and 2ζ.
+    """Fit of ``R_L = c L^(−alpha)`` inside the validity window, against ζ and 2ζ.
 
     References
     ----------
@@ -230,58 +205,43 @@ def linear_easy_summary(ctx, a: float, b: float) -> LinearEasySummary:
     """
 
     def compute() -> LinearEasySummary:
-        from theory import PowerLawSpectrum, zeta
+        from theory import zeta
 
         family = ctx.family("linear_easy")
         R = ctx.results.curve(family, a, b, "R_L")
-        spectrum = PowerLawSpectrum(a, b, family.d)
         z = zeta(a, b) if a > 0 else None
-        upper = spectrum.condition_number / WINDOW_MARGIN
-        inside = R.finite()
-        keep = inside.depths <= upper
-        sub = Curve(R.quantity, R.a, R.b, inside.depths[keep], inside.values[:, keep], inside.mean[keep],
-                    inside.se[keep], inside.n_seeds[keep], inside.se_kind)
+        upper, depths_inside = validity_window(family, a, b)
+        data = R.finite()
+        keep = data.depths <= upper
+        sub = Curve(R.quantity, R.a, R.b, data.depths[keep], data.values[:, keep], data.mean[keep],
+                    data.se[keep], data.n_seeds[keep], data.se_kind)
         fit = fit_curve(sub, floor=0.0) if len(sub.depths) >= 2 else FitSummary(
             None, f"{len(sub.depths)} depth(s) with data inside L <= {upper:.3g}")
-        resolvable = int(np.sum(np.asarray(family.depths) <= upper)) >= 3
         between = None
         if fit.ok and z is not None and z > 0:
             between = criteria.between(fit.value("alpha"), fit.se("alpha"), z, 2 * z)
         return LinearEasySummary(float(a), float(b), R, z, float(upper), tuple(int(x) for x in sub.depths), fit,
-                                 resolvable, between)
+                                 depths_inside >= 3, between)
 
     return ctx.memo(("linear_easy", float(a), float(b)), compute)
 
 
-# ----------------------------------------------------------------------------------- linear difficult
-
-
 @dataclass(frozen=True, eq=False)
-class LinearDifficultSummary:
-    """Linear attention on the top-k task for one spectrum: plateau against the theory floor.
+class LinearDifficultSummary(_Labelled):
+    """Linear attention on the top-k task, one spectrum: plateau against floor.
 
     Attributes
     ----------
-    family : str
-    a, b : float
-    R : Curve
     depth : int
-        Largest depth with data (the plateau is ``R`` there).
-    plateau, plateau_se : float
+        Largest depth with data; ``plateau`` is ``R`` there.
     floor, floor_se : float
         Theory floor of degree ``depth`` at the family's ``(d, P, k)`` (eqs. 47-54).
     deviation : float
-        ``|plateau − floor| / floor``.
-    within_target : bool or None
-        ``deviation < 10 %``.
-    agrees : bool or None
-        Within two combined standard errors.
+        ``|plateau − floor| / floor``, ``within_target`` below :data:`FLOOR_TARGET`.
     finite_floor, finite_floor_se : float
-        The finite-P floor of the same degree (:func:`theory.floor.linear_floor_finite_p`: the best
-        polynomial in the context's empirical covariance ``S``; the model's prediction is exact in S at
-        any P, eq. 24, so a plateau between it and ``floor`` is explained, not a failure).
-    below_finite : bool or None
-        The plateau lies more than two combined SE below the finite-P floor (unexplained).
+        The finite-P floor (best polynomial in the empirical covariance ``S``,
+        eq. 24): a plateau between it and ``floor`` is explained, one more
+        than two SE below it (``below_finite``) is not.
 
     References
     ----------
@@ -289,7 +249,7 @@ class LinearDifficultSummary:
 
     Notes
     -----
-    No example: instances are built by :func:`linear_difficult_summary` (its example makes one from an empty store).
+    No example: built by :func:`linear_difficult_summary`.
     """
 
     family: str
@@ -309,17 +269,13 @@ class LinearDifficultSummary:
     below_finite: bool | None = None
 
     @property
-    def label(self) -> str:
-        return spectrum_label(self.a, self.b)
-
-    @property
     def explained_below(self) -> bool:
-        """Below the population floor by more than the target, but not below the finite-P floor."""
+        """Below the floor beyond the target, not below the finite-P floor."""
         return bool(self.within_target is False and self.plateau < self.floor and self.below_finite is False)
 
 
 def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> LinearDifficultSummary:
-    """Measured plateau (``R`` at the deepest model) against the theory floor at the same ``(d, P, k)``.
+    """Measured plateau (``R`` at the deepest model) against the floor at ``(d, P, k)``.
 
     References
     ----------
@@ -356,25 +312,18 @@ def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> Linea
     return ctx.memo(("linear_difficult", family_name, float(a), float(b)), compute)
 
 
-# ----------------------------------------------------------------------------------- softmax easy
-
-
 @dataclass(frozen=True, eq=False)
-class EasySoftmaxSummary:
+class EasySoftmaxSummary(_Labelled):
     """Softmax attention on the easy task for one spectrum.
 
     Attributes
     ----------
-    a, b : float
-    depths : tuple of int
-    final, initial : ndarray
-        Final and initial held-out loss per depth (first seed; NaN if missing).
-    ratio : ndarray
-        ``final / initial``.
+    final, initial, ratio : ndarray
+        Final and initial held-out loss per depth (mean over seeds) and ``final / initial``.
     top1 : ndarray
-        Final top-1 attention mass per depth (mean over layers).
+        Final top-1 attention mass per depth.
     below_target : bool or None
-        ``ratio < 1 %`` at ``L = 1``.
+        ``ratio`` below :data:`EASY_TARGET` at ``L = 1``.
 
     References
     ----------
@@ -382,7 +331,7 @@ class EasySoftmaxSummary:
 
     Notes
     -----
-    No example: instances are built by :func:`easy_softmax_summary` (its example makes one from an empty store).
+    No example: built by :func:`easy_softmax_summary`.
     """
 
     a: float
@@ -393,10 +342,6 @@ class EasySoftmaxSummary:
     ratio: np.ndarray
     top1: np.ndarray
     below_target: bool | None
-
-    @property
-    def label(self) -> str:
-        return spectrum_label(self.a, self.b)
 
 
 def easy_softmax_summary(ctx, a: float, b: float) -> EasySoftmaxSummary:
@@ -437,11 +382,8 @@ def easy_softmax_summary(ctx, a: float, b: float) -> EasySoftmaxSummary:
     return ctx.memo(("easy_softmax", float(a), float(b)), compute)
 
 
-# ----------------------------------------------------------------------------------- arrays
-
-
 def modewise_matrix(ctx, family_name: str, a: float, b: float, name: str = "modewise_loss_normalised") -> tuple:
-    """``(depths, matrix)``: the per-mode array ``name`` against depth (rows: depths, mean over seeds).
+    """``(depths, matrix)``: the per-mode array ``name`` (mean over seeds) by depth.
 
     References
     ----------
@@ -472,7 +414,7 @@ def modewise_matrix(ctx, family_name: str, a: float, b: float, name: str = "mode
 
 def selection_quantiles(ctx, family_name: str, a: float, b: float, depth: int,
                         levels=(0.5, 0.9, 0.95, 0.99)) -> tuple:
-    """``(mean, se)`` arrays of ``Q_L(q)`` over seeds at ``depth`` (se from seeds; NaN with one seed).
+    """``(mean, se)`` of ``Q_L(q)`` over seeds at ``depth`` (NaN se with one seed).
 
     References
     ----------

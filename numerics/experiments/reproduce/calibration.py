@@ -1,18 +1,14 @@
 """The cost model on this machine: a few timed training steps scale the plan's estimate.
 
-The plan's cost model (:func:`~numerics.experiments.reproduce.plan.estimate_run_seconds`,
-each model's ``STEP_COST``) gives CPU seconds on the machine it was fitted on.
-:func:`calibrate` times a few training steps of the softmax and of the linear model at one
-of the sizes the model was fitted at (a few seconds in all), compares them with the model's
-prediction for the same steps, and so gives this machine's speed relative to that reference,
-one factor per engine: the linear model's (Krylov engine) and the softmax models' (every
-other model). A loaded machine runs slower, and the factor says so (CPU time, which
-contention for caches and cores inflates too; the load average is printed beside it).
-:func:`calibrated_estimate` divides each run's cost by its engine's factor.
+The cost model gives CPU seconds on the machine it was fitted on. :func:`calibrate`
+times a few steps of each engine (softmax, linear) at one of its fitting points:
+this machine's speed relative to that one (a loaded machine is slower).
+:func:`calibrated_estimate` divides each run's cost by its engine's speed.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -20,6 +16,7 @@ from typing import Iterable
 
 from numerics.models import get_model
 
+from ..execution import usable_cores
 from .plan import Plan, _duration, estimate_run_seconds, step_milliseconds
 
 __all__ = ["CALIBRATION_SIZES", "Calibration", "calibrate", "calibrated_estimate", "format_estimate",
@@ -75,13 +72,6 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        return os.cpu_count() or 1
-
-
 def machine_description() -> str:
     """Cores, CPU and SIMD level: ``'2 cores, AMD EPYC, AVX-512 (AVX512_ICL)'``.
 
@@ -90,7 +80,7 @@ def machine_description() -> str:
     >>> "cores" in machine_description() or "core," in machine_description()
     True
     """
-    cores = _usable_cores()
+    cores = usable_cores()
     return f"{cores} core{'s' if cores != 1 else ''}, {_cpu_name()}, {simd_level()}"
 
 
@@ -101,14 +91,9 @@ class Calibration:
     Attributes
     ----------
     speeds : dict of str to float
-        ``{"softmax": s, "linear": s}``: cost-model CPU time over measured CPU time of the same
-        steps (``0.8`` = this machine takes 1/0.8 times as long).
-    machine : str
-        :func:`machine_description`.
+        ``{"softmax": s, "linear": s}``: cost-model over measured CPU time.
     load : float or None
-        The 1-minute load average when it was measured (other jobs on the machine).
-    seconds : float
-        Wall time the calibration took.
+        The 1-minute load average; ``seconds``: the calibration's wall time.
 
     Examples
     --------
@@ -125,19 +110,15 @@ class Calibration:
     @property
     def speed(self) -> float:
         """The geometric mean of the engines' speeds (one number to quote)."""
-        values = list(self.speeds.values())
-        product = 1.0
-        for value in values:
-            product *= value
-        return product ** (1.0 / len(values))
+        return math.prod(self.speeds.values()) ** (1.0 / len(self.speeds))
 
     def speed_of(self, model: str) -> float:
-        """The speed factor of the engine that runs ``model``: its ``ATTENTION``, linear or softmax."""
+        """The speed of the engine (``ATTENTION``) that runs ``model``."""
         return self.speeds[get_model(model).ATTENTION]
 
 
 def _time_steps(sizes: dict, steps: int, repeats: int) -> tuple:
-    """(best measured, cost-model) CPU time (ms) per training step (batch drawn, loss, gradient, Adam)."""
+    """(best measured, cost-model) CPU time (ms) per training step."""
     from numerics.train import ModelRun, TrainConfig
 
     config = TrainConfig(**sizes, max_steps=10**6, eval_every=10**6, eval_size=sizes["batch_size"],
@@ -154,11 +135,7 @@ def _time_steps(sizes: dict, steps: int, repeats: int) -> tuple:
 
 
 def measure_speeds(repeats: int = 3) -> dict:
-    """``{engine: cost-model ms / measured ms}`` of :data:`CALIBRATION_SIZES`, timed in this process.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    """``{engine: cost-model ms / measured ms}`` of :data:`CALIBRATION_SIZES`, here.
 
     Examples
     --------
@@ -175,18 +152,13 @@ def measure_speeds(repeats: int = 3) -> dict:
 def calibrate(repeats: int = 3, timeout: float = 120.0) -> Calibration:
     """Time a few training steps of each engine here (about 2-5 s) against the cost model.
 
-    The steps run in a child process with one BLAS thread, as a sweep's workers train
-    (:data:`numerics.experiments.sweep.BLAS_THREAD_VARIABLES`): a multi-threaded BLAS in a
-    busy parent would count its threads' spinning as the engine's CPU time.
+    The steps run in a child process with one BLAS thread, as a sweep's
+    workers do (a threaded BLAS would count its spinning as CPU time).
 
     Raises
     ------
     RuntimeError
         The child process failed or took longer than ``timeout`` seconds.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
 
     Examples
     --------
@@ -224,14 +196,10 @@ def calibrate(repeats: int = 3, timeout: float = 120.0) -> Calibration:
 
 
 def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Iterable = ()) -> tuple:
-    """(CPU seconds of the plan's runs, of its studies, per-run costs by hash) on this machine.
+    """(CPU seconds of the plan's runs, of its studies, costs by hash) here.
 
-    Each run's :func:`estimate_run_seconds` is divided by its engine's speed; the studies (softmax
-    runs) by the softmax speed; ``extra_configs`` (the converged study's spot checks) are added.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    Each run's estimate is divided by its engine's speed, the studies' by the softmax speed;
+    ``extra_configs`` (the converged study's spot checks) are added.
 
     Examples
     --------
@@ -251,11 +219,7 @@ def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Ite
 
 def format_estimate(plan: Plan, calibration: Calibration, workers: int, *, extra_configs: Iterable = (),
                     backend: str = "local", study: bool = True) -> str:
-    """The line printed before training, e.g. ``estimated 14 min wall on 2 workers (calibrated: ...)``.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    """The line printed before training: ``estimated 14 min wall on ...``.
 
     Examples
     --------
@@ -267,12 +231,12 @@ def format_estimate(plan: Plan, calibration: Calibration, workers: int, *, extra
     """
     runs, studies, _ = calibrated_estimate(plan, calibration, extra_configs)
     cpu = runs + (studies if study else 0.0)
-    parallel = max(1, min(workers, _usable_cores())) if backend == "local" else max(1, workers)
+    parallel = max(1, min(workers, usable_cores())) if backend == "local" else max(1, workers)
     speeds = ", ".join(f"{engine} {value:.2f}x" for engine, value in calibration.speeds.items())
     line = (f"estimated {_duration(cpu / parallel)} wall on {workers} {backend} worker{'s' if workers != 1 else ''}, "
             f"{_duration(cpu)} CPU (calibrated: this CPU runs the engine at {calibration.speed:.1f}x the reference "
             f"of the cost model: {speeds}; {calibration.machine}; measured in {calibration.seconds:.0f} s)")
-    cores = _usable_cores()
+    cores = usable_cores()
     if calibration.load is not None and calibration.load > 0.5 * cores:
         line += (f"; the machine is busy (load average {calibration.load:.1f} on {cores} cores): "
                  "other jobs slow it further")

@@ -1,19 +1,6 @@
-"""What every figure and table builder of a reproduction receives: results, sizes and cached theory.
-
-:class:`ReproductionContext` bundles the scale, the output directories, the
-store's finished runs (:class:`numerics.experiments.reproduce.results.StoreResults`) and the
-theory the artefacts compare against, computed once and cached as JSON under
-``OUT/cache/`` (keyed by every input and the package version, written
-atomically) so a re-run does not redo the Monte Carlo:
-
-* :meth:`ReproductionContext.oracle_bound` -- the best single softmax head and
-  the best non-negative mixture of heads at a family's sizes
-  (:func:`numerics.experiments.bounds.softmax_head_bound`), drawn on every nonlinear depth plot;
-* :meth:`ReproductionContext.linear_floor` -- the linear-attention floor of the
-  top-k task by degree (paper eqs. 47-54): exact for an isotropic input
-  spectrum (:func:`theory.floor.linear_floor_semi_analytic`, cosine ranking),
-  Monte Carlo with control variates otherwise
-  (:func:`theory.floor.linear_floor_monte_carlo`).
+"""What every artefact builder receives: the scale, the finished runs, and the
+theory they compare against (oracle bounds, linear floors, eqs. 47-54), cached
+under ``OUT/cache/`` so a re-run does not redo the Monte Carlo.
 """
 
 from __future__ import annotations
@@ -39,18 +26,15 @@ class ReproductionContext:
 
     Attributes
     ----------
-    scale : Scale
-    out_dir : Path
-        The reproduction's output directory.
     results : StoreResults
         Finished runs of ``out_dir/store``.
     families : tuple of str
         Families run for this reproduction (others read as empty).
     converged : ConvergedTable or None
-        The converged-study table the nonlinear verdicts and Tables 1, 4, 5 read
-        (:mod:`numerics.experiments.reproduce.converged`); None with ``converged_error`` saying why.
-    converged_checks : tuple of (row, TrainConfig)
-        Runs of that table re-trained by this reproduction.
+        The converged-study table (None: ``converged_error`` says why);
+        ``converged_checks``: its runs ``(row, config)`` re-trained here.
+    certified_verdicts : path or None
+        The certified study's verdicts file (None: the shipped one).
 
     References
     ----------
@@ -79,14 +63,7 @@ class ReproductionContext:
     @classmethod
     def open(cls, scale: Scale, out_dir, families: tuple = (), *, converged=None, converged_error: str = "not loaded",
              converged_checks: tuple = (), certified_verdicts=None) -> "ReproductionContext":
-        """Read ``out_dir/store`` and create ``figures/``, ``tables/`` and ``cache/``.
-
-        ``converged`` is the converged-study table
-        (:class:`numerics.experiments.reproduce.converged.ConvergedTable`, or None with
-        ``converged_error`` saying why), ``converged_checks`` its re-trained runs ``(row, config)``.
-        ``certified_verdicts``: the certified study's verdicts file the central claim reads (None: the
-        shipped one, :data:`numerics.experiments.study.certified.page.SHIPPED_VERDICTS`).
-        """
+        """Read ``out_dir/store`` and create ``figures/``, ``tables/`` and ``cache/``."""
         out_dir = Path(out_dir)
         for sub in ("figures", "tables", "cache"):
             (out_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -108,29 +85,20 @@ class ReproductionContext:
         return self.out_dir / "cache"
 
     def family(self, name: str) -> Family:
-        """The scale's family ``name``."""
         return self.scale.families[name]
 
     def ran(self, name: str) -> bool:
-        """Whether family ``name`` was part of this reproduction's plan."""
         return name in self.families
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per ``key`` within this reproduction (in memory)."""
+        """``compute()`` once per ``key`` (in memory)."""
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
 
-    # ---------------------------------------------------------------- theory, cached on disk
-
     def oracle_bound(self, family: Family, a: float, b: float) -> dict:
-        """Oracle softmax-head bound at the family's ``(d, P, k)`` for spectrum ``(a, b)``.
-
-        Returns the :meth:`numerics.experiments.bounds.HeadBound.to_dict` fields
-        (``single_head_loss``, ``single_head_standard_error``, ``mixture_loss``, ...): the
-        same entry of the cache as the regime study's cosine bound at these sizes, so the
-        report shows one value per bound.
-        """
+        """``HeadBound.to_dict()`` of the oracle bound at the family's sizes
+        (the regime study's cache entry: one value per bound)."""
         from numerics.experiments.bounds import bound_key, head_bounds
 
         key = bound_key(a, b, family.d, family.P, family.k, n_contexts=self.scale.bound_contexts)
@@ -139,11 +107,8 @@ class ReproductionContext:
 
     def linear_floor(self, family: Family, a: float, b: float, *, d: int | None = None, P: int | None = None,
                      samples: int | None = None) -> dict:
-        """Linear-attention floor of the top-k task at the family's sizes (or ``d``, ``P`` given), by degree.
-
-        Returns ``floor_by_degree`` and ``standard_error_by_degree`` (lists,
-        degree 1 .. the family's largest depth), ``method`` and the sizes.
-        """
+        """Linear floor by degree at the family's sizes (or ``d``, ``P``):
+        exact for an isotropic input, Monte Carlo otherwise."""
         d = family.d if d is None else d
         P = family.P if P is None else P
         depth = int(max(family.depths))
@@ -171,11 +136,8 @@ class ReproductionContext:
                          lambda: cached(self.cache_dir, "linear-floor", key, compute))
 
     def finite_p_floor(self, family: Family, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
-        """``(floor, se)`` of the finite-P floor (:func:`theory.floor.linear_floor_finite_p`: the best polynomial in
-        the context's empirical covariance S, not Σ) of degree ``depth`` at the family's ``(d, P, k)``.
-
-        Its Monte-Carlo seed is derived from its own key (independent of every other quantity).
-        """
+        """``(floor, se)`` of the finite-P floor of degree ``depth``, seeded
+        by its own key (:func:`theory.floor.linear_floor_finite_p`)."""
         import hashlib
 
         degree = int(max(family.depths) if depth is None else depth)

@@ -1,23 +1,11 @@
 """The shipped converged study (``docs/results/converged-study.csv``) inside a reproduction.
 
-The paper's central claim -- softmax attention on the top-k task follows
-``R_L = L0 + c L^-α`` with ``α ≈ 1`` once trained to convergence (section 3,
-eq. 16, Tables 1, 4, 5) -- is judged from the converged study of
-:mod:`numerics.experiments.study.converged`: every depth trained on its own
-until the study's convergence rule holds, at the sizes the paper's nonlinear
-numbers imply (``idepth study sizes``: d = 16, P = 64), all depths of a spectrum
-evaluated on one common set of held-out contexts. That study costs hours, so a
-reproduction reads the table the package ships (or one the user regenerates,
-``idepth reproduce --converged-table PATH`` / ``--converged-table run``), and
-re-trains a few of its runs (:attr:`numerics.experiments.scales.Scale.converged_checks`)
-to show that the shipped numbers come out of this code on this machine.
-
-The law is tested on the **paired depth gains** ``g_L = R_1 − R_L`` (same
-contexts, same seed; SEs from :func:`numerics.experiments.study.converged.statistics.paired_depth_gains`):
-eq. (16) gives ``g_L = c (1 − L^-α)`` whatever the plateau, so ``α`` and ``c``
-follow from a weighted least-squares profile over ``α`` (:func:`theory.fit_gain_law`)
-with ``L0 = R_1 − c``. One model-free number goes with it: ``g_2 / g_Lmax``, which
-eq. (16) with ``α = 1`` puts at ``(1/2) / (1 − 1/Lmax) ≈ 0.5``.
+The central claim (eq. 16 with ``α ≈ 1``, Tables 1, 4, 5) is judged from the
+converged study (every depth trained until it settles). It costs hours, so a
+reproduction reads the shipped table and re-trains a few of its runs. The law
+is fitted to the paired depth gains ``g_L = R_1 − R_L = c (1 − L^-α)``, free of
+the plateau (:func:`theory.fit_gain_law`); at ``α = 1``, ``g_2 / g_Lmax`` is
+``(1/2) / (1 − 1/Lmax)``.
 """
 
 from __future__ import annotations
@@ -36,6 +24,7 @@ from ..criteria import training_failures
 from ..study.converged.plan import ConvergedPlan, RunSpec
 from ..study.converged.statistics import group_stats
 from ..study.converged.table import StudyRow, read_study_csv
+from .results import _Labelled
 
 __all__ = ["SHIPPED_SIZES", "SHIPPED_TABLE", "ConvergedSummary", "ConvergedTable", "gap_fit", "load_table",
            "sizes_section", "spot_check_configs"]
@@ -47,24 +36,17 @@ SHIPPED_SIZES = SHIPPED_TABLE.parent / "sizes" / "sizes.json"
 
 
 @dataclass(frozen=True)
-class ConvergedSummary:
-    """One (model, width, spectrum, k) of the converged study: means over seeds per depth and the law's fit.
+class ConvergedSummary(_Labelled):
+    """One (model, width, spectrum, k) of the converged study: means and fit.
 
     Attributes
     ----------
-    model, norm : str
-    a, b : float
-    k, d, N, P : int
-    depths : tuple of int
     R, R_se, gain, gain_se, C, gap : ndarray
-        Per depth: ``R_L`` ± SE, the paired gain ``R_1 − R_L`` ± paired SE (mean over seeds),
-        ``C_L`` and ``A_L − C_L`` (means over seeds).
-    n_seeds, n_runs, n_converged : int
+        Per depth: ``R_L``, paired gain ``R_1 − R_L`` (± SE), ``C_L``, ``A_L − C_L``.
     steps : tuple of int
         Step caps the runs converged at.
     fit : GainFit or None
         ``None`` with ``fit_reason`` when the gains cannot be fitted.
-    fit_reason : str
 
     References
     ----------
@@ -100,22 +82,18 @@ class ConvergedSummary:
     fit_reason: str = ""
 
     @property
-    def label(self) -> str:
-        return f"({self.a:g}, {self.b:g})"
-
-    @property
     def all_converged(self) -> bool:
         return self.n_converged == self.n_runs
 
     @property
     def resolved(self) -> bool:
-        """The gain at the deepest depth is above two paired SE (a depth effect is measured at all)."""
+        """The gain at the deepest depth is above two paired SE."""
         return bool(self.gain[-1] > 2 * self.gain_se[-1])
 
     @property
     def worse_than_shallow(self) -> tuple:
-        """Depths whose ``R_L`` is above ``R_1`` by more than two paired SE: an optimisation failure (a depth-L model
-        expresses the L = 1 solution by repeating its layer, eqs. 59-60), whatever the convergence rule says."""
+        """Depths whose ``R_L`` exceeds ``R_1`` by two paired SE: a training
+        failure (depth L expresses the L = 1 solution, eqs. 59-60)."""
         return training_failures(self.depths, self.gain, self.gain_se)
 
     @property
@@ -124,8 +102,7 @@ class ConvergedSummary:
         return math.nan if self.fit is None else float(self.R[0] - self.fit.c)
 
     def ratio(self) -> tuple[float, float, float]:
-        """``(g_2 / g_Lmax, its SE, the value eq. (16) gives with α = 1)``; the SE ignores the (positive)
-        covariance of the two gains, so it is conservative."""
+        """``(g_2 / g_Lmax, its conservative SE, its value at α = 1 by eq. 16)``."""
         if 2 not in self.depths or len(self.depths) < 3:
             return math.nan, math.nan, math.nan
         i = self.depths.index(2)
@@ -137,16 +114,7 @@ class ConvergedSummary:
 
 @dataclass(frozen=True)
 class ConvergedTable:
-    """A converged-study CSV and its provenance.
-
-    Attributes
-    ----------
-    path : Path
-    rows : tuple of StudyRow
-        The table's rows (:func:`numerics.experiments.study.converged.table.read_study_csv`, the
-        only reader of the file).
-    provenance : dict
-        The ``.provenance.json`` beside the CSV (empty if absent).
+    """A converged-study CSV: ``path``, ``rows`` (``StudyRow``) and ``provenance``.
 
     References
     ----------
@@ -154,7 +122,7 @@ class ConvergedTable:
 
     Notes
     -----
-    No example: instances come from :func:`load_table` (``tests/test_reproduce_converged.py``).
+    No example: instances come from :func:`load_table`.
     """
 
     path: Path
@@ -162,7 +130,7 @@ class ConvergedTable:
     provenance: dict
 
     def groups(self, model: str = "nonlinear") -> list[tuple]:
-        """``(a, b, k, N)`` of every group of ``model``, main width (largest N) only, sorted."""
+        """``(a, b, k, N)`` of every group of ``model`` at its largest N, sorted."""
         widest: dict = {}
         for r in self.rows:
             if r.model == model:
@@ -174,7 +142,7 @@ class ConvergedTable:
         return any((g[0], g[1], g[2]) == (a, b, k) for g in self.groups(model))
 
     def summary(self, a: float, b: float, k: int, *, model: str = "nonlinear", N: int | None = None) -> ConvergedSummary:
-        """The :class:`ConvergedSummary` of one group (``N`` default: the widest the table has)."""
+        """The :class:`ConvergedSummary` of one group (default ``N``: the widest)."""
         if N is None:
             widths = [g[3] for g in self.groups(model) if g[:3] == (a, b, k)]
             if not widths:
@@ -201,7 +169,7 @@ class ConvergedTable:
             fit_reason=reason)
 
     def sizes_text(self) -> str:
-        """``d``, the main width (the widest ``N`` of the main model's groups) and ``P`` of the table."""
+        """``d``, the main width (the widest ``N``) and ``P`` of the table."""
         r = self.rows[0]
         widths = [g[3] for g in self.groups()] or [row.N for row in self.rows]
         return f"d = {r.d}, N = {max(widths)} (main), P = {r.P}"
@@ -213,7 +181,7 @@ class ConvergedTable:
 
 
 def load_table(path: str | Path | None = None) -> ConvergedTable:
-    """Read a converged-study CSV (default :data:`SHIPPED_TABLE`) and the provenance beside it.
+    """Read a converged-study CSV (default :data:`SHIPPED_TABLE`) and its provenance.
 
     Raises
     ------
@@ -239,15 +207,13 @@ def load_table(path: str | Path | None = None) -> ConvergedTable:
 
 
 def spot_check_configs(table: ConvergedTable, picks: Sequence[tuple]) -> list[tuple]:
-    """``[(row, TrainConfig)]`` that re-train the shipped runs ``picks`` = ``(a, b, k, N, depth, seed)`` exactly.
-
-    The config is rebuilt from the row and the study plan in the provenance; its content hash
-    must equal the row's ``content_hash`` (else this code would train something else).
+    """``[(row, TrainConfig)]`` re-training the runs ``picks`` = ``(a, b, k, N,
+    depth, seed)`` exactly, rebuilt from the row and the provenance's plan.
 
     Raises
     ------
     ValueError
-        A pick the table does not hold, or a rebuilt config whose hash differs from the row's.
+        A pick not in the table, or a rebuilt config of another hash.
 
     Examples
     --------
@@ -277,12 +243,8 @@ def spot_check_configs(table: ConvergedTable, picks: Sequence[tuple]) -> list[tu
 
 
 def sizes_section(table: ConvergedTable | None, linear_sizes: tuple, sizes_path: str | Path | None = None) -> str:
-    """The "sizes" part of the report's consistency section: where the paper's numbers come from, in a table.
-
-    ``linear_sizes`` is ``(d, P)`` of the paper's linear Table 3 (``(128, 1024)``). Reads the
-    size inference (default :data:`SHIPPED_SIZES`) and states whether the paper's Table 1
-    compares a softmax and a linear column measured at different sizes, and how the converged
-    study's deepest ``R_L`` and ``C_L`` compare with the paper's softmax plateaus.
+    """The "sizes" part of the consistency section: the size inference against
+    ``linear_sizes`` (Table 3), the converged study against Table 1.
 
     Examples
     --------

@@ -1,12 +1,8 @@
 """Publish a reproduction's figures into the documentation (``docs/figures/``).
 
-``idepth reproduce`` writes its figures into ``OUT/figures``; :func:`write_figure_pages`
-copies the PNGs into ``docs/figures/`` and writes one MyST page per figure plus an index
-with a toctree, so the site shows what the package measured. A page holds the title, the
-paper's figure and equations, the image at its own pixel size (never shrunk to the text
-column: a horizontal scroll bar instead, and a click opens the PNG), the figure's caption
-with its numbers, the verdicts computed about it (from ``OUT/report.json``), and the command
-that regenerates it.
+:func:`write_figure_pages` copies the PNGs of ``OUT/figures`` and writes a MyST
+page per figure (the image at its own size, caption, verdicts about it, the
+command that regenerates it) and an index.
 """
 
 from __future__ import annotations
@@ -51,14 +47,14 @@ def _escape(text: str) -> str:
 
 
 def _captions_from_report(report_text: str) -> dict:
-    """Fallback for reproductions without ``report.json``: the paragraph after each figure's image in REPORT.md."""
-    captions = {}
-    for match in re.finditer(r"!\[(\w+)\]\(figures/\1\.png\)\n\n(.+?)\n\n", report_text):
-        captions[match.group(1)] = {"caption": match.group(2), "verdicts": []}
-    return captions
+    """Without ``report.json``: the paragraph after each figure in REPORT.md."""
+    return {match.group(1): {"caption": match.group(2), "verdicts": None}
+            for match in re.finditer(r"!\[(\w+)\]\(figures/\1\.png\)\n\n(.+?)\n\n", report_text)}
 
 
 def _page(artefact, png: Path, scale: str, entry: dict, claims: dict) -> str:
+    from .report import _claim_bullets
+
     width, _ = png_size(png)
     lines = [
         f"# {artefact.paper.split(';')[0]}: {artefact.title}", "",
@@ -79,14 +75,7 @@ def _page(artefact, png: Path, scale: str, entry: dict, claims: dict) -> str:
     if verdicts:
         lines += ["Computed from the numbers by the reproduction (`REPORT.md`, section *Verdict*):", ""]
         for claim in verdicts:
-            lines += [f"- **{claim['mark']}**: {_escape(claim['paper'])}",
-                      f"  - criterion: {_escape(claim['criterion'])}",
-                      f"  - measured: {_escape(claim['evidence'])}"]
-            if claim.get("table"):
-                lines += ["", *("    " + line for line in claim["table"].splitlines()), ""]
-            if claim.get("reason"):
-                lines.append(f"  - {'why inconclusive' if claim['status'] == 'inconclusive' else 'what excludes it'}: "
-                             f"{_escape(claim['reason'])}")
+            lines += _claim_bullets(claim, lead=":", escape=_escape)
         lines.append("")
     elif entry.get("verdicts") is None or "caption" not in entry:
         lines += ["The reproduction this page was made from recorded no verdicts per figure; see its `REPORT.md`.", ""]
@@ -102,22 +91,12 @@ def _page(artefact, png: Path, scale: str, entry: dict, claims: dict) -> str:
 def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
     """Copy the figures of a finished reproduction into the docs, one page per figure.
 
-    Parameters
-    ----------
-    reproduction_dir : path
-        The ``--out`` directory of ``idepth reproduce`` (holds ``REPORT.md``,
-        ``report.json`` and ``figures/``).
-    docs_figures_dir : path
-        Usually ``docs/figures``; its ``index.md`` is rewritten.
-
-    Returns
-    -------
-    list of Path
-        The pages written (index first).
+    ``reproduction_dir`` is ``idepth reproduce``'s ``--out``; ``docs_figures_dir``
+    gets the PNGs, the pages and ``index.md``. Returns the pages, index first.
 
     References
     ----------
-    The paper's figures 1, 3-7, 9-14 (see :data:`numerics.experiments.reproduce.plan.ARTEFACTS`).
+    The paper's figures 1, 3-7, 9-14.
 
     Examples
     --------
@@ -141,8 +120,6 @@ def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
         figures, claims = data.get("figures", {}), {c["id"]: c for c in data.get("claims", [])}
     else:
         figures, claims = _captions_from_report(report_text), {}
-        for entry in figures.values():
-            entry["verdicts"] = None
     target.mkdir(parents=True, exist_ok=True)
     written, names = [], []
     for artefact in ARTEFACTS.values():

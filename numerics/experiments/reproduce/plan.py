@@ -1,11 +1,8 @@
 """The artefact registry and the run plan of a reproduction.
 
-:data:`ARTEFACTS` lists every figure and table of the paper that
-``idepth reproduce`` regenerates, with the families of runs each needs
-(:data:`numerics.experiments.scales.FAMILIES`). :func:`make_plan` turns a scale
-and a selection of artefacts into the de-duplicated list of training runs and
-an estimate of their cost (:func:`estimate_run_seconds`), printed before
-anything starts.
+:data:`ARTEFACTS` lists every figure and table ``idepth reproduce`` makes and
+the families of runs each needs; :func:`make_plan` turns a scale and a choice
+of them into the distinct training runs and the cost model's estimate.
 """
 
 from __future__ import annotations
@@ -25,19 +22,7 @@ __all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate
 
 @dataclass(frozen=True)
 class Artefact:
-    """One figure or table of the paper.
-
-    Attributes
-    ----------
-    id : str
-        ``fig6a``, ``table3``, ...
-    kind : {'figure', 'table'}
-    title : str
-        What it shows.
-    paper : str
-        Where it is in the paper (figure/table and equations).
-    families : tuple of str
-        The run families it needs.
+    """One figure or table of the paper, and the families of runs it needs.
 
     References
     ----------
@@ -118,9 +103,7 @@ ARTEFACTS: Mapping[str, Artefact] = MappingProxyType({a.id: a for a in (
 
 
 def parse_only(only: str | Iterable[str] | None) -> tuple:
-    """The artefact IDs selected by ``only`` (None: all), in report order.
-
-    ``only`` is a comma-separated string (``"fig1,table2"``) or an iterable of IDs.
+    """The artefact IDs ``only`` selects (None: all), in report order.
 
     Raises
     ------
@@ -161,14 +144,13 @@ def parse_only(only: str | Iterable[str] | None) -> tuple:
     return tuple(a for a in ARTEFACTS if a in set(items))
 
 
-# ------------------------------------------------------------------------------------------- cost model
 #: the per-context Haar rotation of an anisotropic spectrum: CPU ms per B·P·d² (rotating the inputs) and per
 #: B·d³ (its QR), fitted to benchmarks/bench_sampler.py (its anisotropic spectra)
 _ROTATION_COST = (2.2e-8, 1.5e-7)
 
 
 def _step_cost(model: str) -> StepCost:
-    """The ``STEP_COST`` of ``model``; a ValueError for an unknown model or one that declares none."""
+    """The ``STEP_COST`` of ``model`` (a ValueError if it declares none)."""
     cost = getattr(get_model(model), "STEP_COST", None)
     if not isinstance(cost, StepCost):
         raise ValueError(f"model {model!r} declares no STEP_COST (a numerics.models.cost.StepCost), "
@@ -177,8 +159,7 @@ def _step_cost(model: str) -> StepCost:
 
 
 def _step_and_sample_ms(config) -> tuple:
-    """(one training step, drawing its batch) in ms of CPU time: the model's ``STEP_COST`` term by term
-    (:mod:`numerics.models.cost`), and the rotation of an anisotropic spectrum's inputs."""
+    """(one training step, drawing its batch) in CPU ms."""
     cost = _step_cost(config.model)
     B, P, N, d, L = config.batch_size, config.P, config.N, config.d, config.depth
     sample_ms = cost.per_input * B * P * d
@@ -191,13 +172,7 @@ def _step_and_sample_ms(config) -> tuple:
 
 
 def step_milliseconds(config) -> float:
-    """Estimated CPU time (ms) of one training step of ``config`` (drawing its batch included) on the
-    machine the cost model was fitted on (the model's ``STEP_COST``, :mod:`numerics.models.cost`;
-    :mod:`~numerics.experiments.reproduce.calibration` compares it with this machine).
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    """Estimated CPU ms of one training step of ``config`` (the model's ``STEP_COST``).
 
     Examples
     --------
@@ -210,16 +185,10 @@ def step_milliseconds(config) -> float:
 
 
 def estimate_run_seconds(config) -> float:
-    """Estimated wall time (s, one core) of one training run of ``config``, evaluations included.
+    """Estimated wall time (s, one core) of one training run of ``config``.
 
-    A coarse model (the model's ``STEP_COST``): training steps, drawing the held-out set once, the periodic
-    evaluations on it (forward only, ≈ 1/3 of a step per batch of contexts), the final
-    diagnostics (≈ 3 evaluations: the error vectors come from one pass, ``label_weights`` or
-    ``label_readout``) and a fixed 1 s.
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    Steps, the held-out set drawn once, evaluations (≈ 1/3 of a step per
+    batch), the final diagnostics (≈ 3 evaluations) and a fixed 1 s.
 
     Examples
     --------
@@ -244,26 +213,12 @@ class Plan:
 
     Attributes
     ----------
-    scale : Scale
-    artefacts : tuple of str
-        Selected artefact IDs.
-    families : tuple of str
-        Families needed by them.
     configs : tuple of numerics.train.TrainConfig
-        The distinct training runs (identical configs of two families run once).
-    estimated_seconds : float
-        Sum of :func:`estimate_run_seconds` over ``configs`` (one core).
+        The distinct training runs of the ``families`` the ``artefacts`` need.
     run_seconds : tuple of float
-        :func:`estimate_run_seconds` of each of ``configs`` (what the sweep's progress ETA weighs
-        the runs by).
+        :func:`estimate_run_seconds` of each; ``estimated_seconds``: the sum.
     study_seconds : mapping of str to float
-        The same estimate for the studies a whole reproduction runs besides ``configs`` (only when
-        every artefact is selected, as then the studies run by default): the regime study and, at a
-        scale with ``runs_converged_study``, the converged study (:func:`study_seconds`).
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+        The same for the studies besides (:func:`study_seconds`).
 
     Examples
     --------
@@ -281,22 +236,19 @@ class Plan:
     run_seconds: tuple = ()
 
     def run_costs(self) -> dict:
-        """``{content hash: estimated seconds}`` of the plan's runs (for ``run_sweep(costs=...)``)."""
+        """``{content hash: estimated seconds}`` of the plan's runs."""
         seconds = self.run_seconds or tuple(estimate_run_seconds(c) for c in self.configs)
         return {config.content_hash(): value for config, value in zip(self.configs, seconds)}
 
     @property
     def total_seconds(self) -> float:
-        """``estimated_seconds`` plus the studies' estimates."""
         return self.estimated_seconds + sum(self.study_seconds.values())
 
     @property
     def n_runs(self) -> int:
-        """Number of distinct training runs."""
         return len(self.configs)
 
     def family(self, name: str) -> Family:
-        """The :class:`Family` called ``name`` of this plan's scale."""
         return self.scale.families[name]
 
     def format(self, workers: int | None = None, *, backend: str = "local") -> str:
@@ -315,20 +267,21 @@ class Plan:
         from ..scales import MEASURED_RUN_TIMES
 
         measured = MEASURED_RUN_TIMES.get(self.scale.name)
-        if measured is not None and set(self.artefacts) == set(ARTEFACTS):  # the measured figure, not a second one
+        whole = measured is not None and set(self.artefacts) == set(ARTEFACTS)  # the measured figure, not a second one
+
+        def on_workers(seconds: float) -> str:
+            return f" (≈ {_duration(seconds / workers)} on {workers} {backend} worker(s))" if workers else ""
+
+        if whole:
             line = f"  total: {self.n_runs} distinct training runs; whole reproduction measured: {measured.text()}"
         else:
             line = (f"  total: {self.n_runs} distinct training runs, cost-model estimate ≈ "
-                    f"{_duration(self.estimated_seconds)} of one core")
-            if workers:
-                line += f" (≈ {_duration(self.estimated_seconds / workers)} on {workers} {backend} worker(s))"
+                    f"{_duration(self.estimated_seconds)} of one core" + on_workers(self.estimated_seconds))
         lines.append(line + "; the store is reused, so a re-run only trains what is missing")
-        if self.study_seconds and not (measured is not None and set(self.artefacts) == set(ARTEFACTS)):
+        if self.study_seconds and not whole:
             parts = ", ".join(f"{name} ≈ {_duration(value)}" for name, value in self.study_seconds.items())
-            line = f"  studies (skipped with --no-study): {parts}; all together ≈ {_duration(self.total_seconds)} of one core"
-            if workers:
-                line += f" (≈ {_duration(self.total_seconds / workers)} on {workers} {backend} worker(s))"
-            lines.append(line)
+            lines.append(f"  studies (skipped with --no-study): {parts}; all together ≈ "
+                         f"{_duration(self.total_seconds)} of one core" + on_workers(self.total_seconds))
         if self.scale.needs_cluster:
             lines.append(f"  scale {self.scale.name!r} needs a Dask cluster: run with --backend dask "
                          "--scheduler tcp://HOST:8786")
@@ -351,10 +304,6 @@ def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Pl
     ValueError
         Unknown scale or artefact ID.
 
-    References
-    ----------
-    Bookkeeping only; no paper equation.
-
     Examples
     --------
     >>> plan = make_plan("smoke")
@@ -363,35 +312,23 @@ def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Pl
     """
     scale = get_scale(scale)
     ids = parse_only(only)
-    families: dict[str, None] = {}
-    for artefact_id in ids:
-        for family in ARTEFACTS[artefact_id].families:
-            families.setdefault(family, None)
-    ordered = tuple(name for name in scale.families if name in families)
-    configs, seen = [], set()
+    needed = {family for artefact_id in ids for family in ARTEFACTS[artefact_id].families}
+    ordered = tuple(name for name in scale.families if name in needed)
+    unique: dict = {}  # identical configs of two families run once
     for name in ordered:
         for config in scale.families[name].configs():
-            key = config.content_hash()
-            if key not in seen:
-                seen.add(key)
-                configs.append(config)
+            unique.setdefault(config.content_hash(), config)
+    configs = tuple(unique.values())
     run_seconds = tuple(estimate_run_seconds(c) for c in configs)
     studies = MappingProxyType(study_seconds(scale) if only is None else {})
-    return Plan(scale=scale, artefacts=ids, families=ordered, configs=tuple(configs),
+    return Plan(scale=scale, artefacts=ids, families=ordered, configs=configs,
                 estimated_seconds=sum(run_seconds), study_seconds=studies, run_seconds=run_seconds)
 
 
 def study_seconds(scale: str | Scale) -> dict:
-    """Cost-model estimates (s, one core) of the studies a whole reproduction runs besides its plan.
+    """Estimates (s, one core) of the studies a whole reproduction runs too.
 
-    ``{"regime study": …}`` (every training run of :func:`numerics.experiments.study.run_regime_study`
-    at the scale's study) and, when the scale runs the converged study itself
-    (``runs_converged_study``), ``"converged study"``: its plan's runs at the first step cap (the
-    runs that need a doubled cap are not foreseen).
-
-    References
-    ----------
-    Bookkeeping only; no paper equation.
+    The regime study and, if the scale runs it, the converged study.
 
     Examples
     --------

@@ -1,12 +1,8 @@
 """The verdict of a reproduction and ``OUT/REPORT.md``.
 
-:func:`evaluate_claims` tests each of the paper's claims that the reproduction sets a target
-for, from the measured numbers and the rules of :mod:`numerics.experiments.criteria`; a claim
-is marked reproduced only when its criterion is met by the numbers. Each claim is registered
-once (:class:`ClaimRegistry`); :data:`CLAIMS`, :data:`CLAIM_IDS`, :data:`CLAIM_FIGURES` and
-:data:`CENTRAL_CLAIMS` are views of the registry. :func:`write_report` writes the whole report
-atomically: scale, wall time, verdict, the regime study and the "Consistency with the paper"
-section (from :mod:`numerics.experiments.study`), every figure inline and every table.
+:func:`evaluate_claims` judges every claim of the registry from the numbers;
+:func:`write_report` writes the report: scale, run time, verdict, the studies,
+every figure and every table.
 """
 
 from __future__ import annotations
@@ -52,8 +48,7 @@ def relink(markdown: str, prefix: str) -> str:
 
 
 def verdict_counts(claims) -> dict:
-    """``{kind: {status: [claim ids]}}`` for the claims of the paper (``'paper'``) and the package's contrasts
-    (``'contrast'``), counted apart.
+    """``{kind: {status: [claim ids]}}``, for the paper's claims and the contrasts.
 
     Examples
     --------
@@ -91,7 +86,7 @@ _CERTAINTY = {"reproduced": "its criterion is met by the numbers",
 
 
 def _certainty(claim) -> str:
-    """How sure the verdict is, in a few words: met, excluded, or undecided and why (the reason's categories)."""
+    """How sure the verdict is: met, excluded, or undecided and why."""
     if claim.status != "inconclusive":
         return _CERTAINTY.get(claim.status, claim.status)
     kinds = [part.split(":")[0].strip() for part in claim.reason.split(";")]
@@ -100,8 +95,7 @@ def _certainty(claim) -> str:
 
 
 def conclusions(claims) -> str:
-    """The report's opening paragraph: for each central claim of the paper (:data:`CENTRAL_CLAIMS`), one sentence
-    with the verdict, how sure it is and the deciding numbers (the claim's ``summary``).
+    """The report's opening paragraph: each central claim's verdict and numbers.
 
     Examples
     --------
@@ -122,8 +116,7 @@ def conclusions(claims) -> str:
 
 
 def consistency_markdown(consistency) -> str:
-    """The section "Consistency with the paper" of :class:`~numerics.experiments.study.consistency.ConsistencyReport`
-    with its per-row statements (one bullet per paper value below the bound) as one table.
+    """The section "Consistency with the paper", values below the bound as a table.
 
     Examples
     --------
@@ -161,7 +154,7 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
 
     Notes
     -----
-    No example: it needs a finished reproduction (see :func:`numerics.experiments.reproduce.reproduce`).
+    No example: it needs a finished reproduction.
     """
     from theory import __version__
 
@@ -203,13 +196,7 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
                           ("contrast", "### The package's own contrasts (not claims of the paper)")):
         lines += [heading, ""]
         for claim in (c for c in claims if c.kind == kind):
-            lines += [f"- **{claim.mark}** — {claim.paper}", f"  - criterion: {claim.criterion}",
-                      f"  - measured: {claim.evidence}"]
-            if claim.table:
-                lines += ["", *("    " + line for line in claim.table_markdown.splitlines()), ""]
-            if claim.reason:
-                lines.append(f"  - {'why inconclusive' if claim.status == 'inconclusive' else 'what excludes it'}: "
-                             f"{claim.reason}")
+            lines += _claim_bullets(_claim_data(claim, {}))
         lines.append("")
     counts = verdict_counts(claims)
     lines += [f"Verdicts: {counts_text(claims)}.", "", "| verdict | claims of the paper | the package's own contrasts |",
@@ -243,9 +230,7 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
 
 
 def report_data(figures, claims) -> dict:
-    """What ``OUT/report.json`` holds: each figure's caption and the verdicts about it, every claim.
-
-    Read by :func:`numerics.experiments.reproduce.docs_pages.write_figure_pages`.
+    """What ``OUT/report.json`` holds: figures' captions and verdicts, claims.
 
     Examples
     --------
@@ -258,16 +243,30 @@ def report_data(figures, claims) -> dict:
         "format": "idepth-report/1",
         "figures": {f.id: {"caption": f.caption, "verdicts": [c.id for c in claims if f.id in about.get(c.id, ())]}
                     for f in figures},
-        "claims": [{"id": c.id, "status": c.status, "mark": c.mark, "reason": c.reason, "paper": c.paper,
-                    "criterion": c.criterion, "kind": c.kind, "summary": c.summary, "table": c.table_markdown,
-                    "evidence": c.evidence, "figures": list(about.get(c.id, ()))} for c in claims],
+        "claims": [_claim_data(c, about) for c in claims],
     }
 
 
-def write_report(ctx, plan, **kwargs) -> Path:
-    """Write ``OUT/REPORT.md`` (and ``OUT/report.json``, :func:`report_data`) atomically; return the report's path.
+def _claim_data(c, about: dict) -> dict:
+    return {"id": c.id, "status": c.status, "mark": c.mark, "reason": c.reason, "paper": c.paper,
+            "criterion": c.criterion, "kind": c.kind, "summary": c.summary, "table": c.table_markdown,
+            "evidence": c.evidence, "figures": list(about.get(c.id, ()))}
 
-    Keyword arguments are those of :func:`render_report`.
+
+def _claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
+    """A claim of :func:`report_data` as the report's Markdown bullets."""
+    lines = [f"- **{claim['mark']}**{lead} {escape(claim['paper'])}", f"  - criterion: {escape(claim['criterion'])}",
+             f"  - measured: {escape(claim['evidence'])}"]
+    if claim.get("table"):
+        lines += ["", *("    " + line for line in claim["table"].splitlines()), ""]
+    if claim.get("reason"):
+        lines.append(f"  - {'why inconclusive' if claim['status'] == 'inconclusive' else 'what excludes it'}: "
+                     f"{escape(claim['reason'])}")
+    return lines
+
+
+def write_report(ctx, plan, **kwargs) -> Path:
+    """Write ``OUT/REPORT.md`` (:func:`render_report`) and ``OUT/report.json``.
 
     References
     ----------
@@ -275,7 +274,7 @@ def write_report(ctx, plan, **kwargs) -> Path:
 
     Notes
     -----
-    No example: it needs a finished reproduction (see :func:`numerics.experiments.reproduce.reproduce`).
+    No example: it needs a finished reproduction.
     """
     from numerics.io import write_json, write_text
 

@@ -1,17 +1,9 @@
-"""Reading a reproduction's results store and summarising it per family and spectrum.
+"""A reproduction's finished runs (:class:`StoreResults`) as curves against depth.
 
-:class:`StoreResults` reads the finished runs of ``OUT/store/results.sqlite``
-(:func:`numerics.experiments.store.load_results`) and finds each run by the content hash of
-its config. :meth:`StoreResults.curve` gives one quantity against depth for one
-spectrum of a family as a :class:`Curve` (per-seed values, mean and standard
-error); :func:`fit_curve` fits paper eq. (16) to it and :func:`last_doubling`
-measures whether it settles.
-
-Standard errors: with two or more seeds, the standard error of the mean over
-seeds; with one seed, the held-out standard error of that run (``R_L_se``,
-``A_L_se``, ``C_L_se`` of :func:`theory.decomposition.decompose`; for
-``A_L − C_L`` the conservative ``sqrt(A_se² + C_se²)``). Which one was used is
-recorded in :attr:`Curve.se_kind`.
+:meth:`StoreResults.curve` gives one quantity of one spectrum as a :class:`Curve`;
+:func:`fit_curve` fits eq. (16) to it, :func:`last_doubling` says if it settles.
+Standard errors: over seeds; with one seed, the run's held-out SE (for
+``A_L − C_L``, ``sqrt(A_se² + C_se²)``); :attr:`Curve.se_kind` says which.
 """
 
 from __future__ import annotations
@@ -27,13 +19,8 @@ from .. import criteria
 
 __all__ = ["Curve", "FitSummary", "StoreResults", "fit_curve", "int_list", "last_doubling", "spectrum_label"]
 
-#: quantities of :meth:`StoreResults.curve` besides any scalar metric name
-DERIVED = ("A_minus_C",)
-
-
 def int_list(values) -> str:
-    """Depths (or any integers, numpy scalars included) as a caption writes them: ``[1, 2, 4]``, never
-    ``[np.int64(1), ...]``.
+    """Integers (numpy's too) as a caption writes them: ``[1, 2, 4]``.
 
     Examples
     --------
@@ -59,26 +46,27 @@ def spectrum_label(a: float, b: float) -> str:
     return f"({a:g}, {b:g})"
 
 
+class _Labelled:
+    """``label``: the spectrum ``(a, b)`` as the paper writes it."""
+
+    @property
+    def label(self) -> str:
+        return spectrum_label(self.a, self.b)
+
+
 @dataclass(frozen=True, eq=False)
-class Curve:
+class Curve(_Labelled):
     """One quantity against depth for one spectrum of a family.
 
     Attributes
     ----------
     quantity : str
-        Metric name (``R_L``, ``C_L``, ``A_minus_C``, ...).
-    a, b : float
-        Spectrum exponents (eq. 2).
-    depths : ndarray of int
-        Depths with at least one finished run.
+        Metric name (``R_L``, ``A_minus_C``, ...) of spectrum ``(a, b)`` (eq. 2).
     values : ndarray, shape (n_seeds, n_depths)
         Per-seed values (NaN where a run is missing or the value undefined).
     mean, se : ndarray, shape (n_depths,)
-        Mean over seeds and its standard error (see the module docstring).
-    n_seeds : ndarray of int
-        Finite values per depth.
-    se_kind : str
-        ``"seeds"`` or ``"held-out"``.
+        Mean over seeds and its SE (``se_kind``: ``"seeds"`` or ``"held-out"``);
+        ``n_seeds``: finite values per depth.
 
     References
     ----------
@@ -103,11 +91,6 @@ class Curve:
     se_kind: str
 
     @property
-    def label(self) -> str:
-        """``(a, b)``."""
-        return spectrum_label(self.a, self.b)
-
-    @property
     def empty(self) -> bool:
         """No finite value at any depth."""
         return not bool(np.any(np.isfinite(self.mean)))
@@ -128,13 +111,7 @@ class Curve:
 
 @dataclass(frozen=True, eq=False)
 class FitSummary:
-    """A fit of eq. (16) (or the gap law, eq. 92) to a curve, or why there is none.
-
-    Attributes
-    ----------
-    fit : theory.fitting.DepthLawFit or None
-    reason : str
-        Empty when ``fit`` exists; else why not (too few depths, non-positive values, ...).
+    """A fit of eq. (16) (or eq. 92) to a curve, or None and the ``reason``.
 
     References
     ----------
@@ -151,7 +128,6 @@ class FitSummary:
 
     @property
     def ok(self) -> bool:
-        """A fit exists."""
         return self.fit is not None
 
     def value(self, name: str) -> float:
@@ -169,13 +145,11 @@ def _complete_rows(curve: Curve) -> np.ndarray:
 
 
 def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | None = None) -> FitSummary:
-    """Fit ``R_L = L0 + c L^(−alpha)`` (eq. 16) to ``curve``, or the gap law when ``gap_plateau`` is given.
+    """Fit ``R_L = L0 + c L^(−alpha)`` (eq. 16) to ``curve``, or the gap law.
 
-    Seeds with a value at every depth are fitted jointly (their mean, with
-    :func:`theory.fitting.fit_depth_law`'s Gauss-Newton standard errors);
-    depths where the mean is not finite are dropped first. The gap law is
-    fitted to the mean over seeds (a single seed's ``C_L`` may exceed the
-    plateau where the mean does not).
+    The seeds with a value at every finite depth are fitted jointly
+    (:func:`theory.fitting.fit_depth_law`); the gap law is fitted to the mean
+    (one seed's ``C_L`` may exceed the plateau where the mean does not).
 
     Parameters
     ----------
@@ -184,10 +158,6 @@ def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | 
         ``None``: ``L0`` fitted; ``0``: ``L0 = 0`` (easy task); otherwise fixed.
     gap_plateau : float or None
         Fit ``gap_plateau − C_L = c L^(−alpha)`` (eqs. 92-93) instead.
-
-    Returns
-    -------
-    FitSummary
 
     References
     ----------
@@ -207,22 +177,18 @@ def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | 
     needed = 3 if (floor is None and gap_plateau is None) else 2
     if len(np.unique(curve.depths)) < needed:
         return FitSummary(None, f"{len(curve.depths)} depth(s) with data; the fit needs {needed}")
-    data = _complete_rows(curve)
     try:
         if gap_plateau is not None:
-            # the mean over seeds: a single seed's C_L may exceed the plateau where the mean does not
             fit = fit_gap_law(curve.depths, curve.mean, gap_plateau)
         else:
-            fit = fit_depth_law(curve.depths, data, floor)
-    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:  # OverflowError: see report
+            fit = fit_depth_law(curve.depths, _complete_rows(curve), floor)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
         return FitSummary(None, " ".join(str(exc).split()))
     return FitSummary(fit)
 
 
 def last_doubling(curve: Curve) -> tuple[int, int, float]:
-    """``(L/2, L, relative change)`` of the mean over the last doubling of the depth grid.
-
-    ``L`` is the largest depth whose half is also in the grid (NaN change if none).
+    """``(L/2, L, relative change)`` of the mean, ``L`` the largest such depth.
 
     References
     ----------
@@ -246,12 +212,7 @@ def last_doubling(curve: Curve) -> tuple[int, int, float]:
 
 
 class StoreResults:
-    """The finished runs of a reproduction's store, looked up by config.
-
-    Parameters
-    ----------
-    store_dir : path
-        The sweep directory (``OUT/store``); a missing store reads as empty.
+    """The finished runs of the store ``store_dir`` (missing: empty), by config.
 
     References
     ----------
@@ -275,7 +236,6 @@ class StoreResults:
 
     @property
     def n_done(self) -> int:
-        """Number of finished runs in the store."""
         return len(self._by_hash)
 
     def record(self, config) -> dict | None:
@@ -300,45 +260,31 @@ class StoreResults:
 
     def wall_time(self, configs) -> float:
         """Total worker wall time (s) of the finished runs among ``configs``."""
-        total = 0.0
-        for config in configs:
-            record = self.record(config)
-            if record and record.get("wall_time") is not None:
-                total += float(record["wall_time"])
-        return total
+        records = [self.record(config) or {} for config in configs]
+        return sum((float(r["wall_time"]) for r in records if r.get("wall_time") is not None), 0.0)
 
     def curve(self, family, a: float, b: float, quantity: str = "R_L") -> Curve:
-        """``quantity`` against depth for spectrum ``(a, b)`` of ``family`` (see the module docstring).
-
-        ``quantity`` is a scalar metric (``R_L``, ``A_L``, ``C_L``, ``m``, ...) or
-        ``A_minus_C`` (the disagreement term ``A_L − C_L`` of eq. 63).
-        """
+        """A metric (``R_L``, ``m``, ...) or ``A_minus_C`` (eq. 63) by depth."""
         depths = np.asarray(family.depths, dtype=np.int64)
         values = np.full((len(family.seeds), len(depths)), np.nan)
         heldout_se = np.full(values.shape, np.nan)
         for j, depth in enumerate(depths):
             for i, seed in enumerate(family.seeds):
                 m = self.metrics(family.config(a, b, int(depth), seed))
-                if not m:
-                    continue
-                value, se = _metric(m, quantity)
-                values[i, j], heldout_se[i, j] = value, se
+                if m:
+                    values[i, j], heldout_se[i, j] = _metric(m, quantity)
+        columns = [values[np.isfinite(values[:, j]), j] for j in range(len(depths))]
         n = np.sum(np.isfinite(values), axis=0)
-        mean = np.array([float(np.mean(values[np.isfinite(values[:, j]), j])) if n[j] else np.nan
-                         for j in range(len(depths))])
-        if len(family.seeds) >= 2:
-            se = np.full(len(depths), np.nan)
-            for j in range(len(depths)):
-                column = values[np.isfinite(values[:, j]), j]
-                if column.size >= 2:
-                    se[j] = float(np.std(column, ddof=1) / np.sqrt(column.size))
-                elif column.size == 1:
-                    se[j] = float(np.nanmax(heldout_se[:, j])) if np.any(np.isfinite(heldout_se[:, j])) else np.nan
-            kind = "seeds"
-        else:
-            se = heldout_se[0]
-            kind = "held-out"
-        return Curve(quantity, float(a), float(b), depths, values, np.asarray(mean, dtype=np.float64), se, n, kind)
+        mean = np.array([float(np.mean(column)) if column.size else np.nan for column in columns], dtype=np.float64)
+        if len(family.seeds) < 2:
+            return Curve(quantity, float(a), float(b), depths, values, mean, heldout_se[0], n, "held-out")
+        se = np.full(len(depths), np.nan)
+        for j, column in enumerate(columns):
+            if column.size >= 2:
+                se[j] = float(np.std(column, ddof=1) / np.sqrt(column.size))
+            elif column.size == 1 and np.any(np.isfinite(heldout_se[:, j])):
+                se[j] = float(np.nanmax(heldout_se[:, j]))
+        return Curve(quantity, float(a), float(b), depths, values, mean, se, n, "seeds")
 
 
 def _metric(metrics: dict, quantity: str) -> tuple[float, float]:

@@ -1,20 +1,8 @@
-"""The paper's Tables 1-5 side by side with the package: paper value, theory, measurement, agreement.
+"""The paper's Tables 1-5 beside the package's: paper, theory, measurement, agreement.
 
-Each builder returns a :class:`Table`: its rows (one per row of the paper's
-table, in the paper's order) and their Markdown. Every row carries
-
-* the paper's values **verbatim** (:func:`theory.paper.paper_table` with
-  ``as_float=False``);
-* the package's theory value where one exists, at this reproduction's sizes
-  (and, for Table 3, also at the paper's sizes d = 128, P = 1024 when it is
-  cheap to compute exactly);
-* the measured value with its uncertainty (standard error over seeds, or the
-  fit's Gauss-Newton standard error);
-* agreement columns computed by :mod:`numerics.experiments.criteria` (two
-  combined standard errors), never written by hand.
-
-Rows whose spectrum is not run at this scale say so ("not run at scale …")
-and their agreement is "n/a".
+Each builder returns a :class:`Table`, a row per row of the paper's: its values
+verbatim, the package's theory, the measurement ± SE, and agreement computed
+by :mod:`numerics.experiments.criteria` ("n/a" where the spectrum is not run).
 """
 
 from __future__ import annotations
@@ -36,17 +24,7 @@ PAPER_D, PAPER_P = 128, 1024
 
 @dataclass(frozen=True)
 class Table:
-    """A rebuilt table.
-
-    Attributes
-    ----------
-    id : str
-    title : str
-    columns : tuple of str
-    rows : tuple of dict
-        Column name → cell text (what the Markdown shows), plus ``_values`` with the raw numbers.
-    notes : str
-        Sizes, fit method and what the agreement columns test.
+    """A rebuilt table; a row maps column → cell, and ``_values`` → raw numbers.
 
     References
     ----------
@@ -97,10 +75,6 @@ def _json_default(value):
 def fmt(value: float | None, se: float | None = None, digits: int = 4) -> str:
     """``value ± se`` with ``digits`` significant digits ('—' when missing).
 
-    References
-    ----------
-    Paper Tables 1-5 (the cells it formats).
-
     Examples
     --------
     >>> fmt(1.23456, 0.0123), fmt(float("nan")), fmt(2.0)
@@ -116,10 +90,6 @@ def fmt(value: float | None, se: float | None = None, digits: int = 4) -> str:
 
 def fmt_bool(value: bool | None) -> str:
     """'yes', 'no' or 'n/a'.
-
-    References
-    ----------
-    Paper Tables 1-5 (the agreement columns).
 
     Examples
     --------
@@ -140,7 +110,7 @@ def _not_run(ctx, family_name: str) -> str:
 
 
 def _converged(ctx, a: float, b: float, k: int):
-    """The converged study's :class:`~numerics.experiments.reproduce.converged.ConvergedSummary` of ``(a, b, k)``, or None."""
+    """The converged study's summary of ``(a, b, k)``, or None."""
     table = ctx.converged
     if table is None or not table.has(float(a), float(b), int(k)):
         return None
@@ -175,20 +145,8 @@ def _sizes(family) -> str:
            f"{len(family.seeds)} seed(s)"
 
 
-# ------------------------------------------------------------------------------------------- Table 1
-
-
 def table1(ctx) -> Table:
-    """Table 1: plateaus L0 of softmax and linear attention on the top-2 task.
-
-    Softmax: the fitted ``L0`` of eq. (16) (± fit SE) and, as the theory-side
-    reference at the same sizes, the oracle single-head bound. Linear: the
-    theory floor at the same ``(d, P)`` and the measured plateau.
-
-    References
-    ----------
-    Paper Table 1; eqs. (16), (47)-(54), (60).
-    """
+    """Table 1 (eqs. 16, 47-54, 60): plateaus L0, softmax and linear attention."""
     lazy, linear = ctx.family("nonlinear_lazy"), ctx.family("linear_difficult")
     columns = ("(a, b)", "paper softmax L0", "converged softmax R_L, deepest L", "converged R_L agrees with paper L0",
                "converged α (2σ interval)", "lazy contrast: softmax L0", "oracle single head (lazy sizes)",
@@ -252,16 +210,8 @@ def table1(ctx) -> Table:
                  notes)
 
 
-# ------------------------------------------------------------------------------------------- Table 2
-
-
 def table2(ctx) -> Table:
-    """Table 2: linear attention on the easy task, fitted alpha against ζ and 2ζ.
-
-    References
-    ----------
-    Paper Table 2; eqs. (34), (40).
-    """
+    """Table 2 (eqs. 34, 40): linear attention, fitted alpha against ζ and 2ζ."""
     from theory import zeta
 
     family = ctx.family("linear_easy")
@@ -274,21 +224,18 @@ def table2(ctx) -> Table:
         cells = {"(a, b)": spectrum_label(a, b), "paper ζ": raw["zeta"], "paper measured α": raw["measured_alpha"],
                  "paper 2ζ": raw["two_zeta"], "package ζ": f"{z:.3f}", "package 2ζ": f"{2 * z:.3f}"}
         values = {"a": a, "b": b, "zeta": z}
-        from theory import PowerLawSpectrum
-
-        upper = PowerLawSpectrum(a, b, family.d).condition_number / analysis.WINDOW_MARGIN
-        resolvable = sum(1 for L in family.depths if L <= upper) >= 3
+        upper, inside = analysis.validity_window(family, a, b)
+        resolvable = inside >= 3
         cells["resolvable at this d"] = (f"yes (L ≤ {upper:.3g})" if resolvable else
                                          f"no: window L ≪ λ_1/λ_d = {upper * analysis.WINDOW_MARGIN:.3g} holds "
-                                         f"{sum(1 for L in family.depths if L <= upper)} grid depth(s)")
+                                         f"{inside} grid depth(s)")
         if _run_here(ctx, "linear_easy", a, b):
             s = analysis.linear_easy_summary(ctx, a, b)
             alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
             cells["measured α"] = fmt(alpha, se, 3) if s.fit.ok else f"no fit ({s.fit.reason})"
             cells["depths fitted"] = ", ".join(map(str, s.fit_depths)) or "—"
             cells["ζ ≤ α ≤ 2ζ"] = fmt_bool(s.between)
-            paper_alpha = row["measured_alpha"]
-            agree = criteria.agrees(alpha, se, paper_alpha)
+            agree = criteria.agrees(alpha, se, row["measured_alpha"])
             cells["agrees with paper α"] = fmt_bool(agree)
             values.update(alpha=alpha, alpha_se=se, between=s.between, agrees_paper=agree, resolvable=resolvable)
         else:
@@ -306,28 +253,19 @@ def table2(ctx) -> Table:
     return Table("table2", "Linear attention, easy task: fitted α against ζ and 2ζ", columns, tuple(rows), notes)
 
 
-# ------------------------------------------------------------------------------------------- Table 3
-
-
 def _paper_size_floor(ctx, family, a: float, b: float):
-    """Theory floor at the paper's sizes when it is exact and cheap (isotropic input, semi-analytic)."""
+    """Theory floor at the paper's sizes when it is exact and cheap (isotropic input)."""
     if a != 0.0 and ctx.scale.name in ("smoke", "quick"):
         return None
     try:
         value = ctx.linear_floor(family, a, b, d=PAPER_D, P=PAPER_P)
     except (ValueError, MemoryError):
         return None
-    index = len(value["floor_by_degree"]) - 1
-    return value["floor_by_degree"][index], value["standard_error_by_degree"][index]
+    return value["floor_by_degree"][-1], value["standard_error_by_degree"][-1]
 
 
 def table3(ctx) -> Table:
-    """Table 3: the linear floor of the top-k task (theory) against the measured linear plateau.
-
-    References
-    ----------
-    Paper Table 3; eqs. (41)-(54).
-    """
+    """Table 3 (eqs. 41-54): the linear floor against the measured plateau."""
     columns = ("k", "(a, b)", "paper theory floor", "paper measured", "package theory at d = 128, P = 1024",
                "agrees with paper theory", "package theory (same d, P)", "finite-P floor (same d, P)",
                "measured plateau", "deviation", "within 10 %", "agrees (2 SE)", "above the finite-P floor")
@@ -381,16 +319,8 @@ def table3(ctx) -> Table:
                  tuple(rows), notes)
 
 
-# ------------------------------------------------------------------------------------------- Table 4
-
-
 def table4(ctx) -> Table:
-    """Table 4: fits of eq. (16) for softmax attention, top-2 and top-16.
-
-    References
-    ----------
-    Paper Table 4; eqs. (16), (88)-(89).
-    """
+    """Table 4 (eqs. 16, 88-89): fits of eq. (16), softmax, top-2 and top-16."""
     columns = ("k", "(a, b)", "paper L0", "paper α", "paper R²", "converged R_L, deepest L", "converged α (2σ interval)",
                "converged α interval meets [0.85, 1.15]", "lazy contrast: L0", "lazy contrast: α",
                "lazy contrast: R² (log)", "lazy α agrees with paper", "lazy α in [0.85, 1.15]")
@@ -405,20 +335,7 @@ def table4(ctx) -> Table:
         values = {"k": k, "a": a, "b": b}
         if family.k == k and _run_here(ctx, family_name, a, b):
             s = analysis.nonlinear_summary(ctx, family_name, a, b)
-            if s.fit.ok:
-                alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
-                agree = criteria.agrees(alpha, se, row["alpha"], row["alpha_se"])
-                cells.update({"lazy contrast: L0": fmt(s.fit.value("L0"), s.fit.se("L0")),
-                              "lazy contrast: α": fmt(alpha, se, 3),
-                              "lazy contrast: R² (log)": f"{s.fit.fit.r_squared:.4f}",
-                              "lazy α agrees with paper": fmt_bool(agree),
-                              "lazy α in [0.85, 1.15]": fmt_bool(s.alpha_in_target)})
-                values.update(L0=s.fit.value("L0"), alpha=alpha, alpha_se=se, r_squared=s.fit.fit.r_squared,
-                              agrees=agree, in_target=s.alpha_in_target)
-            else:
-                cells.update({"lazy contrast: L0": f"no fit ({s.fit.reason})", "lazy contrast: α": "—",
-                              "lazy contrast: R² (log)": "—", "lazy α agrees with paper": "n/a",
-                              "lazy α in [0.85, 1.15]": "n/a"})
+            cells.update(_lazy_fit_cells(s, values, row))
         else:
             for c in ("lazy contrast: L0", "lazy contrast: α", "lazy contrast: R² (log)"):
                 cells[c] = _not_run(ctx, family_name)
@@ -438,15 +355,7 @@ def table4(ctx) -> Table:
             cells = {"k": str(family.k), "(a, b)": f"{spectrum_label(a, b)} †", "paper L0": "—", "paper α": "—",
                      "paper R²": "—", "lazy α agrees with paper": "n/a"}
             values = {"k": family.k, "a": a, "b": b, "extra": True}
-            if s.fit.ok:
-                alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
-                cells.update({"lazy contrast: L0": fmt(s.fit.value("L0"), s.fit.se("L0")),
-                              "lazy contrast: α": fmt(alpha, se, 3), "lazy contrast: R² (log)": f"{s.fit.fit.r_squared:.4f}",
-                              "lazy α in [0.85, 1.15]": fmt_bool(s.alpha_in_target)})
-                values.update(L0=s.fit.value("L0"), alpha=alpha, alpha_se=se, in_target=s.alpha_in_target)
-            else:
-                cells.update({"lazy contrast: L0": f"no fit ({s.fit.reason})", "lazy contrast: α": "—",
-                              "lazy contrast: R² (log)": "—", "lazy α in [0.85, 1.15]": "n/a"})
+            cells.update(_lazy_fit_cells(s, values))
             cells.update(_converged_fit_cells(ctx, a, b, family.k, values))
             cells["_values"] = values
             rows.append(cells)
@@ -459,8 +368,25 @@ def table4(ctx) -> Table:
     return Table("table4", "Softmax attention, difficult task: fit R_L = L0 + c L^-α", columns, tuple(rows), notes)
 
 
+def _lazy_fit_cells(s, values: dict, paper: dict | None = None) -> dict:
+    """Table 4's lazy-contrast cells of ``s`` (raw values into ``values``), against ``paper``'s α."""
+    if not s.fit.ok:
+        return {"lazy contrast: L0": f"no fit ({s.fit.reason})", "lazy contrast: α": "—",
+                "lazy contrast: R² (log)": "—", "lazy α agrees with paper": "n/a", "lazy α in [0.85, 1.15]": "n/a"}
+    alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
+    values.update(L0=s.fit.value("L0"), alpha=alpha, alpha_se=se)
+    agree = None
+    if paper is not None:
+        agree = criteria.agrees(alpha, se, paper["alpha"], paper["alpha_se"])
+        values.update(r_squared=s.fit.fit.r_squared, agrees=agree)
+    values.update(in_target=s.alpha_in_target)
+    return {"lazy contrast: L0": fmt(s.fit.value("L0"), s.fit.se("L0")), "lazy contrast: α": fmt(alpha, se, 3),
+            "lazy contrast: R² (log)": f"{s.fit.fit.r_squared:.4f}", "lazy α agrees with paper": fmt_bool(agree),
+            "lazy α in [0.85, 1.15]": fmt_bool(s.alpha_in_target)}
+
+
 def _converged_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
-    """Table 4's converged-study cells of ``(a, b, k)`` (and their raw values into ``values``)."""
+    """Table 4's converged-study cells of ``(a, b, k)`` (raw values into ``values``)."""
     conv = _converged(ctx, a, b, k)
     if conv is None or conv.fit is None:
         reason = _converged_missing(ctx) if conv is None else f"no fit ({conv.fit_reason})"
@@ -475,11 +401,8 @@ def _converged_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
             "converged α interval meets [0.85, 1.15]": fmt_bool(meets)}
 
 
-# ------------------------------------------------------------------------------------------- Table 5
-
-
 def _converged_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict) -> dict:
-    """Table 5's converged-study cells: the gap fit ``L0 − C_L = c L^-α`` with the paper's Table 1 ``L0``."""
+    """Table 5's converged-study cells: the gap fit with the paper's Table 1 ``L0``."""
     from theory.fitting import gap_fit
     from theory.paper import paper_table
 
@@ -500,12 +423,7 @@ def _converged_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict)
 
 
 def table5(ctx) -> Table:
-    """Table 5: the gap fit ``L0 − C_L = c L^(−alpha)`` with the plateau L0 measured at the same sizes.
-
-    References
-    ----------
-    Paper Table 5; eqs. (92)-(93).
-    """
+    """Table 5 (eqs. 92-93): the gap fit ``L0 − C_L = c L^(−alpha)``."""
     from .results import fit_curve
 
     family = ctx.family("nonlinear_lazy")

@@ -1,25 +1,10 @@
 """The paper's figures, redrawn from a reproduction's runs (PNG and PDF).
 
-Every builder takes a :class:`numerics.experiments.reproduce.context.ReproductionContext`
-and returns a :class:`Figure`: the files written under ``OUT/figures/`` and a
-caption stating what is plotted and the key numbers. Conventions:
-labelled axes, log-log where the paper's are, one colour, marker and line
-style and one legend entry per spectrum ``(a, b)`` (so curves that coincide
-stay distinguishable; where many would lie on top of each other, one panel per
-spectrum), fitted laws dashed with their exponents in the legend, and on every
-nonlinear depth plot the oracle bound of :mod:`numerics.experiments.bounds` (best single
-softmax head at the same ``(d, P, k)``) as a dash-dotted horizontal line in
-the spectrum's colour. A fit that does not determine its exponent (no fit, no
-standard error, or ``α`` within one standard error of 0: a flat curve) is not
-drawn; its legend entry says why (:func:`fit_problem`). Error bars are one
-standard error (over seeds, or of the held-out mean with one seed). A family
-without data (not run, or all runs failed) gives a figure that says so
-instead of failing.
-
-Files are written atomically by :func:`numerics.io.save_figure`.
-
-The builders live by figure group (``_softmax``, ``_modes``, ``_linear``); what each
-figure redraws of the paper is in :data:`numerics.experiments.reproduce.plan.ARTEFACTS`.
+A builder takes the context and returns the figure and a caption with its
+numbers. Conventions: one colour, marker and line style per spectrum (or one
+panel each, where curves coincide); fits dashed, exponents in the legend, not
+drawn when they do not determine it (:func:`fit_problem`); the oracle bound
+dash-dotted; error bars one SE; a family without data gives a figure saying so.
 """
 
 from __future__ import annotations
@@ -55,7 +40,7 @@ BUILDERS: dict[str, Callable] = {
 
 
 def build_figure(ctx, artefact_id: str) -> Figure:
-    """Draw figure ``artefact_id`` (one of :data:`BUILDERS`) and write it (PNG and PDF) under ``OUT/figures/``.
+    """Draw figure ``artefact_id`` and write it (PNG and PDF) under ``OUT/figures/``.
 
     References
     ----------

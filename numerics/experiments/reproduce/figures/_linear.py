@@ -1,4 +1,4 @@
-"""Linear attention: Figs. 3a-b (easy task, power law in depth) and 5a-b (top-k task, plateau at the floor)."""
+"""Linear attention: Figs. 3a-b (easy task) and 5a-b (top-k task)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,12 @@ _PANEL_EXPONENT = 2.0
 
 
 def panel_grid(n: int, *, ncols: int, width: float = 3.3, height: float = 3.0, sharey: bool = False):
-    """``n`` small multiples in rows of ``ncols`` (unused cells hidden); returns (figure, list of axes)."""
-    plt = p.pyplot()
+    """(figure, axes) of ``n`` small multiples in rows of ``ncols``."""
     n = max(n, 1)
     ncols = min(ncols, n)
     nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols + 0.6, height * nrows + 0.5), squeeze=False,
-                             sharey=sharey, constrained_layout=True)
+    fig, axes = p.subplots(nrows, ncols, figsize=(width * ncols + 0.6, height * nrows + 0.5), squeeze=False,
+                           sharey=sharey)
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -30,9 +29,7 @@ def panel_grid(n: int, *, ncols: int, width: float = 3.3, height: float = 3.0, s
 
 
 def unrun_table2_rows(ctx) -> list[tuple]:
-    """``(a, b, upper, inside)`` for each spectrum of the paper's Table 2 that this scale does not run: ``upper`` the
-    end ``(λ_1/λ_d)/10`` of the window of eq. (34), ``inside`` how many of the family's depths it holds (Fig. 3)."""
-    from theory import PowerLawSpectrum
+    """``(a, b, upper, inside)`` of each Table 2 spectrum this scale does not run."""
     from theory.paper import paper_table
 
     family = ctx.family("linear_easy")
@@ -40,8 +37,7 @@ def unrun_table2_rows(ctx) -> list[tuple]:
     for row in paper_table("table2"):
         a, b = float(row["a"]), float(row["b"])
         if (a, b) not in family.spectra:
-            upper = PowerLawSpectrum(a, b, family.d).condition_number / analysis.WINDOW_MARGIN
-            rows.append((a, b, upper, sum(1 for L in family.depths if L <= upper)))
+            rows.append((a, b, *analysis.validity_window(family, a, b)))
     return rows
 
 
@@ -59,10 +55,8 @@ def _not_run_rows(ctx, fixed: str) -> list[str]:
 
 
 def linear_easy_figure(ctx, *, fixed: str) -> tuple:
-    """Figs. 3a (``fixed="a"``: a = 2, varying b) and 3b (b = 2, varying a; the title says which a are run).
-
-    One panel per spectrum: R_L, the fit inside the window, and reference slopes ζ and 2ζ (eqs. 34, 40).
-    """
+    """Figs. 3a (``fixed="a"``: a = 2, varying b) and 3b: R_L, its fit and the
+    slopes ζ and 2ζ (eqs. 34, 40), one panel per spectrum."""
     family = ctx.family("linear_easy")
     spectra = analysis.spectra_of(ctx, "linear_easy", **{fixed: _PANEL_EXPONENT})
     title = f"linear attention, easy task, {fixed} = {_PANEL_EXPONENT:g}, varying {'b' if fixed == 'a' else 'a'}"
@@ -119,14 +113,7 @@ def linear_easy_figure(ctx, *, fixed: str) -> tuple:
 
 
 def fig5a(ctx) -> tuple:
-    """Fig. 5a: linear attention on the top-2 task, R_L against depth with the theory floor by degree.
-
-    One panel per spectrum: plateaus and floors of different spectra nearly coincide.
-
-    References
-    ----------
-    Paper Fig. 5a; eqs. (41)-(54).
-    """
+    """Fig. 5a (eqs. 41-54): linear attention, top-2 task, R_L and the floor."""
     family = ctx.family("linear_difficult")
     fig, axes = panel_grid(len(family.spectra), ncols=3, width=3.1, height=2.8)
     parts: list[str] = []
@@ -163,16 +150,10 @@ def fig5a(ctx) -> tuple:
 
 
 def fig5b(ctx) -> tuple:
-    """Fig. 5b: measured linear plateau against the theory floor (k = 2 and k = 16), with ±10 %.
-
-    References
-    ----------
-    Paper Fig. 5b; Table 3; eq. (54).
-    """
+    """Fig. 5b (Table 3, eq. 54): measured linear plateau against the floor."""
     import matplotlib.ticker as ticker
 
-    plt = p.pyplot()
-    fig, ax = plt.subplots(figsize=(5.2, 4.8), constrained_layout=True)
+    fig, ax = p.subplots(figsize=(5.2, 4.8))
     xs, parts = [], []
     pairs = [(marker, name, spectrum) for marker, name in (("o", "linear_difficult"), ("s", "linear_difficult_k16"))
              for spectrum in ctx.family(name).spectra]

@@ -1,4 +1,4 @@
-"""Mode-wise losses against depth: Fig. 3c (linear attention: sequential) and Figs. 7a-b (softmax: parallel)."""
+"""Mode-wise losses: Fig. 3c (linear: sequential), Figs. 7a-b (softmax: parallel)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,9 @@ def _reducible(matrix: np.ndarray) -> np.ndarray:
 
 
 def reducible_mode_spread(ctx, family_name: str, spectrum) -> tuple:
-    """``(depths, spread)``: std over all modes of the normalised reducible mode loss at each intermediate depth.
+    """``(depths, spread)``: std over modes of the normalised reducible mode loss.
 
-    The one computation of this number: the Fig. 7b caption and the verdict on
-    parallel learning (:mod:`numerics.experiments.reproduce.report`) both quote it.
-    Empty when fewer than three depths have every mode finite.
+    At each intermediate depth; quoted by Fig. 7b and the verdict.
 
     References
     ----------
@@ -71,13 +69,12 @@ def _mode_spectrum(ctx, family_name: str, prefer_a: float | None = None):
 
 
 def modewise_figure(ctx, *, family_name: str, reducible: bool, title: str, prefer_a: float | None = None) -> tuple:
-    """Normalised mode-wise loss against depth (Figs. 3c, 7a; eqs. 55-56), or with ``reducible`` its reducible part
-    :data:`_REDUCIBLE`, whose collapse onto one curve is parallel learning (Fig. 7b)."""
-    plt = p.pyplot()
+    """Normalised mode-wise loss by depth (Figs. 3c, 7a; eqs. 55-56), or its
+    reducible part, whose collapse is parallel learning (Fig. 7b)."""
     family = ctx.family(family_name)
     spectrum = _mode_spectrum(ctx, family_name, prefer_a)
     title += " reducible mode-wise loss" if reducible else " mode-wise loss"
-    fig, ax = plt.subplots(figsize=(6.0, 4.3), constrained_layout=True)
+    fig, ax = p.subplots(figsize=(6.0, 4.3))
     caption = ""
     if spectrum is None:
         p.no_data(ax, f"{family_name}: no spectrum")

@@ -1,4 +1,4 @@
-"""Softmax attention: the easy task (Figs. 4a-c) and the top-k task against depth (Figs. 1, 6a-d, 9-14)."""
+"""Softmax attention: easy task (Figs. 4a-c), top-k task (Figs. 1, 6a-d, 9-14)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ._linear import panel_grid
 
 
 def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, caption_parts: list,
-                          quantity: str = "R_L", with_fit: bool = True, with_bound: bool = True) -> bool:
+                          quantity: str = "R_L") -> None:
     family = ctx.family(family_name)
     colours = p.colours(len(spectra))
     drawn = False
@@ -28,10 +28,9 @@ def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, cap
             continue
         drawn = True
         if quantity == "R_L":
-            if with_fit:
-                p.plot_fit(ax, s.fit, family.depths, colour, f"fit {s.label}")
-                caption_parts.append(f"{s.label}: {p.fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
-            if with_bound and s.bound:
+            p.plot_fit(ax, s.fit, family.depths, colour, f"fit {s.label}")
+            caption_parts.append(f"{s.label}: {p.fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
+            if s.bound:
                 p.plot_bound(ax, s.bound, colour, f"oracle single head {s.label}: {s.bound['single_head_loss']:.3g}")
         else:
             change = s.C_change if quantity == "C_L" else s.gap_change
@@ -40,26 +39,24 @@ def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, cap
     ax.set_title(title, fontsize=9)
     if not drawn:
         p.no_data(ax, p.missing(ctx, family_name))
-    return drawn
 
 
-def converged_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool], caption_parts: list) -> bool:
-    """The converged study's ``quantity`` (``R_L``, ``C_L``, ``A_minus_C``) against depth for the top-2 spectra
-    ``select(a, b)`` of the table: mean over seeds ± 1 SE, with the paper's Table 1 plateau for ``R_L``/``C_L``."""
+def converged_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool], caption_parts: list) -> None:
+    """The converged study's ``quantity`` for the top-2 spectra ``select(a, b)``,
+    with the paper's Table 1 plateau."""
     from theory.paper import paper_table
 
     table = ctx.converged
     if table is None:
         p.no_data(ax, f"no converged-study table ({ctx.converged_error})")
-        return False
+        return
     groups = [g for g in table.groups() if g[2] == 2 and select(g[0], g[1])]
     colours = p.colours(max(len(groups), 1))
     plateaus = {(float(r["a"]), float(r["b"])): r["nonlinear_L0"] for r in paper_table("table1")}
     for index, (colour, (a, b, k, N)) in enumerate(zip(colours, groups)):
         s = table.summary(a, b, k, N=N)
-        values = {"R_L": (s.R, s.R_se), "C_L": (s.C, np.full_like(s.C, np.nan)),
-                  "A_minus_C": (s.gap, np.full_like(s.gap, np.nan))}[quantity]
-        mean, se = values
+        mean, se = {"R_L": (s.R, s.R_se), "C_L": (s.C, np.full_like(s.C, np.nan)),
+                    "A_minus_C": (s.gap, np.full_like(s.gap, np.nan))}[quantity]
         curve = Curve(quantity, a, b, np.asarray(s.depths), mean[None, :], mean, se, np.full(len(s.depths), s.n_seeds),
                       "seeds")
         marker, style = p.style(index)
@@ -76,18 +73,16 @@ def converged_panel(ctx, ax, quantity: str, select: Callable[[float, float], boo
                  + ("\ndotted: the paper's L0" if quantity in ("R_L", "C_L") else ""), fontsize=9)
     if not groups:
         p.no_data(ax, "no such spectrum in the converged study")
-    return bool(groups)
 
 
 def fig6ab(ctx, *, fixed: str) -> tuple:
-    """Figs. 6a (``fixed="a"``: a = 0, varying b) and 6b (b = 0, varying a): R_L against L, fits, oracle bounds."""
-    plt = p.pyplot()
+    """Figs. 6a (``fixed="a"``: a = 0, varying b) and 6b: R_L, fits, bounds."""
     family = ctx.family("nonlinear_lazy")
     spectra = analysis.spectra_of(ctx, "nonlinear_lazy", **{fixed: 0.0})
     varying = "b" if fixed == "a" else "a"
     # two lines: a wide legend can leave the panel narrower than the title
     title = f"softmax, top-{family.k}, {fixed} = 0, varying {varying}\n({p.sizes(family)}, {p.regime(family)})"
-    fig, (ax, right) = plt.subplots(1, 2, figsize=(12.0, 4.6), constrained_layout=True)
+    fig, (ax, right) = p.subplots(1, 2, figsize=(12.0, 4.6))
     parts: list[str] = []
     converged_panel(ctx, right, "R_L", lambda a, b: {"a": a, "b": b}[fixed] == 0.0, parts)
     right.set_ylabel("held-out loss R_L")
@@ -114,10 +109,9 @@ def fig6ab(ctx, *, fixed: str) -> tuple:
 
 
 def fig6cd(ctx, *, quantity: str, ylabel: str) -> tuple:
-    """Figs. 6c (``C_L``) and 6d (``A_minus_C``): the decomposition of eqs. (61)-(63) against depth."""
-    plt = p.pyplot()
+    """Figs. 6c (``C_L``) and 6d (``A_minus_C``): eqs. (61)-(63) by depth."""
     family = ctx.family("nonlinear_lazy")
-    fig, (ax, right) = plt.subplots(1, 2, figsize=(12.0, 4.4), constrained_layout=True)
+    fig, (ax, right) = p.subplots(1, 2, figsize=(12.0, 4.4))
     parts: list[str] = []
     nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", family.spectra, quantity=quantity, caption_parts=parts,
                           title=f"lazy contrast: softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
@@ -135,10 +129,9 @@ def fig6cd(ctx, *, quantity: str, ylabel: str) -> tuple:
 
 
 def model_figure(ctx, *, family_name: str, name: str, paper: str) -> tuple:
-    """Figs. 9 and 10: one of the models of appendix C, R_L and its decomposition against depth."""
-    plt = p.pyplot()
+    """Figs. 9 and 10: a model of appendix C, R_L and its decomposition."""
     family = ctx.family(family_name)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.2), constrained_layout=True)
+    fig, (left, right) = p.subplots(1, 2, figsize=(10.0, 4.2))
     parts: list[str] = []
     nonlinear_depth_panel(ctx, left, family_name, family.spectra, caption_parts=parts,
                           title=f"{name}: R_L ({p.sizes(family)}, top-{family.k})")
@@ -164,15 +157,9 @@ def model_figure(ctx, *, family_name: str, name: str, paper: str) -> tuple:
 
 
 def fig14(ctx) -> tuple:
-    """Fig. 14: softmax attention on the top-16 task for broader spectra, fits and oracle bounds.
-
-    References
-    ----------
-    Paper Fig. 14; Table 4.
-    """
-    plt = p.pyplot()
+    """Fig. 14 (Table 4): softmax attention, top-16 task, broader spectra."""
     family = ctx.family("nonlinear_k16")
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
+    fig, ax = p.subplots(figsize=(6.4, 4.6))
     parts: list[str] = []
     nonlinear_depth_panel(ctx, ax, "nonlinear_k16", family.spectra, caption_parts=parts,
                           title=f"softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
@@ -183,17 +170,8 @@ def fig14(ctx) -> tuple:
 
 
 def fig11(ctx) -> tuple:
-    """Fig. 11: context updates M(m), R_L against depth for top-2 and top-16, fits and oracle bounds.
-
-    A fit that does not determine its exponent (flat curves) is not drawn; the
-    legend says why (:func:`fit_problem`).
-
-    References
-    ----------
-    Paper Fig. 11; eqs. (75)-(82).
-    """
-    plt = p.pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), constrained_layout=True)
+    """Fig. 11 (eqs. 75-82): context updates M(m), top-2 and top-16."""
+    fig, ax = p.subplots(figsize=(6.4, 4.6))
     parts: list[str] = []
     drawn = False
     colours = p.colours(4)
@@ -226,14 +204,8 @@ def fig11(ctx) -> tuple:
 
 
 def fig12(ctx) -> tuple:
-    """Fig. 12: learned m against depth, and layer 1's context attention A_1 (top-2 and top-16).
-
-    References
-    ----------
-    Paper Fig. 12; eqs. (83)-(84).
-    """
-    plt = p.pyplot()
-    fig = plt.figure(figsize=(8.0, 7.0), constrained_layout=True)
+    """Fig. 12 (eqs. 83-84): learned m, and layer 1's context attention."""
+    fig = p.pyplot().figure(figsize=(8.0, 7.0), constrained_layout=True)
     grid = fig.add_gridspec(2, 2)
     axes = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
     parts: list[str] = []
@@ -284,12 +256,7 @@ def fig12(ctx) -> tuple:
 
 
 def fig13(ctx) -> tuple:
-    """Fig. 13: selection-error percentiles Q_L(q), L = 1 against the deepest model, one panel per spectrum.
-
-    References
-    ----------
-    Paper Fig. 13; eqs. (90)-(91).
-    """
+    """Fig. 13 (eqs. 90-91): selection-error percentiles, L = 1 and deepest."""
     family = ctx.family("nonlinear_lazy")
     levels = (0.5, 0.9, 0.95, 0.99)
     deepest = max(family.depths)
@@ -333,19 +300,9 @@ def fig13(ctx) -> tuple:
 
 
 def fig1(ctx) -> tuple:
-    """Fig. 1: overview — linear attention's power law (easy task) against softmax attention on the top-2 task,
-    each panel titled with the training regime it shows.
-
-    Middle: the converged study (each depth trained to its own convergence rule), the regime the verdict on
-    the inverse-depth law is about; right: the lazy recipe (gain frozen, short equal step budget), a contrast of
-    the package's, with linear attention and its floor at the same sizes.
-
-    References
-    ----------
-    Paper Fig. 1; eqs. (16), (34), (41)-(54).
-    """
-    plt = p.pyplot()
-    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(16.5, 4.8), constrained_layout=True)
+    """Fig. 1 (eqs. 16, 34, 41-54): linear attention's power law; softmax
+    attention, converged and lazy (with linear attention and its floor)."""
+    fig, (left, middle, right) = p.subplots(1, 3, figsize=(16.5, 4.8))
     parts: list[str] = []
     family = ctx.family("linear_easy")
     spectrum = (2.0, 1.0) if (2.0, 1.0) in family.spectra else family.spectra[0]
@@ -371,7 +328,6 @@ def fig1(ctx) -> tuple:
                    fontsize=9)
     p.legend(left)
 
-    # the regime the inverse-depth verdict is about
     converged_panel(ctx, middle, "R_L", lambda a, b: (a, b) == (0.0, 0.0), parts)
     middle.set_ylabel("held-out loss R_L")
     r = ctx.converged.rows[0] if ctx.converged is not None else None
@@ -409,8 +365,7 @@ def fig1(ctx) -> tuple:
 
 
 def _training_curves(ctx, array: str) -> tuple:
-    """``(family, depth, [(colour, marker, line style, label, curve)])``: ``array`` (``curve[:, 0]`` the step) of the
-    shallowest run of every spectrum that recorded it, styled by the spectrum's place in the family."""
+    """``(family, depth, [(colour, marker, style, label, curve)])`` of ``array``."""
     family = ctx.family("nonlinear_easy")
     depth = min(family.depths)
     curves = []
@@ -422,15 +377,9 @@ def _training_curves(ctx, array: str) -> tuple:
 
 
 def fig4a(ctx) -> tuple:
-    """Fig. 4a: softmax attention, easy task, held-out loss during training at L = 1 (normalised).
-
-    References
-    ----------
-    Paper Fig. 4a; section 3.2.
-    """
-    plt = p.pyplot()
+    """Fig. 4a (section 3.2): easy task, held-out loss during training."""
     family, depth, curves = _training_curves(ctx, "loss_curve")
-    fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
+    fig, ax = p.subplots(figsize=(6.0, 4.2))
     parts = []
     for colour, marker, style, label, curve in curves:
         ax.plot(curve[:, 0], curve[:, 1] / curve[0, 1], color=colour, marker=marker, ms=3.5, ls=style, label=label)
@@ -448,15 +397,9 @@ def fig4a(ctx) -> tuple:
 
 
 def fig4b(ctx) -> tuple:
-    """Fig. 4b: softmax attention, easy task, final loss (relative to initial) against depth.
-
-    References
-    ----------
-    Paper Fig. 4b; section 3.2.
-    """
-    plt = p.pyplot()
+    """Fig. 4b (section 3.2): easy task, final over initial loss by depth."""
     family = ctx.family("nonlinear_easy")
-    fig, ax = plt.subplots(figsize=(6.0, 4.2), constrained_layout=True)
+    fig, ax = p.subplots(figsize=(6.0, 4.2))
     parts, drawn = [], False
     for index, (colour, (a, b)) in enumerate(zip(p.colours(len(family.spectra)), family.spectra)):
         s = analysis.easy_softmax_summary(ctx, a, b)
@@ -480,18 +423,10 @@ def fig4b(ctx) -> tuple:
 
 
 def fig4c(ctx) -> tuple:
-    """Fig. 4c: softmax attention, easy task, top-1 attention mass during training.
-
-    Left the mass itself (as in the paper); right ``1 − mass`` on a log scale, which
-    separates the spectra whose masses all approach 1 and would hide each other.
-
-    References
-    ----------
-    Paper Fig. 4c.
-    """
-    plt = p.pyplot()
+    """Fig. 4c: top-1 attention mass during training; right ``1 − mass``
+    (log scale), which separates masses near 1."""
     family, depth, curves = _training_curves(ctx, "top1_mass_curve")
-    fig, (ax, gap) = plt.subplots(1, 2, figsize=(9.0, 3.8), constrained_layout=True)
+    fig, (ax, gap) = p.subplots(1, 2, figsize=(9.0, 3.8))
     parts = []
     for colour, marker, style, label, curve in curves:
         for target, values in ((ax, curve[:, 1]), (gap, np.clip(1.0 - curve[:, 1], 1e-6, None))):
