@@ -25,22 +25,14 @@ class ConsistencyRow:
 
     Attributes
     ----------
-    source : str
-        E.g. ``'Table 1 (nonlinear L0)'``.
-    a, b : float
-    k, d, P : int
-    paper_value : str
-        As the paper prints it.
-    single_head, single_head_se, mixture, mixture_se : float
-        The bounds and their SEs at (d, P, k).
-    target_second_moment : float
-        ``E y*²`` (the loss of predicting 0).
+    source, paper_value : str
+        E.g. ``'Table 1 (nonlinear L0)'``; the value as the paper prints it.
+    single_head, single_head_se, mixture, mixture_se, target_second_moment : float
+        The bounds and their SEs at (d, P, k); ``E y*²`` (the loss of predicting 0).
     package_value : float or None
-        The package's measured plateau at these sizes (when the study measured this spectrum).
-    package_label : str
+        The study's lowest measured ``R_L`` at these sizes and spectrum, if it ran them.
     below_bound : bool
-        The paper value lies more than :data:`numerics.experiments.criteria.BOUND_SIGMAS` SEs below the
-        mixture bound.
+        More than ``criteria.BOUND_SIGMAS`` SEs below the mixture bound.
     statement : str
         The plain sentence for the report.
 
@@ -73,15 +65,7 @@ class ConsistencyRow:
 
 @dataclass(frozen=True)
 class ConsistencyReport:
-    """Result of :func:`paper_consistency`: the rows and the Markdown section.
-
-    Attributes
-    ----------
-    rows : tuple of ConsistencyRow
-    markdown : str
-        The REPORT.md section "Consistency with the paper".
-    n_below : int
-        Rows whose paper value lies below the bound.
+    """Result of :func:`paper_consistency`: its rows, report section and rows below the bound.
 
     Notes
     -----
@@ -111,14 +95,12 @@ def paper_plateaus() -> list[dict]:
     from theory.paper import paper_table
 
     rows = []
-    verbatim1 = paper_table("table1", as_float=False)
-    for raw, row in zip(verbatim1, paper_table("table1")):
-        rows.append(dict(source="Table 1 (nonlinear L0)", a=row["a"], b=row["b"], k=2, value=row["nonlinear_L0"],
-                         verbatim=str(raw["nonlinear_L0"])))
-    verbatim4 = paper_table("table4", as_float=False)
-    for raw, row in zip(verbatim4, paper_table("table4")):
-        rows.append(dict(source=f"Table 4 (top-{int(row['k'])} L0)", a=row["a"], b=row["b"], k=int(row["k"]), value=row["L0"],
-                         verbatim=str(raw["L0"])))
+    for table, column in (("table1", "nonlinear_L0"), ("table4", "L0")):
+        for raw, row in zip(paper_table(table, as_float=False), paper_table(table)):
+            k = int(row.get("k", 2))  # Table 1 is top-2
+            source = "Table 1 (nonlinear L0)" if table == "table1" else f"Table 4 (top-{k} L0)"
+            rows.append(dict(source=source, a=row["a"], b=row["b"], k=k, value=row[column],
+                             verbatim=str(raw[column])))
     return rows
 
 
@@ -133,40 +115,15 @@ def paper_consistency(
     bound: Callable | None = None,
     extra_sizes: Sequence[tuple] = (),
 ) -> ConsistencyReport:
-    """Each paper plateau the package cannot reach: Table 1's nonlinear L0 and Table 4's L0 vs the oracle bounds.
+    """Each paper plateau the package cannot reach: the L0 of Tables 1 and 4 against the oracle bounds.
 
-    The bound at each size is the best non-negative mixture of softmax heads over
-    exact cosine similarity (what an average of layers with the paper's
-    parallel structure, eq. 60, can express; also the best single head). A paper
-    value more than :data:`~numerics.experiments.criteria.BOUND_SIGMAS` Monte-Carlo SEs below the mixture bound is
-    stated as unattainable by such heads at those sizes.
-
-    Parameters
-    ----------
-    study : RegimeStudy, optional
-        Adds rows at the study's sizes, with the package's measured plateau where the
-        study ran the same spectrum.
-    d : int, default 128
-    P_values : sequence of int, default (1024, 2048)
-        The sizes at which the package reproduces the paper's linear Table 3.
-    n_contexts : int
-        Monte-Carlo contexts of each bound (each bound draws its own stream,
-        :func:`numerics.experiments.bounds.bound_stream`).
-    seed : int
-        Seed from which the bounds' streams are derived.
-    execution : Execution, optional
-        Its ``cache_dir`` is the Monte-Carlo cache (:mod:`numerics.experiments.cache`; none by
-        default): re-running is cheap, and a report whose sections share it shows one value per
-        bound. Its ``workers`` (default 1) are the local processes computing bounds in parallel;
-        its ``progress``, their progress bar.
-    bound : callable, optional
-        ``bound(a, b, d, P, k) -> HeadBound`` replacing the Monte-Carlo computation (tests).
-    extra_sizes : sequence of (d, P)
-        Further sizes (e.g. a scan over d) to locate where the paper's values become attainable.
-
-    Returns
-    -------
-    ConsistencyReport
+    The bound is the best non-negative mixture of softmax heads over exact cosine
+    similarity (what an average of layers, eq. 60, can express); a paper value more than
+    ``criteria.BOUND_SIGMAS`` SEs below it is unattainable at those sizes: ``d``
+    with each of ``P_values`` (where the linear Table 3 is reproduced), the ``study``'s
+    (with its measured plateaus) and ``extra_sizes``. Each bound has ``n_contexts`` and
+    its own stream from ``seed``, cached in the execution's ``cache_dir`` (none by default),
+    computed by its ``workers`` (default 1); ``bound(a, b, d, P, k)`` replaces it (tests).
 
     References
     ----------
@@ -208,13 +165,13 @@ def paper_consistency(
                 continue
             hb = bound(r["a"], r["b"], sd, sP, r["k"])
             package_value, package_label = None, ""
-            if study is not None:
-                pts = [p for p in study.points if (p.d, p.P, p.a, p.b, p.k) == (sd, sP, r["a"], r["b"], r["k"])]
-                measured = [(min(p.R), p) for p in pts]
-                if measured:
-                    value, p = min(measured, key=lambda item: item[0])
-                    package_value = float(value)
-                    package_label = f"lowest measured R_L ({p.regime.replace('_', ' ')}, N={p.N}, L={p.depths[int(np.argmin(p.R))]})"
+            pts = [p for p in (study.points if study is not None else ())
+                   if (p.d, p.P, p.a, p.b, p.k) == (sd, sP, r["a"], r["b"], r["k"])]
+            if pts:
+                p = min(pts, key=lambda p: min(p.R))
+                package_value = float(min(p.R))
+                where = f"{p.regime.replace('_', ' ')}, N={p.N}, L={p.depths[int(np.argmin(p.R))]}"
+                package_label = f"lowest measured R_L ({where})"
             below, margin = criteria.below_bound(r["value"], hb.mixture_loss, hb.mixture_standard_error)
             ratio = hb.mixture_loss / r["value"]
             if below:
@@ -231,8 +188,9 @@ def paper_consistency(
                     f"bound at d = {sd}, P = {sP} (best mixture {hb.mixture_loss:.4g} ± {hb.mixture_standard_error:.2g})."
                 )
             rows.append(ConsistencyRow(
-                source=r["source"], a=float(r["a"]), b=float(r["b"]), k=int(r["k"]), d=sd, P=sP, paper_value=r["verbatim"],
-                single_head=hb.single_head_loss, single_head_se=hb.single_head_standard_error, mixture=hb.mixture_loss,
+                source=r["source"], a=float(r["a"]), b=float(r["b"]), k=int(r["k"]), d=sd, P=sP,
+                paper_value=r["verbatim"], single_head=hb.single_head_loss,
+                single_head_se=hb.single_head_standard_error, mixture=hb.mixture_loss,
                 mixture_se=hb.mixture_standard_error, target_second_moment=hb.target_second_moment,
                 package_value=package_value, package_label=package_label, below_bound=below, statement=statement,
             ))
@@ -249,12 +207,13 @@ def _consistency_markdown(rows: Sequence[ConsistencyRow], n_contexts: int) -> st
         "best loss of one softmax head over exact cosine similarity with optimal temperature and gain, and of a "
         "non-negative mixture of such heads (what the average of layers of the paper's parallel model, eq. 60, can "
         f"express), Monte Carlo over contexts ({n_contexts} per bound, ± one SE). 'below bound' = the paper's value is "
-        f"more than {criteria.BOUND_SIGMAS:g} SE below the mixture bound at those sizes. d = 128, P ≈ 1024 are the sizes at which "
-        "the package reproduces the paper's linear Table 3.",
+        f"more than {criteria.BOUND_SIGMAS:g} SE below the mixture bound at those sizes. "
+        "d = 128, P ≈ 1024 are the sizes at which the package reproduces the paper's linear Table 3.",
         "",
         f"**{n_below} of {len(rows)} paper values are below the bound at the sizes stated.**",
         "",
-        "| source | (a, b) | k | d | P | paper | best single head | best mixture | mixture / paper | E y*² | package | below bound |",
+        "| source | (a, b) | k | d | P | paper | best single head | best mixture | mixture / paper | E y*² "
+        "| package | below bound |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -262,19 +221,21 @@ def _consistency_markdown(rows: Sequence[ConsistencyRow], n_contexts: int) -> st
         lines.append(
             f"| {r.source} | ({r.a:g}, {r.b:g}) | {r.k} | {r.d} | {r.P} | {r.paper_value} | "
             f"{r.single_head:.4g} ± {r.single_head_se:.2g} | {r.mixture:.4g} ± {r.mixture_se:.2g} | "
-            f"{r.mixture / float(r.paper_value):.3g} | {r.target_second_moment:.4g} | {pkg} | {'**yes**' if r.below_bound else 'no'} |"
+            f"{r.mixture / float(r.paper_value):.3g} | {r.target_second_moment:.4g} | {pkg} | "
+            f"{'**yes**' if r.below_bound else 'no'} |"
         )
     lines += ["", "Per size: how far the best mixture of cosine heads lies from the paper's values.", "",
               "| d | P | rows | below bound | mixture / paper: median | min | max |", "|---|---|---|---|---|---|---|"]
-    for size in dict.fromkeys((r.d, r.P) for r in rows):
-        sub = [r for r in rows if (r.d, r.P) == size]
-        ratios = np.array([r.mixture / float(r.paper_value) for r in sub])
-        lines.append(f"| {size[0]} | {size[1]} | {len(sub)} | {sum(r.below_bound for r in sub)} | "
-                     f"{np.median(ratios):.3g} | {ratios.min():.3g} | {ratios.max():.3g} |")
-    medians = {size: float(np.median([r.mixture / float(r.paper_value) for r in rows if (r.d, r.P) == size]))
-               for size in dict.fromkeys((r.d, r.P) for r in rows)}
+    ratios = {}
+    for r in rows:
+        ratios.setdefault((r.d, r.P), []).append(r.mixture / float(r.paper_value))
+    for (d, P), sub in ratios.items():
+        below = sum(r.below_bound for r in rows if (r.d, r.P) == (d, P))
+        lines.append(f"| {d} | {P} | {len(sub)} | {below} | "
+                     f"{np.median(sub):.3g} | {np.min(sub):.3g} | {np.max(sub):.3g} |")
+    medians = {size: float(np.median(sub)) for size, sub in ratios.items()}
     closest = min(medians, key=lambda size: abs(math.log(medians[size])))
-    sub = [r.mixture / float(r.paper_value) for r in rows if (r.d, r.P) == closest]
+    sub = ratios[closest]
     lines += ["", f"Of the sizes checked, the paper's values are closest to the bound at d = {closest[0]}, P = {closest[1]} "
               f"(mixture / paper: median {medians[closest]:.3g}, range {min(sub):.3g}-{max(sub):.3g}).", ""]
     lines += [*[f"- {r.statement}" for r in rows if r.below_bound], ""]
@@ -291,27 +252,10 @@ def run_study_sections(
 ) -> tuple[RegimeStudy, ConsistencyReport]:
     """The regime study and the consistency check of one study budget, sharing one store and one cache.
 
-    What ``idepth reproduce`` (its study sections) and ``idepth study regime`` call. Every
-    oracle bound uses the budget's ``bound_contexts`` and the cache in ``cache_dir``, so a
-    bound that appears in both sections has one value.
-
-    Parameters
-    ----------
-    scale : str or StudyScale
-        A reproduction scale's name (its study budget) or a budget.
-    out_dir : path
-        The study's figures, ``study.json``, ``study.md``, ``consistency.md``.
-    execution : Execution, optional
-        Where the runs execute (:class:`~numerics.experiments.execution.Execution`); its
-        ``store_dir`` and ``cache_dir`` default to ``out_dir/store`` and ``out_dir/cache``.
-    figures : bool
-        As in :func:`~numerics.experiments.study.regimes.run_regime_study`.
-    consistency_sizes : dict, optional
-        ``d`` and ``P_values`` of :func:`paper_consistency` (default d = 128, P = 1024, 2048).
-
-    Returns
-    -------
-    (RegimeStudy, ConsistencyReport)
+    What ``idepth reproduce`` and ``idepth study regime`` call: every bound uses the budget's
+    ``bound_contexts`` and one cache (default ``out_dir/cache``), so a bound in both sections
+    has one value. ``out_dir`` also receives ``consistency.md``; ``consistency_sizes`` holds
+    ``d`` and ``P_values`` of :func:`paper_consistency`.
 
     Notes
     -----

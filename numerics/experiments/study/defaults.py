@@ -15,7 +15,7 @@ from theory.validation import check_choice
 
 from ..execution import Execution, as_execution
 from ..scales import StudyScale, TRAINED_REGIMES
-from .regimes import _scale, regime_config
+from .regimes import _metric_arrays, _scale, regime_config
 from .verdicts import summarise_point
 
 __all__ = ["fit_inverse_depth", "make_softmax_defaults"]
@@ -24,14 +24,8 @@ __all__ = ["fit_inverse_depth", "make_softmax_defaults"]
 def fit_inverse_depth(depths: Sequence[int], losses) -> tuple[float, float, np.ndarray]:
     """Least-squares ``(L0, c)`` of ``R_L = L0 + c/L`` (paper eq. 63 read with fixed A, C; eq. 16 with alpha = 1).
 
-    ``losses`` may be (seeds x depths); the seed means are fitted, and the
-    covariance is the usual ``s² (XᵀX)⁻¹`` with ``s²`` from the residuals (plus
-    the seed-to-seed variance of the means when there are several seeds).
-
-    Returns
-    -------
-    L0, c : float
-    covariance : ndarray, shape (2, 2)
+    ``losses`` may be (seeds x depths): the seed means are fitted. Returns ``L0``, ``c``
+    and their covariance ``s² (XᵀX)⁻¹`` (``s²`` from the residuals) plus the seed scatter.
 
     References
     ----------
@@ -46,7 +40,7 @@ def fit_inverse_depth(depths: Sequence[int], losses) -> tuple[float, float, np.n
     depths = np.asarray(depths, dtype=np.float64)
     values = np.atleast_2d(np.asarray(losses, dtype=np.float64))
     mean = values.mean(axis=0)
-    # the design of R = C + (A − C)/L in (C, A − C): columns [1, 1/L] (tests check it against exchangeable_loss)
+    # the design of R = C + (A − C)/L in (C, A − C): columns [1, 1/L]
     X = np.column_stack([np.ones_like(depths), 1.0 / depths])
     coef, *_ = np.linalg.lstsq(X, mean, rcond=None)
     resid = mean - X @ coef
@@ -71,39 +65,16 @@ def make_softmax_defaults(
     execution: Execution | None = None,
     command: str | None = None,
 ) -> dict:
-    """Train (through the sweep layer, cached) and fit ``(L0, c)`` over a spectrum grid; write the defaults JSON.
+    """Train (through the store) and fit ``(L0, c)`` over a spectrum grid; write the defaults JSON.
 
-    For each size of ``scale`` (N = the scale's width), each spectrum and each regime:
-    the trained runs at the regime's depths and seeds, the fit of ``R_L = L0 + c/L``
-    (:func:`fit_inverse_depth`), and the measured ``C_L``, ``A_L − C_L`` at the largest
-    depth. The file (format :data:`theory.softmax_defaults.DEFAULTS_FORMAT`) is what
-    :func:`theory.predict_loss` reads.
-
-    Parameters
-    ----------
-    out_path : path
-        The JSON file to write (e.g. ``theory/data/softmax_defaults.json``).
-    scale : str or StudyScale
-    spectra : sequence of (a, b), optional
-        Default: the scale's spectra and extra spectra (at ``quick``: (0, 0), (0, 0.5), (0.5, 0), the
-        spectra of ``idepth reproduce --scale quick``'s nonlinear difficult runs).
-    regimes : sequence of {'lazy', 'lazy_long', 'converged'}
-    default_regime : str
-        The regime of the file :func:`theory.predict_loss` reads with ``regime='calibrated'`` and no
-        calibration.
-    execution : Execution, optional
-        Where the runs execute (:class:`~numerics.experiments.execution.Execution`). Its
-        ``store_dir`` is the sweep store (a cache, not part of the provenance); default: a
-        temporary directory, removed afterwards (nothing is left in the working directory
-        unless asked). Progress is shown on a terminal only unless ``progress`` says otherwise.
-    command : str, optional
-        The command line recorded as provenance (default: the equivalent ``idepth study defaults``
-        command; the store and worker count are left out, they do not change the numbers).
-
-    Returns
-    -------
-    dict
-        The data written.
+    For each size of ``scale``, spectrum (default the scale's ``all_spectra``) and regime: the
+    fit of ``R_L = L0 + c/L`` (:func:`fit_inverse_depth`) and ``C_L``, ``A_L − C_L`` at the
+    largest depth, in the file :func:`theory.predict_loss` reads
+    (:data:`theory.softmax_defaults.DEFAULTS_FORMAT`; ``default_regime`` is the one it reads
+    with ``regime='calibrated'``). The execution's ``store_dir`` (default: a temporary
+    directory) is a cache, not provenance; progress shows on a terminal unless told otherwise.
+    ``command`` is recorded (default: the equivalent ``idepth study defaults`` command).
+    Returns the data written.
 
     References
     ----------
@@ -137,14 +108,10 @@ def make_softmax_defaults(
     if execution.progress is None:
         execution = dataclasses.replace(execution, progress=sys.stderr.isatty())
 
-    configs = {}
-    for (d, P, N) in s.sizes:
-        for (a, b) in spectra:
-            for regime in regimes:
-                for L in s.depths_of(regime):
-                    for seed in s.seeds:
-                        configs[(regime, d, P, N, a, b, L, seed)] = regime_config(
-                            regime, d=d, N=N, P=P, depth=L, seed=seed, a=a, b=b, k=s.k, scale=s)
+    configs = {(regime, d, P, N, a, b, L, seed):
+               regime_config(regime, d=d, N=N, P=P, depth=L, seed=seed, a=a, b=b, k=s.k, scale=s)
+               for (d, P, N) in s.sizes for (a, b) in spectra for regime in regimes
+               for L in s.depths_of(regime) for seed in s.seeds}
     unique = sorted(configs.values(), key=lambda c: -c.depth)
     store = execution.store_dir
     summary = run_sweep(Grid.of(unique), store, execution=execution)
@@ -157,19 +124,16 @@ def make_softmax_defaults(
         for (a, b) in spectra:
             for regime in regimes:
                 depths = s.depths_of(regime)
-                R = [[by_hash[configs[(regime, d, P, N, a, b, L, seed)].content_hash()]["metrics"]["R_L"] for L in depths]
-                     for seed in s.seeds]
-                A = [[by_hash[configs[(regime, d, P, N, a, b, L, seed)].content_hash()]["metrics"]["A_L"] for L in depths]
-                     for seed in s.seeds]
-                C = [[by_hash[configs[(regime, d, P, N, a, b, L, seed)].content_hash()]["metrics"]["C_L"] for L in depths]
-                     for seed in s.seeds]
+                runs = [[configs[(regime, d, P, N, a, b, L, seed)] for L in depths] for seed in s.seeds]
+                R, A, C = _metric_arrays([[by_hash[c.content_hash()]["metrics"] for c in seed]
+                                          for seed in runs])
                 L0, c, cov = fit_inverse_depth(depths, R)
-                point = summarise_point(regime, (d, P, N), (a, b), s.k, depths, R, A,
-                                        [[np.nan if v is None else v for v in row] for row in C])
+                point = summarise_point(regime, (d, P, N), (a, b), s.k, depths, R, A, C)
                 entries.append(json_clean({
                     "a": a, "b": b, "d": d, "N": N, "P": P, "k": s.k, "regime": regime, "L0": L0, "c": c,
-                    "covariance": cov.tolist(), "depths": list(depths), "R_mean": list(point.R), "R_se": list(point.R_se),
-                    "C_at_Lmax": point.C[-1], "A_minus_C_at_Lmax": point.gap[-1], "alpha_free_fit": point.alpha,
+                    "covariance": cov.tolist(), "depths": list(depths), "R_mean": list(point.R),
+                    "R_se": list(point.R_se), "C_at_Lmax": point.C[-1], "A_minus_C_at_Lmax": point.gap[-1],
+                    "alpha_free_fit": point.alpha,
                     "alpha_interval": [point.alpha_low, point.alpha_high], "verdict": point.verdict,
                 }))
     if command is None:

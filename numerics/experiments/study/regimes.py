@@ -1,10 +1,5 @@
-"""The regimes of the study: their run configs, the controls that need no training, and the study itself.
-
-:func:`regime_config` gives the :class:`~numerics.train.TrainConfig` of a trained regime
-(``lazy``, ``lazy_long``, ``converged``); :func:`frozen_heads_control` and
-:func:`separate_models_average` are the two controls; :func:`run_regime_study` runs them
-all through the sweep layer and the cache and returns a :class:`RegimeStudy`.
-"""
+"""The regimes of the study: the configs of the trained ones (:func:`regime_config`), the two
+controls that need no training, and the study itself (:func:`run_regime_study`)."""
 
 from __future__ import annotations
 
@@ -37,7 +32,7 @@ __all__ = [
 
 
 def _scale(scale) -> StudyScale:
-    """The study budget of ``scale``: a :class:`StudyScale`, or the name of a reproduction scale."""
+    """The study budget of ``scale``: a :class:`StudyScale` or a reproduction scale's name."""
     if isinstance(scale, StudyScale):
         return scale
     return get_scale(scale).study
@@ -58,30 +53,9 @@ def regime_config(
 ):
     """The :class:`~numerics.train.TrainConfig` of one run of a trained regime.
 
-    Use it to share a store with the study (every sweep uses the one runner
-    :func:`numerics.experiments.runner.run`): the same arguments give the same content
-    hash, so a run is trained once.
-
-    Parameters
-    ----------
-    regime : {'lazy', 'lazy_long', 'converged'}
-    d, N, P, depth, seed : int
-    a, b : float
-        Spectrum exponents (eq. 2).
-    k : int
-        Top-k (eq. 6).
-    scale : str or StudyScale
-        Supplies step budgets, batch and evaluation sizes (a name: the study budget of
-        that reproduction scale, :data:`numerics.experiments.scales.SCALES`).
-
-    Returns
-    -------
-    numerics.train.TrainConfig
-
-    Raises
-    ------
-    ValueError
-        Unknown regime.
+    The same arguments give the same content hash, so a store shared with the study trains a
+    run once. ``a, b``: spectrum (eq. 2); ``k``: top-k (eq. 6); ``scale`` supplies step
+    budgets, batch and evaluation sizes. Raises ``ValueError`` for an unknown regime.
 
     References
     ----------
@@ -111,7 +85,7 @@ def regime_config(
 
 
 def _recipe(recipe) -> dict:
-    """A recipe of :mod:`numerics.experiments.recipes` as ``TrainConfig`` keywords (``init`` a fresh dict)."""
+    """A recipe as ``TrainConfig`` keywords (``init`` a fresh dict)."""
     fields = dict(recipe)
     if "init" in fields:
         fields["init"] = dict(fields["init"])
@@ -122,20 +96,13 @@ def frozen_heads_control(
     *, d: int, N: int, P: int, depths: Sequence[int], seed: int, a: float = 0.0, b: float = 0.0, k: int = 2,
     scale: str | StudyScale = "quick",
 ) -> list[dict]:
-    """Random heads kept at the lazy initialisation with only the gain trained (solved exactly), at several depths.
+    """Random heads of the lazy initialisation, only the gain trained (solved exactly), per depth.
 
-    ``L_max = max(depths)`` heads are drawn as :func:`numerics.models.get_model` ``("nonlinear").init_params``
-    draws them for the lazy run of this seed (:data:`LAZY_INIT`, same seed stream); the depth-``L``
-    model uses the first ``L`` of them (the parallel model, eq. 59, makes that exact: layer ``ℓ``'s
-    read ``p_ℓ·y`` depends only on its own ``W_q^ℓ, W_k^ℓ`` and the shared ``W_x``). ``ŷ = g ū`` with
-    ``ū = (1/L) Σ_ℓ p_ℓ·y`` is linear in ``g``, so training the gain alone converges to
-    ``g* = E[ū y*]/E[ū²]``, fitted here on ``fit_size`` contexts from the run's training stream;
-    the loss and its decomposition are measured on the run's evaluation set.
-
-    Returns
-    -------
-    list of dict
-        Per depth: ``R_L, A_L, C_L, R_L_se, A_L_se, C_L_se, gain``.
+    The ``max(depths)`` heads of the lazy run of this seed are drawn once; depth ``L`` uses the
+    first ``L`` (exact for the parallel model, eq. 59). ``ŷ = g ū`` is linear in ``g``, so the
+    trained gain is ``g* = E[ū y*]/E[ū²]``, fitted on ``fit_size`` training contexts; the
+    loss is measured on the run's evaluation set. Returns per depth ``R_L, A_L, C_L``, their
+    SEs and ``gain``.
 
     References
     ----------
@@ -176,28 +143,22 @@ def frozen_heads_control(
         mean_read = fit_reads[:L].mean(axis=0)
         gain = float(mean_read @ fit_target / max(mean_read @ mean_read, 1e-300))
         dec = decompose(gain * eval_reads[:L], eval_target)
-        out.append({"R_L": dec.R, "A_L": dec.A, "C_L": dec.C, "R_L_se": dec.R_se, "A_L_se": dec.A_se,
-                    "C_L_se": dec.C_se, "gain": gain})
+        out.append(_decomposition(dec) | {"gain": gain})
     return out
 
 
-def separate_models_average(predictions: np.ndarray, target: np.ndarray, depth: int, max_groups: int | None = None) -> list[dict]:
+def _decomposition(dec) -> dict:
+    return {"R_L": dec.R, "A_L": dec.A, "C_L": dec.C,
+            "R_L_se": dec.R_se, "A_L_se": dec.A_se, "C_L_se": dec.C_se}
+
+
+def separate_models_average(predictions: np.ndarray, target: np.ndarray, depth: int,
+                            max_groups: int | None = None) -> list[dict]:
     """Loss of averages of ``depth`` separately trained models, over disjoint groups of models.
 
-    Parameters
-    ----------
-    predictions : ndarray, shape (M, B)
-        Each model's predictions on a common evaluation set.
-    target : ndarray, shape (B,)
-    depth : int
-        Models per average (the ``L`` of ``(1/L) Σ_ℓ f_ℓ``, eq. 59).
-    max_groups : int, optional
-        Use at most this many groups.
-
-    Returns
-    -------
-    list of dict
-        Per group: ``R_L, A_L, C_L`` and their SEs (eqs. 61-63).
+    ``predictions`` (M, B): each model's on a common evaluation set; ``depth`` models per
+    average (the ``L`` of eq. 59), at most ``max_groups`` groups. Returns per group ``R_L,
+    A_L, C_L`` and their SEs (eqs. 61-63).
 
     References
     ----------
@@ -218,11 +179,9 @@ def separate_models_average(predictions: np.ndarray, target: np.ndarray, depth: 
         raise ValueError(f"depth must be <= the number of models {predictions.shape[0]}; got {depth}")
     if max_groups is not None:
         n_groups = min(n_groups, max_groups)
-    out = []
-    for g in range(n_groups):
-        dec = decompose(predictions[g * depth:(g + 1) * depth], np.asarray(target, dtype=np.float64))
-        out.append({"R_L": dec.R, "A_L": dec.A, "C_L": dec.C, "R_L_se": dec.R_se, "A_L_se": dec.A_se, "C_L_se": dec.C_se})
-    return out
+    target = np.asarray(target, dtype=np.float64)
+    return [_decomposition(decompose(predictions[g * depth:(g + 1) * depth], target))
+            for g in range(n_groups)]
 
 
 @dataclass(frozen=True)
@@ -231,24 +190,14 @@ class RegimeStudy:
 
     Attributes
     ----------
-    scale : StudyScale
-    points : tuple of RegimePoint
     bounds : Mapping
         ``(d, P, N, a, b) -> {'cosine': HeadBound, 'prenorm': HeadBound}``.
-    regime_name : str
-        The plain-words name of where inverse-depth appears (:func:`name_regime`).
-    markdown : str
-        The REPORT.md section "Where inverse-depth scaling appears" (figures linked
-        relative to ``out_dir``).
+    regime_name, markdown : str
+        :func:`name_regime`; the report section (figures relative to ``out_dir``).
     figures : tuple of str
-        Figure files (PNG and PDF), relative to ``out_dir``.
-    out_dir : str
-    wall_time : float
-        Seconds.
-    runs : int
-        Training runs in the study's grid.
-    trained : int
-        Of those, the runs trained by this call (the others were in the store).
+        PNG and PDF files, relative to ``out_dir``.
+    runs, trained : int
+        Training runs in the study's grid; those trained by this call.
 
     Notes
     -----
@@ -286,7 +235,8 @@ class RegimeStudy:
             "regime_name": self.regime_name,
             "points": [p.to_dict() for p in self.points],
             "bounds": [
-                {"size": list(key[:3]), "spectrum": list(key[3:]), **{sim: b.to_dict() for sim, b in value.items()}}
+                {"size": list(key[:3]), "spectrum": list(key[3:]),
+                 **{sim: b.to_dict() for sim, b in value.items()}}
                 for key, value in self.bounds.items()
             ],
             "figures": list(self.figures),
@@ -297,11 +247,7 @@ class RegimeStudy:
 
 
 def _frozen_heads_rows(key: dict) -> list:
-    """:func:`frozen_heads_control` of one cache key (module level: cached and parallelisable).
-
-    The key holds every input the result depends on (sizes, spectrum, k, depths, seed and
-    the fit and evaluation sizes); the other budget fields of a study do not enter it.
-    """
+    """:func:`frozen_heads_control` of one cache key (every input of the result)."""
     d, P, N = key["size"]
     budget = StudyScale(name="frozen-heads", sizes=(tuple(key["size"]),), spectra=(tuple(key["spectrum"]),),
                         depths=tuple(key["depths"]), seeds=(key["seed"],), k=key["k"], fit_size=key["fit_size"],
@@ -312,10 +258,6 @@ def _frozen_heads_rows(key: dict) -> list:
 
 def trained_configs(s: StudyScale) -> dict:
     """``{(regime, size, spectrum, depth, seed): TrainConfig}`` of every training run the study needs.
-
-    References
-    ----------
-    Bookkeeping of the regime study; no paper equation.
 
     Examples
     --------
@@ -343,11 +285,10 @@ def trained_configs(s: StudyScale) -> dict:
     return configs
 
 
-def _metric_arrays(rows: Sequence[Mapping]) -> tuple:
-    R = [r["R_L"] for r in rows]
-    A = [r["A_L"] for r in rows]
-    C = [np.nan if r.get("C_L") is None else r["C_L"] for r in rows]
-    return R, A, C
+def _metric_arrays(rows: Sequence[Sequence[Mapping]]) -> tuple:
+    """``R_L``, ``A_L``, ``C_L`` of metrics given seeds x depths (None read as NaN)."""
+    return tuple([[np.nan if r.get(name) is None else r[name] for r in seed] for seed in rows]
+                 for name in ("R_L", "A_L", "C_L"))
 
 
 def run_regime_study(
@@ -357,34 +298,13 @@ def run_regime_study(
     execution: Execution | None = None,
     figures: bool = True,
 ) -> RegimeStudy:
-    """Run the regime study: trained regimes through the sweep layer, controls, bounds, fits, figures, Markdown.
+    """Run the regime study: the trained regimes, the controls, bounds, fits, figures and Markdown.
 
-    Parameters
-    ----------
-    scale : {'smoke', 'quick', 'medium', 'paper'} or StudyScale
-        The study budget of that reproduction scale (:data:`numerics.experiments.scales.SCALES`):
-        ``quick`` is sized for minutes on two cores; ``medium`` and ``paper`` cover
-        d ∈ {16, 32, 64}, P/d ∈ {4, 16}, N ∈ {d, 2d} (hours; use Dask).
-    out_dir : path
-        Where figures, ``study.json`` and ``study.md`` go.
-    execution : Execution, optional
-        Where the training runs execute (:class:`~numerics.experiments.execution.Execution`;
-        its ``workers``, default the usable cores, also compute the bounds), whether progress is
-        shown, the sweep store (``store_dir``, default ``out_dir/store``; pass the reproduction's
-        store to share runs) and the Monte-Carlo cache of oracle bounds and frozen-head fits
-        (``cache_dir``, default ``out_dir/cache``; a reproduction passes its own, so every section
-        of its report shows one value per quantity).
-    figures : bool
-        Draw the depth plots.
-
-    Returns
-    -------
-    RegimeStudy
-
-    Raises
-    ------
-    ValueError, TypeError, NotADirectoryError, PermissionError
-        Unknown scale or backend, an output directory that is a file or not writable.
+    ``scale`` is a study budget or a reproduction scale's name; ``out_dir`` receives the
+    figures, ``study.json`` and ``study.md``. ``execution`` says where the runs and bounds
+    execute; its ``store_dir`` and ``cache_dir`` (bounds, frozen-head fits) default to
+    ``out_dir/store`` and ``out_dir/cache`` (a reproduction passes its own, so its sections
+    share one value per quantity). Bad input raises ``ValueError``, ``TypeError`` or ``OSError``.
 
     References
     ----------
@@ -418,10 +338,12 @@ def run_regime_study(
     if unique:
         summary = run_sweep(Grid.of(unique), store, execution=execution)
         if not summary.ok:
-            failed = [r for r in load_results(store, status="failed")]
+            failed = load_results(store, status="failed")
             detail = failed[0]["error"] if failed else "runs still pending"
-            raise RuntimeError(f"the study's sweep did not finish: {summary.failed} failed, {summary.pending} pending ({detail})")
+            raise RuntimeError(f"the study's sweep did not finish: {summary.failed} failed, "
+                               f"{summary.pending} pending ({detail})")
     by_hash = {r["hash"]: r for r in load_results(store, status="done")} if unique else {}
+    measured = {key: by_hash[cfg.content_hash()]["metrics"] for key, cfg in configs.items()}
 
     # oracle bounds (cached): exact cosine and the model's pre-norm similarity at its width N
     cells = [(size, spectrum) for size in s.sizes for spectrum in s.all_spectra]
@@ -434,9 +356,9 @@ def run_regime_study(
               for i, (size, spectrum) in enumerate(cells)}
 
     # frozen-heads control (no training; cached)
-    control = {}
     if "frozen_heads" in s.regimes:
-        todo = [(size, spectrum, seed) for size in s.sizes for spectrum in s.spectra_of("frozen_heads") for seed in s.seeds]
+        todo = [(size, spectrum, seed) for size in s.sizes for spectrum in s.spectra_of("frozen_heads")
+                for seed in s.seeds]
         control_keys = [{"size": list(size), "spectrum": list(spectrum), "k": s.k, "depths": list(s.depths),
                          "seed": seed, "fit_size": s.fit_size, "eval_size": s.eval_size}
                         for size, spectrum, seed in todo]
@@ -444,7 +366,7 @@ def run_regime_study(
                            desc="frozen heads")
         for (size, spectrum, seed), per_depth in zip(todo, rows):
             for L, row in zip(s.depths, per_depth):
-                control[(size, spectrum, L, seed)] = row
+                measured[("frozen_heads", size, spectrum, L, seed)] = row
 
     points = []
     for size in s.sizes:
@@ -453,28 +375,20 @@ def run_regime_study(
                 if regime not in s.regimes or spectrum not in s.spectra_of(regime):
                     continue
                 depths = s.depths_of(regime)
-                if regime in TRAINED_REGIMES:
-                    R, A, C = [], [], []
-                    for seed in s.seeds:
-                        rows = [by_hash[configs[(regime, size, spectrum, L, seed)].content_hash()]["metrics"] for L in depths]
-                        r, a_, c_ = _metric_arrays(rows)
-                        R.append(r), A.append(a_), C.append(c_)
-                elif regime == "frozen_heads":
-                    R, A, C = [], [], []
-                    for seed in s.seeds:
-                        rows = [control[(size, spectrum, L, seed)] for L in depths]
-                        r, a_, c_ = _metric_arrays(rows)
-                        R.append(r), A.append(a_), C.append(c_)
-                else:  # separate models: disjoint groups of L = 1 models
+                if regime == "separate_models":  # disjoint groups of L = 1 models
                     R, A, C = _separate_point(s, size, spectrum, configs, store, load_arrays)
+                else:
+                    keys = [[(regime, size, spectrum, L, seed) for L in depths] for seed in s.seeds]
+                    R, A, C = _metric_arrays([[measured[key] for key in seed] for seed in keys])
                 points.append(summarise_point(regime, size, spectrum, s.k, depths, R, A, C))
 
     name = name_regime(points)
     figure_files = draw_figures(s, points, bounds, out) if figures else ()
     markdown = study_markdown(s, points, bounds, name, figure_files)
     result = RegimeStudy(scale=s, points=tuple(points), bounds=bounds, regime_name=name, markdown=markdown,
-                         figures=tuple(figure_files), out_dir=str(out), wall_time=time.perf_counter() - started,
-                         runs=len(Grid.of(unique)) if unique else 0, trained=summary.executed if summary else 0)
+                         figures=tuple(figure_files), out_dir=str(out),
+                         wall_time=time.perf_counter() - started, runs=len(Grid.of(unique)) if unique else 0,
+                         trained=summary.executed if summary else 0)
     write_json(out / "study.json", result.to_dict())
     write_text(out / "study.md", markdown)
     return result
@@ -484,23 +398,13 @@ def _separate_point(s: StudyScale, size, spectrum, configs, store, load_arrays):
     """Per-group R, A, C of averages of separately trained L = 1 models (groups x depths)."""
     from numerics.train import evaluation_batch
 
-    first = configs[("separate", size, spectrum, 1, 0)]
-    target = np.asarray(evaluation_batch(first).target, dtype=np.float64)
-    predictions = []
-    for seed in range(s.separate_models):
-        cfg = configs[("separate", size, spectrum, 1, seed)]
-        predictions.append(load_arrays(store, cfg.content_hash(), ["eval_prediction"])["eval_prediction"])
-    predictions = np.asarray(predictions)
-    n_groups = len(s.seeds)
-    R, A, C = [], [], []
-    for g in range(n_groups):
-        r_row, a_row, c_row = [], [], []
-        for L in s.separate_depths:
-            groups = separate_models_average(predictions, target, L)
-            # group g of depth L (disjoint); reuse groups cyclically only if there are fewer groups than seeds
-            chosen = groups[g % len(groups)]
-            r_row.append(chosen["R_L"]), a_row.append(chosen["A_L"]), c_row.append(chosen["C_L"])
-        R.append(r_row), A.append(a_row), C.append(c_row)
-    return R, A, C
+    runs = [configs[("separate", size, spectrum, 1, seed)] for seed in range(s.separate_models)]
+    target = np.asarray(evaluation_batch(runs[0]).target, dtype=np.float64)
+    arrays = [load_arrays(store, cfg.content_hash(), ["eval_prediction"]) for cfg in runs]
+    predictions = np.asarray([a["eval_prediction"] for a in arrays])
+    groups = {L: separate_models_average(predictions, target, L) for L in s.separate_depths}
+    # group g of each depth (disjoint), reused cyclically only if there are fewer groups than seeds
+    return _metric_arrays([[groups[L][g % len(groups[L])] for L in s.separate_depths]
+                           for g in range(len(s.seeds))])
 
 

@@ -18,23 +18,27 @@ __all__ = ["draw_figures", "study_markdown"]
 _COLOURS = {"lazy": "C0", "lazy_long": "C4", "converged": "C3", "frozen_heads": "C2", "separate_models": "C1"}
 
 
-def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
-    """One figure per (size, spectrum): ``R_L`` of every regime with its fit and the oracle bounds, and ``C_L``, ``A_L − C_L``.
-
-    Returns the files written (PNG and PDF), relative to ``out``.
-
-    Notes
-    -----
-    No example: it needs a study's points and bounds (minutes); see
-    :func:`numerics.experiments.study.run_regime_study`.
-    """
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
+    """One figure per (size, spectrum): each regime's ``R_L``, fit and bounds; ``C_L``, ``A_L − C_L``.
+
+    Returns the files written (PNG and PDF), relative to ``out``.
+
+    Notes
+    -----
+    No example: it needs a study's points and bounds (minutes); see ``run_regime_study``.
+    """
     from theory.fitting import depth_law
 
+    plt = _pyplot()
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     files = []
@@ -44,35 +48,33 @@ def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
             fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
             for p in pts:
                 L = np.asarray(p.depths, dtype=float)
-                colour = _COLOURS[p.regime]
+                colour, label = _COLOURS[p.regime], p.regime.replace("_", " ")
                 se = np.nan_to_num(np.asarray(p.R_se), nan=0.0)
-                label = f"{p.regime.replace('_', ' ')}"
                 ax.errorbar(L, p.R, yerr=se, fmt="o", color=colour, ms=4, capsize=2, label=label)
                 if math.isfinite(p.alpha):
                     grid = np.unique(np.round(np.geomspace(L.min(), L.max(), 60)).astype(int))
                     ax.plot(grid, depth_law(grid, p.L0, p.c, p.alpha), "--", color=colour, lw=1,
                             label=f"{label} fit: α = {p.alpha:.2f}")
-                ax2.plot(L, p.C, "o-", color=colour, ms=3, label=f"C_L {p.regime.replace('_', ' ')}")
-                ax2.plot(L, p.gap, "s:", color=colour, ms=3, label=f"A_L − C_L {p.regime.replace('_', ' ')}")
-            bd = bounds[(d, P, N, a, b)]
-            ax.axhline(bd["cosine"].single_head_loss, color="k", lw=1, label=f"best cosine head {bd['cosine'].single_head_loss:.3g}")
-            ax.axhline(bd["cosine"].mixture_loss, color="k", lw=1, ls=":", label=f"best cosine mixture {bd['cosine'].mixture_loss:.3g}")
-            ax.axhline(bd["prenorm"].single_head_loss, color="0.5", lw=1, ls="-.",
-                       label=f"best pre-norm head (N={N}) {bd['prenorm'].single_head_loss:.3g}")
+                ax2.plot(L, p.C, "o-", color=colour, ms=3, label=f"C_L {label}")
+                ax2.plot(L, p.gap, "s:", color=colour, ms=3, label=f"A_L − C_L {label}")
+            cos, pre = (bounds[(d, P, N, a, b)][sim] for sim in ("cosine", "prenorm"))
+            ax.axhline(cos.single_head_loss, color="k", lw=1,
+                       label=f"best cosine head {cos.single_head_loss:.3g}")
+            ax.axhline(cos.mixture_loss, color="k", lw=1, ls=":",
+                       label=f"best cosine mixture {cos.mixture_loss:.3g}")
+            ax.axhline(pre.single_head_loss, color="0.5", lw=1, ls="-.",
+                       label=f"best pre-norm head (N={N}) {pre.single_head_loss:.3g}")
             all_depths = sorted({L for p in pts for L in p.depths})
-            for axis in (ax, ax2):
+            ax.set_title(f"nonlinear, top-{s.k}: d={d}, P={P}, N={N}, (a, b) = ({a:g}, {b:g})", fontsize=9)
+            ylabels = ("loss R_L", "C_L (shared) and A_L − C_L (disagreement)")
+            for axis, ylabel in zip((ax, ax2), ylabels):
                 axis.set_xscale("log", base=2)
                 axis.set_xticks(all_depths)
                 axis.set_xticklabels([str(L) for L in all_depths])
-            ax.set_yscale("log")
-            ax.set_xlabel("depth L")
-            ax.set_ylabel("loss R_L")
-            ax.set_title(f"nonlinear, top-{s.k}: d={d}, P={P}, N={N}, (a, b) = ({a:g}, {b:g})", fontsize=9)
-            ax.legend(fontsize=6, ncol=2)
-            ax2.set_yscale("log")
-            ax2.set_xlabel("depth L")
-            ax2.set_ylabel("C_L (shared) and A_L − C_L (disagreement)")
-            ax2.legend(fontsize=6, ncol=2)
+                axis.set_yscale("log")
+                axis.set_xlabel("depth L")
+                axis.set_ylabel(ylabel)
+                axis.legend(fontsize=6, ncol=2)
             fig.tight_layout()
             stem = f"regime_d{d}_P{P}_N{N}_a{a:g}_b{b:g}"
             for ext in ("png", "pdf"):
@@ -91,16 +93,13 @@ def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> st
 
     Notes
     -----
-    No example: it needs a study's points and bounds (minutes); see
-    :func:`numerics.experiments.study.run_regime_study`.
+    No example: it needs a study's points and bounds (minutes); see ``run_regime_study``.
     """
     lines = [
         "## Where inverse-depth scaling appears",
         "",
         f"**Regime: {name}.**",
         "",
-    ]
-    lines += [
         f"Nonlinear model (eqs. 9-10, M(0)), top-{s.k} task, the package's engine and sweep layer; "
         f"{len(s.seeds)} seeds per point (separate models: {len(s.seeds)} disjoint groups); depths {list(s.depths)} "
         f"(converged: {list(s.converged_depths)}; separate models: {list(s.separate_depths)}). Regimes:",
@@ -113,7 +112,8 @@ def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> st
         "Depth gain = R_1 / R_{L_max}; α fitted to R_L = L0 + c L^(−α) (eq. 16) with its 95 % interval; "
         f"'settles' = C_L and A_L − C_L change by less than {criteria.SETTLING_TOLERANCE:.0%} over the last doubling "
         f"of depth. Verdict: 'flat' if the depth gain is below {criteria.DEPTH_GAIN_THRESHOLD}, 'inverse-depth' if "
-        f"α ∈ [{criteria.ALPHA_WINDOW[0]}, {criteria.ALPHA_WINDOW[1]}] and it settles. Bounds (Monte Carlo, ± SE): best single softmax head over exact cosine "
+        f"α ∈ [{criteria.ALPHA_WINDOW[0]}, {criteria.ALPHA_WINDOW[1]}] and it settles. "
+        "Bounds (Monte Carlo, ± SE): best single softmax head over exact cosine "
         "similarity with optimal temperature and gain, best non-negative mixture of such heads (what an average of "
         "layers can express, eq. 60), and the best head over the model's own pre-norm similarity at width N.",
         "",

@@ -1,18 +1,15 @@
 """Which sizes (d, P) do the paper's nonlinear plateaus come from? (inferred, as Table 3's P was)
 
-The paper reports 14 nonlinear plateaus (Table 1: seven spectra at top-2; Table 4: three at
-top-2 and four at top-16) but not the sizes they were measured at. A converged model of the
-paper's controlled class cannot go below ``B_∞`` (the best non-negative mixture of softmax
-heads over exact cosine similarity, eq. 60) and a deep one should come close to it; so for
-every ``(d, P)`` of a grid, :func:`infer_sizes` computes ``B_∞`` (and ``B_1``) of all 14
-(spectrum, k) cells (Monte Carlo, independent draws, :mod:`theory.softmax_bounds`) and
+The paper gives 14 nonlinear plateaus (Tables 1 and 4) but not their sizes. A converged
+model cannot go below ``B_∞`` (the best mixture of cosine heads, eq. 60) and a deep one
+should come close; so over a ``(d, P)`` grid, :func:`infer_sizes` computes ``B_∞`` and
+``B_1`` of the 14 cells (:mod:`theory.softmax_bounds`) and
 
-    χ²(d, P) = Σ_rows (paper − B(d, P))² / SE_B(d, P)²,
+    χ²(d, P) = Σ_rows (paper − B(d, P))² / SE_B(d, P)²
 
-the same statistic that located Table 3's ``P ≈ 1024``. The best ``(d, P)`` minimises χ²; the
-region the data allow is ``χ² ≤ χ²_min + Δ · max(1, χ²_min / dof)`` (``Δ`` = 5.99, two fitted
-sizes at 95 %, widened by the Birge ratio when the minimum itself is a poor fit; ``dof`` =
-rows − 2). The MC error is the only error the statistic knows: the paper's values carry none.
+(the MC error is the only one: the paper's values carry none). The best ``(d, P)``
+minimises χ²; the data allow ``χ² ≤ χ²_min + Δ · max(1, χ²_min / dof)`` (``Δ`` =
+:data:`REGION_DELTA`: two fitted sizes at 95 %, widened by the Birge ratio; ``dof`` = rows − 2).
 """
 
 from __future__ import annotations
@@ -29,6 +26,7 @@ from ..bounds import cached_softmax_bounds, softmax_bounds_key
 from ..execution import Execution, as_execution
 from ..scales import SIZE_GRID_D, SIZE_GRID_P
 from .consistency import paper_plateaus
+from .report import _pyplot
 
 __all__ = ["SIZE_GRID_D", "SIZE_GRID_P", "REGION_DELTA", "SizeInference", "infer_sizes", "sizes_markdown",
            "draw_size_map", "run_size_inference"]
@@ -43,19 +41,13 @@ class SizeInference:
 
     Attributes
     ----------
-    d_values, P_values : tuple of int
-        The grid.
     rows : tuple of dict
-        The paper's plateaus (``source``, ``a``, ``b``, ``k``, ``value``).
-    mixture, mixture_se, single, single_se : ndarray, shape (len(d), len(P), rows)
+        The paper's plateaus (:func:`~.consistency.paper_plateaus`).
+    mixture, mixture_se, single, single_se : ndarray, shape (len(d_values), len(P_values), rows)
         ``B_∞`` and ``B_1`` of every row at every size, with their SEs.
-    chi2_mixture, chi2_single : ndarray, shape (len(d), len(P))
-        χ² against the paper's plateaus.
-    best_mixture, best_single : tuple of (d, P)
-        Where each χ² is smallest.
-    region_mixture, region_single : tuple of (d, P)
-        The sizes the data allow (see the module docstring).
-    n_contexts, n_seeds : int
+    chi2_mixture, chi2_single : ndarray, shape (len(d_values), len(P_values))
+    best_mixture, best_single, region_mixture, region_single : tuple
+        Where each χ² is smallest, and the sizes the data allow (module docstring).
 
     Notes
     -----
@@ -80,10 +72,8 @@ class SizeInference:
 
     def to_dict(self) -> dict:
         """A JSON-able dict."""
-        out = {}
-        for key, value in self.__dict__.items():
-            out[key] = value.tolist() if isinstance(value, np.ndarray) else value
-        return out
+        return {key: value.tolist() if isinstance(value, np.ndarray) else value
+                for key, value in self.__dict__.items()}
 
 
 def chi_square(paper: np.ndarray, bound: np.ndarray, se: np.ndarray) -> np.ndarray:
@@ -111,21 +101,9 @@ def infer_sizes(d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, *, n_contexts: int =
                 execution: Execution | None = None) -> SizeInference:
     """χ² of ``B_∞`` and ``B_1`` against the paper's 14 nonlinear plateaus over a ``(d, P)`` grid.
 
-    Parameters
-    ----------
-    d_values, P_values : sequence of int
-        The grid (default :data:`~numerics.experiments.scales.SIZE_GRID_D` x
-        :data:`~numerics.experiments.scales.SIZE_GRID_P`); cells with ``P < k`` are skipped.
-    n_contexts, n_seeds : int
-        Monte Carlo of each bound (:func:`theory.softmax_bounds.softmax_bounds`).
-    execution : Execution, optional
-        Its ``cache_dir`` is the cache (:mod:`numerics.experiments.cache`; none by default):
-        re-running computes only what is missing; its ``workers`` (default 1) are the local
-        processes computing bounds; its ``progress``, their progress bar.
-
-    Returns
-    -------
-    SizeInference
+    Cells with ``P < k`` are skipped; ``n_contexts``, ``n_seeds``: the Monte Carlo of each
+    bound (:func:`theory.softmax_bounds.softmax_bounds`), cached in the execution's
+    ``cache_dir`` (none by default) and computed by its ``workers`` (default 1).
 
     Notes
     -----
@@ -205,25 +183,25 @@ def draw_size_map(result: SizeInference, path) -> Path:
     -----
     No example: it needs a :class:`SizeInference` (minutes).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
-    for ax, chi2, best, name in ((axes[0], result.chi2_mixture, result.best_mixture, "B_∞ (best mixture of heads)"),
-                                 (axes[1], result.chi2_single, result.best_single, "B_1 (best single head)")):
+    fig, axes = _pyplot().subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    panels = ((result.chi2_mixture, result.best_mixture, result.region_mixture, "B_∞ (best mixture of heads)"),
+              (result.chi2_single, result.best_single, result.region_single, "B_1 (best single head)"))
+    for ax, (chi2, best, region, name) in zip(axes, panels):
         finite = chi2[np.isfinite(chi2) & (chi2 > 0)]
         norm = LogNorm(vmin=max(finite.min(), 1e-3), vmax=finite.max()) if finite.size else None
-        image = ax.imshow(np.where(chi2 > 0, chi2, np.nan), origin="lower", aspect="auto", cmap="viridis_r", norm=norm)
+        image = ax.imshow(np.where(chi2 > 0, chi2, np.nan), origin="lower", aspect="auto", cmap="viridis_r",
+                          norm=norm)
         ax.set_xticks(range(len(result.P_values)), [str(P) for P in result.P_values])
         ax.set_yticks(range(len(result.d_values)), [str(d) for d in result.d_values])
         ax.set_xlabel("context length P")
         ax.set_ylabel("input dimension d")
-        for d, P in (result.region_mixture if chi2 is result.chi2_mixture else result.region_single):
-            ax.plot(result.P_values.index(P), result.d_values.index(d), "s", ms=14, mfc="none", mec="w", mew=1.2)
-        ax.plot(result.P_values.index(best[1]), result.d_values.index(best[0]), "r*", ms=14, label=f"best: d = {best[0]}, P = {best[1]}")
+        for d, P in region:
+            ax.plot(result.P_values.index(P), result.d_values.index(d), "s", ms=14, mfc="none", mec="w",
+                    mew=1.2)
+        ax.plot(result.P_values.index(best[1]), result.d_values.index(best[0]), "r*", ms=14,
+                label=f"best: d = {best[0]}, P = {best[1]}")
         ax.set_title(f"χ² of {name}\nvs the paper's 14 nonlinear plateaus", fontsize=9)
         ax.legend(loc="upper right", fontsize=8)
         fig.colorbar(image, ax=ax, label="χ²")
@@ -235,8 +213,8 @@ def run_size_inference(out_dir, *, d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, n
                        execution: Execution | None = None) -> tuple[SizeInference, str]:
     """:func:`infer_sizes`, then ``OUT/sizes.md``, ``OUT/sizes.json`` and ``OUT/figures/sizes_chi2.png``.
 
-    What ``idepth study sizes`` calls. Returns the result and the Markdown. The execution's
-    ``cache_dir`` defaults to ``OUT/cache``.
+    What ``idepth study sizes`` calls (the cache defaults to ``OUT/cache``); returns the result
+    and the Markdown.
 
     Notes
     -----

@@ -1,10 +1,5 @@
-"""Verdicts of the regime study: one depth curve per (size, spectrum, regime), fitted and named.
-
-:func:`summarise_point` turns per-seed ``R_L``, ``A_L``, ``C_L`` into a :class:`RegimePoint`
-(fit of eq. 16, depth gain, whether ``C_L`` and ``A_L − C_L`` settle), named by the rules of
-:mod:`numerics.experiments.criteria`; :func:`name_regime` says in one line where
-inverse-depth scaling appears.
-"""
+"""Verdicts of the regime study: one depth curve per (size, spectrum, regime), fitted
+(eq. 16) and named by the rules of :mod:`numerics.experiments.criteria`."""
 
 from __future__ import annotations
 
@@ -29,27 +24,20 @@ class RegimePoint:
 
     Attributes
     ----------
-    d, P, N, k : int
-    a, b : float
-    regime : str
-    depths : tuple of int
     n_seeds : int
         Seeds (or disjoint groups of separate models) per depth.
     R, R_se, A, C : tuple of float
         Means over seeds per depth (``R_se``: SE over seeds; ``C`` NaN at L = 1).
     depth_gain, depth_gain_se : float
         ``R_1 / R_{L_max}`` and its delta-method SE.
-    alpha, alpha_low, alpha_high : float
-        Fitted exponent of ``R_L = L0 + c L^(−alpha)`` (eq. 16) and its 95 % interval.
-    L0, c : float
-        The fitted floor and coefficient.
+    alpha, alpha_low, alpha_high, L0, c : float
+        The fit of ``R_L = L0 + c L^(−alpha)`` (eq. 16), alpha's 95 % interval.
     plateau_change, gap_change : float
         Relative change of ``C_L`` and of ``A_L − C_L`` over the last doubling of depth.
     settles : bool
         Both changes below :data:`numerics.experiments.criteria.SETTLING_TOLERANCE`.
     verdict : str
-        ``'inverse-depth'``, ``'flat'`` or ``'improves (alpha = …)'`` (see
-        :func:`numerics.experiments.criteria.classify_depth_dependence`).
+        :func:`numerics.experiments.criteria.classify_depth_dependence`.
 
     References
     ----------
@@ -118,7 +106,8 @@ def summarise_point(regime, size, spectrum, k, depths, R, A, C) -> RegimePoint:
     with np.errstate(invalid="ignore"):
         C_mean = np.array([np.nan if np.all(np.isnan(col)) else np.nanmean(col) for col in C.T])
     R_se = R.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(len(depths), np.nan)
-    gain, gain_se = criteria.depth_gain(R_mean[0], R_mean[-1], R_se[0], R_se[-1]) if depths[0] == 1 else (math.nan, math.nan)
+    gain, gain_se = (criteria.depth_gain(R_mean[0], R_mean[-1], R_se[0], R_se[-1]) if depths[0] == 1
+                     else (math.nan, math.nan))
     alpha = lo = hi = L0 = c = math.nan
     if len(set(depths)) >= 3 and np.all(R > 0):
         try:
@@ -151,10 +140,9 @@ _REGIME_PHRASES = {
 
 
 def name_regime(points: Sequence[RegimePoint]) -> str:
-    """One line naming where inverse-depth scaling appears, from the points' verdicts.
+    """One line naming where inverse-depth scaling appears: each regime by its most common verdict.
 
-    A regime is named by the verdict most of its points share (ties: the first
-    in order inverse-depth, improves, flat).
+    Ties go to the first of inverse-depth, improves, flat.
 
     References
     ----------
@@ -174,7 +162,7 @@ def name_regime(points: Sequence[RegimePoint]) -> str:
         verdicts = [p.verdict for p in points if p.regime == regime]
         if not verdicts:
             continue
-        kinds = ["inverse-depth" if v == "inverse-depth" else "flat" if v == "flat" else "improves (not 1/L)" for v in verdicts]
+        kinds = [v if v in ("inverse-depth", "flat") else "improves (not 1/L)" for v in verdicts]
         order = ["inverse-depth", "improves (not 1/L)", "flat"]
         best = max(order, key=lambda kind: (kinds.count(kind), -order.index(kind)))
         count = kinds.count(best)

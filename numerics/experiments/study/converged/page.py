@@ -1,9 +1,5 @@
-"""The converged study's page and figures, from its rows and the numbers
-:mod:`~numerics.experiments.study.converged.statistics` computes.
-
-Nothing is fitted or decided here: each line formats a :class:`~.statistics.GroupStats`,
-:class:`~.statistics.GroupFindings` or :class:`~.statistics.Target`.
-"""
+"""The converged study's page and figures: nothing is fitted or decided here, each line formats
+what :mod:`~numerics.experiments.study.converged.statistics` computes."""
 
 from __future__ import annotations
 
@@ -17,6 +13,7 @@ import numpy as np
 
 from numerics.io import save_figure
 
+from ..report import _pyplot
 from .statistics import GroupFindings, bound_at, group_findings, group_stats, paper_plateau, targets
 from .table import as_rows
 
@@ -31,8 +28,7 @@ def _num(value: float) -> str:
 
 def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *,
                        provenance_info: Mapping | None = None) -> str:
-    """The docs page of the study, from its CSV rows
-    (and the bounds ``{(model, N, a, b, k): SoftmaxBounds}``).
+    """The docs page of the study, from its CSV rows and ``{(model, N, a, b, k): SoftmaxBounds}``.
 
     Examples
     --------
@@ -124,7 +120,7 @@ def _findings_lines(f: GroupFindings, stats: Mapping, bnd) -> list[str]:
                    "sufficient.")
     if 1 in f.depths and len(f.depths) > 1:
         deepest = stats[f.key + (f.depths[-1],)]
-        ceiling = f"; the cosine-head ceiling B_1 − B_∞ = {bnd.single - bnd.mixture:.4f}" if bnd is not None else ""
+        ceiling = "" if bnd is None else f"; the cosine-head ceiling B_1 − B_∞ = {bnd.single - bnd.mixture:.4f}"
         out.append(f"- Depth gain R_1 − R_{f.depths[-1]} = {deepest.delta_R1:+.4f} ± {deepest.delta_R1_se:.4f} "
                    f"(paired over the common held-out contexts, mean over seeds){ceiling}.")
     if f.doubling:
@@ -143,7 +139,7 @@ def _findings_lines(f: GroupFindings, stats: Mapping, bnd) -> list[str]:
 
 
 def _targets_lines(rows, stats, bounds) -> list[str]:
-    """The study's targets: L = 1 against B_1 and the prediction, the deepest model against B_∞, the paired SE."""
+    """The study's targets (:func:`~.statistics.targets`) as a table."""
     found = targets(rows, stats, bounds)
     if found is None:
         return []
@@ -163,15 +159,6 @@ def _targets_lines(rows, stats, bounds) -> list[str]:
     return out
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 #: the pre-norms as the figures name them (the CSV's ``norm`` column)
 _NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
 #: what a study figure's two rows of panels show
@@ -185,12 +172,10 @@ FIGURE_STEM = "converged-study"
 
 
 def figure_groups(rows: Sequence[Mapping]) -> list[tuple[str, str, list]]:
-    """``(name, title, keys)`` of the study figures: one per top-k of the main model
-    and width, then one of the contrasts.
+    """``(name, title, keys)`` of the figures: one per top-k of the main model, then the contrasts.
 
-    The main ``(model, N)`` is the one with the most spectra; every other one is a
-    contrast, drawn beside the main runs of its spectrum (in the study: ``N = d`` and
-    the RMSNorm model at ``(a, b) = (0, 0)``). ``keys`` are ``(model, N, a, b, k)``.
+    The main ``(model, N)`` has the most spectra; every other one is a contrast, drawn beside
+    the main runs of its spectrum. ``keys`` are ``(model, N, a, b, k)``.
 
     Examples
     --------
@@ -225,11 +210,7 @@ def figure_groups(rows: Sequence[Mapping]) -> list[tuple[str, str, list]]:
 
 
 def draw_figures(rows: Sequence[Mapping], bounds: Mapping, directory) -> str:
-    """Draw the study's figures into ``directory``; return the Markdown embedding them.
-
-    One figure per :func:`figure_groups` entry (:func:`draw_study_figure`), then
-    Fig. 6c, d (:func:`draw_decomposition_figure`); the links are relative to the page
-    in ``directory``'s parent.
+    """Draw the study's figures into ``directory``; return the Markdown (in its parent) embedding them.
 
     Notes
     -----
@@ -250,13 +231,11 @@ def draw_figures(rows: Sequence[Mapping], bounds: Mapping, directory) -> str:
 
 def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path, *,
                       keys: Sequence[tuple] | None = None, title: str | None = None) -> Path:
-    """Per (model, N, spectrum): top, R_L against L (mean over seeds, ±1.96 SE) with
-    ``B_L`` and ``B_∞``; bottom, the depth gain ``R_1 − R_L`` paired over the common
-    held-out contexts (±1.96 paired SE) with the cosine-head ceiling ``B_1 − B_L`` and,
-    dotted, eq. (16) with ``α = 1`` through the same total gain.
+    """Per group: ``R_L`` with ``B_L`` and ``B_∞`` above, the paired gain ``R_1 − R_L`` below.
 
-    ``keys`` (default every ``(model, N, a, b, k)`` of ``rows``) are drawn in this
-    order, four to a row, under ``title``; one legend below the panels serves them all.
+    The gain panel also shows the cosine-head ceiling ``B_1 − B_L`` and, dotted, eq. (16) with
+    ``α = 1`` through the same total gain. ``keys`` (default every group) are drawn in this
+    order, four to a row, with one legend below.
 
     Notes
     -----
@@ -317,7 +296,7 @@ def _draw_group(top, bottom, stats: Mapping, key: tuple, bnd) -> None:
     if bnd is not None:
         bottom.plot(depths, bnd.single - BL, "s--", ms=3, color="C2", label=_LEGEND[3])
     gains = get("delta_R1")
-    if len(depths) > 2 and depths[0] == 1:  # eq. (16) with α = 1 through the same total gain, for comparison
+    if len(depths) > 2 and depths[0] == 1:  # eq. (16) with α = 1 through the same total gain
         L = np.asarray(depths, dtype=np.float64)
         bottom.plot(depths, gains[-1] * (1 - 1 / L) / (1 - 1 / L[-1]), ":", color="0.35", lw=1.2,
                     label=_LEGEND[5])
@@ -334,9 +313,7 @@ def _draw_group(top, bottom, stats: Mapping, key: tuple, bnd) -> None:
 
 
 def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
-    """Fig. 6c, d of the converged study: ``C_L`` divided by the paper's plateau
-    (Tables 1, 4; by ``C_L`` at the deepest depth where the paper has none) and
-    ``A_L − C_L`` against depth, one line per main-width spectrum; the legend below.
+    """Fig. 6c, d: ``C_L`` over the paper's plateau (else the deepest ``C_L``), and ``A_L − C_L``.
 
     Notes
     -----
@@ -376,5 +353,6 @@ def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
         ax.set_title(f"{title}; d = {rows[0].d}, P = {rows[0].P}", fontsize=9)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=8)
-    fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=8, frameon=False)
+    fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=8,
+               frameon=False)
     return save_figure(fig, path)

@@ -1,9 +1,5 @@
-"""The converged study's plan: which runs it trains, at which sizes, with which recipe.
-
-Every choice the paper leaves open is a field of :class:`ConvergedPlan`; a run of the plan
-is a :class:`RunSpec` (its step cap comes from :meth:`ConvergedPlan.caps`), and all runs of
-one spectrum share the held-out set of :func:`eval_seed_of`.
-"""
+"""The converged study's plan: which runs it trains (:class:`RunSpec`), at which sizes, with
+which recipe (:class:`ConvergedPlan`: every choice the paper leaves open is a field)."""
 
 from __future__ import annotations
 
@@ -57,37 +53,25 @@ class ConvergedPlan:
     Attributes
     ----------
     d, P, k : int
-        Input dimension, context length, top-k (:data:`STUDY_SIZES`, k = 2 as Table 1).
-    spectra : tuple of (a, b)
-        Spectra at ``N = width_factor · d`` with every depth and top-``k`` (default Table 1's seven).
-    table4_spectra : tuple of (a, b, k)
-        Further spectra with their own top-k, every depth, ``N = width_factor · d`` (default
-        :data:`TABLE4_SPECTRA`, Table 4's top-2 and top-16 rows, then :data:`EXTRA_SPECTRA`).
-    depths : tuple of int
-        Depths of every spectrum.
+        :data:`STUDY_SIZES`; top-k 2 as Table 1.
+    spectra, table4_spectra : tuple
+        ``(a, b)`` at top-``k`` (Table 1's seven) and ``(a, b, k)`` (:data:`TABLE4_SPECTRA`,
+        then :data:`EXTRA_SPECTRA`), every depth, ``N = width_factor · d``.
     deep_depths : tuple of int
-        Extra depths at the contrast spectrum (default 256 at (0, 0)).
-    seeds : tuple of int
-    width_factor : int
-        ``N = width_factor · d`` for the main runs (default 2).
+        Extra depths at the contrast spectrum.
     contrast_spectrum : (a, b) or None
-        Where the contrasts run: ``N = d`` (LayerNorm removes one input direction there) and
-        the RMSNorm model ``nonlinear_rms`` at ``N = width_factor · d``, all depths.
+        Where the contrasts run, all depths: ``N = d`` (LayerNorm removes one input direction
+        there) and the RMSNorm model ``nonlinear_rms``.
     confirm_depths : tuple of int
-        At the contrast spectrum (main model, ``N = width_factor · d``), these depths are also
-        trained with twice the cap at which they converged: the paired gain of doubling
-        (``doubling_gain`` in the CSV) says whether the rule's "converged" holds up.
+        Depths at the contrast spectrum also trained with twice the cap they converged at: the
+        paired ``doubling_gain`` says whether the rule's "converged" holds up.
     batch_size, learning_rate, warmup_steps : int, float, int
         Adam with fresh batches every step, warm-up then cosine decay to 0 over the cap.
     base_steps, max_doublings : int
-        First step cap and how many times a run that has not converged is retrained with the
-        cap doubled (default 6000: the (0, 0) L = 1 model reaches its single-head bound only
-        after about 6000 steps; the shipped table was trained with it).
-    eval_size : int
-        Held-out contexts (common to all runs of a spectrum).
-    evals_per_run : int
-        Evaluations per run (the last quarter holds a quarter of them).
-    dtype : str
+        First step cap (the (0, 0) L = 1 model reaches its single-head bound only after about
+        6000 steps) and how many times an unconverged run is retrained with the cap doubled.
+    eval_size, evals_per_run : int
+        Held-out contexts (common to a spectrum); evaluations per run.
 
     Examples
     --------
@@ -125,11 +109,13 @@ class ConvergedPlan:
             if k > self.P:
                 raise ValueError(f"k must be <= P; got k={k}, P={self.P}")
         if self.evals_per_run < 4:
-            raise ValueError(f"evals_per_run must be >= 4 (the last quarter needs an evaluation); got {self.evals_per_run}")
+            raise ValueError(f"evals_per_run must be >= 4 (the last quarter needs an evaluation); "
+                             f"got {self.evals_per_run}")
         if self.max_doublings < 0:
             raise ValueError(f"max_doublings must be >= 0; got {self.max_doublings}")
         if self.base_steps % self.evals_per_run:
-            raise ValueError(f"base_steps ({self.base_steps}) must be a multiple of evals_per_run ({self.evals_per_run})")
+            raise ValueError(f"base_steps ({self.base_steps}) must be a multiple of "
+                             f"evals_per_run ({self.evals_per_run})")
         if self.base_steps <= self.warmup_steps:
             raise ValueError(f"base_steps ({self.base_steps}) must exceed warmup_steps ({self.warmup_steps})")
         for depth in (*self.depths, *self.deep_depths):
@@ -157,7 +143,7 @@ class ConvergedPlan:
         return list(dict.fromkeys(specs))
 
     def confirm_specs(self) -> list[RunSpec]:
-        """The runs of the doubling check (:attr:`confirm_depths` at the contrast spectrum, every seed)."""
+        """The runs of the doubling check (:attr:`confirm_depths`, every seed)."""
         if self.contrast_spectrum is None:
             return []
         a, b = map(float, self.contrast_spectrum)
@@ -183,12 +169,16 @@ class ConvergedPlan:
 
 
 def eval_seed_of(a: float, b: float, k: int) -> int:
-    """The held-out set's seed of a spectrum: one per ``(a, b, k)``, so every depth, seed, width and norm shares it.
+    """The held-out set's seed of ``(a, b, k)``, shared by every depth, seed, width and norm.
 
     Examples
     --------
     >>> eval_seed_of(0, 0, 2) == eval_seed_of(0.0, 0.0, 2), eval_seed_of(0, 0, 2) != eval_seed_of(0.5, 0, 2)
     (True, True)
     """
-    text = f"converged-study held-out a={float(a)!r} b={float(b)!r} k={int(k)}"
+    return _text_seed(f"converged-study held-out a={float(a)!r} b={float(b)!r} k={int(k)}")
+
+
+def _text_seed(text: str) -> int:
+    """A 32-bit seed derived from ``text`` (stable across sessions and machines)."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")

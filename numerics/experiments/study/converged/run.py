@@ -1,10 +1,5 @@
-"""Running the converged study: training through the store, reading it back as rows, the bounds, the command.
-
-:func:`run_converged_study` trains each run of a plan until it meets the convergence rule
-(:func:`numerics.experiments.criteria.is_converged`) or its last cap, through the one sweep
-runner and the resumable store; :func:`collect_results` and :func:`study_rows` read the store
-back into :class:`~.table.StudyRow` rows; :func:`run_converged` is the whole command.
-"""
+"""Running the converged study: training through the store (:func:`run_converged_study`),
+reading it back as rows (:func:`study_rows`), the bounds, the command (:func:`run_converged`)."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import make_output_dir, write_text
+from numerics.io import make_output_dir, write_json, write_text
 from numerics.models import get_model
 from numerics.train import TrainConfig, evaluation_batch
 
@@ -42,13 +37,7 @@ def run_converged_study(plan: ConvergedPlan, store_dir, *, execution: Execution 
 
     Attempt ``i`` trains the runs still not converged with the cap ``base_steps · 2^i``;
     finished attempts are read back from the store, so calling it again continues the study.
-    ``execution`` says where the runs execute, as in :func:`numerics.experiments.sweep.run_sweep`
-    (:class:`~numerics.experiments.execution.Execution`; the store is ``store_dir``).
-
-    Returns
-    -------
-    dict
-        :func:`collect_results` of the runs asked for.
+    Returns :func:`collect_results` of the runs asked for.
 
     Notes
     -----
@@ -66,7 +55,8 @@ def run_converged_study(plan: ConvergedPlan, store_dir, *, execution: Execution 
         todo = [spec for spec in todo
                 if spec in found and found[spec][0].max_steps == cap and not found[spec][3]]
     found = collect_results(plan, store_dir, asked)
-    confirm = [plan.config(spec, 2 * found[spec][0].max_steps) for spec in plan.confirm_specs() if spec in found]
+    confirm = [plan.config(spec, 2 * found[spec][0].max_steps)
+               for spec in plan.confirm_specs() if spec in found]
     if confirm:  # the doubling check: the same runs with twice the cap they converged at
         run_sweep(Grid.of(confirm), store_dir, execution=execution, runner=runner.run)
     return found
@@ -75,9 +65,7 @@ def run_converged_study(plan: ConvergedPlan, store_dir, *, execution: Execution 
 def collect_results(plan: ConvergedPlan, store_dir, specs: Sequence[RunSpec] | None = None) -> dict:
     """What the store holds of each run: ``{RunSpec: (TrainConfig, record, attempts, converged)}``.
 
-    For each run the attempts are read in the order of :meth:`ConvergedPlan.caps`; the first
-    converged one is the run's result, else the last one present. Runs with no finished
-    attempt are absent.
+    A run's result is its first converged attempt, else its last (absent: no finished one).
 
     Notes
     -----
@@ -115,10 +103,6 @@ def _squared_errors(store_dir, cfg: TrainConfig, record, targets: dict) -> np.nd
 def study_rows(plan: ConvergedPlan, results: Mapping, store_dir) -> list[StudyRow]:
     """One :class:`~.table.StudyRow` per run of ``results`` (from :func:`collect_results`).
 
-    ``delta_R1`` is ``R_1 − R_L`` of the same model, width, spectrum and seed, paired over the
-    common held-out contexts (:func:`~.statistics.paired_depth_gains`); ``converged`` is the
-    study's rule.
-
     Notes
     -----
     No example: it needs a store of trained runs (``tests/test_converged.py``).
@@ -143,7 +127,8 @@ def study_rows(plan: ConvergedPlan, results: Mapping, store_dir) -> list[StudyRo
             model=spec.model, norm=get_model(spec.model).NORM, a=spec.a, b=spec.b, k=cfg.k, d=cfg.d, N=spec.N,
             P=cfg.P, depth=spec.depth, seed=spec.seed, steps=int(m["steps"]),
             converged=is_converged(curve, m["R_L_se"]), R_L=m["R_L"], R_L_se=m["R_L_se"], A_L=m["A_L"],
-            C_L=m["C_L"], change_last_quarter=last_quarter_change(curve), attempts=attempts, delta_R1=gain, delta_R1_se=gain_se,
+            C_L=m["C_L"], change_last_quarter=last_quarter_change(curve), attempts=attempts,
+            delta_R1=gain, delta_R1_se=gain_se,
             eval_size=cfg.eval_size, eval_seed=cfg.eval_seed, batch_size=cfg.batch_size,
             learning_rate=cfg.learning_rate, cpu_time=m.get("cpu_time", math.nan), content_hash=record["hash"],
             doubling_gain=doubling, doubling_gain_se=doubling_se))
@@ -156,7 +141,7 @@ def _key_text(key: Mapping) -> str:
 
 
 def read_stored_bounds(path) -> dict:
-    """``{key text: SoftmaxBounds}`` of a bounds file written beside the study's CSV (empty if there is none)."""
+    """``{key text: SoftmaxBounds}`` of a bounds file beside the study's CSV (empty if none)."""
     from theory.softmax_bounds import SoftmaxBounds
 
     path = Path(path)
@@ -173,14 +158,11 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
                  execution: Execution | None = None, stored=None) -> dict:
     """``{(model, N, a, b, k): SoftmaxBounds}`` over exact cosine similarity, for every depth of ``rows``.
 
-    Exact cosine, not the pre-norm similarity of an orthonormal ``W_x`` at initialisation: the
-    trained model can express cosine heads exactly (RMSNorm at any ``N``; LayerNorm when
-    ``N > d``, with ``W_x``'s columns orthogonal to the all-ones vector), and the learned
-    ``W_x`` is not the initial one. One bound per spectrum, shared by its widths and norms.
-    ``stored``: a bounds file beside the CSV (``converged-study.bounds.json``); bounds whose keys
-    (every input of their value) it holds are read from it, the others computed and added to it,
-    so a report from the shipped table recomputes nothing. ``execution``: its ``cache_dir`` (none by
-    default) caches the bounds computed, in its ``workers`` (default 1) local processes.
+    Exact cosine, not the pre-norm similarity at initialisation: the trained model can express
+    cosine heads exactly (RMSNorm at any ``N``; LayerNorm when ``N > d``). One bound per
+    spectrum, shared by its widths and norms. Bounds the file ``stored`` holds (keyed by every
+    input of their value) are read from it, the others computed (cached in the execution's
+    ``cache_dir``, by its ``workers``, default 1) and added to it.
 
     Notes
     -----
@@ -201,8 +183,6 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
                                          progress=execution.progress)
         known.update({_key_text(key): value for key, value in zip(missing, computed)})
         if stored is not None:
-            from numerics.io import write_json
-
             write_json(stored, [{"key": dict(key), "bounds": known[_key_text(key)].to_dict()}
                                 for key in sorted(keys.values(), key=_key_text)])
     values = {spectrum: known[_key_text(key)] for spectrum, key in keys.items()}
@@ -211,23 +191,17 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
 
 
 def run_converged(out_dir, *, plan: ConvergedPlan | None = None, execution: Execution | None = None,
-                  report_only: bool = False, bound_contexts: int = 8192, command: str = "idepth study converged",
+                  report_only: bool = False, bound_contexts: int = 8192,
+                  command: str = "idepth study converged",
                   only_spectra: Sequence[tuple] | None = None) -> tuple[list, str]:
-    """The whole study: train (resumably) unless ``report_only``, write the CSV, its provenance, the page and figure.
+    """The whole study: train (resumably) unless ``report_only``; write the CSV, the page, the figures.
 
-    ``out_dir`` receives ``converged-study.csv``, ``converged-study.provenance.json``,
-    ``converged-study.md`` and ``figures/converged-study-*.png``; bounds are kept beside the CSV
-    (``converged-study.bounds.json``, read back by ``report_only``) and cached in the execution's
-    ``cache_dir`` (default ``out_dir/cache``). With ``report_only`` the CSV already in
-    ``out_dir`` is read (no training, no store needed). ``only_spectra`` trains only the runs of
-    those ``(a, b)``; the CSV always holds every run of the plan the store has finished (so a
-    study run spectrum by spectrum, or over several sessions, grows one table). ``execution``
-    says where the runs execute (:func:`run_converged_study`); its ``store_dir`` defaults to
-    ``out_dir/store``.
-
-    Returns
-    -------
-    (rows, markdown)
+    ``out_dir`` receives ``converged-study.csv``, ``.provenance.json``, ``.bounds.json`` (read
+    back by ``report_only``, which reads the CSV and trains nothing), ``.md`` and
+    ``figures/``; the store and cache default to ``out_dir/store`` and ``out_dir/cache``.
+    ``only_spectra`` trains only the runs of those ``(a, b)``; the CSV always holds every run of
+    the plan the store has finished, so a study run over several sessions grows one table.
+    Returns ``(rows, markdown)``.
 
     Notes
     -----

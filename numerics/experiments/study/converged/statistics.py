@@ -1,14 +1,11 @@
 """The converged study's statistics: means over seeds, paired gains and the findings of each depth curve.
 
 Pure computations on :class:`~.table.StudyRow` rows returning frozen results; the fits are
-:mod:`theory.fitting`'s (:func:`~theory.fitting.fit_depth_law_ranges`,
-:func:`~theory.fitting.fit_gain_law`, :func:`~theory.fitting.gap_fit`) and the decision rules
-:mod:`numerics.experiments.criteria`'s. :mod:`~numerics.experiments.study.converged.page` only formats what this module returns.
+:mod:`theory.fitting`'s and the decision rules :mod:`numerics.experiments.criteria`'s.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +16,7 @@ from theory.fitting import DepthLawRangeFit, GainFit, GapFit, fit_depth_law_rang
 
 from ...criteria import training_failures
 from ..consistency import paper_plateaus
+from .plan import _text_seed
 from .table import StudyRow, as_rows
 
 __all__ = ["DoublingGain", "GroupFindings", "GroupStats", "Target", "bound_at", "group_findings", "group_stats",
@@ -45,9 +43,7 @@ def paired_difference(first: np.ndarray, second: np.ndarray) -> tuple[float, flo
 
 
 def paired_depth_gains(errors: Mapping[int, np.ndarray]) -> dict:
-    """``R_1 − R_L`` of one (spectrum, width, norm, seed) and its SE, paired over the common held-out contexts.
-
-    ``errors`` maps depth to per-context squared errors (the same contexts in the same order).
+    """``R_1 − R_L`` and its SE from ``{depth: squared errors}`` on the same contexts.
 
     Examples
     --------
@@ -67,12 +63,10 @@ class GroupStats:
 
     Attributes
     ----------
-    n : int
-        Seeds.
+    n, converged : int
+        Seeds; runs converged by the study's rule.
     R_L, R_L_se, A_L, C_L, delta_R1, delta_R1_se : float
         Means (and SEs) of the rows' columns of the same names.
-    converged : int
-        Runs converged by the study's rule.
     steps : tuple of int
         The distinct step caps of the runs.
 
@@ -93,11 +87,12 @@ class GroupStats:
     steps: tuple
 
 
-def _mean_se(values, within, n: int) -> tuple[float, float]:
+def _mean_se(values, within) -> tuple[float, float]:
+    """Mean and ``sqrt(max(between-seed variance, mean within-run SE²) / n)``."""
     values = np.asarray(values, dtype=np.float64)
-    between = values.var(ddof=1) if n > 1 else 0.0
+    between = values.var(ddof=1) if values.size > 1 else 0.0
     within_var = float(np.mean(np.square(within))) if len(within) else 0.0
-    return float(values.mean()), math.sqrt(max(between, within_var) / n)
+    return float(values.mean()), math.sqrt(max(between, within_var) / values.size)
 
 
 def group_stats(rows: Sequence[Mapping]) -> dict[tuple, GroupStats]:
@@ -124,12 +119,11 @@ def group_stats(rows: Sequence[Mapping]) -> dict[tuple, GroupStats]:
         groups.setdefault(r.group + (r.depth,), []).append(r)
     out = {}
     for key, rs in groups.items():
-        n = len(rs)
-        R, R_se = _mean_se([r.R_L for r in rs], [r.R_L_se for r in rs], n)
+        R, R_se = _mean_se([r.R_L for r in rs], [r.R_L_se for r in rs])
         finite_se = [r.delta_R1_se for r in rs if math.isfinite(r.delta_R1_se)]
-        gain, gain_se = _mean_se([r.delta_R1 for r in rs], finite_se, n)
+        gain, gain_se = _mean_se([r.delta_R1 for r in rs], finite_se)
         out[key] = GroupStats(
-            n=n, R_L=R, R_L_se=R_se, A_L=float(np.mean([r.A_L for r in rs])),
+            n=len(rs), R_L=R, R_L_se=R_se, A_L=float(np.mean([r.A_L for r in rs])),
             C_L=float(np.mean([r.C_L for r in rs])), delta_R1=gain, delta_R1_se=gain_se,
             converged=sum(r.converged for r in rs), steps=tuple(sorted({r.steps for r in rs})))
     return out
@@ -206,24 +200,18 @@ class GroupFindings:
     ----------
     key : tuple
         ``(model, N, a, b, k)``.
-    depths : tuple of int
-    n_seeds : int
     paper : (str, float) or None
         The paper's plateau at this spectrum (:func:`paper_plateau`).
     depth_fits : tuple of DepthLawRangeFit
         Eq. (16) over all depths and from the peak on (empty with fewer than three depths
         or a missing (depth, seed)).
-    gain_fit : GainFit or None
-        The gain law on the paired gains; None with ``gain_reason`` when it failed, None with
-        an empty reason when it was not attempted (no L = 1, fewer than three depths).
-    gain_reason : str
-    gap_depths, gap_C : tuple
-        Depths ``L ≥ 2`` with ``C_L`` defined, and ``C_L`` there.
-    gap : GapFit or None
-        The gap fit with the paper's ``L0`` (None without a paper plateau or three such depths).
+    gain_fit, gain_reason : GainFit or None, str
+        The gain law on the paired gains; None with the reason it failed, or with an empty
+        reason when not attempted (no L = 1, fewer than three depths).
+    gap_depths, gap_C, gap : tuple, tuple, GapFit or None
+        Depths ``L ≥ 2`` with ``C_L`` defined, ``C_L`` there, the gap fit with the paper's L0.
     failures : tuple of int
-        Depths above 1 that are training failures (:func:`~numerics.experiments.criteria.training_failures`).
-    doubling : tuple of DoublingGain
+        Depths above 1 that are training failures (``criteria.training_failures``).
     below_bound : tuple of int or None
         Depths where ``R_L`` is more than two combined SE below ``B_L`` (None without bounds).
 
@@ -257,14 +245,13 @@ def _depth_fits(group: Sequence[StudyRow], key: tuple, depths: list, seeds: list
         return ()
     losses = np.array([[next(r.R_L for r in group if r.depth == L and r.seed == s) for L in depths]
                        for s in seeds])
-    seed = int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:4], "big")
+    seed = _text_seed(repr(key))
     return fit_depth_law_ranges(depths, losses, n_bootstrap=N_BOOTSTRAP, rng=seed)
 
 
 def group_findings(rows: Sequence[Mapping], stats: Mapping, key: tuple, bounds=None) -> GroupFindings:
-    """The :class:`GroupFindings` of the group ``key`` of ``rows`` (``stats`` from :func:`group_stats`).
-
-    ``bounds`` is the group's :class:`theory.softmax_bounds.SoftmaxBounds` or None.
+    """The :class:`GroupFindings` of the group ``key`` (``stats``: :func:`group_stats`; ``bounds``:
+    its :class:`theory.softmax_bounds.SoftmaxBounds` or None).
 
     Notes
     -----
@@ -275,25 +262,23 @@ def group_findings(rows: Sequence[Mapping], stats: Mapping, key: tuple, bounds=N
     depths = sorted({r.depth for r in group})
     seeds = sorted({r.seed for r in group})
     at = {L: stats[key + (L,)] for L in depths}
+    gains, ses = [at[L].delta_R1 for L in depths], [at[L].delta_R1_se for L in depths]
     gain_fit, gain_reason = None, ""
     if 1 in depths and len(depths) >= 3:
         try:
-            gain_fit = fit_gain_law(depths, [at[L].delta_R1 for L in depths], [at[L].delta_R1_se for L in depths])
+            gain_fit = fit_gain_law(depths, gains, ses)
         except ValueError as exc:
             gain_reason = str(exc)
     paper = paper_plateau(a, b, k)
     gap_depths = tuple(L for L in depths if L >= 2 and math.isfinite(at[L].C_L))
     gap_C = tuple(at[L].C_L for L in gap_depths)
     gap = gap_fit(gap_depths, gap_C, paper[1]) if paper is not None and len(gap_depths) >= 3 else None
-    failures = training_failures(depths, [at[L].delta_R1 for L in depths], [at[L].delta_R1_se for L in depths])
+    failures = training_failures(depths, gains, ses)
     below = None
     if bounds is not None:
-        below = []
-        for L in depths:
-            B = bound_at(bounds, L)
-            if B is not None and at[L].R_L < B[0] - 2 * math.hypot(at[L].R_L_se, B[1]):
-                below.append(L)
-        below = tuple(below)
+        B = {L: bound_at(bounds, L) for L in depths}
+        below = tuple(L for L in depths if B[L] is not None
+                      and at[L].R_L < B[L][0] - 2 * math.hypot(at[L].R_L_se, B[L][1]))
     return GroupFindings(
         key=key, depths=tuple(depths), n_seeds=len(seeds), paper=paper,
         depth_fits=_depth_fits(group, key, depths, seeds), gain_fit=gain_fit, gain_reason=gain_reason,
@@ -304,7 +289,7 @@ def group_findings(rows: Sequence[Mapping], stats: Mapping, key: tuple, bounds=N
 def predicted_single(a: float, b: float, k: int, d: int, P: int) -> tuple[float, float]:
     """``theory.predict_loss(1, ..., regime='converged')`` at ``(d, P)`` and the half-width of its interval.
 
-    The Monte-Carlo seed is derived from the spectrum and sizes; :data:`PREDICT_SAMPLES` contexts.
+    :data:`PREDICT_SAMPLES` contexts, the seed derived from the spectrum and sizes.
 
     Notes
     -----
@@ -312,7 +297,7 @@ def predicted_single(a: float, b: float, k: int, d: int, P: int) -> tuple[float,
     """
     from theory import PowerLawSpectrum, predict_loss
 
-    seed = int.from_bytes(hashlib.sha256(f"predict {a!r} {b!r} {k} {d} {P}".encode()).digest()[:4], "big")
+    seed = _text_seed(f"predict {a!r} {b!r} {k} {d} {P}")
     pred = predict_loss(1, PowerLawSpectrum(a, b, d), attention="softmax", task="difficult", P=P, k=k,
                         regime="converged", rng=seed, n_samples=PREDICT_SAMPLES)
     return float(pred.loss[0]), float(pred.upper[0] - pred.loss[0])
@@ -344,7 +329,7 @@ class Target:
 def targets(rows: Sequence[Mapping], stats: Mapping, bounds: Mapping | None) -> tuple[Target, ...] | None:
     """A :class:`Target` per main-width nonlinear group (``N > d``) with bounds and an L = 1 run.
 
-    None when there are no bounds or no main-width nonlinear group at all.
+    None without bounds or without such a group.
 
     Notes
     -----

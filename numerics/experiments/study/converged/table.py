@@ -1,10 +1,8 @@
 """The converged study's table: one typed row per run, and the only reader and writer of its CSV.
 
-``docs/results/converged-study.csv`` holds one :class:`StudyRow` per run (its columns are the
-row's fields, :data:`CSV_COLUMNS`), with a ``.provenance.json`` beside it (:func:`provenance`).
-:func:`write_study_csv` and :func:`read_study_csv` are the only writer and reader of that file;
-everything else (the page, the figures, the reproduction) reads rows through them. A row is
-also a read-only mapping from column name to value, so ``row["R_L"] == row.R_L``.
+``docs/results/converged-study.csv`` holds one :class:`StudyRow` per run (columns
+:data:`CSV_COLUMNS`), with a ``.provenance.json`` beside it; everything else reads rows through
+:func:`read_study_csv`. A row is also a read-only mapping, so ``row["R_L"] == row.R_L``.
 """
 
 from __future__ import annotations
@@ -37,32 +35,22 @@ class StudyRow(Mapping):
 
     Attributes
     ----------
-    model, norm : str
-        Model name and its pre-norm (``"layer"`` or ``"rms"``).
-    a, b : float
-        Spectrum exponents.
-    k, d, N, P, depth, seed : int
-        Top-k, input dimension, width, context length, depth, training seed.
-    steps : int
-        Step cap of the attempt the row reports.
+    norm : str
+        The model's pre-norm (``"layer"`` or ``"rms"``).
+    steps, attempts : int
+        Step cap of the attempt the row reports; attempts trained (the cap doubled after each).
     converged : bool
         The study's rule (:func:`numerics.experiments.criteria.is_converged`).
     R_L, R_L_se, A_L, C_L : float
         Held-out loss ± SE, the mean head's loss and the shared error (NaN at L = 1).
     change_last_quarter : float
         ``R(S) − R(3S/4)`` (:func:`numerics.experiments.criteria.last_quarter_change`).
-    attempts : int
-        Attempts trained (the cap doubled after each unconverged one).
     delta_R1, delta_R1_se : float
-        ``R_1 − R_L`` of the same model, width, spectrum and seed, paired over the common
-        held-out contexts, and its SE.
-    eval_size, eval_seed, batch_size : int
-    learning_rate, cpu_time : float
+        ``R_1 − R_L`` of the same model, width, spectrum and seed, paired over the contexts.
     content_hash : str
         The run's key in the store.
     doubling_gain, doubling_gain_se : float
-        Paired ``R(S) − R(2S)`` of the doubling check (NaN where it did not run; optional
-        columns, absent from tables written before them).
+        Paired ``R(S) − R(2S)`` of the doubling check (NaN where not run; optional columns).
 
     Examples
     --------
@@ -104,13 +92,9 @@ class StudyRow(Mapping):
     def from_mapping(cls, values: Mapping) -> StudyRow:
         """The row of ``values`` (CSV text or Python values), each column parsed to its field's type.
 
-        Raises
-        ------
-        ValueError
-            ``values`` lacks a required column (all missing ones named in one line), or a value
-            is not of its column's type (column and value named).
+        A missing column or a value not of its column's type raises ``ValueError`` naming them.
         """
-        missing = [name for name in CSV_COLUMNS if name not in values and name not in OPTIONAL_COLUMNS]
+        missing = _missing(values)
         if missing:
             raise ValueError(f"a converged-study row must have every column; missing: {', '.join(missing)}")
         return cls(**{name: _parse(name, values[name]) for name in CSV_COLUMNS if name in values})
@@ -139,8 +123,12 @@ OPTIONAL_COLUMNS = ("doubling_gain", "doubling_gain_se")
 _TYPES = {f.name: f.type for f in dataclasses.fields(StudyRow)}
 
 
+def _missing(columns) -> list[str]:
+    return [name for name in CSV_COLUMNS if name not in columns and name not in OPTIONAL_COLUMNS]
+
+
 def _parse(name: str, value):
-    """``value`` as the type of column ``name``: CSV text (``true``/``false``, ``nan``) or a Python value."""
+    """``value`` (CSV text or a Python value) as the type of column ``name``."""
     kind = _TYPES[name]
     try:
         if kind == "str":
@@ -174,9 +162,7 @@ def _format(value) -> str:
 
 
 def write_study_csv(rows: Sequence[Mapping], path, *, provenance: Mapping | None = None) -> Path:
-    """Write ``rows`` to ``path`` (atomically; :data:`CSV_COLUMNS`) and ``provenance`` beside it.
-
-    The provenance goes to ``path`` with the suffix ``.provenance.json``.
+    """Write ``rows`` to ``path`` (atomically) and ``provenance`` beside it (``.provenance.json``).
 
     Examples
     --------
@@ -201,12 +187,7 @@ def write_study_csv(rows: Sequence[Mapping], path, *, provenance: Mapping | None
 
 
 def read_study_csv(path) -> list[StudyRow]:
-    """The rows of a study CSV, typed (:class:`StudyRow`).
-
-    Raises
-    ------
-    ValueError
-        The file lacks required columns (all of them named, in one line).
+    """The rows of a study CSV, typed; missing columns raise ``ValueError`` naming them.
 
     Examples
     --------
@@ -221,8 +202,7 @@ def read_study_csv(path) -> list[StudyRow]:
     """
     with open(path, newline="") as handle:
         reader = csv.DictReader(handle)
-        columns = reader.fieldnames or ()
-        missing = [name for name in CSV_COLUMNS if name not in columns and name not in OPTIONAL_COLUMNS]
+        missing = _missing(reader.fieldnames or ())
         if missing:
             raise ValueError(f"{path}: not a converged-study table: missing columns {', '.join(missing)}")
         return [StudyRow.from_mapping(raw) for raw in reader]
