@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from tolerances import MC_SIGMAS
 
 from numerics.experiments.execution import Execution
 from numerics.experiments.store import load_arrays, load_results
@@ -263,3 +264,23 @@ def test_a_setting_with_depths_still_missing_gets_no_verdict(tiny_study, tmp_pat
     assert summary.verdict == ("INCONCLUSIVE", "depths 1–4 done of 1–8: the law is about the whole range, the study goes on")
     complete = dataclasses.replace(summary, planned_depths=(1, 2, 4))
     assert "done of" not in complete.verdict[1]
+
+
+def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_heads(tiny_study, tmp_path):
+    """predict_loss is compared with R*_L = (population loss of the study's heads) + (R*_L − B_L on the report set):
+    the pieces are the reachability certificate's paired gap and fresh Monte Carlo, and B_L's own prediction agrees
+    with the population loss of the heads the study wrote into its weights."""
+    from numerics.experiments.study.certified.statistics import prediction_check, summarise
+    from numerics.experiments.study.certified.table import collect
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    (summary,) = summarise(rows, errors, n_bootstrap=200)
+    check = prediction_check(summary, TINY, n_samples=4096, n_sets=4)
+    assert check.depths == summary.depths
+    for i, L in enumerate(summary.depths):
+        assert check.gap[i] == pytest.approx(summary.envelope[i] - summary.bound[i], rel=1e-9, abs=1e-12)
+        assert check.estimate[i] == pytest.approx(check.heads[i] + check.gap[i])
+        assert check.deviation[i] == pytest.approx(check.predicted[i] / check.estimate[i] - 1)
+        # the paired estimate is sharper than the report set's own sampling error
+        assert check.deviation_se[i] < summary.envelope_se[i] / summary.envelope[i]
+        assert abs(check.predicted[i] - check.heads[i]) < MC_SIGMAS * np.hypot(check.predicted_se[i], check.heads_se[i])
