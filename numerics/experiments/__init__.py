@@ -2,10 +2,16 @@
 
 =====================================  ==========================================================
 :mod:`numerics.experiments.execution`  where work runs: one validated ``Execution`` (backend, workers, ...)
-:mod:`numerics.experiments.sweep`      depth sweeps (grids, local and Dask backends, resume)
+:mod:`numerics.experiments.grid`       grids of run configurations (``Grid``, TOML)
+:mod:`numerics.experiments.sweep`      depth sweeps (local and Dask backends, resume)
 :mod:`numerics.experiments.store`      the SQLite results store of a sweep
-:mod:`numerics.experiments.bounds`     oracle bounds of softmax heads (Monte Carlo)
-:mod:`numerics.experiments.study`      the regime study, the consistency check, shipped defaults
+:mod:`numerics.experiments.runner`     the one sweep runner: training plus the diagnostics
+:mod:`numerics.experiments.cache`      the on-disk cache of Monte-Carlo results
+:mod:`numerics.experiments.bounds`     oracle bounds of softmax heads (Monte Carlo), cached
+:mod:`numerics.experiments.criteria`   every decision rule and threshold
+:mod:`numerics.experiments.recipes`    the named training recipes, once each
+:mod:`numerics.experiments.scales`     reproduction scales: families and study budgets
+:mod:`numerics.experiments.study`      the regime, converged and certified studies, sizes, defaults
 :mod:`numerics.experiments.reproduce`  ``idepth reproduce``: every figure and table of the paper
 =====================================  ==========================================================
 
