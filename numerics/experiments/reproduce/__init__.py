@@ -27,8 +27,7 @@ from typing import Callable, Sequence
 
 from numerics.io import make_output_dir
 
-# the study and the sweep layer (sympy, scipy) are imported where they are used, so that the plan's
-# names (ARTEFACTS, SCALES) -- the choices of `idepth reproduce --help` -- are read without them
+# the study and the sweep layer are imported where used: `idepth reproduce --help` needs neither
 from ..execution import Execution, as_execution
 from ..scales import SCALES, Family, Scale, get_scale
 from .plan import ARTEFACTS, Plan, make_plan, parse_only
@@ -50,10 +49,6 @@ __all__ = [
 @dataclass(frozen=True)
 class ReproductionResult:
     """What :func:`reproduce` produced.
-
-    References
-    ----------
-    The paper's figures 1, 3-7, 9-14 and tables 1-5.
 
     Examples
     --------
@@ -88,7 +83,7 @@ def _study_sections(scale: Scale, out: Path, *, execution, log) -> tuple:
     return relink(result.markdown, "study/"), relink(consistency_markdown(consistency), "study/"), consistency
 
 
-#: context lengths at d = 128 at which each scale checks the paper's plateaus (the linear Table 3 sizes)
+#: context lengths at d = 128 at which each scale checks the paper's plateaus (Table 3)
 _CONSISTENCY_SIZES = {
     "smoke": dict(d=16, P_values=(64,)),  # exercises the section only; sizes are not the paper's
     "quick": dict(P_values=(1024,)),

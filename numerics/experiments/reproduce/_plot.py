@@ -13,8 +13,7 @@ from .results import Curve, FitSummary
 __all__ = ["Figure", "STYLES", "fit_problem"]
 
 
-#: (marker, line style) of the i-th curve of a panel: colour alone does not separate curves that coincide
-#: (16 pairs: the converged study's top-2 panels draw up to 14 spectra)
+#: (marker, line style) of the i-th curve: colour alone does not separate coinciding curves
 STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("X", "-."), ("*", ":"),
           ("<", "-"), (">", "--"), ("h", "-."), ("p", ":"), ("d", "-"), ("H", "--"), ("8", "-."), ("x", ":"))
 
@@ -22,10 +21,6 @@ STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "-
 @dataclass(frozen=True)
 class Figure:
     """A figure written by a builder: its ID, PNG and PDF paths, and caption.
-
-    References
-    ----------
-    The paper's figure of the same number.
 
     Examples
     --------
@@ -181,7 +176,7 @@ def legend(ax, **kwargs) -> None:
     ax.legend(fontsize=7, frameon=False, **kwargs)
 
 
-#: points between a legend box and the nearest data vertex (a marker is 4 points across, plus its error bar's cap)
+#: points between a legend box and the nearest data vertex (a marker, 4 points, and its cap)
 LEGEND_CLEARANCE = 6.0
 
 

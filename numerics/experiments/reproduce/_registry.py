@@ -7,7 +7,7 @@ from typing import Callable
 
 from theory.validation import check_choice
 
-#: contradicted: adequately powered measurements exclude the claim; inconclusive: the ``reason`` says why
+#: contradicted: adequate measurements exclude the claim; inconclusive: ``reason`` says why
 STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested")
 #: why a claim that misses its criterion is inconclusive rather than contradicted
 INCONCLUSIVE_REASONS = ("budget", "resolution", "training", "bound")
@@ -168,7 +168,7 @@ class ClaimRegistry:
         return tuple(spec.evaluate(ctx, consistency) for spec in self._specs.values())
 
 
-#: the registry of the claims of a reproduction (filled by :mod:`numerics.experiments.reproduce._verdicts`)
+#: the claims of a reproduction (filled by ``_verdicts``)
 REGISTRY = ClaimRegistry()
 #: decorator registering a verdict function in :data:`REGISTRY`
 claim = REGISTRY.claim

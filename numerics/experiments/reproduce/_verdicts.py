@@ -32,14 +32,14 @@ def _pct(x: float) -> str:
 def _alpha_text(s) -> str:
     if not s.fit.ok:
         return f"{s.label}: no fit ({s.fit.reason})"
+    changes = (f"R_1/R_Lmax = {s.depth_gain:.3g}, C_L change {_pct(s.C_change)}, "
+               f"A_L − C_L change {_pct(s.gap_change)} over the last doubling")
     problem = fit_problem(s.fit)
     if problem is not None:
-        return (f"{s.label}: no power law ({problem}), R_1/R_Lmax = {s.depth_gain:.3g}, C_L change {_pct(s.C_change)}, "
-                f"A_L − C_L change {_pct(s.gap_change)} over the last doubling")
+        return f"{s.label}: no power law ({problem}), {changes}"
     se = s.fit.se("alpha")
     return (f"{s.label}: α = {s.fit.value('alpha'):.3f}" + (f" ± {se:.3f}" if math.isfinite(se) else "")
-            + f", L0 = {s.fit.value('L0'):.4g}, R_1/R_Lmax = {s.depth_gain:.3g}, C_L change {_pct(s.C_change)}, "
-            f"A_L − C_L change {_pct(s.gap_change)} over the last doubling")
+            + f", L0 = {s.fit.value('L0'):.4g}, {changes}")
 
 
 def certified_setting_status(setting: dict) -> tuple[str, str]:
@@ -388,9 +388,9 @@ def _selection_claim(ctx, consistency) -> dict:
     return dict(criterion=criterion, evidence="; ".join(parts) + ".", **outcome)
 
 
-#: largest spread (std over modes) of the normalised reducible mode loss for learning to count as "parallel"
+#: largest spread (std over modes) of the reducible mode loss for "parallel" learning
 PARALLEL_SPREAD = 0.10
-#: smallest rank correlation between mode index and normalised mode loss for learning to count as "sequential"
+#: smallest rank correlation of mode index and mode loss for "sequential" learning
 SEQUENTIAL_CORRELATION = 0.8
 
 
@@ -490,13 +490,13 @@ def _plateau_claim(ctx, consistency) -> dict:
     return dict(criterion=criterion, evidence=evidence, summary=summary, **outcome)
 
 
-#: every claim, in report order: what the verdict, the opening paragraph, the figure pages and the tests read
+#: every claim, in report order
 CLAIMS = REGISTRY.specs
 #: the claims' ids in report order
 CLAIM_IDS = REGISTRY.ids
-#: the figures each claim's verdict is about (shown with the figure on its documentation page)
+#: the figures each claim's verdict is about
 CLAIM_FIGURES = REGISTRY.figures
-#: the central claims of the paper: id → its name in the report's opening paragraph
+#: the central claims: id → name in the report's opening paragraph
 CENTRAL_CLAIMS = REGISTRY.central
 
 

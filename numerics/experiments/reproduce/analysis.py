@@ -29,11 +29,11 @@ __all__ = [
 
 #: the inverse-depth target: fitted alpha in this interval
 ALPHA_TARGET = (0.85, 1.15)
-#: the nonlinear easy-task target: final L = 1 loss below this fraction of the initial loss
+#: the softmax easy-task target: final L = 1 loss below this fraction of the initial
 EASY_TARGET = 0.01
-#: the linear difficult-task target: plateau within this relative distance of the theory floor
+#: the linear difficult-task target: plateau within this relative distance of the floor
 FLOOR_TARGET = 0.10
-#: margin of the ``<<`` of the linear validity window (theory.polynomial_laws.validity_window)
+#: margin of the ``<<`` of the linear validity window (eq. 34)
 WINDOW_MARGIN = 10.0
 
 

@@ -22,12 +22,12 @@ from .plan import Plan, _duration, estimate_run_seconds, step_milliseconds
 __all__ = ["CALIBRATION_SIZES", "Calibration", "calibrate", "calibrated_estimate", "format_estimate",
            "machine_description", "measure_speeds", "simd_level"]
 
-#: the sizes timed: fitting points of the cost model (the models' STEP_COST), flat spectra, float32
+#: the sizes timed: fitting points of the cost model, flat spectra, float32
 CALIBRATION_SIZES = {
     "softmax": dict(model="nonlinear", task="difficult", d=16, N=32, P=64, depth=16, batch_size=256),
     "linear": dict(model="linear", task="difficult", d=128, N=128, P=1024, depth=2, batch_size=128),
 }
-#: steps per repeat; the best of ``repeats`` repeats is kept (a busy moment does not count twice)
+#: steps per repeat; the best of ``repeats`` repeats is kept
 _STEPS = {"softmax": 10, "linear": 2}
 
 #: numpy's SIMD targets, best first, with the family they belong to

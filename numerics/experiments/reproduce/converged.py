@@ -29,9 +29,9 @@ from .results import _Labelled
 __all__ = ["SHIPPED_SIZES", "SHIPPED_TABLE", "ConvergedSummary", "ConvergedTable", "gap_fit", "load_table",
            "sizes_section", "spot_check_configs"]
 
-#: the table the package ships (present in a source checkout; a wheel does not carry ``docs/``)
+#: the table the package ships (in a source checkout)
 SHIPPED_TABLE = Path(__file__).resolve().parents[3] / "docs" / "results" / "converged-study.csv"
-#: the size inference the package ships (``idepth study sizes --out docs/results/sizes``)
+#: the size inference the package ships (``idepth study sizes``)
 SHIPPED_SIZES = SHIPPED_TABLE.parent / "sizes" / "sizes.json"
 
 

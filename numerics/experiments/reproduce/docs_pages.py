@@ -94,10 +94,6 @@ def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
     ``reproduction_dir`` is ``idepth reproduce``'s ``--out``; ``docs_figures_dir``
     gets the PNGs, the pages and ``index.md``. Returns the pages, index first.
 
-    References
-    ----------
-    The paper's figures 1, 3-7, 9-14.
-
     Examples
     --------
     >>> write_figure_pages("no-such-dir", "docs/figures")

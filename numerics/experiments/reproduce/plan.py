@@ -24,10 +24,6 @@ __all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate
 class Artefact:
     """One figure or table of the paper, and the families of runs it needs.
 
-    References
-    ----------
-    The paper's figures 1, 3-7, 9-14 and tables 1-5.
-
     Examples
     --------
     >>> ARTEFACTS["fig6c"].families
@@ -110,10 +106,6 @@ def parse_only(only: str | Iterable[str] | None) -> tuple:
     ValueError
         For an unknown ID (the message lists the known ones) or an empty selection.
 
-    References
-    ----------
-    The paper's figures and tables (see :data:`ARTEFACTS`).
-
     Examples
     --------
     >>> parse_only("table2, fig1")
@@ -144,8 +136,8 @@ def parse_only(only: str | Iterable[str] | None) -> tuple:
     return tuple(a for a in ARTEFACTS if a in set(items))
 
 
-#: the per-context Haar rotation of an anisotropic spectrum: CPU ms per B·P·d² (rotating the inputs) and per
-#: B·d³ (its QR), fitted to benchmarks/bench_sampler.py (its anisotropic spectra)
+#: an anisotropic spectrum's Haar rotation: CPU ms per B·P·d² (rotating the inputs) and per
+#: B·d³ (its QR), fitted to benchmarks/bench_sampler.py
 _ROTATION_COST = (2.2e-8, 1.5e-7)
 
 

@@ -148,10 +148,6 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
                   wall_time: float, sweep_summary, command: str, cpu_time: float | None = None) -> str:
     """The text of ``REPORT.md`` (see :func:`write_report`).
 
-    References
-    ----------
-    The paper's figures and tables.
-
     Notes
     -----
     No example: it needs a finished reproduction.
@@ -267,10 +263,6 @@ def _claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
 
 def write_report(ctx, plan, **kwargs) -> Path:
     """Write ``OUT/REPORT.md`` (:func:`render_report`) and ``OUT/report.json``.
-
-    References
-    ----------
-    The paper's figures 1, 3-7, 9-14 and tables 1-5.
 
     Notes
     -----

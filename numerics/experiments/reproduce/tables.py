@@ -26,10 +26,6 @@ PAPER_D, PAPER_P = 128, 1024
 class Table:
     """A rebuilt table; a row maps column → cell, and ``_values`` → raw numbers.
 
-    References
-    ----------
-    The paper's table of the same number.
-
     Examples
     --------
     >>> t = Table("table9", "demo", ("x",), ({"x": "1"},), "note")
@@ -437,35 +433,29 @@ def table5(ctx) -> Table:
                  "paper R²": raw["r_squared"] if raw["r_squared"] is not None else "not given"}
         values = {"a": a, "b": b}
         cells.update(_converged_gap_cells(ctx, a, b, row, values))
-        if _run_here(ctx, "nonlinear_lazy", a, b):
-            s = analysis.nonlinear_summary(ctx, "nonlinear_lazy", a, b)
-            if not s.fit.ok:
-                cells.update({"lazy contrast: plateau L0 used": f"no L0 ({s.fit.reason})", "lazy contrast: gap α": "—",
-                              "lazy contrast: R² (log)": "—", "lazy agrees with paper": "n/a"})
+        used, gap_alpha, r_squared, agree = _not_run(ctx, "nonlinear_lazy"), "—", "—", None
+        s = analysis.nonlinear_summary(ctx, "nonlinear_lazy", a, b) if _run_here(ctx, "nonlinear_lazy", a, b) else None
+        if s is not None:
+            plateau = s.fit.value("L0")
+            used = fmt(plateau, s.fit.se("L0")) if s.fit.ok else f"no L0 ({s.fit.reason})"
+        if s is not None and s.fit.ok:
+            finite = s.C.finite()
+            above = [(int(L), float(c)) for L, c in zip(finite.depths, finite.mean) if c >= plateau]
+            gap = fit_curve(s.C, gap_plateau=plateau) if not above else None
+            if above:
+                L, c = above[0]
+                gap_alpha = f"impossible: C_L = {c:.4g} at L = {L} is not below L0 = {plateau:.4g}"
+                values.update(plateau=plateau, reason=gap_alpha)
+            elif gap.ok:
+                alpha, se = gap.value("alpha"), gap.se("alpha")
+                agree = criteria.agrees(alpha, se, row["alpha"], row["alpha_se"])
+                gap_alpha, r_squared = fmt(alpha, se, 3), f"{gap.fit.r_squared:.4f}"
+                values.update(plateau=plateau, alpha=alpha, alpha_se=se, agrees=agree)
             else:
-                plateau = s.fit.value("L0")
-                finite = s.C.finite()
-                above = [(int(L), float(c)) for L, c in zip(finite.depths, finite.mean) if c >= plateau]
-                gap = fit_curve(s.C, gap_plateau=plateau) if not above else None
-                cells["lazy contrast: plateau L0 used"] = fmt(plateau, s.fit.se("L0"))
-                if above:
-                    L, c = above[0]
-                    reason = f"impossible: C_L = {c:.4g} at L = {L} is not below L0 = {plateau:.4g}"
-                    cells.update({"lazy contrast: gap α": reason, "lazy contrast: R² (log)": "—", "lazy agrees with paper": "n/a"})
-                    values.update(plateau=plateau, reason=reason)
-                elif gap.ok:
-                    alpha, se = gap.value("alpha"), gap.se("alpha")
-                    agree = criteria.agrees(alpha, se, row["alpha"], row["alpha_se"])
-                    cells.update({"lazy contrast: gap α": fmt(alpha, se, 3), "lazy contrast: R² (log)": f"{gap.fit.r_squared:.4f}",
-                                  "lazy agrees with paper": fmt_bool(agree)})
-                    values.update(plateau=plateau, alpha=alpha, alpha_se=se, agrees=agree)
-                else:
-                    cells.update({"lazy contrast: gap α": f"no fit: {gap.reason}", "lazy contrast: R² (log)": "—",
-                                  "lazy agrees with paper": "n/a"})
-                    values.update(plateau=plateau, reason=gap.reason)
-        else:
-            cells.update({"lazy contrast: plateau L0 used": _not_run(ctx, "nonlinear_lazy"), "lazy contrast: gap α": "—",
-                          "lazy contrast: R² (log)": "—", "lazy agrees with paper": "n/a"})
+                gap_alpha = f"no fit: {gap.reason}"
+                values.update(plateau=plateau, reason=gap.reason)
+        cells.update({"lazy contrast: plateau L0 used": used, "lazy contrast: gap α": gap_alpha,
+                      "lazy contrast: R² (log)": r_squared, "lazy agrees with paper": fmt_bool(agree)})
         cells["_values"] = values
         rows.append(cells)
     notes = (f"Lazy contrast: {_sizes(family)}, {family.regime}; there L0 is the plateau fitted to the contrast's own "
@@ -484,10 +474,6 @@ BUILDERS: dict[str, Callable] = {"table1": table1, "table2": table2, "table3": t
 
 def build_table(ctx, artefact_id: str) -> Table:
     """Build table ``artefact_id`` and write ``OUT/tables/<id>.md`` and ``.json`` atomically.
-
-    References
-    ----------
-    The paper's table of the same number.
 
     Examples
     --------

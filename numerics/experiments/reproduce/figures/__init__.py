@@ -22,7 +22,7 @@ __all__ = ["Figure", "BUILDERS", "build_figure", "fit_problem", "reducible_mode_
 
 _SOFTMAX_MODES = dict(family_name="nonlinear_lazy", title="softmax attention, top-2: normalised")
 
-#: artefact ID → builder: ``builder(ctx)`` draws the figure and returns it with its caption
+#: artefact ID → ``builder(ctx)``, which returns the figure and its caption
 BUILDERS: dict[str, Callable] = {
     "fig1": fig1, "fig3a": partial(linear_easy_figure, fixed="a"), "fig3b": partial(linear_easy_figure, fixed="b"),
     "fig3c": partial(modewise_figure, family_name="linear_easy", reducible=False, prefer_a=2.0,
@@ -41,10 +41,6 @@ BUILDERS: dict[str, Callable] = {
 
 def build_figure(ctx, artefact_id: str) -> Figure:
     """Draw figure ``artefact_id`` and write it (PNG and PDF) under ``OUT/figures/``.
-
-    References
-    ----------
-    The paper's figure of the same number.
 
     Examples
     --------

@@ -78,7 +78,7 @@ def linear_easy_figure(ctx, *, fixed: str) -> tuple:
             p.plot_fit(ax, s.fit, s.fit_depths, colour, "fit", floor_fixed=True)
             data = s.R.finite()
             if s.zeta is not None and len(data.depths):
-                # the constrained (ζ) and free (2ζ) polynomial laws as slopes through the first measured point
+                # the constrained (ζ) and free (2ζ) laws as slopes through the first point
                 L = np.geomspace(min(family.depths), max(family.depths), 30)
                 L1, R1 = float(data.depths[0]), float(data.mean[0])
                 ax.plot(L, R1 * (L / L1) ** (-s.zeta), ls=":", lw=1.2, color="0.35", label=f"slope ζ = {s.zeta:.3g}")

@@ -23,7 +23,7 @@ def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, cap
         s = analysis.nonlinear_summary(ctx, family_name, a, b)
         curve = {"R_L": s.R, "C_L": s.C, "A_minus_C": s.gap}[quantity]
         marker, style = p.style(index)
-        # with fits (dashed) on the plot the data stay solid; the marker tells the spectra apart
+        # with dashed fits the data stay solid; the marker tells the spectra apart
         if not p.errorbar(ax, curve, colour, f"{s.label}", marker=marker, linestyle="-" if quantity == "R_L" else style):
             continue
         drawn = True
@@ -213,7 +213,7 @@ def fig12(ctx) -> tuple:
     for colour, family_name in zip(p.colours(2), ("context_updates", "context_updates_k16")):
         family = ctx.family(family_name)
         (a, b) = family.spectra[0]
-        # at L = 1 no later layer reads the updated context: m gets no gradient and stays at its initial 0
+        # at L = 1 no later layer reads the updated context: m stays at its initial 0
         m_curve = ctx.results.curve(family, a, b, "m")
         m_curve = dataclasses.replace(m_curve, mean=np.where(m_curve.depths == 1, np.nan, m_curve.mean)).finite()
         rho_curve = ctx.results.curve(family, a, b, "rho")
@@ -262,7 +262,7 @@ def fig13(ctx) -> tuple:
     deepest = max(family.depths)
     shallow = min(family.depths)
     spectra = family.spectra
-    # one panel per spectrum: the spectra's percentiles nearly coincide, on one axes they hide each other
+    # one panel per spectrum: the spectra's percentiles nearly coincide
     fig, axes = panel_grid(len(spectra), ncols=3, sharey=True)
     parts: list[str] = []
     drawn = False
