@@ -67,7 +67,7 @@ from theory.data_law import (
     top_k_mean,
 )
 from theory.spectra import as_spectrum
-from theory.validation import check_choice, check_generator, check_positive_int
+from theory.validation import check_choice, check_generator, check_positive_int, check_top_k
 
 __all__ = [
     "HeadBound", "SIMILARITIES", "NORMS", "SoftmaxBounds", "softmax_head_bound", "softmax_bounds", "head_outputs",
@@ -762,9 +762,7 @@ def allocation_losses(allocations, spectrum, P: int, k: int = 2, *, n_contexts: 
             raise ValueError(f"allocations[{i}] must read exact cosine heads; got similarity={allocation.similarity!r}")
     spectrum = as_spectrum(spectrum)
     P = check_positive_int("P", P)
-    k = check_positive_int("k", k)
-    if k > P:
-        raise ValueError(f"k must be an integer in [1, P] = [1, {P}] (P >= k); got k={k}, P={P}")
+    k = check_top_k(k, P)
     n_contexts = check_positive_int("n_contexts", n_contexts, minimum=16)
     n_seeds = check_positive_int("n_seeds", n_seeds, minimum=2)
     rng = check_generator(rng, "rng", allow_seed=True)
