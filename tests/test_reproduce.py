@@ -298,6 +298,28 @@ def test_fit_recovers_an_exact_inverse_depth_law_and_its_settling():
     assert change == pytest.approx((losses[4] - losses[5]) / losses[4], rel=rtol(ROUNDOFF))
 
 
+def test_figure_pages_of_a_report_without_its_json_take_captions_from_the_report(tmp_path):
+    """A reproduction with REPORT.md but no report.json: the pages carry the captions and say no verdicts were kept."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from numerics.experiments.reproduce.docs_pages import write_figure_pages
+
+    source = tmp_path / "reproduction"
+    (source / "figures").mkdir(parents=True)
+    figure = plt.figure(figsize=(2, 1))
+    figure.savefig(source / "figures" / "fig1.png")
+    plt.close(figure)
+    (source / "REPORT.md").write_text("# Reproduction report — scale smoke\n\n![fig1](figures/fig1.png)\n\n"
+                                      "Loss against depth, one curve per spectrum.\n\n")
+    index, page = write_figure_pages(source, tmp_path / "docs")
+    text = page.read_text()
+    assert page.stem == "fig1" and "**Caption.** Loss against depth, one curve per spectrum." in text
+    assert "recorded no verdicts per figure" in text and "idepth reproduce --scale smoke --only fig1" in text
+
+
 def test_figure_pages_for_the_docs_show_every_reproduced_figure_with_its_command(smoke, tmp_path):
     from numerics.experiments.reproduce.docs_pages import write_figure_pages
 

@@ -70,7 +70,7 @@ def _page(artefact, png: Path, scale: str, entry: dict, claims: dict) -> str:
     caption = entry.get("caption")
     if caption:
         lines += [f"**Caption.** {_escape(caption)}", ""]
-    verdicts = [claims[v] for v in entry.get("verdicts", []) if v in claims]
+    verdicts = [claims[v] for v in entry.get("verdicts") or () if v in claims]  # None: none recorded
     lines += ["## Verdict", ""]
     if verdicts:
         lines += ["Computed from the numbers by the reproduction (`REPORT.md`, section *Verdict*):", ""]
