@@ -42,7 +42,7 @@ class SizeInference:
     Attributes
     ----------
     rows : tuple of dict
-        The paper's plateaus (:func:`~.consistency.paper_plateaus`).
+        The paper's plateaus (:func:`~numerics.experiments.study.consistency.paper_plateaus`).
     mixture, mixture_se, single, single_se : ndarray, shape (len(d_values), len(P_values), rows)
         ``B_∞`` and ``B_1`` of every row at every size, with their SEs.
     chi2_mixture, chi2_single : ndarray, shape (len(d_values), len(P_values))

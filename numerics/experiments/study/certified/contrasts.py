@@ -3,7 +3,8 @@
 Is the paper's ``c/L`` law a property of the optimum or of a way of training? The regime study's
 ``lazy`` (gain frozen) and ``equal_budget`` configs (:func:`numerics.experiments.study.regime_config`,
 ``quick`` budget) train at the study's sizes and seeds and are evaluated on its *report* set, so their
-errors pair with the envelope's and :func:`~.statistics.summarise` gives each recipe its α.
+errors pair with the envelope's and
+:func:`~numerics.experiments.study.certified.statistics.summarise` gives each recipe its α.
 """
 
 from __future__ import annotations
@@ -98,8 +99,9 @@ def recipe_of(config) -> str:
 def run_contrast(config):
     """Train one contrast run and keep its per-context squared errors on the report set (the sweep runner).
 
-    Returns a :class:`~.run.CellResult`: ``metrics`` ``R_L``, ``R_L_se`` (report set), ``steps``,
-    ``cpu_time``; ``arrays`` ``report_errors`` (contexts,) float32 and ``loss_curve``.
+    Returns a :class:`~numerics.experiments.study.certified.run.CellResult`: ``metrics`` ``R_L``,
+    ``R_L_se`` (report set), ``steps``, ``cpu_time``; ``arrays`` ``report_errors`` (contexts,) float32
+    and ``loss_curve``.
 
     Notes
     -----

@@ -1,7 +1,8 @@
 """The certified study's page and figures: the envelope, its certificates and the verdicts (no fitting here).
 
-Everything shown comes from :func:`~.statistics.summarise` of the exported cells; this module only writes
-it out (Markdown, the CSV through :mod:`~.table`, the verdicts as JSON, two figures).
+Everything shown comes from :func:`~numerics.experiments.study.certified.statistics.summarise` of the
+exported cells; this module only writes it out (Markdown, the CSV through
+:mod:`~numerics.experiments.study.certified.table`, the verdicts as JSON, two figures).
 """
 
 from __future__ import annotations
@@ -126,8 +127,8 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
              "`theory.predict_loss(L, spectrum, attention='softmax', task='difficult', P=P)` (B_L, the default "
              f"prediction, {PREDICT_SAMPLES} contexts per set) against the envelope R*_L. The report set's own sampling "
              "error (the ± of R*_L below, common to every depth) would hide a deviation of a few per cent, so R*_L is "
-             "estimated with a control variate: the paired gap R*_L − B_L on the report set plus the population loss of the same "
-             f"heads on {HEADS_SETS} × {PREDICT_SAMPLES} fresh contexts (`theory.softmax_bounds.allocation_losses`). "
+             "estimated with a control variate: the paired gap R*_L − B_L on the report set plus the population loss of "
+             f"the same heads on {HEADS_SETS} × {PREDICT_SAMPLES} fresh contexts (`theory.softmax_bounds.allocation_losses`). "
              "± is the SE of the ratio (prediction, heads and gap: independent draws).", "",
              "| setting | L = 1 | L = 2 | L = 4 | L > 4: the largest deviation (depth) |", "|---|---|---|---|---|"]
     for s in summaries:
@@ -272,8 +273,9 @@ def draw_certified_figure(summaries, path) -> Path:
 def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
     """The numbers behind each setting's verdict, as JSON (what ``certified-study.verdicts.json`` holds).
 
-    Per setting: its sizes, the depths done and planned, the verdict and its reason, the envelope's α
-    with its interval, the failed certificates and each recipe's α (:class:`~.statistics.RecipeAlpha`).
+    Per setting: its sizes, the depths done and planned, the verdict and its reason, the envelope's α with its
+    interval, the failed certificates and each recipe's α
+    (:class:`~numerics.experiments.study.certified.statistics.RecipeAlpha`).
 
     Examples
     --------

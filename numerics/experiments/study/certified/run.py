@@ -1,9 +1,9 @@
 """Running the certified study: one cell's candidates in lockstep, and the depths in waves through the store.
 
-:func:`run_cell` (the sweep runner of a :class:`~.plan.CellConfig`) trains a cell's candidates on one
-batch stream, evaluates each on the selection and report sets and keeps the winner's weights (the next
-depth's nested start). :func:`run_waves` runs one sweep per depth, in increasing order, so an
-interrupted study continues from its store without retraining a finished cell.
+:func:`run_cell` (the sweep runner of a :class:`~numerics.experiments.study.certified.plan.CellConfig`) trains
+a cell's candidates on one batch stream, evaluates each on the selection and report sets and keeps the
+winner's weights (the next depth's nested start). :func:`run_waves` runs one sweep per depth, in increasing
+order, so an interrupted study continues from its store without retraining a finished cell.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
     (:func:`numerics.experiments.sweep.run_sweep`); a depth-L cell's nested start reads the depth-L/2
     winner from the store. Calling it again continues where it stopped. ``depths``: stop after these
     (a prefix of ``plan.depths``). With ``cells_dir`` and ``frontier_dir``, the exported cells there
-    are imported first and every finished wave is exported (:mod:`~.cells`).
+    are imported first and every finished wave is exported (:mod:`~numerics.experiments.study.certified.cells`).
 
     Notes
     -----

@@ -201,10 +201,10 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
               planned_depths: tuple = (), contrasts=()) -> list:
     """One :class:`SettingSummary` per setting with every depth done for every seed.
 
-    ``recipe``: the (start, learning rate) of the labelled recipe finding (default the converged
-    study's, cold at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict.
-    ``contrasts`` (:class:`~.contrasts.Contrast`): a recipe with every depth and seed of a setting gets
-    its α in :attr:`SettingSummary.recipes`, beside the envelope, the heads and each cold rate.
+    ``recipe``: the (start, learning rate) of the labelled recipe finding (default the converged study's, cold
+    at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict. ``contrasts``
+    (:class:`~numerics.experiments.study.certified.contrasts.Contrast`): a recipe with every depth and seed of
+    a setting gets its α in :attr:`SettingSummary.recipes`, beside the envelope, the heads and each cold rate.
 
     Notes
     -----
@@ -355,9 +355,10 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
                      n_sets: int = HEADS_SETS) -> PredictionCheck:
     """``predict_loss`` against the envelope of ``summary`` at every depth (:class:`PredictionCheck`).
 
-    ``plan`` (a :class:`~.plan.CertifiedPlan`) fixes the heads: those its oracle start wrote into the
-    weights (:func:`~.run.oracle_allocation`, fitted on ``plan.bound_contexts`` contexts). The fresh
-    contexts have a stream of their own, fixed by the setting.
+    ``plan`` (a :class:`~numerics.experiments.study.certified.plan.CertifiedPlan`) fixes the heads: those its
+    oracle start wrote into the weights (:func:`~numerics.experiments.study.certified.run.oracle_allocation`,
+    fitted on ``plan.bound_contexts`` contexts). The fresh contexts have a stream of their own, fixed by the
+    setting.
 
     Notes
     -----

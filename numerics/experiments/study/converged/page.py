@@ -139,7 +139,7 @@ def _findings_lines(f: GroupFindings, stats: Mapping, bnd) -> list[str]:
 
 
 def _targets_lines(rows, stats, bounds) -> list[str]:
-    """The study's targets (:func:`~.statistics.targets`) as a table."""
+    """The study's targets (:func:`~numerics.experiments.study.converged.statistics.targets`) as a table."""
     found = targets(rows, stats, bounds)
     if found is None:
         return []
