@@ -284,3 +284,24 @@ def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_he
         # the paired estimate is sharper than the report set's own sampling error
         assert check.deviation_se[i] < summary.envelope_se[i] / summary.envelope[i]
         assert abs(check.predicted[i] - check.heads[i]) < MC_SIGMAS * np.hypot(check.predicted_se[i], check.heads_se[i])
+
+
+def test_the_page_warns_when_doubling_fails_and_other_settings_have_no_doubling_check(tiny_study, tmp_path):
+    """A failed step-doubling check puts convergence at the plan's caps in doubt: the page says so above the verdicts
+    of the settings certified without one, and says nothing when every doubling check passes."""
+    import dataclasses
+
+    from numerics.experiments.study.certified.page import certified_markdown
+    from numerics.experiments.study.certified.statistics import Certificate, summarise
+    from numerics.experiments.study.certified.table import collect
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    (summary,) = summarise(rows, errors, n_bootstrap=100)
+    passing = [dataclasses.replace(c, excess=-1.0) if c.name == "doubling" else c for c in summary.certificates]
+    checked = dataclasses.replace(summary, certificates=tuple(passing))
+    unchecked = dataclasses.replace(summary, setting=(0.0, 0.5) + summary.setting[2:],
+                                    certificates=tuple(c for c in passing if c.name != "doubling"))
+    failing = dataclasses.replace(checked, certificates=checked.certificates + (Certificate("doubling", 4, 1.0, 0.1, 0.1),))
+    page = certified_markdown([failing, unchecked], TINY, n_rows=len(rows), command="test")
+    assert "**Convergence caveat.** The step-doubling check fails at (a, b) = (0, 0), P = 16 at L = 4" in page
+    assert "Convergence caveat" not in certified_markdown([checked, unchecked], TINY, n_rows=len(rows), command="test")
