@@ -303,5 +303,5 @@ def test_the_page_warns_when_doubling_fails_and_other_settings_have_no_doubling_
                                     certificates=tuple(c for c in passing if c.name != "doubling"))
     failing = dataclasses.replace(checked, certificates=checked.certificates + (Certificate("doubling", 4, 1.0, 0.1, 0.1),))
     page = certified_markdown([failing, unchecked], TINY, n_rows=len(rows), command="test")
-    assert "**Convergence caveat.** The step-doubling check fails at (a, b) = (0, 0), P = 16 at L = 4" in page
+    assert "**Convergence caveat.** The step-doubling check fails at (a, b) = (0, 0), P = 16, top-2 at L = 4" in page
     assert "Convergence caveat" not in certified_markdown([checked, unchecked], TINY, n_rows=len(rows), command="test")

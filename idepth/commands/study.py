@@ -280,7 +280,8 @@ def run_certified_command(args) -> int:
     print(f"wrote {args.out}/certified-study.csv ({len(rows)} candidates), certified-study.md")
     for summary in summaries:
         verdict, reason = summary.verdict
-        print(f"  a={summary.setting[0]:g} b={summary.setting[1]:g} P={summary.setting[5]}: {verdict} ({reason})")
+        print(f"  a={summary.setting[0]:g} b={summary.setting[1]:g} P={summary.setting[5]} k={summary.setting[2]}: "
+              f"{verdict} ({reason})")
     return 0
 
 

@@ -37,7 +37,7 @@ RECIPE_LABELS = {"lazy": "lazy (gain frozen)", "equal_budget": "equal budget", "
 
 def _label(setting: tuple) -> str:
     a, b, k, d, N, P = setting
-    return f"(a, b) = ({a:g}, {b:g}), P = {P}"
+    return f"(a, b) = ({a:g}, {b:g}), P = {P}, top-{k}"
 
 
 def _num(value: float, se: float | None = None) -> str:
