@@ -305,3 +305,20 @@ def test_the_page_warns_when_doubling_fails_and_other_settings_have_no_doubling_
     page = certified_markdown([failing, unchecked], TINY, n_rows=len(rows), command="test")
     assert "**Convergence caveat.** The step-doubling check fails at (a, b) = (0, 0), P = 16, top-2 at L = 4" in page
     assert "Convergence caveat" not in certified_markdown([checked, unchecked], TINY, n_rows=len(rows), command="test")
+
+
+def test_a_rerun_of_the_first_depths_keeps_only_the_true_frontier(tiny_study, tmp_path):
+    """Running depth 1 again (as the full plan does after the main one) exports no frontier file for cells whose next
+    depth is done: each cell's child comes from the store, not from the depths this call ran."""
+    import shutil
+
+    from numerics.experiments.study.certified.run import run_waves
+
+    store, cells = tiny_study
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    run_waves(TINY, copy, execution=ONE_WORKER, depths=(1,), cells_dir=tmp_path / "cells",
+              frontier_dir=tmp_path / "frontier")
+    deepest = {h for h, c in cells.items() if c.depth == max(TINY.depths)}
+    assert {p.stem for p in (tmp_path / "frontier").glob("*.npz")} == deepest
+    assert len(list((tmp_path / "cells").glob("*.npz"))) == len(cells)

@@ -230,7 +230,7 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
     exporting = cells_dir is not None and frontier_dir is not None
     if exporting:
         import_cells(cells_dir, frontier_dir, store_dir, run_cell)
-    cells, parents, children = {}, {}, {}
+    cells, parents = {}, {}
     finished = _done(store_dir)
     for depth in wanted:
         wave = []
@@ -239,7 +239,6 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
                 parent = parents.get((a, b, P, k, seed))
                 cell = plan.cell(a, b, P, depth, seed, parent, k)
                 if parent is not None:
-                    children[parent] = cell.content_hash()
                     if cell.content_hash() not in finished:  # a finished cell needs no start
                         object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
                 wave.append(((a, b, P, k, seed), cell))
@@ -253,5 +252,6 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
                                    f"(see `idepth sweep status {store_dir}`): deeper cells nest on it")
             parents[key] = run_hash
         if exporting:
-            export_cells(store_dir, cells_dir, frontier_dir, children)
+            # each cell's child from the store's parent links: this call knows only the depths it ran
+            export_cells(store_dir, cells_dir, frontier_dir)
     return cells
