@@ -37,10 +37,12 @@ import numpy as np
 from .validation import check_choice, check_depths, check_positive_int
 from .spectra import as_spectrum
 
-__all__ = ["ATTENTIONS", "TASKS", "POLYNOMIALS", "REGIMES", "KEYWORDS", "KINDS", "LossPrediction",
+__all__ = ["INTERVAL_Z", "ATTENTIONS", "TASKS", "POLYNOMIALS", "REGIMES", "KEYWORDS", "KINDS", "LossPrediction",
            "SoftmaxCalibration", "predict_loss"]
 
 ATTENTIONS = ("linear", "softmax")
+#: a prediction's interval is ± this many SE (the two-sided 95 % normal quantile)
+INTERVAL_Z = 1.959963984540054
 #: how the softmax/difficult loss is predicted (see the module table); the first is the default
 REGIMES = ("converged", "calibrated")
 TASKS = ("easy", "difficult")
@@ -342,7 +344,7 @@ def _linear_difficult(depths, spectrum, P, k, floor_method, n_samples, rng):
     se = estimate.standard_error_by_degree[depths - 1]
     lower = upper = None
     if floor_method == "monte_carlo":
-        lower, upper = loss - 1.959963984540054 * se, loss + 1.959963984540054 * se
+        lower, upper = loss - INTERVAL_Z * se, loss + INTERVAL_Z * se
     return dict(
         loss=np.asarray(loss, dtype=np.float64), lower=lower, upper=upper,
         law="best degree-L covariance polynomial on the top-k task: R_L = T − hᵀG†h (eqs. 41–54)",
@@ -401,7 +403,7 @@ def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
         cov = np.asarray(cal.covariance)
         w = np.stack([np.ones_like(L), 1.0 / L])  # d loss / d (plateau, coefficient)
         se = np.sqrt(np.maximum(np.einsum("in,ij,jn->n", w, cov, w), 0.0))
-        lower, upper = loss - 1.959963984540054 * se, loss + 1.959963984540054 * se
+        lower, upper = loss - INTERVAL_Z * se, loss + INTERVAL_Z * se
     return dict(
         loss=loss, law="R_L = plateau + c/L: exchangeable ensemble of L heads, R_L = C + (A − C)/L (eqs. 60–63)",
         plateau=cal.plateau, coefficient=cal.coefficient, exponent=1.0, lower=lower, upper=upper,
@@ -423,7 +425,7 @@ def _softmax_converged(depths, spectrum, P, k, n_samples, rng, norm, width):
                             norm=norm, n_contexts=n_samples, rng=0 if rng is None else rng)
     loss = np.array([bounds.at(int(L))[0] for L in depths])
     se = np.array([bounds.at(int(L))[1] for L in depths])
-    half = 1.959963984540054 * np.nan_to_num(se, nan=0.0)
+    half = INTERVAL_Z * np.nan_to_num(se, nan=0.0)
     what = "exact cosine similarity" if width is None else f"the pre-norm ({norm}) similarity at width N = {width}"
     return dict(
         loss=loss, lower=loss - half, upper=loss + half,

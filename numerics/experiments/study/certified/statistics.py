@@ -365,6 +365,7 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
     No example: it runs the bounds' Monte Carlo (``tests/test_certified.py``).
     """
     from theory import PowerLawSpectrum, predict_loss
+    from theory.predict import INTERVAL_Z
     from theory.softmax_bounds import allocation_losses
 
     from .plan import CellConfig, eval_seed
@@ -383,7 +384,7 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
     reach = {c.depth: c for c in summary.certificates if c.name == "reachability"}
     return PredictionCheck(
         depths=summary.depths, predicted=tuple(float(v) for v in prediction.loss),
-        predicted_se=tuple(float(v) / 1.959963984540054 for v in half_width),  # its interval is ±1.96 SE
+        predicted_se=tuple(float(v) / INTERVAL_Z for v in half_width),
         heads=tuple(means), heads_se=tuple(ses), gap=tuple(reach[L].excess for L in summary.depths),
         gap_se=tuple(reach[L].se for L in summary.depths),
     )
