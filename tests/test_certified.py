@@ -322,3 +322,52 @@ def test_a_rerun_of_the_first_depths_keeps_only_the_true_frontier(tiny_study, tm
     deepest = {h for h, c in cells.items() if c.depth == max(TINY.depths)}
     assert {p.stem for p in (tmp_path / "frontier").glob("*.npz")} == deepest
     assert len(list((tmp_path / "cells").glob("*.npz"))) == len(cells)
+
+
+def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the_population(tiny_study, tmp_path):
+    """Two untrained head averages are fixed functions: a failed nesting certificate between them is re-run paired on
+    fresh contexts (the heads' own difference, on the setting's own stream), and the page sets every failure against
+    the count expected by chance. A trained envelope on either side gets no re-check."""
+    import dataclasses
+
+    from numerics.experiments.study.certified.page import certified_markdown
+    from numerics.experiments.study.certified.statistics import (
+        Certificate,
+        _fresh_rng,
+        _heads,
+        chance_failures,
+        recheck_untrained_nesting,
+        summarise,
+    )
+    from numerics.experiments.study.certified.table import collect
+    from theory.softmax_bounds import allocation_loss_difference
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    (summary,) = summarise(rows, errors, n_bootstrap=100)
+
+    def heads_win(row):
+        if row.depth > 2:
+            return row
+        return dataclasses.replace(row, selected=row.start == "oracle" and row.steps == 0)
+
+    heads_rows = [heads_win(r) for r in rows]
+    failed = Certificate("nesting", 2, excess=0.5, se=0.1, allowed=0.2)
+    summary = dataclasses.replace(summary, certificates=summary.certificates + (failed,))
+    (recheck,) = recheck_untrained_nesting(summary, heads_rows, TINY, n_samples=512, n_sets=3)
+    a, b, k, d, N, P = summary.setting
+    expected = allocation_loss_difference(*_heads(summary.setting, TINY, (2, 1)), PowerLawSpectrum(a, b, d), P, k,
+                                          n_contexts=512, n_seeds=3, rng=_fresh_rng(summary.setting, 4))
+    assert (recheck.depth, recheck.report, recheck.report_se) == (2, 0.5, 0.1)
+    assert (recheck.population, recheck.population_se) == expected
+    trained_winner = [dataclasses.replace(r, selected=not r.selected) if r.depth == 1 and r.start == "cold" and
+                      r.learning_rate == 1e-3 and not r.doubled else r for r in heads_rows]
+    trained_winner = [dataclasses.replace(r, selected=False) if r.depth == 1 and r.start == "oracle" else r
+                      for r in trained_winner]
+    assert recheck_untrained_nesting(summary, trained_winner, TINY, n_samples=512, n_sets=3) == ()
+
+    page = certified_markdown([summary], TINY, n_rows=len(rows), command="test", rechecks=[recheck])
+    n = len(summary.certificates)
+    assert f"{n} certificates are checked" in page and f"about {chance_failures(summary.certificates):.1f} would fail" in page
+    assert f"| (a, b) = (0, 0), P = 16, top-2 | 2 | +0.5000 ± 0.1000 | {recheck.population:+.4f} ± " in page
+    passing = dataclasses.replace(summary, certificates=tuple(c for c in summary.certificates if c.passed))
+    assert "Failed certificates" not in certified_markdown([passing], TINY, n_rows=len(rows), command="test")

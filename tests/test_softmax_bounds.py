@@ -13,6 +13,7 @@ from tolerances import MC_SIGMAS, ROUNDOFF, rtol
 from theory import PowerLawSpectrum
 from theory.softmax_bounds import (
     HeadAllocation,
+    allocation_loss_difference,
     allocation_losses,
     average_of_heads,
     head_outputs,
@@ -163,3 +164,44 @@ def test_allocation_losses_of_fitted_heads_reach_their_bound_on_fresh_contexts()
 def test_allocation_losses_refuse_bad_input_naming_the_argument(allocations, kwargs, error, match):
     with pytest.raises(error, match=match):
         allocation_losses(allocations, PowerLawSpectrum(0, 0, 4), 8, **{"n_contexts": 64, **kwargs})
+
+
+_CLOSE = (HeadAllocation(depth=2, temperatures=(4.0, 10.0), counts=(1, 1), gain=1.1),
+          HeadAllocation(depth=4, temperatures=(4.0, 5.0, 12.0), counts=(2, 1, 1), gain=1.1))
+
+
+def test_allocation_loss_difference_is_the_paired_difference_of_the_losses_on_the_same_contexts():
+    """Same seed, same contexts: the paired difference is the difference of the two losses to round-off, and
+    pairing resolves it better than either loss alone."""
+    spectrum = PowerLawSpectrum(0.0, 0.25, 4)
+    diff, diff_se = allocation_loss_difference(*_CLOSE, spectrum, 8, 2, n_contexts=2048, n_seeds=4, rng=31)
+    (first, second), ses = allocation_losses(_CLOSE, spectrum, 8, 2, n_contexts=2048, n_seeds=4, rng=31)
+    assert diff == pytest.approx(first - second, rel=0, abs=rtol(ROUNDOFF) * first)
+    assert 0 < diff_se < 0.5 * min(ses)
+
+
+def test_allocation_loss_difference_agrees_with_a_direct_paired_difference_over_the_training_sampler():
+    """Theory's eigenbasis draws against ``numerics.tasks.sample`` (rotated frame): the same paired difference."""
+    from numerics.tasks import sample
+
+    spectrum = PowerLawSpectrum(0.5, 0.25, 4)
+    diff, diff_se = allocation_loss_difference(*_CLOSE, spectrum, 8, 2, n_contexts=4096, n_seeds=6, rng=103)
+    rng = np.random.default_rng(204)
+    per_set = []
+    for _ in range(6):
+        batch = sample("difficult", spectrum, 8, 4096, rng, k=2)
+        errors = [(a.gain * head_outputs(batch.context_x, batch.context_y, batch.test_x,
+                                         a.layer_temperatures()).mean(axis=1) - batch.target) ** 2 for a in _CLOSE]
+        per_set.append(np.mean(errors[0] - errors[1]))
+    direct, direct_se = np.mean(per_set), np.std(per_set, ddof=1) / np.sqrt(len(per_set))
+    assert abs(diff - direct) < MC_SIGMAS * np.hypot(diff_se, direct_se), (diff, direct)
+
+
+@pytest.mark.parametrize(("first", "second", "error", "match"), [
+    ("heads", _CLOSE[0], TypeError, "first must be a HeadAllocation"),
+    (_CLOSE[0], HeadAllocation(depth=1, temperatures=(1.0,), counts=(1,), gain=1.0, similarity="prenorm"),
+     ValueError, "second must read exact cosine"),
+])
+def test_allocation_loss_difference_refuses_bad_input_naming_the_argument(first, second, error, match):
+    with pytest.raises(error, match=match):
+        allocation_loss_difference(first, second, PowerLawSpectrum(0, 0, 4), 8, n_contexts=64)

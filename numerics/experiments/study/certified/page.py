@@ -17,7 +17,17 @@ from numerics.io import make_output_dir, save_figure, write_text
 
 from .contrasts import collect_contrasts
 from .plan import CertifiedPlan
-from .statistics import ALPHA_GRID, HEADS_SETS, PREDICT_SAMPLES, prediction_check, summarise
+from .statistics import (
+    ALPHA_GRID,
+    CERTIFICATE_SES,
+    DOUBLING_SES,
+    HEADS_SETS,
+    PREDICT_SAMPLES,
+    chance_failures,
+    prediction_check,
+    recheck_untrained_nesting,
+    summarise,
+)
 from .table import collect, write_csv
 
 __all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_certified_figure", "draw_recipe_figure", "read_verdicts",
@@ -46,8 +56,12 @@ def _num(value: float, se: float | None = None) -> str:
     return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
 
 
-def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str, checks=None) -> str:
-    """The docs page of the certified study (Markdown); ``checks``: ``{setting: PredictionCheck}``.
+def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str, checks=None,
+                       rechecks=()) -> str:
+    """The docs page of the certified study (Markdown).
+
+    ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates between
+    untrained heads, repeated in the population (:class:`~numerics.experiments.study.certified.statistics.HeadsRecheck`).
 
     Examples
     --------
@@ -85,6 +99,7 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     lines += ["", "The recipe column is a separate, labelled finding: what the cold start at 1e-3 with the "
               "converged study's cap gives, not the best loss of the depth.", ""]
     lines += _doubling_caveat(summaries)
+    lines += _failures_section(summaries, rechecks)
     lines += [
               "## Depth gains at the deepest depth done", "",
               "Paired over the same contexts and seeds (± one joint-bootstrap SE).", "",
@@ -126,6 +141,32 @@ def _doubling_caveat(summaries) -> list[str]:
             "certified by nesting and reachability only (no doubling check is run there); their verdicts assume the "
             "envelope has converged at the plan's caps, which the failed check puts in doubt at the deepest depths.",
             ""]
+
+
+def _failures_section(summaries, rechecks) -> list[str]:
+    """How many certificates fail against how many would by chance, and the failures the population re-checks."""
+    certificates = [c for s in summaries for c in s.certificates]
+    failed = [c for c in certificates if not c.passed]
+    if not failed:
+        return []
+    wide = sum(c.ses == CERTIFICATE_SES for c in certificates)
+    lines = ["## Failed certificates against chance", "",
+             f"{len(certificates)} certificates are checked ({wide} at {CERTIFICATE_SES:g} SE, {len(certificates) - wide} "
+             f"doubling at {DOUBLING_SES:g} SE); {len(failed)} fail. If every certified inequality held with equality, "
+             f"about {chance_failures(certificates):.1f} would fail by sampling alone (one-sided normal tails); where it "
+             "holds strictly, fewer. The verdicts do not discount failures: a failed certificate blocks its setting's "
+             "verdict whatever its cause.", ""]
+    if rechecks:
+        lines += ["Where the envelope at L and at L/2 is, in every seed, the untrained heads of B_L, a failed nesting "
+                  "certificate compares two fixed functions and is repeated here on fresh contexts "
+                  f"({HEADS_SETS} × {PREDICT_SAMPLES}, paired: `theory.softmax_bounds.allocation_loss_difference`).", "",
+                  "| setting | L | report set: R*_L − R*_{L/2} | population: B_L − B_{L/2} (same heads) | "
+                  "report − population |", "|---|---|---|---|---|"]
+        for r in rechecks:
+            lines.append(f"| {_label(r.setting)} | {r.depth} | {r.report:+.4f} ± {r.report_se:.4f} | "
+                         f"{r.population:+.4f} ± {r.population_se:.4f} | {r.sigmas:+.1f} SE |")
+        lines.append("")
+    return lines
 
 
 def _deviation(check, i: int) -> str:
@@ -343,7 +384,8 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir``.
 
     Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (B_L) with the
-    envelope at every depth (a Monte Carlo per setting). ``contrasts_dir``: the exported contrast runs,
+    envelope at every depth and repeat failed nesting certificates between untrained heads in the
+    population (Monte Carlo per setting). ``contrasts_dir``: the exported contrast runs,
     whose α the page shows beside the envelope's.
 
     Notes
@@ -356,7 +398,9 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     summaries = summarise(rows, errors, planned_depths=plan.depths, contrasts=contrasts)
     write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
     checks = {s.setting: prediction_check(s, plan) for s in summaries} if predictions else None
-    write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks))
+    rechecks = [r for s in summaries for r in recheck_untrained_nesting(s, rows, plan)] if predictions else ()
+    write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks,
+                                                  rechecks=rechecks))
     write_text(out_dir / VERDICTS, json.dumps(verdicts_record(summaries, plan, command=command), indent=1,
                                               allow_nan=True) + "\n")
     if summaries:

@@ -17,8 +17,9 @@ import numpy as np
 
 from .table import Errors
 
-__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "PredictionCheck", "RecipeAlpha", "SettingSummary",
-           "setting_verdict", "summarise", "gain_law_gls", "prediction_check", "PREDICT_SAMPLES", "HEADS_SETS"]
+__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "HeadsRecheck", "PredictionCheck", "RecipeAlpha",
+           "SettingSummary", "chance_failures", "setting_verdict", "summarise", "gain_law_gls", "prediction_check",
+           "recheck_untrained_nesting", "PREDICT_SAMPLES", "HEADS_SETS"]
 
 #: Monte-Carlo contexts per set of ``theory.predict_loss`` and of the heads' population loss
 PREDICT_SAMPLES = 16384
@@ -29,8 +30,10 @@ HEADS_SETS = 8
 BOOTSTRAP = 2000
 #: the α grid of the profile (paper eq. 16)
 ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
-#: how many SEs a certificate allows (nesting, reachability); doubling allows one
+#: how many SEs a certificate allows (nesting, reachability)
 CERTIFICATE_SES = 2.0
+#: how many SEs the doubling certificate allows
+DOUBLING_SES = 1.0
 #: relative float32 round-off of a mean loss: the allowance when both sides are one function (SE 0)
 ROUNDOFF = 1e-6
 
@@ -58,6 +61,11 @@ class Certificate:
     @property
     def passed(self) -> bool:
         return self.excess <= self.allowed
+
+    @property
+    def ses(self) -> float:
+        """How many SEs the certificate allows."""
+        return DOUBLING_SES if self.name == "doubling" else CERTIFICATE_SES
 
 
 @dataclass(frozen=True)
@@ -269,7 +277,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
                 certificates.append(certificate("nesting", L, ("envelope", L // 2), CERTIFICATE_SES))
             certificates.append(certificate("reachability", L, ("bound", L), CERTIFICATE_SES))
             if ("doubled", L) in at:
-                certificates.append(certificate("doubling", L, ("doubled", L), 1.0))
+                certificates.append(certificate("doubling", L, ("doubled", L), DOUBLING_SES))
         t2 = float(t.ppf(0.975, max(1, len(seeds) - 1))) ** 2
 
         def fit(kind):
@@ -368,19 +376,14 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
     from theory.predict import INTERVAL_Z
     from theory.softmax_bounds import allocation_losses
 
-    from .plan import CellConfig, eval_seed
-    from .run import oracle_allocation
-
     a, b, k, d, N, P = summary.setting
     spectrum = PowerLawSpectrum(a, b, d)
     prediction = predict_loss(summary.depths, spectrum, attention="softmax", task="difficult", P=P, k=k,
                               n_samples=n_samples)
     half_width = np.asarray(prediction.upper) - np.asarray(prediction.loss)
-    heads = [oracle_allocation(CellConfig(a=a, b=b, k=k, d=d, N=N, P=P, depth=L, seed=0, candidates=(),
-                                          bound_depths=plan.depths, bound_contexts=plan.bound_contexts))
-             for L in summary.depths]
-    rng = np.random.default_rng([eval_seed("report", a, b, k, P), 1])  # neither report nor selection set
-    means, ses = allocation_losses(heads, spectrum, P, k, n_contexts=n_samples, n_seeds=n_sets, rng=rng)
+    heads = _heads(summary.setting, plan, summary.depths)
+    means, ses = allocation_losses(heads, spectrum, P, k, n_contexts=n_samples, n_seeds=n_sets,
+                                   rng=_fresh_rng(summary.setting, 1))
     reach = {c.depth: c for c in summary.certificates if c.name == "reachability"}
     return PredictionCheck(
         depths=summary.depths, predicted=tuple(float(v) for v in prediction.loss),
@@ -388,3 +391,103 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
         heads=tuple(means), heads_se=tuple(ses), gap=tuple(reach[L].excess for L in summary.depths),
         gap_se=tuple(reach[L].se for L in summary.depths),
     )
+
+
+def _heads(setting: tuple, plan, depths) -> list:
+    """The heads the plan's oracle start wrote into the weights at each of ``depths`` (``HeadAllocation``)."""
+    from .plan import CellConfig
+    from .run import oracle_allocation
+
+    a, b, k, d, N, P = setting
+    return [oracle_allocation(CellConfig(a=a, b=b, k=k, d=d, N=N, P=P, depth=L, seed=0, candidates=(),
+                                         bound_depths=plan.depths, bound_contexts=plan.bound_contexts))
+            for L in depths]
+
+
+def _fresh_rng(setting: tuple, role: int) -> np.random.Generator:
+    """Fresh contexts of a setting, neither its report nor its selection set: one stream per ``role``."""
+    from .plan import eval_seed
+
+    a, b, k, _, _, P = setting
+    return np.random.default_rng([eval_seed("report", a, b, k, P), role])
+
+
+def chance_failures(certificates) -> float:
+    """How many of ``certificates`` would fail by sampling alone if each certified inequality held with equality.
+
+    The sum of one-sided normal tails beyond each certificate's allowance in SEs (:attr:`Certificate.ses`);
+    a certificate with SE 0 (both sides one function) cannot fail by chance. Where an inequality holds
+    strictly, fewer fail: this is the count a reader should expect before reading a failure as a training one.
+
+    Examples
+    --------
+    >>> round(chance_failures([Certificate("nesting", 2, 0.0, 0.01, 0.02), Certificate("doubling", 2, 0.0, 0.01, 0.01),
+    ...                        Certificate("nesting", 4, 0.0, 0.0, 0.0)]), 3)
+    0.181
+    """
+    from scipy.stats import norm
+
+    return float(sum(norm.sf(c.ses) for c in certificates if c.se > 0))
+
+
+@dataclass(frozen=True)
+class HeadsRecheck:
+    """A failed nesting certificate whose two envelopes are the untrained B_L heads, repeated in the population.
+
+    ``report`` ± ``report_se``: ``R*_L − R*_{L/2}`` on the report set (the certificate's excess);
+    ``population`` ± ``population_se``: the same two fixed functions, paired on fresh contexts
+    (:func:`theory.softmax_bounds.allocation_loss_difference`).
+
+    Examples
+    --------
+    >>> r = HeadsRecheck((0.0, 0.0, 2, 16, 32, 64), 4, 0.015, 0.006, -0.002, 0.001)
+    >>> round(r.sigmas, 1)
+    2.8
+    """
+
+    setting: tuple
+    depth: int
+    report: float
+    report_se: float
+    population: float
+    population_se: float
+
+    @property
+    def sigmas(self) -> float:
+        """How far the report set's excess is from the population's, in SEs of their difference."""
+        return (self.report - self.population) / math.hypot(self.report_se, self.population_se)
+
+
+def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples: int = PREDICT_SAMPLES,
+                              n_sets: int = HEADS_SETS) -> tuple:
+    """Repeat in the population each failed nesting certificate of ``summary`` between untrained heads.
+
+    Where the envelope at L and at L/2 is, in every seed, the untrained oracle start (the heads of B_L
+    written into the weights), the certificate compares two fixed functions, so it can be repeated on as
+    many fresh contexts as wanted. A report-set failure the population reverses is a fluctuation of the
+    report set, not a failure of training; the verdict rule still counts it. Returns
+    :class:`HeadsRecheck` per such certificate.
+
+    Notes
+    -----
+    No example: it runs the heads' Monte Carlo (``tests/test_certified.py``).
+    """
+    from theory import PowerLawSpectrum
+    from theory.softmax_bounds import allocation_loss_difference
+
+    selected = {(r.depth, r.seed): r for r in rows if r.setting == summary.setting and r.selected}
+    seeds = sorted({seed for _, seed in selected})
+
+    def untrained_heads(L):
+        return all(selected[L, s].start == "oracle" and selected[L, s].steps == 0 for s in seeds)
+
+    a, b, k, d, N, P = summary.setting
+    out = []
+    for c in summary.failed:
+        if c.name != "nesting" or not (untrained_heads(c.depth) and untrained_heads(c.depth // 2)):
+            continue
+        deeper, shallower = _heads(summary.setting, plan, (c.depth, c.depth // 2))
+        diff, se = allocation_loss_difference(deeper, shallower, PowerLawSpectrum(a, b, d), P, k, n_contexts=n_samples,
+                                              n_seeds=n_sets, rng=_fresh_rng(summary.setting, 2 + c.depth))
+        out.append(HeadsRecheck(summary.setting, c.depth, c.excess, c.se, diff, se))
+    return tuple(out)
