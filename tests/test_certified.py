@@ -367,7 +367,8 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
 
     page = certified_markdown([summary], TINY, n_rows=len(rows), command="test", rechecks=[recheck])
     n = len(summary.certificates)
-    assert f"{n} certificates are checked" in page and f"about {chance_failures(summary.certificates):.1f} would fail" in page
+    assert f"{n} certificates are checked" in page
+    assert f"about {chance_failures(summary.certificates):.1f} would fail" in page
     assert f"| (a, b) = (0, 0), P = 16, top-2 | 2 | +0.5000 ± 0.1000 | {recheck.population:+.4f} ± " in page
     passing = dataclasses.replace(summary, certificates=tuple(c for c in summary.certificates if c.passed))
     assert "Failed certificates" not in certified_markdown([passing], TINY, n_rows=len(rows), command="test")

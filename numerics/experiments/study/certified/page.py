@@ -61,7 +61,8 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     """The docs page of the certified study (Markdown).
 
     ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates between
-    untrained heads, repeated in the population (:class:`~numerics.experiments.study.certified.statistics.HeadsRecheck`).
+    untrained heads, repeated in the population
+    (:class:`~numerics.experiments.study.certified.statistics.HeadsRecheck`).
 
     Examples
     --------
@@ -80,8 +81,8 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
         "cap. The winner (the envelope R*_L) is chosen on one held-out set of "
         f"{plan.eval_size} contexts and reported on an independent one; errors are a joint bootstrap over contexts "
         "and seeds; α intervals are GLS profiles over the full covariance of the gains R*_1 − R*_L with Student-t "
-        "thresholds (seeds − 1 degrees of freedom; `benchmarks/certified_coverage.py` measures how often they cover a "
-        "known α in studies simulated from this envelope, against thinner thresholds).", "",
+        "thresholds (seeds − 1 degrees of freedom; `benchmarks/certified_coverage.py` measures how often they "
+        "cover a known α in studies simulated from this envelope, against thinner thresholds).", "",
         "Certificates: **nesting** R*_L ≤ R*_{L/2} + 2 SE; **reachability** R*_L ≤ B_L + 2 SE (B_L: the untrained "
         "heads on the same contexts, an expressible loss); **doubling** the doubled caps improve the envelope by "
         "less than one paired SE. A setting with a failed certificate supports no verdict.", "",
@@ -152,15 +153,16 @@ def _failures_section(summaries, rechecks) -> list[str]:
         return []
     wide = sum(c.ses == CERTIFICATE_SES for c in certificates)
     lines = ["## Failed certificates against chance", "",
-             f"{len(certificates)} certificates are checked ({wide} at {CERTIFICATE_SES:g} SE, {len(certificates) - wide} "
-             f"doubling at {DOUBLING_SES:g} SE); {len(failed)} fail. If every certified inequality held with equality, "
-             f"about {chance_failures(certificates):.1f} would fail by sampling alone (one-sided normal tails); where it "
-             "holds strictly, fewer. The verdicts do not discount failures: a failed certificate blocks its setting's "
-             "verdict whatever its cause.", ""]
+             f"{len(certificates)} certificates are checked ({wide} at {CERTIFICATE_SES:g} SE, "
+             f"{len(certificates) - wide} doubling at {DOUBLING_SES:g} SE); {len(failed)} fail. If every certified "
+             f"inequality held with equality, about {chance_failures(certificates):.1f} would fail by sampling alone "
+             "(one-sided normal tails); where it holds strictly, fewer. The verdicts do not discount failures: a failed "
+             "certificate blocks its setting's verdict whatever its cause.", ""]
     if rechecks:
         lines += ["Where the envelope at L and at L/2 is, in every seed, the untrained heads of B_L, a failed nesting "
                   "certificate compares two fixed functions and is repeated here on fresh contexts "
-                  f"({HEADS_SETS} × {PREDICT_SAMPLES}, paired: `theory.softmax_bounds.allocation_loss_difference`).", "",
+                  f"({HEADS_SETS} × {PREDICT_SAMPLES}, paired: "
+                  "`theory.softmax_bounds.allocation_loss_difference`).", "",
                   "| setting | L | report set: R*_L − R*_{L/2} | population: B_L − B_{L/2} (same heads) | "
                   "report − population |", "|---|---|---|---|---|"]
         for r in rechecks:
