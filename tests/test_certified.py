@@ -372,3 +372,41 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
     assert f"| (a, b) = (0, 0), P = 16, top-2 | 2 | +0.5000 ± 0.1000 | {recheck.population:+.4f} ± " in page
     passing = dataclasses.replace(summary, certificates=tuple(c for c in summary.certificates if c.passed))
     assert "Failed certificates" not in certified_markdown([passing], TINY, n_rows=len(rows), command="test")
+
+
+def test_a_setting_is_judged_on_its_complete_seeds_while_a_later_seed_still_runs(tiny_study, tmp_path):
+    """Seeds added to a plan later join when every planned depth is done: until then the complete seeds decide (the
+    same numbers as a study of those seeds alone); with fewer than two complete seeds, the common depths decide."""
+    import dataclasses
+
+    from numerics.experiments.study.certified.statistics import summarise
+    from numerics.experiments.study.certified.table import Errors, collect
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rng = np.random.default_rng(5)
+
+    def seeded(seed, depths):
+        chosen = [i for i, r in enumerate(rows) if r.depth in depths]
+        noise = rng.normal(0.0, 0.01, size=(len(chosen), errors.values.shape[1])).astype(np.float32)
+        return [dataclasses.replace(rows[i], seed=seed) for i in chosen], errors.values[chosen] + noise
+
+    parts = [seeded(0, (1, 2, 4)), seeded(1, (1, 2, 4)), seeded(2, (1, 2))]
+    both = Errors(tuple(r for p in parts[:2] for r in p[0]), np.concatenate([p[1] for p in parts[:2]]))
+    every = Errors(tuple(r for p in parts for r in p[0]), np.concatenate([p[1] for p in parts]))
+    (judged,) = summarise(list(every.rows), every, n_bootstrap=100, planned_depths=(1, 2, 4), rng=3)
+    (alone,) = summarise(list(both.rows), both, n_bootstrap=100, planned_depths=(1, 2, 4), rng=3)
+    assert (judged.seeds, judged.depths) == (2, (1, 2, 4))
+    assert judged.envelope == alone.envelope and judged.certificates == alone.certificates
+    (unplanned,) = summarise(list(every.rows), every, n_bootstrap=100)
+    assert (unplanned.seeds, unplanned.depths) == (3, (1, 2))
+    one_complete = Errors(tuple(r for p in (parts[0], parts[2]) for r in p[0]),
+                          np.concatenate([parts[0][1], parts[2][1]]))
+    (short,) = summarise(list(one_complete.rows), one_complete, n_bootstrap=100, planned_depths=(1, 2, 4))
+    assert (short.seeds, short.depths) == (2, (1, 2)) and short.verdict[0] == "INCONCLUSIVE"
+
+    from numerics.experiments.study.certified.page import certified_markdown, verdicts_record
+
+    three = dataclasses.replace(TINY, seeds=(0, 1, 2))
+    assert "Judged on 2 of the 3 planned seeds" in certified_markdown([judged], three, n_rows=0, command="test")
+    assert "planned seeds" not in certified_markdown([unplanned], three, n_rows=0, command="test")
+    assert verdicts_record([judged], three, command="test")["settings"][0]["seeds"] == 2

@@ -114,8 +114,11 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     lines += _recipe_section(summaries)
     lines += _prediction_section(summaries, checks or {})
     for s in summaries:
-        lines += [f"## {_label(s.setting)}", "",
-                  "| L | R*_L (envelope) | B_L (same contexts) | R*_L − B_L | predict_loss / R*_L − 1 | winners (per seed) "
+        lines += [f"## {_label(s.setting)}", ""]
+        if s.seeds < len(plan.seeds):
+            lines += [f"Judged on {s.seeds} of the {len(plan.seeds)} planned seeds (those with every planned depth done "
+                      "or, with fewer than two such, those of the depths done).", ""]
+        lines += ["| L | R*_L (envelope) | B_L (same contexts) | R*_L − B_L | predict_loss / R*_L − 1 | winners (per seed) "
                   "| cold lr=1e-3 | certificates |", "|---|---|---|---|---|---|---|---|"]
         check = (checks or {}).get(s.setting)
         for i, L in enumerate(s.depths):
@@ -351,7 +354,7 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
         verdict, reason = s.verdict
         settings.append({
             "a": a, "b": b, "k": k, "d": d, "N": N, "P": P, "depths": list(s.depths),
-            "planned_depths": list(s.planned_depths), "verdict": verdict, "reason": reason,
+            "planned_depths": list(s.planned_depths), "seeds": s.seeds, "verdict": verdict, "reason": reason,
             "alpha": s.alpha, "alpha_lo": s.alpha_lo, "alpha_hi": s.alpha_hi,
             "failed": [[c.name, c.depth] for c in s.failed],
             "recipes": [dataclasses.asdict(r) for r in s.recipes],

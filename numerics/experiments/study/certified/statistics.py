@@ -205,12 +205,24 @@ def _replicates(cube: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarra
     return out
 
 
+def _seeds_used(seeds: list, by_cell: dict, planned_depths: tuple) -> list:
+    """The seeds a setting is judged on: those with every planned depth done, if two or more are; else all of them.
+
+    Seeds finish in the order they were started, not by their results, so judging on the complete ones while
+    others still run selects nothing; without two complete seeds the common depths of all seeds decide (and a
+    setting short of its planned depths gets no verdict).
+    """
+    complete = [s for s in seeds if planned_depths and all((L, s) in by_cell for L in planned_depths)]
+    return complete if len(complete) >= 2 else seeds
+
+
 def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP,
               planned_depths: tuple = (), contrasts=()) -> list:
     """One :class:`SettingSummary` per setting with every depth done for every seed.
 
     ``recipe``: the (start, learning rate) of the labelled recipe finding (default the converged study's, cold
-    at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict. ``contrasts``
+    at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict; where two or more seeds have every
+    planned depth done, the setting is judged on those seeds alone (seeds added to a plan later join when done). ``contrasts``
     (:class:`~numerics.experiments.study.certified.contrasts.Contrast`): a recipe with every depth and seed of
     a setting gets its α in :attr:`SettingSummary.recipes`, beside the envelope, the heads and each cold rate.
 
@@ -229,10 +241,10 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         settings.setdefault(row.setting, []).append(row)
     out = []
     for setting, members in sorted(settings.items()):
-        seeds = sorted({r.seed for r in members})
         by_cell: dict = {}
         for r in members:
             by_cell.setdefault((r.depth, r.seed), []).append(r)
+        seeds = _seeds_used(sorted({r.seed for r in members}), by_cell, planned_depths)
         depths = sorted(L for L in {r.depth for r in members} if all((L, s) in by_cell for s in seeds))
         if not depths or depths[0] != 1:
             continue
