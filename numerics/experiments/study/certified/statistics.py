@@ -218,13 +218,14 @@ def _seeds_used(seeds: list, by_cell: dict, planned_depths: tuple) -> list:
 
 def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP,
               planned_depths: tuple = (), contrasts=()) -> list:
-    """One :class:`SettingSummary` per setting with every depth done for every seed.
+    """One :class:`SettingSummary` per setting, over the depths done for every seed it is judged on.
 
     ``recipe``: the (start, learning rate) of the labelled recipe finding (default the converged study's, cold
     at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict; where two or more seeds have every
-    planned depth done, the setting is judged on those seeds alone (seeds added to a plan later join when done). ``contrasts``
-    (:class:`~numerics.experiments.study.certified.contrasts.Contrast`): a recipe with every depth and seed of
-    a setting gets its α in :attr:`SettingSummary.recipes`, beside the envelope, the heads and each cold rate.
+    planned depth done, the setting is judged on those seeds alone (seeds added to a plan later join when
+    done). ``contrasts`` (:class:`~numerics.experiments.study.certified.contrasts.Contrast`): a recipe with
+    every depth and seed of a setting gets its α in :attr:`SettingSummary.recipes`, beside the envelope, the
+    heads and each cold rate.
 
     Notes
     -----
