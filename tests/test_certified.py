@@ -359,10 +359,9 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
                                           n_contexts=512, n_seeds=3, rng=_fresh_rng(summary.setting, 4))
     assert (recheck.depth, recheck.report, recheck.report_se) == (2, 0.5, 0.1)
     assert (recheck.population, recheck.population_se) == expected
-    trained_winner = [dataclasses.replace(r, selected=not r.selected) if r.depth == 1 and r.start == "cold" and
-                      r.learning_rate == 1e-3 and not r.doubled else r for r in heads_rows]
-    trained_winner = [dataclasses.replace(r, selected=False) if r.depth == 1 and r.start == "oracle" else r
-                      for r in trained_winner]
+    # the depth-1 envelope becomes the trained cold start instead of the untrained heads
+    trained_winner = [dataclasses.replace(r, selected=(r.start, r.learning_rate, r.doubled) == ("cold", 1e-3, False))
+                      if r.depth == 1 else r for r in heads_rows]
     assert recheck_untrained_nesting(summary, trained_winner, TINY, n_samples=512, n_sets=3) == ()
 
     page = certified_markdown([summary], TINY, n_rows=len(rows), command="test", rechecks=[recheck])
