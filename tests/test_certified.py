@@ -15,6 +15,7 @@ from numerics.experiments.study.certified import (
     nested_params,
     run_certified_study,
 )
+from numerics.experiments.study.certified.contrasts import contrast_configs
 from numerics.models import get_model
 from numerics.tasks import sample
 from theory import PowerLawSpectrum
@@ -124,7 +125,20 @@ def test_the_plan_keeps_the_hashes_of_running_cells_and_adds_top16():
     assert plan.cell(0.0, 0.5, 64, 1, 0, k=16).content_hash() != cell.content_hash()
 
 
+def test_main_settings_get_the_plan_seeds_and_the_others_the_side_seeds():
+    plan = CertifiedPlan(d=4, N=8, spectra=((0.0, 0.0), (0.0, 0.5)), depths=(1,), seeds=(0, 1, 2, 3), side_seeds=(0, 1),
+                         long_spectra=((0.0, 0.0),), top16_spectra=((0.0, 0.5),), bound_contexts=64)
+    assert [plan.seeds_for(a, b, P, k) for a, b, P, k in plan.settings()] == [(0, 1, 2, 3)] * 2 + [(0, 1)] * 2
+    configs = contrast_configs(plan)
+    per_setting = {(c.a, c.b, c.P, c.k): set() for c in configs}
+    for c in configs:
+        per_setting[c.a, c.b, c.P, c.k].add(c.seed)
+    assert per_setting == {(0.0, 0.0, 64, 2): {0, 1, 2, 3}, (0.0, 0.5, 64, 2): {0, 1, 2, 3},
+                           (0.0, 0.0, 128, 2): {0, 1}, (0.0, 0.5, 64, 16): {0, 1}}
+
+
 @pytest.mark.parametrize("bad, word", [
+    (dict(side_seeds=()), "side_seeds must not be empty"),
     (dict(N=4), "N must be > d"),
     (dict(depths=(1, 2, 8)), "depths must be 1, 2, 4"),
     (dict(warm_rates=(-1.0,)), "learning_rate"),

@@ -76,7 +76,7 @@ def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> lis
         for a, b, P, k in plan.settings():
             report_seed = eval_seed("report", a, b, k, P)
             for depth in plan.depths:
-                for seed in plan.seeds:
+                for seed in plan.seeds_for(a, b, P, k):
                     config = regime_config(regime, d=plan.d, N=plan.N, P=P, depth=depth, seed=seed, a=a, b=b, k=k,
                                            scale=scale)
                     out.append(dataclasses.replace(config, eval_seed=report_seed,

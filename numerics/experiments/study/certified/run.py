@@ -235,7 +235,7 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
     for depth in wanted:
         wave = []
         for a, b, P, k in plan.settings():
-            for seed in plan.seeds:
+            for seed in plan.seeds_for(a, b, P, k):
                 parent = parents.get((a, b, P, k, seed))
                 cell = plan.cell(a, b, P, depth, seed, parent, k)
                 if parent is not None:
