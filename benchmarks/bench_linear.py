@@ -1,4 +1,4 @@
-"""The linear model's step: the Krylov engine against the dense ``N x d`` recursion it replaced (issue 10).
+"""The linear model's step: the Krylov engine against the dense ``N x d`` recursion it replaced.
 
 Times ``numerics.models.linear.loss_and_grad`` (the ``Y`` recursion in Krylov coordinates,
 ``Y_ℓ = Q C_ℓ``) against ``numerics.models.linear._dense_loss_and_grad`` (the same loss and gradient

@@ -124,7 +124,7 @@ except ImportError:  # pragma: no cover - the jax peer is skipped, said in main(
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sampler import simd_extensions  # noqa: E402  (the one home of the SIMD report)
 
-#: the sizes (d, N, P, L, batch) of issue 10's table plus its large point
+#: the sizes (d, N, P, L, batch) of the speed table plus its large point
 DEFAULT_SIZES = ((16, 32, 64, 16, 256), (16, 32, 64, 128, 256), (32, 64, 128, 32, 256), (128, 128, 1024, 16, 128))
 EVAL_SIZE = 64
 #: float32 tolerance of the same-model check (max abs difference of predictions of order 1)
@@ -853,7 +853,7 @@ def main(argv=None) -> int:
         epilog="Example: python benchmarks/bench_peer.py --sizes 16,32,64,16,256 --repeats 3 --steps 10 --json peer.json",
     )
     parser.add_argument("--sizes", nargs="+", type=parse_size, default=list(DEFAULT_SIZES), metavar="d,N,P,L,batch",
-                        help="sizes to time (default: the four of issue 10: %(default)s)")
+                        help="sizes to time (default: the four of the speed table: %(default)s)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats per variant (default %(default)s)")
     parser.add_argument("--steps", type=int, default=20, help="training steps per repeat (default %(default)s)")
     parser.add_argument("--stream", type=int, choices=(1, 2, 3), default=2,

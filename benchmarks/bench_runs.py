@@ -8,7 +8,7 @@ the trees alternate run by run, so the machine's load affects both alike. Report
 each tree (user + system of the subprocess), the total over the sample and the ratio baseline / this tree,
 with the median of the per-run ratios.
 
-Example (issue 10: the quick plan before the speed work, commit eef2f6d, against this tree)::
+Example (the quick plan before the speed work, commit eef2f6d, against this tree)::
 
     git worktree add /tmp/base eef2f6d
     OMP_NUM_THREADS=1 python benchmarks/bench_runs.py --store reproduction/store --baseline /tmp/base --sample 16
