@@ -20,9 +20,9 @@ from numerics.models import get_model
 from numerics.tasks import sample
 from theory import PowerLawSpectrum
 
-TINY = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0,), long_spectra=(), top16_spectra=(), cold_steps=48,
-                     warm_steps=24, batch_size=32, eval_size=256, bound_contexts=1024, d=4, N=8, P=16,
-                     warmup_steps=8, evals_per_run=4)
+TINY = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0,), side_seeds=(0,), long_spectra=(),
+                     top16_spectra=(), cold_steps=48, warm_steps=24, batch_size=32, eval_size=256, bound_contexts=1024,
+                     d=4, N=8, P=16, warmup_steps=8, evals_per_run=4)
 COL = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}
 #: the tiny studies run in one local worker, silently
 ONE_WORKER = Execution(workers=1, progress=False)
@@ -423,3 +423,61 @@ def test_a_setting_is_judged_on_its_complete_seeds_while_a_later_seed_still_runs
     assert "Judged on 2 of the 3 planned seeds" in certified_markdown([judged], three, n_rows=0, command="test")
     assert "planned seeds" not in certified_markdown([unplanned], three, n_rows=0, command="test")
     assert verdicts_record([judged], three, command="test")["settings"][0]["seeds"] == 2
+
+
+def _gap(errors, label, depth):
+    """The gap of candidate ``label`` at ``depth`` (mean over seeds and contexts of winner − candidate), from raw errors."""
+    at = [i for i, r in enumerate(errors.rows) if r.depth == depth]
+    chosen = np.mean([errors.values[i] for i in at if errors.rows[i].selected], axis=0, dtype=np.float64)
+    mine = [errors.values[i] for i in at if not errors.rows[i].doubled and
+            Candidate(errors.rows[i].start, errors.rows[i].learning_rate, errors.rows[i].steps).label == label]
+    return float(np.mean(chosen - np.mean(mine, axis=0, dtype=np.float64)))
+
+
+def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(tiny_study, tmp_path):
+    """Per depth, the best fixed candidate against the envelope, paired over the report contexts: recomputed here
+    from the raw errors; the candidate chosen in every seed has gap 0; one made better in every seed is found and
+    flagged, a diverged one is passed over, and the page lists the flagged depth."""
+    import dataclasses
+
+    from numerics.experiments.study.certified.page import certified_markdown
+    from numerics.experiments.study.certified.statistics import selection_gaps, summarise
+    from numerics.experiments.study.certified.table import Errors, collect
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    noise = np.random.default_rng(11).normal(0.0, 0.01, size=errors.values.shape).astype(np.float32)
+    two = Errors(tuple(rows) + tuple(dataclasses.replace(r, seed=1) for r in rows),
+                 np.concatenate([errors.values, errors.values + noise]))
+    (summary,) = summarise(list(two.rows), two, n_bootstrap=50)
+    gaps = selection_gaps(summary, list(two.rows), two)
+    assert [g.depth for g in gaps] == list(summary.depths)
+    for g, envelope in zip(gaps, summary.envelope):
+        labels = {Candidate(r.start, r.learning_rate, r.steps).label for r in two.rows if r.depth == g.depth
+                  and not r.doubled}
+        assert g.gap == pytest.approx(max(_gap(two, label, g.depth) for label in labels), abs=1e-12)
+        assert g.envelope == envelope and g.se > 0 or g.gap == 0.0
+        assert g.gap >= 0.0  # the copies choose the same candidate in both seeds: its gap is 0
+    # one candidate of depth 2, not the winner, given half the winner's errors in each seed: gap = R*_2 / 2
+    target = next(r for r in rows if r.depth == 2 and not r.selected and not r.doubled)
+    label = Candidate(target.start, target.learning_rate, target.steps).label
+    better = two.values.copy()
+    hit = []
+    for seed in (0, 1):
+        cell = [i for i, r in enumerate(two.rows) if (r.depth, r.seed) == (2, seed)]
+        (winner,) = [i for i in cell if two.rows[i].selected]
+        (i,) = [i for i in cell if (two.rows[i].start, two.rows[i].learning_rate, two.rows[i].steps,
+                                    two.rows[i].doubled) == (target.start, target.learning_rate, target.steps, False)]
+        better[i] = 0.5 * two.values[winner]
+        hit.append(i)
+    shifted = Errors(two.rows, better)
+    (g2,) = [g for g in selection_gaps(summary, list(shifted.rows), shifted) if g.depth == 2]
+    assert g2.label == label and g2.significant
+    assert g2.gap == pytest.approx(0.5 * summary.envelope[summary.depths.index(2)], rel=1e-5)
+    diverged = tuple(dataclasses.replace(r, diverged=True) if i in hit else r for i, r in enumerate(two.rows))
+    (g3,) = [g for g in selection_gaps(summary, list(diverged), Errors(diverged, better)) if g.depth == 2]
+    assert g3.label != label
+    page = certified_markdown([summary], TINY, n_rows=len(rows), command="test",
+                              gaps={summary.setting: selection_gaps(summary, list(shifted.rows), shifted)})
+    assert "## The per-seed choice against single candidates" in page
+    assert f"| (a, b) = (0, 0), P = 16, top-2 | 2 | L = 2, {label}: {g2.gap:+.4f} ± {g2.se:.4f}" in page
+    assert "per-seed choice" not in certified_markdown([summary], TINY, n_rows=len(rows), command="test")

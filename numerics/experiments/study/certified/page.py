@@ -26,6 +26,7 @@ from .statistics import (
     chance_failures,
     prediction_check,
     recheck_untrained_nesting,
+    selection_gaps,
     summarise,
 )
 from .table import collect, write_csv
@@ -57,12 +58,13 @@ def _num(value: float, se: float | None = None) -> str:
 
 
 def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str, checks=None,
-                       rechecks=()) -> str:
+                       rechecks=(), gaps=None) -> str:
     """The docs page of the certified study (Markdown).
 
     ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates between
     untrained heads, repeated in the population
-    (:class:`~numerics.experiments.study.certified.statistics.HeadsRecheck`).
+    (:class:`~numerics.experiments.study.certified.statistics.HeadsRecheck`); ``gaps``: ``{setting:
+    (SelectionGap per depth)}``, where single candidates beat the per-seed winners.
 
     Examples
     --------
@@ -102,6 +104,7 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
               "converged study's cap gives, not the best loss of the depth.", ""]
     lines += _doubling_caveat(summaries)
     lines += _failures_section(summaries, rechecks)
+    lines += _selection_section(summaries, gaps or {})
     lines += [
               "## Depth gains at the deepest depth done", "",
               "Paired over the same contexts and seeds (± one joint-bootstrap SE).", "",
@@ -174,6 +177,33 @@ def _failures_section(summaries, rechecks) -> list[str]:
             lines.append(f"| {_label(r.setting)} | {r.depth} | {r.report:+.4f} ± {r.report_se:.4f} | "
                          f"{r.population:+.4f} ± {r.population_se:.4f} | {r.sigmas:+.1f} SE |")
         lines.append("")
+    return lines
+
+
+def _selection_section(summaries, gaps: dict) -> list[str]:
+    """Where one fixed candidate beats the envelope on the report set (the cost of the per-seed choice)."""
+    if not gaps:
+        return []
+    lines = ["## The per-seed choice against single candidates", "",
+             "Each cell's winner is chosen on its own selection set and reported on an independent one, so the envelope "
+             "is an unbiased report of the models chosen; where candidates are within the selection set's noise of each "
+             "other, the choice can be the worse one. Per depth, the fixed candidate (one start, rate and cap in every "
+             f"seed) that does best against the envelope on the report set: a gap above {CERTIFICATE_SES:g} SE "
+             "(paired over the report contexts, the seeds' models fixed) means R*_L is below the envelope by about "
+             "that much there. Each depth's best of several candidates is shown, so some gaps pass 2 SE by chance. The "
+             "envelope, its certificates and the verdicts stay as selected: re-selecting on the report set would bring "
+             "back the winner's curse.", "",
+             "| setting | depths with a gap > 2 SE | the largest gap: L, candidate, R*_L − R_c (relative) |",
+             "|---|---|---|"]
+    for s in summaries:
+        per_depth = [g for g in gaps.get(s.setting, ()) if g is not None]
+        if not per_depth:
+            continue
+        worst = max(per_depth, key=lambda g: g.gap)
+        flagged = ", ".join(str(g.depth) for g in per_depth if g.significant) or "none"
+        lines.append(f"| {_label(s.setting)} | {flagged} | L = {worst.depth}, {worst.label}: "
+                     f"{worst.gap:+.4f} ± {worst.se:.4f} ({worst.relative:+.1%}) |")
+    lines.append("")
     return lines
 
 
@@ -410,8 +440,9 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
     checks = {s.setting: prediction_check(s, plan) for s in summaries} if predictions else None
     rechecks = [r for s in summaries for r in recheck_untrained_nesting(s, rows, plan)] if predictions else ()
+    gaps = {s.setting: selection_gaps(s, rows, errors) for s in summaries}
     write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks,
-                                                  rechecks=rechecks))
+                                                  rechecks=rechecks, gaps=gaps))
     write_text(out_dir / VERDICTS, json.dumps(verdicts_record(summaries, plan, command=command), indent=1,
                                               allow_nan=True) + "\n")
     if summaries:

@@ -19,7 +19,7 @@ from .table import Errors
 
 __all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "HeadsRecheck", "PredictionCheck", "RecipeAlpha",
            "SettingSummary", "chance_failures", "setting_verdict", "summarise", "gain_law_gls", "prediction_check",
-           "recheck_untrained_nesting", "PREDICT_SAMPLES", "HEADS_SETS"]
+           "recheck_untrained_nesting", "PREDICT_SAMPLES", "HEADS_SETS", "SelectionGap", "selection_gaps"]
 
 #: Monte-Carlo contexts per set of ``theory.predict_loss`` and of the heads' population loss
 PREDICT_SAMPLES = 16384
@@ -503,4 +503,77 @@ def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples:
         diff, se = allocation_loss_difference(deeper, shallower, PowerLawSpectrum(a, b, d), P, k, n_contexts=n_samples,
                                               n_seeds=n_sets, rng=_fresh_rng(summary.setting, 2 + c.depth))
         out.append(HeadsRecheck(summary.setting, c.depth, c.excess, c.se, diff, se))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SelectionGap:
+    """At one depth, the fixed candidate that does best against the envelope on the report set.
+
+    ``label``: the candidate (its start, learning rate and step cap, the same in every seed); ``gap`` =
+    ``R*_L − R_c``, mean over the seeds judged (> 0: the candidate is better than the per-seed winners)
+    ± ``se``, its SE over the report contexts (paired; the seeds' models fixed).
+
+    Examples
+    --------
+    >>> g = SelectionGap((0.0, 0.0, 2, 16, 32, 64), 8, "oracle (untrained)", 0.01, 0.004, 2.0)
+    >>> g.significant, round(g.relative, 3)
+    (True, 0.005)
+    """
+
+    setting: tuple
+    depth: int
+    label: str
+    gap: float
+    se: float
+    envelope: float
+
+    @property
+    def significant(self) -> bool:
+        """More than :data:`CERTIFICATE_SES` SEs: the per-seed choice is worse than this one candidate."""
+        return self.gap > CERTIFICATE_SES * self.se
+
+    @property
+    def relative(self) -> float:
+        return self.gap / self.envelope
+
+
+def selection_gaps(summary: SettingSummary, rows, errors: Errors) -> tuple:
+    """Per depth of ``summary``, the :class:`SelectionGap` of its best fixed candidate against the envelope.
+
+    The winner of a cell is chosen on a selection set independent of the report set, so the envelope is an
+    unbiased report of the models chosen (no winner's curse); where candidates lie within the selection set's
+    noise of each other, the choice may be the worse one. A fixed candidate (the same start, rate and cap in
+    every seed) that beats the envelope by more than two SEs shows where that happened: there ``R*_L`` is at
+    most that candidate's loss, below the envelope. The envelope itself, its certificates and the verdict
+    stay as selected (re-selecting on the report set would bring the winner's curse back).
+
+    Notes
+    -----
+    No example: it needs a table (``tests/test_certified.py``).
+    """
+    from .plan import Candidate
+
+    index = {id(row): i for i, row in enumerate(errors.rows)}
+    members = [r for r in rows if r.setting == summary.setting]
+    by_cell: dict = {}
+    for r in members:
+        by_cell.setdefault((r.depth, r.seed), []).append(r)
+    seeds = _seeds_used(sorted({r.seed for r in members}), by_cell, summary.planned_depths)
+    out = []
+    for L, envelope in zip(summary.depths, summary.envelope):
+        cells = [by_cell[L, s] for s in seeds]
+        chosen = np.mean([errors.values[index[id(next(r for r in c if r.selected))]] for c in cells], axis=0,
+                         dtype=np.float64)
+        best = None
+        for candidate in {(r.start, r.learning_rate, r.steps) for r in cells[0] if not r.doubled}:
+            picks = [[r for r in c if (r.start, r.learning_rate, r.steps) == candidate and not r.doubled] for c in cells]
+            if not all(len(p) == 1 and not p[0].diverged for p in picks):
+                continue
+            diff = chosen - np.mean([errors.values[index[id(p[0])]] for p in picks], axis=0, dtype=np.float64)
+            gap = SelectionGap(summary.setting, L, Candidate(*candidate).label, float(diff.mean()),
+                               float(diff.std(ddof=1) / math.sqrt(diff.size)), float(envelope))
+            if best is None or gap.gap > best.gap:
+                best = gap
+        out.append(best)
     return tuple(out)
