@@ -28,7 +28,6 @@ import pytest
 from scipy.stats import spearmanr
 
 from numerics.experiments import criteria
-from numerics.experiments.reproduce import analysis
 from numerics.experiments.reproduce import report as report_module
 from numerics.experiments.reproduce.context import ReproductionContext
 from numerics.experiments.reproduce.report import evaluate_claims
@@ -40,16 +39,16 @@ SCALE = get_scale("smoke")
 CLAIM_IDS = report_module.CLAIM_IDS  # the one registry (report.CLAIMS); each id has an independent check below
 
 # the documented thresholds, read before any test can patch them (each criterion text is checked to state them)
-ALPHA_LO, ALPHA_HI = (float(x) for x in analysis.ALPHA_TARGET)
-EASY = float(analysis.EASY_TARGET)
-FLOOR = float(analysis.FLOOR_TARGET)
-WINDOW = float(analysis.WINDOW_MARGIN)
+ALPHA_LO, ALPHA_HI = (float(x) for x in criteria.ALPHA_WINDOW)
+EASY = float(criteria.EASY_TARGET)
+FLOOR = float(criteria.FLOOR_TARGET)
+WINDOW = float(criteria.WINDOW_MARGIN)
 SETTLE = float(criteria.SETTLING_TOLERANCE)
 SIGMAS = float(criteria.AGREEMENT_SIGMAS)
 BOUND_SIGMAS = float(criteria.BOUND_SIGMAS)
-PARALLEL = float(report_module.PARALLEL_SPREAD)
-SEQUENTIAL = float(report_module.SEQUENTIAL_CORRELATION)
-GAIN = 1.1  # "depth gain R_1/R_Lmax below 1.1 (saturates)"
+PARALLEL = float(criteria.PARALLEL_SPREAD)
+SEQUENTIAL = float(criteria.SEQUENTIAL_CORRELATION)
+GAIN = float(criteria.DEPTH_GAIN_THRESHOLD)  # "depth gain R_1/R_Lmax below 1.1 (saturates)"
 
 NOT_TESTED, REPRODUCED, CONTRADICTED, INCONCLUSIVE = "not tested", "reproduced", "contradicted", "inconclusive"
 
@@ -591,15 +590,15 @@ def test_every_criterion_text_states_the_threshold_the_check_uses(smoke):
     assert "(λ_1/λ_d)/10" in text["linear_easy"] and WINDOW == 10 and "two SE" in text["linear_easy"]
     assert "two SE" in text["selection_tail"] and SIGMAS == 2
     assert f"below {PARALLEL:g}" in text["modewise"] and f"above {SEQUENTIAL:g}" in text["modewise"]
-    assert f"below {GAIN}" in text["context_updates"]
+    assert f"below {GAIN:g}" in text["context_updates"] and GAIN == 1.1
     assert f"more than {BOUND_SIGMAS:.0f} SE" in text["paper_plateaus"]
 
 
-# the constant patched in the report's module, the claims that use it, and a value that flips them either way
+# the threshold patched in criteria, the claims that use it, and a value that flips them either way
 PATCHES = {
     "EASY_TARGET": (("easy_softmax",), lambda reproduced: 0.0 if reproduced else 1e9),
     "FLOOR_TARGET": (("linear_floor",), lambda reproduced: 0.0 if reproduced else 1e9),
-    "ALPHA_TARGET": (("inverse_depth", "lazy_contrast", "context_updates"),
+    "ALPHA_WINDOW": (("inverse_depth", "lazy_contrast", "context_updates"),
                      lambda reproduced: (2.0, 1.0) if reproduced else (-math.inf, math.inf)),
 }
 
@@ -610,9 +609,9 @@ def test_a_wrong_threshold_in_the_report_is_caught_by_the_independent_check(smok
     users, flip = PATCHES[constant]
     ctx = _context(result.out_dir, result.plan.families)
     statuses = independent_statuses(result.out_dir, result.plan.families, ctx, consistency)
-    target = "inverse_depth" if constant == "ALPHA_TARGET" else users[0]  # a tested claim that this constant decides
+    target = "inverse_depth" if constant == "ALPHA_WINDOW" else users[0]  # a tested claim that this constant decides
     assert statuses[target][0] != NOT_TESTED
-    monkeypatch.setattr(analysis, constant, flip(statuses[target][0] == REPRODUCED))
+    monkeypatch.setattr(criteria, constant, flip(statuses[target][0] == REPRODUCED))
     patched = evaluate_claims(_context(result.out_dir, result.plan.families), consistency)  # fresh memo
     wrong = disagreements(patched, statuses)
     assert target in wrong, _explain(patched, statuses)

@@ -27,7 +27,7 @@ from numerics.experiments.execution import Execution
 from numerics.experiments.reproduce import ARTEFACTS, get_scale, make_plan, parse_only, reproduce
 from numerics.io import make_output_dir
 from numerics.experiments import criteria
-from numerics.experiments.reproduce.results import Curve, fit_curve, last_doubling
+from numerics.experiments.reproduce.results import Curve, fit_curve
 from numerics.experiments.sweep import HOLD_AFTER_COMMIT_VARIABLE
 from theory.paper import paper_table
 
@@ -293,7 +293,7 @@ def test_fit_recovers_an_exact_inverse_depth_law_and_its_settling():
     assert fit.ok
     assert fit.value("alpha") == pytest.approx(1.0, rel=1e3 * rtol(ROUNDOFF))
     assert fit.value("L0") == pytest.approx(2.0, rel=1e3 * rtol(ROUNDOFF))
-    lo, hi, change = last_doubling(curve)
+    lo, hi, change = criteria.last_doubling(curve.depths, curve.mean)
     assert (lo, hi) == (16, 32)
     assert change == pytest.approx((losses[4] - losses[5]) / losses[4], rel=rtol(ROUNDOFF))
 

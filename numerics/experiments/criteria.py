@@ -41,6 +41,12 @@ __all__ = [
     "last_quarter_change",
     "is_converged",
     "training_failures",
+    "standard_error",
+    "EASY_TARGET",
+    "FLOOR_TARGET",
+    "WINDOW_MARGIN",
+    "PARALLEL_SPREAD",
+    "SEQUENTIAL_CORRELATION",
 ]
 
 #: standard errors allowed between a measurement and a reference
@@ -55,6 +61,16 @@ ALPHA_WINDOW = (0.85, 1.15)
 BOUND_SIGMAS = 3.0
 #: a depth is a training failure when R_L is above R_1 by more than this many paired standard errors
 TRAINING_FAILURE_SIGMAS = 2.0
+#: the softmax easy-task target: final L = 1 loss below this fraction of the initial
+EASY_TARGET = 0.01
+#: the linear difficult-task target: plateau within this relative distance of the floor
+FLOOR_TARGET = 0.10
+#: margin of the ``<<`` of the linear validity window (eq. 34)
+WINDOW_MARGIN = 10.0
+#: largest spread (std over modes) of the reducible mode loss for "parallel" learning
+PARALLEL_SPREAD = 0.10
+#: smallest rank correlation of mode index and mode loss for "sequential" learning
+SEQUENTIAL_CORRELATION = 0.8
 
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
@@ -210,6 +226,27 @@ def last_doubling(depths, values) -> tuple[int, int, float]:
         if depth % 2 == 0 and depth // 2 in finite:
             return depth // 2, depth, relative_change(finite[depth // 2], finite[depth])
     return 0, 0, math.nan
+
+
+def standard_error(values, axis: int | None = None):
+    """The standard error of a mean of independent values, ``std(ddof=1) / sqrt(n)``; NaN with fewer than two.
+
+    The one rule for a mean over seeds (each seed its own run) and over held-out contexts. ``axis=None``:
+    of every value (a float); otherwise along ``axis`` (an array).
+
+    Examples
+    --------
+    >>> standard_error([1.0, 2.0, 3.0])
+    0.5773502691896258
+    >>> standard_error([2.0]), standard_error([[1.0, 2.0], [3.0, 6.0]], axis=0).tolist()
+    (nan, [1.0, 2.0])
+    """
+    values = np.asarray(values, dtype=np.float64)
+    n = values.size if axis is None else values.shape[axis]
+    if n < 2:
+        return math.nan if axis is None else np.full(np.delete(values.shape, axis), np.nan)
+    se = values.std(axis=axis, ddof=1) / np.sqrt(n)
+    return float(se) if axis is None else se
 
 
 def depth_gain(R_first: float, R_last: float, se_first: float | None = None, se_last: float | None = None) -> tuple[float, float]:

@@ -119,7 +119,7 @@ def _inverse_depth_certified_claim(ctx, consistency) -> dict:
              "6000 steps)")
 def _inverse_depth_claim(ctx, consistency) -> dict:
     """The central claim, judged from the converged study."""
-    lo, hi = analysis.ALPHA_TARGET
+    lo, hi = criteria.ALPHA_WINDOW
     criterion = (f"converged study (each depth trained until its own held-out loss settles, all depths on common held-out "
                  f"contexts, at the sizes of `idepth study sizes`): for every spectrum of Tables 1 and 4 it holds, the "
                  f"paired depth gains R_1 − R_L = c (1 − L^-α) (eq. 16) give a two-sigma α interval that meets [{lo}, "
@@ -196,7 +196,7 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
              "1e-4, a short equal step budget for every depth), at the quick scale's own sizes.")
 def _lazy_contrast_claim(ctx, consistency) -> dict:
     """The same law in the lazy regime (a contrast: not the paper's regime)."""
-    lo, hi = analysis.ALPHA_TARGET
+    lo, hi = criteria.ALPHA_WINDOW
     criterion = (f"fitted α in [{lo}, {hi}] with C_L and A_L − C_L changing < "
                  f"{100 * criteria.SETTLING_TOLERANCE:.0f} % over the last doubling of depth, for at least three "
                  "spectra including (0, 0), one with a > 0 and one with b > 0")
@@ -299,7 +299,7 @@ def _linear_easy_claim(ctx, consistency) -> dict:
        paper="Linear attention on the top-k task plateaus at the theory floor T − hᵀG†h (Table 3).",
        topic="Linear attention's plateau at the theory floor (top-k task)")
 def _linear_floor_claim(ctx, consistency) -> dict:
-    criterion = (f"plateau (R_L at the deepest model) within {100 * analysis.FLOOR_TARGET:.0f} % of the theory floor at "
+    criterion = (f"plateau (R_L at the deepest model) within {100 * criteria.FLOOR_TARGET:.0f} % of the theory floor at "
                  "the same (d, P, k), for every spectrum run; a plateau further below it but not more than two SE below "
                  "the finite-P floor (the best polynomial in the context's empirical covariance S, which eq. 24 is "
                  "exact in at any P) counts as explained")
@@ -324,7 +324,7 @@ def _linear_floor_claim(ctx, consistency) -> dict:
     above = [f"top-{f.k} {s.label}" for f, s in summaries if not s.within_target and s.plateau >= s.floor]
     explained = [f"top-{f.k} {s.label}" for f, s in summaries if s.explained_below]
     evidence = "; ".join(parts) + "." + (
-        f" Below the population floor by more than {100 * analysis.FLOOR_TARGET:.0f} % yet not below the finite-P floor "
+        f" Below the population floor by more than {100 * criteria.FLOOR_TARGET:.0f} % yet not below the finite-P floor "
         "by more than two SE "
         f"(explained: at finite P, S q weights each token by its similarity to q, so it carries which tokens are the "
         f"top k, which the population floor's E[t | q] does not): {', '.join(explained)}." if explained else "")
@@ -334,7 +334,7 @@ def _linear_floor_claim(ctx, consistency) -> dict:
         + ([f"training: plateaus above the floor ({', '.join(above)}) at this step budget"] if above else []))
     summary = ("the deepest model's plateau against the theory floor: " + ", ".join(
         f"top-{f.k} {s.label} {apart(s)}" for f, s in summaries)
-        + f" (target: within {100 * analysis.FLOOR_TARGET:.0f} %, or explained by the finite-P floor)")
+        + f" (target: within {100 * criteria.FLOOR_TARGET:.0f} %, or explained by the finite-P floor)")
     return dict(criterion=criterion, evidence=evidence, families=tuple(families), summary=summary,
                 **verdict(ok, reason=reason))
 
@@ -343,7 +343,7 @@ def _linear_floor_claim(ctx, consistency) -> dict:
        paper="Softmax attention, easy task: one layer reaches zero loss for every spectrum; top-1 attention mass → 1 "
              "(Fig. 4).")
 def _easy_claim(ctx, consistency) -> dict:
-    criterion = f"final L = 1 held-out loss below {100 * analysis.EASY_TARGET:g} % of its initial value for every spectrum run"
+    criterion = f"final L = 1 held-out loss below {100 * criteria.EASY_TARGET:g} % of its initial value for every spectrum run"
     if not ctx.ran("nonlinear_easy"):
         return not_tested(criterion, "nonlinear_easy not run")
     family = ctx.family("nonlinear_easy")
@@ -388,10 +388,6 @@ def _selection_claim(ctx, consistency) -> dict:
     return dict(criterion=criterion, evidence="; ".join(parts) + ".", **outcome)
 
 
-#: largest spread (std over modes) of the reducible mode loss for "parallel" learning
-PARALLEL_SPREAD = 0.10
-#: smallest rank correlation of mode index and mode loss for "sequential" learning
-SEQUENTIAL_CORRELATION = 0.8
 
 
 @claim("modewise", figures=("fig3c", "fig7a", "fig7b"), families=("nonlinear_lazy", "linear_easy"),
@@ -403,8 +399,8 @@ def _modewise_claim(ctx, consistency) -> dict:
 
     from .figures import reducible_mode_spread  # the numbers of Fig. 7b's caption
     criterion = (f"softmax (lazy runs, spectrum with a > 0): spread (std over modes) of the normalised reducible mode "
-                 f"loss below {PARALLEL_SPREAD:g} at every intermediate depth; linear (easy task, a = 2): Spearman "
-                 f"correlation between mode index and normalised mode loss above {SEQUENTIAL_CORRELATION:g} at every "
+                 f"loss below {criteria.PARALLEL_SPREAD:g} at every intermediate depth; linear (easy task, a = 2): Spearman "
+                 f"correlation between mode index and normalised mode loss above {criteria.SEQUENTIAL_CORRELATION:g} at every "
                  "depth > 1")
     if not (ctx.ran("nonlinear_lazy") and ctx.ran("linear_easy")):
         return not_tested(criterion, "needs nonlinear_lazy and linear_easy")
@@ -418,8 +414,8 @@ def _modewise_claim(ctx, consistency) -> dict:
         return not_tested(criterion, "no finished runs")
     modes = np.arange(1, matrix.shape[1] + 1)
     correlations = [float(spearmanr(modes, row).statistic) for row in matrix[1:]]
-    parallel = bool(np.all(spread < PARALLEL_SPREAD))
-    sequential = bool(np.all(np.asarray(correlations) > SEQUENTIAL_CORRELATION))
+    parallel = bool(np.all(spread < criteria.PARALLEL_SPREAD))
+    sequential = bool(np.all(np.asarray(correlations) > criteria.SEQUENTIAL_CORRELATION))
     evidence = (f"softmax {spectrum_label(*anisotropic[0])}: spread " + ", ".join(
         f"{v:.3f} at L = {L}" for L, v in zip(depths, spread)) + f" ({'parallel' if parallel else 'not parallel'}); "
         f"linear {spectrum_label(*linear[0])}: Spearman " + ", ".join(
@@ -427,8 +423,8 @@ def _modewise_claim(ctx, consistency) -> dict:
         + f" ({'sequential' if sequential else 'not sequential'}).")
     outcome = verdict(parallel and sequential, reason="resolution: one spectrum with a > 0 per model and few depths")
     summary = (f"softmax: spread of the normalised reducible mode losses up to {float(np.max(spread)):.3g} (parallel "
-               f"needs < {PARALLEL_SPREAD:g}); linear: Spearman correlation at least {min(correlations):.2f} (sequential "
-               f"needs > {SEQUENTIAL_CORRELATION:g})")
+               f"needs < {criteria.PARALLEL_SPREAD:g}); linear: Spearman correlation at least {min(correlations):.2f} (sequential "
+               f"needs > {criteria.SEQUENTIAL_CORRELATION:g})")
     return dict(criterion=criterion, evidence=evidence, summary=summary, **outcome)
 
 
@@ -436,9 +432,9 @@ def _modewise_claim(ctx, consistency) -> dict:
        paper="Context updates M(m) with a learned m: top-2 keeps a 1/L trend while top-16 saturates; the learned m is "
              "≈ −2.3 for top-16, and layer 1's context attention fits ρ_2 = 0.9999, ρ_16 = 0.0989 (Figs. 11-12, eq. 84).")
 def _context_updates_claim(ctx, consistency) -> dict:
-    lo, hi = analysis.ALPHA_TARGET
-    criterion = (f"top-2: fitted α in [{lo}, {hi}]; top-16: depth gain R_1/R_Lmax below 1.1 (saturates) and learned m < 0 "
-                 "at the deepest model")
+    lo, hi = criteria.ALPHA_WINDOW
+    criterion = (f"top-2: fitted α in [{lo}, {hi}]; top-16: depth gain R_1/R_Lmax below "
+                 f"{criteria.DEPTH_GAIN_THRESHOLD:g} (saturates) and learned m < 0 at the deepest model")
     if not (ctx.ran("context_updates") and ctx.ran("context_updates_k16")):
         return not_tested(criterion, "context-update families not run")
     top2, top16 = ctx.family("context_updates"), ctx.family("context_updates_k16")
@@ -449,7 +445,7 @@ def _context_updates_claim(ctx, consistency) -> dict:
     m16, _ = ctx.results.curve(top16, *top16.spectra[0], "m").at(max(top16.depths))
     rho2, _ = ctx.results.curve(top2, *top2.spectra[0], "rho").at(max(top2.depths))
     rho16, _ = ctx.results.curve(top16, *top16.spectra[0], "rho").at(max(top16.depths))
-    ok = bool(s2.alpha_in_target) and math.isfinite(s16.depth_gain) and s16.depth_gain < 1.1 and m16 < 0
+    ok = bool(s2.alpha_in_target) and math.isfinite(s16.depth_gain) and s16.depth_gain < criteria.DEPTH_GAIN_THRESHOLD and m16 < 0
     evidence = (f"d = {top2.d}, P = {top2.P}, {top2.regime}. top-2: α = {s2.fit.value('alpha'):.3g}, R_1/R_Lmax = "
                 f"{s2.depth_gain:.3g}, ρ = {rho2:.3g}; top-16: R_1/R_Lmax = {s16.depth_gain:.3g}, learned m = {m16:.3g} "
                 f"at L = {max(top16.depths)}, ρ = {rho16:.3g}.")

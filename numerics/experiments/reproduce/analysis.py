@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import criteria
-from .results import Curve, FitSummary, _Labelled, fit_curve, last_doubling
+from .results import Curve, FitSummary, _Labelled, fit_curve
 
 __all__ = [
-    "ALPHA_TARGET",
     "NonlinearSummary",
     "LinearEasySummary",
     "LinearDifficultSummary",
@@ -27,14 +26,6 @@ __all__ = [
     "spectra_of",
 ]
 
-#: the inverse-depth target: fitted alpha in this interval
-ALPHA_TARGET = (0.85, 1.15)
-#: the softmax easy-task target: final L = 1 loss below this fraction of the initial
-EASY_TARGET = 0.01
-#: the linear difficult-task target: plateau within this relative distance of the floor
-FLOOR_TARGET = 0.10
-#: margin of the ``<<`` of the linear validity window (eq. 34)
-WINDOW_MARGIN = 10.0
 
 
 def spectra_of(ctx, family_name: str, *, a: float | None = None, b: float | None = None) -> tuple:
@@ -68,7 +59,7 @@ class NonlinearSummary(_Labelled):
     C_change, gap_change : float
         Relative change over the last doubling (``C_settles``, ...).
     depth_gain : float
-        ``R_1 / R_{L_max}``; ``alpha_in_target``: alpha in :data:`ALPHA_TARGET`.
+        ``R_1 / R_{L_max}``; ``alpha_in_target``: alpha in :data:`~numerics.experiments.criteria.ALPHA_WINDOW`.
 
     References
     ----------
@@ -124,12 +115,12 @@ def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: 
         C = ctx.results.curve(family, a, b, "C_L")
         gap = ctx.results.curve(family, a, b, "A_minus_C")
         fit = fit_curve(R)
-        _, _, c_change = last_doubling(C)
-        _, _, g_change = last_doubling(gap)
+        _, _, c_change = criteria.last_doubling(C.depths, C.mean)
+        _, _, g_change = criteria.last_doubling(gap.depths, gap.mean)
         r1, _ = R.at(min(family.depths))
         rmax, _ = R.finite().at(int(R.finite().depths.max())) if not R.empty else (math.nan, math.nan)
         alpha = fit.value("alpha")
-        in_target = None if not fit.ok else bool(ALPHA_TARGET[0] <= alpha <= ALPHA_TARGET[1])
+        in_target = None if not fit.ok else bool(criteria.ALPHA_WINDOW[0] <= alpha <= criteria.ALPHA_WINDOW[1])
         bound = ctx.oracle_bound(family, a, b) if (with_bound and not R.empty) else None
         return NonlinearSummary(
             family=family_name, a=float(a), b=float(b), R=R, C=C, gap=gap, fit=fit,
@@ -182,7 +173,7 @@ def validity_window(family, a: float, b: float) -> tuple[float, int]:
     """``(upper, inside)``: the end of the window of eq. (34), the depths in it."""
     from theory import PowerLawSpectrum
 
-    upper = PowerLawSpectrum(a, b, family.d).condition_number / WINDOW_MARGIN
+    upper = PowerLawSpectrum(a, b, family.d).condition_number / criteria.WINDOW_MARGIN
     return upper, sum(1 for L in family.depths if L <= upper)
 
 
@@ -237,7 +228,7 @@ class LinearDifficultSummary(_Labelled):
     floor, floor_se : float
         Theory floor of degree ``depth`` at the family's ``(d, P, k)`` (eqs. 47-54).
     deviation : float
-        ``|plateau − floor| / floor``, ``within_target`` below :data:`FLOOR_TARGET`.
+        ``|plateau − floor| / floor``, ``within_target`` below :data:`~numerics.experiments.criteria.FLOOR_TARGET`.
     finite_floor, finite_floor_se : float
         The finite-P floor (best polynomial in the empirical covariance ``S``,
         eq. 24): a plateau between it and ``floor`` is explained, one more
@@ -305,7 +296,7 @@ def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> Linea
                  bool(plateau < finite_floor - criteria.AGREEMENT_SIGMAS * math.hypot(plateau_se, finite_se)))
         return LinearDifficultSummary(
             family_name, float(a), float(b), R, depth, plateau, plateau_se, floor, floor_se, deviation,
-            None if math.isnan(deviation) else bool(deviation < FLOOR_TARGET),
+            None if math.isnan(deviation) else bool(deviation < criteria.FLOOR_TARGET),
             criteria.agrees(plateau, plateau_se, floor, floor_se), finite_floor, finite_se, below,
         )
 
@@ -323,7 +314,7 @@ class EasySoftmaxSummary(_Labelled):
     top1 : ndarray
         Final top-1 attention mass per depth.
     below_target : bool or None
-        ``ratio`` below :data:`EASY_TARGET` at ``L = 1``.
+        ``ratio`` below :data:`~numerics.experiments.criteria.EASY_TARGET` at ``L = 1``.
 
     References
     ----------
@@ -376,7 +367,7 @@ def easy_softmax_summary(ctx, a: float, b: float) -> EasySoftmaxSummary:
                 top1[j] = np.mean([float(m.get("top1_attention_mass", math.nan)) for m in values])
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = final / initial
-        below = None if not np.isfinite(ratio[0]) else bool(ratio[0] < EASY_TARGET)
+        below = None if not np.isfinite(ratio[0]) else bool(ratio[0] < criteria.EASY_TARGET)
         return EasySoftmaxSummary(float(a), float(b), depths, final, initial, ratio, top1, below)
 
     return ctx.memo(("easy_softmax", float(a), float(b)), compute)
@@ -442,7 +433,7 @@ def selection_quantiles(ctx, family_name: str, a: float, b: float, depth: int,
             nan = np.full(len(levels), np.nan)
             return nan, nan
         values = np.vstack(per_seed)
-        se = values.std(axis=0, ddof=1) / np.sqrt(len(values)) if len(values) > 1 else np.full(len(levels), np.nan)
+        se = criteria.standard_error(values, axis=0)
         return values.mean(axis=0), se
 
     return ctx.memo(("selection", family_name, float(a), float(b), int(depth), tuple(levels)), compute)

@@ -13,9 +13,7 @@ from pathlib import Path
 
 from .. import criteria
 from ._registry import INCONCLUSIVE_REASONS, REGISTRY, STATUSES, Claim, ClaimRegistry, ClaimSpec
-# PARALLEL_SPREAD, SEQUENTIAL_CORRELATION: read from here by the claims' tests
-from ._verdicts import (CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, PARALLEL_SPREAD, SEQUENTIAL_CORRELATION,
-                        evaluate_claims)
+from ._verdicts import CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, evaluate_claims
 from .results import spectrum_label
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",

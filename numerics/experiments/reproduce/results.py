@@ -1,7 +1,7 @@
 """A reproduction's finished runs (:class:`StoreResults`) as curves against depth.
 
 :meth:`StoreResults.curve` gives one quantity of one spectrum as a :class:`Curve`;
-:func:`fit_curve` fits eq. (16) to it, :func:`last_doubling` says if it settles.
+:func:`fit_curve` fits eq. (16) to it (whether it settles: :func:`numerics.experiments.criteria.last_doubling`).
 Standard errors: over seeds; with one seed, the run's held-out SE (for
 ``A_L − C_L``, ``sqrt(A_se² + C_se²)``); :attr:`Curve.se_kind` says which.
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import criteria
 
-__all__ = ["Curve", "FitSummary", "StoreResults", "fit_curve", "int_list", "last_doubling", "spectrum_label"]
+__all__ = ["Curve", "FitSummary", "StoreResults", "fit_curve", "int_list", "spectrum_label"]
 
 def int_list(values) -> str:
     """Integers (numpy's too) as a caption writes them: ``[1, 2, 4]``.
@@ -187,30 +187,6 @@ def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | 
     return FitSummary(fit)
 
 
-def last_doubling(curve: Curve) -> tuple[int, int, float]:
-    """``(L/2, L, relative change)`` of the mean, ``L`` the largest such depth.
-
-    References
-    ----------
-    Issue 6 settling criterion for C_L and A_L − C_L (paper Fig. 6c-d).
-
-    Examples
-    --------
-    >>> c = Curve("C_L", 0, 0, np.array([2, 4, 8]), np.array([[1.0, 2.0, 2.1]]), np.array([1.0, 2.0, 2.1]),
-    ...           np.zeros(3), np.ones(3, int), "held-out")
-    >>> last_doubling(c)
-    (4, 8, 0.050000000000000044)
-    """
-    curve = curve.finite()
-    depths = list(curve.depths)
-    for depth in sorted(depths, reverse=True):
-        if depth % 2 == 0 and depth // 2 in depths:
-            lo, _ = curve.at(depth // 2)
-            hi, _ = curve.at(depth)
-            return (int(depth) // 2, int(depth), criteria.relative_change(lo, hi))
-    return (0, 0, math.nan)
-
-
 class StoreResults:
     """The finished runs of the store ``store_dir`` (missing: empty), by config.
 
@@ -281,7 +257,7 @@ class StoreResults:
         se = np.full(len(depths), np.nan)
         for j, column in enumerate(columns):
             if column.size >= 2:
-                se[j] = float(np.std(column, ddof=1) / np.sqrt(column.size))
+                se[j] = criteria.standard_error(column)
             elif column.size == 1 and np.any(np.isfinite(heldout_se[:, j])):
                 se[j] = float(np.nanmax(heldout_se[:, j]))
         return Curve(quantity, float(a), float(b), depths, values, mean, se, n, "seeds")

@@ -16,6 +16,10 @@ from . import analysis
 from .. import criteria
 from .results import spectrum_label
 
+#: Table 4's columns that name the α window (:data:`~numerics.experiments.criteria.ALPHA_WINDOW`)
+CONVERGED_MEETS = "converged α interval meets [{:g}, {:g}]".format(*criteria.ALPHA_WINDOW)
+LAZY_IN_WINDOW = "lazy α in [{:g}, {:g}]".format(*criteria.ALPHA_WINDOW)
+
 __all__ = ["Table", "BUILDERS", "build_table", "fmt", "fmt_bool"]
 
 #: the paper's sizes at which its Table 3 is reproduced (digest section 3)
@@ -223,7 +227,7 @@ def table2(ctx) -> Table:
         upper, inside = analysis.validity_window(family, a, b)
         resolvable = inside >= 3
         cells["resolvable at this d"] = (f"yes (L ≤ {upper:.3g})" if resolvable else
-                                         f"no: window L ≪ λ_1/λ_d = {upper * analysis.WINDOW_MARGIN:.3g} holds "
+                                         f"no: window L ≪ λ_1/λ_d = {upper * criteria.WINDOW_MARGIN:.3g} holds "
                                          f"{inside} grid depth(s)")
         if _run_here(ctx, "linear_easy", a, b):
             s = analysis.linear_easy_summary(ctx, a, b)
@@ -318,8 +322,8 @@ def table3(ctx) -> Table:
 def table4(ctx) -> Table:
     """Table 4 (eqs. 16, 88-89): fits of eq. (16), softmax, top-2 and top-16."""
     columns = ("k", "(a, b)", "paper L0", "paper α", "paper R²", "converged R_L, deepest L", "converged α (2σ interval)",
-               "converged α interval meets [0.85, 1.15]", "lazy contrast: L0", "lazy contrast: α",
-               "lazy contrast: R² (log)", "lazy α agrees with paper", "lazy α in [0.85, 1.15]")
+               CONVERGED_MEETS, "lazy contrast: L0", "lazy contrast: α",
+               "lazy contrast: R² (log)", "lazy α agrees with paper", LAZY_IN_WINDOW)
     rows = []
     for raw, row in _paper_rows("table4"):
         k, a, b = int(row["k"]), row["a"], row["b"]
@@ -335,7 +339,7 @@ def table4(ctx) -> Table:
         else:
             for c in ("lazy contrast: L0", "lazy contrast: α", "lazy contrast: R² (log)"):
                 cells[c] = _not_run(ctx, family_name)
-            cells["lazy α agrees with paper"] = cells["lazy α in [0.85, 1.15]"] = "n/a"
+            cells["lazy α agrees with paper"] = cells[LAZY_IN_WINDOW] = "n/a"
         cells.update(_converged_fit_cells(ctx, a, b, k, values))
         cells["_values"] = values
         rows.append(cells)
@@ -368,7 +372,7 @@ def _lazy_fit_cells(s, values: dict, paper: dict | None = None) -> dict:
     """Table 4's lazy-contrast cells of ``s`` (raw values into ``values``), against ``paper``'s α."""
     if not s.fit.ok:
         return {"lazy contrast: L0": f"no fit ({s.fit.reason})", "lazy contrast: α": "—",
-                "lazy contrast: R² (log)": "—", "lazy α agrees with paper": "n/a", "lazy α in [0.85, 1.15]": "n/a"}
+                "lazy contrast: R² (log)": "—", "lazy α agrees with paper": "n/a", LAZY_IN_WINDOW: "n/a"}
     alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
     values.update(L0=s.fit.value("L0"), alpha=alpha, alpha_se=se)
     agree = None
@@ -378,7 +382,7 @@ def _lazy_fit_cells(s, values: dict, paper: dict | None = None) -> dict:
     values.update(in_target=s.alpha_in_target)
     return {"lazy contrast: L0": fmt(s.fit.value("L0"), s.fit.se("L0")), "lazy contrast: α": fmt(alpha, se, 3),
             "lazy contrast: R² (log)": f"{s.fit.fit.r_squared:.4f}", "lazy α agrees with paper": fmt_bool(agree),
-            "lazy α in [0.85, 1.15]": fmt_bool(s.alpha_in_target)}
+            LAZY_IN_WINDOW: fmt_bool(s.alpha_in_target)}
 
 
 def _converged_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
@@ -387,14 +391,14 @@ def _converged_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
     if conv is None or conv.fit is None:
         reason = _converged_missing(ctx) if conv is None else f"no fit ({conv.fit_reason})"
         return {"converged R_L, deepest L": reason, "converged α (2σ interval)": "—",
-                "converged α interval meets [0.85, 1.15]": "n/a"}
-    lo, hi = analysis.ALPHA_TARGET
+                CONVERGED_MEETS: "n/a"}
+    lo, hi = criteria.ALPHA_WINDOW
     meets = conv.fit.overlaps(lo, hi)
     values.update(converged_R=float(conv.R[-1]), converged_alpha=conv.fit.alpha, converged_alpha_lo=conv.fit.alpha_lo,
                   converged_alpha_hi=conv.fit.alpha_hi, converged_meets=meets)
     return {"converged R_L, deepest L": _deepest_text(conv),
             "converged α (2σ interval)": f"{conv.fit.alpha:.3g} {conv.fit.interval_text()}",
-            "converged α interval meets [0.85, 1.15]": fmt_bool(meets)}
+            CONVERGED_MEETS: fmt_bool(meets)}
 
 
 def _converged_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict) -> dict:

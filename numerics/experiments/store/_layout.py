@@ -6,7 +6,6 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Mapping
 
 from numerics.io import atomic_path
 

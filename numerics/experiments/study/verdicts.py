@@ -105,7 +105,7 @@ def summarise_point(regime, size, spectrum, k, depths, R, A, C) -> RegimePoint:
     R_mean, A_mean = R.mean(axis=0), A.mean(axis=0)
     with np.errstate(invalid="ignore"):
         C_mean = np.array([np.nan if np.all(np.isnan(col)) else np.nanmean(col) for col in C.T])
-    R_se = R.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(len(depths), np.nan)
+    R_se = criteria.standard_error(R, axis=0)
     gain, gain_se = (criteria.depth_gain(R_mean[0], R_mean[-1], R_se[0], R_se[-1]) if depths[0] == 1
                      else (math.nan, math.nan))
     alpha = lo = hi = L0 = c = math.nan

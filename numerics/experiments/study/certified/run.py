@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -23,6 +22,7 @@ from numerics.train import TrainingDiverged, evaluation_batch
 from theory import PowerLawSpectrum
 from theory.softmax_bounds import softmax_bounds
 
+from ...criteria import standard_error
 from ...execution import Execution
 from ...grid import Grid
 from ...store import load_arrays
@@ -124,7 +124,7 @@ def _errors(model, params, batch) -> np.ndarray:
 
 
 def _mean_se(errors: np.ndarray) -> tuple[float, float]:
-    return float(errors.mean()), float(errors.std(ddof=1) / math.sqrt(errors.size))
+    return float(errors.mean()), standard_error(errors)
 
 
 def run_cell(cell: CellConfig) -> CellResult:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...criteria import standard_error
 from .table import Errors
 
 __all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "HeadsRecheck", "PredictionCheck", "RecipeAlpha",
@@ -572,7 +573,7 @@ def selection_gaps(summary: SettingSummary, rows, errors: Errors) -> tuple:
                 continue
             diff = chosen - np.mean([errors.values[index[id(p[0])]] for p in picks], axis=0, dtype=np.float64)
             gap = SelectionGap(summary.setting, L, Candidate(*candidate).label, float(diff.mean()),
-                               float(diff.std(ddof=1) / math.sqrt(diff.size)), float(envelope))
+                               standard_error(diff), float(envelope))
             if best is None or gap.gap > best.gap:
                 best = gap
         out.append(best)

@@ -14,7 +14,7 @@ import numpy as np
 
 from theory.fitting import DepthLawRangeFit, GainFit, GapFit, fit_depth_law_ranges, fit_gain_law, gap_fit
 
-from ...criteria import training_failures
+from ...criteria import standard_error, training_failures
 from ..consistency import paper_plateaus
 from .plan import _text_seed
 from .table import StudyRow, as_rows
@@ -38,8 +38,7 @@ def paired_difference(first: np.ndarray, second: np.ndarray) -> tuple[float, flo
     0.5
     """
     diff = first - second
-    se = float(diff.std(ddof=1) / math.sqrt(diff.size)) if diff.size > 1 else math.nan
-    return float(diff.mean()), se
+    return float(diff.mean()), standard_error(diff)
 
 
 def paired_depth_gains(errors: Mapping[int, np.ndarray]) -> dict:
@@ -186,8 +185,7 @@ def _doubling_gains(group: Sequence[StudyRow]) -> tuple[DoublingGain, ...]:
         gain = float(np.mean([r.doubling_gain for r in rs]))
         se = math.sqrt(float(np.mean([r.doubling_gain_se ** 2 for r in rs])) / len(rs))
         if len(rs) > 1:
-            spread = float(np.std([r.doubling_gain for r in rs], ddof=1)) / math.sqrt(len(rs))
-            se = max(se, spread)
+            se = max(se, standard_error([r.doubling_gain for r in rs]))
         out.append(DoublingGain(L, gain, se, len(rs), rs[0].steps))
     return tuple(out)
 
