@@ -58,7 +58,7 @@ def certified_setting_status(setting: dict) -> tuple[str, str]:
     return verdict.lower(), kind
 
 
-@claim("inverse_depth_certified", families=("certified study",),
+@claim("inverse_depth_certified", figures=("fig1", "fig6a", "fig6b"), families=("certified study",),
        paper="Softmax attention on the top-2 task: R_L = L0 + c L^-α with α ≈ 1 for every spectrum (Table 1, eq. 16).",
        topic="Inverse-depth scaling of softmax attention (α ≈ 1) at the best loss each depth reaches (the certified "
              "envelope)")
