@@ -29,6 +29,8 @@ version = release
 
 # Markdown (MyST) pages; the generated API pages are reStructuredText because autodoc emits it.
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+# Commands quoted in prose (figure pages, results pages) must survive copy and paste: no "--" → "–".
+smartquotes = False
 root_doc = "index"
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "**/.*.tmp"]
 

@@ -111,6 +111,12 @@ def test_landing_page_shows_the_readme_commands(site):
         assert command.strip() in text
 
 
+def test_commands_quoted_in_prose_keep_their_double_dashes(site):
+    """Figure pages quote the commands behind their verdicts outside code spans: the build must not turn "--" into "–"."""
+    text = html.unescape(re.sub(r"<[^>]+>", "", (site / "figures" / "fig6a.html").read_text(encoding="utf-8")))
+    assert "idepth study certified --report-only" in text and "certified –report-only" not in text
+
+
 def _api_extension():
     import importlib.util
 
