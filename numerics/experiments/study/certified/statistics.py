@@ -552,6 +552,10 @@ def selection_gaps(summary: SettingSummary, rows, errors: Errors) -> tuple:
     Notes
     -----
     No example: it needs a table (``tests/test_certified.py``).
+
+    References
+    ----------
+    Paper eq. (12) (the loss compared), eqs. (59)-(60) (the model whose candidates are compared).
     """
     from .plan import Candidate
 
@@ -567,8 +571,10 @@ def selection_gaps(summary: SettingSummary, rows, errors: Errors) -> tuple:
         chosen = np.mean([errors.values[index[id(next(r for r in c if r.selected))]] for c in cells], axis=0,
                          dtype=np.float64)
         best = None
-        for candidate in {(r.start, r.learning_rate, r.steps) for r in cells[0] if not r.doubled}:
-            picks = [[r for r in c if (r.start, r.learning_rate, r.steps) == candidate and not r.doubled] for c in cells]
+        labels = sorted({(r.start, r.learning_rate, r.steps) for r in cells[0] if not r.doubled})  # ties: the first
+        for candidate in labels:
+            picks = [[r for r in c if not r.doubled and (r.start, r.learning_rate, r.steps) == candidate]
+                     for c in cells]
             if not all(len(p) == 1 and not p[0].diverged for p in picks):
                 continue
             diff = chosen - np.mean([errors.values[index[id(p[0])]] for p in picks], axis=0, dtype=np.float64)
