@@ -481,3 +481,21 @@ def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(
     assert "## The per-seed choice against single candidates" in page
     assert f"| (a, b) = (0, 0), P = 16, top-2 | 2 | L = 2, {label}: {g2.gap:+.4f} ± {g2.se:.4f}" in page
     assert "per-seed choice" not in certified_markdown([summary], TINY, n_rows=len(rows), command="test")
+
+
+def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_study, tmp_path):
+    """Beside each verdict, χ²/dof of the GLS gain-law fit (a verdict from a fit no α describes reads differently)."""
+    from numerics.experiments.study.certified.page import certified_markdown
+    from numerics.experiments.study.certified.statistics import summarise
+    from numerics.experiments.study.certified.table import collect
+
+    import dataclasses
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    (summary,) = summarise(rows, errors, n_bootstrap=50)
+    assert summary.dof == len(summary.depths) - 3  # gains at L > 1, less the two parameters c and α
+    page = certified_markdown([summary], TINY, n_rows=len(rows), command="test")
+    assert "| χ²/dof of the gain law |" in page and f"| – | **{summary.verdict[0]}** |" in page  # no dof: no fit
+    poor = dataclasses.replace(summary, chi2=33.48, dof=5)
+    page = certified_markdown([poor], TINY, n_rows=len(rows), command="test")
+    assert f"| 33.5/5 | **{poor.verdict[0]}** |" in page
