@@ -373,6 +373,11 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
                                           n_contexts=512, n_seeds=3, rng=_fresh_rng(summary.setting, 4))
     assert (recheck.depth, recheck.report, recheck.report_se) == (2, 0.5, 0.1)
     assert (recheck.population, recheck.population_se) == expected
+    # a seed added later, with only depth 1 done, is not one the setting is judged on: the re-check skips it too
+    later = (heads_rows + [dataclasses.replace(r, seed=1) for r in heads_rows]
+             + [dataclasses.replace(r, seed=2) for r in heads_rows if r.depth == 1])
+    planned = dataclasses.replace(summary, planned_depths=(1, 2, 4))
+    assert recheck_untrained_nesting(planned, later, TINY, n_samples=512, n_sets=3) == (recheck,)
     # the depth-1 envelope becomes the trained cold start instead of the untrained heads
     trained_winner = [dataclasses.replace(r, selected=(r.start, r.learning_rate, r.doubled) == ("cold", 1e-3, False))
                       if r.depth == 1 else r for r in heads_rows]

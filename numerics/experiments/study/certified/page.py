@@ -442,10 +442,11 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     out_dir = make_output_dir(out_dir)
     contrasts = collect_contrasts(contrasts_dir) if contrasts_dir is not None else []
     summaries = summarise(rows, errors, planned_depths=plan.depths, contrasts=contrasts)
-    write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
+    # everything computed before anything is written: a failure leaves the shipped files as they were
     checks = {s.setting: prediction_check(s, plan) for s in summaries} if predictions else None
     rechecks = [r for s in summaries for r in recheck_untrained_nesting(s, rows, plan)] if predictions else ()
     gaps = {s.setting: selection_gaps(s, rows, errors) for s in summaries}
+    write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
     write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks,
                                                   rechecks=rechecks, gaps=gaps))
     write_text(out_dir / VERDICTS, json.dumps(verdicts_record(summaries, plan, command=command), indent=1,

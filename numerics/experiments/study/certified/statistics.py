@@ -489,8 +489,12 @@ def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples:
     from theory import PowerLawSpectrum
     from theory.softmax_bounds import allocation_loss_difference
 
-    selected = {(r.depth, r.seed): r for r in rows if r.setting == summary.setting and r.selected}
-    seeds = sorted({seed for _, seed in selected})
+    members = [r for r in rows if r.setting == summary.setting]
+    by_cell: dict = {}
+    for r in members:
+        by_cell.setdefault((r.depth, r.seed), []).append(r)
+    seeds = _seeds_used(sorted({r.seed for r in members}), by_cell, summary.planned_depths)  # the summary's own
+    selected = {(r.depth, r.seed): r for r in members if r.selected}
 
     def untrained_heads(L):
         return all(selected[L, s].start == "oracle" and selected[L, s].steps == 0 for s in seeds)
