@@ -206,15 +206,20 @@ def _replicates(cube: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarra
     return out
 
 
-def _seeds_used(seeds: list, by_cell: dict, planned_depths: tuple) -> list:
-    """The seeds a setting is judged on: those with every planned depth done, if two or more are; else all of them.
+def _judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
+    """A setting's rows by (depth, seed), and the seeds it is judged on (every function of a setting uses these).
 
-    Seeds finish in the order they were started, not by their results, so judging on the complete ones while
-    others still run selects nothing; without two complete seeds the common depths of all seeds decide (and a
-    setting short of its planned depths gets no verdict).
+    The seeds: those with every planned depth done, if two or more are; else all of them. Seeds finish in the
+    order they were started, not by their results, so judging on the complete ones while others still run
+    selects nothing; without two complete seeds the common depths of all seeds decide (and a setting short of
+    its planned depths gets no verdict).
     """
+    by_cell: dict = {}
+    for r in members:
+        by_cell.setdefault((r.depth, r.seed), []).append(r)
+    seeds = sorted({r.seed for r in members})
     complete = [s for s in seeds if planned_depths and all((L, s) in by_cell for L in planned_depths)]
-    return complete if len(complete) >= 2 else seeds
+    return by_cell, complete if len(complete) >= 2 else seeds
 
 
 def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP,
@@ -243,10 +248,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         settings.setdefault(row.setting, []).append(row)
     out = []
     for setting, members in sorted(settings.items()):
-        by_cell: dict = {}
-        for r in members:
-            by_cell.setdefault((r.depth, r.seed), []).append(r)
-        seeds = _seeds_used(sorted({r.seed for r in members}), by_cell, planned_depths)
+        by_cell, seeds = _judged_cells(members, planned_depths)
         depths = sorted(L for L in {r.depth for r in members} if all((L, s) in by_cell for s in seeds))
         if not depths or depths[0] != 1:
             continue
@@ -490,10 +492,7 @@ def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples:
     from theory.softmax_bounds import allocation_loss_difference
 
     members = [r for r in rows if r.setting == summary.setting]
-    by_cell: dict = {}
-    for r in members:
-        by_cell.setdefault((r.depth, r.seed), []).append(r)
-    seeds = _seeds_used(sorted({r.seed for r in members}), by_cell, summary.planned_depths)  # the summary's own
+    _, seeds = _judged_cells(members, summary.planned_depths)  # the summary's own
     selected = {(r.depth, r.seed): r for r in members if r.selected}
 
     def untrained_heads(L):
@@ -564,11 +563,7 @@ def selection_gaps(summary: SettingSummary, rows, errors: Errors) -> tuple:
     from .plan import Candidate
 
     index = {id(row): i for i, row in enumerate(errors.rows)}
-    members = [r for r in rows if r.setting == summary.setting]
-    by_cell: dict = {}
-    for r in members:
-        by_cell.setdefault((r.depth, r.seed), []).append(r)
-    seeds = _seeds_used(sorted({r.seed for r in members}), by_cell, summary.planned_depths)
+    by_cell, seeds = _judged_cells([r for r in rows if r.setting == summary.setting], summary.planned_depths)
     out = []
     for L, envelope in zip(summary.depths, summary.envelope):
         cells = [by_cell[L, s] for s in seeds]
