@@ -505,3 +505,85 @@ def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_study, tmp_path
     poor = dataclasses.replace(summary, chi2=33.48, dof=5)
     page = certified_markdown([poor], TINY, n_rows=len(rows), command="test")
     assert f"| 33.5/5 | **{poor.verdict[0]}** |" in page
+
+
+def test_the_first_gain_shortfall_is_paired_over_the_same_contexts(tiny_study, tmp_path):
+    """(B_1 − B_2) − (R*_1 − R*_2) is read off the same rows as the envelope and the bound, and its SE is the
+    paired one: close to std/√n of the per-context differences of those four rows (one seed)."""
+    from numerics.experiments.study.certified.statistics import summarise
+    from numerics.experiments.study.certified.table import collect
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    (summary,) = summarise(rows, errors, n_bootstrap=400)
+    expected = (summary.bound[0] - summary.bound[1]) - (summary.envelope[0] - summary.envelope[1])
+    assert summary.first_shortfall == pytest.approx(expected, abs=1e-12)
+    index = {id(r): i for i, r in enumerate(errors.rows)}
+
+    def raw(depth, test):
+        (row,) = [r for r in rows if r.depth == depth and test(r)]
+        return errors.values[index[id(row)]].astype(np.float64)
+
+    def bound(r):
+        return r.start == "oracle" and r.steps == 0
+
+    def chosen(r):
+        return r.selected
+
+    per_context = raw(1, bound) - raw(2, bound) - raw(1, chosen) + raw(2, chosen)
+    assert per_context.mean() == pytest.approx(summary.first_shortfall, abs=1e-9)
+    direct = per_context.std(ddof=1) / np.sqrt(per_context.size)
+    if direct > 0:  # the bootstrap of 400 replicates is within ~4 % of it; 20 % fails only on a wrong pairing
+        assert summary.first_shortfall_se == pytest.approx(direct, rel=0.2)
+    else:
+        assert summary.first_shortfall_se == 0.0
+
+
+def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
+    """Each target with what was measured and met or not met; a failed certificate is 'met' for the certificate
+    target only while the verdict there is INCONCLUSIVE."""
+    import dataclasses
+
+    from numerics.experiments.study.certified.page import certified_markdown
+    from numerics.experiments.study.certified.statistics import Certificate, PredictionCheck, summarise
+    from numerics.experiments.study.certified.table import collect
+    from numerics.experiments.study.certified.targets import StudyCompute
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    (summary,) = summarise(rows, errors, n_bootstrap=50)
+    clean = dataclasses.replace(summary, certificates=tuple(dataclasses.replace(c, excess=-1.0)
+                                                              for c in summary.certificates),
+                                first_shortfall=0.0005, first_shortfall_se=0.001)
+    n = len(clean.depths)
+    near = PredictionCheck(clean.depths, (2.0,) * n, (0.01,) * n, (2.02,) * n, (0.01,) * n, (0.0,) * n, (0.0,) * n)
+    fast = StudyCompute((("plan", 3, 3600.0), ("second P", 1, 3600.0), ("later", 1, 99999.0)))
+    page = certified_markdown([clean], TINY, n_rows=len(rows), command="test", checks={clean.setting: near},
+                              compute=fast)
+    assert "| (B_1 − B_2) − (R*_1 − R*_2) = +0.0005 ± 0.0010 | met |" in page
+    assert "| holds at every depth | met |" in page and "| every certificate passes | met |" in page
+    assert "largest: -1.0% ± 0.7% ((0, 0), L = 1) | met |" in page
+    assert "| 7,200 core-s: ≥ 1.0 h | met |" in page and "| later | 1 | 99,999 | 13.89 |" in page
+
+    failed = dataclasses.replace(clean, first_shortfall=0.002, certificates=clean.certificates + (
+        Certificate("nesting", 4, 1.0, 0.1, 0.2),))
+    far = dataclasses.replace(near, predicted=(2.0, 2.1) + (2.0,) * (n - 2))
+    slow = StudyCompute((("plan", 3, 20000.0), ("second P", 1, 2000.0)))
+    page = certified_markdown([failed], TINY, n_rows=len(rows), command="test", checks={clean.setting: far},
+                              compute=slow)
+    assert "= +0.0020 ± 0.0010 | **not met** |" in page
+    assert "| fails at (0, 0) at L = 4 | **not met** |" in page
+    assert "| (0, 0): nesting at L = 4 failed, verdict INCONCLUSIVE | met |" in page
+    assert "largest: +4.0% ± 0.7% ((0, 0), L = 2) | **not met** |" in page
+    assert "| 22,000 core-s: ≥ 3.1 h | **not met** |" in page
+    assert "## Targets" not in certified_markdown([], TINY, n_rows=0, command="test")
+
+
+def test_the_study_compute_sums_the_cells_cpu_time_by_part(tiny_study, tmp_path):
+    from numerics.experiments.study.certified.cells import read_cell
+    from numerics.experiments.study.certified.targets import study_compute
+
+    cells = _exported(tiny_study, tmp_path)
+    total = sum(read_cell(p)[0]["metrics"]["cpu_time"] for p in cells.glob("*.npz"))
+    compute = study_compute(cells, None, TINY)
+    assert [runs for _, runs, _ in compute.parts] == [3, 0, 0, 0]  # one seed of the one main spectrum, 3 depths
+    assert compute.plan_core_seconds == pytest.approx(total) and total > 0
+    assert compute.plan_hours == pytest.approx(total / 7200)

@@ -2,7 +2,8 @@
 
 Split by job: ``plan`` (cells and candidates), ``run`` (a cell in lockstep; depths in waves through
 the store), ``cells`` (finished cells as files), ``table`` (the CSV), ``statistics`` (certificates,
-gain law, verdicts), ``contrasts`` (training recipes beside the envelope) and ``page``.
+gain law, verdicts), ``contrasts`` (training recipes beside the envelope), ``targets`` (what the study
+set out to reach, measured, and its CPU time) and ``page``.
 """
 
 from .plan import STARTS, TABLE1_SPECTRA, TOP16_SPECTRA, Candidate, CellConfig, CertifiedPlan, eval_seed

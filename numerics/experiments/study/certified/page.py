@@ -30,6 +30,7 @@ from .statistics import (
     summarise,
 )
 from .table import collect, write_csv
+from .targets import study_compute, targets_markdown
 
 __all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_certified_figure", "draw_recipe_figure", "read_verdicts",
            "verdicts_record", "write_certified"]
@@ -58,13 +59,14 @@ def _num(value: float, se: float | None = None) -> str:
 
 
 def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str, checks=None,
-                       rechecks=(), gaps=None) -> str:
+                       rechecks=(), gaps=None, compute=None) -> str:
     """The docs page of the certified study (Markdown).
 
     ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates between
     untrained heads, repeated in the population
     (:class:`~numerics.experiments.study.certified.statistics.HeadsRecheck`); ``gaps``: ``{setting:
-    (SelectionGap per depth)}``, where single candidates beat the per-seed winners.
+    (SelectionGap per depth)}``, where single candidates beat the per-seed winners; ``compute``: the study's CPU
+    time (:class:`~numerics.experiments.study.certified.targets.StudyCompute`), for the time target.
 
     Examples
     --------
@@ -109,6 +111,7 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
               "describes the gains, so an interval that excludes α = 1 says that the law with α = 1 fits worse than "
               "the best α by more than the threshold, not that the gains follow another α.", ""]
     lines += _doubling_caveat(summaries)
+    lines += targets_markdown(summaries, checks or {}, plan, compute)
     lines += _failures_section(summaries, rechecks)
     lines += _selection_section(summaries, gaps or {})
     lines += [
@@ -447,9 +450,10 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     checks = {s.setting: prediction_check(s, plan) for s in summaries} if predictions else None
     rechecks = [r for s in summaries for r in recheck_untrained_nesting(s, rows, plan)] if predictions else ()
     gaps = {s.setting: selection_gaps(s, rows, errors) for s in summaries}
+    compute = study_compute(cells_dir, contrasts_dir, plan)
     write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
     write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks,
-                                                  rechecks=rechecks, gaps=gaps))
+                                                  rechecks=rechecks, gaps=gaps, compute=compute))
     write_text(out_dir / VERDICTS, json.dumps(verdicts_record(summaries, plan, command=command), indent=1,
                                               allow_nan=True) + "\n")
     if summaries:

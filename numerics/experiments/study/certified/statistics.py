@@ -94,6 +94,9 @@ class RecipeAlpha:
 class SettingSummary:
     """A setting's envelope with its errors, certificates, the recipe's curve and the gain-law fit.
 
+    ``first_shortfall``: (B_1 − B_2) − (R*_1 − R*_2) with its paired SE, how much of the heads' first depth
+    gain the envelope misses (NaN without depth 2).
+
     Notes
     -----
     No example: :func:`summarise` builds it from a study's table (``tests/test_certified.py``).
@@ -124,6 +127,8 @@ class SettingSummary:
     recipe_gain_se: float = float("nan")
     planned_depths: tuple = ()
     recipes: tuple = ()
+    first_shortfall: float = float("nan")
+    first_shortfall_se: float = float("nan")
 
     @property
     def failed(self) -> list:
@@ -312,6 +317,14 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             i, j = at[kind, 1], at[kind, deepest]
             return float(means[i] - means[j]), diff_se(i, j)
 
+        def first_shortfall():  # (B_1 − B_2) − (R*_1 − R*_2): how much of the heads' first gain the envelope misses
+            if 2 not in depths:
+                return math.nan, math.nan
+            cols = [at["bound", 1], at["bound", 2], at["envelope", 1], at["envelope", 2]]
+            sign = np.array([1.0, -1.0, -1.0, 1.0])
+            return float(means[cols] @ sign), float(np.std(boot[:, cols] @ sign, ddof=1))
+
+        shortfall, shortfall_se = first_shortfall()
         winners = tuple(tuple(pick(L, s, kinds["envelope"]).start for s in seeds) for L in depths)
         names = {"envelope": "envelope", "bound": "heads", **{k: k for k in kinds if k.startswith("cold")},
                  **{name: name for name in complete}}
@@ -327,7 +340,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             dof=dof, recipe_alpha=r_alpha, recipe_alpha_lo=r_lo, recipe_alpha_hi=r_hi,
             gain=gain("envelope")[0], gain_se=gain("envelope")[1], bound_gain=gain("bound")[0],
             recipe_gain=gain("recipe")[0], recipe_gain_se=gain("recipe")[1], planned_depths=tuple(planned_depths),
-            recipes=recipes,
+            recipes=recipes, first_shortfall=shortfall, first_shortfall_se=shortfall_se,
         ))
     return out
 

@@ -1,0 +1,168 @@
+"""What the certified study set out to reach, measured on its own cells (the page's "Targets" section).
+
+The targets: at (0, 0) the envelope's first depth gain reaches the heads' (``R*_1 − R*_2 ≥ B_1 − B_2``
+within one paired SE); nesting (eq. 60) holds at every depth of every Table 1 spectrum; every
+certificate of a Table 1 spectrum passes, or its verdict is INCONCLUSIVE; ``theory.predict_loss`` (B_L)
+is within 3 % of R*_L at L = 1, 2, 4; and the three-seed plan (the Table 1 spectra and the second P)
+runs in three hours on two cores. Each is stated as measured, met or not; none changes a verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cells import _files, read_cell
+
+__all__ = ["CORES", "FIRST_STEP_SES", "HOURS_TARGET", "PLAN_SEEDS", "PREDICTION_DEPTHS", "PREDICTION_TARGET",
+           "StudyCompute", "study_compute", "targets_markdown"]
+
+#: how many paired SEs the envelope's first gain may fall short of the heads' at (0, 0)
+FIRST_STEP_SES = 1.0
+#: how far ``predict_loss`` may be from R*_L (relative) at :data:`PREDICTION_DEPTHS`
+PREDICTION_TARGET = 0.03
+PREDICTION_DEPTHS = (1, 2, 4)
+#: the wall-clock target of the three-seed plan, on :data:`CORES` cores
+HOURS_TARGET = 3.0
+CORES = 2
+#: seeds of the Table 1 spectra the time target counts (the plan's later seeds are extra power)
+PLAN_SEEDS = 3
+
+
+@dataclass(frozen=True)
+class StudyCompute:
+    """CPU time (process time of the workers, s) of the study's exported runs, by part.
+
+    ``parts``: ``((label, runs, core_seconds), ...)``; the first two parts are the three-seed plan the
+    time target counts.
+
+    Examples
+    --------
+    >>> c = StudyCompute((("a", 2, 7200.0), ("b", 1, 3600.0), ("c", 1, 99.0)))
+    >>> c.plan_core_seconds, c.plan_hours
+    (10800.0, 1.5)
+    """
+
+    parts: tuple
+
+    @property
+    def plan_core_seconds(self) -> float:
+        return sum(core for _, _, core in self.parts[:2])
+
+    @property
+    def plan_hours(self) -> float:
+        """Wall-clock hours of the three-seed plan with every core busy throughout (a lower bound)."""
+        return self.plan_core_seconds / 3600.0 / CORES
+
+
+def _part(config: dict, plan) -> int:
+    """Which part of :func:`study_compute` a cell's ``config`` belongs to (an index into its labels)."""
+    spectrum = (float(config["a"]), float(config["b"]))
+    main = spectrum in {(float(a), float(b)) for a, b in plan.spectra}
+    if main and int(config["P"]) == plan.P and int(config["k"]) == plan.k:
+        return 0 if int(config["seed"]) in tuple(plan.seeds)[:PLAN_SEEDS] else 2
+    return 1 if int(config["P"]) == plan.long_P else 3
+
+
+def study_compute(cells_dir, contrasts_dir, plan) -> StudyCompute:
+    """The CPU time of the exported cells (by part) and contrast runs (:class:`StudyCompute`).
+
+    Notes
+    -----
+    No example: it reads exported cells (``tests/test_certified.py``).
+    """
+    labels = (f"Table 1 spectra at P = {plan.P}, seeds {', '.join(map(str, tuple(plan.seeds)[:PLAN_SEEDS]))}",
+              f"the second P = {plan.long_P}", "Table 1 spectra, the later seeds", "top-16")
+    runs, core = [0] * len(labels), [0.0] * len(labels)
+    for path in _files(cells_dir):
+        record, _ = read_cell(path)
+        i = _part(record["config"], plan)
+        runs[i] += 1
+        core[i] += float(record["metrics"]["cpu_time"])
+    parts = [(label, n, c) for label, n, c in zip(labels, runs, core)]
+    if contrasts_dir is not None:
+        records = [read_cell(path)[0] for path in _files(contrasts_dir)]
+        parts.append(("contrast runs (lazy, equal budget)", len(records),
+                      sum(float(r["metrics"]["cpu_time"]) for r in records)))
+    return StudyCompute(tuple(parts))
+
+
+def _mark(met: bool) -> str:
+    return "met" if met else "**not met**"
+
+
+def _spectrum(setting: tuple) -> str:
+    a, b = setting[:2]
+    return f"({a:g}, {b:g})"
+
+
+def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None) -> list[str]:
+    """The page's "Targets" section: each target, what the study measured, met or not.
+
+    ``checks``: ``{setting: PredictionCheck}`` (none: the prediction target is not shown); ``compute``:
+    the study's CPU time (none: the time target is not shown).
+
+    Examples
+    --------
+    >>> from numerics.experiments.study.certified.plan import CertifiedPlan
+    >>> targets_markdown([], {}, CertifiedPlan(), None)
+    []
+    """
+    table1 = {(float(a), float(b)) for a, b in plan.spectra}
+    main = [s for s in summaries if (s.setting[0], s.setting[1]) in table1 and s.setting[5] == plan.P
+            and s.setting[2] == plan.k]
+    if not main:
+        return []
+    lines = ["## Targets", "",
+             f"What the study set out to reach at the Table 1 spectra (P = {plan.P}, top-{plan.k}), as measured. A target "
+             "not met changes no verdict: the certificates and the gain law decide those.", "",
+             "| target | measured | |", "|---|---|---|"]
+    origin = [s for s in main if s.setting[:2] == (0.0, 0.0) and s.first_shortfall == s.first_shortfall]
+    for s in origin:
+        short, se = s.first_shortfall, s.first_shortfall_se
+        lines.append(f"| (0, 0): R*_1 − R*_2 ≥ B_1 − B_2 − {FIRST_STEP_SES:g} paired SE | (B_1 − B_2) − (R*_1 − R*_2) "
+                     f"= {short:+.4f} ± {se:.4f} | {_mark(short <= FIRST_STEP_SES * se)} |")
+    others = [s for s in main if s not in origin and s.first_shortfall > FIRST_STEP_SES * s.first_shortfall_se]
+    lines.append(f"| the same at the other Table 1 spectra: stated | more than {FIRST_STEP_SES:g} SE short at "
+                 f"{', '.join(_spectrum(s.setting) for s in others) or 'none'} | – |")
+    nesting = [(s, c.depth) for s in main for c in s.failed if c.name == "nesting"]
+    where = ", ".join(f"{_spectrum(s.setting)} at L = {L}" for s, L in nesting)
+    lines.append(f"| nesting at every depth of every Table 1 spectrum | "
+                 f"{'fails at ' + where if nesting else 'holds at every depth'} | {_mark(not nesting)} |")
+    blocked = [s for s in main if s.failed]
+    judged = all(s.verdict[0] == "INCONCLUSIVE" for s in blocked)
+    text = ("every certificate passes" if not blocked else
+            "; ".join(f"{_spectrum(s.setting)}: {', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} "
+                      f"failed, verdict {s.verdict[0]}" for s in blocked))
+    lines.append(f"| every certificate passes, or the verdict is INCONCLUSIVE | {text} | {_mark(judged)} |")
+    lines += _prediction_rows(main, checks)
+    if compute is not None:
+        lines.append(f"| the three-seed plan (first two parts below) in ≤ {HOURS_TARGET:g} h on {CORES} cores | "
+                     f"{compute.plan_core_seconds:,.0f} core-s: ≥ {compute.plan_hours:.1f} h | "
+                     f"{_mark(compute.plan_hours <= HOURS_TARGET)} |")
+        lines += ["", "CPU time of the exported runs (process time of the workers; wall-clock hours with every core "
+                  "busy, a lower bound):", "", "| part | runs | core-s | h on 2 cores |", "|---|---|---|---|"]
+        lines += [f"| {label} | {runs} | {core:,.0f} | {core / 3600 / CORES:.2f} |" for label, runs, core in compute.parts]
+    return lines + [""]
+
+
+def _prediction_rows(main, checks: dict) -> list[str]:
+    """The prediction target (the largest deviation at L = 1, 2, 4) and the deviation beyond, stated."""
+    near, deep = [], []
+    for s in main:
+        check = checks.get(s.setting)
+        if check is None:
+            continue
+        for i, L in enumerate(s.depths):
+            row = (abs(check.deviation[i]), check.deviation[i], check.deviation_se[i], s.setting, L)
+            (near if L in PREDICTION_DEPTHS else deep).append(row)
+    if not near:
+        return []
+    worst = max(near, key=lambda row: row[0])  # the first of equal deviations
+    lines = [f"| predict_loss within {PREDICTION_TARGET:.0%} of R*_L at L = {', '.join(map(str, PREDICTION_DEPTHS))} | "
+             f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]}) | "
+             f"{_mark(worst[0] <= PREDICTION_TARGET)} |"]
+    if deep:
+        worst = max(deep, key=lambda row: row[0])
+        lines.append(f"| predict_loss beyond L = {PREDICTION_DEPTHS[-1]}: stated | largest: {worst[1]:+.1%} ± "
+                     f"{worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]}) | – |")
+    return lines
