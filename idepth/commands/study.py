@@ -127,8 +127,9 @@ def register(subparsers) -> None:
                     "sizes on the same report sets (their α against the envelope's). Cells and contrast runs are "
                     "exported to --cells as they finish (a later session continues from them); writes "
                     "DIR/certified-study.csv (one row per candidate), DIR/certified-study.md, "
-                    "DIR/figures/certified-study.png and DIR/figures/certified-recipes.png. Hours of CPU: see the "
-                    "plan's docstring.")
+                    "DIR/figures/certified-study.png and DIR/figures/certified-recipes.png. CPU time: the page's "
+                    "Targets section, summed from the cells' own CPU time (many core-hours: run it in the background; "
+                    "it resumes).")
     certified.add_argument("--out", metavar="DIR", default="docs/results", help="output directory (default docs/results)")
     certified.add_argument("--store", metavar="DIR", default="store-certified",
                            help="working store (default store-certified; the contrast runs' store is DIR-contrasts; "
