@@ -555,25 +555,27 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
                                 first_shortfall=0.0005, first_shortfall_se=0.001)
     n = len(clean.depths)
     near = PredictionCheck(clean.depths, (2.0,) * n, (0.01,) * n, (2.02,) * n, (0.01,) * n, (0.0,) * n, (0.0,) * n)
-    fast = StudyCompute((("plan", 3, 3600.0), ("second P", 1, 3600.0), ("later", 1, 99999.0)))
+    fast = StudyCompute((("plan", 3, 3600.0), ("second P", 1, 3600.0), ("later", 1, 99999.0)), floor_core_seconds=3600.0)
     page = certified_markdown([clean], TINY, n_rows=len(rows), command="test", checks={clean.setting: near},
                               compute=fast)
     assert "| (B_1 − B_2) − (R*_1 − R*_2) = +0.0005 ± 0.0010 | met |" in page
     assert "| holds at every depth | met |" in page and "| every certificate passes | met |" in page
     assert "largest: -1.0% ± 0.7% ((0, 0), L = 1) | met |" in page
-    assert "| 7,200 core-s: ≥ 1.0 h | met |" in page and "| later | 1 | 99,999 | 13.89 |" in page
+    assert "| 7,200 core-s as run: ≥ 1.0 h; each cell at the least CPU time of its setting and depth: 3,600 core-s, " \
+           "≥ 0.5 h | met |" in page and "| later | 1 | 99,999 | 13.89 |" in page
 
     failed = dataclasses.replace(clean, first_shortfall=0.002, certificates=clean.certificates + (
         Certificate("nesting", 4, 1.0, 0.1, 0.2),))
     far = dataclasses.replace(near, predicted=(2.0, 2.1) + (2.0,) * (n - 2))
-    slow = StudyCompute((("plan", 3, 20000.0), ("second P", 1, 2000.0)))
+    slow = StudyCompute((("plan", 3, 40000.0), ("second P", 1, 2000.0)), floor_core_seconds=22000.0)
     page = certified_markdown([failed], TINY, n_rows=len(rows), command="test", checks={clean.setting: far},
                               compute=slow)
     assert "= +0.0020 ± 0.0010 | **not met** |" in page
     assert "| fails at (0, 0) at L = 4 | **not met** |" in page
     assert "| (0, 0): nesting at L = 4 failed, verdict INCONCLUSIVE | met |" in page
     assert "largest: +4.0% ± 0.7% ((0, 0), L = 2) | **not met** |" in page
-    assert "| 22,000 core-s: ≥ 3.1 h | **not met** |" in page
+    assert "42,000 core-s as run: ≥ 5.8 h; each cell at the least CPU time of its setting and depth: 22,000 core-s, " \
+           "≥ 3.1 h | **not met** |" in page
     assert "## Targets" not in certified_markdown([], TINY, n_rows=0, command="test")
 
 
@@ -587,3 +589,28 @@ def test_the_study_compute_sums_the_cells_cpu_time_by_part(tiny_study, tmp_path)
     assert [runs for _, runs, _ in compute.parts] == [3, 0, 0, 0]  # one seed of the one main spectrum, 3 depths
     assert compute.plan_core_seconds == pytest.approx(total) and total > 0
     assert compute.plan_hours == pytest.approx(total / 7200)
+    assert compute.floor_core_seconds == pytest.approx(total)  # one seed: its own times are the least
+
+
+def test_the_plan_is_priced_at_the_least_cpu_time_of_each_setting_and_depth(tiny_study, tmp_path):
+    """A later seed's cell that ran faster prices the plan's cells of its setting and depth; it does not join the
+    plan's own sum, and a slower one changes nothing."""
+    import dataclasses
+
+    from numerics.experiments.study.certified.cells import _RECORD, _write_npz, read_cell
+    from numerics.experiments.study.certified.targets import study_compute
+
+    cells = _exported(tiny_study, tmp_path)
+    plan = dataclasses.replace(TINY, seeds=(0, 1, 2, 5))  # seed 5: a later seed
+    paths = sorted(cells.glob("*.npz"))
+    base = study_compute(cells, None, plan)
+    record, arrays = read_cell(paths[0])
+    cpu = record["metrics"]["cpu_time"]
+    for name, factor in (("faster", 0.25), ("slower", 4.0)):
+        later = {**record, "hash": name, "config": {**record["config"], "seed": 5},
+                 "metrics": {**record["metrics"], "cpu_time": cpu * factor}}
+        _write_npz(cells / f"{name}.npz", {**arrays, _RECORD: np.array(json.dumps(later))})
+    compute = study_compute(cells, None, plan)
+    assert compute.plan_core_seconds == pytest.approx(base.plan_core_seconds)
+    assert [p[1] for p in compute.parts] == [3, 0, 2, 0]
+    assert compute.floor_core_seconds == pytest.approx(base.floor_core_seconds - cpu * 0.75)
