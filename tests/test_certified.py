@@ -614,3 +614,26 @@ def test_the_plan_is_priced_at_the_least_cpu_time_of_each_setting_and_depth(tiny
     assert compute.plan_core_seconds == pytest.approx(base.plan_core_seconds)
     assert [p[1] for p in compute.parts] == [3, 0, 2, 0]
     assert compute.floor_core_seconds == pytest.approx(base.floor_core_seconds - cpu * 0.75)
+
+
+def test_failures_are_counted_against_chance_per_kind_of_certificate(tiny_study, tmp_path):
+    """Four doubling failures in eight at one SE are far more than the 1.3 chance gives (Poisson tail 0.040),
+    however few the nesting failures; the page says so per kind."""
+    import dataclasses
+
+    from scipy.stats import norm, poisson
+
+    from numerics.experiments.study.certified.page import certified_markdown
+    from numerics.experiments.study.certified.statistics import Certificate, summarise
+    from numerics.experiments.study.certified.table import collect
+
+    rows, errors = collect(_exported(tiny_study, tmp_path))
+    (summary,) = summarise(rows, errors, n_bootstrap=50)
+    doubling = [Certificate("doubling", L, 0.2 if L < 16 else -0.2, 0.1, 0.1) for L in (1, 2, 4, 8, 16, 32, 64, 128)]
+    nesting = [Certificate("nesting", L, -0.1, 0.1, 0.2) for L in (2, 4, 8, 16, 32, 64, 128)]
+    page = certified_markdown([dataclasses.replace(summary, certificates=tuple(doubling + nesting))], TINY,
+                              n_rows=len(rows), command="test")
+    expected = 8 * norm.sf(1.0)
+    assert f"| doubling | 8 | 4 | {expected:.1f} | {poisson.sf(3, expected):.3f} |" in page
+    assert "| doubling | 8 | 4 | 1.3 | 0.040 |" in page
+    assert "| nesting | 7 | 0 | 0.2 | 1.000 |" in page

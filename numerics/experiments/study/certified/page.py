@@ -175,6 +175,7 @@ def _failures_section(summaries, rechecks) -> list[str]:
              f"inequality held with equality, about {chance_failures(certificates):.1f} would fail by sampling alone "
              "(one-sided normal tails); where it holds strictly, fewer. The verdicts do not discount failures: a failed "
              "certificate blocks its setting's verdict whatever its cause.", ""]
+    lines += _failures_by_kind(certificates)
     if rechecks:
         lines += ["Where the envelope at L and at L/2 is, in every seed, the untrained heads of B_L, a failed nesting "
                   "certificate compares two fixed functions and is repeated here on fresh contexts "
@@ -187,6 +188,22 @@ def _failures_section(summaries, rechecks) -> list[str]:
                          f"{r.population:+.4f} ± {r.population_se:.4f} | {r.sigmas:+.1f} SE |")
         lines.append("")
     return lines
+
+
+def _failures_by_kind(certificates) -> list[str]:
+    """Failures per kind of certificate against chance: one kind failing far more often than chance is no fluctuation."""
+    from scipy.stats import poisson
+
+    lines = ["| certificate | checked | failed | by chance (equality) | chance of as many or more |", "|---|---|---|---|---|"]
+    for name in dict.fromkeys(c.name for c in certificates):
+        kind = [c for c in certificates if c.name == name]
+        failed = sum(not c.passed for c in kind)
+        expected = chance_failures(kind)
+        lines.append(f"| {name} | {len(kind)} | {failed} | {expected:.1f} | "
+                     f"{poisson.sf(failed - 1, expected) if failed else 1.0:.3f} |")
+    return lines + ["", "The last column is the Poisson tail at the expected count: a small value says that certificate "
+                    "fails more often than sampling explains, where it holds with equality (so the more where it holds "
+                    "strictly).", ""]
 
 
 def _selection_section(summaries, gaps: dict) -> list[str]:
