@@ -202,8 +202,8 @@ def _failures_by_kind(certificates) -> list[str]:
         lines.append(f"| {name} | {len(kind)} | {failed} | {expected:.1f} | "
                      f"{poisson.sf(failed - 1, expected) if failed else 1.0:.3f} |")
     return lines + ["", "The last column is the Poisson tail at the expected count: a small value says that certificate "
-                    "fails more often than sampling explains, where it holds with equality (so the more where it holds "
-                    "strictly).", ""]
+                    "fails more often than sampling explains even if its inequalities held with equality; where they "
+                    "hold strictly, sampling explains fewer failures still.", ""]
 
 
 def _selection_section(summaries, gaps: dict) -> list[str]:
