@@ -200,7 +200,7 @@ def _failures_by_kind(certificates) -> list[str]:
         failed = sum(not c.passed for c in kind)
         expected = chance_failures(kind)
         lines.append(f"| {name} | {len(kind)} | {failed} | {expected:.1f} | "
-                     f"{poisson.sf(failed - 1, expected) if failed else 1.0:.3f} |")
+                     f"{poisson.sf(failed - 1, expected):.3f} |")  # P(X ≥ failed); 1 at none
     return lines + ["", "The last column is the Poisson tail at the expected count: a small value says that certificate "
                     "fails more often than sampling explains even if its inequalities held with equality; where they "
                     "hold strictly, sampling explains fewer failures still.", ""]

@@ -249,6 +249,17 @@ class CertifiedPlan:
         longer = [(float(a), float(b), self.long_P, self.k) for a, b in self.long_spectra]
         return main + longer + [(float(a), float(b), self.P, 16) for a, b in self.top16_spectra]
 
+    def is_main(self, a: float, b: float, P: int, k: int) -> bool:
+        """Whether (a, b, P, top-``k``) is a main setting: a Table 1 spectrum at the plan's P and k.
+
+        Examples
+        --------
+        >>> CertifiedPlan().is_main(0.0, 0.25, 64, 2), CertifiedPlan().is_main(0.0, 0.25, 64, 16)
+        (True, False)
+        """
+        spectrum = (float(a), float(b))
+        return spectrum in {(float(x), float(y)) for x, y in self.spectra} and int(P) == self.P and int(k) == self.k
+
     def seeds_for(self, a: float, b: float, P: int, k: int) -> tuple:
         """The seeds of the setting (a, b, P, top-``k``): :attr:`seeds` for a main one, else :attr:`side_seeds`.
 
@@ -258,8 +269,7 @@ class CertifiedPlan:
         >>> len(plan.seeds_for(0.0, 0.0, 64, 2)), len(plan.seeds_for(0.0, 0.0, 128, 2))
         (5, 3)
         """
-        main = (float(a), float(b)) in {(float(x), float(y)) for x, y in self.spectra}
-        return self.seeds if main and int(P) == self.P and int(k) == self.k else self.side_seeds
+        return self.seeds if self.is_main(a, b, P, k) else self.side_seeds
 
     def cell(self, a: float, b: float, P: int, depth: int, seed: int, parent: str | None = None, k: int | None = None
              ) -> CellConfig:

@@ -9,6 +9,7 @@ runs in three hours on two cores. Each is stated as measured, met or not; none c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .cells import _files, read_cell
@@ -64,9 +65,7 @@ class StudyCompute:
 
 def _part(config: dict, plan) -> int:
     """Which part of :func:`study_compute` a cell's ``config`` belongs to (an index into its labels)."""
-    spectrum = (float(config["a"]), float(config["b"]))
-    main = spectrum in {(float(a), float(b)) for a, b in plan.spectra}
-    if main and int(config["P"]) == plan.P and int(config["k"]) == plan.k:
+    if plan.is_main(config["a"], config["b"], config["P"], config["k"]):
         return 0 if int(config["seed"]) in tuple(plan.seeds)[:PLAN_SEEDS] else 2
     return 1 if int(config["P"]) == plan.long_P else 3
 
@@ -121,16 +120,14 @@ def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None
     >>> targets_markdown([], {}, CertifiedPlan(), None)
     []
     """
-    table1 = {(float(a), float(b)) for a, b in plan.spectra}
-    main = [s for s in summaries if (s.setting[0], s.setting[1]) in table1 and s.setting[5] == plan.P
-            and s.setting[2] == plan.k]
+    main = [s for s in summaries if plan.is_main(s.setting[0], s.setting[1], s.setting[5], s.setting[2])]
     if not main:
         return []
     lines = ["## Targets", "",
              f"What the study set out to reach at the Table 1 spectra (P = {plan.P}, top-{plan.k}), as measured. A target "
              "not met changes no verdict: the certificates and the gain law decide those.", "",
              "| target | measured | |", "|---|---|---|"]
-    origin = [s for s in main if s.setting[:2] == (0.0, 0.0) and s.first_shortfall == s.first_shortfall]
+    origin = [s for s in main if s.setting[:2] == (0.0, 0.0) and math.isfinite(s.first_shortfall)]
     for s in origin:
         short, se = s.first_shortfall, s.first_shortfall_se
         lines.append(f"| (0, 0): R*_1 − R*_2 ≥ B_1 − B_2 − {FIRST_STEP_SES:g} paired SE | (B_1 − B_2) − (R*_1 − R*_2) "
