@@ -55,6 +55,7 @@ NAMES = (
     "linear_floor",
     "modewise",
     "ensemble",
+    "exchangeable_heads",
     "context_updates",
 )
 

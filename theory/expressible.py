@@ -1,0 +1,398 @@
+"""``U_L``: the best expressible loss found at each depth, the lower envelope of the head branches.
+
+The controlled softmax model of depth ``L`` (paper eq. 60) predicts ``g (1/L) Σ_ℓ u_ℓ`` with one
+head ``u_ℓ`` (a form ``D_ℓ``, :mod:`theory.head_families`) per layer. Any choice of ``L`` forms and a
+gain is a model of the class (``numerics.models.heads.form_average_params`` writes it as weights of
+the LayerNorm model at ``N > d``), so its population loss is an upper bound on the optimum ``R*_L``.
+:func:`best_expressible` searches three branches and keeps the best, depth by depth:
+
+* **atomic** -- the best equal-weight allocation of cosine heads ``τ I`` (``B_L`` of
+  :mod:`theory.softmax_bounds`): a few temperatures, exact after a few heads, then flat;
+* **diffuse** -- heads drawn ``L π_k`` per class from a *fitted form law*
+  (:func:`theory.head_families.fit_form_law`: atoms plus random-form classes ``τ (I + σ S)``),
+  which follows the exchangeable law ``R_∞ + c/(L + L₀)`` toward a lower plateau;
+* **combination** -- a local search over single-head moves in the whole dictionary (atoms and
+  the pooled random forms), started from both of the above and from the rounded non-negative
+  mixture (:func:`theory.softmax_bounds.average_of_heads`);
+
+and the **nested** copy of the depth-``L/2`` winner (each head twice: the same function), so the
+selected loss never increases along a doubling grid on the selection set.
+
+Statistics: heads, gains and allocations are fitted on a *fit* set of contexts; among the candidates
+of a depth one is *selected* on an independent selection set; the loss is *reported* on a third,
+independent set (paper eqs. 1-6), with its SE and the SE of its difference from ``B_L`` paired on
+the same contexts. The reported value is therefore an honest estimate of the population loss of a
+fixed model, i.e. of an upper bound on ``R*_L``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from theory.head_families import (
+    ClassMoments,
+    HeadFamily,
+    draw_contexts,
+    fit_form_law,
+    form_reads,
+    mixture_limit,
+)
+from theory.softmax_bounds import average_of_heads, default_temperatures
+from theory.spectra import as_spectrum
+from theory.validation import check_depths, check_generator, check_positive_int, check_top_k
+
+__all__ = ["BRANCHES", "Dictionary", "ExpressibleLoss", "best_expressible"]
+
+#: the branches a depth's winner can come from (see the module docstring)
+BRANCHES = ("atomic", "diffuse", "combination", "nested")
+#: spreads σ of the random-form classes in the default dictionary
+DEFAULT_SIGMAS = (0.25, 0.5, 1.0)
+#: fewest contexts in each of the fit, selection and report sets
+MIN_CONTEXTS = 256
+
+
+@dataclass(frozen=True)
+class Dictionary:
+    """The finite dictionary of heads the search draws from, regenerated from its seed.
+
+    Columns: first the cosine atoms ``τ I`` (``atoms``), then ``pool`` random forms for each
+    diffuse class ``(τ, σ)`` in ``classes`` order.
+
+    Examples
+    --------
+    >>> dic = Dictionary(atoms=(2.0, 8.0), classes=((8.0, 0.5),), pool=3, d=2, seed=0)
+    >>> dic.forms().shape, dic.size
+    ((5, 2, 2), 5)
+    """
+
+    atoms: tuple
+    classes: tuple
+    pool: int
+    d: int
+    seed: int
+
+    @property
+    def size(self) -> int:
+        """Number of heads."""
+        return len(self.atoms) + self.pool * len(self.classes)
+
+    def family(self) -> HeadFamily:
+        """The atoms and classes as one :class:`~theory.head_families.HeadFamily` (uniform weights)."""
+        taus = tuple(self.atoms) + tuple(t for t, _ in self.classes)
+        sigmas = (0.0,) * len(self.atoms) + tuple(s for _, s in self.classes)
+        return HeadFamily(taus, sigmas)
+
+    def class_of_column(self) -> np.ndarray:
+        """Class index (of :meth:`family`) of every column."""
+        return np.concatenate([np.arange(len(self.atoms)),
+                               np.repeat(np.arange(len(self.classes)) + len(self.atoms), self.pool)]).astype(int)
+
+    def forms(self) -> np.ndarray:
+        """All forms, shape (size, d, d) (deterministic in ``seed``)."""
+        rng = np.random.default_rng(self.seed)
+        family = self.family()
+        out = [family.class_forms(j, 1, self.d, rng) for j in range(len(self.atoms))]
+        out += [family.class_forms(len(self.atoms) + j, self.pool, self.d, rng) for j in range(len(self.classes))]
+        return np.concatenate(out)
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict."""
+        return {"atoms": list(self.atoms), "classes": [list(c) for c in self.classes], "pool": self.pool,
+                "d": self.d, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Dictionary":
+        """Rebuild from :meth:`to_dict` output."""
+        return cls(tuple(data["atoms"]), tuple(tuple(c) for c in data["classes"]), data["pool"], data["d"],
+                   data["seed"])
+
+
+@dataclass(frozen=True)
+class ExpressibleLoss:
+    """``U_L`` at each depth, the branch that won, and ``B_L`` beside it (all on the report set).
+
+    Attributes
+    ----------
+    depths : tuple of int
+    loss, loss_se : tuple of float
+        ``U_L`` (report-set loss of the selected model) and its SE.
+    atomic, atomic_se : tuple of float
+        ``B_L`` on the same contexts.
+    difference, difference_se : tuple of float
+        ``U_L − B_L`` and its paired SE.
+    branch : tuple of str
+        Which of :data:`BRANCHES` won at each depth.
+    allocations : tuple of dict
+        The winner at each depth: ``{"columns": [...], "counts": [...], "gain": g}`` over
+        :attr:`dictionary`'s columns.
+    branch_losses : tuple of dict
+        Every candidate's report-set loss and paired difference from ``B_L`` per depth.
+    mixture, mixture_se, kkt_residual : float
+        The mixture limit over the dictionary (report-set loss) and its KKT residual.
+    dictionary : Dictionary
+    setting : dict
+        ``spectrum, d, P, k, n_fit, n_select, n_report``.
+
+    References
+    ----------
+    Paper eqs. (59)-(63).
+    """
+
+    depths: tuple
+    loss: tuple
+    loss_se: tuple
+    atomic: tuple
+    atomic_se: tuple
+    difference: tuple
+    difference_se: tuple
+    branch: tuple
+    allocations: tuple
+    branch_losses: tuple
+    mixture: float
+    mixture_se: float
+    kkt_residual: float
+    dictionary: Dictionary
+    setting: dict
+
+    def at(self, depth: int) -> tuple[float, float]:
+        """``(U_L, SE)`` at a depth of :attr:`depths`."""
+        i = self.depths.index(int(depth))
+        return self.loss[i], self.loss_se[i]
+
+    def forms(self, depth: int) -> tuple[np.ndarray, float]:
+        """The winner's ``L`` forms (in layer order) and gain at ``depth``: ``(forms (L, d, d), g)``."""
+        if int(depth) not in self.depths:
+            raise ValueError(f"depth must be one of {self.depths}; got {depth!r}")
+        alloc = self.allocations[self.depths.index(int(depth))]
+        dictionary = self.dictionary.forms()
+        return np.repeat(dictionary[alloc["columns"]], alloc["counts"], axis=0), float(alloc["gain"])
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict."""
+        out = {key: list(getattr(self, key)) for key in ("depths", "loss", "loss_se", "atomic", "atomic_se",
+                                                           "difference", "difference_se", "branch")}
+        out.update(allocations=[dict(a) for a in self.allocations], branch_losses=[dict(b) for b in self.branch_losses],
+                   mixture=self.mixture, mixture_se=self.mixture_se, kkt_residual=self.kkt_residual,
+                   dictionary=self.dictionary.to_dict(), setting=dict(self.setting))
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ExpressibleLoss":
+        """Rebuild from :meth:`to_dict` output."""
+        data = dict(data)
+        for key in ("depths", "loss", "loss_se", "atomic", "atomic_se", "difference", "difference_se", "branch",
+                    "allocations", "branch_losses"):
+            data[key] = tuple(data[key])
+        data["dictionary"] = Dictionary.from_dict(data["dictionary"])
+        return cls(**data)
+
+
+def _counts_vector(size: int, columns, counts) -> np.ndarray:
+    n = np.zeros(size, dtype=np.int64)
+    np.add.at(n, np.asarray(columns, dtype=np.int64), np.asarray(counts, dtype=np.int64))
+    return n
+
+
+def _round_to(total: int, shares: np.ndarray) -> np.ndarray:
+    """Largest-remainder rounding of ``total · shares`` to integers adding up to ``total``."""
+    raw = shares / shares.sum() * total
+    n = np.floor(raw).astype(np.int64)
+    for j in np.argsort(-(raw - n))[: total - int(n.sum())]:
+        n[j] += 1
+    return n
+
+
+def _realise(family: HeadFamily, dictionary: Dictionary, depth: int) -> np.ndarray:
+    """Counts over the dictionary's columns for ``L π_k`` heads per class: distinct pool heads per class."""
+    column_class = dictionary.class_of_column()
+    base = dictionary.family()
+    per_class = _round_to(depth, np.asarray(family.weights))
+    counts = np.zeros(dictionary.size, dtype=np.int64)
+    for (tau, sigma), n_k in zip(zip(family.temperatures, family.sigmas), per_class):
+        if n_k == 0:
+            continue
+        cls = next(j for j, (t, s) in enumerate(zip(base.temperatures, base.sigmas)) if t == tau and s == sigma)
+        columns = np.flatnonzero(column_class == cls)
+        for i in range(n_k):  # distinct heads first, cycling through the pool when n_k exceeds it
+            counts[columns[i % columns.size]] += 1
+    return counts
+
+
+def _gain(G: np.ndarray, h: np.ndarray, counts: np.ndarray) -> float:
+    quad = float(counts @ G @ counts)
+    return float(h @ counts) / quad * counts.sum() if quad > 0 else 0.0
+
+
+def best_expressible(depths, spectrum, P: int, k: int = 2, *, n_fit: int = 1 << 15, n_select: int = 1 << 15,
+                     n_report: int = 1 << 17, pool: int = 48, sigmas=DEFAULT_SIGMAS, n_class_temperatures: int = 4,
+                     rng=0, progress=None) -> ExpressibleLoss:
+    """``U_L``: the best expressible loss found at each depth (an upper bound on ``R*_L``), with its branch.
+
+    Parameters
+    ----------
+    depths : int or sequence of int
+        Depths ``L >= 1`` (sorted; a depth that doubles an earlier one also gets the nested candidate).
+    spectrum : theory.Spectrum or theory.PowerLawSpectrum
+        Data spectra (eq. 2).
+    P, k : int
+        Context length and top-k, ``1 <= k <= P``.
+    n_fit, n_select, n_report : int
+        Contexts of the three independent sets (each ``>= 256``).
+    pool : int
+        Random forms per diffuse class in the dictionary (``>= 2``).
+    sigmas : sequence of float
+        Spreads ``σ > 0`` of the diffuse classes.
+    n_class_temperatures : int
+        Diffuse classes are formed at the ``n`` temperatures of largest weight in the best
+        non-negative mixture of cosine heads (fitted on the fit set).
+    rng : int or numpy.random.Generator
+        Seeds the three context sets and the dictionary.
+    progress : callable, optional
+        ``progress(message)`` is called at each stage (the report set takes longest).
+
+    Returns
+    -------
+    ExpressibleLoss
+
+    Raises
+    ------
+    ValueError, TypeError
+        A depth below 1 or not an integer, ``k > P``, sets smaller than 256 contexts, ``σ <= 0``.
+
+    References
+    ----------
+    Paper eqs. (59)-(63); derivation page ``exchangeable_heads``.
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> u = best_expressible((1, 2), PowerLawSpectrum(0, 0, 4), 8, n_fit=512, n_select=512, n_report=512, pool=4)
+    >>> u.branch[0], all(d <= 3 * s for d, s in zip(u.difference, u.difference_se))
+    ('atomic', True)
+    """
+    depth_list = sorted(set(int(L) for L in check_depths(depths, "depths")))
+    spectrum = as_spectrum(spectrum)
+    P = check_positive_int("P", P)
+    k = check_top_k(k, P)
+    n_fit = check_positive_int("n_fit", n_fit, minimum=MIN_CONTEXTS)
+    n_select = check_positive_int("n_select", n_select, minimum=MIN_CONTEXTS)
+    n_report = check_positive_int("n_report", n_report, minimum=MIN_CONTEXTS)
+    pool = check_positive_int("pool", pool, minimum=2)
+    n_class_temperatures = check_positive_int("n_class_temperatures", n_class_temperatures)
+    sigmas = tuple(float(s) for s in np.atleast_1d(np.asarray(sigmas, dtype=np.float64)))
+    if not sigmas or any(not np.isfinite(s) or s <= 0 for s in sigmas):
+        raise ValueError(f"sigmas must be non-empty and > 0; got {sigmas}")
+    rng = check_generator(rng, "rng", allow_seed=True)
+    say = progress or (lambda message: None)
+    fit_rng, select_rng, report_rng, dict_rng = rng.spawn(4)
+    d = spectrum.d
+
+    say(f"fit set: {n_fit} contexts")
+    fit = draw_contexts(spectrum, P, k, n_fit, fit_rng)
+    atoms = tuple(float(t) for t in default_temperatures(spectrum))
+    cosine_fit = form_reads(np.asarray(atoms)[:, None, None] * np.eye(d), fit)
+    cosine_mix = mixture_limit(cosine_fit, fit.target)
+    order = np.argsort(-cosine_mix.weights)[:n_class_temperatures]
+    class_taus = sorted(atoms[j] for j in order if cosine_mix.weights[j] > 0) or [atoms[int(np.argmax(cosine_mix.weights))]]
+    dictionary = Dictionary(atoms=atoms, classes=tuple((t, s) for t in class_taus for s in sigmas), pool=pool, d=d,
+                            seed=int(dict_rng.integers(2**31)))
+    forms = dictionary.forms()
+    say(f"dictionary: {dictionary.size} heads ({len(atoms)} cosine atoms, {len(dictionary.classes)} random-form "
+        f"classes of {pool})")
+    U_fit = np.concatenate([cosine_fit, form_reads(forms[len(atoms):], fit)], axis=1)
+    n = fit.n
+    G, h, s2 = U_fit.T @ U_fit / n, U_fit.T @ fit.target / n, float(fit.target @ fit.target / n)
+    family = dictionary.family()
+    column_class = dictionary.class_of_column()
+    # per-class moments of the dictionary on the fit set (the pool is the dictionary's own)
+    means = np.stack([U_fit[:, column_class == c].mean(axis=1) for c in range(family.n_classes)], axis=1)
+    within = np.stack([U_fit[:, column_class == c].var(axis=1, ddof=1) if np.sum(column_class == c) > 1
+                       else np.zeros(n) for c in range(family.n_classes)], axis=1)
+    sizes = tuple(int(np.sum(column_class == c)) for c in range(family.n_classes))
+    moments = ClassMoments(means, within, sizes, fit.target)
+    n_atoms = len(atoms)
+
+    candidates_by_depth = []
+    previous = {}
+    law_start = None
+    for L in depth_list:
+        cands = {}
+        atomic_counts, _, _ = average_of_heads(G[:n_atoms, :n_atoms], h[:n_atoms], s2, L,
+                                               _doubled(previous.get("atomic"), L))
+        cands["atomic"] = np.concatenate([atomic_counts, np.zeros(dictionary.size - n_atoms, dtype=np.int64)])
+        law = fit_form_law(moments, L, temperatures=family.temperatures, sigmas=family.sigmas, start=law_start)
+        law_start = np.array([_weight_of(law, t, s) for t, s in zip(family.temperatures, family.sigmas)])
+        cands["diffuse"] = _realise(law, dictionary, L)
+        best_combination = None
+        for start in (cands["diffuse"], cands["atomic"], _doubled(previous.get("combination"), L)):
+            if start is None:
+                continue
+            counts, _, value = average_of_heads(G, h, s2, L, start)
+            if best_combination is None or value < best_combination[1]:
+                best_combination = (counts, value)
+        cands["combination"] = best_combination[0]
+        candidates_by_depth.append(cands)  # the nested copy joins at selection, once the L/2 winner is known
+        previous = {"atomic": atomic_counts, "combination": cands["combination"]}
+
+    say(f"selection set: {n_select} contexts")
+    select = draw_contexts(spectrum, P, k, n_select, select_rng)
+    U_sel = form_reads(forms, select)
+    say(f"report set: {n_report} contexts")
+    report = draw_contexts(spectrum, P, k, n_report, report_rng)
+    U_rep = form_reads(forms, report)
+
+    mix = mixture_limit(U_fit, fit.target, U_rep, report.target)
+    losses, losses_se, atomic, atomic_se, diff, diff_se, branch, allocations, branch_losses = ([] for _ in range(9))
+    winners = {}
+    for L, cands in zip(depth_list, candidates_by_depth):
+        nested = _doubled(winners.get(L // 2), L) if L % 2 == 0 else None
+        if nested is not None:
+            cands = {**cands, "nested": nested}
+        gains = {name: _gain(G, h, c) for name, c in cands.items()}
+        sel_loss = {name: float(np.mean((U_sel @ c * gains[name] / L - select.target) ** 2)) for name, c in cands.items()}
+        # ties (e.g. a nested copy equal to a fresh candidate) go to the earlier branch of BRANCHES
+        name = min(cands, key=lambda key: (sel_loss[key], BRANCHES.index(key)))
+        winners[L] = cands[name]
+        err = {key: (U_rep @ c * gains[key] / L - report.target) ** 2 for key, c in cands.items()}
+        base = err["atomic"]
+        losses.append(float(err[name].mean()))
+        losses_se.append(_se(err[name]))
+        atomic.append(float(base.mean()))
+        atomic_se.append(_se(base))
+        diff.append(float((err[name] - base).mean()))
+        diff_se.append(_se(err[name] - base))
+        branch.append(name)
+        columns = np.flatnonzero(cands[name])
+        allocations.append({"columns": columns.tolist(), "counts": cands[name][columns].tolist(), "gain": gains[name]})
+        branch_losses.append({key: {"loss": float(e.mean()), "loss_se": _se(e), "minus_atomic": float((e - base).mean()),
+                                    "minus_atomic_se": _se(e - base), "selection_loss": sel_loss[key]}
+                              for key, e in err.items()})
+    label = (f"PowerLawSpectrum(a={spectrum.a:g}, b={spectrum.b:g}, d={spectrum.d})" if hasattr(spectrum, "a")
+             else repr(spectrum))
+    return ExpressibleLoss(
+        depths=tuple(depth_list), loss=tuple(losses), loss_se=tuple(losses_se), atomic=tuple(atomic),
+        atomic_se=tuple(atomic_se), difference=tuple(diff), difference_se=tuple(diff_se), branch=tuple(branch),
+        allocations=tuple(allocations), branch_losses=tuple(branch_losses), mixture=mix.loss, mixture_se=mix.loss_se,
+        kkt_residual=mix.kkt_residual, dictionary=dictionary,
+        setting={"spectrum": label, "d": d, "P": P, "k": k, "n_fit": n_fit, "n_select": n_select,
+                 "n_report": n_report})
+
+
+def _weight_of(family: HeadFamily, tau: float, sigma: float) -> float:
+    for t, s, w in zip(family.temperatures, family.sigmas, family.weights):
+        if t == tau and s == sigma:
+            return w
+    return 0.0
+
+
+def _doubled(counts, depth: int):
+    """The allocation of depth ``depth/2`` with every head twice (the same function), or None."""
+    if counts is None or depth % 2 or int(np.sum(counts)) * 2 != depth:
+        return None
+    return np.asarray(counts, dtype=np.int64) * 2
+
+
+def _se(values: np.ndarray) -> float:
+    return float(values.std(ddof=1) / np.sqrt(values.size))
