@@ -15,7 +15,7 @@ import importlib
 import sys
 
 #: sub-command modules, in the order shown by ``idepth --help``
-COMMANDS = ("predict", "sweep", "derive", "docs", "train", "diagnose", "study", "reproduce")
+COMMANDS = ("predict", "expressible", "sweep", "derive", "docs", "train", "diagnose", "study", "reproduce")
 
 
 class _Parser(argparse.ArgumentParser):

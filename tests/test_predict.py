@@ -156,22 +156,24 @@ def test_cli_bad_input_is_one_line_on_stderr_with_exit_2(args, name):
     assert len(lines) == 1 and name in lines[0] and "Traceback" not in out.stderr
 
 
-# ----------------------------------------------------------------------------- softmax: regime="converged"
-def test_converged_softmax_prediction_is_the_bound_B_L_at_every_depth():
+# ----------------------------------------------------------------------------- softmax: regime="heads"
+def test_heads_softmax_prediction_is_the_bound_B_L_made_monotone_by_nesting():
     from theory.softmax_bounds import softmax_bounds
 
     spectrum = PowerLawSpectrum(0, 0.5, 8)
-    pred = predict_loss([1, 2, 8], spectrum, attention="softmax", task="difficult", P=32, regime="converged",
+    pred = predict_loss([1, 2, 8], spectrum, attention="softmax", task="difficult", P=32, regime="heads",
                         n_samples=512, rng=11)
     bounds = softmax_bounds(spectrum, 32, 2, depths=(1, 2, 8), n_contexts=512, rng=11)
-    assert pred.loss.tolist() == list(bounds.average)
+    # 2 nests 1 (each head twice); 8 nests 2 only through 4, which is not asked for
+    assert pred.loss.tolist() == [bounds.average[0], min(bounds.average[:2]), bounds.average[2]]
     assert np.all(pred.lower <= pred.loss) and np.all(pred.loss <= pred.upper)
     assert pred.plateau == bounds.mixture
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(regime="lazy"), "regime"), (dict(regime="converged"), "P"), (dict(norm="batch", P=32, width=16), "norm"),
-    (dict(regime="converged", P=32, calibration={"L0": 1.0, "c": 1.0}), "calibration"),
+    (dict(regime="lazy"), "regime"), (dict(regime="heads"), "P"), (dict(norm="batch", P=32, width=16), "norm"),
+    (dict(regime="converged", P=32), "regime='heads'"), (dict(regime="exchangeable", P=32), "heads"),
+    (dict(regime="heads", P=32, calibration={"L0": 1.0, "c": 1.0}), "calibration"),
     (dict(calibration={"L0": 1.0, "c": -1.0}), "coefficient"), (dict(calibration={"L0": -1.0, "c": 1.0}), "plateau"),
 ])
 def test_bad_softmax_difficult_arguments_raise_naming_the_argument(kwargs, name):
@@ -182,7 +184,7 @@ def test_bad_softmax_difficult_arguments_raise_naming_the_argument(kwargs, name)
 
 def test_regime_is_refused_outside_softmax_difficult():
     with pytest.raises(ValueError, match="regime"):
-        predict_loss([1, 2], PowerLawSpectrum(2, 1, 8), regime="converged")
+        predict_loss([1, 2], PowerLawSpectrum(2, 1, 8), regime="heads")
 
 
 # ----------------------------------------------------------------------------- one rule for every keyword
@@ -190,13 +192,16 @@ from theory.predict import KEYWORDS  # noqa: E402
 
 #: a valid value of every case keyword (the one rule is checked before any value is used)
 _VALUES = dict(polynomial="free", gamma=0.5, P=32, k=2, floor_method="monte_carlo", n_samples=64, rng=1,
-               calibration={"L0": 1.0, "c": 1.0}, regime="calibrated", norm="rms", width=16)
+               calibration={"L0": 1.0, "c": 1.0}, regime="calibrated", norm="rms", width=16,
+               heads=__import__("theory.head_families", fromlist=["CosineHeads"]).CosineHeads((4.0,)))
 _CASES = {  # (attention, task, variant) -> the keywords that select that variant
     ("linear", "easy", "constrained"): {}, ("linear", "easy", "free"): {"polynomial": "free"},
     ("linear", "difficult", ""): {}, ("softmax", "easy", ""): {},
     ("softmax", "difficult", "calibrated"): {"regime": "calibrated"},
-    ("softmax", "difficult", "converged"): {"regime": "converged"},
-    ("softmax", "difficult", "converged, width"): {"regime": "converged", "width": 16},
+    ("softmax", "difficult", "expressible"): {"regime": "expressible"},
+    ("softmax", "difficult", "heads"): {"regime": "heads"},
+    ("softmax", "difficult", "heads, width"): {"regime": "heads", "width": 16},
+    ("softmax", "difficult", "exchangeable"): {"regime": "exchangeable"},
 }
 
 
@@ -226,7 +231,10 @@ def test_keywords_once_silently_ignored_are_refused(keyword, value, attention, t
 
 def test_too_few_bound_contexts_are_refused_not_raised_to_the_minimum():
     with pytest.raises(ValueError, match="n_samples must be an integer >= 16"):
-        predict_loss([1, 2], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult", P=32, n_samples=8)
+        predict_loss([1, 2], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult", P=32, n_samples=8,
+                     regime="heads")
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 256"):
+        predict_loss([1, 2], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult", P=32, n_samples=64)
 
 
 @pytest.mark.parametrize("depth", [[[1, 2], [4, 8]], np.ones((1, 1, 1), dtype=int)])
@@ -246,14 +254,45 @@ def test_repr_is_a_short_summary_and_to_dict_keeps_everything():
 
 
 # ----------------------------------------------------------------------------- the default softmax prediction
-def test_default_softmax_difficult_prediction_is_the_bound_B_L_at_any_size():
-    spectrum = PowerLawSpectrum(0, 0, 16)  # no lazy calibration exists at d = 16, P = 64
-    default = predict_loss([1, 4], spectrum, attention="softmax", task="difficult", P=64, n_samples=64, rng=3)
-    converged = predict_loss([1, 4], spectrum, attention="softmax", task="difficult", P=64, n_samples=64, rng=3,
-                             regime="converged")
-    assert default.loss.tolist() == converged.loss.tolist()
-    assert default.kind == "B_L: an expressible loss (upper bound on the optimum R*_L)"
-    assert default.law.startswith("B_L")
+def test_default_softmax_difficult_prediction_is_the_shipped_best_expressible_loss():
+    from theory.expressible import shipped_expressible
+
+    spectrum = PowerLawSpectrum(0, 0, 16)
+    default = predict_loss([1, 2, 4, 8, 16, 32, 64, 128], spectrum, attention="softmax", task="difficult", P=64)
+    shipped = shipped_expressible(spectrum, 64)
+    assert default.kind == "U_L: best expressible loss found (an upper bound on the optimum R*_L)"
+    assert default.law.startswith("U_L")
+    np.testing.assert_array_equal(default.loss, np.minimum.accumulate(shipped.loss))
+    assert np.all(np.diff(default.loss) <= 0)  # nesting: never rises along doublings
+    assert any("shipped results" in a for a in default.assumptions)
+
+
+def test_default_softmax_prediction_is_computed_off_the_shipped_grid_and_stays_below_the_heads():
+    spectrum = PowerLawSpectrum(0, 0, 8)
+    default = predict_loss([1, 2, 4], spectrum, attention="softmax", task="difficult", P=16, n_samples=512, rng=3)
+    assert any("computed now" in a for a in default.assumptions)
+    assert np.all(np.diff(default.loss) <= 0)
+    assert np.all(default.lower <= default.loss) and np.all(default.loss <= default.upper)
+
+
+def test_a_scalar_depth_gives_a_scalar_and_a_sequence_an_array():
+    scalar = predict_loss(4, SPEC)
+    assert scalar.loss.shape == () and scalar.depth.shape == () and float(scalar.loss) > 0
+    assert predict_loss([4], SPEC).loss.shape == (1,)
+    cal = predict_loss(4, SPEC, attention="softmax", task="difficult", calibration={"L0": 2.0, "c": 8.0})
+    assert cal.loss.shape == () and cal.lower is None
+    assert "R_L:  [4]" in repr(cal)
+
+
+def test_exchangeable_regime_is_the_computed_law_of_the_given_heads():
+    from theory.head_families import RandomFormHeads
+
+    heads = RandomFormHeads((5.0, 15.0), 0.5)
+    pred = predict_loss([1, 4, 64], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult", P=16,
+                        regime="exchangeable", heads=heads, n_samples=1024, rng=2)
+    expected = pred.plateau + pred.coefficient / (np.array([1, 4, 64]) + (pred.coefficient / (pred.loss[0] - pred.plateau) - 1))
+    np.testing.assert_allclose(pred.loss, expected, rtol=1e-10)
+    assert pred.coefficient > 0 and np.all(np.diff(pred.loss) < 0) and pred.exponent == 1.0
 
 
 def test_the_lazy_calibration_stays_available_by_name():
@@ -264,14 +303,14 @@ def test_the_lazy_calibration_stays_available_by_name():
     assert "calibrated" in cal.kind and "bound" not in cal.kind.replace("not a bound", "")
 
 
-def test_cli_predict_softmax_default_is_the_bound_and_says_so():
+def test_cli_predict_softmax_default_is_the_best_expressible_loss_and_says_so():
     out = _idepth("predict", "--attention", "softmax", "--task", "difficult", "--a", "0", "--b", "0", "--d", "16",
-                  "--P", "64", "--depth", "1,2", "--samples", "64", "--json")
+                  "--P", "64", "--depth", "1,2", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["kind"] == "B_L: an expressible loss (upper bound on the optimum R*_L)"
+    assert data["kind"] == "U_L: best expressible loss found (an upper bound on the optimum R*_L)"
     assert data["loss"] == predict_loss([1, 2], PowerLawSpectrum(0, 0, 16), attention="softmax", task="difficult",
-                                        P=64, n_samples=64).loss.tolist()
+                                        P=64).loss.tolist()
 
 
 def test_cli_predict_refuses_an_option_that_does_not_apply():

@@ -53,7 +53,7 @@ def test_predict_loss_without_calibration_uses_the_defaults_at_matching_sizes(pa
     spectrum = PowerLawSpectrum(entry.a, entry.b, entry.d)
     depths = [1, 2, 8, 32]
     pred = predict_loss(depths, spectrum, attention="softmax", task="difficult", P=entry.P, k=entry.k,
-                        regime="calibrated")
+                        calibration=packaged.default_regime)
     np.testing.assert_allclose(pred.loss, entry.L0 + entry.c / np.array(depths, dtype=float), rtol=rtol(ROUNDOFF))
     assert pred.plateau == entry.L0 and pred.coefficient == entry.c
     assert any("measured defaults" in a and "idepth study defaults" in a for a in pred.assumptions)
@@ -71,7 +71,7 @@ def test_predict_loss_can_select_another_measured_regime_by_name(packaged):
                 continue
             pred = predict_loss(4, spectrum, attention="softmax", task="difficult", P=entry.P, k=entry.k,
                                 calibration=regime)
-            assert pred.loss[0] == pytest.approx(entry.L0 + entry.c / 4, rel=rtol(ROUNDOFF))
+            assert float(pred.loss) == pytest.approx(entry.L0 + entry.c / 4, rel=rtol(ROUNDOFF))
     with pytest.raises(ValueError, match="regime"):
         predict_loss(4, PowerLawSpectrum(entry.a, entry.b, entry.d), attention="softmax", task="difficult",
                      P=entry.P, k=entry.k, calibration="no-such-regime")
@@ -81,12 +81,15 @@ def test_predict_loss_refuses_sizes_outside_the_defaults_naming_the_sizes_it_has
     d, N, P, k = packaged.sizes[0]
     with pytest.raises(ValueError, match=rf"d={d}, N={N}, P={P}, k={k}"):
         predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult", P=P + 1, k=k,
-                     regime="calibrated")
+                     calibration=packaged.default_regime)
     with pytest.raises(ValueError, match="calibration"):
         predict_loss(4, PowerLawSpectrum(0, 0, d + 1), attention="softmax", task="difficult", P=P, k=k,
-                     regime="calibrated")
+                     calibration=packaged.default_regime)
     with pytest.raises(ValueError, match="calibration"):  # no P: cannot pick defaults
-        predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult", regime="calibrated")
+        predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult",
+                     calibration=packaged.default_regime)
+    with pytest.raises(ValueError, match="calibration="):  # no calibration at all: says what to pass
+        predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult", P=P, regime="calibrated")
 
 
 def test_predict_loss_refuses_a_spectrum_outside_the_measured_grid(packaged):
@@ -94,7 +97,7 @@ def test_predict_loss_refuses_a_spectrum_outside_the_measured_grid(packaged):
     far = max(e.a for e in packaged.entries) + 1.0
     with pytest.raises(ValueError, match="outside the grid"):
         predict_loss(4, PowerLawSpectrum(far, 0, d), attention="softmax", task="difficult", P=P, k=k,
-                     regime="calibrated")
+                     calibration=packaged.default_regime)
 
 
 # ----------------------------------------------------------------------------- interpolation (synthetic files)

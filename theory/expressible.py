@@ -27,7 +27,9 @@ fixed model, i.e. of an upper bound on ``R*_L``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 
@@ -43,7 +45,8 @@ from theory.softmax_bounds import average_of_heads, default_temperatures
 from theory.spectra import as_spectrum
 from theory.validation import check_depths, check_generator, check_positive_int, check_top_k
 
-__all__ = ["BRANCHES", "Dictionary", "ExpressibleLoss", "best_expressible"]
+__all__ = ["BRANCHES", "Dictionary", "ExpressibleLoss", "best_expressible", "data_file_name", "shipped_expressible",
+           "SHIPPED_DIR"]
 
 #: the branches a depth's winner can come from (see the module docstring)
 BRANCHES = ("atomic", "diffuse", "combination", "nested")
@@ -51,6 +54,40 @@ BRANCHES = ("atomic", "diffuse", "combination", "nested")
 DEFAULT_SIGMAS = (0.25, 0.5, 1.0)
 #: fewest contexts in each of the fit, selection and report sets
 MIN_CONTEXTS = 256
+#: where the shipped results live, inside the ``theory`` package (written by ``idepth expressible run``)
+SHIPPED_DIR = ("data", "expressible")
+
+
+def data_file_name(a: float, b: float, d: int, P: int, k: int) -> str:
+    """The shipped file of one setting: ``a{a}_b{b}_d{d}_P{P}_k{k}.json``.
+
+    Examples
+    --------
+    >>> data_file_name(0, 0.25, 16, 64, 2)
+    'a0_b0.25_d16_P64_k2.json'
+    """
+    return f"a{a:g}_b{b:g}_d{d}_P{P}_k{k}.json"
+
+
+def shipped_expressible(spectrum, P: int, k: int = 2) -> "ExpressibleLoss | None":
+    """The shipped ``U_L`` of a power-law spectrum with unit scales at ``(d, P, k)``, or None if there is none.
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> shipped_expressible(PowerLawSpectrum(0, 0, 16), 64).depths[-1]
+    128
+    >>> shipped_expressible(PowerLawSpectrum(0, 0, 16), 65) is None
+    True
+    """
+    spectrum = as_spectrum(spectrum)
+    if not (hasattr(spectrum, "a") and spectrum.c_lambda == 1.0 and spectrum.c_omega == 1.0):
+        return None
+    name = data_file_name(spectrum.a, spectrum.b, spectrum.d, int(P), int(k))
+    entry = resources.files("theory").joinpath(*SHIPPED_DIR, name)
+    if not entry.is_file():
+        return None
+    return ExpressibleLoss.from_dict(json.loads(entry.read_text(encoding="utf-8"))["result"])
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from theory.validation import check_dtype, check_generator, check_positive_int, 
 
 __all__ = [
     "Contexts", "draw_contexts", "form_reads", "random_symmetric", "HeadFamily", "CosineHeads", "RandomFormHeads",
-    "FittedFormHeads", "ExchangeableLaw", "exchangeable_law", "MixtureLimit", "mixture_limit", "fit_form_law",
+    "FittedFormHeads", "ExchangeableLaw", "exchangeable_law", "exchangeable_law_from_reads", "MixtureLimit", "mixture_limit", "fit_form_law",
     "class_moments", "ClassMoments",
 ]
 
@@ -543,46 +543,95 @@ def exchangeable_law(family: HeadFamily, contexts: Contexts, *, pool: int = 256,
     """
     if not isinstance(family, HeadFamily):
         raise TypeError(f"family must be a HeadFamily; got {type(family).__name__}")
-    pool = check_positive_int("pool", pool, minimum=2 * blocks)
     blocks = check_positive_int("blocks", blocks, minimum=2)
+    pool = check_positive_int("pool", pool, minimum=2 * blocks)
     rng = check_generator(rng, "rng", allow_seed=True)
     d = contexts.test_unit.shape[1]
-    weights = np.asarray(family.weights)
-    # pool: `pool` heads per diffuse class, one per atom; head j of a class belongs to group j % blocks
-    forms, cls_of, group_of = [], [], []
+    forms, classes = [], []
     for cls in range(family.n_classes):
         size = 1 if family.sigmas[cls] == 0 else pool
         forms.append(family.class_forms(cls, size, d, rng))
-        cls_of += [cls] * size
-        group_of += list(np.arange(size) % blocks) if size > 1 else [-1]
-    reads = form_reads(np.concatenate(forms), contexts)
-    cls_of, group_of = np.asarray(cls_of), np.asarray(group_of)
-    n = contexts.n
+        classes += [cls] * size
+    return exchangeable_law_from_reads(form_reads(np.concatenate(forms), contexts), contexts.target,
+                                       classes=classes, weights=family.weights, stratified=stratified, blocks=blocks)
+
+
+def exchangeable_law_from_reads(reads, target, *, classes=None, weights=None, stratified: bool = False,
+                                blocks: int = 16) -> ExchangeableLaw:
+    """The exchangeable law from a pool of heads' outputs (any heads: forms, or a model's layers at init).
+
+    Parameters
+    ----------
+    reads : array_like, shape (n, M)
+        Output ``u`` of each of ``M`` pooled heads on ``n`` contexts; the heads of a class are
+        i.i.d. draws of that class (a class with one column is an atom: no variance).
+    target : array_like, shape (n,)
+        ``y*``.
+    classes : sequence of int, optional
+        Class of each column (default: one class).
+    weights : sequence of float, optional
+        Class probabilities ``π_k`` (default uniform).
+    stratified : bool
+        As in :func:`exchangeable_law`.
+    blocks : int
+        Jackknife groups (contexts and, within each class, pooled heads).
+
+    Returns
+    -------
+    ExchangeableLaw
+
+    References
+    ----------
+    Paper eqs. (60)-(63).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.standard_normal(4000); reads = y[:, None] + rng.standard_normal((4000, 64))
+    >>> law = exchangeable_law_from_reads(reads, y)
+    >>> abs(law.plateau) < 0.05, round(law.coefficient, 1)   # m = y*: no plateau; v = 1, q = 1: c = 1
+    (True, 1.0)
+    """
+    reads = np.asarray(reads, dtype=np.float64)
+    target = np.asarray(target, dtype=np.float64)
+    if reads.ndim != 2 or target.shape != (reads.shape[0],):
+        raise ValueError(f"reads must be (n, M) and target (n,); got {reads.shape} and {target.shape}")
+    blocks = check_positive_int("blocks", blocks, minimum=2)
+    cls_of = np.zeros(reads.shape[1], dtype=int) if classes is None else np.asarray(classes, dtype=int)
+    if cls_of.shape != (reads.shape[1],):
+        raise ValueError(f"classes must give one class per column of reads ({reads.shape[1]}); got {cls_of.shape}")
+    n_classes = int(cls_of.max()) + 1
+    weights = np.ones(n_classes) / n_classes if weights is None else np.asarray(weights, dtype=np.float64)
+    if weights.shape != (n_classes,) or np.any(weights < 0) or weights.sum() <= 0:
+        raise ValueError(f"weights must be {n_classes} non-negative class probabilities; got {weights!r}")
+    weights = weights / weights.sum()
+    group_of = np.full(cls_of.size, -1)
+    for k in range(n_classes):  # head j of a diffuse class belongs to jackknife group j % blocks
+        columns = np.flatnonzero(cls_of == k)
+        if columns.size > 1:
+            if columns.size < 2 * blocks:
+                raise ValueError(f"class {k} has {columns.size} pooled heads; the jackknife needs >= {2 * blocks}")
+            group_of[columns] = np.arange(columns.size) % blocks
+    n = target.size
     ctx_group = np.arange(n) % blocks
 
     def estimate(keep_ctx: np.ndarray, drop_group: int | None):
         keep_heads = group_of != drop_group
         u = reads[keep_ctx][:, keep_heads]
         cls = cls_of[keep_heads]
-        mean = np.zeros(u.shape[0])
-        second = np.zeros(u.shape[0])
-        within = np.zeros(u.shape[0])
-        correction = np.zeros(u.shape[0])
-        for k in range(family.n_classes):
+        mean, second, within, correction = (np.zeros(u.shape[0]) for _ in range(4))
+        for k in range(n_classes):
             block = u[:, cls == k]
-            m_k = block.mean(axis=1)
-            mean += weights[k] * m_k
+            mean += weights[k] * block.mean(axis=1)
             second += weights[k] * (block * block).mean(axis=1)
             if block.shape[1] > 1:
                 var_k = block.var(axis=1, ddof=1)
                 within += weights[k] * var_k
-                # E m̂_k² = m_k² + Var_k/M_k: the pool bias of the mixture's squared mean
+                # E m̂_k² = m_k² + Var_k/M_k: the pool's bias of the mixture's squared mean
                 correction += weights[k] ** 2 * var_k / block.shape[1]
-        target = contexts.target[keep_ctx]
-        s, h, q, v = _law_terms(mean, second, target, correction)
-        if stratified:
-            v = within
-        return float(s.mean()), float(h.mean()), float(q.mean()), float(v.mean())
+        terms = _law_terms(mean, second, target[keep_ctx], correction)
+        s, h, q, v = (float(t.mean()) for t in terms)
+        return s, h, q, (float(within.mean()) if stratified else v)
 
     full = estimate(np.ones(n, dtype=bool), None)
     plateau, coefficient, shift = _law(*full)
@@ -591,7 +640,8 @@ def exchangeable_law(family: HeadFamily, contexts: Contexts, *, pool: int = 256,
     s, h, q, v = full
     return ExchangeableLaw(plateau=plateau, plateau_se=float(se[0]), coefficient=coefficient,
                            coefficient_se=float(se[1]), shift=shift, variance=v, fixed_gain=h / q,
-                           moments={"s": s, "h": h, "q": q, "v": v}, stratified=stratified, n_contexts=n, pool=pool)
+                           moments={"s": s, "h": h, "q": q, "v": v}, stratified=stratified, n_contexts=n,
+                           pool=int(np.bincount(cls_of).max()))
 
 
 # --------------------------------------------------------------------------- the mixture limit
@@ -744,5 +794,9 @@ def fit_form_law(moments: ClassMoments, depth: int, *, temperatures, sigmas, sta
             best = res
     pi = best.x ** 2
     pi = pi / pi.sum()
+    # the optimum may sit on a vertex (one class), which the squared parametrisation reaches only asymptotically
+    vertex = int(np.argmin([_stratified_loss(e, Q, H, W, s, L) for e in np.eye(K)]))
+    if _stratified_loss(np.eye(K)[vertex], Q, H, W, s, L) <= _stratified_loss(pi, Q, H, W, s, L):
+        pi = np.eye(K)[vertex]
     keep = pi > 1e-6
     return FittedFormHeads(np.asarray(temperatures)[keep], np.asarray(sigmas)[keep], pi[keep])

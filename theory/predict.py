@@ -13,14 +13,19 @@ linear     difficult   top-k floor ``T − hᵀG†h`` of the best degree-L cova
                        polynomial-approximation term, which vanishes as L grows
 softmax    easy        0 for every L ≥ 1 (one layer retrieves the exact match,
                        section 3.2 / Fig. 4)
-softmax    difficult   ``regime="converged"`` (default, every size): ``B_L``, the best
-                       loss an equal-weight average of L softmax heads with one gain can
-                       reach (eq. 60, :mod:`theory.softmax_bounds`) — an expressible loss,
-                       hence an upper bound on the best trained loss ``R*_L``;
-                       ``regime="calibrated"`` (the default when ``calibration`` is given):
-                       ``plateau + c/L`` (eq. 63 read as an exchangeable ensemble:
-                       plateau = C, c = A − C) from a calibration or from the lazy-training
-                       measurements shipped for d = 32, P = 128
+softmax    difficult   ``regime="expressible"`` (default): ``U_L``, the best expressible
+                       loss found at each depth -- the lower envelope of the cosine-atom,
+                       diffuse-form and combined head branches (:mod:`theory.expressible`),
+                       an upper bound on the optimum ``R*_L``; read from the shipped
+                       results at d = 16, P = 64, top-2 for the Table 1 spectra, computed
+                       otherwise;
+                       ``regime="heads"``: ``B_L``, the best equal-weight average of L cosine
+                       heads (eq. 60, :mod:`theory.softmax_bounds`), also an upper bound;
+                       ``regime="exchangeable"`` with ``heads=`` a head distribution
+                       (:class:`theory.head_families.HeadFamily`): the exact law
+                       ``R_∞ + c/(L + L₀)`` of i.i.d. heads, computed, not fitted;
+                       ``regime="calibrated"`` with ``calibration=``: ``plateau + c/L``
+                       (eq. 63 with depth-independent A, C) from a measurement
 ========== =========== ============================================================
 
 Each case takes its own keywords (:data:`KEYWORDS`); a keyword given to a case it does not
@@ -44,23 +49,27 @@ ATTENTIONS = ("linear", "softmax")
 #: a prediction's interval is ± this many SE (the two-sided 95 % normal quantile)
 INTERVAL_Z = 1.959963984540054
 #: how the softmax/difficult loss is predicted (see the module table); the first is the default
-REGIMES = ("converged", "calibrated")
+REGIMES = ("expressible", "heads", "exchangeable", "calibrated")
+#: regime names that were renamed: the old name is refused with an error naming the new one
+RENAMED_REGIMES = {"converged": "heads"}
 TASKS = ("easy", "difficult")
 POLYNOMIALS = ("constrained", "free")
 FLOOR_METHODS = ("auto", "semi_analytic", "monte_carlo")
 NORMS = ("layer", "rms")
 
 #: the keywords of :func:`predict_loss` that apply to each case ``(attention, task, variant)``; the
-#: variant is the polynomial (linear/easy) or the regime (softmax/difficult, ``"converged, width"``
+#: variant is the polynomial (linear/easy) or the regime (softmax/difficult, ``"heads, width"``
 #: when a width is given: the pre-norm ``norm`` applies only then). Any other keyword is refused.
 KEYWORDS = {
     ("linear", "easy", "constrained"): ("polynomial", "gamma"),
     ("linear", "easy", "free"): ("polynomial",),
     ("linear", "difficult", ""): ("P", "k", "floor_method", "n_samples", "rng"),
     ("softmax", "easy", ""): (),
+    ("softmax", "difficult", "expressible"): ("regime", "P", "k", "n_samples", "rng"),
+    ("softmax", "difficult", "heads"): ("regime", "P", "k", "n_samples", "rng", "width"),
+    ("softmax", "difficult", "heads, width"): ("regime", "P", "k", "n_samples", "rng", "width", "norm"),
+    ("softmax", "difficult", "exchangeable"): ("regime", "heads", "P", "k", "n_samples", "rng"),
     ("softmax", "difficult", "calibrated"): ("regime", "calibration", "P", "k"),
-    ("softmax", "difficult", "converged"): ("regime", "P", "k", "n_samples", "rng", "width"),
-    ("softmax", "difficult", "converged, width"): ("regime", "P", "k", "n_samples", "rng", "width", "norm"),
 }
 
 #: what the number of each case is (``LossPrediction.kind``)
@@ -68,15 +77,17 @@ KINDS = {
     ("linear", "easy"): "exact population loss of the stated covariance polynomial",
     ("linear", "difficult"): "floor of the best degree-L covariance polynomial (the optimum of the linear model)",
     ("softmax", "easy"): "infimum of the loss (reached as the temperature -> 0)",
-    ("softmax", "difficult", "converged"): "B_L: an expressible loss (upper bound on the optimum R*_L)",
+    ("softmax", "difficult", "expressible"): "U_L: best expressible loss found (an upper bound on the optimum R*_L)",
+    ("softmax", "difficult", "heads"): "B_L: best average of L cosine heads (an expressible loss, an upper bound on R*_L)",
+    ("softmax", "difficult", "exchangeable"): "exchangeable law R_inf + c/(L + L0) of i.i.d. heads (computed, not fitted)",
     ("softmax", "difficult", "calibrated"): "calibrated law plateau + c/L (a measured depth law, not a bound)",
 }
 
 #: default of each keyword when it applies (``None``: see :func:`predict_loss`)
 DEFAULTS = {"polynomial": "constrained", "gamma": None, "P": None, "k": 2, "floor_method": "auto", "n_samples": 4096,
-            "rng": None, "calibration": None, "regime": None, "norm": "layer", "width": None}
+            "rng": None, "calibration": None, "regime": None, "norm": "layer", "width": None, "heads": None}
 
-#: fewest Monte-Carlo contexts per set of the converged regime (what theory.softmax_bounds accepts)
+#: fewest Monte-Carlo contexts per set of the heads regime (what theory.softmax_bounds accepts)
 MIN_BOUND_CONTEXTS = 16
 
 
@@ -189,7 +200,7 @@ class LossPrediction:
         Everything the number rests on, in words.
     kind : str
         What the number is (:data:`KINDS`), e.g. ``"B_L: an expressible loss (upper bound on
-        the optimum R*_L)"`` for the converged softmax prediction.
+        the optimum R*_L)"`` for the default softmax prediction.
 
     The ``repr`` is a short summary (case, kind, depths, losses); every field stays an
     attribute and :meth:`to_dict` holds them all.
@@ -228,6 +239,7 @@ class LossPrediction:
 
     def __repr__(self) -> str:
         def numbers(values, limit=8):
+            values = np.atleast_1d(values)
             shown = [f"{float(v):.6g}" for v in values[:limit]]
             return "[" + ", ".join(shown) + (f", ... ({len(values)} in all)" if len(values) > limit else "") + "]"
 
@@ -362,11 +374,17 @@ def _linear_difficult(depths, spectrum, P, k, floor_method, n_samples, rng):
 def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
     """Softmax/difficult: ``plateau + c/L`` from a calibration, or from the measured defaults.
 
-    ``calibration=None`` (or a regime name such as ``"converged"``) takes ``(L0, c)`` from
+    A regime name (``"lazy"``) as ``calibration`` takes ``(L0, c)`` from
     :mod:`theory.softmax_defaults` for this spectrum and ``(d, P, k)``, interpolated linearly
     over ``(a, b)`` inside the measured grid, and refuses other sizes and spectra.
     """
-    if calibration is None or isinstance(calibration, str):
+    if calibration is None:
+        raise ValueError(
+            "regime='calibrated' needs calibration=...: a SoftmaxCalibration, a measured theory.decomposition."
+            "Decomposition, a theory.fitting.DepthLawFit, a mapping {'A': ..., 'C': ...} or {'L0': ..., 'c': ...}, "
+            "or a regime name of the shipped lazy-training measurements (calibration='lazy': d = 32, P = 128, "
+            "exponent fixed at 1); for a prediction without a measurement use regime='expressible' (the default)")
+    if isinstance(calibration, str):
         from .softmax_defaults import load_softmax_defaults, softmax_default
 
         regime = calibration
@@ -414,16 +432,30 @@ def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
     )
 
 
-def _softmax_converged(depths, spectrum, P, k, n_samples, rng, norm, width):
+def _doubling_envelope(depths: np.ndarray, loss: np.ndarray) -> np.ndarray:
+    """Running minimum along doubling chains: a depth-L/2 model with every layer twice is a depth-L model
+    with the same function (the nested construction), so an expressible loss never rises along L, 2L, 4L..."""
+    out = np.array(loss, dtype=np.float64)
+    index = {int(L): i for i, L in enumerate(depths)}
+    for i in np.argsort(depths):
+        half = index.get(int(depths[i]) // 2) if depths[i] % 2 == 0 else None
+        if half is not None:
+            out[i] = min(out[i], out[half])
+    return out
+
+
+def _softmax_heads(depths, spectrum, P, k, n_samples, rng, norm, width):
     from .softmax_bounds import softmax_bounds
 
     if P is None:
-        raise ValueError("P (context length) is required for regime='converged' (the bounds depend on P)")
+        raise ValueError("P (context length) is required for regime='heads' (the bounds depend on P)")
     n_samples = check_positive_int("n_samples", n_samples, minimum=MIN_BOUND_CONTEXTS)
     similarity = "cosine" if width is None else "prenorm"
-    bounds = softmax_bounds(spectrum, P, k, depths=tuple(int(L) for L in depths), similarity=similarity, width=width,
+    unique = np.unique(depths)
+    bounds = softmax_bounds(spectrum, P, k, depths=tuple(int(L) for L in unique), similarity=similarity, width=width,
                             norm=norm, n_contexts=n_samples, rng=0 if rng is None else rng)
-    loss = np.array([bounds.at(int(L))[0] for L in depths])
+    values = _doubling_envelope(unique, np.array([bounds.at(int(L))[0] for L in unique]))
+    loss = values[np.searchsorted(unique, depths)]
     se = np.array([bounds.at(int(L))[1] for L in depths])
     half = INTERVAL_Z * np.nan_to_num(se, nan=0.0)
     what = "exact cosine similarity" if width is None else f"the pre-norm ({norm}) similarity at width N = {width}"
@@ -433,13 +465,76 @@ def _softmax_converged(depths, spectrum, P, k, n_samples, rng, norm, width):
         plateau=bounds.mixture, coefficient=None, exponent=None,
         assumptions=(
             f"each layer of the controlled model (M(0), fixed H_x, eqs. 59-60) is a softmax head over {what} with "
-            "its own temperature; a converged model reaches the best such average. Layers whose learned form "
-            "(W_q A)ᵀ(W_k A) is not a multiple of the identity are not covered by the bound (measured at d = 16, "
-            "N = 32, P = 64, (0, 0): R_256 = 2.027 ± 0.033 against B_∞ = 2.056 ± 0.022, "
-            "docs/results/converged-study.md)",
+            "its own temperature; heads whose form is not a multiple of the identity are not searched "
+            "(regime='expressible' searches them)",
             f"Monte Carlo: {bounds.n_seeds} seeds x {bounds.n_contexts} fit + {bounds.n_contexts} held-out contexts, "
             f"top-{k} of P = {P}; interval = ±1.96 SE over seeds; plateau = B_∞ (best non-negative mixture) = "
-            f"{bounds.mixture:.6g} ± {bounds.mixture_se:.2g}",
+            f"{bounds.mixture:.6g} ± {bounds.mixture_se:.2g}; non-increasing along doublings by nesting",
+        ),
+    )
+
+
+def _softmax_expressible(depths, spectrum, P, k, n_samples, rng):
+    from .expressible import best_expressible, shipped_expressible
+
+    if P is None:
+        raise ValueError("P (context length) is required for regime='expressible' (the loss depends on P)")
+    unique = np.unique(depths)
+    shipped = shipped_expressible(spectrum, P, k) if rng is None and n_samples is None else None
+    if shipped is not None and set(unique.tolist()) <= set(shipped.depths):
+        result, source = shipped, (f"shipped results theory/data/expressible ({shipped.setting['n_report']} report "
+                                   "contexts; regenerate with: idepth expressible run)")
+    else:
+        n = check_positive_int("n_samples", 4096 if n_samples is None else n_samples, minimum=256)
+        result = best_expressible(unique, spectrum, P, k, n_fit=n, n_select=n, n_report=2 * n, pool=32,
+                                  rng=0 if rng is None else rng)
+        source = f"computed now: {n} fit + {n} selection + {2 * n} report contexts, 32 random forms per class"
+    at = {L: result.at(int(L)) for L in unique}
+    values = _doubling_envelope(unique, np.array([at[L][0] for L in unique]))
+    position = np.searchsorted(unique, depths)
+    loss = values[position]
+    se = np.array([at[L][1] for L in unique])[position]
+    branch = dict(zip(result.depths, result.branch))
+    return dict(
+        loss=loss, lower=loss - INTERVAL_Z * se, upper=loss + INTERVAL_Z * se,
+        law="U_L: lower envelope of the atomic (cosine), diffuse (random forms) and combined head branches "
+            "(eq. 60; theory.expressible.best_expressible)",
+        plateau=result.mixture, coefficient=None, exponent=None,
+        assumptions=(
+            "each layer of the controlled model (M(0), fixed H_x, eqs. 59-60) is a softmax head over a learned "
+            "quadratic form; every candidate is written as weights of the LayerNorm model at N > d, so U_L is a "
+            "loss the model reaches: an upper bound on the optimum R*_L, not a trained loss",
+            f"source: {source}; the winning branch by depth: "
+            + ", ".join(f"L={int(L)}: {branch[int(L)]}" for L in unique),
+            f"interval = ±1.96 report-set SE; plateau = the mixture limit over the dictionary "
+            f"({result.mixture:.6g} ± {result.mixture_se:.2g}); non-increasing along doublings by nesting",
+        ),
+    )
+
+
+def _softmax_exchangeable(depths, spectrum, P, k, n_samples, rng, heads):
+    from .head_families import HeadFamily, draw_contexts, exchangeable_law
+
+    if not isinstance(heads, HeadFamily):
+        raise ValueError("regime='exchangeable' needs heads=... (a theory.head_families.HeadFamily: the law the "
+                         f"layers' heads are drawn from); got {_short(heads)}")
+    if P is None:
+        raise ValueError("P (context length) is required for regime='exchangeable'")
+    n = check_positive_int("n_samples", 4096 if n_samples is None else n_samples, minimum=256)
+    contexts = draw_contexts(spectrum, P, k, n, 0 if rng is None else rng)
+    law = exchangeable_law(heads, contexts, rng=1 if rng is None else rng)
+    loss = law.loss(depths.astype(np.float64))
+    se = np.hypot(law.plateau_se, law.coefficient_se / (depths + law.shift))
+    return dict(
+        loss=loss, lower=loss - INTERVAL_Z * se, upper=loss + INTERVAL_Z * se,
+        law="R_L = R_inf + c/(L + L0): L i.i.d. heads, gain re-fitted at each depth (eqs. 60-63 with constant A, C)",
+        plateau=law.plateau, coefficient=law.coefficient, exponent=1.0,
+        assumptions=(
+            f"heads drawn i.i.d. from {heads.name} ({heads.n_classes} classes); R_inf = s - h^2/q = "
+            f"{law.plateau:.6g} ± {law.plateau_se:.2g}, c = h^2 v/q^2 = {law.coefficient:.6g} ± "
+            f"{law.coefficient_se:.2g}, L0 = v/q = {law.shift:.4g}: moments of the heads on {n} fresh contexts, "
+            f"pool of {law.pool} heads per class (computed, not fitted)",
+            "an expectation over draws: by Maurey's argument some draw of L heads reaches it, so it bounds R*_L",
         ),
     )
 
@@ -461,6 +556,7 @@ def predict_loss(
     regime: str | None = None,
     norm: str | None = None,
     width: int | None = None,
+    heads=None,
 ) -> LossPrediction:
     """Predicted loss ``R_L`` of a depth-L attention model (see the module table).
 
@@ -481,7 +577,7 @@ def predict_loss(
     gamma : float, optional
         Linear/easy constrained: the effective step γ = κv, ``0 < γ < 2L/λ_1``; default ``γ* = L/λ_1``.
     P : int, optional
-        Context length (linear/difficult and softmax/difficult ``'converged'``: required;
+        Context length (linear/difficult and softmax/difficult: required;
         ``'calibrated'`` without a calibration: required, to select the measured defaults).
     k : int, optional
         Top-k of the difficult task (eq. 6); default 2.
@@ -493,35 +589,44 @@ def predict_loss(
         cosine-ranked floor by 7–150 % on the paper's Table 3 rows.
     n_samples : int, optional
         Monte-Carlo contexts (default 4096): of the linear floor (``floor_method`` Monte
-        Carlo, at least 4) or per set of the converged softmax bounds (at least
+        Carlo, at least 4) or per set of the softmax ``'heads'`` bounds (at least
         :data:`MIN_BOUND_CONTEXTS`); fewer are refused.
     rng : numpy.random.Generator or int, optional
         Randomness for Monte Carlo (default seed 0).
-    regime : {'converged', 'calibrated'}, optional
-        Softmax/difficult. ``'converged'`` (default unless ``calibration`` is given): ``B_L``
-        at every depth and every size (needs ``P``), from
-        :func:`theory.softmax_bounds.softmax_bounds` with ``n_samples`` contexts per set and
-        ``rng`` — an expressible loss, hence an upper bound on the best trained loss ``R*_L``
-        (``kind`` says so); its interval is ±1.96 SE over independent seeds.
-        ``'calibrated'`` (the default when ``calibration`` is given): ``plateau + c/L`` from
-        ``calibration`` (a negative plateau or coefficient is refused).
+    regime : {'expressible', 'heads', 'exchangeable', 'calibrated'}, optional
+        Softmax/difficult (needs ``P``). ``'expressible'`` (default unless ``calibration`` is
+        given): ``U_L``, the best expressible loss found -- an upper bound on the optimum
+        ``R*_L`` (:func:`theory.expressible.best_expressible`); read from the shipped results
+        (d = 16, P = 64, top-2, the Table 1 spectra, depths 1-128 by doubling) when neither
+        ``n_samples`` nor ``rng`` is given, else computed with ``n_samples`` fit and selection
+        contexts and twice as many report contexts (about a minute on one core).
+        ``'heads'``: ``B_L``, the best average of L cosine heads
+        (:func:`theory.softmax_bounds.softmax_bounds`, ``n_samples`` contexts per set).
+        ``'exchangeable'``: the exact law ``R_∞ + c/(L + L₀)`` of L heads drawn i.i.d. from
+        ``heads``. ``'calibrated'`` (the default when ``calibration`` is given):
+        ``plateau + c/L`` from ``calibration``. The former name ``'converged'`` (of ``B_L``)
+        is refused with an error naming ``'heads'``.
     calibration : optional
         ``regime='calibrated'``: :class:`SoftmaxCalibration`, a measured
-        :class:`~theory.decomposition.Decomposition`, a :class:`~theory.fitting.DepthLawFit`
-        or a mapping ``{'A', 'C'}`` / ``{'L0', 'c'}``. ``None`` uses the lazy-training
-        measurements shipped in ``theory/data/softmax_defaults.json``
-        (:mod:`theory.softmax_defaults`, d = 32, P = 128) for this spectrum's ``d`` and the
-        given ``P``, ``k``, interpolated linearly over ``(a, b)`` inside the measured grid; a
-        string names another training regime of that file. Sizes or spectra outside the file
-        raise ValueError naming the sizes it has.
+        :class:`~theory.decomposition.Decomposition`, a :class:`~theory.fitting.DepthLawFit`,
+        a mapping ``{'A', 'C'}`` / ``{'L0', 'c'}``, or the name of a regime of the shipped
+        lazy-training measurements (``'lazy'``: ``theory/data/softmax_defaults.json``, d = 32,
+        P = 128, exponent fixed at 1; sizes or spectra outside the file are refused).
     width : int, optional
-        ``regime='converged'``: the hidden width N of the pre-norm similarity; default exact cosine.
+        ``regime='heads'``: the hidden width N of the pre-norm similarity; default exact cosine.
     norm : {'layer', 'rms'}, optional
-        ``regime='converged'`` with ``width``: the model's pre-norm (default ``'layer'``).
+        ``regime='heads'`` with ``width``: the model's pre-norm (default ``'layer'``).
+    heads : theory.head_families.HeadFamily, optional
+        ``regime='exchangeable'``: the law the layers' heads are drawn from.
 
     Returns
     -------
     LossPrediction
+        ``depth`` and ``loss`` (and ``lower``/``upper`` when there is an interval) have the
+        shape of ``depth``: a 0-d array for a scalar depth, a 1-d array for a sequence.
+        ``attention``, ``task``, ``kind`` (what the number is), ``law`` (with its equations),
+        ``plateau`` (``R_∞``), ``coefficient`` and ``exponent`` of the asymptote when the law
+        has one, ``validity_window``/``in_window`` (linear/easy), ``assumptions`` (in words).
 
     Raises
     ------
@@ -543,33 +648,42 @@ def predict_loss(
     1.0
     >>> bool(p.loss[0] > p.loss[1] > p.loss[2])
     True
-    >>> predict_loss(8, spec, attention="softmax", task="difficult", calibration={"L0": 2.0, "c": 8.0}).loss.tolist()
-    [3.0]
-    >>> b = predict_loss([1, 4], PowerLawSpectrum(0, 0, 8), attention="softmax", task="difficult", P=32,
-    ...                  n_samples=256)
-    >>> bool(b.loss[1] <= b.loss[0] + 0.1), b.kind
-    (True, 'B_L: an expressible loss (upper bound on the optimum R*_L)')
-    >>> predict_loss(8, spec, attention="softmax", task="difficult", polynomial="free")
+    >>> u = predict_loss([1, 2, 128], PowerLawSpectrum(0, 0, 16), attention="softmax", task="difficult", P=64)
+    >>> u.kind
+    'U_L: best expressible loss found (an upper bound on the optimum R*_L)'
+    >>> bool(u.loss[0] >= u.loss[1] >= u.loss[2])
+    True
+    >>> float(predict_loss(8, spec, attention="softmax", task="difficult", calibration={"L0": 2.0, "c": 8.0}).loss)
+    3.0
+    >>> predict_loss(8, spec, attention="softmax", task="difficult", P=64, regime="converged")
     Traceback (most recent call last):
     ...
-    ValueError: polynomial='free' does not apply to attention='softmax', task='difficult', regime='converged'; what applies there: regime, P, k, n_samples, rng, width
+    ValueError: regime='converged' was renamed: the best average of cosine heads (B_L) is regime='heads'
+    >>> predict_loss(8, spec, attention="softmax", task="difficult", P=64, polynomial="free")
+    Traceback (most recent call last):
+    ...
+    ValueError: polynomial='free' does not apply to attention='softmax', task='difficult', regime='expressible'; what applies there: regime, P, k, n_samples, rng
     """
     attention = check_choice("attention", attention, ATTENTIONS)
     task = check_choice("task", task, TASKS)
     given = {name: value for name, value in dict(
         polynomial=polynomial, gamma=gamma, P=P, k=k, floor_method=floor_method, n_samples=n_samples, rng=rng,
-        calibration=calibration, regime=regime, norm=norm, width=width).items() if value is not None}
+        calibration=calibration, regime=regime, norm=norm, width=width, heads=heads).items() if value is not None}
     if attention == "linear" and task == "easy":
         variant = check_choice("polynomial", given.get("polynomial", DEFAULTS["polynomial"]), POLYNOMIALS)
     elif attention == "softmax" and task == "difficult":
+        if given.get("regime") in RENAMED_REGIMES:
+            raise ValueError(f"regime={given['regime']!r} was renamed: the best average of cosine heads (B_L) is "
+                             f"regime={RENAMED_REGIMES[given['regime']]!r}")
         variant = check_choice("regime", given.get("regime", "calibrated" if calibration is not None else REGIMES[0]),
                                REGIMES)
-        variant += ", width" if variant == "converged" and width is not None else ""
+        variant += ", width" if variant == "heads" and width is not None else ""
     else:
         variant = ""
     _check_keywords(attention, task, variant, given)
     values = {**DEFAULTS, **given}
     depths = check_depths(depth)
+    scalar = np.ndim(depth) == 0
     spectrum = as_spectrum(spectrum)
     if attention == "linear" and task == "easy":
         parts = _linear_easy(depths, spectrum, variant, values["gamma"])
@@ -585,19 +699,26 @@ def predict_loss(
                 "(query/key norms grow, Fig. 4c); the prediction is the infimum, reached only in that limit",
             ),
         )
-    elif variant.startswith("converged"):
+    elif variant.startswith("heads"):
         norm = check_choice("norm", values["norm"], NORMS)
-        parts = _softmax_converged(depths, spectrum, values["P"], values["k"], values["n_samples"], values["rng"],
-                                   norm, width)
+        parts = _softmax_heads(depths, spectrum, values["P"], values["k"], values["n_samples"], values["rng"],
+                               norm, width)
+    elif variant == "expressible":
+        parts = _softmax_expressible(depths, spectrum, values["P"], values["k"], given.get("n_samples"),
+                                     given.get("rng"))
+    elif variant == "exchangeable":
+        parts = _softmax_exchangeable(depths, spectrum, values["P"], values["k"], given.get("n_samples"),
+                                      given.get("rng"), heads)
     else:
         parts = _softmax_difficult(depths, calibration, spectrum, values["P"], values["k"])
         if parts["coefficient"] < 0:
             raise ValueError(f"calibration coefficient must be >= 0 (the loss falls with depth); got {parts['coefficient']!r}")
     parts["kind"] = KINDS.get((attention, task), KINDS.get((attention, task, variant.split(",")[0]), ""))
+    shape = () if scalar else depths.shape  # a scalar depth gives 0-d arrays, as numpy ufuncs do
     for key in ("loss", "lower", "upper", "in_window"):
         if parts.get(key) is not None:
-            parts[key] = _readonly(parts[key])
-    return LossPrediction(depth=_readonly(depths), attention=attention, task=task, **parts)
+            parts[key] = _readonly(np.reshape(parts[key], shape))
+    return LossPrediction(depth=_readonly(np.reshape(depths, shape)), attention=attention, task=task, **parts)
 
 
 def _check_keywords(attention: str, task: str, variant: str, given: Mapping) -> None:

@@ -16,8 +16,8 @@ linearly over ``(a, b)`` (piecewise linear on a Delaunay triangulation of the gr
 points; along the line when the grid is one-dimensional) and refusing, with a
 ValueError naming what the file has, any size or spectrum outside the grid. It
 is what :func:`theory.predict_loss` uses for ``attention='softmax',
-task='difficult', regime='calibrated'`` when no calibration is given (its default,
-``regime='converged'``, is the bound B_L of :mod:`theory.softmax_bounds`, at every size).
+task='difficult'`` with ``calibration='lazy'`` (a regime name of the file); its default,
+``regime='expressible'``, is ``U_L`` of :mod:`theory.expressible`.
 
 ``theory`` never imports ``numerics``: the file is produced by
 :func:`numerics.experiments.study.make_softmax_defaults` and only read here.

@@ -36,16 +36,34 @@ def parse_depths(text: str) -> list[int]:
 def _calibration(text: str | None):
     if text is None:
         return None
+    if "=" not in text and "," not in text:  # a regime name of the shipped measurements, e.g. 'lazy'
+        return text.strip()
     values = {}
     for item in text.split(","):
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"--calibration must look like 'A=...,C=...' or 'L0=...,c=...'; got {text!r}")
+            raise ValueError(f"--calibration must look like 'A=...,C=...', 'L0=...,c=...' or a measured regime's name "
+                             f"('lazy'); got {text!r}")
         try:
             values[key.strip()] = float(value)
         except ValueError:
             raise ValueError(f"--calibration value for {key.strip()!r} must be a number; got {value!r}") from None
     return values
+
+
+def _heads(text: str | None):
+    """``'4,12:0.5'``: temperatures 4 and 12, random forms of spread 0.5 (``:0`` or no ``:``: cosine heads)."""
+    if text is None:
+        return None
+    from theory.head_families import CosineHeads, RandomFormHeads
+
+    taus, _, sigma = text.partition(":")
+    try:
+        temperatures = [float(t) for t in taus.split(",") if t.strip()]
+        spread = float(sigma) if sigma.strip() else 0.0
+    except ValueError:
+        raise ValueError(f"--heads must look like 'TAU,TAU,...:SIGMA' (e.g. '4,12:0.5'); got {text!r}") from None
+    return CosineHeads(temperatures) if spread == 0 else RandomFormHeads(temperatures, spread)
 
 
 def register(subparsers) -> None:
@@ -58,8 +76,10 @@ def register(subparsers) -> None:
             "or a spectrum read from a file. linear/easy: exact population loss of the constrained residual "
             "(1 - γλ/L)^L (eqs. 29-34) or of the optimal free polynomial (eqs. 35-40); linear/difficult: the "
             "top-k floor of the best degree-L polynomial (eqs. 41-54); softmax/easy: 0; softmax/difficult: "
-            "B_L, the best average of L softmax heads (eq. 60) -- an expressible loss, an upper bound on the best "
-            "trained loss -- at any size (default), or plateau + c/L from a calibration (eq. 63, --regime calibrated). "
+            "U_L, the best expressible loss found at each depth (the lower envelope of cosine-head, random-form and "
+            "combined branches, eq. 60) -- an upper bound on the optimum R*_L (default: --regime expressible); "
+            "B_L, the best average of L cosine heads (--regime heads); the exact law R_inf + c/(L + L0) of i.i.d. "
+            "heads (--regime exchangeable --heads ...); or plateau + c/L from a calibration (eq. 63, --calibration). "
             "An option that does not apply to the case chosen is refused, naming those that do."
         ),
         epilog="examples:\n  idepth predict --a 2 --b 1 --d 1024 --depth 2^0-8\n"
@@ -85,17 +105,21 @@ def register(subparsers) -> None:
     case.add_argument("--k", type=int, help="top-k of the difficult task (default 2)")
     case.add_argument("--floor-method", help="linear/difficult: auto (default: exact cosine route if λ is flat, else "
                                                "Monte Carlo), semi_analytic or monte_carlo")
-    case.add_argument("--samples", type=int, help="Monte-Carlo contexts (linear floor by Monte Carlo, softmax "
-                                                   "--regime converged; default 4096)")
+    case.add_argument("--samples", type=int, help="Monte-Carlo contexts (linear floor by Monte Carlo; softmax: per "
+                                                   "set; default 4096, and for --regime expressible the shipped "
+                                                   "results when they exist)")
     case.add_argument("--seed", type=int, help="Monte-Carlo seed (default 0)")
-    case.add_argument("--calibration", help="softmax/difficult: 'A=..,C=..' (measured at one depth) or 'L0=..,c=..'")
+    case.add_argument("--calibration", help="softmax/difficult: 'A=..,C=..' (measured at one depth), 'L0=..,c=..', "
+                                             "or 'lazy' (the lazy-training measurements at d = 32, P = 128)")
     case.add_argument("--regime",
-                      help="softmax/difficult: converged (default: B_L, the best average of L softmax heads, an upper "
-                           "bound on the best trained loss, with its interval) or calibrated (plateau + c/L from "
-                           "--calibration, or the lazy-training measurements at d = 32, P = 128; the default with "
-                           "--calibration)")
-    case.add_argument("--norm", help="softmax/difficult, converged, with --width: the pre-norm, layer (default) or rms")
-    case.add_argument("--width", type=int, help="softmax/difficult, converged: hidden width N >= d (default: exact cosine)")
+                      help="softmax/difficult: expressible (default: U_L, the best expressible loss found, an upper "
+                           "bound on the optimum), heads (B_L: cosine heads only), exchangeable (with --heads) or "
+                           "calibrated (with --calibration, its default)")
+    case.add_argument("--heads", metavar="TAUS:SIGMA", help="softmax/difficult, exchangeable: the head law, e.g. "
+                                                           "'4,12:0.5' (random forms τ(I + 0.5 S) at τ = 4, 12) or "
+                                                           "'8' (cosine heads)")
+    case.add_argument("--norm", help="softmax/difficult, heads, with --width: the pre-norm, layer (default) or rms")
+    case.add_argument("--width", type=int, help="softmax/difficult, heads: hidden width N >= d (default: exact cosine)")
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the prediction as JSON")
     out.add_argument("--plot", type=Path, metavar="FILE", help="write a log-log plot of R_L against L (PNG/PDF/SVG)")
@@ -131,7 +155,7 @@ def run(args) -> int:
     # only the options given: predict_loss refuses one that does not apply to the case, naming it
     options = dict(polynomial=args.polynomial, gamma=args.gamma, P=args.P, k=args.k, floor_method=args.floor_method,
                    n_samples=args.samples, rng=args.seed, calibration=_calibration(args.calibration),
-                   regime=args.regime, norm=args.norm, width=args.width)
+                   regime=args.regime, norm=args.norm, width=args.width, heads=_heads(args.heads))
     prediction = predict_loss(parse_depths(args.depth), spectrum, attention=args.attention, task=args.task,
                               **{name: value for name, value in options.items() if value is not None})
     if args.plot is not None:

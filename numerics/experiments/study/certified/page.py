@@ -245,8 +245,8 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
     if not checks:
         return []
     lines = ["## `predict_loss` against the envelope", "",
-             "`theory.predict_loss(L, spectrum, attention='softmax', task='difficult', P=P)` (B_L, the default "
-             f"prediction, {PREDICT_SAMPLES} contexts per set) against the envelope R*_L. The report set's own sampling "
+             "`theory.predict_loss(L, spectrum, attention='softmax', task='difficult', P=P, regime='heads')` (B_L, the "
+             f"cosine-head prediction, {PREDICT_SAMPLES} contexts per set) against the envelope R*_L. The report set's own sampling "
              "error (the ± of R*_L below, common to every depth) would hide a deviation of a few per cent, so R*_L is "
              "estimated with a control variate: the paired gap R*_L − B_L on the report set plus the population loss of "
              f"the same heads on {HEADS_SETS} × {PREDICT_SAMPLES} fresh contexts (`theory.softmax_bounds.allocation_losses`). "

@@ -408,7 +408,7 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
     a, b, k, d, N, P = summary.setting
     spectrum = PowerLawSpectrum(a, b, d)
     prediction = predict_loss(summary.depths, spectrum, attention="softmax", task="difficult", P=P, k=k,
-                              n_samples=n_samples)
+                              n_samples=n_samples, regime="heads")
     half_width = np.asarray(prediction.upper) - np.asarray(prediction.loss)
     heads = _heads(summary.setting, plan, summary.depths)
     means, ses = allocation_losses(heads, spectrum, P, k, n_contexts=n_samples, n_seeds=n_sets,

@@ -152,7 +152,7 @@ def _targets_lines(rows, stats, bounds) -> list[str]:
                    f"{t.predicted / t.R_1 - 1:+.2%} (± {t.predicted_half_width / t.R_1:.1%}) | {t.deepest} | "
                    f"{t.R_deepest / t.B_inf - 1:+.2%} | {t.max_gain_se:.4f} | {(t.B_1 - t.B_inf) / 4:.4f} |")
     out += ["", "predict_loss(1): `theory.predict_loss(1, spectrum, attention='softmax', task='difficult', P, k, "
-            "regime='converged', n_samples=16384)` (its own Monte Carlo, independent of the B_1 column's). "
+            "regime='heads', n_samples=16384)` (its own Monte Carlo, independent of the B_1 column's). "
             "Targets of the study: predict_loss(1) within 3 % of R_1; R_1 within 2 % of B_1 and the deepest "
             "model within 2 % of B_∞ (both unpaired: the bounds are Monte Carlo on other contexts, SEs in the "
             "tables above); the paired SE of R_1 − R_L below a quarter of B_1 − B_∞.", ""]

@@ -285,7 +285,7 @@ def group_findings(rows: Sequence[Mapping], stats: Mapping, key: tuple, bounds=N
 
 
 def predicted_single(a: float, b: float, k: int, d: int, P: int) -> tuple[float, float]:
-    """``theory.predict_loss(1, ..., regime='converged')`` at ``(d, P)`` and the half-width of its interval.
+    """``theory.predict_loss(1, ..., regime='heads')`` (B_1) at ``(d, P)`` and the half-width of its interval.
 
     :data:`PREDICT_SAMPLES` contexts, the seed derived from the spectrum and sizes.
 
@@ -297,8 +297,8 @@ def predicted_single(a: float, b: float, k: int, d: int, P: int) -> tuple[float,
 
     seed = _text_seed(f"predict {a!r} {b!r} {k} {d} {P}")
     pred = predict_loss(1, PowerLawSpectrum(a, b, d), attention="softmax", task="difficult", P=P, k=k,
-                        regime="converged", rng=seed, n_samples=PREDICT_SAMPLES)
-    return float(pred.loss[0]), float(pred.upper[0] - pred.loss[0])
+                        regime="heads", rng=seed, n_samples=PREDICT_SAMPLES)
+    return float(pred.loss), float(pred.upper - pred.loss)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,70 @@
+"""``idepth expressible``: the best expressible loss U_L (run and ship it; check trained models against it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "U_L, the best expressible loss at each depth: compute and ship it (run), or check trained models (check)"
+
+
+def _spectra(text: str) -> list[tuple[float, float]]:
+    out = []
+    for item in text.split(";"):
+        try:
+            a, b = (float(v) for v in item.split(","))
+        except ValueError:
+            raise ValueError(f"--spectra must look like 'a,b;a,b' (e.g. '0,0;0,0.25'); got {text!r}") from None
+        if a < 0 or b < 0:
+            raise ValueError(f"--spectra exponents must be >= 0; got ({a:g}, {b:g})")
+        out.append((a, b))
+    return out
+
+
+def register(subparsers) -> None:
+    """Add the ``expressible`` sub-command."""
+    parser = subparsers.add_parser(
+        "expressible", help=HELP,
+        description=(
+            "U_L (theory.expressible.best_expressible): at each depth the best loss found among averages of L "
+            "softmax heads -- cosine heads (atomic), random quadratic forms drawn from a fitted form law (diffuse), "
+            "a local search over both (combination), and the depth-L/2 winner with every head twice (nested) -- "
+            "each a model of the class, so U_L is an upper bound on the optimum R*_L. 'run' computes it at the "
+            "paper's Table 1 spectra (d = 16, P = 64, top-2, depths 1-128; a few CPU minutes per spectrum, "
+            "resumable) into theory/data/expressible/, which theory.predict_loss reads; 'check' compares the "
+            "certified study's envelope and the lazy recipe with it (docs/results/expressible.md)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  idepth expressible run\n  idepth expressible run --spectra '0,0;0,0.25' --out /tmp/u\n"
+               "  idepth expressible check",
+    )
+    sub = parser.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+    run_parser = sub.add_parser("run", help="compute U_L at the Table 1 spectra (resumable)")
+    run_parser.add_argument("--spectra", help="'a,b;a,b' (default: the paper's Table 1 spectra)")
+    run_parser.add_argument("--out", type=Path, help="directory (default: theory/data/expressible of this install)")
+    run_parser.add_argument("--recompute", action="store_true", help="recompute spectra whose files exist")
+    run_parser.set_defaults(func=run)
+    check_parser = sub.add_parser("check", help="the certified envelope and the lazy recipe against U_L")
+    check_parser.add_argument("--out", type=Path, default=None,
+                              help="results directory (default: docs/results of this checkout)")
+    check_parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "run":
+        from numerics.experiments.expressible import TABLE1_SPECTRA, run_expressible
+        from numerics.io import check_output_dir
+
+        spectra = _spectra(args.spectra) if args.spectra else list(TABLE1_SPECTRA)
+        if args.out is not None:
+            check_output_dir(args.out, "--out")
+        run_expressible(spectra, args.out, recompute=args.recompute,
+                        progress=lambda message: print(message, file=sys.stderr, flush=True))
+        return 0
+    from numerics.experiments.expressible_checks import write_expressible_checks
+
+    out = args.out if args.out is not None else Path("docs/results")
+    write_expressible_checks(out, progress=lambda message: print(message, file=sys.stderr, flush=True))
+    return 0

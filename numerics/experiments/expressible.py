@@ -1,0 +1,125 @@
+"""The best expressible loss ``U_L`` at the paper's Table 1 spectra, computed once and shipped.
+
+:func:`theory.expressible.best_expressible` is minutes of CPU per spectrum at population scale
+(three independent sets of 2^15, 2^15 and 2^17 contexts, a dictionary of 832 heads), so its
+results for the Table 1 spectra at the certified study's sizes (d = 16, P = 64, top-2) are
+computed by :func:`run_expressible` (``idepth expressible run``), one JSON file per spectrum in
+``theory/data/expressible/`` (package data: ``theory.predict_loss`` reads them). The run is
+resumable: a spectrum whose file exists with the same settings is not recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from numerics.io import write_json
+
+__all__ = ["ExpressibleSettings", "SETTINGS", "TABLE1_SPECTRA", "run_expressible", "data_dir", "file_name"]
+
+
+@dataclass(frozen=True)
+class ExpressibleSettings:
+    """What one shipped ``U_L`` file is computed with (its file is recomputed when these change)."""
+
+    d: int = 16
+    P: int = 64
+    k: int = 2
+    depths: tuple = (1, 2, 4, 8, 16, 32, 64, 128)
+    n_fit: int = 1 << 15
+    n_select: int = 1 << 15
+    n_report: int = 1 << 17
+    pool: int = 64
+    sigmas: tuple = (0.25, 0.5, 1.0)
+    n_class_temperatures: int = 4
+    seed: int = 2030
+
+
+#: the shipped settings (the certified study's sizes)
+SETTINGS = ExpressibleSettings()
+
+
+def _table1_spectra() -> tuple:
+    from theory.paper import paper_table
+
+    return tuple((float(row["a"]), float(row["b"])) for row in paper_table("table1"))
+
+
+#: the paper's Table 1 spectra (a, b), read from theory.paper
+TABLE1_SPECTRA = _table1_spectra()
+
+
+def data_dir() -> Path:
+    """``theory/data/expressible`` of this installation (:data:`theory.expressible.SHIPPED_DIR`)."""
+    import theory
+    from theory.expressible import SHIPPED_DIR
+
+    return Path(theory.__file__).parent.joinpath(*SHIPPED_DIR)
+
+
+def file_name(a: float, b: float, settings: ExpressibleSettings = SETTINGS) -> str:
+    """The file of one spectrum (:func:`theory.expressible.data_file_name`).
+
+    Examples
+    --------
+    >>> file_name(0, 0.25)
+    'a0_b0.25_d16_P64_k2.json'
+    """
+    from theory.expressible import data_file_name
+
+    return data_file_name(a, b, settings.d, settings.P, settings.k)
+
+
+def run_expressible(spectra, out: Path | None = None, settings: ExpressibleSettings = SETTINGS, *,
+                    progress=print, recompute: bool = False) -> list[Path]:
+    """Compute and write ``U_L`` for each ``(a, b)`` in ``spectra`` (resumable: done files are kept).
+
+    Parameters
+    ----------
+    spectra : sequence of (a, b)
+    out : path, optional
+        Directory (default :func:`data_dir`).
+    settings : ExpressibleSettings
+    progress : callable
+        Receives one line per stage.
+    recompute : bool
+        Recompute files that exist with the same settings.
+
+    Returns
+    -------
+    list of Path
+        The files, in ``spectra`` order.
+    """
+    from theory import PowerLawSpectrum
+    from theory.expressible import best_expressible
+
+    out = Path(out) if out is not None else data_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for a, b in spectra:
+        path = out / file_name(a, b, settings)
+        if path.exists() and not recompute:
+            stored = json.loads(path.read_text())
+            if stored.get("settings") == _settings_dict(settings):
+                progress(f"(a, b) = ({a:g}, {b:g}): done ({path.name})")
+                written.append(path)
+                continue
+        start = time.process_time()
+        result = best_expressible(settings.depths, PowerLawSpectrum(a, b, settings.d), settings.P, settings.k,
+                                  n_fit=settings.n_fit, n_select=settings.n_select, n_report=settings.n_report,
+                                  pool=settings.pool, sigmas=settings.sigmas,
+                                  n_class_temperatures=settings.n_class_temperatures, rng=settings.seed,
+                                  progress=lambda message, a=a, b=b: progress(f"(a, b) = ({a:g}, {b:g}): {message}"))
+        from theory import __version__
+
+        write_json(path, {"a": a, "b": b, "settings": _settings_dict(settings), "result": result.to_dict(),
+                          "cpu_seconds": time.process_time() - start, "package_version": __version__})
+        progress(f"(a, b) = ({a:g}, {b:g}): wrote {path.name}")
+        written.append(path)
+    return written
+
+
+def _settings_dict(settings: ExpressibleSettings) -> dict:
+    return json.loads(json.dumps(asdict(settings)))
