@@ -22,6 +22,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, like a ValueError from the API
         self.exit(2, f"idepth: error: {message}\n")
 
+    def format_help(self) -> str:
+        if self.epilog is None and getattr(self, "lazy_epilog", None) is not None:
+            self.epilog = self.lazy_epilog()
+        return super().format_help()
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
@@ -31,12 +36,27 @@ def build_parser() -> argparse.ArgumentParser:
             "Scaling From Nonlinearity In Attention' (2026)."
         ),
     )
+    parser.lazy_epilog = _answer_epilog  # computed only when the help is shown: --version stays fast
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--version", action="version", version="%(prog)s " + _version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
         importlib.import_module(f"idepth.commands.{name}").register(sub)
     return parser
+
+
+def _answer_epilog() -> str:
+    """The package's answer (numerics.experiments.answer), wrapped; a pointer where the results are not found."""
+    import textwrap
+
+    try:
+        from numerics.experiments.answer import package_answer
+
+        text = package_answer().text.replace("**", "")
+    except (OSError, ValueError, KeyError) as exc:
+        text = f"The package's answer is computed from docs/results of a checkout ({exc})."
+    return "the answer:\n" + textwrap.fill(text, width=100, initial_indent="  ", subsequent_indent="  ")
 
 
 def _version() -> str:

@@ -35,7 +35,11 @@ import numpy as np
 
 from theory.head_families import (
     ClassMoments,
+    CosineHeads,
     HeadFamily,
+    RandomFormHeads,
+    class_moments,
+    paired_law_difference,
     draw_contexts,
     fit_form_law,
     form_reads,
@@ -46,7 +50,7 @@ from theory.spectra import as_spectrum
 from theory.validation import check_depths, check_generator, check_positive_int, check_top_k
 
 __all__ = ["BRANCHES", "Dictionary", "ExpressibleLoss", "best_expressible", "data_file_name", "shipped_expressible",
-           "SHIPPED_DIR"]
+           "SHIPPED_DIR", "family_laws"]
 
 #: the branches a depth's winner can come from (see the module docstring)
 BRANCHES = ("atomic", "diffuse", "combination", "nested")
@@ -433,3 +437,67 @@ def _doubled(counts, depth: int):
 
 def _se(values: np.ndarray) -> float:
     return float(values.std(ddof=1) / np.sqrt(values.size))
+
+
+def family_laws(spectrum, P: int, k: int = 2, *, depth: int = 128, n_contexts: int = 1 << 15, pool: int = 256,
+                sigma: float = 0.5, rng=0) -> dict:
+    """The exchangeable laws of three head families at one setting, paired against the cosine mixture.
+
+    * ``cosine mixture``: heads drawn i.i.d. from the best non-negative mixture of cosine heads
+      (its temperatures with its normalised weights as probabilities);
+    * ``random forms``: ``τ (I + σ S)`` with ``τ`` the mixture's two heaviest temperatures, equally likely;
+    * ``fitted form law``: atoms and random-form classes (σ ∈ {0.25, 0.5, 1}) at the mixture's temperatures,
+      probabilities fitted (:func:`theory.head_families.fit_form_law`) at ``depth``, drawn stratified.
+
+    The mixture and the fitted law are fitted on one set of ``n_contexts`` contexts; the laws are
+    computed on another, with paired jackknife SEs of each family's plateau and ``c`` minus the
+    cosine mixture's drawn the same way (the fitted law is drawn stratified, and stratified cosine
+    atoms have ``c = 0``, so its ``coefficient_minus_cosine`` is its own ``c``).
+
+    Returns
+    -------
+    dict
+        Per family: ``plateau``, ``plateau_se``, ``coefficient``, ``coefficient_se``, ``shift``,
+        ``stratified``, ``family`` (its ``to_dict``), and (but for the cosine mixture)
+        ``plateau_minus_cosine``, ``..._se``, ``coefficient_minus_cosine``, ``..._se``.
+
+    References
+    ----------
+    Paper eqs. (60)-(63); derivation page ``exchangeable_heads``.
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> laws = family_laws(PowerLawSpectrum(0, 0, 4), 8, n_contexts=512, pool=32, depth=8)
+    >>> sorted(laws)
+    ['cosine mixture', 'fitted form law', 'random forms']
+    """
+    spectrum = as_spectrum(spectrum)
+    rng = check_generator(rng, "rng", allow_seed=True)
+    fit_rng, eval_rng, pool_rng = rng.spawn(3)
+    fit = draw_contexts(spectrum, P, k, n_contexts, fit_rng)
+    atoms = default_temperatures(spectrum)
+    mix = mixture_limit(form_reads(atoms[:, None, None] * np.eye(spectrum.d), fit), fit.target)
+    support = np.flatnonzero(mix.weights > 0)
+    heaviest = support[np.argsort(-mix.weights[support])][:2]
+    cosine = CosineHeads(atoms[support], mix.weights[support])
+    forms = RandomFormHeads(sorted(atoms[heaviest]), sigma)
+    taus = tuple(float(t) for t in atoms[heaviest])
+    candidates = HeadFamily(taus * 4, (0.0,) * len(taus) + tuple(s for s in DEFAULT_SIGMAS for _ in taus))
+    moments, _ = class_moments(candidates, fit, pool, pool_rng)
+    fitted = fit_form_law(moments, depth, temperatures=candidates.temperatures, sigmas=candidates.sigmas)
+    contexts = draw_contexts(spectrum, P, k, n_contexts, eval_rng)
+    out = {}
+    for name, family, stratified in (("random forms", forms, False), ("fitted form law", fitted, True)):
+        paired = paired_law_difference(cosine, family, contexts, pool=pool, rng=pool_rng, stratified=stratified)
+        for key, law in (("cosine mixture", paired["first"]), (name, paired["second"])):
+            if key in out and key == "cosine mixture":
+                continue
+            out[key] = {"plateau": law.plateau, "plateau_se": law.plateau_se, "coefficient": law.coefficient,
+                        "coefficient_se": law.coefficient_se, "shift": law.shift, "stratified": law.stratified,
+                        "family": (cosine if key == "cosine mixture" else family).to_dict()}
+        out[name].update(plateau_minus_cosine=paired["plateau_difference"],
+                         plateau_minus_cosine_se=paired["plateau_difference_se"],
+                         coefficient_minus_cosine=paired["coefficient_difference"],
+                         coefficient_minus_cosine_se=paired["coefficient_difference_se"])
+    return out

@@ -54,7 +54,7 @@ from theory.validation import check_dtype, check_generator, check_positive_int, 
 
 __all__ = [
     "Contexts", "draw_contexts", "form_reads", "random_symmetric", "HeadFamily", "CosineHeads", "RandomFormHeads",
-    "FittedFormHeads", "ExchangeableLaw", "exchangeable_law", "exchangeable_law_from_reads", "MixtureLimit", "mixture_limit", "fit_form_law",
+    "FittedFormHeads", "ExchangeableLaw", "exchangeable_law", "exchangeable_law_from_reads", "paired_law_difference", "MixtureLimit", "mixture_limit", "fit_form_law",
     "class_moments", "ClassMoments",
 ]
 
@@ -546,18 +546,13 @@ def exchangeable_law(family: HeadFamily, contexts: Contexts, *, pool: int = 256,
     blocks = check_positive_int("blocks", blocks, minimum=2)
     pool = check_positive_int("pool", pool, minimum=2 * blocks)
     rng = check_generator(rng, "rng", allow_seed=True)
-    d = contexts.test_unit.shape[1]
-    forms, classes = [], []
-    for cls in range(family.n_classes):
-        size = 1 if family.sigmas[cls] == 0 else pool
-        forms.append(family.class_forms(cls, size, d, rng))
-        classes += [cls] * size
-    return exchangeable_law_from_reads(form_reads(np.concatenate(forms), contexts), contexts.target,
-                                       classes=classes, weights=family.weights, stratified=stratified, blocks=blocks)
+    reads, classes = _pool_reads(family, contexts, pool, rng)
+    return exchangeable_law_from_reads(reads, contexts.target, classes=classes, weights=family.weights,
+                                       stratified=stratified, blocks=blocks)
 
 
 def exchangeable_law_from_reads(reads, target, *, classes=None, weights=None, stratified: bool = False,
-                                blocks: int = 16) -> ExchangeableLaw:
+                                blocks: int = 16, _replicates: bool = False) -> ExchangeableLaw:
     """The exchangeable law from a pool of heads' outputs (any heads: forms, or a model's layers at init).
 
     Parameters
@@ -636,12 +631,66 @@ def exchangeable_law_from_reads(reads, target, *, classes=None, weights=None, st
     full = estimate(np.ones(n, dtype=bool), None)
     plateau, coefficient, shift = _law(*full)
     jack = np.array([_law(*estimate(ctx_group != b, b))[:2] for b in range(blocks)])
-    se = np.sqrt((blocks - 1) / blocks * ((jack - jack.mean(axis=0)) ** 2).sum(axis=0))
+    se = _jackknife_se(jack)
     s, h, q, v = full
-    return ExchangeableLaw(plateau=plateau, plateau_se=float(se[0]), coefficient=coefficient,
-                           coefficient_se=float(se[1]), shift=shift, variance=v, fixed_gain=h / q,
-                           moments={"s": s, "h": h, "q": q, "v": v}, stratified=stratified, n_contexts=n,
-                           pool=int(np.bincount(cls_of).max()))
+    law = ExchangeableLaw(plateau=plateau, plateau_se=float(se[0]), coefficient=coefficient,
+                          coefficient_se=float(se[1]), shift=shift, variance=v, fixed_gain=h / q,
+                          moments={"s": s, "h": h, "q": q, "v": v}, stratified=stratified, n_contexts=n,
+                          pool=int(np.bincount(cls_of).max()))
+    return (law, jack) if _replicates else law
+
+
+def _jackknife_se(replicates: np.ndarray) -> np.ndarray:
+    blocks = replicates.shape[0]
+    return np.sqrt((blocks - 1) / blocks * ((replicates - replicates.mean(axis=0)) ** 2).sum(axis=0))
+
+
+def paired_law_difference(first: HeadFamily, second: HeadFamily, contexts: Contexts, *, pool: int = 256,
+                          stratified: bool = False, rng=0, blocks: int = 16) -> dict:
+    """Both families' exchangeable laws on the same contexts, and their differences with paired SEs.
+
+    The two laws are jackknifed over the same groups of contexts, so the SE of a difference keeps
+    only what the families do not share (much smaller than either law's own SE).
+
+    Returns
+    -------
+    dict
+        ``first``, ``second`` (:class:`ExchangeableLaw`), ``plateau_difference``,
+        ``plateau_difference_se``, ``coefficient_difference``, ``coefficient_difference_se``
+        (second minus first).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> c = draw_contexts(PowerLawSpectrum(0, 0, 4), 8, 2, 512, 0)
+    >>> out = paired_law_difference(CosineHeads((4.0, 16.0)), RandomFormHeads((4.0, 16.0), 0.5), c, pool=32)
+    >>> bool(out["plateau_difference_se"] < out["second"].plateau_se)
+    True
+    """
+    rng = check_generator(rng, "rng", allow_seed=True)
+    laws = []
+    for family in (first, second):
+        if not isinstance(family, HeadFamily):
+            raise TypeError(f"first and second must be HeadFamily objects; got {type(family).__name__}")
+        reads, classes = _pool_reads(family, contexts, pool, rng)
+        laws.append(exchangeable_law_from_reads(reads, contexts.target, classes=classes, weights=family.weights,
+                                                stratified=stratified, blocks=blocks, _replicates=True))
+    (law1, jack1), (law2, jack2) = laws
+    se = _jackknife_se(jack2 - jack1)
+    return {"first": law1, "second": law2, "plateau_difference": law2.plateau - law1.plateau,
+            "plateau_difference_se": float(se[0]), "coefficient_difference": law2.coefficient - law1.coefficient,
+            "coefficient_difference_se": float(se[1])}
+
+
+def _pool_reads(family: HeadFamily, contexts: Contexts, pool: int, rng) -> tuple[np.ndarray, list]:
+    """Reads of a pool of ``pool`` heads per diffuse class (one per atom) and the class of each column."""
+    d = contexts.test_unit.shape[1]
+    forms, classes = [], []
+    for cls in range(family.n_classes):
+        size = 1 if family.sigmas[cls] == 0 else pool
+        forms.append(family.class_forms(cls, size, d, rng))
+        classes += [cls] * size
+    return form_reads(np.concatenate(forms), contexts), classes
 
 
 # --------------------------------------------------------------------------- the mixture limit

@@ -5,7 +5,9 @@
 results for the Table 1 spectra at the certified study's sizes (d = 16, P = 64, top-2) are
 computed by :func:`run_expressible` (``idepth expressible run``), one JSON file per spectrum in
 ``theory/data/expressible/`` (package data: ``theory.predict_loss`` reads them). The run is
-resumable: a spectrum whose file exists with the same settings is not recomputed.
+resumable: a spectrum whose file exists with the same settings is not recomputed, and each file
+also holds the exchangeable laws of three head families at that spectrum
+(:func:`theory.expressible.family_laws`).
 """
 
 from __future__ import annotations
@@ -92,31 +94,36 @@ def run_expressible(spectra, out: Path | None = None, settings: ExpressibleSetti
     list of Path
         The files, in ``spectra`` order.
     """
-    from theory import PowerLawSpectrum
-    from theory.expressible import best_expressible
+    from theory import PowerLawSpectrum, __version__
+    from theory.expressible import best_expressible, family_laws
 
     out = Path(out) if out is not None else data_dir()
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for a, b in spectra:
         path = out / file_name(a, b, settings)
-        if path.exists() and not recompute:
-            stored = json.loads(path.read_text())
-            if stored.get("settings") == _settings_dict(settings):
-                progress(f"(a, b) = ({a:g}, {b:g}): done ({path.name})")
-                written.append(path)
-                continue
-        start = time.process_time()
-        result = best_expressible(settings.depths, PowerLawSpectrum(a, b, settings.d), settings.P, settings.k,
-                                  n_fit=settings.n_fit, n_select=settings.n_select, n_report=settings.n_report,
-                                  pool=settings.pool, sigmas=settings.sigmas,
-                                  n_class_temperatures=settings.n_class_temperatures, rng=settings.seed,
-                                  progress=lambda message, a=a, b=b: progress(f"(a, b) = ({a:g}, {b:g}): {message}"))
-        from theory import __version__
-
-        write_json(path, {"a": a, "b": b, "settings": _settings_dict(settings), "result": result.to_dict(),
-                          "cpu_seconds": time.process_time() - start, "package_version": __version__})
-        progress(f"(a, b) = ({a:g}, {b:g}): wrote {path.name}")
+        say = (lambda message, a=a, b=b: progress(f"(a, b) = ({a:g}, {b:g}): {message}"))
+        stored = json.loads(path.read_text()) if path.exists() and not recompute else {}
+        if stored.get("settings") != _settings_dict(settings):
+            stored = {}
+        spectrum = PowerLawSpectrum(a, b, settings.d)
+        if "result" not in stored:
+            start = time.process_time()
+            result = best_expressible(settings.depths, spectrum, settings.P, settings.k, n_fit=settings.n_fit,
+                                      n_select=settings.n_select, n_report=settings.n_report, pool=settings.pool,
+                                      sigmas=settings.sigmas, n_class_temperatures=settings.n_class_temperatures,
+                                      rng=settings.seed, progress=say)
+            stored = {"a": a, "b": b, "settings": _settings_dict(settings), "result": result.to_dict(),
+                      "cpu_seconds": time.process_time() - start, "package_version": __version__}
+            write_json(path, stored)
+        if "laws" not in stored:
+            say("exchangeable laws of the head families")
+            start = time.process_time()
+            stored["laws"] = family_laws(spectrum, settings.P, settings.k, depth=max(settings.depths),
+                                         rng=settings.seed + 1)
+            stored["laws_cpu_seconds"] = time.process_time() - start
+            write_json(path, stored)
+        say(f"done ({path.name})")
         written.append(path)
     return written
 

@@ -1,0 +1,81 @@
+"""The package's answer is computed from the result files, and every place that states it says the same."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from numerics.experiments.answer import END, START, package_answer, replace_block
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _block(text: str) -> str:
+    assert START in text and END in text, "answer markers missing"
+    return text.split(START, 1)[1].split(END, 1)[0].strip()
+
+
+@pytest.fixture(scope="module")
+def answer():
+    return package_answer()
+
+
+def test_readme_states_the_answer_in_its_first_40_lines(answer):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = "\n".join(readme.splitlines()[:40])
+    assert _block(first) == answer.text
+
+
+def test_docs_index_states_the_same_answer(answer):
+    assert _block((ROOT / "docs" / "index.md").read_text(encoding="utf-8")) == answer.text
+
+
+def test_cli_help_ends_with_the_same_answer(answer, capsys):
+    from idepth.cli import build_parser
+
+    text = build_parser().format_help()
+    assert answer.text.replace("**", "") in " ".join(text.split())
+
+
+def test_the_answer_follows_the_verdicts_file(tmp_path, answer):
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results)
+    verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
+    main = {tuple(s) for s in verdicts["main"]["spectra"]}
+    for setting in verdicts["settings"]:
+        if (setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]:
+            setting["verdict"], setting["failed"] = "REPRODUCED", []
+    (results / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
+    changed = package_answer(results)
+    assert changed.facts["counts"]["REPRODUCED"] == 7 and "7 REPRODUCED" in changed.text
+    assert changed.facts["headline"] == "yes, at every Table 1 spectrum"
+    assert changed.text != answer.text
+
+
+def test_a_contradiction_resting_on_unchecked_depths_does_not_settle_the_question(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results)
+    verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
+    main = {tuple(s) for s in verdicts["main"]["spectra"]}
+    for setting in verdicts["settings"]:
+        if (setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]:
+            setting["verdict"], setting["failed"] = "CONTRADICTED", []
+    (results / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
+    changed = package_answer(results)
+    assert changed.facts["unchecked_contradicted"] == 6  # every main spectrum but (0, 0), the only doubling one
+    assert changed.facts["headline"] == "not settled by this package's evidence"
+
+
+def test_missing_results_name_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="certified-study.verdicts.json"):
+        package_answer(tmp_path)
+
+
+def test_replace_block_refuses_text_without_markers():
+    with pytest.raises(ValueError, match="markers"):
+        replace_block("no block here", "x")
