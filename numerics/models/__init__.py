@@ -86,10 +86,10 @@ from theory.validation import check_choice
 
 from . import context_updates, linear, nonlinear, nonlinear_rms, single_stream, untied_values
 from ._common import LAYER_NORM_EPS, ForwardResult
-from .heads import HEAD_MODELS, head_average_params
+from .heads import HEAD_MODELS, form_average_params, head_average_params
 
 __all__ = ["MODELS", "get_model", "get", "chunk_size", "check_initial_params", "ForwardResult", "LAYER_NORM_EPS", "HEAD_MODELS",
-           "head_average_params"]
+           "form_average_params", "head_average_params"]
 
 #: the five models by name, in the order of the paper, then the RMSNorm variant of the nonlinear one
 MODELS: Mapping[str, ModuleType] = MappingProxyType(
