@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import os
 import re
 import shutil
@@ -161,7 +162,9 @@ def test_quickstart_code_runs_and_its_stated_numbers_hold():
     assert "59.38 at every depth" in text
     assert [round(x, 2) for x in namespace["floor"].loss] == [59.38] * 4
     assert namespace["softmax"].loss.tolist() == [10.0, 6.0, 4.0, 3.0, 2.5]
-    assert namespace["bound"].kind == "B_L: an expressible loss (upper bound on the optimum R*_L)"
+    assert namespace["best"].kind == "U_L: best expressible loss found (an upper bound on the optimum R*_L)"
+    assert namespace["best"].loss[-1] < namespace["best"].loss[1]  # diverse heads beat the saturated cosine heads
+    assert namespace["law"].coefficient > 0 and namespace["law"].exponent == 1.0
 
 
 @pytest.mark.browser
@@ -187,3 +190,32 @@ def test_math_typesets_offline_in_headless_chromium(site, page, tmp_path):
     shot = _run_chromium(site / page, tmp_path / "profile-shot", f"--screenshot={screenshot}")
     assert shot.returncode == 0, shot.stderr[-2000:]
     assert screenshot.is_file() and screenshot.stat().st_size > 20_000
+
+
+#: run in each copied page once it has loaded: the window's width, the page's scroll width, and the right edge of
+#: every image, written into the DOM that --dump-dom prints
+_LAYOUT_PROBE = """<script>window.addEventListener('load', () => { const pre = document.createElement('pre');
+pre.id = 'idepth-layout'; pre.textContent = JSON.stringify({width: window.innerWidth,
+scroll: document.documentElement.scrollWidth, images: [...document.querySelectorAll('img')].map(
+i => [i.getAttribute('src'), Math.ceil(i.getBoundingClientRect().right)])}); document.body.appendChild(pre); });
+</script>"""
+
+
+@pytest.mark.browser
+def test_every_figure_and_results_page_fits_a_1280px_window(site, tmp_path):
+    pages = sorted((site / "figures").glob("*.html")) + sorted((site / "results").glob("*.html"))
+    assert len(pages) >= 10, "figure and results pages missing from the build"
+    too_wide = []
+    for page in pages:
+        probe = page.with_name(f"_probe_{page.name}")
+        probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _LAYOUT_PROBE + "</body>"), encoding="utf-8")
+        dump = _run_chromium(probe, tmp_path / f"profile-{page.stem}", "--dump-dom")
+        assert dump.returncode == 0, dump.stderr[-2000:]
+        match = re.search(r'<pre id="idepth-layout">(.*?)</pre>', dump.stdout, flags=re.S)
+        assert match, f"{page.name}: the layout probe did not run"
+        layout = json.loads(html.unescape(match.group(1)))
+        assert layout["width"] == 1280
+        wide = [src for src, right in layout["images"] if right > layout["width"]]
+        if wide or layout["scroll"] > layout["width"]:
+            too_wide.append((page.name, layout["scroll"], wide))
+    assert not too_wide, f"pages wider than a 1280 px window (page, scroll width, images cut): {too_wide}"

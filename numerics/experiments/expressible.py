@@ -1,7 +1,7 @@
 """The best expressible loss ``U_L`` at the paper's Table 1 spectra, computed once and shipped.
 
 :func:`theory.expressible.best_expressible` is minutes of CPU per spectrum at population scale
-(three independent sets of 2^15, 2^15 and 2^17 contexts, a dictionary of 832 heads), so its
+(three independent sets of 2^15, 2^17 and 2^17 contexts -- fit, selection, report -- and a dictionary of 832 heads), so its
 results for the Table 1 spectra at the certified study's sizes (d = 16, P = 64, top-2) are
 computed by :func:`run_expressible` (``idepth expressible run``), one JSON file per spectrum in
 ``theory/data/expressible/`` (package data: ``theory.predict_loss`` reads them). The run is
@@ -31,7 +31,7 @@ class ExpressibleSettings:
     k: int = 2
     depths: tuple = (1, 2, 4, 8, 16, 32, 64, 128)
     n_fit: int = 1 << 15
-    n_select: int = 1 << 15
+    n_select: int = 1 << 17
     n_report: int = 1 << 17
     pool: int = 64
     sigmas: tuple = (0.25, 0.5, 1.0)
