@@ -1,7 +1,7 @@
 """The converged study: the controlled softmax model trained to convergence at the inferred sizes.
 
 Does the paper's nonlinear model show ``R_L ≈ L0 + c/L`` *at convergence*, at the sizes its
-plateaus imply (``idepth study sizes``; :data:`STUDY_SIZES`)? Every choice the paper leaves open
+plateaus imply (``idepth study sizes``; :data:`theory.paper.INFERRED_SOFTMAX_SIZES`)? Every choice the paper leaves open
 is a field of :class:`ConvergedPlan`. The rules:
 
 * each run converges on its own: ``|R(3S/4) − R(S)| < SE(R(S))`` (:func:`is_converged`), else
@@ -25,17 +25,13 @@ from theory.fitting import gap_fit
 
 from ...criteria import is_converged, last_quarter_change, training_failures
 from .page import converged_markdown, draw_decomposition_figure, draw_study_figure
-from .plan import (EXTRA_SPECTRA, STUDY_SIZES, TABLE1_SPECTRA, TABLE4_SPECTRA, ConvergedPlan, RunSpec,
-                   eval_seed_of)
+from .plan import EXTRA_SPECTRA, ConvergedPlan, RunSpec, eval_seed_of
 from .run import collect_results, run_converged, run_converged_study, study_bounds, study_rows
 from .statistics import group_stats, paired_depth_gains
 from .table import CSV_COLUMNS, StudyRow, provenance, read_study_csv, write_study_csv
 
 __all__ = [
     "CSV_COLUMNS",
-    "STUDY_SIZES",
-    "TABLE1_SPECTRA",
-    "TABLE4_SPECTRA",
     "group_stats",
     "gap_fit",
     "training_failures",
