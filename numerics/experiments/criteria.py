@@ -47,6 +47,13 @@ __all__ = [
     "WINDOW_MARGIN",
     "PARALLEL_SPREAD",
     "SEQUENTIAL_CORRELATION",
+    "CERTIFICATE_SES",
+    "DOUBLING_SES",
+    "CERTIFICATE_ROUNDOFF",
+    "FIRST_STEP_SES",
+    "PREDICTION_TARGET",
+    "HOURS_TARGET",
+    "SIZE_REGION_DELTA",
 ]
 
 #: standard errors allowed between a measurement and a reference
@@ -71,6 +78,21 @@ WINDOW_MARGIN = 10.0
 PARALLEL_SPREAD = 0.10
 #: smallest rank correlation of mode index and mode loss for "sequential" learning
 SEQUENTIAL_CORRELATION = 0.8
+#: how many SEs a certificate of the certified study allows (nesting ``R*_L ≤ R*_{L/2} + 2 SE``, eq. 60, and
+#: reachability ``R*_L ≤ B_L + 2 SE``); also the gap above which one candidate beats the per-seed choice
+CERTIFICATE_SES = 2.0
+#: how many SEs the doubling certificate allows (twice the step cap gains less than one SE)
+DOUBLING_SES = 1.0
+#: relative float32 round-off of a mean loss: a certificate's allowance when both sides are one function (SE 0)
+CERTIFICATE_ROUNDOFF = 1e-6
+#: certified study target: how many paired SEs the envelope's first gain may fall short of the heads' at (0, 0)
+FIRST_STEP_SES = 1.0
+#: certified study target: how far ``predict_loss`` may be from R*_L (relative) at the first depths
+PREDICTION_TARGET = 0.03
+#: certified study target: the wall-clock hours of the three-seed plan (on the target's cores)
+HOURS_TARGET = 3.0
+#: χ² increase of the allowed region of ``idepth study sizes`` (two fitted sizes, 95 %)
+SIZE_REGION_DELTA = 5.99
 
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)

@@ -9,7 +9,8 @@ should come close; so over a ``(d, P)`` grid, :func:`infer_sizes` computes ``B_�
 
 (the MC error is the only one: the paper's values carry none). The best ``(d, P)``
 minimises χ²; the data allow ``χ² ≤ χ²_min + Δ · max(1, χ²_min / dof)`` (``Δ`` =
-:data:`REGION_DELTA`: two fitted sizes at 95 %, widened by the Birge ratio; ``dof`` = rows − 2).
+:data:`~numerics.experiments.criteria.SIZE_REGION_DELTA`: two fitted sizes at 95 %, widened by the Birge
+ratio; ``dof`` = rows − 2).
 """
 
 from __future__ import annotations
@@ -23,16 +24,15 @@ import numpy as np
 from numerics.io import make_output_dir, save_figure, write_json, write_text
 
 from ..bounds import cached_softmax_bounds, softmax_bounds_key
+from ..criteria import SIZE_REGION_DELTA
 from ..execution import Execution, as_execution
 from ..scales import SIZE_GRID_D, SIZE_GRID_P
 from .consistency import paper_plateaus
 from .report import _pyplot
 
-__all__ = ["SIZE_GRID_D", "SIZE_GRID_P", "REGION_DELTA", "SizeInference", "infer_sizes", "sizes_markdown",
+__all__ = ["SIZE_GRID_D", "SIZE_GRID_P", "SizeInference", "infer_sizes", "sizes_markdown",
            "draw_size_map", "run_size_inference"]
 
-#: χ² increase of the allowed region (two fitted sizes, 95 %)
-REGION_DELTA = 5.99
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def chi_square(paper: np.ndarray, bound: np.ndarray, se: np.ndarray) -> np.ndarr
 def _region(chi2: np.ndarray, dof: int, d_values, P_values) -> tuple[tuple, tuple]:
     i, j = np.unravel_index(int(np.nanargmin(chi2)), chi2.shape)
     best = float(chi2[i, j])
-    limit = best + REGION_DELTA * max(1.0, best / max(dof, 1))
+    limit = best + SIZE_REGION_DELTA * max(1.0, best / max(dof, 1))
     allowed = tuple((int(d_values[a]), int(P_values[b])) for a, b in zip(*np.nonzero(chi2 <= limit)))
     return (int(d_values[i]), int(P_values[j])), allowed
 

@@ -15,12 +15,11 @@ import numpy as np
 
 from numerics.io import make_output_dir, save_figure, write_text
 
+from ...criteria import CERTIFICATE_SES, DOUBLING_SES
 from .contrasts import collect_contrasts
 from .plan import CertifiedPlan
 from .statistics import (
     ALPHA_GRID,
-    CERTIFICATE_SES,
-    DOUBLING_SES,
     HEADS_SETS,
     PREDICT_SAMPLES,
     chance_failures,

@@ -12,18 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET
 from .cells import _files, read_cell
 
-__all__ = ["CORES", "FIRST_STEP_SES", "HOURS_TARGET", "PLAN_SEEDS", "PREDICTION_DEPTHS", "PREDICTION_TARGET",
-           "StudyCompute", "study_compute", "targets_markdown"]
+__all__ = ["CORES", "PLAN_SEEDS", "PREDICTION_DEPTHS", "StudyCompute", "study_compute", "targets_markdown"]
 
-#: how many paired SEs the envelope's first gain may fall short of the heads' at (0, 0)
-FIRST_STEP_SES = 1.0
-#: how far ``predict_loss`` may be from R*_L (relative) at :data:`PREDICTION_DEPTHS`
-PREDICTION_TARGET = 0.03
+#: the depths at which ``predict_loss`` is held to :data:`~numerics.experiments.criteria.PREDICTION_TARGET`
 PREDICTION_DEPTHS = (1, 2, 4)
-#: the wall-clock target of the three-seed plan, on :data:`CORES` cores
-HOURS_TARGET = 3.0
+#: the cores the wall-clock target :data:`~numerics.experiments.criteria.HOURS_TARGET` is stated for
 CORES = 2
 #: seeds of the Table 1 spectra the time target counts (the plan's later seeds are extra power)
 PLAN_SEEDS = 3
