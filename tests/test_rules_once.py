@@ -27,6 +27,7 @@ LITERALS = {
     "the α window": re.compile(r"0\.85\s*,\s*1\.15"),
     "a depth-gain threshold": re.compile(r"depth_gain\s*[<>]=?\s*[0-9]"),
     "a hand-written standard error": re.compile(r"ddof\s*=\s*1\s*\)*\s*/\s*(np|math)\.sqrt"),
+    "a hand-written variance of a mean": re.compile(r"\.var\([^)]*ddof\s*=\s*1"),
 }
 
 
@@ -103,6 +104,7 @@ def test_the_scans_find_planted_violations():
     assert restated_literals("ok = s.depth_gain < 1.1") == ["a depth-gain threshold"]
     assert restated_literals("se = x.std(ddof=1) / np.sqrt(n)") == ["a hand-written standard error"]
     assert restated_literals("se = float(np.std(x, ddof=1)) / math.sqrt(len(x))") == ["a hand-written standard error"]
+    assert restated_literals("between = values.var(axis=0, ddof=1) / n") == ["a hand-written variance of a mean"]
     planted = "CERTIFICATE_SES = 2.0\nROUNDOFF: float = 1e-6\nLIMIT = -2 ** 3\nGRID = (1, 2)\nlocal = 3\n"
     assert numeric_constants(planted) == {"CERTIFICATE_SES", "ROUNDOFF", "LIMIT"}
     assert numeric_constants("def f():\n    THRESHOLD = 0.1\n") == set()  # a local is not a module constant

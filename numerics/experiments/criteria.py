@@ -42,6 +42,7 @@ __all__ = [
     "is_converged",
     "training_failures",
     "standard_error",
+    "mean_over_seeds",
     "EASY_TARGET",
     "FLOOR_TARGET",
     "WINDOW_MARGIN",
@@ -269,6 +270,34 @@ def standard_error(values, axis: int | None = None):
         return math.nan if axis is None else np.full(np.delete(values.shape, axis), np.nan)
     se = values.std(axis=axis, ddof=1) / np.sqrt(n)
     return float(se) if axis is None else se
+
+
+def mean_over_seeds(values, within_se=()) -> tuple[float, float]:
+    """The mean of one value per seed and its standard error, the one rule every study uses.
+
+    The SE is :func:`standard_error` of the values, never below ``sqrt(mean(within_se²) / n)`` when the
+    runs' own held-out SEs are given: a few seeds that happen to agree cannot make a mean look more
+    precise than its held-out sets allow. One seed gives a NaN SE (the SE of one value is undefined; the
+    held-out SE alone would hide that the seeds' scatter is unknown); no seed gives NaN for both.
+
+    Examples
+    --------
+    >>> [round(v, 6) for v in mean_over_seeds([1.0, 1.2])]
+    [1.1, 0.1]
+    >>> [round(v, 6) for v in mean_over_seeds([1.0, 1.0], within_se=[0.02, 0.02])]
+    [1.0, 0.014142]
+    >>> mean_over_seeds([1.0], within_se=[0.02])
+    (1.0, nan)
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size == 0:
+        return math.nan, math.nan
+    mean = float(values.mean())
+    if values.size < 2:
+        return mean, math.nan
+    within = np.asarray(within_se, dtype=np.float64).ravel()
+    floor = math.sqrt(float(np.mean(np.square(within))) / values.size) if within.size else 0.0
+    return mean, max(standard_error(values), floor)
 
 
 def depth_gain(R_first: float, R_last: float, se_first: float | None = None, se_last: float | None = None) -> tuple[float, float]:
