@@ -14,20 +14,23 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from numerics.train import TrainConfig
 from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA, table_spectra
 from theory.validation import check_positive, check_positive_int
 
-from ...recipes import CONVERGED_STUDY
+from ...recipes import RECIPES
 
-__all__ = ["STARTS", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed"]
+__all__ = ["RECIPE", "STARTS", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed"]
 
 #: the kinds of start a candidate may have (see the module docstring)
 STARTS = ("cold", "oracle", "nested")
-#: every candidate trains with the converged study's recipe (:data:`~numerics.experiments.recipes.CONVERGED_STUDY`:
-#: Adam, batch, warm-up then cosine decay, held-out set, evaluations per run); the plan varies its rates and caps
-_RECIPE = CONVERGED_STUDY
+#: the recipe every candidate trains with, by name: the converged study's (:data:`~numerics.experiments.recipes.
+#: CONVERGED_STUDY`: Adam, batch, warm-up then cosine decay, held-out set, evaluations per run); the plan varies
+#: its rates, caps and starts. Every row of the study's table carries it
+RECIPE = "converged_study"
+_RECIPE = RECIPES[RECIPE]
 _EVALS_PER_RUN = _RECIPE["max_steps"] // _RECIPE["eval_every"]
 
 
@@ -194,6 +197,8 @@ class CertifiedPlan:
     ['oracle (untrained)', 'oracle lr=0.0003 S=3000', 'nested (untrained)', 'nested lr=0.0003 S=3000']
     """
 
+    #: the recipe of every candidate (not a field: the cells' hashes do not include it)
+    recipe: ClassVar[str] = RECIPE
     d: int = INFERRED_SOFTMAX_SIZES["d"]
     N: int = INFERRED_SOFTMAX_SIZES["N"]
     P: int = INFERRED_SOFTMAX_SIZES["P"]
