@@ -23,6 +23,7 @@ import numpy as np
 
 from numerics.io import make_output_dir, save_figure, write_json, write_text
 
+from .._markdown import markdown_table
 from ..bounds import cached_softmax_bounds, softmax_bounds_key
 from ..criteria import SIZE_REGION_DELTA
 from ..execution import Execution, as_execution
@@ -159,18 +160,17 @@ def sizes_markdown(result: SizeInference, figure: str | None = None) -> str:
         "",
         "χ² of B_∞ (rows d, columns P):",
         "",
-        "| d \\ P | " + " | ".join(str(P) for P in result.P_values) + " |",
-        "|---|" + "---|" * len(result.P_values),
     ]
-    for a, d in enumerate(result.d_values):
-        lines.append(f"| {d} | " + " | ".join(f"{v:.3g}" for v in result.chi2_mixture[a]) + " |")
-    lines += ["", f"At d = {d_best}, P = {P_best}, row by row:", "",
-              "| source | (a, b) | k | paper | B_∞ | B_1 | paper / B_∞ |", "|---|---|---|---|---|---|---|"]
+    lines += markdown_table(("d \\ P", *result.P_values),
+                            [(d, *(f"{v:.3g}" for v in result.chi2_mixture[a])) for a, d in enumerate(result.d_values)])
+    lines += ["", f"At d = {d_best}, P = {P_best}, row by row:", ""]
+    table = []
     for r_index, r in enumerate(result.rows):
         mix, mix_se = result.mixture[i, j, r_index], result.mixture_se[i, j, r_index]
         one, one_se = result.single[i, j, r_index], result.single_se[i, j, r_index]
-        lines.append(f"| {r['source']} | ({r['a']:g}, {r['b']:g}) | {r['k']} | {r['verbatim']} | {mix:.4g} ± {mix_se:.2g} "
-                     f"| {one:.4g} ± {one_se:.2g} | {r['value'] / mix:.3f} |")
+        table.append((r["source"], f"({r['a']:g}, {r['b']:g})", r["k"], r["verbatim"], f"{mix:.4g} ± {mix_se:.2g}",
+                      f"{one:.4g} ± {one_se:.2g}", f"{r['value'] / mix:.3f}"))
+    lines += markdown_table(("source", "(a, b)", "k", "paper", "B_∞", "B_1", "paper / B_∞"), table)
     if figure:
         lines += ["", f"![χ² map]({figure})"]
     return "\n".join(lines) + "\n"

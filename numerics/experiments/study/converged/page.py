@@ -13,6 +13,7 @@ import numpy as np
 
 from numerics.io import save_figure
 
+from ..._markdown import markdown_table
 from ..report import _pyplot
 from .statistics import GroupFindings, bound_at, group_findings, group_stats, paper_plateau, targets
 from .table import as_rows
@@ -55,16 +56,15 @@ def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *
         model, N, a, b, k = key
         lines += [f"## {model}, top-{k}, N = {N}, (a, b) = ({a:g}, {b:g})", ""]
         bnd = None if bounds is None else bounds.get(key)
-        lines += ["| L | seeds (converged) | steps | R_L ± SE | R_1 − R_L ± paired SE | B_L ± SE | R_L / B_L − 1 "
-                  "| C_L | A_L − C_L |", "|---|---|---|---|---|---|---|---|---|"]
+        table = []
         for depth in sorted(s[5] for s in stats if s[:5] == key):
             s = stats[key + (depth,)]
             B = bound_at(bnd, depth)
-            B_text = f"{B[0]:.4f} ± {B[1]:.4f}" if B else "—"
-            ratio = f"{s.R_L / B[0] - 1:+.2%}" if B else "—"
-            lines.append(f"| {depth} | {s.n} ({s.converged}) | {'/'.join(map(str, s.steps))} | "
-                         f"{s.R_L:.4f} ± {s.R_L_se:.4f} | {s.delta_R1:+.4f} ± {s.delta_R1_se:.4f} | "
-                         f"{B_text} | {ratio} | {_num(s.C_L)} | {_num(s.A_L - s.C_L)} |")
+            table.append((depth, f"{s.n} ({s.converged})", "/".join(map(str, s.steps)), f"{s.R_L:.4f} ± {s.R_L_se:.4f}",
+                          f"{s.delta_R1:+.4f} ± {s.delta_R1_se:.4f}", f"{B[0]:.4f} ± {B[1]:.4f}" if B else "—",
+                          f"{s.R_L / B[0] - 1:+.2%}" if B else "—", _num(s.C_L), _num(s.A_L - s.C_L)))
+        lines += markdown_table(("L", "seeds (converged)", "steps", "R_L ± SE", "R_1 − R_L ± paired SE", "B_L ± SE",
+                                 "R_L / B_L − 1", "C_L", "A_L − C_L"), table)
         findings = group_findings(rows, stats, key, bnd)
         lines += [""] + _findings_lines(findings, stats, bnd) + [""]
     lines += _targets_lines(rows, stats, bounds)
@@ -143,14 +143,12 @@ def _targets_lines(rows, stats, bounds) -> list[str]:
     found = targets(rows, stats, bounds)
     if found is None:
         return []
-    out = ["## Targets", "", "| model, top-k, N, (a, b) | R_1 / B_1 − 1 | predict_loss(1) / R_1 − 1 (± 1.96 SE) | "
-           "deepest L | R_L / B_∞ − 1 | max paired SE of R_1 − R_L | (B_1 − B_∞)/4 |",
-           "|---|---|---|---|---|---|---|"]
-    for t in found:
-        model, N, a, b, k = t.key
-        out.append(f"| {model}, top-{k}, {N}, ({a:g}, {b:g}) | {t.R_1 / t.B_1 - 1:+.2%} | "
-                   f"{t.predicted / t.R_1 - 1:+.2%} (± {t.predicted_half_width / t.R_1:.1%}) | {t.deepest} | "
-                   f"{t.R_deepest / t.B_inf - 1:+.2%} | {t.max_gain_se:.4f} | {(t.B_1 - t.B_inf) / 4:.4f} |")
+    out = ["## Targets", ""] + markdown_table(
+        ("model, top-k, N, (a, b)", "R_1 / B_1 − 1", "predict_loss(1) / R_1 − 1 (± 1.96 SE)", "deepest L",
+         "R_L / B_∞ − 1", "max paired SE of R_1 − R_L", "(B_1 − B_∞)/4"),
+        [(f"{t.key[0]}, top-{t.key[4]}, {t.key[1]}, ({t.key[2]:g}, {t.key[3]:g})", f"{t.R_1 / t.B_1 - 1:+.2%}",
+          f"{t.predicted / t.R_1 - 1:+.2%} (± {t.predicted_half_width / t.R_1:.1%})", t.deepest,
+          f"{t.R_deepest / t.B_inf - 1:+.2%}", f"{t.max_gain_se:.4f}", f"{(t.B_1 - t.B_inf) / 4:.4f}") for t in found])
     out += ["", "predict_loss(1): `theory.predict_loss(1, spectrum, attention='softmax', task='difficult', P, k, "
             "regime='converged', n_samples=16384)` (its own Monte Carlo, independent of the B_1 column's). "
             "Targets of the study: predict_loss(1) within 3 % of R_1; R_1 within 2 % of B_1 and the deepest "
