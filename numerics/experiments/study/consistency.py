@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -17,7 +16,7 @@ from ..bounds import BOUND_SEED, bound_key, head_bounds
 from ..execution import Execution, as_execution
 from .regimes import RegimeStudy
 
-__all__ = ["ConsistencyRow", "ConsistencyReport", "paper_consistency", "paper_plateaus", "run_study_sections"]
+__all__ = ["ConsistencyRow", "ConsistencyReport", "paper_consistency", "paper_plateaus"]
 
 
 @dataclass(frozen=True)
@@ -237,38 +236,3 @@ def _consistency_markdown(rows: Sequence[ConsistencyRow], n_contexts: int) -> st
               f"(mixture / paper: median {medians[closest]:.3g}, range {min(sub):.3g}-{max(sub):.3g}).", ""]
     lines += [*[f"- {r.statement}" for r in rows if r.below_bound], ""]
     return "\n".join(lines)
-
-
-def run_study_sections(
-    scale,
-    out_dir,
-    *,
-    execution: Execution | None = None,
-    consistency_sizes: dict | None = None,
-    figures: bool = True,
-) -> tuple[RegimeStudy, ConsistencyReport]:
-    """The regime study and the consistency check of one study budget, sharing one store and one cache.
-
-    What ``idepth reproduce`` and ``idepth study regime`` call: every bound uses the budget's
-    ``bound_contexts`` and one cache (default ``out_dir/cache``), so a bound in both sections
-    has one value. ``out_dir`` also receives ``consistency.md``; ``consistency_sizes`` holds
-    ``d`` and ``P_values`` of :func:`paper_consistency`.
-
-    Notes
-    -----
-    No example: it trains the study's runs (minutes); see ``idepth study regime --scale smoke``.
-    """
-    from pathlib import Path
-
-    from numerics.io import write_text
-
-    from .regimes import _scale, run_regime_study
-
-    s = _scale(scale)
-    execution = as_execution(execution)
-    execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or Path(out_dir) / "cache")
-    result = run_regime_study(s, out_dir, execution=execution, figures=figures)
-    report = paper_consistency(study=result, n_contexts=s.bound_contexts, execution=execution,
-                               **(consistency_sizes or {}))
-    write_text(Path(result.out_dir) / "consistency.md", report.markdown)
-    return result, report

@@ -11,21 +11,13 @@ from numerics.io import save_figure
 
 from .. import criteria
 from .._markdown import markdown_table
+from .._plotting import pyplot
 from ..scales import StudyScale
 
 __all__ = ["draw_figures", "study_markdown"]
 
 
 _COLOURS = {"lazy": "C0", "lazy_long": "C4", "converged": "C3", "frozen_heads": "C2", "separate_models": "C1"}
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
@@ -39,7 +31,7 @@ def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
     """
     from theory.fitting import depth_law
 
-    plt = _pyplot()
+    plt = pyplot()
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     files = []

@@ -24,12 +24,12 @@ import numpy as np
 from numerics.io import make_output_dir, save_figure, write_json, write_text
 
 from .._markdown import markdown_table
+from .._plotting import pyplot
 from ..bounds import cached_softmax_bounds, softmax_bounds_key
 from ..criteria import SIZE_REGION_DELTA
 from ..execution import Execution, as_execution
 from ..scales import SIZE_GRID_D, SIZE_GRID_P
 from .consistency import paper_plateaus
-from .report import _pyplot
 
 __all__ = ["SIZE_GRID_D", "SIZE_GRID_P", "SizeInference", "infer_sizes", "sizes_markdown",
            "draw_size_map", "run_size_inference"]
@@ -185,7 +185,7 @@ def draw_size_map(result: SizeInference, path) -> Path:
     """
     from matplotlib.colors import LogNorm
 
-    fig, axes = _pyplot().subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     panels = ((result.chi2_mixture, result.best_mixture, result.region_mixture, "B_∞ (best mixture of heads)"),
               (result.chi2_single, result.best_single, result.region_single, "B_1 (best single head)"))
     for ax, (chi2, best, region, name) in zip(axes, panels):

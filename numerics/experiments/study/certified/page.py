@@ -16,6 +16,7 @@ import numpy as np
 from numerics.io import make_output_dir, save_figure, write_text
 
 from ..._markdown import markdown_table
+from ..._plotting import pyplot
 from ...criteria import CERTIFICATE_SES, DOUBLING_SES
 from .contrasts import collect_contrasts
 from .plan import CertifiedPlan
@@ -306,11 +307,7 @@ def _recipe_section(summaries) -> list:
 
 def _panels(n: int, width: float, height: float, margin: float, **options):
     """``(figure, axes)`` of ``n`` panels of ``width × height``, three a row at most; unused ones off."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     cols = min(3, max(1, n))
     rows = (max(1, n) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + margin), squeeze=False, **options)

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import save_figure
+from numerics.io import make_output_dir, save_figure, write_text
 
 from ..._markdown import markdown_table
-from ..report import _pyplot
+from ..._plotting import pyplot
 from .statistics import GroupFindings, bound_at, group_findings, group_stats, paper_plateau, targets
 from .table import as_rows
 
-__all__ = ["FIGURE_STEM", "converged_markdown", "draw_decomposition_figure", "draw_figures", "draw_study_figure",
-           "figure_groups"]
+__all__ = ["FIGURE_STEM", "PAGE", "converged_markdown", "draw_decomposition_figure", "draw_figures", "draw_study_figure",
+           "figure_groups", "write_converged_page"]
 
 
 def _num(value: float) -> str:
@@ -157,6 +157,8 @@ def _targets_lines(rows, stats, bounds) -> list[str]:
     return out
 
 
+#: the page's file name in a study's output directory
+PAGE = "converged-study.md"
 #: the pre-norms as the figures name them (the CSV's ``norm`` column)
 _NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
 #: what a study figure's two rows of panels show
@@ -239,7 +241,7 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path, *,
     -----
     No example: it draws a file (``tests/test_converged.py`` draws one).
     """
-    plt = _pyplot()
+    plt = pyplot()
     stats = group_stats(rows)
     keys = sorted({k[:5] for k in stats}) if keys is None else list(keys)
     if not keys:
@@ -317,7 +319,7 @@ def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
     -----
     No example: it draws a file (``tests/test_converged.py`` draws one).
     """
-    plt = _pyplot()
+    plt = pyplot()
     rows = as_rows(rows)
     stats = group_stats(rows)
     widest: dict = {}
@@ -354,3 +356,21 @@ def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
     fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=8,
                frameon=False)
     return save_figure(fig, path)
+
+
+def write_converged_page(out_dir, rows, bounds: Mapping | None, provenance_info: Mapping | None = None) -> str:
+    """Write ``converged-study.md`` and its figures (``figures/``) into ``out_dir``; returns the Markdown.
+
+    The page of a finished table (``rows``) and its bounds: nothing is trained or computed here but the fits.
+
+    Notes
+    -----
+    No example: it writes files (``tests/test_converged.py``).
+    """
+    out = Path(out_dir)
+    markdown = converged_markdown(rows, bounds, provenance_info=provenance_info)
+    if rows:
+        make_output_dir(out / "figures")
+        markdown += draw_figures(rows, bounds, out / "figures")
+    write_text(out / PAGE, markdown)
+    return markdown
