@@ -1,6 +1,7 @@
 """The certified study: cells of candidates from several starts, selected on one set, reported on another."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,6 +182,24 @@ def test_a_csv_without_its_columns_gets_one_line_naming_them(tmp_path):
     with pytest.raises(ValueError, match="missing columns k, d, N, P, seed, start") as info:
         read_csv(tmp_path / "t.csv")
     assert "\n" not in str(info.value)
+
+
+def test_every_row_carries_the_certified_plans_recipe_and_a_row_without_one_is_refused(tiny_study, tmp_path):
+    import dataclasses
+
+    from numerics.experiments.study.certified.table import check_rows, collect, read_csv, write_csv
+
+    rows, _ = collect(_exported(tiny_study, tmp_path))
+    assert {r.recipe for r in rows} == {CertifiedPlan.recipe} == {"converged_study"}
+    # the shipped table has no recipe column: the reader gives every row the certified plan's recipe
+    shipped = read_csv(Path(__file__).resolve().parents[1] / "docs" / "results" / "certified-study.csv")
+    assert {r.recipe for r in shipped} == {"converged_study"}
+    for missing in (None, "", "cold"):
+        with pytest.raises(ValueError, match=f"row 0: recipe must be one of .*; got {missing!r}"):
+            check_rows([dataclasses.replace(rows[0], recipe=missing)] + rows[1:])
+    with pytest.raises(ValueError, match="recipe: the certified-study table holds"):
+        write_csv([dataclasses.replace(rows[0], recipe="lazy")] + rows[1:], tmp_path / "t.csv")
+    assert not (tmp_path / "t.csv").exists()
 
 
 def test_a_selection_that_is_not_the_envelope_is_refused(tiny_study, tmp_path):

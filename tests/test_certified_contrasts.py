@@ -9,6 +9,7 @@ from numerics.experiments.study.certified.contrasts import (
     CONTRAST_RECIPES,
     collect_contrasts,
     contrast_configs,
+    derive_recipe,
     run_contrasts,
 )
 from numerics.train import evaluation_batch
@@ -65,6 +66,40 @@ def test_exported_contrasts_continue_in_a_new_store_without_retraining(study, tm
     assert run_contrasts(TINY, tmp_path / "fresh", execution=ONE_WORKER, out_dir=root / "contrasts", scale=SCALE) == done
     assert {r["metrics"]["cpu_time"] for r in load_results(tmp_path / "fresh", status="done")} == {
         r["metrics"]["cpu_time"] for r in load_results(root / "contrast-store", status="done")}
+
+
+def test_every_exported_run_records_the_recipe_it_was_trained_with(study):
+    from numerics.experiments.study.certified.cells import _files, read_cell
+
+    root, _ = study
+    lazy = {c.content_hash() for c in contrast_configs(TINY, scale=SCALE) if c.learning_rate == 1e-4}
+    records = [read_cell(path)[0] for path in _files(root / "contrasts")]
+    assert {r["recipe"] for r in records} == set(CONTRAST_RECIPES)
+    assert all((r["recipe"] == "lazy") == (r["hash"] in lazy) for r in records)
+    assert {(r.run_hash, r.recipe) for r in collect_contrasts(root / "contrasts")} == {
+        (r["hash"], r["recipe"]) for r in records}
+
+
+def test_a_run_without_a_recorded_recipe_gets_the_one_it_follows_and_an_unknown_one_is_refused(study, tmp_path):
+    import json
+
+    from numerics.experiments.study.certified.cells import _RECORD, _files, _write_npz, read_cell
+    from numerics.train import TrainConfig
+
+    root, _ = study
+    path = _files(root / "contrasts")[0]
+    record, arrays = read_cell(path)
+    assert derive_recipe(TrainConfig.from_dict(record["config"])) == record["recipe"]
+    legacy = {k: v for k, v in record.items() if k != "recipe"}
+    _write_npz(tmp_path / "legacy" / path.name, {**arrays, _RECORD: np.array(json.dumps(legacy))})
+    assert [r.recipe for r in collect_contrasts(tmp_path / "legacy")] == [record["recipe"]]
+    _write_npz(tmp_path / "unknown" / path.name, {**arrays, _RECORD: np.array(json.dumps(record | {"recipe": "x"}))})
+    with pytest.raises(ValueError, match="recipe: .* records 'x'"):
+        collect_contrasts(tmp_path / "unknown")
+    other = dict(legacy, config=dict(legacy["config"], learning_rate=0.5))
+    _write_npz(tmp_path / "other" / path.name, {**arrays, _RECORD: np.array(json.dumps(other))})
+    with pytest.raises(ValueError, match="recipe: the run follows none of the contrast recipes"):
+        collect_contrasts(tmp_path / "other")
 
 
 def test_each_recipe_gets_its_alpha_and_its_gain_is_the_paired_mean_difference(study):

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from numerics.experiments import criteria
 from numerics.experiments.execution import Execution
 from numerics.experiments.store import load_arrays, load_results
 from numerics.experiments.study.converged import (
@@ -16,6 +17,7 @@ from numerics.experiments.study.converged import (
     ConvergedPlan,
     RunSpec,
     eval_seed_of,
+    group_stats,
     is_converged,
     last_quarter_change,
     paired_depth_gains,
@@ -24,6 +26,7 @@ from numerics.experiments.study.converged import (
     write_study_csv,
 )
 from numerics.train import evaluation_batch
+from tolerances import ROUNDOFF, rtol
 
 #: the tiny studies run in one local worker, silently
 ONE_WORKER = Execution(workers=1, progress=False)
@@ -109,6 +112,27 @@ def test_paired_gains_against_a_direct_computation():
     assert gains[2][0] == pytest.approx(diff.mean(), rel=1e-12)
     assert gains[2][1] == pytest.approx(np.std(diff, ddof=1) / math.sqrt(500), rel=1e-12)
     assert paired_depth_gains({2: e2}) == {}
+
+
+def _row(**values) -> dict:
+    base = dict.fromkeys(CSV_COLUMNS, 0.0) | {"model": "nonlinear", "N": 8, "k": 2, "depth": 2, "steps": 100,
+                                             "R_L_se": 0.01, "delta_R1_se": 0.01}
+    return base | values
+
+
+def test_a_mean_over_one_seed_has_an_undefined_standard_error():
+    stats = group_stats([_row(R_L=1.3, delta_R1=0.2)])[("nonlinear", 8, 0.0, 0.0, 2, 2)]
+    assert (stats.n, stats.R_L, stats.delta_R1) == (1, 1.3, 0.2)
+    assert math.isnan(stats.R_L_se) and math.isnan(stats.delta_R1_se)
+    assert math.isnan(criteria.mean_over_seeds([1.3], [0.01])[1]) and math.isnan(criteria.standard_error([1.3]))
+
+
+def test_a_mean_over_seeds_has_the_seeds_standard_error_floored_by_the_held_out_ones():
+    values = [1.0, 1.3, 1.1]
+    stats = group_stats([_row(R_L=v, R_L_se=0.001) for v in values])[("nonlinear", 8, 0.0, 0.0, 2, 2)]
+    assert stats.R_L_se == pytest.approx(np.std(values, ddof=1) / math.sqrt(3), rel=rtol(ROUNDOFF))
+    agreeing = group_stats([_row(R_L=1.0, R_L_se=0.05) for _ in values])[("nonlinear", 8, 0.0, 0.0, 2, 2)]
+    assert agreeing.R_L_se == pytest.approx(0.05 / math.sqrt(3), rel=rtol(ROUNDOFF))
 
 
 def test_tiny_study_end_to_end_and_resume(tmp_path):

@@ -86,7 +86,7 @@ def _commands(out: Path) -> dict:
 
 
 #: the sub-commands with --backend and --scheduler
-WITH_SCHEDULER = ("reproduce", "study regime", "study converged", "study defaults", "sweep run")
+WITH_SCHEDULER = ("reproduce", "study regime", "study converged", "study certified", "study defaults", "sweep run")
 
 
 def _one_line_error(argv, capsys) -> str:
@@ -141,6 +141,25 @@ def test_the_cli_hands_the_library_one_execution_of_its_flags(tmp_path, monkeypa
                  "--scheduler", SCHEDULER, "--workers", "3", "--no-progress"]) == 0
     assert received[0]["execution"] == Execution("dask", workers=3, scheduler=SCHEDULER, progress=False,
                                                  store_dir=store)
+
+
+def test_study_certified_hands_its_runners_the_one_execution_of_its_flags(tmp_path, monkeypatch):
+    """``study certified``: the contrasts and the cells run where --backend/--scheduler/--workers say."""
+    from numerics.experiments.study import certified
+    from numerics.experiments.study.certified import contrasts, page
+
+    received = []
+    monkeypatch.setattr(contrasts, "run_contrasts", lambda plan, store, **kwargs: received.append(("contrasts", store,
+                                                                                                   kwargs)) or 0)
+    monkeypatch.setattr(certified, "run_certified_study", lambda plan, store, **kwargs: received.append(("cells", store,
+                                                                                                         kwargs)) or {})
+    monkeypatch.setattr(page, "write_certified", lambda *args, **kwargs: ([], []))
+    store = tmp_path / "store"
+    assert main(["study", "certified", "--out", str(tmp_path / "out"), "--store", str(store), "--cells",
+                 str(tmp_path / "cells"), "--backend", "dask", "--scheduler", SCHEDULER, "--no-progress"]) == 0
+    expected = Execution("dask", scheduler=SCHEDULER, progress=False, store_dir=store)
+    assert [(job, kwargs["execution"]) for job, _, kwargs in received] == [("contrasts", expected), ("cells", expected)]
+    assert [str(where) for _, where, _ in received] == [f"{store}-contrasts", str(store)]
 
 
 def test_sweep_run_dask_local_is_the_size_of_the_local_cluster(tmp_path, monkeypatch):

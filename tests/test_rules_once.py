@@ -2,8 +2,10 @@
 
 A scan of the source of ``numerics`` and ``idepth``: no other module defines a name ``criteria`` owns (a
 function or a module-level constant), restates the α window's numbers, compares a depth gain with a
-literal, or writes the standard error of a mean by hand. Each scan is first shown to find a planted
-violation, so a scan that sees nothing cannot pass by accident.
+literal, or writes the standard error of a mean by hand; and no module of ``numerics/experiments`` but
+``criteria`` binds a module-level UPPER_CASE name to a number (a threshold outside the rules' home), except
+the few sizes, seeds and sample counts of :data:`NOT_RULES`, each with the reason it is not a rule. Each scan
+is first shown to find a planted violation, so a scan that sees nothing cannot pass by accident.
 """
 
 from __future__ import annotations
@@ -25,7 +27,53 @@ LITERALS = {
     "the α window": re.compile(r"0\.85\s*,\s*1\.15"),
     "a depth-gain threshold": re.compile(r"depth_gain\s*[<>]=?\s*[0-9]"),
     "a hand-written standard error": re.compile(r"ddof\s*=\s*1\s*\)*\s*/\s*(np|math)\.sqrt"),
+    "a hand-written variance of a mean": re.compile(r"\.var\([^)]*ddof\s*=\s*1"),
 }
+
+
+#: module-level numeric constants of ``numerics/experiments`` that are not rules, by module, each with why
+NOT_RULES = {
+    "bounds.py": {"BOUND_HEADS": "heads of the mixture bound: a Monte-Carlo size",
+                  "BOUND_SEED": "the seed the bounds' streams derive from"},
+    "reproduce/context.py": {"THEORY_SEED": "the seed of the theory's Monte-Carlo estimates"},
+    "reproduce/_plot.py": {"LEGEND_CLEARANCE": "figure layout"},
+    "reproduce/figures/_linear.py": {"_PANEL_EXPONENT": "figure layout"},
+    "store/_layout.py": {"SCHEMA_VERSION": "the store's file-format version"},
+    "study/certified/statistics.py": {"PREDICT_SAMPLES": "Monte-Carlo contexts: a sample size",
+                                      "HEADS_SETS": "sets of fresh contexts: a sample size",
+                                      "BOOTSTRAP": "bootstrap replicates: a sample size"},
+    "study/certified/targets.py": {"CORES": "the machine the hours target is stated for",
+                                   "PLAN_SEEDS": "which seeds the time target counts: a plan size"},
+    "study/converged/statistics.py": {"PREDICT_SAMPLES": "Monte-Carlo contexts: a sample size",
+                                      "N_BOOTSTRAP": "bootstrap replicates: a sample size"},
+}
+EXPERIMENTS = ROOT / "numerics" / "experiments"
+
+
+def _is_number(node: ast.expr) -> bool:
+    """A numeric literal, or arithmetic of numeric literals (``-1``, ``2 ** 10``)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp):
+        return _is_number(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _is_number(node.left) and _is_number(node.right)
+    return False
+
+
+def numeric_constants(source: str) -> set[str]:
+    """The UPPER_CASE names ``source`` binds to a number at module level (candidate thresholds)."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if _is_number(value):
+            names |= {t.id for t in targets if isinstance(t, ast.Name) and t.id.isupper()}
+    return names
 
 
 def _sources() -> dict[Path, str]:
@@ -56,6 +104,10 @@ def test_the_scans_find_planted_violations():
     assert restated_literals("ok = s.depth_gain < 1.1") == ["a depth-gain threshold"]
     assert restated_literals("se = x.std(ddof=1) / np.sqrt(n)") == ["a hand-written standard error"]
     assert restated_literals("se = float(np.std(x, ddof=1)) / math.sqrt(len(x))") == ["a hand-written standard error"]
+    assert restated_literals("between = values.var(axis=0, ddof=1) / n") == ["a hand-written variance of a mean"]
+    planted = "CERTIFICATE_SES = 2.0\nROUNDOFF: float = 1e-6\nLIMIT = -2 ** 3\nGRID = (1, 2)\nlocal = 3\n"
+    assert numeric_constants(planted) == {"CERTIFICATE_SES", "ROUNDOFF", "LIMIT"}
+    assert numeric_constants("def f():\n    THRESHOLD = 0.1\n") == set()  # a local is not a module constant
 
 
 def test_the_scan_reads_the_package():
@@ -70,3 +122,18 @@ def test_no_module_redefines_or_restates_a_rule_of_criteria(path):
     source = path.read_text(encoding="utf-8")
     assert not owned_definitions(source), f"{path.relative_to(ROOT)} defines {sorted(owned_definitions(source))}"
     assert not restated_literals(source), f"{path.relative_to(ROOT)} restates {restated_literals(source)}"
+
+
+@pytest.mark.parametrize("path", sorted(p for p in EXPERIMENTS.rglob("*.py") if p != CRITERIA),
+                         ids=lambda p: str(p.relative_to(EXPERIMENTS)))
+def test_no_experiments_module_but_criteria_holds_a_numeric_threshold(path):
+    allowed = NOT_RULES.get(str(path.relative_to(EXPERIMENTS)), {})
+    stray = numeric_constants(path.read_text(encoding="utf-8")) - set(allowed)
+    assert not stray, (f"{path.relative_to(ROOT)} binds {sorted(stray)} to numbers at module level: a threshold "
+                       "belongs in numerics/experiments/criteria.py (a size or seed: NOT_RULES, with the reason)")
+
+
+def test_every_exemption_names_a_constant_that_exists():
+    for module, names in NOT_RULES.items():
+        present = numeric_constants((EXPERIMENTS / module).read_text(encoding="utf-8"))
+        assert set(names) <= present, f"{module}: stale exemptions {sorted(set(names) - present)}"

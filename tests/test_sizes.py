@@ -7,7 +7,8 @@ import pytest
 from tolerances import ROUNDOFF, rtol
 
 from numerics.experiments.execution import Execution
-from numerics.experiments.study.sizes import REGION_DELTA, chi_square, infer_sizes, run_size_inference
+from numerics.experiments.criteria import SIZE_REGION_DELTA
+from numerics.experiments.study.sizes import chi_square, infer_sizes, run_size_inference
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def test_chi_square_map_best_size_and_region_follow_from_the_bounds(small):
     np.testing.assert_allclose(result.chi2_mixture, recomputed, rtol=rtol(ROUNDOFF))
     i, j = np.unravel_index(np.argmin(recomputed), recomputed.shape)
     assert result.best_mixture == (result.d_values[i], result.P_values[j])
-    limit = recomputed.min() + REGION_DELTA * max(1.0, recomputed.min() / (len(paper) - 2))
+    limit = recomputed.min() + SIZE_REGION_DELTA * max(1.0, recomputed.min() / (len(paper) - 2))
     assert set(result.region_mixture) == {(result.d_values[a], result.P_values[b])
                                           for a, b in zip(*np.nonzero(recomputed <= limit))}
     assert f"d = {result.best_mixture[0]}, P = {result.best_mixture[1]}" in markdown

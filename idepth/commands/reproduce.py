@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._execution import execution_from_args
+from ._execution import add_execution_flags, execution_from_args
 
 HELP = "regenerate the paper's figures and tables (PNG/PDF, Markdown) and write REPORT.md"
 
@@ -39,20 +39,12 @@ def register(subparsers) -> None:
                         help="only these artefacts (comma-separated): " + ", ".join(ARTEFACTS))
     parser.add_argument("--out", metavar="DIR", default="reproduction",
                         help="output directory (default: ./reproduction); holds REPORT.md, figures/, tables/, store/")
-    parser.add_argument("--backend", choices=("local", "dask"), default="local",
-                        help="local process pool (default) or a dask.distributed cluster (needed for --scale paper)")
-    parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="worker processes (default: the usable cores); with --backend dask and no "
-                             "--scheduler, the size of a local Dask cluster")
-    parser.add_argument("--scheduler", metavar="ADDR", default=None,
-                        help="address of a running Dask scheduler, e.g. tcp://host:8786 (with --backend dask)")
+    add_execution_flags(parser)  # --scale paper needs --backend dask
     parser.add_argument("--no-study", action="store_true",
                         help="skip the regime study and the consistency check (numerics.experiments.study)")
     parser.add_argument("--no-calibration", action="store_true",
                         help="skip the few-second timing of the engines that scales the cost model's estimate "
                              "to this machine before training")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress output (bars on a terminal, otherwise a one-line record every 30 s)")
     parser.add_argument("--converged-table", metavar="CSV|run", default=None,
                         help="the converged-study table the softmax verdict and Tables 1, 4, 5 read (default: the "
                              "shipped docs/results/converged-study.csv; --scale paper: run); 'run' runs the converged study first into "

@@ -12,7 +12,8 @@ A thin layer over :mod:`numerics.experiments.study`:
 * ``idepth study converged [--out DIR] [--store DIR] [--spectra 'a,b;a,b'] [--base-steps S] [--report-only]``
   -- :func:`numerics.experiments.study.converged.run_converged` (the softmax model trained to convergence at the
   inferred sizes; one CSV row per run, its provenance, the docs page);
-* ``idepth study certified [--out DIR] [--store DIR] [--cells DIR] [--depths 1,2,4] [--workers N] [--report-only]``
+* ``idepth study certified [--out DIR] [--store DIR] [--cells DIR] [--depths 1,2,4] [--backend local|dask] [--workers N]
+  [--scheduler ADDR] [--report-only]``
   -- :func:`numerics.experiments.study.certified.run_certified_study` (the best loss each depth reaches, from
   several starts, with its certificates), then :func:`~numerics.experiments.study.certified.page.write_certified`;
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``
@@ -26,7 +27,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ._execution import execution_from_args
+from ._execution import add_execution_flags, execution_from_args
 
 HELP = "regime study (where inverse-depth appears), oracle bounds vs the paper, measured softmax defaults"
 
@@ -58,7 +59,7 @@ def register(subparsers) -> None:
     regime.add_argument("--out", metavar="DIR", default="study-out", help="output directory (default study-out)")
     regime.add_argument("--store", metavar="DIR", default=None,
                         help="sweep store (default DIR/store); give a reproduction's store to share its runs")
-    _execution_options(regime)
+    add_execution_flags(regime)
     regime.set_defaults(func=run_regime)
 
     consistency = actions.add_parser(
@@ -114,7 +115,7 @@ def register(subparsers) -> None:
     converged.add_argument("--seeds", type=int, default=None, help="seeds per point (default 3)")
     converged.add_argument("--bound-contexts", type=int, default=8192, help="Monte-Carlo contexts per bound (default 8192)")
     converged.add_argument("--report-only", action="store_true", help="no training: the page from DIR/converged-study.csv")
-    _execution_options(converged)
+    add_execution_flags(converged)
     converged.set_defaults(func=run_converged_command)
 
     certified = actions.add_parser(
@@ -139,9 +140,8 @@ def register(subparsers) -> None:
                                 "(DIR/contrasts); default docs/results/certified")
     certified.add_argument("--depths", default=None, metavar="1,2,4",
                            help="stop after these depths (a prefix of 1,2,4,...,128; default all)")
-    certified.add_argument("--workers", type=int, default=None, help="local worker processes (default: the usable cores)")
     certified.add_argument("--report-only", action="store_true", help="no training: the page from the exported cells")
-    certified.add_argument("--no-progress", action="store_true", help="no progress output")
+    add_execution_flags(certified)
     certified.set_defaults(func=run_certified_command)
 
     defaults = actions.add_parser(
@@ -159,16 +159,8 @@ def register(subparsers) -> None:
     defaults.add_argument("--store", metavar="DIR", default=None,
                           help="sweep store, a cache of the training runs (default: a temporary directory, removed "
                                "afterwards)")
-    _execution_options(defaults)
+    add_execution_flags(defaults)
     defaults.set_defaults(func=run_defaults)
-
-
-def _execution_options(parser) -> None:
-    parser.add_argument("--backend", choices=("local", "dask"), default="local", help="local processes (default) or dask")
-    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: usable cores)")
-    parser.add_argument("--scheduler", metavar="ADDR", default=None, help="dask scheduler address (dask only)")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress output (bars on a terminal, otherwise a one-line record every 30 s)")
 
 
 def _spectra(text: str) -> list[tuple[float, float]]:

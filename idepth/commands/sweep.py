@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._execution import execution_from_args
+from ._execution import add_execution_flags, execution_from_args
 
 HELP = "run a grid of training runs into a resumable results store (DIR/results.sqlite)"
 
@@ -47,21 +47,13 @@ def register(subparsers) -> None:
     run_parser.add_argument("grid", metavar="GRID.toml", help="TOML file declaring the grid of runs")
     run_parser.add_argument("--out", metavar="DIR", required=True,
                             help="sweep directory (created; holds results.sqlite)")
-    run_parser.add_argument("--backend", choices=("local", "dask"), default="local",
-                            help="local process pool (default), or a dask.distributed cluster")
-    run_parser.add_argument("--workers", type=int, default=None,
-                            help="local worker processes (default: number of usable cores); with "
-                                 "--backend dask and no --scheduler, the size of the local dask cluster")
-    run_parser.add_argument("--scheduler", metavar="ADDR", default=None,
-                            help="address of a running dask scheduler, e.g. tcp://host:8786 (dask only)")
+    add_execution_flags(run_parser)
     run_parser.add_argument("--dask-local", metavar="N", type=int, default=None,
                             help="start a local dask cluster of N single-threaded workers (dask only)")
     run_parser.add_argument("--connect-timeout", metavar="SECONDS", type=float, default=10.0,
                             help="give up if the dask scheduler does not answer within this time (default 10)")
     run_parser.add_argument("--retry-failed", action="store_true",
                             help="run again the runs recorded as failed")
-    run_parser.add_argument("--no-progress", action="store_true",
-                            help="no progress output (a bar on a terminal, otherwise a one-line record every 30 s)")
     run_parser.set_defaults(func=run)
 
     status_parser = actions.add_parser(

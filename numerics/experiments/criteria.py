@@ -42,11 +42,19 @@ __all__ = [
     "is_converged",
     "training_failures",
     "standard_error",
+    "mean_over_seeds",
     "EASY_TARGET",
     "FLOOR_TARGET",
     "WINDOW_MARGIN",
     "PARALLEL_SPREAD",
     "SEQUENTIAL_CORRELATION",
+    "CERTIFICATE_SES",
+    "DOUBLING_SES",
+    "CERTIFICATE_ROUNDOFF",
+    "FIRST_STEP_SES",
+    "PREDICTION_TARGET",
+    "HOURS_TARGET",
+    "SIZE_REGION_DELTA",
 ]
 
 #: standard errors allowed between a measurement and a reference
@@ -71,6 +79,21 @@ WINDOW_MARGIN = 10.0
 PARALLEL_SPREAD = 0.10
 #: smallest rank correlation of mode index and mode loss for "sequential" learning
 SEQUENTIAL_CORRELATION = 0.8
+#: how many SEs a certificate of the certified study allows (nesting ``R*_L ≤ R*_{L/2} + 2 SE``, eq. 60, and
+#: reachability ``R*_L ≤ B_L + 2 SE``); also the gap above which one candidate beats the per-seed choice
+CERTIFICATE_SES = 2.0
+#: how many SEs the doubling certificate allows (twice the step cap gains less than one SE)
+DOUBLING_SES = 1.0
+#: relative float32 round-off of a mean loss: a certificate's allowance when both sides are one function (SE 0)
+CERTIFICATE_ROUNDOFF = 1e-6
+#: certified study target: how many paired SEs the envelope's first gain may fall short of the heads' at (0, 0)
+FIRST_STEP_SES = 1.0
+#: certified study target: how far ``predict_loss`` may be from R*_L (relative) at the first depths
+PREDICTION_TARGET = 0.03
+#: certified study target: the wall-clock hours of the three-seed plan (on the target's cores)
+HOURS_TARGET = 3.0
+#: χ² increase of the allowed region of ``idepth study sizes`` (two fitted sizes, 95 %)
+SIZE_REGION_DELTA = 5.99
 
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
@@ -247,6 +270,34 @@ def standard_error(values, axis: int | None = None):
         return math.nan if axis is None else np.full(np.delete(values.shape, axis), np.nan)
     se = values.std(axis=axis, ddof=1) / np.sqrt(n)
     return float(se) if axis is None else se
+
+
+def mean_over_seeds(values, within_se=()) -> tuple[float, float]:
+    """The mean of one value per seed and its standard error, the one rule every study uses.
+
+    The SE is :func:`standard_error` of the values, never below ``sqrt(mean(within_se²) / n)`` when the
+    runs' own held-out SEs are given: a few seeds that happen to agree cannot make a mean look more
+    precise than its held-out sets allow. One seed gives a NaN SE (the SE of one value is undefined; the
+    held-out SE alone would hide that the seeds' scatter is unknown); no seed gives NaN for both.
+
+    Examples
+    --------
+    >>> [round(v, 6) for v in mean_over_seeds([1.0, 1.2])]
+    [1.1, 0.1]
+    >>> [round(v, 6) for v in mean_over_seeds([1.0, 1.0], within_se=[0.02, 0.02])]
+    [1.0, 0.014142]
+    >>> mean_over_seeds([1.0], within_se=[0.02])
+    (1.0, nan)
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size == 0:
+        return math.nan, math.nan
+    mean = float(values.mean())
+    if values.size < 2:
+        return mean, math.nan
+    within = np.asarray(within_se, dtype=np.float64).ravel()
+    floor = math.sqrt(float(np.mean(np.square(within))) / values.size) if within.size else 0.0
+    return mean, max(standard_error(values), floor)
 
 
 def depth_gain(R_first: float, R_last: float, se_first: float | None = None, se_last: float | None = None) -> tuple[float, float]:

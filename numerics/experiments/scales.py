@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from theory.paper import paper_table
+from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA as _TABLE1_SPECTRA, table_spectra
 from theory.validation import check_choice, check_positive_int
 
 from . import recipes
@@ -78,11 +78,6 @@ SIZE_GRID_D = (8, 12, 16, 24, 32, 64)
 #: context lengths of that grid
 SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
 
-#: the sizes the paper's nonlinear plateaus imply (``idepth study sizes``: the χ² over the 14 plateaus of Tables 1
-#: and 4 is smallest at d = 16 by far; P is resolved only to 32-96), with N = 2d; the ``paper`` scale's softmax
-#: families and :mod:`numerics.experiments.study.converged` use them
-INFERRED_SOFTMAX_SIZES = MappingProxyType({"d": 16, "N": 32, "P": 64})
-
 #: measured run times per scale (from an empty output directory, regime study included)
 MEASURED_RUN_TIMES: Mapping[str, MeasuredRunTime] = MappingProxyType({
     "quick": MeasuredRunTime(
@@ -120,14 +115,9 @@ REGIME_DESCRIPTIONS = {
 }
 
 
-def _spectra(table: str, k: int | None = None) -> tuple:
-    """The spectra ``(a, b)`` of a table of the paper's (of its top-``k`` rows when ``k`` is given)."""
-    return tuple((float(r["a"]), float(r["b"])) for r in paper_table(table) if k is None or r["k"] == k)
-
-
-_TABLE1_SPECTRA, _TABLE2_SPECTRA = _spectra("table1"), _spectra("table2")
-_TABLE3_K2_SPECTRA, _TABLE3_K16_SPECTRA = _spectra("table3", k=2), _spectra("table3", k=16)
-_TABLE4_K2_SPECTRA, _TABLE4_K16_SPECTRA = _spectra("table4", k=2), _spectra("table4", k=16)
+_TABLE2_SPECTRA = table_spectra("table2")
+_TABLE3_K2_SPECTRA, _TABLE3_K16_SPECTRA = table_spectra("table3", k=2), table_spectra("table3", k=16)
+_TABLE4_K2_SPECTRA, _TABLE4_K16_SPECTRA = table_spectra("table4", k=2), table_spectra("table4", k=16)
 
 
 def _unique(*groups) -> tuple:

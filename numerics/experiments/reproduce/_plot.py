@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._plotting import pyplot
 from .results import Curve, FitSummary
 
 __all__ = ["Figure", "STYLES", "fit_problem"]
@@ -35,15 +36,6 @@ class Figure:
     @property
     def png(self) -> Path:
         return self.paths[0]
-
-
-def pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def subplots(*args, **kwargs):

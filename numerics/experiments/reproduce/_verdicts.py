@@ -128,7 +128,7 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
                  f"depth-L model expresses the L = 1 solution), not evidence either way. Contradicted when a spectrum "
                  f"whose runs all converged, with no training failure, has a resolved gain and its interval outside "
                  f"[{lo}, {hi}]")
-    from ..study.converged.plan import TABLE1_SPECTRA, TABLE4_SPECTRA
+    from theory.paper import TABLE1_SPECTRA, TABLE4_SPECTRA
 
     table = ctx.converged
     if table is None:

@@ -8,7 +8,7 @@ which gives ``1/L`` only when the layers' errors are exchangeable with a depth-i
 
 Modules: ``regimes`` (configs, controls, :func:`run_regime_study`), ``verdicts`` (fits and
 names), ``report`` (figures, Markdown), ``consistency`` (the paper's plateaus against the
-bounds), ``defaults`` (the measured defaults of :func:`theory.predict_loss`), ``sizes`` (the
+bounds), ``sections`` (the regime study, then that check: ``idepth study regime``), ``defaults`` (the measured defaults of :func:`theory.predict_loss`), ``sizes`` (the
 sizes the plateaus imply) and ``converged/`` (the softmax model trained to convergence there).
 """
 
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from ..recipes import GAIN_PARAMETERS, LAZY_INIT
 from ..scales import REGIME_DESCRIPTIONS, REGIMES, TRAINED_REGIMES, StudyScale
-from .consistency import ConsistencyReport, ConsistencyRow, paper_consistency, run_study_sections
+from .consistency import ConsistencyReport, ConsistencyRow, paper_consistency
 from .defaults import fit_inverse_depth, make_softmax_defaults
 from .sizes import SizeInference, infer_sizes, run_size_inference
 from .regimes import (RegimeStudy, frozen_heads_control, regime_config, run_regime_study,
                       separate_models_average)
+from .sections import run_study_sections
 from .verdicts import RegimePoint, name_regime, summarise_point
 
 __all__ = [

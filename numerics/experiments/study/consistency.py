@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -12,11 +11,12 @@ import numpy as np
 from theory.validation import check_positive_int
 
 from .. import criteria
+from .._markdown import markdown_table
 from ..bounds import BOUND_SEED, bound_key, head_bounds
 from ..execution import Execution, as_execution
 from .regimes import RegimeStudy
 
-__all__ = ["ConsistencyRow", "ConsistencyReport", "paper_consistency", "paper_plateaus", "run_study_sections"]
+__all__ = ["ConsistencyRow", "ConsistencyReport", "paper_consistency", "paper_plateaus"]
 
 
 @dataclass(frozen=True)
@@ -212,27 +212,23 @@ def _consistency_markdown(rows: Sequence[ConsistencyRow], n_contexts: int) -> st
         "",
         f"**{n_below} of {len(rows)} paper values are below the bound at the sizes stated.**",
         "",
-        "| source | (a, b) | k | d | P | paper | best single head | best mixture | mixture / paper | E y*² "
-        "| package | below bound |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        pkg = "—" if r.package_value is None else f"{r.package_value:.4g} ({r.package_label})"
-        lines.append(
-            f"| {r.source} | ({r.a:g}, {r.b:g}) | {r.k} | {r.d} | {r.P} | {r.paper_value} | "
-            f"{r.single_head:.4g} ± {r.single_head_se:.2g} | {r.mixture:.4g} ± {r.mixture_se:.2g} | "
-            f"{r.mixture / float(r.paper_value):.3g} | {r.target_second_moment:.4g} | {pkg} | "
-            f"{'**yes**' if r.below_bound else 'no'} |"
-        )
-    lines += ["", "Per size: how far the best mixture of cosine heads lies from the paper's values.", "",
-              "| d | P | rows | below bound | mixture / paper: median | min | max |", "|---|---|---|---|---|---|---|"]
+    lines += markdown_table(
+        ("source", "(a, b)", "k", "d", "P", "paper", "best single head", "best mixture", "mixture / paper", "E y*²",
+         "package", "below bound"),
+        [(r.source, f"({r.a:g}, {r.b:g})", r.k, r.d, r.P, r.paper_value, f"{r.single_head:.4g} ± {r.single_head_se:.2g}",
+          f"{r.mixture:.4g} ± {r.mixture_se:.2g}", f"{r.mixture / float(r.paper_value):.3g}",
+          f"{r.target_second_moment:.4g}",
+          "—" if r.package_value is None else f"{r.package_value:.4g} ({r.package_label})",
+          "**yes**" if r.below_bound else "no") for r in rows])
+    lines += ["", "Per size: how far the best mixture of cosine heads lies from the paper's values.", ""]
     ratios = {}
     for r in rows:
         ratios.setdefault((r.d, r.P), []).append(r.mixture / float(r.paper_value))
-    for (d, P), sub in ratios.items():
-        below = sum(r.below_bound for r in rows if (r.d, r.P) == (d, P))
-        lines.append(f"| {d} | {P} | {len(sub)} | {below} | "
-                     f"{np.median(sub):.3g} | {np.min(sub):.3g} | {np.max(sub):.3g} |")
+    lines += markdown_table(
+        ("d", "P", "rows", "below bound", "mixture / paper: median", "min", "max"),
+        [(d, P, len(sub), sum(r.below_bound for r in rows if (r.d, r.P) == (d, P)), f"{np.median(sub):.3g}",
+          f"{np.min(sub):.3g}", f"{np.max(sub):.3g}") for (d, P), sub in ratios.items()])
     medians = {size: float(np.median(sub)) for size, sub in ratios.items()}
     closest = min(medians, key=lambda size: abs(math.log(medians[size])))
     sub = ratios[closest]
@@ -240,38 +236,3 @@ def _consistency_markdown(rows: Sequence[ConsistencyRow], n_contexts: int) -> st
               f"(mixture / paper: median {medians[closest]:.3g}, range {min(sub):.3g}-{max(sub):.3g}).", ""]
     lines += [*[f"- {r.statement}" for r in rows if r.below_bound], ""]
     return "\n".join(lines)
-
-
-def run_study_sections(
-    scale,
-    out_dir,
-    *,
-    execution: Execution | None = None,
-    consistency_sizes: dict | None = None,
-    figures: bool = True,
-) -> tuple[RegimeStudy, ConsistencyReport]:
-    """The regime study and the consistency check of one study budget, sharing one store and one cache.
-
-    What ``idepth reproduce`` and ``idepth study regime`` call: every bound uses the budget's
-    ``bound_contexts`` and one cache (default ``out_dir/cache``), so a bound in both sections
-    has one value. ``out_dir`` also receives ``consistency.md``; ``consistency_sizes`` holds
-    ``d`` and ``P_values`` of :func:`paper_consistency`.
-
-    Notes
-    -----
-    No example: it trains the study's runs (minutes); see ``idepth study regime --scale smoke``.
-    """
-    from pathlib import Path
-
-    from numerics.io import write_text
-
-    from .regimes import _scale, run_regime_study
-
-    s = _scale(scale)
-    execution = as_execution(execution)
-    execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or Path(out_dir) / "cache")
-    result = run_regime_study(s, out_dir, execution=execution, figures=figures)
-    report = paper_consistency(study=result, n_contexts=s.bound_contexts, execution=execution,
-                               **(consistency_sizes or {}))
-    write_text(Path(result.out_dir) / "consistency.md", report.markdown)
-    return result, report

@@ -13,6 +13,7 @@ import numpy as np
 from numerics.io import check_output_file, json_clean, write_json
 from theory.validation import check_choice
 
+from ..criteria import standard_error
 from ..execution import Execution, as_execution
 from ..scales import StudyScale, TRAINED_REGIMES
 from .regimes import _metric_arrays, _scale, regime_config
@@ -25,7 +26,8 @@ def fit_inverse_depth(depths: Sequence[int], losses) -> tuple[float, float, np.n
     """Least-squares ``(L0, c)`` of ``R_L = L0 + c/L`` (paper eq. 63 read with fixed A, C; eq. 16 with alpha = 1).
 
     ``losses`` may be (seeds x depths): the seed means are fitted. Returns ``L0``, ``c``
-    and their covariance ``s² (XᵀX)⁻¹`` (``s²`` from the residuals) plus the seed scatter.
+    and their covariance ``s² (XᵀX)⁻¹`` (``s²`` from the residuals) plus, with two seeds or more, the
+    seed scatter of the means (:func:`~numerics.experiments.criteria.standard_error`; one curve has none).
 
     References
     ----------
@@ -48,8 +50,8 @@ def fit_inverse_depth(depths: Sequence[int], losses) -> tuple[float, float, np.n
     s2 = float(resid @ resid) / dof
     XtX_inv = np.linalg.inv(X.T @ X)
     cov = s2 * XtX_inv
-    if values.shape[0] > 1:  # seed scatter of the means, propagated through the linear fit
-        var_mean = values.var(axis=0, ddof=1) / values.shape[0]
+    if values.shape[0] > 1:  # seed scatter of the means (undefined for one curve), propagated through the linear fit
+        var_mean = standard_error(values, axis=0) ** 2
         H = XtX_inv @ X.T
         cov = cov + H @ np.diag(var_mean) @ H.T
     return float(coef[0]), float(coef[1]), cov

@@ -10,21 +10,14 @@ import numpy as np
 from numerics.io import save_figure
 
 from .. import criteria
+from .._markdown import markdown_table
+from .._plotting import pyplot
 from ..scales import StudyScale
 
 __all__ = ["draw_figures", "study_markdown"]
 
 
 _COLOURS = {"lazy": "C0", "lazy_long": "C4", "converged": "C3", "frozen_heads": "C2", "separate_models": "C1"}
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
@@ -38,7 +31,7 @@ def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
     """
     from theory.fitting import depth_law
 
-    plt = _pyplot()
+    plt = pyplot()
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     files = []
@@ -117,27 +110,24 @@ def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> st
         "similarity with optimal temperature and gain, best non-negative mixture of such heads (what an average of "
         "layers can express, eq. 60), and the best head over the model's own pre-norm similarity at width N.",
         "",
-        "| d | P | N | (a, b) | regime | R_1 | R_Lmax | gain | α [95 % CI] | ΔC_L | Δ(A−C) | settles | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for p in points:
-        ci = f"{_fmt(p.alpha)} [{_fmt(p.alpha_low)}, {_fmt(p.alpha_high)}]"
-        lines.append(
-            f"| {p.d} | {p.P} | {p.N} | ({p.a:g}, {p.b:g}) | {p.regime.replace('_', ' ')} | "
-            f"{_fmt(p.R[0], 4)} ± {_fmt(p.R_se[0], 2)} | {_fmt(p.R[-1], 4)} ± {_fmt(p.R_se[-1], 2)} (L={p.depths[-1]}) | "
-            f"{_fmt(p.depth_gain)} ± {_fmt(p.depth_gain_se, 2)} | {ci} | {_fmt(100 * p.plateau_change, 2)} % | "
-            f"{_fmt(100 * p.gap_change, 2)} % | {'yes' if p.settles else 'no'} | {p.verdict} |"
-        )
-    lines += ["", "| d | P | N | (a, b) | E y*² | best cosine head | best cosine mixture | best pre-norm head (N) |",
-              "|---|---|---|---|---|---|---|---|"]
-    for (d, P, N, a, b), bd in bounds.items():
-        cos, pre = bd["cosine"], bd["prenorm"]
-        lines.append(
-            f"| {d} | {P} | {N} | ({a:g}, {b:g}) | {cos.target_second_moment:.4g} | "
-            f"{cos.single_head_loss:.4g} ± {cos.single_head_standard_error:.2g} (τ = {cos.temperature:.3g}) | "
-            f"{cos.mixture_loss:.4g} ± {cos.mixture_standard_error:.2g} | "
-            f"{pre.single_head_loss:.4g} ± {pre.single_head_standard_error:.2g} |"
-        )
+    lines += markdown_table(
+        ("d", "P", "N", "(a, b)", "regime", "R_1", "R_Lmax", "gain", "α [95 % CI]", "ΔC_L", "Δ(A−C)", "settles",
+         "verdict"),
+        [(p.d, p.P, p.N, f"({p.a:g}, {p.b:g})", p.regime.replace("_", " "), f"{_fmt(p.R[0], 4)} ± {_fmt(p.R_se[0], 2)}",
+          f"{_fmt(p.R[-1], 4)} ± {_fmt(p.R_se[-1], 2)} (L={p.depths[-1]})",
+          f"{_fmt(p.depth_gain)} ± {_fmt(p.depth_gain_se, 2)}",
+          f"{_fmt(p.alpha)} [{_fmt(p.alpha_low)}, {_fmt(p.alpha_high)}]", f"{_fmt(100 * p.plateau_change, 2)} %",
+          f"{_fmt(100 * p.gap_change, 2)} %", "yes" if p.settles else "no", p.verdict) for p in points])
+    lines.append("")
+    lines += markdown_table(
+        ("d", "P", "N", "(a, b)", "E y*²", "best cosine head", "best cosine mixture", "best pre-norm head (N)"),
+        [(d, P, N, f"({a:g}, {b:g})", f"{bd['cosine'].target_second_moment:.4g}",
+          f"{bd['cosine'].single_head_loss:.4g} ± {bd['cosine'].single_head_standard_error:.2g} "
+          f"(τ = {bd['cosine'].temperature:.3g})",
+          f"{bd['cosine'].mixture_loss:.4g} ± {bd['cosine'].mixture_standard_error:.2g}",
+          f"{bd['prenorm'].single_head_loss:.4g} ± {bd['prenorm'].single_head_standard_error:.2g}")
+         for (d, P, N, a, b), bd in bounds.items()])
     lines += ["", _study_findings(points, bounds), ""]
     for f in figure_files:
         if f.endswith(".png"):

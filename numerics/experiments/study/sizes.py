@@ -9,7 +9,8 @@ should come close; so over a ``(d, P)`` grid, :func:`infer_sizes` computes ``B_�
 
 (the MC error is the only one: the paper's values carry none). The best ``(d, P)``
 minimises χ²; the data allow ``χ² ≤ χ²_min + Δ · max(1, χ²_min / dof)`` (``Δ`` =
-:data:`REGION_DELTA`: two fitted sizes at 95 %, widened by the Birge ratio; ``dof`` = rows − 2).
+:data:`~numerics.experiments.criteria.SIZE_REGION_DELTA`: two fitted sizes at 95 %, widened by the Birge
+ratio; ``dof`` = rows − 2).
 """
 
 from __future__ import annotations
@@ -22,17 +23,17 @@ import numpy as np
 
 from numerics.io import make_output_dir, save_figure, write_json, write_text
 
+from .._markdown import markdown_table
+from .._plotting import pyplot
 from ..bounds import cached_softmax_bounds, softmax_bounds_key
+from ..criteria import SIZE_REGION_DELTA
 from ..execution import Execution, as_execution
 from ..scales import SIZE_GRID_D, SIZE_GRID_P
 from .consistency import paper_plateaus
-from .report import _pyplot
 
-__all__ = ["SIZE_GRID_D", "SIZE_GRID_P", "REGION_DELTA", "SizeInference", "infer_sizes", "sizes_markdown",
+__all__ = ["SIZE_GRID_D", "SIZE_GRID_P", "SizeInference", "infer_sizes", "sizes_markdown",
            "draw_size_map", "run_size_inference"]
 
-#: χ² increase of the allowed region (two fitted sizes, 95 %)
-REGION_DELTA = 5.99
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def chi_square(paper: np.ndarray, bound: np.ndarray, se: np.ndarray) -> np.ndarr
 def _region(chi2: np.ndarray, dof: int, d_values, P_values) -> tuple[tuple, tuple]:
     i, j = np.unravel_index(int(np.nanargmin(chi2)), chi2.shape)
     best = float(chi2[i, j])
-    limit = best + REGION_DELTA * max(1.0, best / max(dof, 1))
+    limit = best + SIZE_REGION_DELTA * max(1.0, best / max(dof, 1))
     allowed = tuple((int(d_values[a]), int(P_values[b])) for a, b in zip(*np.nonzero(chi2 <= limit)))
     return (int(d_values[i]), int(P_values[j])), allowed
 
@@ -159,18 +160,17 @@ def sizes_markdown(result: SizeInference, figure: str | None = None) -> str:
         "",
         "χ² of B_∞ (rows d, columns P):",
         "",
-        "| d \\ P | " + " | ".join(str(P) for P in result.P_values) + " |",
-        "|---|" + "---|" * len(result.P_values),
     ]
-    for a, d in enumerate(result.d_values):
-        lines.append(f"| {d} | " + " | ".join(f"{v:.3g}" for v in result.chi2_mixture[a]) + " |")
-    lines += ["", f"At d = {d_best}, P = {P_best}, row by row:", "",
-              "| source | (a, b) | k | paper | B_∞ | B_1 | paper / B_∞ |", "|---|---|---|---|---|---|---|"]
+    lines += markdown_table(("d \\ P", *result.P_values),
+                            [(d, *(f"{v:.3g}" for v in result.chi2_mixture[a])) for a, d in enumerate(result.d_values)])
+    lines += ["", f"At d = {d_best}, P = {P_best}, row by row:", ""]
+    table = []
     for r_index, r in enumerate(result.rows):
         mix, mix_se = result.mixture[i, j, r_index], result.mixture_se[i, j, r_index]
         one, one_se = result.single[i, j, r_index], result.single_se[i, j, r_index]
-        lines.append(f"| {r['source']} | ({r['a']:g}, {r['b']:g}) | {r['k']} | {r['verbatim']} | {mix:.4g} ± {mix_se:.2g} "
-                     f"| {one:.4g} ± {one_se:.2g} | {r['value'] / mix:.3f} |")
+        table.append((r["source"], f"({r['a']:g}, {r['b']:g})", r["k"], r["verbatim"], f"{mix:.4g} ± {mix_se:.2g}",
+                      f"{one:.4g} ± {one_se:.2g}", f"{r['value'] / mix:.3f}"))
+    lines += markdown_table(("source", "(a, b)", "k", "paper", "B_∞", "B_1", "paper / B_∞"), table)
     if figure:
         lines += ["", f"![χ² map]({figure})"]
     return "\n".join(lines) + "\n"
@@ -185,7 +185,7 @@ def draw_size_map(result: SizeInference, path) -> Path:
     """
     from matplotlib.colors import LogNorm
 
-    fig, axes = _pyplot().subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     panels = ((result.chi2_mixture, result.best_mixture, result.region_mixture, "B_∞ (best mixture of heads)"),
               (result.chi2_single, result.best_single, result.region_single, "B_1 (best single head)"))
     for ax, (chi2, best, region, name) in zip(axes, panels):

@@ -6,8 +6,8 @@ gain law, verdicts), ``contrasts`` (training recipes beside the envelope), ``tar
 set out to reach, measured, and its CPU time) and ``page``.
 """
 
-from .plan import STARTS, TABLE1_SPECTRA, TOP16_SPECTRA, Candidate, CellConfig, CertifiedPlan, eval_seed
+from .plan import STARTS, Candidate, CellConfig, CertifiedPlan, eval_seed
 from .run import SUMMARY_COLUMNS, CellResult, nested_params, oracle_allocation, run_cell, run_certified_study
 
-__all__ = ["STARTS", "TABLE1_SPECTRA", "TOP16_SPECTRA", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed",
+__all__ = ["STARTS", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed",
            "SUMMARY_COLUMNS", "CellResult", "nested_params", "oracle_allocation", "run_cell", "run_certified_study"]

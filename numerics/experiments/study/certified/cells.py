@@ -67,13 +67,15 @@ def read_cell(path) -> tuple[dict, dict]:
     return record, arrays
 
 
-def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = None) -> int:
+def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = None, *,
+                 recipes: dict | None = None) -> int:
     """Export the store's new finished cells to ``cells_dir``, the frontier's winners to ``frontier_dir``.
 
     ``frontier_dir`` None: the runs have no next depth that starts from them (the contrast runs).
     ``children`` maps a cell hash to its child's (next depth, same setting and seed); by default it is
     read from the store, so a process other than the study's driver can export while the study runs.
-    Returns the number of cells written.
+    ``recipes`` maps a run hash to its recipe's name, recorded in the file (``recipe``). Returns the
+    number of cells written.
 
     Notes
     -----
@@ -97,6 +99,8 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
         arrays = load_arrays(store_dir, run_hash)
         if not target.is_file():
             meta = {"hash": run_hash, "config": record["config"], "metrics": record["metrics"]}
+            if recipes and run_hash in recipes:
+                meta["recipe"] = recipes[run_hash]
             kept = {k: v for k, v in arrays.items() if not k.startswith(_WINNER)}
             _write_npz(target, {**kept, _RECORD: np.array(json.dumps(meta, sort_keys=True))})
             written += 1

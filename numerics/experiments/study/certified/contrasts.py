@@ -5,6 +5,10 @@ Is the paper's ``c/L`` law a property of the optimum or of a way of training? Th
 ``quick`` budget) train at the study's sizes and seeds and are evaluated on its *report* set, so their
 errors pair with the envelope's and
 :func:`~numerics.experiments.study.certified.statistics.summarise` gives each recipe its α.
+
+Every run carries its recipe's name: an exported run records it (``recipe``); the files exported before
+it did are matched, in one place (:func:`derive_recipe`), against the recipes' definitions in
+:mod:`numerics.experiments.recipes`, and a run that matches no contrast recipe (or several) is refused.
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ from numerics.models import get_model
 from numerics.train import TrainConfig, evaluation_batch, train
 
 from ...grid import Grid
+from ...recipes import RECIPES
 from ...sweep import run_sweep
 from ..regimes import regime_config
 from .cells import _done, _files, export_cells, import_cells, read_cell
 from .plan import CertifiedPlan, eval_seed
 from .run import CellResult, _errors, _mean_se
 
-__all__ = ["CONTRAST_RECIPES", "CONTRAST_SCALE", "Contrast", "contrast_configs", "collect_contrasts", "recipe_of",
+__all__ = ["CONTRAST_RECIPES", "CONTRAST_SCALE", "Contrast", "contrast_configs", "collect_contrasts", "derive_recipe",
            "run_contrast", "run_contrasts"]
 
 #: the regime study's name of each contrast recipe (:func:`numerics.experiments.study.regime_config`)
@@ -71,29 +76,57 @@ def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> lis
     >>> configs[0].eval_seed == plan.cell(0, 0, 64, 1, 0).eval_seed("report")
     True
     """
+    return [config for _, config in _contrast_runs(plan, scale)]
+
+
+def _contrast_runs(plan: CertifiedPlan, scale: str) -> list[tuple[str, TrainConfig]]:
+    """``(recipe, config)`` of every contrast run of ``plan`` (see :func:`contrast_configs`)."""
     out = []
-    for regime in CONTRAST_RECIPES.values():
+    for recipe, regime in CONTRAST_RECIPES.items():
         for a, b, P, k in plan.settings():
             report_seed = eval_seed("report", a, b, k, P)
             for depth in plan.depths:
                 for seed in plan.seeds_for(a, b, P, k):
                     config = regime_config(regime, d=plan.d, N=plan.N, P=P, depth=depth, seed=seed, a=a, b=b, k=k,
                                            scale=scale)
-                    out.append(dataclasses.replace(config, eval_seed=report_seed,
-                                                   eval_size=plan.eval_size, stream=plan.stream, dtype=plan.dtype))
+                    out.append((recipe, dataclasses.replace(config, eval_seed=report_seed, eval_size=plan.eval_size,
+                                                            stream=plan.stream, dtype=plan.dtype)))
     return out
 
 
-def recipe_of(config) -> str:
-    """The contrast recipe a config trains with (``lazy``: the gain is frozen).
+def _follows(config: TrainConfig, recipe: dict) -> bool:
+    """Whether ``config`` trains as ``recipe`` says: its overrides, ``frozen`` exactly (none if it names none).
+
+    The initialisation is not compared: the regime study's budget may start the equal-budget recipe from
+    the model's default (``StudyScale.converged_init``).
+    """
+    for key, value in recipe.items():
+        if key not in ("init", "frozen") and getattr(config, key) != value:
+            return False
+    return tuple(config.frozen) == tuple(recipe.get("frozen", ()))
+
+
+def derive_recipe(config: TrainConfig) -> str:
+    """The contrast recipe whose definition (:data:`~numerics.experiments.recipes.RECIPES`) ``config`` follows.
+
+    For exported runs that do not record their recipe. ``ValueError`` naming ``recipe`` when no contrast
+    recipe, or more than one, matches: a run of a recipe this module does not know is never mislabelled.
 
     Examples
     --------
-    >>> from numerics.train import TrainConfig
-    >>> recipe_of(TrainConfig(model="nonlinear", task="difficult", d=2, N=4, P=4, frozen=("W_o", "W_v", "W_y")))
-    'lazy'
+    >>> plan = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1,), seeds=(0,), long_spectra=(), top16_spectra=())
+    >>> [derive_recipe(c) for c in contrast_configs(plan)]
+    ['lazy', 'equal_budget']
+    >>> derive_recipe(dataclasses.replace(contrast_configs(plan)[0], learning_rate=0.5))
+    Traceback (most recent call last):
+    ...
+    ValueError: recipe: the run follows none of the contrast recipes (lazy, equal_budget)
     """
-    return "lazy" if config.frozen else "equal_budget"
+    matches = [name for name in CONTRAST_RECIPES if _follows(config, RECIPES[name])]
+    if len(matches) != 1:
+        raise ValueError(f"recipe: the run follows {' and '.join(matches) if matches else 'none'} of the contrast "
+                         f"recipes ({', '.join(CONTRAST_RECIPES)})")
+    return matches[0]
 
 
 def run_contrast(config):
@@ -133,16 +166,20 @@ def run_contrasts(plan: CertifiedPlan, store_dir, *, execution=None, out_dir=Non
     """
     if out_dir is not None:
         import_cells(out_dir, None, store_dir, run_contrast)
-    configs = contrast_configs(plan, scale=scale)
+    runs = _contrast_runs(plan, scale)
+    configs = [config for _, config in runs]
     run_sweep(Grid.of(configs), store_dir, execution=execution, runner=run_contrast)
     if out_dir is not None:
-        export_cells(store_dir, out_dir, None)
+        export_cells(store_dir, out_dir, None, recipes={config.content_hash(): recipe for recipe, config in runs})
     done = _done(store_dir)
     return sum(c.content_hash() in done for c in configs)
 
 
 def collect_contrasts(out_dir) -> list[Contrast]:
-    """The exported contrast runs in ``out_dir`` (none if it does not exist).
+    """The exported contrast runs in ``out_dir`` (none if it does not exist), each with its recipe.
+
+    ``ValueError`` naming ``recipe``: a run that records an unknown recipe, or records none and follows no
+    contrast recipe (:func:`derive_recipe`).
 
     Examples
     --------
@@ -154,6 +191,9 @@ def collect_contrasts(out_dir) -> list[Contrast]:
         record, arrays = read_cell(path)
         config = TrainConfig.from_dict(record["config"])
         setting = (config.a, config.b, config.k, config.d, config.N, config.P)
-        out.append(Contrast(recipe_of(config), setting, config.depth, config.seed, arrays["report_errors"],
-                            record["hash"]))
+        recipe = record["recipe"] if "recipe" in record else derive_recipe(config)
+        if recipe not in CONTRAST_RECIPES:
+            raise ValueError(f"recipe: {path} records {recipe!r}, not one of the contrast recipes "
+                             f"({', '.join(CONTRAST_RECIPES)})")
+        out.append(Contrast(recipe, setting, config.depth, config.seed, arrays["report_errors"], record["hash"]))
     return out

@@ -15,12 +15,13 @@ import numpy as np
 
 from numerics.io import make_output_dir, save_figure, write_text
 
+from ..._markdown import markdown_table
+from ..._plotting import pyplot
+from ...criteria import CERTIFICATE_SES, DOUBLING_SES
 from .contrasts import collect_contrasts
 from .plan import CertifiedPlan
 from .statistics import (
     ALPHA_GRID,
-    CERTIFICATE_SES,
-    DOUBLING_SES,
     HEADS_SETS,
     PREDICT_SAMPLES,
     chance_failures,
@@ -95,16 +96,13 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     if not summaries:
         lines += ["No setting has every depth done yet.", ""]
         return "\n".join(lines)
-    lines += ["## Verdicts on the paper's c/L law (α = 1)", "",
-              "| setting | depths | envelope α (interval) | χ²/dof of the gain law | verdict | reason "
-              "| recipe cold lr=1e-3: α (interval) |",
-              "|---|---|---|---|---|---|---|"]
-    for s in summaries:
-        verdict, reason = s.verdict
-        fit = f"{s.chi2:.1f}/{s.dof}" if s.dof > 0 else "–"
-        lines.append(f"| {_label(s.setting)} | {s.depths[0]}–{s.depths[-1]} | "
-                     f"{_interval(s.alpha, s.alpha_lo, s.alpha_hi)} | {fit} | **{verdict}** | {reason} | "
-                     f"{_interval(s.recipe_alpha, s.recipe_alpha_lo, s.recipe_alpha_hi)} |")
+    lines += ["## Verdicts on the paper's c/L law (α = 1)", ""]
+    lines += markdown_table(
+        ("setting", "depths", "envelope α (interval)", "χ²/dof of the gain law", "verdict", "reason",
+         "recipe cold lr=1e-3: α (interval)"),
+        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", _interval(s.alpha, s.alpha_lo, s.alpha_hi),
+          f"{s.chi2:.1f}/{s.dof}" if s.dof > 0 else "–", f"**{s.verdict[0]}**", s.verdict[1],
+          _interval(s.recipe_alpha, s.recipe_alpha_lo, s.recipe_alpha_hi)) for s in summaries])
     lines += ["", "The recipe column is a separate, labelled finding: what the cold start at 1e-3 with the "
               "converged study's cap gives, not the best loss of the depth. χ²/dof: how well the envelope's gains "
               "follow g_L = c (1 − L^-α) at the best α (eq. 16; about 1 when they do). Where it is well above 1 no α "
@@ -114,14 +112,12 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     lines += targets_markdown(summaries, checks or {}, plan, compute)
     lines += _failures_section(summaries, rechecks)
     lines += _selection_section(summaries, gaps or {})
-    lines += [
-              "## Depth gains at the deepest depth done", "",
-              "Paired over the same contexts and seeds (± one joint-bootstrap SE).", "",
-              "| setting | L_max | envelope R*_1 − R*_Lmax | heads B_1 − B_Lmax | recipe R_1 − R_Lmax (cold lr=1e-3) |",
-              "|---|---|---|---|---|"]
-    for s in summaries:
-        lines.append(f"| {_label(s.setting)} | {s.depths[-1]} | {s.gain:+.4f} ± {s.gain_se:.4f} | {s.bound_gain:+.4f} | "
-                     f"{s.recipe_gain:+.4f} ± {s.recipe_gain_se:.4f} |")
+    lines += ["## Depth gains at the deepest depth done", "",
+              "Paired over the same contexts and seeds (± one joint-bootstrap SE).", ""]
+    lines += markdown_table(
+        ("setting", "L_max", "envelope R*_1 − R*_Lmax", "heads B_1 − B_Lmax", "recipe R_1 − R_Lmax (cold lr=1e-3)"),
+        [(_label(s.setting), s.depths[-1], f"{s.gain:+.4f} ± {s.gain_se:.4f}", f"{s.bound_gain:+.4f}",
+          f"{s.recipe_gain:+.4f} ± {s.recipe_gain_se:.4f}") for s in summaries])
     lines.append("")
     lines += _recipe_section(summaries)
     lines += _prediction_section(summaries, checks or {})
@@ -132,17 +128,15 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
         if s.seeds < planned:
             lines += [f"Judged on {s.seeds} of the {planned} planned seeds (those with every planned depth done "
                       "or, with fewer than two such, those of the depths done).", ""]
-        lines += ["| L | R*_L (envelope) | B_L (same contexts) | R*_L − B_L | predict_loss / R*_L − 1 | winners (per seed) "
-                  "| cold lr=1e-3 | certificates |", "|---|---|---|---|---|---|---|---|"]
         check = (checks or {}).get(s.setting)
-        for i, L in enumerate(s.depths):
-            certs = [c for c in s.certificates if c.depth == L]
-            marks = ", ".join(f"{c.name} {'✓' if c.passed else '✗'} ({c.excess:+.4f} vs {c.allowed:.4f})"
-                              for c in certs)
-            lines.append(f"| {L} | {_num(s.envelope[i], s.envelope_se[i])} | {_num(s.bound[i])} | "
-                         f"{s.envelope[i] - s.bound[i]:+.4f} | {_deviation(check, i)} | "
-                         f"{', '.join(s.winners[i])} | "
-                         f"{_num(s.recipe[i], s.recipe_se[i])} | {marks} |")
+        lines += markdown_table(
+            ("L", "R*_L (envelope)", "B_L (same contexts)", "R*_L − B_L", "predict_loss / R*_L − 1",
+             "winners (per seed)", "cold lr=1e-3", "certificates"),
+            [(L, _num(s.envelope[i], s.envelope_se[i]), _num(s.bound[i]), f"{s.envelope[i] - s.bound[i]:+.4f}",
+              _deviation(check, i), ", ".join(s.winners[i]), _num(s.recipe[i], s.recipe_se[i]),
+              ", ".join(f"{c.name} {'✓' if c.passed else '✗'} ({c.excess:+.4f} vs {c.allowed:.4f})"
+                        for c in s.certificates if c.depth == L))
+             for i, L in enumerate(s.depths)])
         lines += ["", f"GLS gain-law fit: χ² = {s.chi2:.2f} on {s.dof} degrees of freedom.", ""]
     lines += [f"![envelope, bound and recipe per setting]({FIGURE})", ""]
     return "\n".join(lines)
@@ -180,12 +174,12 @@ def _failures_section(summaries, rechecks) -> list[str]:
         lines += ["Where the envelope at L and at L/2 is, in every seed, the untrained heads of B_L, a failed nesting "
                   "certificate compares two fixed functions and is repeated here on fresh contexts "
                   f"({HEADS_SETS} × {PREDICT_SAMPLES}, paired: "
-                  "`theory.softmax_bounds.allocation_loss_difference`).", "",
-                  "| setting | L | report set: R*_L − R*_{L/2} | population: B_L − B_{L/2} (same heads) | "
-                  "report − population |", "|---|---|---|---|---|"]
-        for r in rechecks:
-            lines.append(f"| {_label(r.setting)} | {r.depth} | {r.report:+.4f} ± {r.report_se:.4f} | "
-                         f"{r.population:+.4f} ± {r.population_se:.4f} | {r.sigmas:+.1f} SE |")
+                  "`theory.softmax_bounds.allocation_loss_difference`).", ""]
+        lines += markdown_table(
+            ("setting", "L", "report set: R*_L − R*_{L/2}", "population: B_L − B_{L/2} (same heads)",
+             "report − population"),
+            [(_label(r.setting), r.depth, f"{r.report:+.4f} ± {r.report_se:.4f}",
+              f"{r.population:+.4f} ± {r.population_se:.4f}", f"{r.sigmas:+.1f} SE") for r in rechecks])
         lines.append("")
     return lines
 
@@ -194,13 +188,15 @@ def _failures_by_kind(certificates) -> list[str]:
     """Failures per kind of certificate against chance: one kind failing far more often than chance is no fluctuation."""
     from scipy.stats import poisson
 
-    lines = ["| certificate | checked | failed | by chance (equality) | chance of as many or more |", "|---|---|---|---|---|"]
+    rows = []
     for name in dict.fromkeys(c.name for c in certificates):
         kind = [c for c in certificates if c.name == name]
         failed = sum(not c.passed for c in kind)
         expected = chance_failures(kind)
-        lines.append(f"| {name} | {len(kind)} | {failed} | {expected:.1f} | "
-                     f"{poisson.sf(failed - 1, expected):.3f} |")  # P(X ≥ failed); 1 at none
+        rows.append((name, len(kind), failed, f"{expected:.1f}",
+                     f"{poisson.sf(failed - 1, expected):.3f}"))  # P(X ≥ failed); 1 at none
+    lines = markdown_table(("certificate", "checked", "failed", "by chance (equality)", "chance of as many or more"),
+                           rows)
     return lines + ["", "The last column is the Poisson tail at the expected count: a small value says that certificate "
                     "fails more often than sampling explains even if its inequalities held with equality; where they "
                     "hold strictly, sampling explains fewer failures still.", ""]
@@ -218,17 +214,18 @@ def _selection_section(summaries, gaps: dict) -> list[str]:
              "(paired over the report contexts, the seeds' models fixed) means R*_L is below the envelope by about "
              "that much there. Each depth's best of several candidates is shown, so some gaps pass 2 SE by chance. The "
              "envelope, its certificates and the verdicts stay as selected: re-selecting on the report set would bring "
-             "back the winner's curse.", "",
-             "| setting | depths with a gap > 2 SE | the largest gap: L, candidate, R*_L − R_c (relative) |",
-             "|---|---|---|"]
+             "back the winner's curse.", ""]
+    rows = []
     for s in summaries:
         per_depth = [g for g in gaps.get(s.setting, ()) if g is not None]
         if not per_depth:
             continue
         worst = max(per_depth, key=lambda g: g.gap)
         flagged = ", ".join(str(g.depth) for g in per_depth if g.significant) or "none"
-        lines.append(f"| {_label(s.setting)} | {flagged} | L = {worst.depth}, {worst.label}: "
-                     f"{worst.gap:+.4f} ± {worst.se:.4f} ({worst.relative:+.1%}) |")
+        rows.append((_label(s.setting), flagged, f"L = {worst.depth}, {worst.label}: "
+                     f"{worst.gap:+.4f} ± {worst.se:.4f} ({worst.relative:+.1%})"))
+    lines += markdown_table(("setting", "depths with a gap > 2 SE",
+                             "the largest gap: L, candidate, R*_L − R_c (relative)"), rows)
     lines.append("")
     return lines
 
@@ -250,8 +247,8 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
              "error (the ± of R*_L below, common to every depth) would hide a deviation of a few per cent, so R*_L is "
              "estimated with a control variate: the paired gap R*_L − B_L on the report set plus the population loss of "
              f"the same heads on {HEADS_SETS} × {PREDICT_SAMPLES} fresh contexts (`theory.softmax_bounds.allocation_losses`). "
-             "± is the SE of the ratio (prediction, heads and gap: independent draws).", "",
-             "| setting | L = 1 | L = 2 | L = 4 | L > 4: the largest deviation (depth) |", "|---|---|---|---|---|"]
+             "± is the SE of the ratio (prediction, heads and gap: independent draws).", ""]
+    rows = []
     for s in summaries:
         check = checks.get(s.setting)
         if check is None:
@@ -259,8 +256,9 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
         cells = [_deviation(check, s.depths.index(L)) if L in s.depths else "–" for L in (1, 2, 4)]
         deep = [i for i, L in enumerate(s.depths) if L > 4]
         worst = max(deep, key=lambda i: abs(check.deviation[i])) if deep else None
-        tail = "–" if worst is None else f"{_deviation(check, worst)} ({s.depths[worst]})"
-        lines.append(f"| {_label(s.setting)} | {' | '.join(cells)} | {tail} |")
+        rows.append((_label(s.setting), *cells,
+                     "–" if worst is None else f"{_deviation(check, worst)} ({s.depths[worst]})"))
+    lines += markdown_table(("setting", "L = 1", "L = 2", "L = 4", "L > 4: the largest deviation (depth)"), rows)
     return lines + [""]
 
 
@@ -296,24 +294,20 @@ def _recipe_section(summaries) -> list:
              "and evaluated on its report sets: `numerics.experiments.study.certified.contrasts`). The paper's law "
              "is α = 1; an interval at the grid's end (0.01 or 10) does not bound α. If the envelope's α is far "
              "from the lazy recipe's, the paper's 1/L is a property of how the model is trained, not of the best "
-             "loss each depth reaches.", "",
-             "| setting | depths | " + " | ".join(RECIPE_LABELS.get(n, n) for n in order) + " |",
-             "|---|---|" + "---|" * len(order)]
-    for s in summaries:
-        by_name = {r.name: r for r in s.recipes}
-        cells = [_alpha_text(by_name[n]) if n in by_name else "–" for n in order]
-        lines.append(f"| {_label(s.setting)} | {s.depths[0]}–{s.depths[-1]} | " + " | ".join(cells) + " |")
+             "loss each depth reaches.", ""]
+    by_name = [{r.name: r for r in s.recipes} for s in summaries]
+    lines += markdown_table(
+        ("setting", "depths", *(RECIPE_LABELS.get(n, n) for n in order)),
+        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", *(_alpha_text(named[n]) if n in named else "–"
+                                                                 for n in order))
+         for s, named in zip(summaries, by_name)])
     lines += ["", f"![α by training recipe, per setting]({RECIPE_FIGURE})", ""]
     return lines
 
 
 def _panels(n: int, width: float, height: float, margin: float, **options):
     """``(figure, axes)`` of ``n`` panels of ``width × height``, three a row at most; unused ones off."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     cols = min(3, max(1, n))
     rows = (max(1, n) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + margin), squeeze=False, **options)

@@ -14,19 +14,24 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from numerics.train import TrainConfig
-from theory.paper import paper_table
+from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA, table_spectra
 from theory.validation import check_positive, check_positive_int
 
-__all__ = ["STARTS", "Candidate", "CellConfig", "CertifiedPlan", "TABLE1_SPECTRA", "TOP16_SPECTRA", "eval_seed"]
+from ...recipes import RECIPES
+
+__all__ = ["RECIPE", "STARTS", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed"]
 
 #: the kinds of start a candidate may have (see the module docstring)
 STARTS = ("cold", "oracle", "nested")
-#: the seven (a, b) of the paper's Table 1
-TABLE1_SPECTRA = tuple((float(r["a"]), float(r["b"])) for r in paper_table("table1"))
-#: the (a, b) of the paper's Table 4 top-16 rows
-TOP16_SPECTRA = tuple((float(r["a"]), float(r["b"])) for r in paper_table("table4") if int(r["k"]) == 16)
+#: the recipe every candidate trains with, by name: the converged study's (:data:`~numerics.experiments.recipes.
+#: CONVERGED_STUDY`: Adam, batch, warm-up then cosine decay, held-out set, evaluations per run); the plan varies
+#: its rates, caps and starts. Every row of the study's table carries it
+RECIPE = "converged_study"
+_RECIPE = RECIPES[RECIPE]
+_EVALS_PER_RUN = _RECIPE["max_steps"] // _RECIPE["eval_every"]
 
 
 def eval_seed(role: str, a: float, b: float, k: int, P: int) -> int:
@@ -104,10 +109,10 @@ class CellConfig:
     seed: int
     candidates: tuple
     bound_depths: tuple
-    batch_size: int = 256
-    warmup_steps: int = 200
-    evals_per_run: int = 16
-    eval_size: int = 4096
+    batch_size: int = _RECIPE["batch_size"]
+    warmup_steps: int = _RECIPE["warmup_steps"]
+    evals_per_run: int = _EVALS_PER_RUN
+    eval_size: int = _RECIPE["eval_size"]
     bound_contexts: int = 8192
     nested_noise: float = 1e-3
     dtype: str = "float32"
@@ -149,7 +154,7 @@ class CellConfig:
         return TrainConfig(
             model=self.model, task="difficult", k=self.k, a=self.a, b=self.b, d=self.d, N=self.N, P=self.P,
             depth=self.depth, seed=self.seed, batch_size=self.batch_size, max_steps=steps,
-            learning_rate=candidate.learning_rate, schedule="warmup_cosine", warmup_steps=self.warmup_steps,
+            learning_rate=candidate.learning_rate, schedule=_RECIPE["schedule"], warmup_steps=self.warmup_steps,
             eval_size=self.eval_size, eval_every=max(1, steps // self.evals_per_run),
             eval_seed=self.eval_seed("selection"), tol=0.0, window=steps + 1, dtype=self.dtype, start=start,
             stream=self.stream,
@@ -192,27 +197,29 @@ class CertifiedPlan:
     ['oracle (untrained)', 'oracle lr=0.0003 S=3000', 'nested (untrained)', 'nested lr=0.0003 S=3000']
     """
 
-    d: int = 16
-    N: int = 32
-    P: int = 64
+    #: the recipe of every candidate (not a field: the cells' hashes do not include it)
+    recipe: ClassVar[str] = RECIPE
+    d: int = INFERRED_SOFTMAX_SIZES["d"]
+    N: int = INFERRED_SOFTMAX_SIZES["N"]
+    P: int = INFERRED_SOFTMAX_SIZES["P"]
     k: int = 2
     spectra: tuple = TABLE1_SPECTRA
     depths: tuple = (1, 2, 4, 8, 16, 32, 64, 128)
     seeds: tuple = (0, 1, 2, 3, 4)
     side_seeds: tuple = (0, 1, 2)
-    cold_rates: tuple = (3e-4, 1e-3)
-    cold_steps: int = 6000
+    cold_rates: tuple = (3e-4, _RECIPE["learning_rate"])
+    cold_steps: int = _RECIPE["max_steps"]
     warm_rates: tuple = (3e-4,)
     warm_steps: int = 3000
     nested_noise: float = 1e-3
     doubling_spectra: tuple = ((0.0, 0.0),)
     long_P: int = 128
     long_spectra: tuple = ((0.0, 0.0), (0.0, 0.5))
-    top16_spectra: tuple = TOP16_SPECTRA
-    batch_size: int = 256
-    warmup_steps: int = 200
-    evals_per_run: int = 16
-    eval_size: int = 4096
+    top16_spectra: tuple = table_spectra("table4", k=16)
+    batch_size: int = _RECIPE["batch_size"]
+    warmup_steps: int = _RECIPE["warmup_steps"]
+    evals_per_run: int = _EVALS_PER_RUN
+    eval_size: int = _RECIPE["eval_size"]
     bound_contexts: int = 8192
     dtype: str = "float32"
     stream: int = 2

@@ -253,5 +253,5 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
             parents[key] = run_hash
         if exporting:
             # each cell's child from the store's parent links: this call knows only the depths it ran
-            export_cells(store_dir, cells_dir, frontier_dir)
+            export_cells(store_dir, cells_dir, frontier_dir, recipes=dict.fromkeys(cells, plan.recipe))
     return cells

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...criteria import standard_error
+from ...criteria import CERTIFICATE_ROUNDOFF, CERTIFICATE_SES, DOUBLING_SES, standard_error
 from .table import Errors
 
 __all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "HeadsRecheck", "PredictionCheck", "RecipeAlpha",
@@ -31,12 +31,6 @@ HEADS_SETS = 8
 BOOTSTRAP = 2000
 #: the α grid of the profile (paper eq. 16)
 ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
-#: how many SEs a certificate allows (nesting, reachability)
-CERTIFICATE_SES = 2.0
-#: how many SEs the doubling certificate allows
-DOUBLING_SES = 1.0
-#: relative float32 round-off of a mean loss: the allowance when both sides are one function (SE 0)
-ROUNDOFF = 1e-6
 
 
 @dataclass(frozen=True)
@@ -289,7 +283,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
 
         def certificate(name, L, other, ses):  # R*_L against ``other``, within ``ses`` paired SEs and round-off
             e, j = at["envelope", L], at[other]
-            allowed = ses * diff_se(e, j) + ROUNDOFF * abs(means[j])
+            allowed = ses * diff_se(e, j) + CERTIFICATE_ROUNDOFF * abs(means[j])
             return Certificate(name, L, means[e] - means[j], diff_se(e, j), allowed)
 
         certificates = []

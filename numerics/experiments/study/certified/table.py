@@ -2,8 +2,13 @@
 
 :func:`collect` reads the exported cells into :class:`CandidateRow` rows and an :class:`Errors` array;
 :func:`write_csv` and :func:`read_csv` are the only writer and reader of ``docs/results/certified-study.csv``.
-Every table is checked (:func:`check_rows`): known starts and rates, and in each cell exactly one
+Every table is checked (:func:`check_rows`): a known recipe, starts and rates, and in each cell exactly one
 ``selected`` row, the envelope's (least selection-set loss among the non-doubling candidates).
+
+Every row carries its recipe's name (:attr:`CandidateRow.recipe`). The CSV and the exported cells were
+written by the certified plan alone, whose candidates all train with its recipe
+(:data:`~numerics.experiments.study.certified.plan.RECIPE`), so they hold no recipe column: the reader
+takes it from that plan, in one place (:func:`_recipe_of_record`, :func:`read_csv`).
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ import numpy as np
 
 from numerics.io import write_text
 
+from ...recipes import RECIPES
 from .cells import _files, read_cell
-from .plan import STARTS, CellConfig
+from .plan import RECIPE, STARTS, CellConfig
 from .run import SUMMARY_COLUMNS
 
 __all__ = ["CSV_COLUMNS", "CandidateRow", "Errors", "check_rows", "collect", "read_csv", "write_csv"]
@@ -34,9 +40,9 @@ class CandidateRow:
     Examples
     --------
     >>> row = CandidateRow(0.0, 0.0, 2, 16, 32, 64, 1, 0, "cold", 1e-3, 6000, False, False, 2.1, 0.03, 2.2, 0.03,
-    ...                    True, "abc")
-    >>> row.group
-    (0.0, 0.0, 2, 16, 32, 64, 1, 0)
+    ...                    True, "abc", "converged_study")
+    >>> row.group, row.recipe
+    ((0.0, 0.0, 2, 16, 32, 64, 1, 0), 'converged_study')
     """
 
     a: float
@@ -58,6 +64,7 @@ class CandidateRow:
     R_L_se: float
     selected: bool
     cell: str
+    recipe: str
 
     @property
     def group(self) -> tuple:
@@ -70,7 +77,8 @@ class CandidateRow:
         return (self.a, self.b, self.k, self.d, self.N, self.P)
 
 
-CSV_COLUMNS = tuple(f.name for f in dataclasses.fields(CandidateRow))
+#: the CSV's columns: every field but ``recipe``, which is the certified plan's for every row
+CSV_COLUMNS = tuple(f.name for f in dataclasses.fields(CandidateRow) if f.name != "recipe")
 _TYPES = {f.name: f.type for f in dataclasses.fields(CandidateRow)}
 #: how a CSV cell of each column type is read
 _READERS = {"float": float, "int": int, "str": str, "bool": {"True": True, "False": False}.__getitem__}
@@ -90,8 +98,14 @@ class Errors:
     values: np.ndarray
 
 
+def _recipe_of_record(record: dict) -> str:
+    """The recipe of an exported cell: its ``recipe`` if it names one, else that of the plan that wrote it."""
+    return record.get("recipe", RECIPE)
+
+
 def _rows_of_cell(record: dict, arrays: dict) -> list[CandidateRow]:
     cell = CellConfig.from_dict(record["config"])
+    recipe = _recipe_of_record(record)
     summary = arrays["summary"]
     col = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}
     winner = int(record["metrics"]["winner"])
@@ -99,7 +113,7 @@ def _rows_of_cell(record: dict, arrays: dict) -> list[CandidateRow]:
                          c.learning_rate, c.steps, c.doubled, bool(summary[i, col["diverged"]]),
                          float(summary[i, col["R_select"]]), float(summary[i, col["R_select_se"]]),
                          float(summary[i, col["R_report"]]), float(summary[i, col["R_report_se"]]), i == winner,
-                         record["hash"])
+                         record["hash"], recipe)
             for i, c in enumerate(cell.candidates)]
 
 
@@ -123,7 +137,7 @@ def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
 
 
 def check_rows(rows) -> None:
-    """``ValueError`` naming the row: an unknown start or rate, or a selection that is not the envelope.
+    """``ValueError`` naming the row: no or an unknown recipe, start or rate, or a selection that is not the envelope.
 
     Examples
     --------
@@ -131,6 +145,8 @@ def check_rows(rows) -> None:
     """
     groups: dict = {}
     for i, row in enumerate(rows):
+        if getattr(row, "recipe", None) not in RECIPES:
+            raise ValueError(f"row {i}: recipe must be one of {', '.join(RECIPES)}; got {getattr(row, 'recipe', None)!r}")
         if row.start not in STARTS:
             raise ValueError(f"row {i}: start must be one of {', '.join(STARTS)}; got {row.start!r}")
         if not (row.learning_rate > 0) and (row.steps > 0 or row.start == "cold"):
@@ -157,6 +173,10 @@ def write_csv(rows, path, *, provenance: dict | None = None) -> Path:
     No example: it writes a file (``tests/test_certified.py``).
     """
     check_rows(rows)
+    others = sorted({row.recipe for row in rows} - {RECIPE})
+    if others:
+        raise ValueError(f"recipe: the certified-study table holds the certified plan's candidates (recipe {RECIPE!r}); "
+                         f"got rows of {', '.join(map(repr, others))}")
     buffer = io.StringIO()
     if provenance:
         buffer.write("# " + json.dumps(provenance, sort_keys=True) + "\n")
@@ -192,7 +212,9 @@ def read_csv(path) -> list[CandidateRow]:
     missing = [name for name in CSV_COLUMNS if name not in (reader.fieldnames or ())]
     if missing:
         raise ValueError(f"{path}: not a certified-study table: missing columns {', '.join(missing)}")
-    rows = [CandidateRow(**{name: _parse(name, record[name], n) for name in CSV_COLUMNS})
-            for n, record in enumerate(reader, start=2)]
+    # without a recipe column every row is the certified plan's candidate (the only writer of this table)
+    has_recipe = "recipe" in (reader.fieldnames or ())
+    rows = [CandidateRow(**{name: _parse(name, record[name], n) for name in CSV_COLUMNS},
+                         recipe=record["recipe"] if has_recipe else RECIPE) for n, record in enumerate(reader, start=2)]
     check_rows(rows)
     return rows

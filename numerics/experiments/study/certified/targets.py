@@ -12,18 +12,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..._markdown import markdown_table
+from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET
 from .cells import _files, read_cell
 
-__all__ = ["CORES", "FIRST_STEP_SES", "HOURS_TARGET", "PLAN_SEEDS", "PREDICTION_DEPTHS", "PREDICTION_TARGET",
-           "StudyCompute", "study_compute", "targets_markdown"]
+__all__ = ["CORES", "PLAN_SEEDS", "PREDICTION_DEPTHS", "StudyCompute", "study_compute", "targets_markdown"]
 
-#: how many paired SEs the envelope's first gain may fall short of the heads' at (0, 0)
-FIRST_STEP_SES = 1.0
-#: how far ``predict_loss`` may be from R*_L (relative) at :data:`PREDICTION_DEPTHS`
-PREDICTION_TARGET = 0.03
+#: the depths at which ``predict_loss`` is held to :data:`~numerics.experiments.criteria.PREDICTION_TARGET`
 PREDICTION_DEPTHS = (1, 2, 4)
-#: the wall-clock target of the three-seed plan, on :data:`CORES` cores
-HOURS_TARGET = 3.0
+#: the cores the wall-clock target :data:`~numerics.experiments.criteria.HOURS_TARGET` is stated for
 CORES = 2
 #: seeds of the Table 1 spectra the time target counts (the plan's later seeds are extra power)
 PLAN_SEEDS = 3
@@ -125,41 +122,45 @@ def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None
         return []
     lines = ["## Targets", "",
              f"What the study set out to reach at the Table 1 spectra (P = {plan.P}, top-{plan.k}), as measured. A target "
-             "not met changes no verdict: the certificates and the gain law decide those.", "",
-             "| target | measured | |", "|---|---|---|"]
+             "not met changes no verdict: the certificates and the gain law decide those.", ""]
+    rows = []
     origin = [s for s in main if s.setting[:2] == (0.0, 0.0) and math.isfinite(s.first_shortfall)]
     for s in origin:
         short, se = s.first_shortfall, s.first_shortfall_se
-        lines.append(f"| (0, 0): R*_1 − R*_2 ≥ B_1 − B_2 − {FIRST_STEP_SES:g} paired SE | (B_1 − B_2) − (R*_1 − R*_2) "
-                     f"= {short:+.4f} ± {se:.4f} | {_mark(short <= FIRST_STEP_SES * se)} |")
+        rows.append((f"(0, 0): R*_1 − R*_2 ≥ B_1 − B_2 − {FIRST_STEP_SES:g} paired SE",
+                     f"(B_1 − B_2) − (R*_1 − R*_2) = {short:+.4f} ± {se:.4f}", _mark(short <= FIRST_STEP_SES * se)))
     others = [s for s in main if s not in origin and s.first_shortfall > FIRST_STEP_SES * s.first_shortfall_se]
-    lines.append(f"| the same at the other Table 1 spectra: stated | more than {FIRST_STEP_SES:g} SE short at "
-                 f"{', '.join(_spectrum(s.setting) for s in others) or 'none'} | – |")
+    rows.append(("the same at the other Table 1 spectra: stated", f"more than {FIRST_STEP_SES:g} SE short at "
+                 f"{', '.join(_spectrum(s.setting) for s in others) or 'none'}", "–"))
     nesting = [(s, c.depth) for s in main for c in s.failed if c.name == "nesting"]
     where = ", ".join(f"{_spectrum(s.setting)} at L = {L}" for s, L in nesting)
-    lines.append(f"| nesting at every depth of every Table 1 spectrum | "
-                 f"{'fails at ' + where if nesting else 'holds at every depth'} | {_mark(not nesting)} |")
+    rows.append(("nesting at every depth of every Table 1 spectrum",
+                 "fails at " + where if nesting else "holds at every depth", _mark(not nesting)))
     blocked = [s for s in main if s.failed]
     judged = all(s.verdict[0] == "INCONCLUSIVE" for s in blocked)
     text = ("every certificate passes" if not blocked else
             "; ".join(f"{_spectrum(s.setting)}: {', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} "
                       f"failed, verdict {s.verdict[0]}" for s in blocked))
-    lines.append(f"| every certificate passes, or the verdict is INCONCLUSIVE | {text} | {_mark(judged)} |")
-    lines += _prediction_rows(main, checks)
+    rows.append(("every certificate passes, or the verdict is INCONCLUSIVE", text, _mark(judged)))
+    rows += _prediction_rows(main, checks)
     if compute is not None:
-        lines.append(f"| the three-seed plan (first two parts below) in ≤ {HOURS_TARGET:g} h on {CORES} cores | "
+        rows.append((f"the three-seed plan (first two parts below) in ≤ {HOURS_TARGET:g} h on {CORES} cores",
                      f"{compute.plan_core_seconds:,.0f} core-s as run: ≥ {compute.plan_hours:.1f} h; each cell at the "
                      f"least CPU time of its setting and depth: {compute.floor_core_seconds:,.0f} core-s, ≥ "
-                     f"{compute.floor_hours:.1f} h | {_mark(compute.floor_hours <= HOURS_TARGET)} |")
+                     f"{compute.floor_hours:.1f} h", _mark(compute.floor_hours <= HOURS_TARGET)))
+    lines += markdown_table(("target", "measured", ""), rows)
+    if compute is not None:
         lines += ["", "CPU time of the exported runs (process time of the workers; wall-clock hours with every core "
                   "busy, a lower bound). Process time grows when other jobs share the cores, as they did for some "
                   "waves; the least CPU time of a setting and depth over its seeds prices the plan on a quiet "
-                  "machine, and decides the target.", "", "| part | runs | core-s | h on 2 cores |", "|---|---|---|---|"]
-        lines += [f"| {label} | {runs} | {core:,.0f} | {core / 3600 / CORES:.2f} |" for label, runs, core in compute.parts]
+                  "machine, and decides the target.", ""]
+        lines += markdown_table(("part", "runs", "core-s", "h on 2 cores"),
+                                [(label, runs, f"{core:,.0f}", f"{core / 3600 / CORES:.2f}")
+                                 for label, runs, core in compute.parts])
     return lines + [""]
 
 
-def _prediction_rows(main, checks: dict) -> list[str]:
+def _prediction_rows(main, checks: dict) -> list[tuple]:
     """The prediction target (the largest deviation at L = 1, 2, 4) and the deviation beyond, stated."""
     near, deep = [], []
     for s in main:
@@ -172,11 +173,11 @@ def _prediction_rows(main, checks: dict) -> list[str]:
     if not near:
         return []
     worst = max(near, key=lambda row: row[0])  # the first of equal deviations
-    lines = [f"| predict_loss within {PREDICTION_TARGET:.0%} of R*_L at L = {', '.join(map(str, PREDICTION_DEPTHS))} | "
-             f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]}) | "
-             f"{_mark(worst[0] <= PREDICTION_TARGET)} |"]
+    rows = [(f"predict_loss within {PREDICTION_TARGET:.0%} of R*_L at L = {', '.join(map(str, PREDICTION_DEPTHS))}",
+             f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]})",
+             _mark(worst[0] <= PREDICTION_TARGET))]
     if deep:
         worst = max(deep, key=lambda row: row[0])
-        lines.append(f"| predict_loss beyond L = {PREDICTION_DEPTHS[-1]}: stated | largest: {worst[1]:+.1%} ± "
-                     f"{worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]}) | – |")
-    return lines
+        rows.append((f"predict_loss beyond L = {PREDICTION_DEPTHS[-1]}: stated",
+                     f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]})", "–"))
+    return rows

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import save_figure
+from numerics.io import make_output_dir, save_figure, write_text
 
-from ..report import _pyplot
+from ..._markdown import markdown_table
+from ..._plotting import pyplot
 from .statistics import GroupFindings, bound_at, group_findings, group_stats, paper_plateau, targets
 from .table import as_rows
 
-__all__ = ["FIGURE_STEM", "converged_markdown", "draw_decomposition_figure", "draw_figures", "draw_study_figure",
-           "figure_groups"]
+__all__ = ["FIGURE_STEM", "PAGE", "converged_markdown", "draw_decomposition_figure", "draw_figures", "draw_study_figure",
+           "figure_groups", "write_converged_page"]
 
 
 def _num(value: float) -> str:
@@ -55,16 +56,15 @@ def converged_markdown(rows: Sequence[Mapping], bounds: Mapping | None = None, *
         model, N, a, b, k = key
         lines += [f"## {model}, top-{k}, N = {N}, (a, b) = ({a:g}, {b:g})", ""]
         bnd = None if bounds is None else bounds.get(key)
-        lines += ["| L | seeds (converged) | steps | R_L ± SE | R_1 − R_L ± paired SE | B_L ± SE | R_L / B_L − 1 "
-                  "| C_L | A_L − C_L |", "|---|---|---|---|---|---|---|---|---|"]
+        table = []
         for depth in sorted(s[5] for s in stats if s[:5] == key):
             s = stats[key + (depth,)]
             B = bound_at(bnd, depth)
-            B_text = f"{B[0]:.4f} ± {B[1]:.4f}" if B else "—"
-            ratio = f"{s.R_L / B[0] - 1:+.2%}" if B else "—"
-            lines.append(f"| {depth} | {s.n} ({s.converged}) | {'/'.join(map(str, s.steps))} | "
-                         f"{s.R_L:.4f} ± {s.R_L_se:.4f} | {s.delta_R1:+.4f} ± {s.delta_R1_se:.4f} | "
-                         f"{B_text} | {ratio} | {_num(s.C_L)} | {_num(s.A_L - s.C_L)} |")
+            table.append((depth, f"{s.n} ({s.converged})", "/".join(map(str, s.steps)), f"{s.R_L:.4f} ± {s.R_L_se:.4f}",
+                          f"{s.delta_R1:+.4f} ± {s.delta_R1_se:.4f}", f"{B[0]:.4f} ± {B[1]:.4f}" if B else "—",
+                          f"{s.R_L / B[0] - 1:+.2%}" if B else "—", _num(s.C_L), _num(s.A_L - s.C_L)))
+        lines += markdown_table(("L", "seeds (converged)", "steps", "R_L ± SE", "R_1 − R_L ± paired SE", "B_L ± SE",
+                                 "R_L / B_L − 1", "C_L", "A_L − C_L"), table)
         findings = group_findings(rows, stats, key, bnd)
         lines += [""] + _findings_lines(findings, stats, bnd) + [""]
     lines += _targets_lines(rows, stats, bounds)
@@ -143,14 +143,12 @@ def _targets_lines(rows, stats, bounds) -> list[str]:
     found = targets(rows, stats, bounds)
     if found is None:
         return []
-    out = ["## Targets", "", "| model, top-k, N, (a, b) | R_1 / B_1 − 1 | predict_loss(1) / R_1 − 1 (± 1.96 SE) | "
-           "deepest L | R_L / B_∞ − 1 | max paired SE of R_1 − R_L | (B_1 − B_∞)/4 |",
-           "|---|---|---|---|---|---|---|"]
-    for t in found:
-        model, N, a, b, k = t.key
-        out.append(f"| {model}, top-{k}, {N}, ({a:g}, {b:g}) | {t.R_1 / t.B_1 - 1:+.2%} | "
-                   f"{t.predicted / t.R_1 - 1:+.2%} (± {t.predicted_half_width / t.R_1:.1%}) | {t.deepest} | "
-                   f"{t.R_deepest / t.B_inf - 1:+.2%} | {t.max_gain_se:.4f} | {(t.B_1 - t.B_inf) / 4:.4f} |")
+    out = ["## Targets", ""] + markdown_table(
+        ("model, top-k, N, (a, b)", "R_1 / B_1 − 1", "predict_loss(1) / R_1 − 1 (± 1.96 SE)", "deepest L",
+         "R_L / B_∞ − 1", "max paired SE of R_1 − R_L", "(B_1 − B_∞)/4"),
+        [(f"{t.key[0]}, top-{t.key[4]}, {t.key[1]}, ({t.key[2]:g}, {t.key[3]:g})", f"{t.R_1 / t.B_1 - 1:+.2%}",
+          f"{t.predicted / t.R_1 - 1:+.2%} (± {t.predicted_half_width / t.R_1:.1%})", t.deepest,
+          f"{t.R_deepest / t.B_inf - 1:+.2%}", f"{t.max_gain_se:.4f}", f"{(t.B_1 - t.B_inf) / 4:.4f}") for t in found])
     out += ["", "predict_loss(1): `theory.predict_loss(1, spectrum, attention='softmax', task='difficult', P, k, "
             "regime='heads', n_samples=16384)` (its own Monte Carlo, independent of the B_1 column's). "
             "Targets of the study: predict_loss(1) within 3 % of R_1; R_1 within 2 % of B_1 and the deepest "
@@ -159,6 +157,8 @@ def _targets_lines(rows, stats, bounds) -> list[str]:
     return out
 
 
+#: the page's file name in a study's output directory
+PAGE = "converged-study.md"
 #: the pre-norms as the figures name them (the CSV's ``norm`` column)
 _NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
 #: what a study figure's two rows of panels show
@@ -241,7 +241,7 @@ def draw_study_figure(rows: Sequence[Mapping], bounds: Mapping, path, *,
     -----
     No example: it draws a file (``tests/test_converged.py`` draws one).
     """
-    plt = _pyplot()
+    plt = pyplot()
     stats = group_stats(rows)
     keys = sorted({k[:5] for k in stats}) if keys is None else list(keys)
     if not keys:
@@ -319,7 +319,7 @@ def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
     -----
     No example: it draws a file (``tests/test_converged.py`` draws one).
     """
-    plt = _pyplot()
+    plt = pyplot()
     rows = as_rows(rows)
     stats = group_stats(rows)
     widest: dict = {}
@@ -356,3 +356,21 @@ def draw_decomposition_figure(rows: Sequence[Mapping], path) -> Path:
     fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=8,
                frameon=False)
     return save_figure(fig, path)
+
+
+def write_converged_page(out_dir, rows, bounds: Mapping | None, provenance_info: Mapping | None = None) -> str:
+    """Write ``converged-study.md`` and its figures (``figures/``) into ``out_dir``; returns the Markdown.
+
+    The page of a finished table (``rows``) and its bounds: nothing is trained or computed here but the fits.
+
+    Notes
+    -----
+    No example: it writes files (``tests/test_converged.py``).
+    """
+    out = Path(out_dir)
+    markdown = converged_markdown(rows, bounds, provenance_info=provenance_info)
+    if rows:
+        make_output_dir(out / "figures")
+        markdown += draw_figures(rows, bounds, out / "figures")
+    write_text(out / PAGE, markdown)
+    return markdown

@@ -8,21 +8,13 @@ import hashlib
 from dataclasses import dataclass
 
 from numerics.train import TrainConfig
-from theory.paper import paper_table
+from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA, TABLE4_SPECTRA
 from theory.validation import check_positive_int
 
 from ...recipes import CONVERGED_STUDY
 
-__all__ = ["EXTRA_SPECTRA", "STUDY_SIZES", "TABLE1_SPECTRA", "TABLE4_SPECTRA", "ConvergedPlan", "RunSpec",
-           "eval_seed_of"]
+__all__ = ["EXTRA_SPECTRA", "ConvergedPlan", "RunSpec", "eval_seed_of"]
 
-#: (d, P) of the study: d = 16 is where the χ² of ``idepth study sizes`` is smallest by far;
-#: P = 64 is inside the region the data allow (32-96) and the size of the paper's prototype
-STUDY_SIZES = {"d": 16, "P": 64}
-#: the seven (a, b) of the paper's Table 1
-TABLE1_SPECTRA = tuple((float(r["a"]), float(r["b"])) for r in paper_table("table1"))
-#: the (a, b, k) of the paper's Table 4 (top-2 and top-16)
-TABLE4_SPECTRA = tuple((float(r["a"]), float(r["b"]), int(r["k"])) for r in paper_table("table4"))
 #: (a, b, k) the study also ran that are in none of the paper's nonlinear tables (kept: they are data)
 EXTRA_SPECTRA = ((1.0, 0.5, 2), (0.5, 1.0, 2))
 
@@ -53,7 +45,8 @@ class ConvergedPlan:
     Attributes
     ----------
     d, P, k : int
-        :data:`STUDY_SIZES`; top-k 2 as Table 1.
+        :data:`theory.paper.INFERRED_SOFTMAX_SIZES` (d = 16 is where the χ² of ``idepth study sizes``
+        is smallest by far; P = 64 is inside the region the data allow, 32-96); top-k 2 as Table 1.
     spectra, table4_spectra : tuple
         ``(a, b)`` at top-``k`` (Table 1's seven) and ``(a, b, k)`` (:data:`TABLE4_SPECTRA`,
         then :data:`EXTRA_SPECTRA`), every depth, ``N = width_factor · d``.
@@ -81,15 +74,15 @@ class ConvergedPlan:
     [('nonlinear', 32, 1), ('nonlinear', 32, 2)]
     """
 
-    d: int = STUDY_SIZES["d"]
-    P: int = STUDY_SIZES["P"]
+    d: int = INFERRED_SOFTMAX_SIZES["d"]
+    P: int = INFERRED_SOFTMAX_SIZES["P"]
     k: int = 2
     spectra: tuple = TABLE1_SPECTRA
     table4_spectra: tuple = TABLE4_SPECTRA + EXTRA_SPECTRA
     depths: tuple = (1, 2, 4, 8, 16, 32, 64, 128)
     deep_depths: tuple = (256,)
     seeds: tuple = (0, 1, 2)
-    width_factor: int = 2
+    width_factor: int = INFERRED_SOFTMAX_SIZES["N"] // INFERRED_SOFTMAX_SIZES["d"]
     contrast_spectrum: tuple | None = (0.0, 0.0)
     confirm_depths: tuple = (1, 16, 128)
     batch_size: int = CONVERGED_STUDY["batch_size"]

@@ -1,5 +1,6 @@
-"""Running the converged study: training through the store (:func:`run_converged_study`),
-reading it back as rows (:func:`study_rows`), the bounds, the command (:func:`run_converged`)."""
+"""Running the converged study: training through the store (:func:`run_converged_study`), reading it
+back as rows (:func:`study_rows`) into the table (:func:`train_converged`), the bounds (:func:`study_bounds`).
+No page: :mod:`~numerics.experiments.study.converged.command` runs this, then the page."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import make_output_dir, write_json, write_text
+from numerics.io import make_output_dir, write_json
 from numerics.models import get_model
 from numerics.train import TrainConfig, evaluation_batch
 
@@ -23,12 +24,11 @@ from ...grid import Grid
 from ...store import load_arrays, load_results, store_path
 from ...execution import Execution, as_execution
 from ...sweep import run_sweep
-from .page import converged_markdown, draw_figures
 from .plan import ConvergedPlan, RunSpec
 from .statistics import paired_depth_gains, paired_difference
-from .table import StudyRow, provenance, read_study_csv, write_study_csv
+from .table import CSV_NAME, StudyRow, provenance, write_study_csv
 
-__all__ = ["collect_results", "run_converged", "run_converged_study", "study_bounds", "study_rows"]
+__all__ = ["collect_results", "run_converged_study", "study_bounds", "study_rows", "train_converged"]
 
 
 def run_converged_study(plan: ConvergedPlan, store_dir, *, execution: Execution | None = None,
@@ -190,56 +190,36 @@ def study_bounds(rows: Sequence[Mapping], *, n_contexts: int = 8192, n_seeds: in
             for r in rows}
 
 
-def run_converged(out_dir, *, plan: ConvergedPlan | None = None, execution: Execution | None = None,
-                  report_only: bool = False, bound_contexts: int = 8192,
-                  command: str = "idepth study converged",
-                  only_spectra: Sequence[tuple] | None = None) -> tuple[list, str]:
-    """The whole study: train (resumably) unless ``report_only``; write the CSV, the page, the figures.
+def train_converged(out_dir, *, plan: ConvergedPlan | None = None, execution: Execution | None = None,
+                    command: str = "idepth study converged",
+                    only_spectra: Sequence[tuple] | None = None) -> tuple[list, dict]:
+    """Train the study (resumably) and write its table; returns ``(rows, provenance)``. Writes no page.
 
-    ``out_dir`` receives ``converged-study.csv``, ``.provenance.json``, ``.bounds.json`` (read
-    back by ``report_only``, which reads the CSV and trains nothing), ``.md`` and
-    ``figures/``; the store and cache default to ``out_dir/store`` and ``out_dir/cache``.
-    ``only_spectra`` trains only the runs of those ``(a, b)``; the CSV always holds every run of
-    the plan the store has finished, so a study run over several sessions grows one table.
-    Returns ``(rows, markdown)``.
+    ``out_dir`` receives ``converged-study.csv`` and its ``.provenance.json``; the store defaults to
+    ``out_dir/store``. ``only_spectra`` trains only the runs of those ``(a, b)``; the CSV always holds
+    every run of the plan the store has finished, so a study run over several sessions grows one table.
 
     Notes
     -----
     No example: it trains (``tests/test_converged.py`` runs a tiny study and resumes it).
     """
     out = Path(out_dir)
-    csv_path = out / "converged-study.csv"
     started = time.perf_counter()
     execution = as_execution(execution)
-    execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or out / "cache")
-    if report_only:
-        if not csv_path.is_file():
-            raise FileNotFoundError(f"--report-only needs {csv_path}; run the study first")
-        rows = read_study_csv(csv_path)
-        prov_path = csv_path.with_suffix(".provenance.json")
-        prov = json.loads(prov_path.read_text()) if prov_path.is_file() else None
-    else:
-        plan = ConvergedPlan() if plan is None else plan
-        store_dir = execution.store_dir or out / "store"
-        make_output_dir(out)
-        specs = plan.runs()
-        if only_spectra is not None:
-            wanted = {(float(a), float(b)) for a, b in only_spectra}
-            specs = [spec for spec in specs if (spec.a, spec.b) in wanted]
-            if not specs:
-                raise ValueError(f"only_spectra {sorted(wanted)} selects no run of the plan "
-                                 f"(its spectra: {plan.spectra})")
-        run_converged_study(plan, store_dir, execution=execution, specs=specs)
-        rows = study_rows(plan, collect_results(plan, store_dir), store_dir)
-        prov = provenance(plan, command, time.perf_counter() - started)
-        prov["runs_planned"] = len(plan.runs())
-        prov["runs_in_csv"] = len(rows)
-        write_study_csv(rows, csv_path, provenance=prov)
-    bounds = study_bounds(rows, n_contexts=bound_contexts, execution=execution,
-                          stored=csv_path.with_suffix(".bounds.json"))
-    markdown = converged_markdown(rows, bounds, provenance_info=prov)
-    if rows:
-        make_output_dir(out / "figures")
-        markdown += draw_figures(rows, bounds, out / "figures")
-    write_text(out / "converged-study.md", markdown)
-    return rows, markdown
+    plan = ConvergedPlan() if plan is None else plan
+    store_dir = execution.store_dir or out / "store"
+    make_output_dir(out)
+    specs = plan.runs()
+    if only_spectra is not None:
+        wanted = {(float(a), float(b)) for a, b in only_spectra}
+        specs = [spec for spec in specs if (spec.a, spec.b) in wanted]
+        if not specs:
+            raise ValueError(f"only_spectra {sorted(wanted)} selects no run of the plan "
+                             f"(its spectra: {plan.spectra})")
+    run_converged_study(plan, store_dir, execution=execution, specs=specs)
+    rows = study_rows(plan, collect_results(plan, store_dir), store_dir)
+    prov = provenance(plan, command, time.perf_counter() - started)
+    prov["runs_planned"] = len(plan.runs())
+    prov["runs_in_csv"] = len(rows)
+    write_study_csv(rows, out / CSV_NAME, provenance=prov)
+    return rows, prov

@@ -14,7 +14,7 @@ import numpy as np
 
 from theory.fitting import DepthLawRangeFit, GainFit, GapFit, fit_depth_law_ranges, fit_gain_law, gap_fit
 
-from ...criteria import standard_error, training_failures
+from ...criteria import mean_over_seeds, standard_error, training_failures
 from ..consistency import paper_plateaus
 from .plan import _text_seed
 from .table import StudyRow, as_rows
@@ -86,19 +86,11 @@ class GroupStats:
     steps: tuple
 
 
-def _mean_se(values, within) -> tuple[float, float]:
-    """Mean and ``sqrt(max(between-seed variance, mean within-run SE²) / n)``."""
-    values = np.asarray(values, dtype=np.float64)
-    between = values.var(ddof=1) if values.size > 1 else 0.0
-    within_var = float(np.mean(np.square(within))) if len(within) else 0.0
-    return float(values.mean()), math.sqrt(max(between, within_var) / values.size)
-
-
 def group_stats(rows: Sequence[Mapping]) -> dict[tuple, GroupStats]:
     """:class:`GroupStats` per (model, N, a, b, k, depth) of ``rows``.
 
-    The SE is ``sqrt(max(between-seed variance, mean within-run SE²) / n)``: a few seeds that
-    happen to agree cannot make a mean look more precise than its held-out set allows.
+    Means and SEs over seeds are :func:`~numerics.experiments.criteria.mean_over_seeds`: the seeds'
+    standard error, never below what the runs' held-out SEs allow; NaN with one seed.
 
     References
     ----------
@@ -118,9 +110,9 @@ def group_stats(rows: Sequence[Mapping]) -> dict[tuple, GroupStats]:
         groups.setdefault(r.group + (r.depth,), []).append(r)
     out = {}
     for key, rs in groups.items():
-        R, R_se = _mean_se([r.R_L for r in rs], [r.R_L_se for r in rs])
+        R, R_se = mean_over_seeds([r.R_L for r in rs], [r.R_L_se for r in rs])
         finite_se = [r.delta_R1_se for r in rs if math.isfinite(r.delta_R1_se)]
-        gain, gain_se = _mean_se([r.delta_R1 for r in rs], finite_se)
+        gain, gain_se = mean_over_seeds([r.delta_R1 for r in rs], finite_se)
         out[key] = GroupStats(
             n=len(rs), R_L=R, R_L_se=R_se, A_L=float(np.mean([r.A_L for r in rs])),
             C_L=float(np.mean([r.C_L for r in rs])), delta_R1=gain, delta_R1_se=gain_se,
@@ -182,10 +174,7 @@ def _doubling_gains(group: Sequence[StudyRow]) -> tuple[DoublingGain, ...]:
             by_depth.setdefault(r.depth, []).append(r)
     out = []
     for L, rs in sorted(by_depth.items()):
-        gain = float(np.mean([r.doubling_gain for r in rs]))
-        se = math.sqrt(float(np.mean([r.doubling_gain_se ** 2 for r in rs])) / len(rs))
-        if len(rs) > 1:
-            se = max(se, standard_error([r.doubling_gain for r in rs]))
+        gain, se = mean_over_seeds([r.doubling_gain for r in rs], [r.doubling_gain_se for r in rs])
         out.append(DoublingGain(L, gain, se, len(rs), rs[0].steps))
     return tuple(out)
 

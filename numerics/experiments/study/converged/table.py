@@ -11,6 +11,7 @@ import csv
 import dataclasses
 import datetime
 import io
+import json
 import math
 import os
 import platform
@@ -25,8 +26,8 @@ from theory import __version__
 
 from .plan import ConvergedPlan
 
-__all__ = ["CSV_COLUMNS", "OPTIONAL_COLUMNS", "StudyRow", "as_rows", "provenance", "read_study_csv",
-           "write_study_csv"]
+__all__ = ["CSV_COLUMNS", "CSV_NAME", "OPTIONAL_COLUMNS", "StudyRow", "as_rows", "provenance", "read_provenance",
+           "read_study_csv", "write_study_csv"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,8 @@ class StudyRow(Mapping):
         return len(CSV_COLUMNS)
 
 
+#: the table's file name in a study's output directory
+CSV_NAME = "converged-study.csv"
 #: the columns of ``docs/results/converged-study.csv`` (one row per run), in file order
 CSV_COLUMNS = tuple(f.name for f in dataclasses.fields(StudyRow))
 #: columns a table written before they existed may lack (read as NaN)
@@ -206,6 +209,18 @@ def read_study_csv(path) -> list[StudyRow]:
         if missing:
             raise ValueError(f"{path}: not a converged-study table: missing columns {', '.join(missing)}")
         return [StudyRow.from_mapping(raw) for raw in reader]
+
+
+def read_provenance(path) -> dict | None:
+    """The ``.provenance.json`` that :func:`write_study_csv` wrote beside the table at ``path`` (None without one).
+
+    Examples
+    --------
+    >>> read_provenance("/nonexistent/converged-study.csv") is None
+    True
+    """
+    prov_path = Path(path).with_suffix(".provenance.json")
+    return json.loads(prov_path.read_text()) if prov_path.is_file() else None
 
 
 def provenance(plan: ConvergedPlan, command: str, elapsed: float | None = None) -> dict:

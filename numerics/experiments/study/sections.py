@@ -1,0 +1,48 @@
+"""``idepth study regime`` and the reproduction's study: the regime study, then the paper's plateaus against its bounds.
+
+One job: run the two sections in order on one store and one cache (:func:`run_study_sections`); the
+sections themselves are :mod:`~numerics.experiments.study.regimes` and
+:mod:`~numerics.experiments.study.consistency`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from numerics.io import write_text
+
+from ..execution import Execution, as_execution
+from .consistency import ConsistencyReport, paper_consistency
+from .regimes import RegimeStudy, _scale, run_regime_study
+
+__all__ = ["run_study_sections"]
+
+
+def run_study_sections(
+    scale,
+    out_dir,
+    *,
+    execution: Execution | None = None,
+    consistency_sizes: dict | None = None,
+    figures: bool = True,
+) -> tuple[RegimeStudy, ConsistencyReport]:
+    """The regime study and the consistency check of one study budget, sharing one store and one cache.
+
+    What ``idepth reproduce`` and ``idepth study regime`` call: every bound uses the budget's
+    ``bound_contexts`` and one cache (default ``out_dir/cache``), so a bound in both sections
+    has one value. ``out_dir`` also receives ``consistency.md``; ``consistency_sizes`` holds
+    ``d`` and ``P_values`` of :func:`paper_consistency`.
+
+    Notes
+    -----
+    No example: it trains the study's runs (minutes); see ``idepth study regime --scale smoke``.
+    """
+    s = _scale(scale)
+    execution = as_execution(execution)
+    execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or Path(out_dir) / "cache")
+    result = run_regime_study(s, out_dir, execution=execution, figures=figures)
+    report = paper_consistency(study=result, n_contexts=s.bound_contexts, execution=execution,
+                               **(consistency_sizes or {}))
+    write_text(Path(result.out_dir) / "consistency.md", report.markdown)
+    return result, report
