@@ -123,7 +123,7 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
         headline = "not settled by this package's evidence"
     sentences = [
         f"**Does the paper's α ≈ 1 law hold for the best loss softmax attention reaches at each depth? The package's "
-        f"answer: {headline}** (d = 16, P = 64, top-2, the seven Table 1 spectra).",
+        f"answer: {headline}** (d = {main[0]['d']}, P = {main[0]['P']}, top-{main[0]['k']}, the {n} Table 1 spectra).",
         f"The certified study's verdicts are {counts['CONTRADICTED']} CONTRADICTED, {counts['INCONCLUSIVE']} "
         f"INCONCLUSIVE and {counts['REPRODUCED']} REPRODUCED of {n}; "
         + (f"{len(unchecked)} of the {len(contradicted)} CONTRADICTED rest on depths whose step-doubling check never "

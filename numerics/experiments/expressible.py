@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from numerics.io import write_json
+from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA
 
 __all__ = ["ExpressibleSettings", "SETTINGS", "TABLE1_SPECTRA", "run_expressible", "data_dir", "file_name"]
 
@@ -26,8 +27,8 @@ __all__ = ["ExpressibleSettings", "SETTINGS", "TABLE1_SPECTRA", "run_expressible
 class ExpressibleSettings:
     """What one shipped ``U_L`` file is computed with (its file is recomputed when these change)."""
 
-    d: int = 16
-    P: int = 64
+    d: int = INFERRED_SOFTMAX_SIZES["d"]
+    P: int = INFERRED_SOFTMAX_SIZES["P"]
     k: int = 2
     depths: tuple = (1, 2, 4, 8, 16, 32, 64, 128)
     n_fit: int = 1 << 15
@@ -43,14 +44,6 @@ class ExpressibleSettings:
 SETTINGS = ExpressibleSettings()
 
 
-def _table1_spectra() -> tuple:
-    from theory.paper import paper_table
-
-    return tuple((float(row["a"]), float(row["b"])) for row in paper_table("table1"))
-
-
-#: the paper's Table 1 spectra (a, b), read from theory.paper
-TABLE1_SPECTRA = _table1_spectra()
 
 
 def data_dir() -> Path:
