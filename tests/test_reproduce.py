@@ -499,7 +499,7 @@ def test_fig13_and_fig5a_are_small_multiples_one_panel_per_spectrum(drawn):
     assert len(visible(kept["fig4c"])) == 2  # the mass, and 1 - mass on a log scale
 
 
-def test_docs_figure_pages_show_each_figure_at_its_own_size_with_caption_and_verdict(smoke, tmp_path):
+def test_docs_figure_pages_give_each_figure_its_size_caption_and_verdict_and_scale_it_to_the_column(smoke, tmp_path):
     from numerics.experiments.reproduce.docs_pages import _escape, png_size, write_figure_pages
 
     pages = write_figure_pages(smoke.out_dir, tmp_path)
@@ -514,7 +514,9 @@ def test_docs_figure_pages_show_each_figure_at_its_own_size_with_caption_and_ver
     fig13 = (tmp_path / "fig13.md").read_text()
     assert f"**{claims['selection_tail'].mark}**" in fig13
     css = (ROOT / "docs" / "_static" / "custom.css").read_text()
-    assert "div.idepth-figure img { max-width: none;" in css
+    # the PNG's own width is declared (a click opens it at that size) and the box scales it down to the
+    # text column, so that no panel is cut at 1280 px (the browser suite measures it)
+    assert "div.idepth-figure img { max-width: 100%; height: auto; }" in css
 
 
 # ------------------------------------------------------------------------------------------- a report a reader can act on

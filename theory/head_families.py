@@ -46,7 +46,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import nnls
 
 from theory.data_law import eigenbasis_normal, haar_rotations, rotate, select_top_k, teacher_labels, top_k_mean
 from theory.spectra import as_spectrum
@@ -196,6 +195,10 @@ def random_symmetric(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
     Off-diagonal entries have variance ``1/d`` and diagonal ones ``2/d``: the law is rotation
     invariant (``OᵀSO ~ S``) and ``S``'s spectrum fills ``[−2, 2]`` for large ``d``.
 
+    References
+    ----------
+    Paper eqs. (9)-(10) (the query-key form ``(W_k^ℓ)ᵀ W_q^ℓ`` these matrices perturb).
+
     Examples
     --------
     >>> S = random_symmetric(2, 3, np.random.default_rng(0))
@@ -336,6 +339,11 @@ def CosineHeads(temperatures, weights=None) -> HeadFamily:
 def RandomFormHeads(temperatures, sigma: float, weights=None, base=None) -> HeadFamily:
     """Random-form heads ``τ (B + σ S)``: one spread ``σ > 0`` at the given temperatures.
 
+    References
+    ----------
+    Paper eqs. (9)-(10) and (59)-(60) (softmax heads with a general query-key form) and eqs. (61)-(63)
+    (the error decomposition whose depth dependence the exchangeable law fixes).
+
     Examples
     --------
     >>> RandomFormHeads((2.0, 8.0), 0.5).sigmas
@@ -404,6 +412,10 @@ def class_moments(family: HeadFamily, contexts: Contexts, pool: int, rng) -> tup
     -------
     (ClassMoments, forms)
         ``forms`` (sum of pools, d, d), class by class, for reuse (e.g. to realise an allocation).
+
+    References
+    ----------
+    Paper eqs. (61)-(63): ``Q``, ``H``, ``W`` are the per-class pieces of the A and C terms.
 
     Examples
     --------
@@ -659,6 +671,10 @@ def paired_law_difference(first: HeadFamily, second: HeadFamily, contexts: Conte
         ``plateau_difference_se``, ``coefficient_difference``, ``coefficient_difference_se``
         (second minus first).
 
+    References
+    ----------
+    Paper eqs. (61)-(63) (the plateau and ``c`` compared are their depth-independent A and C).
+
     Examples
     --------
     >>> from theory import PowerLawSpectrum
@@ -758,6 +774,7 @@ def mixture_limit(fit_reads: np.ndarray, fit_target: np.ndarray, eval_reads: np.
     G, h, s = U.T @ U / n, U.T @ y / n, float(y @ y / n)
     scale = np.sqrt(np.trace(G) / G.shape[0]) if np.trace(G) > 0 else 1.0
     chol = np.linalg.cholesky(G + 1e-12 * scale**2 * np.eye(G.shape[0]))
+    from scipy.optimize import nnls  # imported where used: `idepth --help` stays free of scipy
     w, _ = nnls(chol.T, np.linalg.solve(chol, h), maxiter=50 * G.shape[0])
     grad = 2 * (G @ w - h)
     on = w > 0

@@ -55,7 +55,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.optimize import nnls
 
 from theory.data_law import (
     cosine_similarity,
@@ -377,6 +376,7 @@ def softmax_head_bound(
     single, single_se = _mse_and_se(U_eval[:, best] * gains[best], y_eval)
 
     # mixture: non-negative least squares over the grid, then keep the `heads` largest weights and refit
+    from scipy.optimize import nnls  # imported where used: `idepth --help` stays free of scipy
     weights, _ = nnls(U_fit, y_fit)
     support = np.flatnonzero(weights > 0)
     if support.size > heads:
@@ -493,6 +493,7 @@ def average_of_heads(gram: np.ndarray, cross: np.ndarray, second_moment: float, 
     single = np.zeros(T, dtype=np.int64)
     single[int(np.argmax(np.where(h > 0, h * h / diag, 0.0)))] = L
     candidates.append(single)
+    from scipy.optimize import nnls  # imported where used: `idepth --help` stays free of scipy
     weights, _ = nnls(np.linalg.cholesky(G + 1e-12 * np.trace(G) / T * np.eye(T)).T,
                       np.linalg.solve(np.linalg.cholesky(G + 1e-12 * np.trace(G) / T * np.eye(T)), h))
     if weights.sum() > 0:
@@ -969,6 +970,7 @@ def softmax_bounds(
             average_se.append(se)
             allocations.append(_allocation(counts, gain, temperatures, similarity).to_dict())
             previous = (L, counts)
+        from scipy.optimize import nnls  # imported where used: `idepth --help` stays free of scipy
         weights, _ = nnls(U, y)
         mixture, mixture_within = _mse(V @ weights, z)
         per_seed.append({"single": average[0], "average": average, "mixture": mixture, "average_within_se": average_se,
