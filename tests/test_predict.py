@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -317,3 +318,15 @@ def test_cli_predict_refuses_an_option_that_does_not_apply():
     out = _idepth("predict", "--attention", "softmax", "--task", "difficult", "--P", "64", "--polynomial", "free")
     assert out.returncode == 2
     assert "polynomial='free' does not apply" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_importing_predict_loss_imports_neither_sympy_nor_scipy():
+    """``from theory import predict_loss`` loads only what a prediction needs: sympy's symbolic layers
+    (fitting, decomposition) and scipy come when they are used, so the import answers at once."""
+    code = ("import sys\nfrom theory import predict_loss, PowerLawSpectrum\n"
+            "print('sympy' in sys.modules, 'scipy' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["False", "False"]
+    probe = "import sys\nfrom theory import fit_depth_law\nprint('sympy' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["True"]  # the probe is not blind: the fitting layer does load sympy

@@ -65,6 +65,10 @@ SHIPPED_DIR = ("data", "expressible")
 def data_file_name(a: float, b: float, d: int, P: int, k: int) -> str:
     """The shipped file of one setting: ``a{a}_b{b}_d{d}_P{P}_k{k}.json``.
 
+    References
+    ----------
+    Paper eq. (2) (``a``, ``b``: the spectra's exponents) and eq. (6) (``k``).
+
     Examples
     --------
     >>> data_file_name(0, 0.25, 16, 64, 2)
@@ -75,6 +79,10 @@ def data_file_name(a: float, b: float, d: int, P: int, k: int) -> str:
 
 def shipped_expressible(spectrum, P: int, k: int = 2) -> "ExpressibleLoss | None":
     """The shipped ``U_L`` of a power-law spectrum with unit scales at ``(d, P, k)``, or None if there is none.
+
+    References
+    ----------
+    Paper eqs. (59)-(63) (``U_L`` bounds the optimum of the model they describe).
 
     Examples
     --------
@@ -100,6 +108,10 @@ class Dictionary:
 
     Columns: first the cosine atoms ``τ I`` (``atoms``), then ``pool`` random forms for each
     diffuse class ``(τ, σ)`` in ``classes`` order.
+
+    References
+    ----------
+    Paper eqs. (9)-(10) (each column is a softmax head with query-key form ``D``) and (59)-(60).
 
     Examples
     --------
@@ -179,6 +191,13 @@ class ExpressibleLoss:
     References
     ----------
     Paper eqs. (59)-(63).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> u = ExpressibleLoss.from_dict(shipped_expressible(PowerLawSpectrum(0, 0, 16), 64).to_dict())
+    >>> u.depths[:3], u.branch[0]
+    ((1, 2, 4), 'atomic')
     """
 
     depths: tuple

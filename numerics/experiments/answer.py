@@ -27,14 +27,32 @@ END = "<!-- /answer -->"
 
 @dataclass(frozen=True)
 class Answer:
-    """The answer's sentences and the facts they were computed from."""
+    """The answer's sentences and the facts they were computed from.
+
+    Attributes
+    ----------
+    text : str
+        The answer in two or three sentences (Markdown bold on the question and the answer).
+    facts : dict
+        The numbers the sentences were written from (verdict counts, ``U_L`` gaps, ...).
+
+    Notes
+    -----
+    No example: it is computed from the checkout's results files (``tests/test_answer.py``).
+    """
 
     text: str
     facts: dict
 
 
 def results_dir() -> Path:
-    """``docs/results`` of the checkout this package runs from (where the study results live)."""
+    """``docs/results`` of the checkout this package runs from (where the study results live).
+
+    Examples
+    --------
+    >>> results_dir().parts[-2:]
+    ('docs', 'results')
+    """
     return Path(__file__).resolve().parents[2] / "docs" / "results"
 
 
@@ -76,6 +94,10 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     FileNotFoundError
         A result file is missing (a non-editable install: point ``results`` at a checkout's
         ``docs/results``).
+
+    Notes
+    -----
+    No example: it reads the checkout's results files (``tests/test_answer.py`` checks the text).
     """
     from theory.expressible import ExpressibleLoss
 
@@ -162,7 +184,12 @@ def replace_block(text: str, answer: str) -> str:
 
 
 def write_answer_blocks(root: Path | None = None, answer: Answer | None = None) -> list[Path]:
-    """Rewrite the answer block of each of :data:`ANSWER_PAGES` under ``root`` (atomically); return those changed."""
+    """Rewrite the answer block of each of :data:`ANSWER_PAGES` under ``root`` (atomically); return those changed.
+
+    Notes
+    -----
+    No example: it rewrites README.md and docs/index.md (``tests/test_answer.py`` checks they agree).
+    """
     from numerics.io import write_text
 
     root = Path(root) if root is not None else results_dir().parents[1]
