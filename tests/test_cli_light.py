@@ -73,3 +73,57 @@ def test_docs_build_without_sphinx_names_the_docs_extra(tmp_path, capsys, monkey
     assert len(err.splitlines()) == 1
     assert "sphinx" in err and "pip install -e '.[docs]'" in err
     assert not out.exists()
+
+
+def _checkout_run(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    from _checkout import ROOT, checkout_env, idepth_command
+
+    return subprocess.run(idepth_command(*args), text=True, timeout=120, cwd=ROOT, env=checkout_env(), **kwargs)
+
+
+def test_a_bare_idepth_prints_the_usage_listing_every_command_then_one_error_line_and_exits_2():
+    out = _checkout_run(capture_output=True)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert lines[0].startswith("usage: idepth")
+    listed = [line.split()[0] for line in lines[2:-1]]
+    assert listed == list(cli.COMMANDS)  # one line per registered command, in the --help order
+    assert lines[-1].startswith("idepth: error: COMMAND missing") and all(name in lines[-1] for name in cli.COMMANDS)
+
+
+def test_a_command_without_its_action_lists_the_registered_actions(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["study"])
+    err = capsys.readouterr().err.strip().splitlines()
+    study = cli._subcommands(cli._subcommands(cli.build_parser()).choices["study"])
+    assert exit_.value.code == 2 and err[0].startswith("usage: idepth study")
+    assert [line.split()[0] for line in err[2:-1]] == list(study.choices)
+    assert err[-1].startswith("idepth study: error: ACTION missing") and "certified" in err[-1]
+
+
+def test_output_into_a_closed_pipe_exits_1_quietly():
+    """``idepth predict --json | head -c 10``: the reader is gone before the output is written (its end of
+    the pipe is closed before the command starts, so the write fails every time): no BrokenPipeError."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        out = _checkout_run("predict", "--depth", "1-64", "--json", stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert out.returncode == 1
+    assert out.stderr == ""
+
+
+def test_output_read_in_part_by_head_leaves_no_traceback():
+    """The same through a real ``| head -c 10`` (the reader may or may not be gone before the write)."""
+    import shlex
+
+    from _checkout import ROOT, checkout_env, idepth_command
+
+    command = " ".join(map(shlex.quote, idepth_command("predict", "--depth", "1-1000", "--json"))) + " | head -c 10"
+    out = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120,
+                         cwd=ROOT, env=checkout_env())
+    assert out.stdout == '{\n "attent' and out.returncode in (0, 1)
+    assert out.stderr == ""
