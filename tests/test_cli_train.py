@@ -107,6 +107,40 @@ def test_diagnose_of_a_missing_or_broken_checkpoint_exits_2(tmp_path, capsys):
     _one_line_error(capsys, cli.main(["diagnose", str(tmp_path / "run"), "--contexts", "0"]), "n_contexts")
 
 
+def _corrupt(directory, name, content: bytes, *, rehash: bool = False):
+    """Overwrite ``directory/name``; with ``rehash``, record its new SHA-256 in metrics.json (a corrupt file
+    written as such, which the consistency check cannot catch)."""
+    import hashlib
+
+    (directory / name).write_bytes(content)
+    if rehash:
+        meta = json.loads((directory / "metrics.json").read_text())
+        meta["files"][name] = hashlib.sha256(content).hexdigest()
+        (directory / "metrics.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("name, content, rehash", [
+    ("metrics.json", b"", False),  # an empty file: once only "Expecting value: line 1 column 1 (char 0)"
+    ("metrics.json", b"{not json", False),
+    ("metrics.json", bytes(range(128, 256)), False),  # not even text
+    ("metrics.json", b'{"format": "something-else"}', False),
+    ("metrics.json", b'{"format": "idepth-checkpoint/1"}', False),
+    ("config.json", b"", True),
+    ("params.npz", b"PK\x03\x04 truncated", True),
+])
+def test_diagnose_of_a_corrupt_checkpoint_names_the_file_and_says_what_a_checkpoint_is(tmp_path, capsys, name,
+                                                                                      content, rehash):
+    from numerics.checkpoint import CHECKPOINT_FILES, CHECKPOINT_FORMAT
+
+    run = tmp_path / "run"
+    assert cli.main(["train", *TINY_ARGS, "--out", str(run), "--quiet"]) == 0
+    capsys.readouterr()
+    _corrupt(run, name, content, rehash=rehash)
+    code = cli.main(["diagnose", str(run)])
+    _one_line_error(capsys, code, str(run / name), "is not a valid checkpoint file", "written by 'idepth train",
+                    *CHECKPOINT_FILES, CHECKPOINT_FORMAT)
+
+
 def test_diverging_training_is_one_line_on_stderr(tmp_path, capsys):
     args = ["--model", "linear", "--task", "easy", "--d", "3", "--N", "3", "--P", "8", "--depth", "4",
             "--steps", "200", "--batch-size", "8", "--eval-size", "16", "--eval-every", "50", "--lr", "1e6",
@@ -272,7 +306,7 @@ def test_diagnose_of_a_file_says_it_is_a_file_not_a_checkpoint_directory(tmp_pat
     target = tmp_path / "metrics.json"
     target.write_text("{}")
     code = cli.main(["diagnose", str(target)])
-    _one_line_error(capsys, code, "is a file, not a checkpoint directory", str(target))
+    _one_line_error(capsys, code, "is a file, not a checkpoint directory", str(target), "written by 'idepth train")
 
 
 def test_diagnose_of_a_missing_directory_says_it_does_not_exist(tmp_path, capsys):
