@@ -141,6 +141,26 @@ def test_diagnose_of_a_corrupt_checkpoint_names_the_file_and_says_what_a_checkpo
                     *CHECKPOINT_FILES, CHECKPOINT_FORMAT)
 
 
+def test_diagnose_says_which_modes_its_table_leaves_out_and_by_which_rule(tmp_path, capsys):
+    from idepth.commands.diagnose import MODE_SAMPLE_RULE, listed_modes
+
+    wide = [*TINY_ARGS]
+    wide[wide.index("--d") + 1], wide[wide.index("--N") + 1] = "8", "8"
+    assert cli.main(["train", *wide, "--out", str(tmp_path / "d8"), "--quiet"]) == 0
+    assert cli.main(["train", *TINY_ARGS, "--out", str(tmp_path / "d3"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli.main(["diagnose", str(tmp_path / "d8"), "--contexts", "16"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    table = printed[printed.index(next(line for line in printed if line.strip().startswith("mode k"))) + 1:]
+    rows = [int(line.split()[0]) for line in table if line.split() and line.split()[0].isdigit()]
+    assert rows == listed_modes(8) == [1, 2, 3, 5, 7, 8]
+    note = [line for line in printed if line.startswith("not listed")]
+    assert note == [f"not listed: modes 4, 6 of 8, by the rule '{MODE_SAMPLE_RULE}' (a sample, not outliers: every "
+                    "mode is in the sum of mode-wise losses and in --plot)"]
+    assert cli.main(["diagnose", str(tmp_path / "d3"), "--contexts", "16"]) == 0
+    assert "not listed" not in capsys.readouterr().out  # d = 3: every mode is listed, nothing to say
+
+
 def test_diverging_training_is_one_line_on_stderr(tmp_path, capsys):
     args = ["--model", "linear", "--task", "easy", "--d", "3", "--N", "3", "--P", "8", "--depth", "4",
             "--steps", "200", "--batch-size", "8", "--eval-size", "16", "--eval-every", "50", "--lr", "1e6",
