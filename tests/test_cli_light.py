@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -127,3 +129,48 @@ def test_output_read_in_part_by_head_leaves_no_traceback():
                          cwd=ROOT, env=checkout_env())
     assert out.stdout == '{\n "attent' and out.returncode in (0, 1)
     assert out.stderr == ""
+
+
+_PHASE = re.compile(r"^idepth docs: \[ *(\d+\.\d) s\] (.+)$")
+
+
+def test_docs_build_says_its_phases_with_elapsed_seconds_on_stderr(tmp_path, capsys, monkeypatch):
+    """The build used to be silent for about a minute: the command says when it starts Sphinx and when it is
+    done, with the seconds elapsed, and hands Sphinx its start time (for the phases inside the build)."""
+    calls = []
+    monkeypatch.setattr(docs.subprocess, "call", lambda command, env: calls.append(env) or 0)
+    out = tmp_path / "html"
+    assert cli.main(["docs", "build", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    phases = [_PHASE.match(line) for line in captured.err.splitlines()]
+    assert all(phases) and len(phases) == 2, captured.err
+    assert phases[0].group(2).startswith("running sphinx-build") and phases[1].group(2) == "done"
+    assert float(phases[0].group(1)) <= float(phases[1].group(1))
+    assert float(calls[0][docs.STARTED_VARIABLE]) > 0  # the start, in seconds since the epoch
+    assert captured.out.strip() == f"idepth docs: built {out.resolve() / 'index.html'}"
+
+
+def _tiny_build(tmp_path, **env_extra) -> subprocess.CompletedProcess:
+    from _checkout import ROOT, checkout_env
+
+    source = tmp_path / "src"
+    source.mkdir(exist_ok=True)
+    (source / "index.md").write_text("# Tiny\n\nA page.\n", encoding="utf-8")
+    command = docs.sphinx_command(tmp_path / "out", source, confdir=ROOT / "docs")
+    return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=checkout_env(**env_extra))
+
+
+def test_the_docs_extension_says_the_sphinx_phases_only_under_idepth_docs_build(tmp_path):
+    started = time.time()
+    res = _tiny_build(tmp_path, **{docs.STARTED_VARIABLE: repr(started)})
+    assert res.returncode == 0, res.stderr
+    phases = [_PHASE.match(line) for line in res.stderr.splitlines() if line.startswith("idepth docs:")]
+    assert all(phases)
+    said = [match.group(2) for match in phases]
+    assert said == ["reading 1 of 1 pages (autodoc imports the package)…",
+                    "resolving references and writing the HTML pages…", "copying the offline MathJax…"]
+    seconds = [float(match.group(1)) for match in phases]
+    assert seconds == sorted(seconds)  # elapsed since the one start time, phase after phase
+    quiet = _tiny_build(tmp_path)  # a plain sphinx-build: no phase lines
+    assert quiet.returncode == 0 and "idepth docs:" not in quiet.stderr
