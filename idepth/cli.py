@@ -107,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a reader that went away (``| head``) shows here, not at the interpreter's exit
         return status
-    except BrokenPipeError:  # the output's reader closed the pipe: stop quietly (Python's documented idiom)
+    except BrokenPipeError as exc:
+        if not _reader_gone(sys.stdout):  # another pipe (a worker's, a socket's): an error like any other
+            print(f"idepth {args.command}: error: {_os_error(exc)}", file=sys.stderr)
+            return 2
+        # the output's reader closed the pipe: stop quietly (Python's documented idiom)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
         return 1
     except (ValueError, TypeError, FileExistsError, FileNotFoundError, NotADirectoryError, PermissionError) as exc:
@@ -119,6 +123,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"idepth {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_gone(stream) -> bool:
+    """Whether ``stream`` is a pipe whose reading end is closed (its write end polls as an error)."""
+    import select
+
+    try:
+        poll = select.poll()
+        poll.register(stream.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a StringIO), or no poll on this system
+        return True
 
 
 def _one_line(exc: BaseException) -> str:

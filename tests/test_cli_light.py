@@ -174,3 +174,17 @@ def test_the_docs_extension_says_the_sphinx_phases_only_under_idepth_docs_build(
     assert seconds == sorted(seconds)  # elapsed since the one start time, phase after phase
     quiet = _tiny_build(tmp_path)  # a plain sphinx-build: no phase lines
     assert quiet.returncode == 0 and "idepth docs:" not in quiet.stderr
+
+
+def test_a_broken_pipe_that_is_not_the_output_is_an_error_naming_it():
+    """Only a reader of the output going away is quiet: a worker's or a socket's broken pipe, while the output is
+    read, is one line on stderr with exit status 2."""
+    from _checkout import ROOT, checkout_env
+
+    code = ("import sys\nfrom idepth.commands import predict\n"
+            "def run(args):\n    raise BrokenPipeError(32, 'Broken pipe', 'worker-socket')\n"
+            "predict.run = run\nfrom idepth.cli import main\nsys.exit(main(['predict']))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env=checkout_env())
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == ["idepth predict: error: 'worker-socket': Broken pipe"]
