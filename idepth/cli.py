@@ -130,11 +130,14 @@ def _reader_gone(stream) -> bool:
     import select
 
     try:
-        poll = select.poll()
-        poll.register(stream.fileno(), select.POLLOUT)
-        return any(events & select.POLLERR for _, events in poll.poll(0))
-    except (AttributeError, OSError, ValueError):  # no file descriptor (a StringIO), or no poll on this system
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a StringIO): the broken pipe was another's
+        return False
+    if not hasattr(select, "poll"):  # cannot tell (Windows): take it for the output's, as the idiom does
         return True
+    poll = select.poll()
+    poll.register(descriptor, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poll.poll(0))
 
 
 def _one_line(exc: BaseException) -> str:
