@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import idepth.cli as cli
+from numerics.checkpoint import CHECKPOINT_FILES
 from numerics.train import TrainResult
 
 TINY_ARGS = ["--model", "nonlinear", "--task", "difficult", "--k", "2", "--a", "0.5", "--b", "0.5", "--d", "3",
@@ -37,6 +38,7 @@ def test_train_then_diagnose_round_trip(tmp_path, capsys):
     out = tmp_path / "run"
     assert cli.main(["train", *TINY_ARGS, "--out", str(out), "--quiet"]) == 0
     assert sorted(os.listdir(out)) == ["arrays.npz", "config.json", "metrics.json", "params.npz"]
+    assert sorted(os.listdir(out)) == sorted(CHECKPOINT_FILES)  # what the errors say a checkpoint holds
     metrics = json.loads((out / "metrics.json").read_text())["metrics"]
     assert metrics["steps"] == 6 and "R_L" in metrics
     result = TrainResult.load(out)
@@ -130,7 +132,7 @@ def _corrupt(directory, name, content: bytes, *, rehash: bool = False):
 ])
 def test_diagnose_of_a_corrupt_checkpoint_names_the_file_and_says_what_a_checkpoint_is(tmp_path, capsys, name,
                                                                                       content, rehash):
-    from numerics.checkpoint import CHECKPOINT_FILES, CHECKPOINT_FORMAT
+    from numerics.checkpoint import CHECKPOINT_FORMAT
 
     run = tmp_path / "run"
     assert cli.main(["train", *TINY_ARGS, "--out", str(run), "--quiet"]) == 0
