@@ -157,6 +157,38 @@ def test_cli_bad_input_is_one_line_on_stderr_with_exit_2(args, name):
     assert len(lines) == 1 and name in lines[0] and "Traceback" not in out.stderr
 
 
+def test_cli_refuses_a_depth_spec_beyond_the_caps_in_one_line_naming_depth():
+    """``--depth 2^0-40`` once ended in a MemoryError traceback: the caps are checked before any range is expanded."""
+    from idepth.commands.predict import MAX_DEPTH, MAX_DEPTHS
+
+    for spec in ("2^0-40", "2^99999999999", f"1-{MAX_DEPTHS + 1}", str(MAX_DEPTH + 1), "1-1000000000000"):
+        out = _idepth("predict", "--depth", spec)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and "--depth" in lines[0], (spec, out.stderr)
+        assert f"at most {MAX_DEPTHS} depths" in lines[0] and str(MAX_DEPTH) in lines[0]
+
+
+def test_depth_specs_at_the_caps_are_accepted_and_expand_in_order():
+    from idepth.commands.predict import MAX_DEPTH, MAX_DEPTHS, parse_depths
+
+    exponent = MAX_DEPTH.bit_length() - 1
+    assert parse_depths(f"2^{exponent}") == [MAX_DEPTH] == parse_depths(str(MAX_DEPTH))
+    assert parse_depths(f"1-{MAX_DEPTHS}") == list(range(1, MAX_DEPTHS + 1))
+    assert parse_depths("3,1-2,2^2-4") == [3, 1, 2, 4, 8, 16]
+    with pytest.raises(ValueError, match="--depth"):
+        parse_depths(f"1-{MAX_DEPTHS},1")  # the count is of the whole spec, not of one item
+    with pytest.raises(ValueError, match="--depth"):
+        parse_depths(f"2^{exponent + 1}")
+
+
+def test_predict_help_states_the_depth_caps():
+    from idepth.commands.predict import MAX_DEPTH, MAX_DEPTHS
+
+    out = _idepth("predict", "--help")
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 0 and f"at most {MAX_DEPTHS} depths, each at most" in text and str(MAX_DEPTH) in text
+
+
 # ----------------------------------------------------------------------------- softmax: regime="heads"
 def test_heads_softmax_prediction_is_the_bound_B_L_made_monotone_by_nesting():
     from theory.softmax_bounds import softmax_bounds
