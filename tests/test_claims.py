@@ -193,9 +193,10 @@ def inverse_depth_certified(raw, ran, ctx):
     """The central claim on the certified envelope, from the verdicts file's numbers read with ``json``."""
     import json
 
+    from numerics.experiments.shipped import shipped_path
     from numerics.experiments.study.certified.page import SHIPPED_VERDICTS
 
-    path = Path(ctx.certified_verdicts or SHIPPED_VERDICTS)
+    path = Path(ctx.certified_verdicts or shipped_path(*SHIPPED_VERDICTS))
     if not path.is_file():
         return NOT_TESTED, "no verdicts file"
     record = json.loads(path.read_text())
