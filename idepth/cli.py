@@ -90,7 +90,7 @@ def _answer_epilog() -> str:
 
         text = package_answer().text.replace("**", "")
     except (OSError, ValueError, KeyError) as exc:
-        text = f"The package's answer is computed from docs/results of a checkout ({exc})."
+        text = f"The package's answer is computed from the shipped results ({exc})."
     return "the answer:\n" + textwrap.fill(text, width=100, initial_indent="  ", subsequent_indent="  ")
 
 

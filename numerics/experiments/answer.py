@@ -46,14 +46,21 @@ class Answer:
 
 
 def results_dir() -> Path:
-    """``docs/results`` of the checkout this package runs from (where the study results live).
+    """The shipped results the answer is computed from (:func:`numerics.experiments.shipped.results_dir`).
+
+    Raises
+    ------
+    ShippedResultsNotFound
+        Neither a source checkout nor ``IDEPTH_RESULTS`` gives them (the message says where to point it).
 
     Examples
     --------
-    >>> results_dir().parts[-2:]
-    ('docs', 'results')
+    >>> results_dir().name  # doctest: +SKIP
+    'results'
     """
-    return Path(__file__).resolve().parents[2] / "docs" / "results"
+    from .shipped import shipped_path
+
+    return shipped_path()
 
 
 def _main_settings(verdicts: dict) -> list[dict]:
@@ -92,12 +99,12 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     Raises
     ------
     FileNotFoundError
-        A result file is missing (a non-editable install: point ``results`` at a checkout's
-        ``docs/results``).
+        A result file is missing; without ``results``, the shipped results not found (a
+        non-editable install: set ``IDEPTH_RESULTS``, :mod:`numerics.experiments.shipped`).
 
     Notes
     -----
-    No example: it reads the checkout's results files (``tests/test_answer.py`` checks the text).
+    No example: it reads the shipped results files (``tests/test_answer.py`` checks the text).
     """
     from theory.expressible import ExpressibleLoss
 
@@ -106,8 +113,10 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     csv_path = results / "certified-study.csv"
     for path in (verdicts_path, csv_path):
         if not path.is_file():
-            raise FileNotFoundError(f"{path} not found: the answer is computed from a checkout's docs/results "
-                                    "(pass its path)")
+            from .shipped import RESULTS_VARIABLE
+
+            raise FileNotFoundError(f"{path} not found: the answer is computed from the shipped results "
+                                    f"(a checkout's docs/results, or {RESULTS_VARIABLE}; or pass their path)")
     verdicts = json.loads(verdicts_path.read_text(encoding="utf-8"))
     main = _main_settings(verdicts)
     doubling = _doubling_spectra(csv_path)
@@ -192,8 +201,15 @@ def write_answer_blocks(root: Path | None = None, answer: Answer | None = None) 
     """
     from numerics.io import write_text
 
-    root = Path(root) if root is not None else results_dir().parents[1]
-    answer = answer if answer is not None else package_answer(root / "docs" / "results")
+    from .shipped import CHECKOUT_RESULTS, checkout_root
+
+    if root is None:
+        root = checkout_root()
+        if root is None:
+            raise FileNotFoundError("the answer blocks live in a source checkout's README.md and docs/index.md; "
+                                    "this package is not imported from one (pass root)")
+    root = Path(root)
+    answer = answer if answer is not None else package_answer(root / CHECKOUT_RESULTS)
     changed = []
     for name in ANSWER_PAGES:
         path = root / name
