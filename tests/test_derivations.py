@@ -95,7 +95,8 @@ def test_derive_check_says_a_missing_page_is_missing_and_a_stale_one_differs(tmp
     lines = capsys.readouterr().err.strip().splitlines()
     assert sorted(lines) == sorted([
         f"idepth derive: {tmp_path / 'ensemble.md'} is missing (run `idepth derive --only ensemble`)",
-        f"idepth derive: {tmp_path / 'modewise.md'} differs from the generated page (run `idepth derive --only modewise`)",
+        f"idepth derive: {tmp_path / 'modewise.md'} differs from the generated page "
+        "(run `idepth derive --only modewise`)",
     ])
 
 

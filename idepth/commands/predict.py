@@ -144,7 +144,8 @@ def register(subparsers) -> None:
         "  idepth predict --attention softmax --task difficult --calibration L0=2.0,c=8.0 --depth 1,2,4",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--depth", default="2^0-6", help=f"depths: '1,2,4', ranges '1-16', powers of two '2^0-8' (default 2^0-6); {depth_limits()}")
+    p.add_argument("--depth", default="2^0-6",
+                   help=f"depths: '1,2,4', ranges '1-16', powers of two '2^0-8' (default 2^0-6); {depth_limits()}")
     spec = p.add_argument_group("spectrum (paper eq. 2)")
     spec.add_argument("--a", type=float, default=2.0, help="input exponent a (default 2)")
     spec.add_argument("--b", type=float, default=1.0, help="teacher exponent b (default 1)")
