@@ -27,7 +27,19 @@ END = "<!-- /answer -->"
 
 @dataclass(frozen=True)
 class Answer:
-    """The answer's sentences and the facts they were computed from."""
+    """The answer's sentences and the facts they were computed from.
+
+    Attributes
+    ----------
+    text : str
+        The answer in two or three sentences (Markdown bold on the question and the answer).
+    facts : dict
+        The numbers the sentences were written from (verdict counts, ``U_L`` gaps, ...).
+
+    Notes
+    -----
+    No example: it is computed from the checkout's results files (``tests/test_answer.py``).
+    """
 
     text: str
     facts: dict
@@ -89,6 +101,10 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     FileNotFoundError
         A result file is missing; without ``results``, the shipped results not found (a
         non-editable install: set ``IDEPTH_RESULTS``, :mod:`numerics.experiments.shipped`).
+
+    Notes
+    -----
+    No example: it reads the shipped results files (``tests/test_answer.py`` checks the text).
     """
     from theory.expressible import ExpressibleLoss
 
@@ -177,7 +193,12 @@ def replace_block(text: str, answer: str) -> str:
 
 
 def write_answer_blocks(root: Path | None = None, answer: Answer | None = None) -> list[Path]:
-    """Rewrite the answer block of each of :data:`ANSWER_PAGES` under ``root`` (atomically); return those changed."""
+    """Rewrite the answer block of each of :data:`ANSWER_PAGES` under ``root`` (atomically); return those changed.
+
+    Notes
+    -----
+    No example: it rewrites README.md and docs/index.md (``tests/test_answer.py`` checks they agree).
+    """
     from numerics.io import write_text
 
     from .shipped import CHECKOUT_RESULTS, checkout_root
