@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import argparse
 
+from numerics.experiments.shipped import NOT_FOUND_NOTE
+
 from ._execution import add_execution_flags, execution_from_args
 
 HELP = "regenerate the paper's figures and tables (PNG/PDF, Markdown) and write REPORT.md"
 #: exit status -> when
 EXIT_STATUSES = {0: "the report is written and every input was found",
-                 1: "the report is written, but the shipped results were not found: the claims that read them are "
-                    "NOT TESTED (set IDEPTH_RESULTS)",
+                 1: f"the report is written, but the claims that read the shipped results are NOT TESTED "
+                    f"({NOT_FOUND_NOTE})",
                  2: "bad input, before any training",
                  130: "interrupted (Ctrl-C); the same command continues"}
 

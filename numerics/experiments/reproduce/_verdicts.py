@@ -510,7 +510,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
     >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
-    >>> [c.status for c in claims][1:3], len(claims)
-    (['not tested', 'not tested'], 11)
+    >>> [c.measured_status for c in claims][1:3], len(claims), {c.mark for c in claims}
+    (['not tested', 'not tested'], 11, {'NOT JUDGED (smoke scale)'})
     """
     return REGISTRY.evaluate(ctx, consistency)
