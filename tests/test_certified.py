@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from tolerances import MC_SIGMAS
 
-from numerics.experiments.criteria import GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS, law_contrast
+from numerics.experiments.criteria import GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 
 from numerics.experiments.execution import Execution
 from numerics.experiments.store import load_arrays, load_results

@@ -172,7 +172,8 @@ def test_cells_of_two_plan_versions_are_refused_in_one_line(tmp_path, capsys):
     record, arrays = read_cell(first)
     record["config"]["eval_size"] = 2048
     _write_npz(first, {**arrays, "_record": np.array(json.dumps(record))})
-    assert cli.main(["study", "certified", "--report-only", "--cells", str(root), "--out", str(tmp_path / "o")]) == 2
+    assert cli.main(["study", "certified", "--report-only", "--no-progress", "--cells", str(root), "--out",
+                     str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "mixes plan versions: eval_size" in err[0]
     assert not (tmp_path / "o").exists()  # nothing half-written
@@ -182,8 +183,8 @@ def test_a_contrast_depth_not_run_is_refused_in_one_line(tmp_path, capsys):
     from idepth import cli
 
     root = _small_cells(tmp_path)
-    assert cli.main(["study", "certified", "--report-only", "--cells", str(root), "--out", str(tmp_path / "o"),
-                     "--contrast-depth", "256"]) == 2
+    assert cli.main(["study", "certified", "--report-only", "--no-progress", "--cells", str(root), "--out",
+                     str(tmp_path / "o"), "--contrast-depth", "256"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "L_max: depth 256 was not run" in err[0]
 

@@ -10,7 +10,7 @@ from theory.validation import check_choice
 #: contradicted: adequate measurements exclude the claim; inconclusive: ``reason`` says why
 STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested")
 #: why a claim that misses its criterion is inconclusive rather than contradicted
-INCONCLUSIVE_REASONS = ("budget", "resolution", "training", "bound")
+INCONCLUSIVE_REASONS = ("budget", "checks", "resolution", "training", "variants", "bound")
 
 
 @dataclass(frozen=True)
