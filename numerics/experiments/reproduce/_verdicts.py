@@ -152,11 +152,6 @@ def _inverse_depth_certified_claim(ctx, consistency) -> dict:
                 **verdict(ok, contradicted=contradicted, reason=reason))
 
 
-@claim("inverse_depth", kind="contrast", figures=("fig1", "fig6a", "fig6c", "fig6d"), families=("converged study",),
-       paper="Not a claim of the paper: that recipe's finding (cold start, Adam 1e-3, 6000 steps, the converged study) "
-             "on the law R_L = L0 + c L^-α with α ≈ 1 and C_L → C_∞, A_L − C_L → Δ_∞ (Tables 4-5, Fig. 6). The "
-             "paper's claim is about the best loss each depth reaches, judged on the certified study "
-             "(inverse_depth_certified).")
 def _certified_progress_text() -> str:
     """:func:`certified_progress` of the shipped verdicts, or why it is unknown."""
     try:
@@ -165,6 +160,11 @@ def _certified_progress_text() -> str:
         return f"of unknown progress ({exc})"
 
 
+@claim("inverse_depth", kind="contrast", figures=("fig1", "fig6a", "fig6c", "fig6d"), families=("converged study",),
+       paper="Not a claim of the paper: that recipe's finding (cold start, Adam 1e-3, 6000 steps, the converged study) "
+             "on the law R_L = L0 + c L^-α with α ≈ 1 and C_L → C_∞, A_L − C_L → Δ_∞ (Tables 4-5, Fig. 6). The "
+             "paper's claim is about the best loss each depth reaches, judged on the certified study "
+             "(inverse_depth_certified).")
 def _inverse_depth_claim(ctx, consistency) -> dict:
     """What one training recipe finds on the law, from the converged study (that recipe's finding, a contrast)."""
     lo, hi = criteria.ALPHA_WINDOW

@@ -50,7 +50,7 @@ def implied_alpha(name: str, L_max: int, lo: float, hi: float) -> tuple[float, f
     Examples
     --------
     >>> [round(v, 2) for v in implied_alpha("g2/gLmax", 128, 0.49, 0.52)]
-    [0.96, 1.05]
+    [0.98, 1.05]
     """
     values = np.array([law_contrast(name, L_max, a) for a in ALPHA_GRID])
     inside = ALPHA_GRID[(values >= lo) & (values <= hi)]
