@@ -246,6 +246,9 @@ def test_the_certified_page_opens_with_the_answer_and_its_table_says_what_the_fi
     # the nesting formula is code, not Markdown emphasis; the coverage benchmark is not said to validate what it cannot
     assert "`R*_L ≤ R*_{L/2} + 2 SE`" in page and "R*_L ≤ R*_{L/2}" not in page.replace("`R*_L ≤ R*_{L/2} + 2 SE`", "")
     assert "it cannot validate the intervals where that law does not describe the gains" in page
+    markdown_it = pytest.importorskip("markdown_it")
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(page)
+    assert "<em>" not in html  # no formula of R*_L and R*_{L/2} read as emphasis
 
 
 def test_the_certified_studys_progress_is_computed_from_the_verdicts_file(shipped):
