@@ -281,3 +281,14 @@ def test_fig1_neither_titles_nor_captions_a_verdict_the_verdicts_file_does_not_g
     counts = {w: sum(s["verdict"] == w for s in _main(shipped)) for w in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
     text = _certified_verdicts_text(SimpleNamespace(certified_verdicts=None))
     assert all(f"{n} {w}" in text for w, n in counts.items() if n)
+
+
+def test_a_verdicts_file_beside_cells_it_disagrees_with_is_refused_on_reading(tmp_path, shipped):
+    from numerics.experiments.study.certified.page import read_verdicts
+
+    shutil.copy(SHIPPED / "certified-study.csv", tmp_path)
+    changed = json.loads(json.dumps(shipped))
+    changed["settings"][1]["P"] = 256
+    (tmp_path / "certified-study.verdicts.json").write_text(json.dumps(changed))
+    with pytest.raises(ValueError, match=r"setting \(a, b\) = \(0, 0\), k = 2, P = 256 is not in the cells"):
+        read_verdicts(tmp_path / "certified-study.verdicts.json")

@@ -13,7 +13,7 @@ A thin layer over :mod:`numerics.experiments.study`:
   -- :func:`numerics.experiments.study.converged.run_converged` (the softmax model trained to convergence at the
   inferred sizes; one CSV row per run, its provenance, the docs page);
 * ``idepth study certified [--out DIR] [--store DIR] [--cells DIR] [--depths 1,2,4] [--backend local|dask] [--workers N]
-  [--scheduler ADDR] [--report-only]``
+  [--scheduler ADDR] [--report-only] [--contrast-depth L]`` (without ``--out``: a fresh directory, named on stderr)
   -- :func:`numerics.experiments.study.certified.run_certified_study` (the best loss each depth reaches, from
   several starts, with its certificates), then :func:`~numerics.experiments.study.certified.page.write_certified`;
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``

@@ -32,7 +32,7 @@ from .statistics import (
 from .table import collect, write_csv
 from .targets import study_compute, targets_markdown
 
-__all__ = ["SHIPPED_VERDICTS", "certified_markdown", "check_verdicts", "draw_answer_figure", "draw_certified_figure",
+__all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_answer_figure", "draw_certified_figure",
            "draw_recipe_figure", "read_verdicts", "verdicts_record", "write_certified"]
 
 PAGE = "certified-study.md"
@@ -576,12 +576,15 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
 
 
 def read_verdicts(path=None) -> dict:
-    """Read a ``certified-study.verdicts.json`` (default :data:`SHIPPED_VERDICTS`).
+    """Read a ``certified-study.verdicts.json`` (default :data:`SHIPPED_VERDICTS`), checked against its cells.
+
+    Where the cells' table ``certified-study.csv`` lies beside it, every setting and depth of the verdicts must be
+    in it (:func:`numerics.experiments.answer.check_verdicts_against_table`).
 
     Raises
     ------
     ValueError
-        A missing or unreadable file, naming it.
+        A missing or unreadable file, naming it; a setting the cells beside it do not hold, naming it.
 
     Examples
     --------
@@ -590,14 +593,20 @@ def read_verdicts(path=None) -> dict:
     ...
     ValueError: no certified-study verdicts at /nonexistent.json (`idepth study certified --report-only` writes them)
     """
+    from ...answer import _csv_settings, check_verdicts_against_table
+
     path = SHIPPED_VERDICTS if path is None else Path(path)
     try:
-        return json.loads(Path(path).read_text())
+        record = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise ValueError(f"no certified-study verdicts at {path} (`idepth study certified --report-only` writes them)"
                          ) from None
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path} is not a certified-study verdicts file ({exc})") from None
+    table = Path(path).with_name(CSV)
+    if table.is_file():
+        check_verdicts_against_table(record, _csv_settings(table), source=str(path))
+    return record
 
 
 def _silent(message: str) -> None:
@@ -613,22 +622,6 @@ def prediction_cache_dir(cells_dir) -> Path:
     'docs/results/certified/predictions'
     """
     return Path(cells_dir).parent / "predictions"
-
-
-def check_verdicts(record: dict, summaries) -> None:
-    """``ValueError`` naming the setting when a verdicts record disagrees with the summaries of the cells.
-
-    Examples
-    --------
-    >>> check_verdicts({"settings": []}, [])
-    """
-    from ...answer import check_verdicts_against_table
-
-    check_verdicts_against_table(record, {tuple(s.setting): set(s.depths) for s in summaries})
-    for entry, s in zip(record["settings"], summaries):
-        if entry["verdict"] != s.verdict[0]:
-            raise ValueError(f"verdicts: setting (a, b) = ({entry['a']:g}, {entry['b']:g}), k = {entry['k']}, "
-                             f"P = {entry['P']} says {entry['verdict']}, its cells give {s.verdict[0]}")
 
 
 def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, predictions: bool = True,
