@@ -292,3 +292,20 @@ def test_a_verdicts_file_beside_cells_it_disagrees_with_is_refused_on_reading(tm
     (tmp_path / "certified-study.verdicts.json").write_text(json.dumps(changed))
     with pytest.raises(ValueError, match=r"setting \(a, b\) = \(0, 0\), k = 2, P = 256 is not in the cells"):
         read_verdicts(tmp_path / "certified-study.verdicts.json")
+
+
+def test_a_ratio_whose_denominator_gain_is_not_resolved_has_an_unbounded_interval():
+    """Fieller: where the gain in the denominator has an interval holding 0, no finite interval holds the ratio,
+    and the verdict on it is INCONCLUSIVE (resolution), never REPRODUCED or CONTRADICTED."""
+    rng = np.random.default_rng(3)
+    point = np.array([2.0, 1.99, 1.985])  # gains of 0.01 and 0.015 ...
+    reps = point + rng.normal(0, 0.02, size=(400, 3))  # ... within their noise
+    c = contrast_stat("g2/gLmax", "mean over seeds", (1, 2, 4), point, reps, 4, {1, 2, 4}, 2.0)
+    assert not c.resolved and (c.lo, c.hi) == (-np.inf, np.inf) and c.covers
+    assert c.alpha_interval == (ALPHA_GRID[0], ALPHA_GRID[-1])
+    resolved = contrast_stat("g2/gLmax", "mean over seeds", (1, 2, 4), point * [1, 0.9, 0.8],
+                             point * [1, 0.9, 0.8] + rng.normal(0, 0.002, size=(400, 3)), 4, {1, 2, 4}, 2.0)
+    assert resolved.resolved and resolved.lo <= resolved.value <= resolved.hi
+    depths = (1, 2, 4, 8, 16)
+    verdict = setting_verdict(depths, depths, depths, [], {**c.to_dict(), "L_max": 16}, EXCLUDING)
+    assert verdict[:2] == ("INCONCLUSIVE", "resolution")

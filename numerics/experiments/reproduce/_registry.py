@@ -100,7 +100,7 @@ class ClaimSpec:
     --------
     >>> from numerics.experiments.reproduce.report import CLAIMS
     >>> [spec.id for spec in CLAIMS if spec.kind == "contrast"]
-    ['lazy_contrast', 'shipped_rerun']
+    ['inverse_depth', 'lazy_contrast', 'shipped_rerun']
     """
 
     id: str

@@ -117,8 +117,10 @@ def _inverse_depth_certified_claim(ctx, consistency) -> dict:
     statuses = [certified_setting_status(x) for x in settings]
     def ratio(x) -> str:
         c = next((c for c in x["contrasts"] if c["name"] == "g2/gLmax" and c["estimate"] == "mean over seeds"), None)
-        return "–" if c is None else (f"{c['value']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] (α = 1: "
-                                      f"{c['reference']:.3f}; L_max = {c['L_max']})")
+        if c is None:
+            return "–"
+        interval = f"[{c['lo']:.3f}, {c['hi']:.3f}]" if c.get("resolved", True) else "unbounded"
+        return f"{c['value']:.3f} {interval} (α = 1: {c['reference']:.3f}; L_max = {c['L_max']})"
 
     rows = (("spectrum", "depths done", "verdict rests on L =", "g_2/g_Lmax, every depth done", "verdict",
              "reason"),) + tuple(

@@ -77,6 +77,8 @@ def _contrast_text(c) -> str:
     """A contrast with its interval and its α = 1 value (``–`` without one)."""
     if c is None:
         return "–"
+    if not c.resolved:
+        return f"{c.value:.3f}, unbounded: its denominator gain is not resolved (α = 1: {c.reference:.3f})"
     return f"{c.value:.3f} [{c.lo:.3f}, {c.hi:.3f}] (α = 1: {c.reference:.3f})"
 
 
@@ -486,8 +488,10 @@ def draw_answer_figure(summaries, path) -> Path:
         ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
         contrast = _contrast(s, "g2/gLmax")
         a, b = s.setting[:2]
-        ratio = "" if contrast is None else (f"\ng2/g{contrast.L_max} = {contrast.value:.2f} [{contrast.lo:.2f}, "
-                                             f"{contrast.hi:.2f}]; α = 1: {contrast.reference:.3f}")
+        interval = (f"[{contrast.lo:.2f}, {contrast.hi:.2f}]" if contrast is not None and contrast.resolved
+                    else "unbounded")
+        ratio = "" if contrast is None else (f"\ng2/g{contrast.L_max} = {contrast.value:.2f} {interval}; "
+                                             f"α = 1: {contrast.reference:.3f}")
         ax.set_title(f"(a, b) = ({a:g}, {b:g}): {s.verdict[0]}{ratio}", fontsize=8)
         ax.set_xlabel("depth L", fontsize=8)
         ax.set_ylabel("held-out loss", fontsize=8)

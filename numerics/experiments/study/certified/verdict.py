@@ -66,7 +66,8 @@ class ContrastStat:
     whether each of them passed its step-doubling check; ``se``: half the central 68 % of the bootstrap
     replicates (:func:`contrast_bootstrap`); ``lo``, ``hi``: the central 95 % of the replicates, each side's
     distance from ``value`` widened by ``t(0.975, seeds − 1) / z(0.975)``; :attr:`reference`: its value under
-    ``R_L = L0 + c/L``.
+    ``R_L = L0 + c/L``; ``resolved`` False: the contrast's denominator (a gain) has an interval holding 0, so the
+    ratio's interval is unbounded (``lo = −∞``, ``hi = ∞``; Fieller).
 
     References
     ----------
@@ -88,6 +89,7 @@ class ContrastStat:
     lo: float
     hi: float
     checked: bool
+    resolved: bool = True
 
     @property
     def reference(self) -> float:
@@ -108,7 +110,7 @@ class ContrastStat:
         lo, hi = self.alpha_interval
         return {"name": self.name, "estimate": self.estimate, "depths": list(self.depths), "L_max": self.L_max,
                 "value": self.value, "se": self.se, "lo": self.lo, "hi": self.hi, "checked": self.checked,
-                "reference": self.reference, "alpha_lo": lo, "alpha_hi": hi}
+                "resolved": self.resolved, "reference": self.reference, "alpha_lo": lo, "alpha_hi": hi}
 
 
 @dataclass(frozen=True)
@@ -365,18 +367,30 @@ def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: in
         raise ValueError(f"depth: the contrast {name} needs depth {missing[0]}, which was not run (depths done: "
                          f"{_depth_list(depths)})")
     at = {L: i for i, L in enumerate(depths)}
+    checked = all(L in checked_set for L in used)
     value = float(_contrast_value(name, {L: point[at[L]] for L in used}, int(L_max)))
     reps = _contrast_value(name, {L: replicates[:, at[L]] for L in used}, int(L_max))
-    reps = reps[np.isfinite(reps)]
-    if reps.size < 2:
-        return ContrastStat(name, estimate, used, int(L_max), value, math.nan, -math.inf, math.inf,
-                            all(L in checked_set for L in used))
-    # a ratio's replicates have heavy tails (its denominator is a gain that may be near 0): percentiles, not
-    # the SD; each side widened by t/z for the few seeds (Student t with seeds − 1 degrees of freedom)
-    q025, q16, q84, q975 = np.percentile(reps, [2.5, 15.865, 84.135, 97.5])
+    # the denominator (a gain): where its own interval holds 0, the ratio's confidence set is unbounded (Fieller)
+    lower, upper = (1, 2) if name == "(R2-R16)/(R1-R2)" else (1, int(L_max))
+    denominator = replicates[:, at[lower]] - replicates[:, at[upper]]
+    d_value = float(point[at[lower]] - point[at[upper]])
     from scipy.stats import norm
 
     widen = t_quantile / float(norm.ppf(0.975))
-    return ContrastStat(name, estimate, used, int(L_max), value, float((q84 - q16) / 2),
-                        float(value - widen * (value - q025)), float(value + widen * (q975 - value)),
-                        all(L in checked_set for L in used))
+    d_lo, d_hi = _widened(d_value, denominator, widen)
+    reps = reps[np.isfinite(reps)]
+    if reps.size < 2 or not (d_lo > 0 or d_hi < 0):
+        q16, q84 = np.percentile(reps, [15.865, 84.135]) if reps.size >= 2 else (math.nan, math.nan)
+        return ContrastStat(name, estimate, used, int(L_max), value, float((q84 - q16) / 2), -math.inf, math.inf,
+                            checked, resolved=False)
+    # a ratio's replicates have heavy tails: percentiles, not the SD; each side widened by t/z for the few seeds
+    # (Student t with seeds − 1 degrees of freedom)
+    q16, q84 = np.percentile(reps, [15.865, 84.135])
+    lo, hi = _widened(value, reps, widen)
+    return ContrastStat(name, estimate, used, int(L_max), value, float((q84 - q16) / 2), lo, hi, checked)
+
+
+def _widened(value: float, replicates: np.ndarray, widen: float) -> tuple[float, float]:
+    """The central 95 % of ``replicates``, each side's distance from ``value`` times ``widen``, holding ``value``."""
+    q025, q975 = np.percentile(replicates, [2.5, 97.5])
+    return (float(min(value, value - widen * (value - q025))), float(max(value, value + widen * (q975 - value))))
