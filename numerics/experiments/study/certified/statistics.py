@@ -1,4 +1,4 @@
-"""Statistics of the certified study: the envelope R*_L, its certificates, the gain law and the verdict.
+"""Statistics of the certified study: the envelope R*_L, its certificates and each setting's summary.
 
 Within a setting every candidate is reported on the same contexts and a seed's depths share its
 stream, so errors come from a **joint bootstrap over contexts and seeds**: depth differences are
@@ -6,13 +6,9 @@ paired and the covariance of the gains ``g_L = R*_1 − R*_L`` is kept; interval
 ``seeds − 1`` degrees of freedom. Certificates: **nesting** ``R*_L ≤ R*_{L/2} + 2 SE`` (eq. 60),
 **reachability** ``R*_L ≤ B_L + 2 SE``, **doubling** (twice the cap gains less than one SE).
 
-A verdict rests only on the depths whose step-doubling check ran and passed
-(:func:`~numerics.experiments.criteria.checked_depths`); it is judged on **fit-free contrasts** of the depth
-curve (:data:`~numerics.experiments.criteria.CONTRASTS`: ``g_2/g_Lmax`` and ``(R_2 − R_16)/(R_1 − R_2)``, with
-their α = 1 values from eq. 16), each with a bootstrap interval (:func:`contrast_bootstrap`). The GLS
-profile of the gain law (paper eq. 16) is reported only where it fits (χ²/dof ≤
-:data:`~numerics.experiments.criteria.GAIN_LAW_MAX_CHI2_DOF`); a CONTRADICTED verdict must also hold under
-its analysis variants (full covariance, diagonal weights, Birge widening).
+:func:`summarise` also computes what the verdict needs (:mod:`~numerics.experiments.study.certified.verdict`):
+the depths whose step-doubling check ran and passed, the fit-free contrasts with their bootstrap intervals,
+the best seed beside the mean over seeds, and the gain-law fit with its analysis variants.
 """
 
 from __future__ import annotations
