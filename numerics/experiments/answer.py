@@ -195,12 +195,18 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None) -> Answe
         + (f"{len(unchecked)} of the {n} spectra have fewer: the check ran at {len(ran)} of them"
            + (f" ({checked_where})" if ran else "") + "." if unchecked else "every spectrum has them."),
     ]
+    early = [c for s in main for c in s.get("contrasts", []) if c["name"] == "(R2-R16)/(R1-R2)"
+             and c["estimate"] == "mean over seeds"]
     if ratios:
         covering = sum(c["lo"] <= c["reference"] <= c["hi"] for c in ratios)
         sentences.append(
             f"Fit-free, on every depth done (checked or not): g_2/g_{ratios[0]['L_max']} (gains R*_1 − R*_L) is "
             f"{_range([c['value'] for c in ratios], 2)} against {ratios[0]['reference']:.3f} under R = L0 + c/L; "
-            f"its interval contains that value at {covering} of {len(ratios)} spectra.")
+            f"its interval contains that value at {covering} of {len(ratios)} spectra"
+            + (f"; (R*_2 − R*_16)/(R*_1 − R*_2) is {_range([c['value'] for c in early], 2)} against "
+               f"{early[0]['reference']:.3f}, its interval excluding that value at "
+               f"{sum(not c['lo'] <= c['reference'] <= c['hi'] for c in early)} of {len(early)}" if early else "")
+            + ".")
     if curves:
         sentences.append(
             f"Models built by hand (U_L, an upper bound on the optimum) show two mechanisms, not one power law: cosine "
