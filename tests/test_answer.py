@@ -48,7 +48,8 @@ def test_the_answer_follows_the_verdicts_file(tmp_path, answer):
     main = {tuple(s) for s in verdicts["main"]["spectra"]}
     for setting in verdicts["settings"]:
         if (setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]:
-            setting["verdict"], setting["failed"] = "REPRODUCED", []
+            # every depth checked: the verdicts rest on enough checked depths to settle the question
+            setting["verdict"], setting["failed"], setting["checked_depths"] = "REPRODUCED", [], setting["depths"]
     (results / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
     changed = package_answer(results)
     assert changed.facts["counts"]["REPRODUCED"] == 7 and "7 REPRODUCED" in changed.text
@@ -62,13 +63,33 @@ def test_a_contradiction_resting_on_unchecked_depths_does_not_settle_the_questio
     shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results)
     verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
     main = {tuple(s) for s in verdicts["main"]["spectra"]}
+    minimum = verdicts["rules"]["min_checked_depths"]
+    unchecked = 0
     for setting in verdicts["settings"]:
-        if (setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]:
+        if ((setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]
+                and setting["k"] == verdicts["main"]["k"]):
             setting["verdict"], setting["failed"] = "CONTRADICTED", []
+            unchecked += len(setting["checked_depths"]) < minimum
     (results / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
     changed = package_answer(results)
-    assert changed.facts["unchecked_contradicted"] == 6  # every main spectrum but (0, 0), the only doubling one
+    assert unchecked > 0 and changed.facts["unchecked_decided"] == unchecked
     assert changed.facts["headline"] == "not settled by this package's evidence"
+
+
+def test_the_answer_states_the_verdict_counts_and_checked_depths_of_the_verdicts_file(answer):
+    """The words follow the one verdicts file: its counts, and how many spectra rest on too few checked depths."""
+    verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
+    main = {tuple(s) for s in verdicts["main"]["spectra"]}
+    settings = [s for s in verdicts["settings"] if (s["a"], s["b"]) in main and s["P"] == verdicts["main"]["P"]
+                and s["k"] == verdicts["main"]["k"]]
+    counts = {w: sum(s["verdict"] == w for s in settings) for w in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
+    text = (f"{counts['REPRODUCED']} REPRODUCED, {counts['CONTRADICTED']} CONTRADICTED and {counts['INCONCLUSIVE']} "
+            f"INCONCLUSIVE of {len(settings)}")
+    assert text in answer.text
+    few = sum(len(s["checked_depths"]) < verdicts["rules"]["min_checked_depths"] for s in settings)
+    if few:
+        assert f"{few} of the {len(settings)} spectra have fewer" in answer.text
+        assert "not settled" in answer.facts["headline"]
 
 
 def test_missing_results_name_the_file(tmp_path):

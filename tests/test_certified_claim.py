@@ -9,13 +9,23 @@ from numerics.experiments.reproduce import _verdicts
 from numerics.experiments.study.certified.page import read_verdicts
 
 MAIN = {"spectra": [[0.0, 0.0], [0.0, 0.5]], "P": 64, "k": 2}
-DEPTHS = [1, 2, 4, 8]
+DEPTHS = [1, 2, 4, 8, 16, 32]
+#: the gain-law fit's variants, all excluding α = 1
+EXCLUDING = [{"name": name, "alpha_lo": 2.0, "alpha_hi": 5.0}
+             for name in ("full covariance", "diagonal weights", "Birge widening")]
 
 
-def _setting(a, b, *, lo=0.5, hi=2.0, depths=DEPTHS, failed=(), P=64):
+def _setting(a, b, *, lo=0.45, hi=0.56, alpha=(0.6, 2.0), depths=DEPTHS, checked=DEPTHS, failed=(), P=64):
+    """A verdicts-file setting whose contrast g_2/g_32 has the interval [lo, hi] (α = 1: 0.508)."""
+    from numerics.experiments.criteria import law_contrast
+
+    primary = {"name": "g2/gLmax", "estimate": "mean over seeds", "L_max": max(checked), "value": (lo + hi) / 2,
+               "lo": lo, "hi": hi, "reference": law_contrast("g2/gLmax", max(checked)), "alpha_lo": alpha[0],
+               "alpha_hi": alpha[1]}
     return {"a": a, "b": b, "k": 2, "d": 16, "N": 32, "P": P, "depths": list(depths), "planned_depths": DEPTHS,
-            "verdict": "-", "reason": "-", "alpha": (lo + hi) / 2, "alpha_lo": lo, "alpha_hi": hi,
-            "failed": [list(f) for f in failed], "recipes": []}
+            "verdict": "-", "reason": "-", "checked_depths": list(checked), "doubling_run": list(DEPTHS),
+            "primary": primary, "variants": EXCLUDING, "contrasts": [primary], "failed": [list(f) for f in failed],
+            "recipes": []}
 
 
 def _judge(tmp_path, settings):
@@ -26,13 +36,15 @@ def _judge(tmp_path, settings):
 
 @pytest.mark.parametrize("settings, status, reason", [
     ([_setting(0, 0), _setting(0, 0.5)], "reproduced", ""),
-    ([_setting(0, 0), _setting(0, 0.5, lo=2.0, hi=5.0)], "contradicted", "(0, 0.5)"),
+    ([_setting(0, 0), _setting(0, 0.5, lo=0.60, hi=0.70)], "contradicted", "(0, 0.5)"),
     ([_setting(0, 0), _setting(0, 0.5, depths=[1, 2, 4])], "inconclusive", "budget"),
+    # the same exclusion on too few depths whose step-doubling check passed decides nothing
+    ([_setting(0, 0), _setting(0, 0.5, lo=0.60, hi=0.70, checked=[1, 2, 4, 8])], "inconclusive", "checks"),
     ([_setting(0, 0), _setting(0, 0.5, failed=[("nesting", 4)])], "inconclusive", "training"),
-    ([_setting(0, 0), _setting(0, 0.5, lo=0.01, hi=10.0)], "inconclusive", "resolution"),
+    ([_setting(0, 0), _setting(0, 0.5, lo=0.2, hi=0.9, alpha=(0.01, 10.0))], "inconclusive", "resolution"),
     ([_setting(0, 0)], "inconclusive", "not started"),
     # a setting at another P is not a main setting: it neither decides nor counts
-    ([_setting(0, 0), _setting(0, 0.5), _setting(0, 0, lo=3.0, hi=5.0, P=128)], "reproduced", ""),
+    ([_setting(0, 0), _setting(0, 0.5), _setting(0, 0, lo=0.60, hi=0.70, P=128)], "reproduced", ""),
 ])
 def test_the_central_claim_follows_each_settings_numbers(tmp_path, settings, status, reason):
     fields = _judge(tmp_path, settings)

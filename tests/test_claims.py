@@ -49,6 +49,7 @@ BOUND_SIGMAS = float(criteria.BOUND_SIGMAS)
 PARALLEL = float(criteria.PARALLEL_SPREAD)
 SEQUENTIAL = float(criteria.SEQUENTIAL_CORRELATION)
 GAIN = float(criteria.DEPTH_GAIN_THRESHOLD)  # "depth gain R_1/R_Lmax below 1.1 (saturates)"
+MIN_CHECKED = int(criteria.MIN_CHECKED_DEPTHS)  # a certified verdict's fewest depths with a passed doubling check
 
 NOT_TESTED, REPRODUCED, CONTRADICTED, INCONCLUSIVE = "not tested", "reproduced", "contradicted", "inconclusive"
 
@@ -206,14 +207,19 @@ def inverse_depth_certified(raw, ran, ctx):
     for x in record["settings"]:
         if (float(x["a"]), float(x["b"])) not in spectra or x["P"] != record["main"]["P"] or x["k"] != record["main"]["k"]:
             continue
-        if x["depths"] != x["planned_depths"] or len(x["depths"]) < 3 or x["failed"]:
+        checked = set(x["checked_depths"])
+        p = x["primary"]
+        if x["depths"] != x["planned_depths"] or len(x["depths"]) < 3 or len(checked) < MIN_CHECKED or p is None:
+            statuses.append(INCONCLUSIVE)  # budget, or too few depths whose doubling check ran and passed
+        elif any(depth in checked for _, depth in x["failed"]):
             statuses.append(INCONCLUSIVE)
-        elif x["alpha_lo"] > 1.0 or x["alpha_hi"] < 1.0:
-            statuses.append(CONTRADICTED)
-        elif x["alpha_lo"] <= grid_lo or x["alpha_hi"] >= grid_hi:
-            statuses.append(INCONCLUSIVE)
+        elif p["lo"] <= p["reference"] <= p["hi"]:
+            bounded = p["alpha_lo"] > grid_lo and p["alpha_hi"] < grid_hi
+            statuses.append(REPRODUCED if bounded else INCONCLUSIVE)
+        elif any(v["alpha_lo"] <= 1.0 <= v["alpha_hi"] for v in x["variants"]):
+            statuses.append(INCONCLUSIVE)  # an analysis variant keeps α = 1
         else:
-            statuses.append(REPRODUCED)
+            statuses.append(CONTRADICTED)
     if not statuses:
         return NOT_TESTED, "no main setting"
     ok = statuses.count(REPRODUCED) == len(spectra)
@@ -345,11 +351,11 @@ def linear_floor(raw, ran, ctx):
                 done = [family.config(a, b, deepest, seed) for seed in family.seeds
                         if raw.done(family.config(a, b, deepest, seed))]
                 se = raw.metric(done[0], "R_L_se")
-            finite, finite_se = ctx.finite_p_floor(family, a, b, deepest)
+            floor_se = ctx.floor_at(family, a, b, deepest)[1]
             deviation = criteria.relative_deviation(plateau, floor)
-            explained = plateau < floor and not plateau < finite - SIGMAS * math.hypot(se, finite_se)
+            # within the tolerance and not more than two SE below the floor: a finite-P explanation is no reproduction
             deviations.append(deviation)
-            passes.append(deviation < FLOOR or explained)
+            passes.append(deviation < FLOOR and not plateau < floor - SIGMAS * math.hypot(se, floor_se))
     if not deviations:
         return NOT_TESTED, "no finished runs"
     return _verdict(all(passes)), f"relative deviations {deviations}, passing {passes}"
@@ -597,6 +603,8 @@ def test_every_criterion_text_states_the_threshold_the_check_uses(smoke):
     assert f"below {PARALLEL:g}" in text["modewise"] and f"above {SEQUENTIAL:g}" in text["modewise"]
     assert f"below {GAIN:g}" in text["context_updates"] and GAIN == 1.1
     assert f"more than {BOUND_SIGMAS:.0f} SE" in text["paper_plateaus"]
+    assert f"at least {MIN_CHECKED}" in text["inverse_depth_certified"]
+    assert "not more than two SE below it" in text["linear_floor"]
 
 
 # the threshold patched in criteria, the claims that use it, and a value that flips them either way
@@ -605,6 +613,8 @@ PATCHES = {
     "FLOOR_TARGET": (("linear_floor",), lambda reproduced: 0.0 if reproduced else 1e9),
     "ALPHA_WINDOW": (("inverse_depth", "lazy_contrast", "context_updates"),
                      lambda reproduced: (2.0, 1.0) if reproduced else (-math.inf, math.inf)),
+    # no checked depth required: the shipped (0, 0) verdict, resting on 4 checked depths, would be decided
+    "MIN_CHECKED_DEPTHS": (("inverse_depth_certified",), lambda reproduced: 10**6 if reproduced else 0),
 }
 
 

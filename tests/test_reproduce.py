@@ -532,7 +532,9 @@ def test_the_report_opens_with_a_conclusion_on_each_central_claim_from_its_verdi
     assert sections[0] == "## Conclusions", sections[:3]
     opening = report.split("## Conclusions", 1)[1].split("\n## ", 1)[0]
     claims = {c.id: c for c in smoke.claims}
-    assert set(CENTRAL_CLAIMS) >= {"inverse_depth", "linear_easy", "linear_floor"}
+    # what one training recipe finds (the converged study) is a contrast, not a central claim of the paper
+    assert set(CENTRAL_CLAIMS) >= {"inverse_depth_certified", "linear_easy", "linear_floor"}
+    assert "inverse_depth" not in CENTRAL_CLAIMS
     for claim_id, topic in CENTRAL_CLAIMS.items():
         claim = claims[claim_id]
         assert f"**{topic}: {claim.mark}**" in opening, (claim_id, opening)
@@ -540,10 +542,11 @@ def test_the_report_opens_with_a_conclusion_on_each_central_claim_from_its_verdi
         assert opening.count(f"**{topic}:") == 1  # one sentence each
     assert conclusions(smoke.claims) in opening
     # computed from the verdict objects: another status or other numbers give another paragraph
-    central = claims["inverse_depth"]
+    central = claims["inverse_depth_certified"]
     other = dataclasses.replace(central, status="reproduced", note="", reason="", summary="14 of 14 spectra meet it")
-    changed = conclusions([other if c.id == "inverse_depth" else c for c in smoke.claims])
-    assert f"**{CENTRAL_CLAIMS['inverse_depth']}: REPRODUCED** — its criterion is met by the numbers: 14 of 14" in changed
+    changed = conclusions([other if c.id == "inverse_depth_certified" else c for c in smoke.claims])
+    assert (f"**{CENTRAL_CLAIMS['inverse_depth_certified']}: REPRODUCED** — its criterion is met by the numbers: "
+            "14 of 14") in changed
 
 
 def test_the_verdict_counts_the_papers_claims_apart_from_the_packages_contrasts(smoke):
@@ -552,7 +555,8 @@ def test_the_verdict_counts_the_papers_claims_apart_from_the_packages_contrasts(
     report = smoke.report.read_text(encoding="utf-8")
     paper = [c for c in smoke.claims if c.kind == "paper"]
     contrasts = [c for c in smoke.claims if c.kind == "contrast"]
-    assert {c.id for c in contrasts} == {"lazy_contrast", "shipped_rerun"} and len(paper) == len(smoke.claims) - 2
+    assert {c.id for c in contrasts} == {"inverse_depth", "lazy_contrast", "shipped_rerun"}
+    assert len(paper) == len(smoke.claims) - 3
     counts = verdict_counts(smoke.claims)
     assert sum(map(len, counts["paper"].values())) == len(paper)
     assert not any(c.id in ids for c in contrasts for ids in counts["paper"].values())
@@ -666,13 +670,15 @@ def test_a_legend_over_data_is_detected_and_moved_below_the_panel():
     plt.close(fig)
 
 
-def test_fig1_names_the_training_regime_of_each_panel_and_shows_the_converged_verdicts_regime(drawn):
+def test_fig1_names_the_training_regime_of_each_panel_and_that_the_converged_panel_is_one_recipes_finding(drawn):
     from numerics.experiments.reproduce.report import CLAIM_FIGURES
 
     _, built, kept = drawn
     titles = [ax.get_title() for ax in kept["fig1"].axes]
     assert len(titles) == 3
-    assert "CONVERGED TRAINING" in titles[1] and "inverse-depth verdict" in titles[1]
+    assert "CONVERGED TRAINING" in titles[1] and "one recipe's finding, not the verdict" in titles[1]
+    assert "that recipe's finding, not the regime of the verdict" in built["fig1"].caption
+    assert "judged on the certified study" in built["fig1"].caption
     assert "LAZY CONTRAST" in titles[2] and "not the paper's regime" in titles[2]
     assert "fig1" in CLAIM_FIGURES["inverse_depth"] and "fig1" in CLAIM_FIGURES["lazy_contrast"]
     assert "converged study" in built["fig1"].caption and "lazy-training contrast" in built["fig1"].caption

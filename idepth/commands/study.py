@@ -13,7 +13,7 @@ A thin layer over :mod:`numerics.experiments.study`:
   -- :func:`numerics.experiments.study.converged.run_converged` (the softmax model trained to convergence at the
   inferred sizes; one CSV row per run, its provenance, the docs page);
 * ``idepth study certified [--out DIR] [--store DIR] [--cells DIR] [--depths 1,2,4] [--backend local|dask] [--workers N]
-  [--scheduler ADDR] [--report-only]``
+  [--scheduler ADDR] [--report-only] [--contrast-depth L]`` (without ``--out``: a fresh directory, named on stderr)
   -- :func:`numerics.experiments.study.certified.run_certified_study` (the best loss each depth reaches, from
   several starts, with its certificates), then :func:`~numerics.experiments.study.certified.page.write_certified`;
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``
@@ -25,6 +25,7 @@ Exit status: 0 on success, 1 when training runs failed, 2 on bad input (one line
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from ._execution import add_execution_flags, execution_from_args
@@ -131,7 +132,10 @@ def register(subparsers) -> None:
                     "DIR/figures/certified-study.png and DIR/figures/certified-recipes.png. CPU time: the page's "
                     "Targets section, summed from the cells' own CPU time (many core-hours: run it in the background; "
                     "it resumes).")
-    certified.add_argument("--out", metavar="DIR", default="docs/results", help="output directory (default docs/results)")
+    certified.add_argument("--out", metavar="DIR", default=None,
+                           help="output directory (default: a fresh directory certified-study-<time> in the working "
+                                "directory, named on stderr, so that the shipped docs/results page is never "
+                                "overwritten by accident; --out docs/results updates it)")
     certified.add_argument("--store", metavar="DIR", default="store-certified",
                            help="working store (default store-certified; the contrast runs' store is DIR-contrasts; "
                                 "both rebuilt from --cells when missing)")
@@ -141,6 +145,9 @@ def register(subparsers) -> None:
     certified.add_argument("--depths", default=None, metavar="1,2,4",
                            help="stop after these depths (a prefix of 1,2,4,...,128; default all)")
     certified.add_argument("--report-only", action="store_true", help="no training: the page from the exported cells")
+    certified.add_argument("--contrast-depth", type=int, default=None, metavar="L",
+                           help="the deepest depth of the page's descriptive contrast g_2/g_L (default each setting's "
+                                "deepest depth done)")
     add_execution_flags(certified)
     certified.set_defaults(func=run_certified_command)
 
@@ -262,6 +269,16 @@ def run_converged_command(args) -> int:
     return 0
 
 
+def _fresh_directory(prefix: str) -> Path:
+    """A directory name ``prefix-<UTC time>`` in the working directory that does not exist yet."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    path, n = Path(f"{prefix}-{stamp}"), 1
+    while path.exists():
+        n += 1
+        path = Path(f"{prefix}-{stamp}-{n}")
+    return path
+
+
 def run_certified_command(args) -> int:
     """Run ``idepth study certified``."""
     from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
@@ -274,14 +291,25 @@ def run_certified_command(args) -> int:
         raise ValueError(f"--depths must be a prefix of {','.join(map(str, plan.depths))}; got {args.depths!r}")
     execution = execution_from_args(args)
     cells, frontier, contrasts = (Path(args.cells) / name for name in ("cells", "frontier", "contrasts"))
+    out = args.out if args.out is not None else _fresh_directory("certified-study")
+    started = time.monotonic()
+
+    def progress(message: str) -> None:
+        if execution.progress is not False:
+            print(f"idepth study certified: [{time.monotonic() - started:5.1f} s] {message}", file=sys.stderr, flush=True)
+
+    if args.out is None:
+        print(f"idepth study certified: no --out given: writing to the fresh directory {out} (--out docs/results "
+              "updates the shipped page)", file=sys.stderr)
     if not args.report_only:
         # the contrasts first: a few percent of the study's cost, and every depth of them at once
         run_contrasts(plan, f"{execution.store_dir}-contrasts", execution=execution, out_dir=contrasts)
         run_certified_study(plan, execution.store_dir, execution=execution, depths=depths, cells_dir=cells,
                             frontier_dir=frontier)
     command = "idepth study certified " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study certified"
-    rows, summaries = write_certified(args.out, cells, plan, command=command, contrasts_dir=contrasts)
-    print(f"wrote {args.out}/certified-study.csv ({len(rows)} candidates), certified-study.md")
+    rows, summaries = write_certified(out, cells, plan, command=command, contrasts_dir=contrasts, progress=progress,
+                                      contrast_depth=args.contrast_depth)
+    print(f"wrote {out}/certified-study.csv ({len(rows)} candidates), certified-study.md")
     for summary in summaries:
         verdict, reason = summary.verdict
         print(f"  a={summary.setting[0]:g} b={summary.setting[1]:g} P={summary.setting[5]} k={summary.setting[2]}: "

@@ -1,9 +1,8 @@
 """The package's answer to "does the paper's α ≈ 1 law hold for softmax attention?", in a few sentences.
 
 The answer is *computed* from the result files, never typed: the certified study's verdicts
-(``docs/results/certified-study.verdicts.json``, with the plan in the header of
-``certified-study.csv``: which settings ran the step-doubling check) and the best expressible
-loss ``U_L`` (``theory/data/expressible/``). README.md, ``docs/index.md`` and the certified page
+(``docs/results/certified-study.verdicts.json``: each verdict, the depths it rests on and where the
+step-doubling check ran) and the best expressible loss ``U_L`` (``theory/data/expressible/``). README.md, ``docs/index.md`` and the certified page
 carry it between the markers :data:`START` and :data:`END` (``tests/test_answer.py`` checks that
 they equal :func:`package_answer`), and ``idepth --help`` prints it in its epilog, so none of
 them can disagree with the numbers or with each other.
@@ -15,8 +14,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Answer", "package_answer", "START", "END", "replace_block", "results_dir", "write_answer_blocks",
-           "ANSWER_PAGES"]
+__all__ = ["Answer", "package_answer", "answer_from_record", "check_verdicts_against_table", "START", "END",
+           "replace_block", "results_dir", "write_answer_blocks", "ANSWER_PAGES"]
 
 #: the pages (relative to the checkout) whose answer block :func:`write_answer_blocks` rewrites
 ANSWER_PAGES = ("README.md", "docs/index.md")
@@ -71,16 +70,47 @@ def _main_settings(verdicts: dict) -> list[dict]:
             and s["k"] == main["k"]]
 
 
-def _doubling_spectra(csv_path: Path) -> set:
-    header = csv_path.read_text(encoding="utf-8").splitlines()[0]
-    if not header.startswith("# "):
-        raise ValueError(f"{csv_path}: its first line must be the '# {{...}}' plan header")
-    return {tuple(s) for s in json.loads(header[2:])["plan"]["doubling_spectra"]}
-
-
 def _range(values, digits=3) -> str:
     lo, hi = min(values), max(values)
     return f"{lo:.{digits}f}" if round(lo, digits) == round(hi, digits) else f"{lo:.{digits}f}–{hi:.{digits}f}"
+
+
+def _csv_settings(csv_path: Path) -> dict:
+    """``{(a, b, k, d, N, P): depths}`` of the rows of a certified-study CSV (read with ``csv`` only: ``--help`` stays light)."""
+    import csv
+
+    lines = [line for line in csv_path.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    out: dict = {}
+    for row in csv.DictReader(lines):
+        key = (float(row["a"]), float(row["b"]), int(row["k"]), int(row["d"]), int(row["N"]), int(row["P"]))
+        out.setdefault(key, set()).add(int(row["depth"]))
+    return out
+
+
+def check_verdicts_against_table(verdicts: dict, table: dict, source="the verdicts file") -> None:
+    """``ValueError`` naming the setting when a verdicts file's settings or depths disagree with the cells' table.
+
+    ``table``: ``{(a, b, k, d, N, P): depths}`` of the cells (or their CSV). A setting of the verdicts that the
+    cells do not hold, or with depths the cells did not run, was written from other cells.
+
+    Examples
+    --------
+    >>> v = {"settings": [{"a": 0.0, "b": 0.0, "k": 2, "d": 16, "N": 32, "P": 64, "depths": [1, 2, 4]}]}
+    >>> check_verdicts_against_table(v, {(0.0, 0.0, 2, 16, 32, 64): {1, 2, 4}})
+    >>> check_verdicts_against_table(v, {(0.0, 0.0, 2, 16, 32, 64): {1, 2}})
+    Traceback (most recent call last):
+    ...
+    ValueError: the verdicts file: setting (a, b) = (0, 0), k = 2, P = 64 rests on depths 4 that the cells did not run
+    """
+    for s in verdicts.get("settings", []):
+        key = (float(s["a"]), float(s["b"]), int(s["k"]), int(s["d"]), int(s["N"]), int(s["P"]))
+        name = f"setting (a, b) = ({s['a']:g}, {s['b']:g}), k = {s['k']}, P = {s['P']}"
+        if key not in table:
+            raise ValueError(f"{source}: {name} is not in the cells (written from other cells?)")
+        missing = sorted(set(int(L) for L in s["depths"]) - table[key])
+        if missing:
+            raise ValueError(f"{source}: {name} rests on depths {', '.join(map(str, missing))} that the cells did "
+                             "not run")
 
 
 def package_answer(results: Path | None = None, expressible: Path | None = None) -> Answer:
@@ -89,7 +119,8 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     Parameters
     ----------
     results : path, optional
-        The ``docs/results`` directory (default :func:`results_dir`).
+        The ``docs/results`` directory (default :func:`results_dir`): its ``certified-study.verdicts.json``,
+        checked against the cells' table ``certified-study.csv``.
     expressible : path, optional
         The ``U_L`` directory (default ``theory/data/expressible``).
 
@@ -102,13 +133,13 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     FileNotFoundError
         A result file is missing; without ``results``, the shipped results not found (a
         non-editable install: set ``IDEPTH_RESULTS``, :mod:`numerics.experiments.shipped`).
+    ValueError
+        A verdicts file whose settings disagree with the table (naming the setting).
 
     Notes
     -----
     No example: it reads the shipped results files (``tests/test_answer.py`` checks the text).
     """
-    from theory.expressible import ExpressibleLoss
-
     results = Path(results) if results is not None else results_dir()
     verdicts_path = results / "certified-study.verdicts.json"
     csv_path = results / "certified-study.csv"
@@ -119,14 +150,45 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
             raise FileNotFoundError(f"{path} not found: the answer is computed from the shipped results "
                                     f"(a checkout's docs/results, or {RESULTS_VARIABLE}; or pass their path)")
     verdicts = json.loads(verdicts_path.read_text(encoding="utf-8"))
+    check_verdicts_against_table(verdicts, _csv_settings(csv_path), source=str(verdicts_path))
+    return answer_from_record(verdicts, expressible)
+
+
+def answer_from_record(verdicts: dict, expressible: Path | None = None) -> Answer:
+    """The answer from a verdicts record (what ``certified-study.verdicts.json`` holds) and the shipped ``U_L``.
+
+    A verdict settles the question only where it rests on at least the record's ``min_checked_depths`` depths
+    whose step-doubling check ran and passed; the words (yes, no, not settled) follow the counts.
+
+    References
+    ----------
+    Paper eq. (16) (the law asked about).
+
+    Examples
+    --------
+    >>> s = {"a": 0.0, "b": 0.0, "k": 2, "d": 16, "N": 32, "P": 64, "verdict": "INCONCLUSIVE", "kind": "checks",
+    ...      "checked_depths": [], "doubling_run": [], "contrasts": [], "recipes": []}
+    >>> record = {"main": {"spectra": [[0.0, 0.0]], "P": 64, "k": 2}, "rules": {"min_checked_depths": 5},
+    ...           "settings": [s]}
+    >>> answer_from_record(record, expressible=Path("/nonexistent")).facts["headline"]
+    "not settled by this package's evidence"
+    """
+    from theory.expressible import ExpressibleLoss
+
     main = _main_settings(verdicts)
-    doubling = _doubling_spectra(csv_path)
+    if not main:
+        raise ValueError("verdicts: no Table 1 spectrum at the study's main P and k")
+    minimum = int(verdicts.get("rules", {}).get("min_checked_depths", 0))
     counts = {word: sum(s["verdict"] == word for s in main) for word in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
-    contradicted = [s for s in main if s["verdict"] == "CONTRADICTED"]
-    unchecked = [s for s in contradicted if (s["a"], s["b"]) not in doubling]
-    doubling_failed = [s for s in main if any(kind == "doubling" for kind, _ in s.get("failed", []))]
+    unchecked = [s for s in main if len(s.get("checked_depths", [])) < minimum]
+    decided = [s for s in main if s["verdict"] != "INCONCLUSIVE"]
+    unchecked_decided = [s for s in decided if s in unchecked]
+    ran = [s for s in main if s.get("doubling_run")]
     lazy = [r for s in main for r in s["recipes"] if r["name"] == "lazy"]
-    lazy_covers = sum(r["alpha_lo"] <= 1 <= r["alpha_hi"] for r in lazy)
+    lazy_fits = [r for r in lazy if r.get("fit_reported", True)]
+    lazy_covers = sum(r["alpha_lo"] <= 1 <= r["alpha_hi"] for r in lazy_fits)
+    ratios = [c for s in main for c in s.get("contrasts", []) if c["name"] == "g2/gLmax"
+              and c["estimate"] == "mean over seeds" and c["L_max"] == max(s["depths"])]
 
     if expressible is None:
         import theory
@@ -145,24 +207,38 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     below_heads = [-(u.difference[u.depths.index(128)]) for u in curves.values()]
 
     n = len(main)
-    # a verdict counts only when every check it rests on ran and passed
-    settled = not unchecked and not doubling_failed
+    # a verdict settles the question only when every check it rests on ran and passed
+    settled = not unchecked_decided and not unchecked
     if settled and counts["REPRODUCED"] == n:
         headline = "yes, at every Table 1 spectrum"
     elif settled and counts["CONTRADICTED"] == n:
         headline = "no, at every Table 1 spectrum"
     else:
         headline = "not settled by this package's evidence"
+    checked_where = "; ".join(
+        f"({s['a']:g}, {s['b']:g}): it ran at L = {', '.join(map(str, s['doubling_run']))} and passed at "
+        f"{', '.join(map(str, s['checked_depths'])) or 'none'}" for s in ran)
     sentences = [
         f"**Does the paper's α ≈ 1 law hold for the best loss softmax attention reaches at each depth? The package's "
         f"answer: {headline}** (d = {main[0]['d']}, P = {main[0]['P']}, top-{main[0]['k']}, the {n} Table 1 spectra).",
-        f"The certified study's verdicts are {counts['CONTRADICTED']} CONTRADICTED, {counts['INCONCLUSIVE']} "
-        f"INCONCLUSIVE and {counts['REPRODUCED']} REPRODUCED of {n}; "
-        + (f"{len(unchecked)} of the {len(contradicted)} CONTRADICTED rest on depths whose step-doubling check never "
-           f"ran, and where it ran ({len(doubling)} spectrum) it failed at "
-           f"{len({L for s in doubling_failed for kind, L in s['failed'] if kind == 'doubling'})} depths, so the deep "
-           "models are not shown to be converged." if contradicted else "none rests on a check that did not run."),
+        f"The certified study's verdicts are {counts['REPRODUCED']} REPRODUCED, {counts['CONTRADICTED']} "
+        f"CONTRADICTED and {counts['INCONCLUSIVE']} INCONCLUSIVE of {n}. A verdict rests only on depths whose "
+        f"step-doubling check ran and passed, at least {minimum} of them; "
+        + (f"{len(unchecked)} of the {n} spectra have fewer: the check ran at {len(ran)} of them"
+           + (f" ({checked_where})" if ran else "") + "." if unchecked else "every spectrum has them."),
     ]
+    early = [c for s in main for c in s.get("contrasts", []) if c["name"] == "(R2-R16)/(R1-R2)"
+             and c["estimate"] == "mean over seeds"]
+    if ratios:
+        covering = sum(c["lo"] <= c["reference"] <= c["hi"] for c in ratios)
+        sentences.append(
+            f"Fit-free, on every depth done (checked or not): g_2/g_{ratios[0]['L_max']} (gains R*_1 − R*_L) is "
+            f"{_range([c['value'] for c in ratios], 2)} against {ratios[0]['reference']:.3f} under R = L0 + c/L; "
+            f"its interval contains that value at {covering} of {len(ratios)} spectra"
+            + (f"; (R*_2 − R*_16)/(R*_1 − R*_2) is {_range([c['value'] for c in early], 2)} against "
+               f"{early[0]['reference']:.3f}, its interval excluding that value at "
+               f"{sum(not c['lo'] <= c['reference'] <= c['hi'] for c in early)} of {len(early)}" if early else "")
+            + ".")
     if curves:
         sentences.append(
             f"Models built by hand (U_L, an upper bound on the optimum) show two mechanisms, not one power law: cosine "
@@ -170,10 +246,12 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
             f"(U_16 − U_128 = {_range(late)}; at L = 128 they sit {_range(below_heads)} below the best cosine heads) "
             f"at {len(curves)} of {n} spectra.")
     if lazy:
-        sentences.append(f"Lazy training (gain frozen) gives α ≈ 1: its interval contains 1 at {lazy_covers} of "
-                         f"{len(lazy)} spectra.")
-    facts = {"counts": counts, "unchecked_contradicted": len(unchecked), "doubling_spectra": sorted(doubling),
-             "u_flat": flat, "u_late": late, "u_below_heads": below_heads, "lazy_covers": lazy_covers,
+        sentences.append(f"Lazy training (gain frozen) is that recipe's finding, not a verdict on the claim: where the "
+                         f"law fits its gains ({len(lazy_fits)} of {len(lazy)} spectra) its α interval contains 1 at "
+                         f"{lazy_covers}.")
+    facts = {"counts": counts, "unchecked": len(unchecked), "unchecked_decided": len(unchecked_decided),
+             "doubling_spectra": sorted((s["a"], s["b"]) for s in ran), "u_flat": flat, "u_late": late,
+             "u_below_heads": below_heads, "lazy_covers": lazy_covers, "lazy_fits": len(lazy_fits),
              "headline": headline}
     return Answer(text=" ".join(sentences), facts=facts)
 

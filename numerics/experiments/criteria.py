@@ -55,6 +55,11 @@ __all__ = [
     "PREDICTION_TARGET",
     "HOURS_TARGET",
     "SIZE_REGION_DELTA",
+    "MIN_CHECKED_DEPTHS",
+    "GAIN_LAW_MAX_CHI2_DOF",
+    "checked_depths",
+    "CONTRASTS",
+    "law_contrast",
 ]
 
 #: standard errors allowed between a measurement and a reference
@@ -94,6 +99,11 @@ PREDICTION_TARGET = 0.03
 HOURS_TARGET = 3.0
 #: χ² increase of the allowed region of ``idepth study sizes`` (two fitted sizes, 95 %)
 SIZE_REGION_DELTA = 5.99
+#: fewest depths whose step-doubling check ran and passed that a certified verdict may rest on: the law's three
+#: parameters (L0, c, α) and two more, so that a misfit can show
+MIN_CHECKED_DEPTHS = 5
+#: largest χ²/dof at which the certified study reports its gain-law fit (above it no single α describes the gains)
+GAIN_LAW_MAX_CHI2_DOF = 2.0
 
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
@@ -404,3 +414,70 @@ def training_failures(depths: Sequence[int], gains: Sequence[float], ses: Sequen
     (4,)
     """
     return tuple(int(L) for L, g, se in zip(depths, gains, ses) if g < -sigmas * se)
+
+
+def checked_depths(depths: Sequence[int], doubling: dict) -> tuple:
+    """The depths of ``depths`` whose step-doubling check ran and passed: the only ones a verdict may rest on.
+
+    ``doubling`` maps a depth to whether its check passed; a depth it does not hold had no check (it never
+    ran there). A depth without a check, or with a failed one, is not shown to have converged at the plan's
+    step caps, so nothing is concluded from it.
+
+    References
+    ----------
+    Paper section 3.2: "all models are trained until the loss has converged".
+
+    Examples
+    --------
+    >>> checked_depths([1, 2, 4, 8], {1: True, 2: True, 4: False})
+    (1, 2)
+    >>> checked_depths([1, 2], {})
+    ()
+    """
+    return tuple(int(L) for L in depths if doubling.get(int(L)) is True)
+
+
+def _law_contrasts() -> dict:
+    """The fit-free contrasts of a depth curve, each a sympy ratio of the law R_L = L0 + c L^-α (eq. 16)."""
+    from theory.fitting import DEPTH_LAW
+    from theory.symbols import L, alpha
+
+    lmax = sp.Symbol("L_max", positive=True)
+
+    def R(depth):
+        return DEPTH_LAW.subs(L, depth)
+
+    return {
+        # the gain at L = 2 over the gain at the deepest depth (gains R_1 − R_L): the share of the whole gain
+        # that the first doubling brings
+        "g2/gLmax": (sp.simplify((R(1) - R(2)) / (R(1) - R(lmax))), lmax),
+        # what depths 2 → 16 add against what the first doubling brings
+        "(R2-R16)/(R1-R2)": (sp.simplify((R(2) - R(16)) / (R(1) - R(2))), lmax),
+    }
+
+
+#: name -> (sympy expression of the contrast under eq. 16, in α and L_max; L0 and c cancel)
+CONTRASTS = _law_contrasts()
+_contrast_numeric = {name: sp.lambdify((_lmax, sp.Symbol("alpha", positive=True)), expr, "math")
+                     for name, (expr, _lmax) in CONTRASTS.items()}
+
+
+def law_contrast(name: str, L_max: int, alpha: float = 1.0) -> float:
+    """The value of contrast ``name`` (:data:`CONTRASTS`) under R_L = L0 + c L^-α: α = 1 gives the paper's reference.
+
+    References
+    ----------
+    Paper eq. (16).
+
+    Examples
+    --------
+    >>> round(law_contrast("g2/gLmax", 128), 4), round(law_contrast("(R2-R16)/(R1-R2)", 128), 4)
+    (0.5039, 0.875)
+    >>> law_contrast("g3", 128)
+    Traceback (most recent call last):
+    ...
+    ValueError: contrast must be one of g2/gLmax, (R2-R16)/(R1-R2); got 'g3'
+    """
+    if name not in CONTRASTS:
+        raise ValueError(f"contrast must be one of {', '.join(CONTRASTS)}; got {name!r}")
+    return float(_contrast_numeric[name](float(L_max), float(alpha)))

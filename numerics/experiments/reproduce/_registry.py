@@ -12,7 +12,7 @@ from theory.validation import check_choice
 #: whose numbers support no verdict (``Scale.judges_claims``), the measured status kept in ``measured_status``
 STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested", "not judged")
 #: why a claim that misses its criterion is inconclusive rather than contradicted
-INCONCLUSIVE_REASONS = ("budget", "resolution", "training", "bound")
+INCONCLUSIVE_REASONS = ("budget", "checks", "resolution", "training", "variants", "bound")
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class ClaimSpec:
     --------
     >>> from numerics.experiments.reproduce.report import CLAIMS
     >>> [spec.id for spec in CLAIMS if spec.kind == "contrast"]
-    ['lazy_contrast', 'shipped_rerun']
+    ['inverse_depth', 'lazy_contrast', 'shipped_rerun']
     """
 
     id: str

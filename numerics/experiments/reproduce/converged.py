@@ -20,7 +20,7 @@ import numpy as np
 
 from theory.fitting import GainFit, fit_gain_law, gap_fit
 
-from ..criteria import training_failures
+from ..criteria import law_contrast, training_failures
 from ..shipped import not_found_message, results_dir, shipped_path
 from ..study.converged.plan import ConvergedPlan, RunSpec
 from ..study.converged.statistics import group_stats
@@ -110,7 +110,7 @@ class ConvergedSummary(_Labelled):
         g2, s2, gL, sL = self.gain[i], self.gain_se[i], self.gain[-1], self.gain_se[-1]
         ratio = g2 / gL
         se = abs(ratio) * math.hypot(s2 / g2 if g2 else math.inf, sL / gL) if g2 else abs(s2 / gL)
-        return float(ratio), float(se), 0.5 / (1.0 - 1.0 / self.depths[-1])
+        return float(ratio), float(se), law_contrast("g2/gLmax", self.depths[-1])
 
 
 @dataclass(frozen=True)

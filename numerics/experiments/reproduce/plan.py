@@ -43,8 +43,8 @@ def _a(id_, title, paper, *families) -> Artefact:
 
 #: every artefact, in report order
 ARTEFACTS: Mapping[str, Artefact] = MappingProxyType({a.id: a for a in (
-    _a("fig1", "Overview: linear attention follows a power law in depth on the easy task; softmax attention "
-               "shows inverse-depth scaling on the difficult task", "Fig. 1; eqs. (16), (34)",
+    _a("fig1", "Overview: linear attention's loss against depth on the easy task; softmax attention's loss against "
+               "depth on the difficult task, by training regime", "Fig. 1; eqs. (16), (34)",
        "linear_easy", "linear_difficult", "nonlinear_lazy"),
     _a("fig3a", "Linear attention, easy task: R_L against L, a = 2, varying b", "Fig. 3a; eqs. (34), (40)",
        "linear_easy"),

@@ -84,7 +84,8 @@ def counts_text(claims) -> str:
 
 
 _CERTAINTY = {"reproduced": "its criterion is met by the numbers",
-              "contradicted": "adequately powered measurements exclude it",
+              "contradicted": "its criterion's exclusion is met by the numbers (every check the verdict rests on ran "
+                              "and passed)",
               "not tested": "this reproduction has nothing to judge it by",
               "not judged": "this scale's numbers support no verdict"}
 

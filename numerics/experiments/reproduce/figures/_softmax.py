@@ -333,7 +333,7 @@ def fig1(ctx) -> tuple:
     r = ctx.converged.rows[0] if ctx.converged is not None else None
     middle.set_title("softmax, top-2 task: CONVERGED TRAINING\n(each depth to its own convergence rule"
                      + (f"; d = {r['d']}, N = {2 * r['d']}, P = {r['P']})" if r is not None else ")")
-                     + "\nthe regime of the inverse-depth verdict; dotted: the paper's L0", fontsize=9)
+                     + "\none recipe's finding, not the verdict; dotted: the paper's L0", fontsize=9)
     p.legend(middle)
 
     lazy = ctx.family("nonlinear_lazy")
@@ -357,11 +357,29 @@ def fig1(ctx) -> tuple:
                     "\nthe package's contrast, not the paper's regime", fontsize=9)
     p.legend(right)
     return fig, ("Overview; each panel's title names its training regime. Left: linear attention on "
-                 "the easy task decays as a power law in depth between the constrained (ζ) and free "
-                 "(2ζ) polynomial laws. Middle: softmax attention on the top-2 task in the converged "
-                 "study (every depth trained to its own convergence rule), the regime the verdict on "
-                 "the inverse-depth law is about. Right: the package's lazy-training contrast "
-                 f"({lazy.regime}), softmax against linear attention and its floor. " + "; ".join(parts))
+                 "the easy task against depth, with the constrained (ζ) and free (2ζ) polynomial laws. Middle: "
+                 "softmax attention on the top-2 task in the converged study (every depth trained to its own "
+                 "convergence rule): that recipe's finding, not the regime of the verdict on the inverse-depth "
+                 "law, which is judged on the certified study (the best loss each depth reaches, "
+                 f"docs/results/certified-study.md: {_certified_verdicts_text(ctx)}). Right: the package's "
+                 f"lazy-training contrast ({lazy.regime}), softmax against linear attention and its floor. "
+                 + "; ".join(parts))
+
+
+def _certified_verdicts_text(ctx) -> str:
+    """The certified study's verdicts at the Table 1 spectra, counted from its verdicts file (computed, not typed)."""
+    from ...study.certified.page import read_verdicts
+
+    try:
+        record = read_verdicts(getattr(ctx, "certified_verdicts", None))
+    except ValueError as exc:
+        return f"no verdicts ({exc})"
+    spectra = {(float(a), float(b)) for a, b in record["main"]["spectra"]}
+    main = [s for s in record["settings"] if (float(s["a"]), float(s["b"])) in spectra
+            and s["P"] == record["main"]["P"] and s["k"] == record["main"]["k"]]
+    counts = {word: sum(s["verdict"] == word for s in main) for word in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
+    return (", ".join(f"{n} {word}" for word, n in counts.items() if n) or "no verdict") + \
+        f" of {len(main)} Table 1 spectra"
 
 
 def _training_curves(ctx, array: str) -> tuple:

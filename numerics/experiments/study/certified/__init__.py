@@ -2,8 +2,10 @@
 
 Split by job: ``plan`` (cells and candidates), ``run`` (a cell in lockstep; depths in waves through
 the store), ``cells`` (finished cells as files), ``table`` (the CSV), ``statistics`` (certificates,
-gain law, verdicts), ``contrasts`` (training recipes beside the envelope), ``targets`` (what the study
-set out to reach, measured, and its CPU time) and ``page``.
+each setting's summary), ``verdict`` (the depths a verdict rests on, fit-free contrasts, the gain law's
+variants, the verdict rule), ``predictions`` (the page's Monte Carlo, cached on disk), ``contrasts``
+(training recipes beside the envelope), ``targets`` (what the study set out to reach, measured, and its
+CPU time) and ``page``.
 """
 
 from .plan import STARTS, Candidate, CellConfig, CertifiedPlan, eval_seed

@@ -17,14 +17,13 @@ from numerics.io import make_output_dir, save_figure, write_text
 
 from ..._markdown import markdown_table
 from ..._plotting import pyplot
-from ...criteria import CERTIFICATE_SES, DOUBLING_SES
+from ...criteria import CERTIFICATE_SES, DOUBLING_SES, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 from .contrasts import collect_contrasts
 from .plan import CertifiedPlan
 from .statistics import (
     ALPHA_GRID,
     HEADS_SETS,
     PREDICT_SAMPLES,
-    chance_failures,
     prediction_check,
     recheck_untrained_nesting,
     selection_gaps,
@@ -33,13 +32,14 @@ from .statistics import (
 from .table import collect, write_csv
 from .targets import study_compute, targets_markdown
 
-__all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_certified_figure", "draw_recipe_figure", "read_verdicts",
-           "verdicts_record", "write_certified"]
+__all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_answer_figure", "draw_certified_figure",
+           "draw_recipe_figure", "read_verdicts", "verdicts_record", "write_certified"]
 
 PAGE = "certified-study.md"
 CSV = "certified-study.csv"
 FIGURE = "figures/certified-study.png"
 RECIPE_FIGURE = "figures/certified-recipes.png"
+ANSWER_FIGURE = "figures/certified-answer.png"
 VERDICTS = "certified-study.verdicts.json"
 #: the verdicts of the shipped study among the shipped results (the reproduction's central claim reads them)
 SHIPPED_VERDICTS = (VERDICTS,)
@@ -59,12 +59,67 @@ def _num(value: float, se: float | None = None) -> str:
     return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
 
 
+def _code(text: str) -> str:
+    """``text`` as inline code: a formula with ``*`` and ``_`` that Markdown would otherwise read as emphasis."""
+    return f"`{text}`"
+
+
+def _bounded_text(value: float, lo: float, hi: float, grid=(ALPHA_GRID[0], ALPHA_GRID[-1])) -> str:
+    """``value [lo, hi]`` with an end at the grid's edge written "unbounded"."""
+    if not np.isfinite(value):
+        return "–"
+    low = "unbounded" if not np.isfinite(lo) or lo <= grid[0] else f"{lo:.2f}"
+    high = "unbounded" if not np.isfinite(hi) or hi >= grid[1] else f"{hi:.2f}"
+    return f"{value:.2f} [{low}, {high}]"
+
+
+def _contrast_text(c) -> str:
+    """A contrast with its interval and its α = 1 value (``–`` without one)."""
+    if c is None:
+        return "–"
+    if not c.resolved:
+        return f"{c.value:.3f}, unbounded: its denominator gain is not resolved (α = 1: {c.reference:.3f})"
+    return f"{c.value:.3f} [{c.lo:.3f}, {c.hi:.3f}] (α = 1: {c.reference:.3f})"
+
+
+def _contrast(s, name: str, estimate: str = "mean over seeds", checked: bool | None = None):
+    """The contrast ``name`` of summary ``s`` (the descriptive one, on every depth done, unless ``checked``)."""
+    for c in s.contrasts:
+        if c.name == name and c.estimate == estimate and (checked is None or c.checked == checked):
+            if checked or c.L_max == max(c.depths):
+                return c
+    return None
+
+
+def _fit_text(s) -> str:
+    """The envelope's gain-law α where the law fits (χ²/dof ≤ the rule's), else why it is not reported."""
+    if s.dof <= 0 or not np.isfinite(s.alpha):
+        return "–"
+    if not s.fit_reported:
+        return f"not reported: χ²/dof = {s.chi2:.1f}/{s.dof} > {GAIN_LAW_MAX_CHI2_DOF:g}"
+    return f"{_bounded_text(s.alpha, s.alpha_lo, s.alpha_hi)} (χ²/dof = {s.chi2:.1f}/{s.dof})"
+
+
+def _checks_text(s) -> str:
+    """Where the step-doubling check ran and where it failed."""
+    if not s.doubling_run:
+        return "never ran"
+    failed = [L for L in s.doubling_run if L not in s.checked]
+    return f"ran at {_depths_text(s.doubling_run)}" + (f"; failed at {_depths_text(failed)}" if failed else "")
+
+
+def _depths_text(depths) -> str:
+    return ", ".join(map(str, depths)) if depths else "none"
+
+
 def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str, checks=None,
-                       rechecks=(), gaps=None, compute=None) -> str:
+                       rechecks=(), gaps=None, compute=None, answer: str | None = None) -> str:
     """The docs page of the certified study (Markdown).
 
-    ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates between
-    untrained heads, repeated in the population
+    It opens with the package's answer (``answer``: :func:`numerics.experiments.answer.answer_from_record` of
+    the verdicts written beside it, between the answer markers) and the figure that shows it, then the verdicts,
+    then the method. ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates
+    between untrained heads, repeated in the population
     (:class:`~numerics.experiments.study.certified.statistics.HeadsRecheck`); ``gaps``: ``{setting:
     (SelectionGap per depth)}``, where single candidates beat the per-seed winners; ``compute``: the study's CPU
     time (:class:`~numerics.experiments.study.certified.targets.StudyCompute`), for the time target.
@@ -74,8 +129,20 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     >>> "Certified study" in certified_markdown([], CertifiedPlan(), n_rows=0, command="idepth study certified")
     True
     """
-    lines = [
-        "# Certified study: the best loss each depth reaches", "",
+    from ...answer import END, START
+
+    lines = ["# Certified study: the best loss each depth reaches", ""]
+    if answer:
+        lines += [START, answer, END, ""]
+    if answer and summaries:
+        lines += [f"![the envelope of each Table 1 spectrum against the α = 1 law through its ends]({ANSWER_FIGURE})", "",
+                  "Each panel: the envelope `R*_L` (the best loss found at depth L, mean over seeds) of a Table 1 "
+                  "spectrum; filled markers where the step-doubling check ran and passed, open where it did not run "
+                  "or failed. Dashed: the paper's law with α = 1, `L0 + c/L`, through the envelope's ends (L = 1 and "
+                  "the deepest depth). The panel titles give the fit-free contrast `g_2/g_Lmax` with its interval and "
+                  "its value under that law.", ""]
+    method = [
+        "## Method", "",
         f"Generated by `{command}` from the study's exported cells (`docs/results/certified/cells/`); "
         f"{n_rows} candidates. The controlled softmax model at d = {plan.d}, N = {plan.N}, top-{plan.k}, "
         f"seeds {list(plan.seeds)} (the second P and top-16: {list(plan.side_seeds)}). Each (spectrum, P, depth, "
@@ -84,30 +151,51 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
         f"(untrained, and trained at {list(plan.warm_rates)} for {plan.warm_steps} steps); the depth-L/2 winner with "
         "every layer duplicated (untrained, and perturbed then trained likewise); at "
         f"{', '.join(f'({a:g}, {b:g})' for a, b in plan.doubling_spectra)} every trained candidate also with twice its "
-        "cap. The winner (the envelope R*_L) is chosen on one held-out set of "
-        f"{plan.eval_size} contexts and reported on an independent one; errors are a joint bootstrap over contexts "
-        "and seeds; α intervals are GLS profiles over the full covariance of the gains R*_1 − R*_L with Student-t "
-        "thresholds (seeds − 1 degrees of freedom; `benchmarks/certified_coverage.py` measures how often they "
-        "cover a known α in studies simulated from this envelope, against thinner thresholds).", "",
-        "Certificates: **nesting** R*_L ≤ R*_{L/2} + 2 SE; **reachability** R*_L ≤ B_L + 2 SE (B_L: the untrained "
-        "heads on the same contexts, an expressible loss); **doubling** the doubled caps improve the envelope by "
-        "less than one paired SE. A setting with a failed certificate supports no verdict.", "",
+        "cap (the step-doubling check). The winner (the envelope `R*_L`) is chosen on one held-out set of "
+        f"{plan.eval_size} contexts and reported on an independent one.", "",
+        "Statistics. A verdict rests only on the depths whose step-doubling check ran and passed "
+        f"(`criteria.checked_depths`), and needs at least {MIN_CHECKED_DEPTHS} of them "
+        "(`criteria.MIN_CHECKED_DEPTHS`); it is judged on a fit-free contrast, `g_2/g_Lmax` with gains "
+        "`g_L = R*_1 − R*_L` and L_max the deepest checked depth, against its value under `R_L = L0 + c/L` "
+        "(computed from eq. 16). Its interval is a bootstrap that redraws the report contexts, the seeds and the "
+        "candidate selection (the selection set's per-context errors are not stored: the candidates' selection "
+        "losses are redrawn around their stored means with the covariance the same models show on the report "
+        "set); the central 95 % of the replicates, widened by t(0.975, seeds − 1)/z(0.975). Both contrasts are "
+        "also shown on every depth done, checked or not, and for the best seed (per depth, the seed whose "
+        "winner has the least selection-set loss) next to the mean over seeds. The gain-law fit "
+        "`g_L = c (1 − L^-α)` (GLS over the joint bootstrap covariance, Student-t profile) is reported only where "
+        f"χ²/dof ≤ {GAIN_LAW_MAX_CHI2_DOF:g}; an interval reaching the α grid's edge ({ALPHA_GRID[0]:g} or "
+        f"{ALPHA_GRID[-1]:g}) is written unbounded. A CONTRADICTED verdict must also hold for the fit with "
+        "diagonal weights and with Birge widening. `benchmarks/certified_coverage.py` measures how often the fit's "
+        "interval covers a known α in studies simulated from a `c (1 − L^-α)` law with this envelope's noise; "
+        "it cannot validate the intervals where that law does not describe the gains (χ²/dof well above 1), "
+        "nor the contrasts' intervals.", "",
+        "Certificates: **nesting** `R*_L ≤ R*_{L/2} + 2 SE` (eq. 60); **reachability** `R*_L ≤ B_L + 2 SE` "
+        "(B_L: the untrained heads on the same contexts, an expressible loss); **doubling** the doubled caps "
+        f"improve the envelope by less than {DOUBLING_SES:g} paired SE. A failed certificate at a depth a verdict "
+        "rests on makes it INCONCLUSIVE. Certificates share their contexts and seeds, so their failures are not "
+        "independent events and are not compared with a count expected by chance.", "",
     ]
     if not summaries:
-        lines += ["No setting has every depth done yet.", ""]
+        lines += method + ["No setting has every depth done yet.", ""]
         return "\n".join(lines)
     lines += ["## Verdicts on the paper's c/L law (α = 1)", ""]
     lines += markdown_table(
-        ("setting", "depths", "envelope α (interval)", "χ²/dof of the gain law", "verdict", "reason",
-         "recipe cold lr=1e-3: α (interval)"),
-        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", _interval(s.alpha, s.alpha_lo, s.alpha_hi),
-          f"{s.chi2:.1f}/{s.dof}" if s.dof > 0 else "–", f"**{s.verdict[0]}**", s.verdict[1],
-          _interval(s.recipe_alpha, s.recipe_alpha_lo, s.recipe_alpha_hi)) for s in summaries])
-    lines += ["", "The recipe column is a separate, labelled finding: what the cold start at 1e-3 with the "
-              "converged study's cap gives, not the best loss of the depth. χ²/dof: how well the envelope's gains "
-              "follow g_L = c (1 − L^-α) at the best α (eq. 16; about 1 when they do). Where it is well above 1 no α "
-              "describes the gains, so an interval that excludes α = 1 says that the law with α = 1 fits worse than "
-              "the best α by more than the threshold, not that the gains follow another α.", ""]
+        ("setting", "depths done", "step-doubling check", "verdict rests on L =", "`g_2/g_Lmax`, every depth done",
+         "`(R_2 − R_16)/(R_1 − R_2)`", "gain-law α", "verdict", "reason"),
+        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", _checks_text(s), _depths_text(s.checked),
+          _contrast_text(_contrast(s, "g2/gLmax")), _contrast_text(_contrast(s, "(R2-R16)/(R1-R2)")), _fit_text(s),
+          f"**{s.verdict[0]}**", s.verdict[1]) for s in summaries])
+    lines += ["", "The contrasts on every depth done include depths whose step-doubling check did not run or failed: "
+              "they describe the envelope as measured, they do not decide a verdict. Best seed against mean over "
+              "seeds (`g_2/g_Lmax`, every depth done):", ""]
+    lines += markdown_table(
+        ("setting", "mean over seeds", "best seed (chosen on the selection set)", "best seed per depth"),
+        [(_label(s.setting), _contrast_text(_contrast(s, "g2/gLmax")),
+          _contrast_text(_contrast(s, "g2/gLmax", "best seed")), ", ".join(map(str, s.best_seed_ids)))
+         for s in summaries])
+    lines.append("")
+    lines += method
     lines += _doubling_caveat(summaries)
     lines += targets_markdown(summaries, checks or {}, plan, compute)
     lines += _failures_section(summaries, rechecks)
@@ -115,7 +203,8 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     lines += ["## Depth gains at the deepest depth done", "",
               "Paired over the same contexts and seeds (± one joint-bootstrap SE).", ""]
     lines += markdown_table(
-        ("setting", "L_max", "envelope R*_1 − R*_Lmax", "heads B_1 − B_Lmax", "recipe R_1 − R_Lmax (cold lr=1e-3)"),
+        ("setting", "L_max", "envelope `R*_1 − R*_Lmax`", "heads `B_1 − B_Lmax`",
+         "recipe `R_1 − R_Lmax` (cold lr=1e-3; that recipe's finding)"),
         [(_label(s.setting), s.depths[-1], f"{s.gain:+.4f} ± {s.gain_se:.4f}", f"{s.bound_gain:+.4f}",
           f"{s.recipe_gain:+.4f} ± {s.recipe_gain_se:.4f}") for s in summaries])
     lines.append("")
@@ -130,76 +219,72 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
                       "or, with fewer than two such, those of the depths done).", ""]
         check = (checks or {}).get(s.setting)
         lines += markdown_table(
-            ("L", "R*_L (envelope)", "B_L (same contexts)", "R*_L − B_L", "predict_loss / R*_L − 1",
+            ("L", "`R*_L` (envelope)", "best seed", "B_L (same contexts)", "`R*_L − B_L`", "predict_loss / `R*_L` − 1",
              "winners (per seed)", "cold lr=1e-3", "certificates"),
-            [(L, _num(s.envelope[i], s.envelope_se[i]), _num(s.bound[i]), f"{s.envelope[i] - s.bound[i]:+.4f}",
-              _deviation(check, i), ", ".join(s.winners[i]), _num(s.recipe[i], s.recipe_se[i]),
+            [(L, _num(s.envelope[i], s.envelope_se[i]), _num(s.best_seed[i]) if s.best_seed else "–", _num(s.bound[i]),
+              f"{s.envelope[i] - s.bound[i]:+.4f}", _deviation(check, i), ", ".join(s.winners[i]),
+              _num(s.recipe[i], s.recipe_se[i]),
               ", ".join(f"{c.name} {'✓' if c.passed else '✗'} ({c.excess:+.4f} vs {c.allowed:.4f})"
                         for c in s.certificates if c.depth == L))
              for i, L in enumerate(s.depths)])
-        lines += ["", f"GLS gain-law fit: χ² = {s.chi2:.2f} on {s.dof} degrees of freedom.", ""]
+        lines += ["", f"GLS gain-law fit: χ² = {s.chi2:.2f} on {s.dof} degrees of freedom"
+                  + ("." if s.fit_reported else f" (χ²/dof above {GAIN_LAW_MAX_CHI2_DOF:g}: its α is not reported)."),
+                  ""]
     lines += [f"![envelope, bound and recipe per setting]({FIGURE})", ""]
     return "\n".join(lines)
 
 
 def _doubling_caveat(summaries) -> list[str]:
-    """A paragraph when the step-doubling check fails somewhere: settings without that check assume convergence."""
-    failed = [(s.setting, c.depth) for s in summaries for c in s.certificates if c.name == "doubling" and not c.passed]
-    unchecked = [s for s in summaries if not any(c.name == "doubling" for c in s.certificates)]
-    if not failed or not unchecked:
+    """A paragraph where the step-doubling check failed or never ran: those depths decide nothing."""
+    failed = [(s.setting, L) for s in summaries for L in s.doubling_run if L not in s.checked]
+    unchecked = [s for s in summaries if not s.doubling_run]
+    if not failed and not unchecked:
         return []
-    where = ", ".join(f"{_label(setting)} at L = {L}" for setting, L in failed)
-    return [f"**Convergence caveat.** The step-doubling check fails at {where}: there, twice the plan's step cap "
-            "still improves the envelope, so deeper models are not shown to have converged. The other settings are "
-            "certified by nesting and reachability only (no doubling check is run there); their verdicts assume the "
-            "envelope has converged at the plan's caps, which the failed check puts in doubt at the deepest depths.",
-            ""]
+    lines = ["**Convergence.** "]
+    if failed:
+        where = "; ".join(f"{_label(setting)} at L = {L}" for setting, L in failed)
+        lines[0] += (f"The step-doubling check fails at {where}: there, twice the plan's step cap still improves the "
+                     "envelope, so those depths are not shown to have converged. ")
+    if unchecked:
+        lines[0] += (f"At {len(unchecked)} of {len(summaries)} settings the check never ran (no doubled candidates in "
+                     "the plan). ")
+    lines[0] += "No verdict rests on such a depth."
+    return lines + [""]
 
 
 def _failures_section(summaries, rechecks) -> list[str]:
-    """How many certificates fail against how many would by chance, and the failures the population re-checks."""
+    """The failed certificates per kind, and the failures the population re-checks.
+
+    The certificates of a setting share its report contexts and seeds, so their failures are not independent:
+    no count expected by chance is computed.
+    """
     certificates = [c for s in summaries for c in s.certificates]
     failed = [c for c in certificates if not c.passed]
     if not failed:
         return []
-    wide = sum(c.ses == CERTIFICATE_SES for c in certificates)
-    lines = ["## Failed certificates against chance", "",
-             f"{len(certificates)} certificates are checked ({wide} at {CERTIFICATE_SES:g} SE, "
-             f"{len(certificates) - wide} doubling at {DOUBLING_SES:g} SE); {len(failed)} fail. If every certified "
-             f"inequality held with equality, about {chance_failures(certificates):.1f} would fail by sampling alone "
-             "(one-sided normal tails); where it holds strictly, fewer. The verdicts do not discount failures: a failed "
-             "certificate blocks its setting's verdict whatever its cause.", ""]
-    lines += _failures_by_kind(certificates)
+    lines = ["## Failed certificates", "",
+             f"{len(certificates)} certificates are checked; {len(failed)} fail. Certificates of one setting share "
+             "its report contexts and seeds, so their failures are not independent events: no count expected by "
+             "chance is given. A failed certificate at a depth a verdict rests on makes it INCONCLUSIVE.", ""]
+    rows = []
+    for name in dict.fromkeys(c.name for c in certificates):
+        kind = [c for c in certificates if c.name == name]
+        rows.append((name, len(kind), sum(not c.passed for c in kind),
+                     "; ".join(f"{_label(s.setting)}: L = {', '.join(str(c.depth) for c in s.failed if c.name == name)}"
+                               for s in summaries if any(c.name == name for c in s.failed)) or "–"))
+    lines += markdown_table(("certificate", "checked", "failed", "where"), rows) + [""]
     if rechecks:
         lines += ["Where the envelope at L and at L/2 is, in every seed, the untrained heads of B_L, a failed nesting "
                   "certificate compares two fixed functions and is repeated here on fresh contexts "
                   f"({HEADS_SETS} × {PREDICT_SAMPLES}, paired: "
                   "`theory.softmax_bounds.allocation_loss_difference`).", ""]
         lines += markdown_table(
-            ("setting", "L", "report set: R*_L − R*_{L/2}", "population: B_L − B_{L/2} (same heads)",
+            ("setting", "L", "report set: `R*_L − R*_{L/2}`", "population: `B_L − B_{L/2}` (same heads)",
              "report − population"),
             [(_label(r.setting), r.depth, f"{r.report:+.4f} ± {r.report_se:.4f}",
               f"{r.population:+.4f} ± {r.population_se:.4f}", f"{r.sigmas:+.1f} SE") for r in rechecks])
         lines.append("")
     return lines
-
-
-def _failures_by_kind(certificates) -> list[str]:
-    """Failures per kind of certificate against chance: one kind failing far more often than chance is no fluctuation."""
-    from scipy.stats import poisson
-
-    rows = []
-    for name in dict.fromkeys(c.name for c in certificates):
-        kind = [c for c in certificates if c.name == name]
-        failed = sum(not c.passed for c in kind)
-        expected = chance_failures(kind)
-        rows.append((name, len(kind), failed, f"{expected:.1f}",
-                     f"{poisson.sf(failed - 1, expected):.3f}"))  # P(X ≥ failed); 1 at none
-    lines = markdown_table(("certificate", "checked", "failed", "by chance (equality)", "chance of as many or more"),
-                           rows)
-    return lines + ["", "The last column is the Poisson tail at the expected count: a small value says that certificate "
-                    "fails more often than sampling explains even if its inequalities held with equality; where they "
-                    "hold strictly, sampling explains fewer failures still.", ""]
 
 
 def _selection_section(summaries, gaps: dict) -> list[str]:
@@ -211,7 +296,7 @@ def _selection_section(summaries, gaps: dict) -> list[str]:
              "is an unbiased report of the models chosen; where candidates are within the selection set's noise of each "
              "other, the choice can be the worse one. Per depth, the fixed candidate (one start, rate and cap in every "
              f"seed) that does best against the envelope on the report set: a gap above {CERTIFICATE_SES:g} SE "
-             "(paired over the report contexts, the seeds' models fixed) means R*_L is below the envelope by about "
+             "(paired over the report contexts, the seeds' models fixed) means `R*_L` is below the envelope by about "
              "that much there. Each depth's best of several candidates is shown, so some gaps pass 2 SE by chance. The "
              "envelope, its certificates and the verdicts stay as selected: re-selecting on the report set would bring "
              "back the winner's curse.", ""]
@@ -225,7 +310,7 @@ def _selection_section(summaries, gaps: dict) -> list[str]:
         rows.append((_label(s.setting), flagged, f"L = {worst.depth}, {worst.label}: "
                      f"{worst.gap:+.4f} ± {worst.se:.4f} ({worst.relative:+.1%})"))
     lines += markdown_table(("setting", "depths with a gap > 2 SE",
-                             "the largest gap: L, candidate, R*_L − R_c (relative)"), rows)
+                             "the largest gap: L, candidate, `R*_L − R_c` (relative)"), rows)
     lines.append("")
     return lines
 
@@ -243,9 +328,10 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
         return []
     lines = ["## `predict_loss` against the envelope", "",
              "`theory.predict_loss(L, spectrum, attention='softmax', task='difficult', P=P, regime='heads')` (B_L, the "
-             f"cosine-head prediction, {PREDICT_SAMPLES} contexts per set) against the envelope R*_L. The report set's own sampling "
-             "error (the ± of R*_L below, common to every depth) would hide a deviation of a few per cent, so R*_L is "
-             "estimated with a control variate: the paired gap R*_L − B_L on the report set plus the population loss of "
+             f"cosine-head prediction, {PREDICT_SAMPLES} contexts per set) against the envelope `R*_L`. The report set's own "
+             "sampling error (the ± of `R*_L` below, common to every depth) would hide a deviation of a few per cent, so "
+             "`R*_L` is estimated with a control variate: the paired gap `R*_L − B_L` on the report set plus the population "
+             "loss of "
              f"the same heads on {HEADS_SETS} × {PREDICT_SAMPLES} fresh contexts (`theory.softmax_bounds.allocation_losses`). "
              "± is the SE of the ratio (prediction, heads and gap: independent draws).", ""]
     rows = []
@@ -278,23 +364,29 @@ def _interval(value: float, lo: float, hi: float) -> str:
 
 
 def _alpha_text(r) -> str:
-    if np.isfinite(r.alpha) and not _bounded(r):
+    """A recipe's α where its gain-law fit is reported (χ²/dof ≤ the rule's), ``unbounded`` at the grid's edge."""
+    if not np.isfinite(r.alpha):
+        return "–"
+    if r.dof > 0 and not r.fit_reported:
+        return f"no single α (χ²/dof = {r.chi2:.1f}/{r.dof})"
+    if not _bounded(r):
         return f"unbounded (gain {r.gain:+.4f} ± {r.gain_se:.4f})"
-    return _interval(r.alpha, r.alpha_lo, r.alpha_hi)
+    return _bounded_text(r.alpha, r.alpha_lo, r.alpha_hi)
 
 
 def _recipe_section(summaries) -> list:
-    """The depth law (α, interval) of each training recipe beside the envelope's, per setting."""
+    """The depth law (α, interval) of each training recipe beside the envelope's, per setting: each recipe's finding."""
     order = _recipe_order(summaries)
     if not order:
         return []
-    lines = ["## The depth law by training recipe", "",
-             "α of g_L = c (1 − L^-α) fitted, as for the envelope, to each recipe's gains R_1 − R_L over the same "
+    lines = ["## The depth law by training recipe: each recipe's finding", "",
+             "α of `g_L = c (1 − L^-α)` fitted, as for the envelope, to each recipe's gains `R_1 − R_L` over the same "
              "depths, contexts and seeds (the lazy and equal-budget runs are trained on the certified study's sizes "
-             "and evaluated on its report sets: `numerics.experiments.study.certified.contrasts`). The paper's law "
-             "is α = 1; an interval at the grid's end (0.01 or 10) does not bound α. If the envelope's α is far "
-             "from the lazy recipe's, the paper's 1/L is a property of how the model is trained, not of the best "
-             "loss each depth reaches.", ""]
+             "and evaluated on its report sets: `numerics.experiments.study.certified.contrasts`). What a recipe "
+             "gives is that recipe's finding (kind \"contrast\"), not a verdict on the paper's claim, which is "
+             "about the best loss each depth reaches (the envelope). An α is shown only where the law fits "
+             f"(χ²/dof ≤ {GAIN_LAW_MAX_CHI2_DOF:g}); an interval at the grid's end ({ALPHA_GRID[0]:g} or "
+             f"{ALPHA_GRID[-1]:g}) is written unbounded.", ""]
     by_name = [{r.name: r for r in s.recipes} for s in summaries]
     lines += markdown_table(
         ("setting", "depths", *(RECIPE_LABELS.get(n, n) for n in order)),
@@ -336,7 +428,8 @@ def draw_recipe_figure(summaries, path) -> Path:
             if r is None or not np.isfinite(r.alpha):
                 continue
             colour = "C3" if name == "envelope" else ("C0" if name in ("lazy", "equal_budget") else "C7")
-            bounded = _bounded(r)  # an unbounded interval is drawn faint, its marker open
+            # an unbounded interval, or a fit no single α describes, is drawn faint, its marker open
+            bounded = _bounded(r) and (r.dof <= 0 or r.fit_reported)
             ax.errorbar([i], [r.alpha], yerr=[[r.alpha - r.alpha_lo], [r.alpha_hi - r.alpha]], fmt="o",
                         color=colour, capsize=3, alpha=1.0 if bounded else 0.35,
                         markerfacecolor=colour if bounded else "white")
@@ -349,10 +442,64 @@ def draw_recipe_figure(summaries, path) -> Path:
         ax.set_title(f"{_label(s.setting)}, L = {s.depths[0]}–{s.depths[-1]}", fontsize=9)
     for ax in axes[:, 0]:
         ax.set_ylabel("α (profile interval)")
-    fig.suptitle("depth-law exponent by way of training (dashed: the paper's α = 1; blue: the lazy and equal-budget "
-                 "recipes, grey: the cold starts and the heads, red: the certified envelope; faint, open: the gains do "
-                 "not bound α)", fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.25 / (3.0 * axes.shape[0] + 0.9)))  # room for the title
+    fig.suptitle("depth-law exponent by way of training, each recipe's finding (dashed: the paper's α = 1)\n"
+                 "blue: the lazy and equal-budget recipes; grey: the cold starts and the heads; red: the certified "
+                 "envelope; faint, open: the gains do not bound α, or no single α fits them "
+                 f"(χ²/dof > {GAIN_LAW_MAX_CHI2_DOF:g})", fontsize=9)
+    height = 3.0 * axes.shape[0] + 0.9
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / height))  # room for the two-line title
+    return save_figure(fig, path)
+
+
+def draw_answer_figure(summaries, path) -> Path:
+    """The envelope of each main setting against the α = 1 law through its ends: the figure the page opens with.
+
+    Per panel: ``R*_L`` (mean over seeds) against L, filled where the step-doubling check ran and passed,
+    open elsewhere; dashed: ``L0 + c/L`` through ``R*_1`` and ``R*_Lmax`` (eq. 16 at α = 1); the title gives
+    ``g_2/g_Lmax`` with its interval and its α = 1 value.
+
+    References
+    ----------
+    Paper eq. (16).
+
+    Notes
+    -----
+    No example: it writes a figure (``tests/test_certified.py``).
+    """
+    from matplotlib import ticker
+
+    fig, axes = _panels(len(summaries), 3.6, 2.9, 0.9)
+    for ax, s in zip(axes.flat, summaries):
+        L = np.asarray(s.depths, dtype=float)
+        R = np.asarray(s.envelope)
+        checked = np.isin(s.depths, s.checked)
+        # eq. (16) at α = 1 through the two ends: R_1 = L0 + c, R_Lmax = L0 + c / Lmax
+        c = (R[0] - R[-1]) / (1.0 - 1.0 / L[-1])
+        grid = np.geomspace(L[0], L[-1], 200)
+        ax.plot(grid, R[0] - c + c / grid, "k--", lw=1.0, label="α = 1: L0 + c/L through the ends")
+        ax.plot(L, R, "-", color="C0", lw=0.8)
+        ax.plot(L[checked], R[checked], "o", color="C0", label="R*_L, step-doubling check passed")
+        ax.plot(L[~checked], R[~checked], "o", color="C0", markerfacecolor="white",
+                label="R*_L, check not run or failed")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(L)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
+        contrast = _contrast(s, "g2/gLmax")
+        a, b = s.setting[:2]
+        interval = (f"[{contrast.lo:.2f}, {contrast.hi:.2f}]" if contrast is not None and contrast.resolved
+                    else "unbounded")
+        ratio = "" if contrast is None else (f"\ng2/g{contrast.L_max} = {contrast.value:.2f} {interval}; "
+                                             f"α = 1: {contrast.reference:.3f}")
+        ax.set_title(f"(a, b) = ({a:g}, {b:g}): {s.verdict[0]}{ratio}", fontsize=8)
+        ax.set_xlabel("depth L", fontsize=8)
+        ax.set_ylabel("held-out loss", fontsize=8)
+        ax.tick_params(labelsize=7)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    height = 2.9 * axes.shape[0] + 0.9
+    fig.tight_layout(rect=(0, 0.55 / height, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
     return save_figure(fig, path)
 
 
@@ -391,8 +538,12 @@ def draw_certified_figure(summaries, path) -> Path:
 def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
     """The numbers behind each setting's verdict, as JSON (what ``certified-study.verdicts.json`` holds).
 
-    Per setting: its sizes, the depths done and planned, the verdict and its reason, the envelope's α with its
-    interval, the failed certificates and each recipe's α
+    Per setting: its sizes, the depths done and planned, the verdict, its kind and reason; where the step-doubling
+    check ran (``doubling_run``), the depths the verdict rests on (``checked_depths``, where it ran and passed)
+    and why each other depth is excluded; the certificates run and those failed; the verdict's contrast
+    (``primary``) and every contrast with its interval and α = 1 value; the gain-law fit's variants on the
+    checked depths; the envelope's α (reported only where ``fit_reported``); the envelope, bound and best-seed
+    curves; and each recipe's α, labelled as that recipe's finding
     (:class:`~numerics.experiments.study.certified.statistics.RecipeAlpha`).
 
     Examples
@@ -407,23 +558,39 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
         settings.append({
             "a": a, "b": b, "k": k, "d": d, "N": N, "P": P, "depths": list(s.depths),
             "planned_depths": list(s.planned_depths), "seeds": s.seeds, "verdict": verdict, "reason": reason,
-            "alpha": s.alpha, "alpha_lo": s.alpha_lo, "alpha_hi": s.alpha_hi,
+            "kind": s.verdict_record[1],
+            "doubling_run": list(s.doubling_run), "checked_depths": list(s.checked),
+            "excluded_depths": {str(L): ("step-doubling check failed" if L in s.doubling_run else
+                                         "no step-doubling check ran") for L in s.depths if L not in s.checked},
+            "certificates_run": sorted({c.name for c in s.certificates}),
             "failed": [[c.name, c.depth] for c in s.failed],
-            "recipes": [dataclasses.asdict(r) for r in s.recipes],
+            "primary": None if s.primary is None else s.primary.to_dict(),
+            "contrasts": [c.to_dict() for c in s.contrasts],
+            "variants": [dataclasses.asdict(v) for v in s.variants],
+            "alpha": s.alpha, "alpha_lo": s.alpha_lo, "alpha_hi": s.alpha_hi, "chi2": s.chi2, "dof": s.dof,
+            "fit_reported": s.fit_reported,
+            "envelope": list(s.envelope), "bound": list(s.bound), "best_seed": list(s.best_seed),
+            "recipes": [{**dataclasses.asdict(r), "kind": "contrast", "finding": "that recipe's finding",
+                         "fit_reported": r.fit_reported} for r in s.recipes],
         })
     return {"command": command, "main": {"spectra": [list(x) for x in plan.spectra], "P": plan.P, "k": plan.k},
+            "plan": {"depths": list(plan.depths), "doubling_spectra": [list(x) for x in plan.doubling_spectra]},
+            "rules": {"min_checked_depths": MIN_CHECKED_DEPTHS, "gain_law_max_chi2_dof": GAIN_LAW_MAX_CHI2_DOF},
             "alpha_grid": [float(ALPHA_GRID[0]), float(ALPHA_GRID[-1])], "settings": settings}
 
 
 def read_verdicts(path=None) -> dict:
     """Read a ``certified-study.verdicts.json`` (default :data:`SHIPPED_VERDICTS` among the shipped results,
-    :mod:`numerics.experiments.shipped`).
+    :mod:`numerics.experiments.shipped`), checked against its cells.
+
+    Where the cells' table ``certified-study.csv`` lies beside it, every setting and depth of the verdicts must be
+    in it (:func:`numerics.experiments.answer.check_verdicts_against_table`).
 
     Raises
     ------
     ValueError
-        A missing or unreadable file, naming it; without ``path``, the shipped results not found
-        (:func:`numerics.experiments.shipped.not_found_message`).
+        A missing or unreadable file, naming it; a setting the cells beside it do not hold, naming it; without
+        ``path``, the shipped results not found (:func:`numerics.experiments.shipped.not_found_message`).
 
     Examples
     --------
@@ -432,6 +599,8 @@ def read_verdicts(path=None) -> dict:
     ...
     ValueError: no certified-study verdicts at /nonexistent.json (`idepth study certified --report-only` writes them)
     """
+    from ...answer import _csv_settings, check_verdicts_against_table
+
     if path is None:
         from ...shipped import ShippedResultsNotFound, shipped_path
 
@@ -439,44 +608,84 @@ def read_verdicts(path=None) -> dict:
             path = shipped_path(*SHIPPED_VERDICTS)
         except ShippedResultsNotFound as exc:
             raise ValueError(str(exc)) from None
+    path = Path(path)
     try:
-        return json.loads(Path(path).read_text())
+        record = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise ValueError(f"no certified-study verdicts at {path} (`idepth study certified --report-only` writes them)"
                          ) from None
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path} is not a certified-study verdicts file ({exc})") from None
+    table = Path(path).with_name(CSV)
+    if table.is_file():
+        check_verdicts_against_table(record, _csv_settings(table), source=str(path))
+    return record
+
+
+def _silent(message: str) -> None:
+    """No progress output."""
+
+
+def prediction_cache_dir(cells_dir) -> Path:
+    """Where the page's Monte-Carlo predictions are cached: ``predictions/`` beside the exported cells.
+
+    Examples
+    --------
+    >>> prediction_cache_dir("docs/results/certified/cells").as_posix()
+    'docs/results/certified/predictions'
+    """
+    return Path(cells_dir).parent / "predictions"
 
 
 def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, predictions: bool = True,
-                    contrasts_dir=None) -> tuple[list, list]:
+                    contrasts_dir=None, progress=_silent, contrast_depth: int | None = None,
+                    cache_dir="default") -> tuple[list, list]:
     """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir``.
 
     Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (B_L) with the
     envelope at every depth and repeat failed nesting certificates between untrained heads in the
-    population (Monte Carlo per setting). ``contrasts_dir``: the exported contrast runs,
-    whose α the page shows beside the envelope's.
+    population (Monte Carlo per setting, cached in ``cache_dir``, default :func:`prediction_cache_dir`;
+    None: not cached). ``contrasts_dir``: the exported contrast runs, whose α the page shows beside the
+    envelope's. ``progress``: called with one line per step. ``contrast_depth``: the deepest depth of the
+    descriptive contrasts (:func:`~numerics.experiments.study.certified.statistics.summarise`).
 
     Notes
     -----
     No example: it writes files (``tests/test_certified.py``).
     """
+    from ...answer import answer_from_record
+
+    cache_dir = prediction_cache_dir(cells_dir) if cache_dir == "default" else cache_dir
+    progress(f"reading the exported cells in {cells_dir}")
     rows, errors = collect(cells_dir)
-    out_dir = make_output_dir(out_dir)
     contrasts = collect_contrasts(contrasts_dir) if contrasts_dir is not None else []
-    summaries = summarise(rows, errors, planned_depths=plan.depths, contrasts=contrasts)
+    progress(f"{len(rows)} candidates, {len(contrasts)} contrast runs; the statistics of each setting (bootstrap)")
+    summaries = summarise(rows, errors, planned_depths=plan.depths, contrasts=contrasts, contrast_depth=contrast_depth)
     # everything computed before anything is written: a failure leaves the shipped files as they were
-    checks = {s.setting: prediction_check(s, plan) for s in summaries} if predictions else None
-    rechecks = [r for s in summaries for r in recheck_untrained_nesting(s, rows, plan)] if predictions else ()
+    counts: dict = {}
+    checks, rechecks = None, ()
+    if predictions:
+        progress(f"predict_loss against the envelope at {len(summaries)} settings (Monte Carlo, cached in {cache_dir})")
+        checks = {s.setting: prediction_check(s, plan, cache_dir=cache_dir, counts=counts) for s in summaries}
+        rechecks = [r for s in summaries for r in recheck_untrained_nesting(s, rows, plan, cache_dir=cache_dir,
+                                                                            counts=counts)]
+        progress(f"predictions: {counts.get('cached', 0)} read from the cache, {counts.get('computed', 0)} computed")
     gaps = {s.setting: selection_gaps(s, rows, errors) for s in summaries}
     compute = study_compute(cells_dir, contrasts_dir, plan)
+    record = verdicts_record(summaries, plan, command=command)
+    main = [s for s in summaries if plan.is_main(s.setting[0], s.setting[1], s.setting[5], s.setting[2])]
+    answer = answer_from_record(record).text if main else None
+    page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks, rechecks=rechecks,
+                              gaps=gaps, compute=compute, answer=answer)
+    progress(f"writing {out_dir}")
+    out_dir = make_output_dir(out_dir)
     write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
-    write_text(out_dir / PAGE, certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks,
-                                                  rechecks=rechecks, gaps=gaps, compute=compute))
-    write_text(out_dir / VERDICTS, json.dumps(verdicts_record(summaries, plan, command=command), indent=1,
-                                              allow_nan=True) + "\n")
+    write_text(out_dir / PAGE, page)
+    write_text(out_dir / VERDICTS, json.dumps(record, indent=1, allow_nan=True) + "\n")
     if summaries:
         make_output_dir(out_dir / Path(FIGURE).parent)
+        if main:
+            draw_answer_figure(main, out_dir / ANSWER_FIGURE)
         draw_certified_figure(summaries, out_dir / FIGURE)
         if any(s.recipes for s in summaries):
             draw_recipe_figure(summaries, out_dir / RECIPE_FIGURE)

@@ -173,7 +173,8 @@ class CertifiedPlan:
     spectra, depths, seeds : tuple
         Table 1's seven (a, b); powers of two from 1 (each depth nests the one before); the seeds of
         these main settings: five, where ``benchmarks/certified_coverage.py`` finds the α interval's
-        power at least 0.85 at six of the seven spectra (three seeds: as low as 0.06).
+        power at least 0.85 at six of the seven spectra (three seeds: as low as 0.06) in studies simulated
+        from the law ``c (1 − L^-α)`` (it says nothing where the law does not describe the gains).
     side_seeds : tuple
         The seeds of the other settings (second P, top-16), which check that a verdict does not hang
         on P or k rather than give one of their own.

@@ -1,26 +1,51 @@
-"""Statistics of the certified study: the envelope R*_L, its certificates, the gain law and the verdict.
+"""Statistics of the certified study: the envelope R*_L, its certificates and each setting's summary.
 
 Within a setting every candidate is reported on the same contexts and a seed's depths share its
 stream, so errors come from a **joint bootstrap over contexts and seeds**: depth differences are
 paired and the covariance of the gains ``g_L = R*_1 − R*_L`` is kept; intervals use Student's t with
 ``seeds − 1`` degrees of freedom. Certificates: **nesting** ``R*_L ≤ R*_{L/2} + 2 SE`` (eq. 60),
-**reachability** ``R*_L ≤ B_L + 2 SE``, **doubling** (twice the cap gains less than one SE); a
-failed one blocks the verdict. The depth law (paper eq. 16) is judged on the gains by a GLS profile.
+**reachability** ``R*_L ≤ B_L + 2 SE``, **doubling** (twice the cap gains less than one SE).
+
+:func:`summarise` also computes what the verdict needs (:mod:`~numerics.experiments.study.certified.verdict`):
+the depths whose step-doubling check ran and passed, the fit-free contrasts with their bootstrap intervals,
+the best seed beside the mean over seeds, and the gain-law fit with its analysis variants.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ...criteria import CERTIFICATE_ROUNDOFF, CERTIFICATE_SES, DOUBLING_SES, standard_error
+from ...criteria import (
+    CERTIFICATE_ROUNDOFF,
+    CERTIFICATE_SES,
+    DOUBLING_SES,
+    MIN_CHECKED_DEPTHS,
+    checked_depths,
+    standard_error,
+)
 from .table import Errors
+from .verdict import (
+    ALPHA_GRID,
+    VERDICT_CONTRAST,
+    ContrastStat,
+    FitVariant,
+    contrast_bootstrap,
+    contrast_stat,
+    fit_reported,
+    gain_law_gls,
+    gain_law_variants,
+    implied_alpha,
+    setting_verdict,
+)
 
-__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "HeadsRecheck", "PredictionCheck", "RecipeAlpha",
-           "SettingSummary", "chance_failures", "setting_verdict", "summarise", "gain_law_gls", "prediction_check",
-           "recheck_untrained_nesting", "PREDICT_SAMPLES", "HEADS_SETS", "SelectionGap", "selection_gaps"]
+__all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "ContrastStat", "FitVariant", "HeadsRecheck", "PredictionCheck",
+           "RecipeAlpha", "SettingSummary", "contrast_bootstrap", "contrast_stat", "setting_verdict", "summarise",
+           "gain_law_gls", "gain_law_variants", "prediction_check", "recheck_untrained_nesting", "PREDICT_SAMPLES",
+           "HEADS_SETS", "SelectionGap", "selection_gaps", "VERDICT_CONTRAST", "fit_reported", "implied_alpha"]
 
 #: Monte-Carlo contexts per set of ``theory.predict_loss`` and of the heads' population loss
 PREDICT_SAMPLES = 16384
@@ -29,8 +54,6 @@ HEADS_SETS = 8
 
 #: bootstrap replicates of the joint (contexts, seeds) resampling
 BOOTSTRAP = 2000
-#: the α grid of the profile (paper eq. 16)
-ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
 
 
 @dataclass(frozen=True)
@@ -82,6 +105,13 @@ class RecipeAlpha:
     alpha_hi: float
     gain: float
     gain_se: float
+    chi2: float = float("nan")
+    dof: int = 0
+
+    @property
+    def fit_reported(self) -> bool:
+        """Whether the gain law fits this recipe's gains well enough to report its α (χ²/dof ≤ the rule's)."""
+        return fit_reported(self.chi2, self.dof)
 
 
 @dataclass(frozen=True)
@@ -123,86 +153,71 @@ class SettingSummary:
     recipes: tuple = ()
     first_shortfall: float = float("nan")
     first_shortfall_se: float = float("nan")
+    contrasts: tuple = ()
+    ladder: tuple = ()
+    variants: tuple = ()
+    best_seed: tuple = ()
+    best_seed_ids: tuple = ()
 
     @property
     def failed(self) -> list:
         return [c for c in self.certificates if not c.passed]
 
     @property
+    def doubling_run(self) -> tuple:
+        """The depths where the step-doubling check ran."""
+        return tuple(sorted({c.depth for c in self.certificates if c.name == "doubling"}))
+
+    @property
+    def checked(self) -> tuple:
+        """The depths whose step-doubling check ran and passed (:func:`~numerics.experiments.criteria.checked_depths`)."""
+        return checked_depths(self.depths, {c.depth: c.passed for c in self.certificates if c.name == "doubling"})
+
+    @property
+    def fit_reported(self) -> bool:
+        """Whether the envelope's gain-law fit is reported (χ²/dof ≤ the rule's, :func:`fit_reported`)."""
+        return fit_reported(self.chi2, self.dof)
+
+    @property
+    def primary(self):
+        """The verdict's contrast: :data:`VERDICT_CONTRAST` of the mean over seeds, to the deepest checked depth,
+        every depth it uses checked (None without one)."""
+        checked = self.checked
+        if not checked:
+            return None
+        return next((dataclasses.replace(c, checked=True) for c in self.ladder if c.L_max == checked[-1]
+                     and all(L in checked for L in c.depths)), None)
+
+    @property
+    def verdict_record(self) -> tuple[str, str, str]:
+        """``(verdict, kind, reason)`` (:func:`setting_verdict`)."""
+        primary = self.primary
+        return setting_verdict(self.depths, self.planned_depths, self.checked,
+                               [(c.name, c.depth) for c in self.failed],
+                               None if primary is None else primary.to_dict(),
+                               [dataclasses.asdict(v) for v in self.variants], doubling_run=self.doubling_run)
+
+    @property
     def verdict(self) -> tuple[str, str]:
         """``(REPRODUCED | CONTRADICTED | INCONCLUSIVE, reason)`` on the paper's ``c/L`` law (α = 1)."""
-        verdict, _, reason = setting_verdict(self.depths, self.planned_depths,
-                                             [(c.name, c.depth) for c in self.failed], self.alpha, self.alpha_lo,
-                                             self.alpha_hi)
+        verdict, _, reason = self.verdict_record
         return verdict, reason
 
 
-def setting_verdict(depths, planned_depths, failed, alpha: float, alpha_lo: float, alpha_hi: float
-                    ) -> tuple[str, str, str]:
-    """A setting's verdict on the paper's ``c/L`` law (eq. 16, α = 1): ``(verdict, kind, reason)``.
-
-    ``kind`` says why a verdict is INCONCLUSIVE: ``budget`` (fewer than 3 depths, or not every planned
-    depth done), ``training`` (a certificate in ``failed``, pairs of name and depth, fails) or
-    ``resolution`` (the α interval reaches an end of :data:`ALPHA_GRID`); ``''`` otherwise.
-
-    Examples
-    --------
-    >>> setting_verdict((1, 2, 4), (1, 2, 4), [], 1.1, 0.6, 2.0)
-    ('REPRODUCED', '', 'α = 1.10 [0.60, 2.00] contains 1')
-    >>> setting_verdict((1, 2, 4), (1, 2, 4), [("nesting", 4)], 1.1, 0.6, 2.0)[:2]
-    ('INCONCLUSIVE', 'training')
-    """
-    depths, planned_depths = tuple(depths), tuple(planned_depths)
-    if len(depths) < 3:
-        return "INCONCLUSIVE", "budget", f"only {len(depths)} depths"
-    if planned_depths and depths != planned_depths:
-        return "INCONCLUSIVE", "budget", (f"depths {depths[0]}–{depths[-1]} done of {planned_depths[0]}–"
-                                          f"{planned_depths[-1]}: the law is about the whole range, the study goes on")
-    if failed:
-        names = ", ".join(f"{name} at L = {depth}" for name, depth in failed)
-        return "INCONCLUSIVE", "training", f"certificates fail: {names}"
-    interval = f"α = {alpha:.2f} [{alpha_lo:.2f}, {alpha_hi:.2f}]"
-    if not alpha_lo <= 1.0 <= alpha_hi:
-        return "CONTRADICTED", "", f"{interval} excludes 1"
-    if alpha_lo <= ALPHA_GRID[0] or alpha_hi >= ALPHA_GRID[-1]:
-        return "INCONCLUSIVE", "resolution", f"{interval}: the gains do not bound α"
-    return "REPRODUCED", "", f"{interval} contains 1"
-
-
-def gain_law_gls(depths, gains, covariance, threshold: float) -> tuple[float, float, float, float, int]:
-    """Profile fit of ``g_L = c (1 − L^-α)`` (paper eq. 16, the plateau cancels) with a full covariance.
-
-    For each α of :data:`ALPHA_GRID`, ``c ≥ 0`` is the generalised least-squares solution and
-    ``χ²(α) = rᵀ Σ⁻¹ r``; the interval is ``{α : χ²(α) ≤ χ²_min + threshold}``. Returns
-    ``(alpha, alpha_lo, alpha_hi, chi2, dof)``.
-
-    Examples
-    --------
-    >>> L = np.array([2.0, 4.0, 8.0, 16.0]); g = 1 - 1 / L
-    >>> round(gain_law_gls(L, g, np.eye(4) * 1e-4, 4.0)[0], 2)
-    1.0
-    """
-    L = np.asarray(depths, dtype=np.float64)
-    g = np.asarray(gains, dtype=np.float64)
-    W = np.linalg.pinv(np.asarray(covariance, dtype=np.float64), rcond=1e-10, hermitian=True)
-    f = 1.0 - L[None, :] ** (-ALPHA_GRID[:, None])  # (alpha, depth)
-    c = np.maximum(np.einsum("ad,de,e->a", f, W, g) / np.einsum("ad,de,ae->a", f, W, f), 0.0)
-    r = g[None, :] - c[:, None] * f
-    chi2 = np.einsum("ad,de,ae->a", r, W, r)
-    best = int(np.argmin(chi2))
-    inside = ALPHA_GRID[chi2 <= chi2[best] + threshold]
-    return float(ALPHA_GRID[best]), float(inside.min()), float(inside.max()), float(chi2[best]), int(L.size - 2)
-
-
 def _replicates(cube: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
-    """Bootstrap means of ``cube`` (items, seeds, contexts) over seeds and contexts: (n, items)."""
+    """Bootstrap means of ``cube`` (items, seeds, contexts) over seeds and contexts: (n, items).
+
+    Each replicate draws its seeds, then its contexts (with replacement); the weighted sums are one product.
+    """
     items, seeds, contexts = cube.shape
-    out = np.empty((n, items))
+    drawn = np.empty((seeds, n))
+    weights = np.empty((contexts, n))
     for r in range(n):
-        s = rng.integers(seeds, size=seeds)
-        counts = np.bincount(rng.integers(contexts, size=contexts), minlength=contexts).astype(np.float64)
-        out[r] = (cube[:, s, :] @ counts).mean(axis=1) / contexts
-    return out
+        drawn[:, r] = np.bincount(rng.integers(seeds, size=seeds), minlength=seeds)
+        weights[:, r] = np.bincount(rng.integers(contexts, size=contexts), minlength=contexts)
+    # float64: a certificate between two equal functions has an SE of round-off size, which float32 would inflate
+    per_seed = (cube.reshape(items * seeds, contexts) @ weights).reshape(items, seeds, n)
+    return np.einsum("isn,sn->ni", per_seed, drawn) / (seeds * contexts)
 
 
 def _judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
@@ -222,7 +237,7 @@ def _judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
 
 
 def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP,
-              planned_depths: tuple = (), contrasts=()) -> list:
+              planned_depths: tuple = (), contrasts=(), contrast_depth: int | None = None) -> list:
     """One :class:`SettingSummary` per setting, over the depths done for every seed it is judged on.
 
     ``recipe``: the (start, learning rate) of the labelled recipe finding (default the converged study's, cold
@@ -230,7 +245,9 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
     planned depth done, the setting is judged on those seeds alone (seeds added to a plan later join when
     done). ``contrasts`` (:class:`~numerics.experiments.study.certified.contrasts.Contrast`): a recipe with
     every depth and seed of a setting gets its α in :attr:`SettingSummary.recipes`, beside the envelope, the
-    heads and each cold rate.
+    heads and each cold rate. ``contrast_depth``: the deepest depth of the descriptive contrasts (default each
+    setting's deepest; ``ValueError`` naming it at a setting that did not run it); the verdict's contrast ends
+    at the deepest checked depth.
 
     Notes
     -----
@@ -238,6 +255,8 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
     """
     from scipy.stats import t
 
+    # the contrasts draw from a stream of their own: the certificates' bootstrap is the same with or without them
+    contrast_rng = (rng.spawn(1)[0] if isinstance(rng, np.random.Generator) else np.random.default_rng([int(rng), 1]))
     rng = np.random.default_rng(rng)
     index = {id(row): i for i, row in enumerate(errors.rows)}
     contrast_errors = {(c.setting, c.recipe, c.depth, c.seed): c.errors for c in contrasts}
@@ -322,7 +341,35 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         winners = tuple(tuple(pick(L, s, kinds["envelope"]).start for s in seeds) for L in depths)
         names = {"envelope": "envelope", "bound": "heads", **{k: k for k in kinds if k.startswith("cold")},
                  **{name: name for name in complete}}
-        recipes = tuple(RecipeAlpha(label, *fit(kind)[:3], *gain(kind)) for kind, label in names.items())
+        recipes = tuple(RecipeAlpha(label, *fit(kind)[:3], *gain(kind), *fit(kind)[3:]) for kind, label in names.items())
+        # the verdict's evidence: the depths whose step-doubling check ran and passed, and fit-free contrasts
+        checked = checked_depths(depths, {c.depth: c.passed for c in certificates if c.name == "doubling"})
+        cells = {}
+        for L in depths:
+            for s in seeds:
+                eligible = [r for r in by_cell[L, s] if not r.doubled]
+                cells[L, s] = (np.stack([errors.values[index[id(r)]] for r in eligible]),
+                               np.array([r.R_select for r in eligible]), np.array([r.R_select_se for r in eligible]),
+                               next(i for i, r in enumerate(eligible) if r.selected))
+        curves = contrast_bootstrap(cells, depths, seeds, contrast_rng, n_bootstrap)
+        t1 = math.sqrt(t2)
+        stats = []
+        for estimate in ("mean over seeds", "best seed"):
+            point, reps = curves[estimate]
+            end = contrast_depth if contrast_depth is not None else deepest
+            stats.append(contrast_stat("g2/gLmax", estimate, depths, point, reps, end, set(checked), t1))
+            if {1, 2, 16} <= set(depths):
+                stats.append(contrast_stat("(R2-R16)/(R1-R2)", estimate, depths, point, reps, 16, set(checked), t1))
+        # g_2/g_L to every depth L ≥ 4: the verdict's is the one to the deepest checked depth
+        point, reps = curves["mean over seeds"]
+        ladder = tuple(contrast_stat("g2/gLmax", "mean over seeds", depths, point, reps, L, set(checked), t1)
+                       for L in depths if L >= 4)
+        variants = ()
+        if len(checked) >= MIN_CHECKED_DEPTHS and checked[0] == 1:
+            first = at["envelope", 1]
+            cols = [at["envelope", L] for L in checked[1:]]
+            cov = np.cov((boot[:, [first]] - boot[:, cols]).T, ddof=1).reshape(len(cols), len(cols))
+            variants = gain_law_variants(checked[1:], means[first] - means[cols], cov, t2)
         out.append(SettingSummary(
             setting=setting, depths=tuple(depths), seeds=len(seeds),
             envelope=tuple(means[at["envelope", L]] for L in depths),
@@ -335,6 +382,8 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             gain=gain("envelope")[0], gain_se=gain("envelope")[1], bound_gain=gain("bound")[0],
             recipe_gain=gain("recipe")[0], recipe_gain_se=gain("recipe")[1], planned_depths=tuple(planned_depths),
             recipes=recipes, first_shortfall=shortfall, first_shortfall_se=shortfall_se,
+            contrasts=tuple(stats), ladder=ladder, variants=variants,
+            best_seed=tuple(float(v) for v in curves["best seed"][0]), best_seed_ids=curves["best seeds"],
         ))
     return out
 
@@ -383,13 +432,14 @@ class PredictionCheck:
 
 
 def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_SAMPLES,
-                     n_sets: int = HEADS_SETS) -> PredictionCheck:
+                     n_sets: int = HEADS_SETS, cache_dir=None, counts: dict | None = None) -> PredictionCheck:
     """``predict_loss`` against the envelope of ``summary`` at every depth (:class:`PredictionCheck`).
 
     ``plan`` (a :class:`~numerics.experiments.study.certified.plan.CertifiedPlan`) fixes the heads: those its
     oracle start wrote into the weights (:func:`~numerics.experiments.study.certified.run.oracle_allocation`,
     fitted on ``plan.bound_contexts`` contexts). The fresh contexts have a stream of their own, fixed by the
-    setting.
+    setting. ``cache_dir``: the Monte-Carlo values are read from / written to it
+    (:func:`~numerics.experiments.study.certified.predictions.cached`); ``counts`` counts them.
 
     Notes
     -----
@@ -399,20 +449,30 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
     from theory.predict import INTERVAL_Z
     from theory.softmax_bounds import allocation_losses
 
+    from .predictions import cached
+
     a, b, k, d, N, P = summary.setting
     spectrum = PowerLawSpectrum(a, b, d)
-    prediction = predict_loss(summary.depths, spectrum, attention="softmax", task="difficult", P=P, k=k,
-                              n_samples=n_samples, regime="heads")
-    half_width = np.asarray(prediction.upper) - np.asarray(prediction.loss)
-    heads = _heads(summary.setting, plan, summary.depths)
-    means, ses = allocation_losses(heads, spectrum, P, k, n_contexts=n_samples, n_seeds=n_sets,
-                                   rng=_fresh_rng(summary.setting, 1))
+    inputs = {"setting": list(summary.setting), "depths": list(summary.depths), "n_samples": n_samples,
+              "n_sets": n_sets, "bound_depths": list(plan.depths), "bound_contexts": plan.bound_contexts}
+
+    def compute() -> dict:
+        prediction = predict_loss(summary.depths, spectrum, attention="softmax", task="difficult", P=P, k=k,
+                                  n_samples=n_samples, regime="heads")
+        half_width = np.asarray(prediction.upper) - np.asarray(prediction.loss)
+        heads = _heads(summary.setting, plan, summary.depths)
+        means, ses = allocation_losses(heads, spectrum, P, k, n_contexts=n_samples, n_seeds=n_sets,
+                                       rng=_fresh_rng(summary.setting, 1))
+        return {"predicted": [float(v) for v in prediction.loss],
+                "predicted_se": [float(v) / INTERVAL_Z for v in half_width],
+                "heads": [float(v) for v in means], "heads_se": [float(v) for v in ses]}
+
+    values = cached(cache_dir, "prediction", inputs, compute, counts=counts)
     reach = {c.depth: c for c in summary.certificates if c.name == "reachability"}
     return PredictionCheck(
-        depths=summary.depths, predicted=tuple(float(v) for v in prediction.loss),
-        predicted_se=tuple(float(v) / INTERVAL_Z for v in half_width),
-        heads=tuple(means), heads_se=tuple(ses), gap=tuple(reach[L].excess for L in summary.depths),
-        gap_se=tuple(reach[L].se for L in summary.depths),
+        depths=summary.depths, predicted=tuple(values["predicted"]), predicted_se=tuple(values["predicted_se"]),
+        heads=tuple(values["heads"]), heads_se=tuple(values["heads_se"]),
+        gap=tuple(reach[L].excess for L in summary.depths), gap_se=tuple(reach[L].se for L in summary.depths),
     )
 
 
@@ -433,24 +493,6 @@ def _fresh_rng(setting: tuple, role: int) -> np.random.Generator:
 
     a, b, k, _, _, P = setting
     return np.random.default_rng([eval_seed("report", a, b, k, P), role])
-
-
-def chance_failures(certificates) -> float:
-    """How many of ``certificates`` would fail by sampling alone if each certified inequality held with equality.
-
-    The sum of one-sided normal tails beyond each certificate's allowance in SEs (:attr:`Certificate.ses`);
-    a certificate with SE 0 (both sides one function) cannot fail by chance. Where an inequality holds
-    strictly, fewer fail: this is the count a reader should expect before reading a failure as a training one.
-
-    Examples
-    --------
-    >>> round(chance_failures([Certificate("nesting", 2, 0.0, 0.01, 0.02), Certificate("doubling", 2, 0.0, 0.01, 0.01),
-    ...                        Certificate("nesting", 4, 0.0, 0.0, 0.0)]), 3)
-    0.181
-    """
-    from scipy.stats import norm
-
-    return float(sum(norm.sf(c.ses) for c in certificates if c.se > 0))
 
 
 @dataclass(frozen=True)
@@ -482,13 +524,13 @@ class HeadsRecheck:
 
 
 def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples: int = PREDICT_SAMPLES,
-                              n_sets: int = HEADS_SETS) -> tuple:
+                              n_sets: int = HEADS_SETS, cache_dir=None, counts: dict | None = None) -> tuple:
     """Repeat in the population each failed nesting certificate of ``summary`` between untrained heads.
 
     Where the envelope at L and at L/2 is, in every seed, the untrained oracle start (the heads of B_L
     written into the weights), the certificate compares two fixed functions, so it can be repeated on as
     many fresh contexts as wanted. A report-set failure the population reverses is a fluctuation of the
-    report set, not a failure of training; the verdict rule still counts it. Returns
+    report set, not a failure of training; the verdict rule still counts it (where the depth is checked). Returns
     :class:`HeadsRecheck` per such certificate.
 
     Notes
@@ -497,6 +539,8 @@ def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples:
     """
     from theory import PowerLawSpectrum
     from theory.softmax_bounds import allocation_loss_difference
+
+    from .predictions import cached
 
     members = [r for r in rows if r.setting == summary.setting]
     _, seeds = _judged_cells(members, summary.planned_depths)  # the summary's own
@@ -510,10 +554,17 @@ def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples:
     for c in summary.failed:
         if c.name != "nesting" or not (untrained_heads(c.depth) and untrained_heads(c.depth // 2)):
             continue
-        deeper, shallower = _heads(summary.setting, plan, (c.depth, c.depth // 2))
-        diff, se = allocation_loss_difference(deeper, shallower, PowerLawSpectrum(a, b, d), P, k, n_contexts=n_samples,
-                                              n_seeds=n_sets, rng=_fresh_rng(summary.setting, 2 + c.depth))
-        out.append(HeadsRecheck(summary.setting, c.depth, c.excess, c.se, diff, se))
+        def compute(depth=c.depth) -> dict:
+            deeper, shallower = _heads(summary.setting, plan, (depth, depth // 2))
+            diff, se = allocation_loss_difference(deeper, shallower, PowerLawSpectrum(a, b, d), P, k,
+                                                  n_contexts=n_samples, n_seeds=n_sets,
+                                                  rng=_fresh_rng(summary.setting, 2 + depth))
+            return {"difference": float(diff), "se": float(se)}
+
+        inputs = {"setting": list(summary.setting), "depth": c.depth, "n_samples": n_samples, "n_sets": n_sets,
+                  "bound_depths": list(plan.depths), "bound_contexts": plan.bound_contexts}
+        values = cached(cache_dir, "nesting-recheck", inputs, compute, counts=counts)
+        out.append(HeadsRecheck(summary.setting, c.depth, c.excess, c.se, values["difference"], values["se"]))
     return tuple(out)
 
 

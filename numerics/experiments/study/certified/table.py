@@ -30,7 +30,8 @@ from .cells import _files, read_cell
 from .plan import RECIPE, STARTS, CellConfig
 from .run import SUMMARY_COLUMNS
 
-__all__ = ["CSV_COLUMNS", "CandidateRow", "Errors", "check_rows", "collect", "read_csv", "write_csv"]
+__all__ = ["CSV_COLUMNS", "PLAN_FIELDS", "CandidateRow", "Errors", "check_plan_versions", "check_rows", "collect",
+           "read_csv", "write_csv"]
 
 
 @dataclass(frozen=True)
@@ -117,21 +118,50 @@ def _rows_of_cell(record: dict, arrays: dict) -> list[CandidateRow]:
             for i, c in enumerate(cell.candidates)]
 
 
+#: the fields of a cell's config that its plan fixes for every cell: cells that differ in one are of two plans
+PLAN_FIELDS = ("d", "N", "model", "dtype", "stream", "batch_size", "warmup_steps", "evals_per_run", "eval_size",
+               "bound_contexts", "bound_depths", "nested_noise")
+
+
+def check_plan_versions(configs, source) -> None:
+    """``ValueError`` naming ``source`` and the field when cell ``configs`` (dicts) come from different plans.
+
+    Examples
+    --------
+    >>> check_plan_versions([{"eval_size": 4096}, {"eval_size": 4096}], "cells")
+    >>> check_plan_versions([{"eval_size": 4096}, {"eval_size": 2048}], "cells")
+    Traceback (most recent call last):
+    ...
+    ValueError: cells mixes plan versions: eval_size is 2048 in some cells and 4096 in others
+    """
+    for name in PLAN_FIELDS:
+        values = sorted({json.dumps(c[name]) for c in configs if name in c})
+        if len(values) > 1:
+            raise ValueError(f"{source} mixes plan versions: {name} is {' in some cells and '.join(values)} in others")
+
+
 def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
     """The candidates of the cells exported to ``cells_dir`` (by setting, depth, seed) and their errors.
+
+    Raises
+    ------
+    ValueError
+        Cells of different plan versions (:func:`check_plan_versions`), or a failed :func:`check_rows`.
 
     Notes
     -----
     No example: it needs exported cells (``tests/test_certified.py``).
     """
-    rows, errors = [], []
+    rows, errors, configs = [], [], []
     for path in _files(cells_dir):
         record, arrays = read_cell(path)
+        configs.append(record["config"])
         rows += _rows_of_cell(record, arrays)
         errors += list(arrays["report_errors"])
     order = sorted(range(len(rows)), key=lambda i: (rows[i].setting, rows[i].depth, rows[i].seed))
     rows = [rows[i] for i in order]
     values = np.asarray([errors[i] for i in order], dtype=np.float32) if rows else np.zeros((0, 0), np.float32)
+    check_plan_versions(configs, f"the cells directory {cells_dir}")
     check_rows(rows)
     return rows, Errors(tuple(rows), values)
 

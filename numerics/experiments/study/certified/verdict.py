@@ -1,0 +1,396 @@
+"""The certified study's verdict: checked depths, fit-free contrasts with their intervals, the gain law's variants.
+
+A verdict rests only on the depths whose step-doubling check ran and passed
+(:func:`~numerics.experiments.criteria.checked_depths`) and is judged on a fit-free contrast of the envelope
+(:data:`~numerics.experiments.criteria.CONTRASTS`) against its value under ``R_L = L0 + c/L`` (paper eq. 16 at
+α = 1), with a bootstrap interval (:func:`contrast_bootstrap`, :func:`contrast_stat`). The gain-law fit
+(:func:`gain_law_gls`) is reported only where it fits, and a CONTRADICTED verdict must hold under each of its
+analysis variants (:func:`gain_law_variants`). :func:`setting_verdict` takes only what the verdicts file holds,
+so a verdict can be recomputed from the file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...criteria import GAIN_LAW_MAX_CHI2_DOF, law_contrast
+
+__all__ = ["ALPHA_GRID", "VERDICT_CONTRAST", "ContrastStat", "FitVariant", "contrast_bootstrap", "contrast_stat",
+           "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha", "setting_verdict"]
+
+#: the α grid of the profile (paper eq. 16)
+ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
+#: the contrast a verdict is judged on (:data:`~numerics.experiments.criteria.CONTRASTS`)
+VERDICT_CONTRAST = "g2/gLmax"
+
+
+def fit_reported(chi2: float, dof: int) -> bool:
+    """``χ²/dof ≤`` :data:`~numerics.experiments.criteria.GAIN_LAW_MAX_CHI2_DOF` (no dof: no fit to report).
+
+    Examples
+    --------
+    >>> fit_reported(9.0, 5), fit_reported(18.3, 5), fit_reported(1.0, 0)
+    (True, False, False)
+    """
+    return bool(dof > 0 and math.isfinite(chi2) and chi2 / dof <= GAIN_LAW_MAX_CHI2_DOF)
+
+
+def implied_alpha(name: str, L_max: int, lo: float, hi: float) -> tuple[float, float]:
+    """The α of :data:`ALPHA_GRID` whose eq.-16 value of contrast ``name`` lies in ``[lo, hi]``: ``(min, max)``.
+
+    NaN when none does. An end of the grid means the contrast does not bound α on that side.
+
+    References
+    ----------
+    Paper eq. (16).
+
+    Examples
+    --------
+    >>> [round(v, 2) for v in implied_alpha("g2/gLmax", 128, 0.49, 0.52)]
+    [0.98, 1.05]
+    """
+    values = np.array([law_contrast(name, L_max, a) for a in ALPHA_GRID])
+    inside = ALPHA_GRID[(values >= lo) & (values <= hi)]
+    return (float(inside.min()), float(inside.max())) if inside.size else (math.nan, math.nan)
+
+
+@dataclass(frozen=True)
+class ContrastStat:
+    """A fit-free contrast of a depth curve (:data:`~numerics.experiments.criteria.CONTRASTS`) with its interval.
+
+    ``estimate``: ``'mean over seeds'`` (the envelope) or ``'best seed'`` (per depth, the seed whose winner has
+    the least selection-set loss, reported on the report set); ``depths``: the depths it uses, ``checked``:
+    whether each of them passed its step-doubling check; ``se``: half the central 68 % of the bootstrap
+    replicates (:func:`contrast_bootstrap`); ``lo``, ``hi``: the central 95 % of the replicates, each side's
+    distance from ``value`` widened by ``t(0.975, seeds − 1) / z(0.975)``; :attr:`reference`: its value under
+    ``R_L = L0 + c/L``; ``resolved`` False: the contrast's denominator (a gain) has an interval holding 0, so the
+    ratio's interval is unbounded (``lo = −∞``, ``hi = ∞``; Fieller).
+
+    References
+    ----------
+    Paper eq. (16) (the reference), eq. (12) (the losses).
+
+    Examples
+    --------
+    >>> c = ContrastStat("g2/gLmax", "mean over seeds", (1, 2, 128), 128, 0.55, 0.01, 0.52, 0.58, False)
+    >>> round(c.reference, 3), c.covers
+    (0.504, False)
+    """
+
+    name: str
+    estimate: str
+    depths: tuple
+    L_max: int
+    value: float
+    se: float
+    lo: float
+    hi: float
+    checked: bool
+    resolved: bool = True
+
+    @property
+    def reference(self) -> float:
+        """The contrast under R_L = L0 + c/L (eq. 16 at α = 1), computed from the law."""
+        return law_contrast(self.name, self.L_max, 1.0)
+
+    @property
+    def covers(self) -> bool:
+        """Whether the interval contains the α = 1 value."""
+        return bool(self.lo <= self.reference <= self.hi)
+
+    @property
+    def alpha_interval(self) -> tuple[float, float]:
+        """The α (eq. 16) whose contrast lies in the interval (:func:`implied_alpha`)."""
+        return implied_alpha(self.name, self.L_max, self.lo, self.hi)
+
+    def to_dict(self) -> dict:
+        lo, hi = self.alpha_interval
+        return {"name": self.name, "estimate": self.estimate, "depths": list(self.depths), "L_max": self.L_max,
+                "value": self.value, "se": self.se, "lo": self.lo, "hi": self.hi, "checked": self.checked,
+                "resolved": self.resolved, "reference": self.reference, "alpha_lo": lo, "alpha_hi": hi}
+
+
+@dataclass(frozen=True)
+class FitVariant:
+    """The gain-law fit (eq. 16) under one analysis variant: its α interval, χ² and dof.
+
+    ``name``: ``'full covariance'`` (GLS, Student-t threshold), ``'diagonal weights'`` (the bootstrap variances
+    only) or ``'Birge widening'`` (the full fit's threshold times ``max(1, χ²/dof)``).
+
+    Examples
+    --------
+    >>> FitVariant("diagonal weights", 1.2, 0.8, 2.0, 3.0, 2).contains_one
+    True
+    """
+
+    name: str
+    alpha: float
+    alpha_lo: float
+    alpha_hi: float
+    chi2: float
+    dof: int
+
+    @property
+    def contains_one(self) -> bool:
+        return bool(self.alpha_lo <= 1.0 <= self.alpha_hi)
+
+
+def _depth_list(depths) -> str:
+    return ", ".join(map(str, depths)) if depths else "none"
+
+
+def setting_verdict(depths, planned_depths, checked, failed, primary: dict | None, variants=(), *,
+                    doubling_run=None) -> tuple[str, str, str]:
+    """A setting's verdict on the paper's ``c/L`` law (eq. 16, α = 1): ``(verdict, kind, reason)``.
+
+    Every input is what ``certified-study.verdicts.json`` holds, so the verdict can be recomputed from the file.
+    ``checked``: the depths whose step-doubling check ran and passed (the only ones the verdict rests on);
+    ``failed``: ``(name, depth)`` of the failed certificates; ``primary``: :meth:`ContrastStat.to_dict` of the
+    verdict's contrast on the checked depths (None without one); ``variants``: the gain-law fit's α interval on
+    the checked depths under each analysis variant (dicts with ``name``, ``alpha_lo``, ``alpha_hi``);
+    ``doubling_run``: the depths where the check ran (for the reason's words).
+
+    ``kind`` says why a verdict is INCONCLUSIVE: ``budget`` (fewer than 3 depths, or not every planned depth
+    done), ``checks`` (fewer than :data:`~numerics.experiments.criteria.MIN_CHECKED_DEPTHS` checked depths, or
+    no contrast on them), ``training`` (a certificate fails at a checked depth), ``resolution`` (the contrast's
+    interval contains the α = 1 value but does not bound α) or ``variants`` (the contrast excludes α = 1 but an
+    analysis variant of the gain-law fit does not); ``''`` otherwise. CONTRADICTED needs every check it rests on
+    run and passed and every variant to agree.
+
+    Examples
+    --------
+    >>> p = {"name": "g2/gLmax", "L_max": 16, "value": 0.53, "lo": 0.51, "hi": 0.55, "reference": 0.5333,
+    ...      "alpha_lo": 0.9, "alpha_hi": 1.2}
+    >>> setting_verdict((1, 2, 4, 8, 16), (1, 2, 4, 8, 16), (1, 2, 4, 8, 16), [], p)[:2]
+    ('REPRODUCED', '')
+    >>> setting_verdict((1, 2, 4, 8, 16), (1, 2, 4, 8, 16), (1, 2), [], p, doubling_run=(1, 2, 4))
+    ('INCONCLUSIVE', 'checks', 'rests on 2 depths whose step-doubling check ran and passed (1, 2), fewer than 5; the check ran at 1, 2, 4 and failed at 4')
+    """
+    from ... import criteria  # read at call time: a patched rule is seen (the claims' mutation test)
+
+    minimum = criteria.MIN_CHECKED_DEPTHS
+    depths, planned_depths, checked = tuple(depths), tuple(planned_depths), tuple(checked)
+    if len(depths) < 3:
+        return "INCONCLUSIVE", "budget", f"only {len(depths)} depths"
+    if planned_depths and depths != planned_depths:
+        return "INCONCLUSIVE", "budget", (f"depths {depths[0]}–{depths[-1]} done of {planned_depths[0]}–"
+                                          f"{planned_depths[-1]}: the law is about the whole range, the study goes on")
+    if len(checked) < minimum or primary is None:
+        ran = tuple(doubling_run) if doubling_run is not None else None
+        where = ("" if ran is None else "; the check never ran" if not ran else
+                 f"; the check ran at {_depth_list(ran)}" + (f" and failed at {_depth_list([L for L in ran if L not in checked])}"
+                                                             if set(ran) - set(checked) else ""))
+        return "INCONCLUSIVE", "checks", (f"rests on {len(checked)} depths whose step-doubling check ran and passed "
+                                          f"({_depth_list(checked)}), fewer than {minimum}{where}")
+    blocking = [(name, depth) for name, depth in failed if depth in checked]
+    if blocking:
+        names = ", ".join(f"{name} at L = {depth}" for name, depth in blocking)
+        return "INCONCLUSIVE", "training", f"certificates fail: {names}"
+    p = primary
+    text = (f"{p['name']} = {p['value']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}] on L = {_depth_list(checked)} "
+            f"(α = 1: {p['reference']:.3f})")
+    if p["lo"] <= p["reference"] <= p["hi"]:
+        if not (p["alpha_lo"] > ALPHA_GRID[0] and p["alpha_hi"] < ALPHA_GRID[-1]):
+            return "INCONCLUSIVE", "resolution", f"{text}: contains the α = 1 value but does not bound α"
+        return "REPRODUCED", "", f"{text} contains the α = 1 value"
+    agreeing = [v for v in variants if v["alpha_lo"] <= 1.0 <= v["alpha_hi"]]
+    if agreeing:
+        return "INCONCLUSIVE", "variants", (f"{text} excludes the α = 1 value, but the gain-law fit with "
+                                            f"{agreeing[0]['name']} gives α in [{agreeing[0]['alpha_lo']:.2f}, "
+                                            f"{agreeing[0]['alpha_hi']:.2f}], which contains 1")
+    return "CONTRADICTED", "", f"{text} excludes the α = 1 value, and so does every variant of the gain-law fit"
+
+
+def gain_law_gls(depths, gains, covariance, threshold: float) -> tuple[float, float, float, float, int]:
+    """Profile fit of ``g_L = c (1 − L^-α)`` (paper eq. 16, the plateau cancels) with a full covariance.
+
+    For each α of :data:`ALPHA_GRID`, ``c ≥ 0`` is the generalised least-squares solution and
+    ``χ²(α) = rᵀ Σ⁻¹ r``; the interval is ``{α : χ²(α) ≤ χ²_min + threshold}``. Returns
+    ``(alpha, alpha_lo, alpha_hi, chi2, dof)``.
+
+    Examples
+    --------
+    >>> L = np.array([2.0, 4.0, 8.0, 16.0]); g = 1 - 1 / L
+    >>> round(gain_law_gls(L, g, np.eye(4) * 1e-4, 4.0)[0], 2)
+    1.0
+    """
+    L = np.asarray(depths, dtype=np.float64)
+    g = np.asarray(gains, dtype=np.float64)
+    W = np.linalg.pinv(np.asarray(covariance, dtype=np.float64), rcond=1e-10, hermitian=True)
+    f = 1.0 - L[None, :] ** (-ALPHA_GRID[:, None])  # (alpha, depth)
+    c = np.maximum(np.einsum("ad,de,e->a", f, W, g) / np.einsum("ad,de,ae->a", f, W, f), 0.0)
+    r = g[None, :] - c[:, None] * f
+    chi2 = np.einsum("ad,de,ae->a", r, W, r)
+    best = int(np.argmin(chi2))
+    inside = ALPHA_GRID[chi2 <= chi2[best] + threshold]
+    return float(ALPHA_GRID[best]), float(inside.min()), float(inside.max()), float(chi2[best]), int(L.size - 2)
+
+
+def gain_law_variants(depths, gains, covariance, threshold: float) -> tuple:
+    """The gain-law fit (:func:`gain_law_gls`) under each analysis variant (:class:`FitVariant`).
+
+    Full covariance with ``threshold``; diagonal weights (the covariance's diagonal) with ``threshold``; Birge
+    widening: the full fit with ``threshold × max(1, χ²/dof)``.
+
+    References
+    ----------
+    Paper eq. (16).
+
+    Examples
+    --------
+    >>> L = np.array([2.0, 4.0, 8.0, 16.0]); g = 1 - 1 / L
+    >>> [v.name for v in gain_law_variants(L, g, np.eye(4) * 1e-4, 4.0)]
+    ['full covariance', 'diagonal weights', 'Birge widening']
+    """
+    cov = np.asarray(covariance, dtype=np.float64)
+    full = gain_law_gls(depths, gains, cov, threshold)
+    diagonal = gain_law_gls(depths, gains, np.diag(np.diag(cov)), threshold)
+    birge = max(1.0, full[3] / full[4]) if full[4] > 0 else 1.0
+    widened = gain_law_gls(depths, gains, cov, threshold * birge)
+    return tuple(FitVariant(name, *fit) for name, fit in (("full covariance", full), ("diagonal weights", diagonal),
+                                                           ("Birge widening", widened)))
+
+
+def contrast_bootstrap(cells: dict, depths, seeds, rng: np.random.Generator, n: int) -> dict:
+    """Point values and bootstrap replicates of the per-depth optimum, as the mean over seeds and the best seed.
+
+    ``cells[(depth, seed)] = (errors, select, select_se, winner)``: the report-set squared errors of the cell's
+    eligible candidates (candidates × contexts), their selection-set losses and SEs, and the stored winner.
+    Each replicate redraws **the report contexts** (one multinomial draw, shared by every depth and seed: the
+    report set is shared, so depths stay paired), **the seeds** (with replacement, the same draw at every
+    depth) and **the candidate selection**: the cells store only the selection set's mean per candidate, not
+    its per-context errors, so the candidates' selection losses are redrawn jointly normal around their stored
+    means, with the covariance of the same models' per-context errors on the report set (an independent set of
+    the same size and distribution: candidates evaluated on one set are strongly correlated, and their
+    differences, not their levels, decide the choice), and the winner is the least. The best seed of a depth
+    is the drawn seed whose winner has the least (redrawn) selection loss: it is chosen on the selection set,
+    independent of the report set it is measured on.
+
+    Returns ``{"mean over seeds": (point (depths,), replicates (n, depths)), "best seed": (...),
+    "best seeds": seeds chosen at each depth (point)}``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> cells = {(L, s): (rng.random((2, 16)) / L, np.array([1.0 / L, 2.0]), np.array([0.01, 0.01]), 0)
+    ...          for L in (1, 2) for s in (0, 1)}
+    >>> out = contrast_bootstrap(cells, (1, 2), (0, 1), rng, 50)
+    >>> out["mean over seeds"][1].shape, len(out["best seeds"])
+    ((50, 2), 2)
+    """
+    depths, seeds = tuple(depths), tuple(seeds)
+    keys = [(L, s) for L in depths for s in seeds]
+    blocks = [np.asarray(cells[key][0], dtype=np.float64) for key in keys]
+    contexts = blocks[0].shape[1]
+    weights = np.stack([np.bincount(rng.integers(contexts, size=contexts), minlength=contexts) for _ in range(n)],
+                       axis=1).astype(np.float32)  # (contexts, n) counts
+    # every candidate's report loss in every replicate
+    report = (np.concatenate(blocks).astype(np.float32) @ weights).astype(np.float64) / contexts
+    value = np.empty((len(depths), len(seeds), n))
+    selected = np.empty_like(value)
+    point = np.empty((len(depths), len(seeds)))
+    point_select = np.empty_like(point)
+    row = 0
+    for key, block in zip(keys, blocks):
+        _, select, select_se, winner = cells[key]
+        i, j = depths.index(key[0]), seeds.index(key[1])
+        select = np.where(np.isfinite(select), select, np.inf)
+        drawn = select[:, None] + _correlated_noise(block, rng, n)
+        choice = np.argmin(drawn, axis=0)
+        value[i, j] = report[row + choice, np.arange(n)]
+        selected[i, j] = drawn[choice, np.arange(n)]
+        point[i, j] = block[winner].mean()
+        point_select[i, j] = select[winner]
+        row += len(block)
+    draws = rng.integers(len(seeds), size=(n, len(seeds)))
+    counts = np.stack([np.bincount(d, minlength=len(seeds)) for d in draws], axis=1)  # (seeds, n)
+    mean = np.einsum("dsn,sn->nd", value, counts / len(seeds))
+    masked = np.where(counts[None] > 0, selected, np.inf)
+    best = np.take_along_axis(value, np.argmin(masked, axis=1)[:, None, :], axis=1)[:, 0, :].T
+    chosen = np.argmin(point_select, axis=1)
+    return {"mean over seeds": (point.mean(axis=1), mean),
+            "best seed": (point[np.arange(len(depths)), chosen], best),
+            "best seeds": tuple(seeds[c] for c in chosen)}
+
+
+def _correlated_noise(block: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` draws (candidates × n) of the sampling error of the candidates' mean losses on a set like ``block``'s.
+
+    Normal with the covariance of the candidates' per-context errors ``block`` over its contexts, divided by
+    their number (the covariance of means); a candidate with non-finite errors gets none.
+    """
+    finite = np.all(np.isfinite(block), axis=1)
+    out = np.zeros((block.shape[0], n))
+    if finite.sum() == 0:
+        return out
+    cov = np.atleast_2d(np.cov(block[finite])) / block.shape[1]
+    values, vectors = np.linalg.eigh(cov)
+    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    out[finite] = root @ rng.standard_normal((root.shape[1], n))
+    return out
+
+
+def _contrast_value(name: str, R: dict, L_max: int):
+    """Contrast ``name`` of a depth curve ``R`` (depth -> value or replicates)."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero gain gives an infinite ratio, dropped after
+        if name == "g2/gLmax":
+            return (R[1] - R[2]) / (R[1] - R[L_max])
+        return (R[2] - R[16]) / (R[1] - R[2])
+
+
+def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: int, checked_set, t_quantile: float
+                  ) -> ContrastStat:
+    """:class:`ContrastStat` of contrast ``name`` on the curve ``point`` (per depth) and its ``replicates``.
+
+    ``ValueError`` naming ``L_max`` (or the depth) when a depth the contrast needs was not run.
+
+    Examples
+    --------
+    >>> reps = np.array([[2.0, 1.5, 1.0], [2.1, 1.55, 1.0]])
+    >>> c = contrast_stat("g2/gLmax", "mean over seeds", (1, 2, 4), np.array([2.0, 1.5, 1.0]), reps, 4, {1, 2, 4}, 2.0)
+    >>> c.value, c.checked
+    (0.5, True)
+    >>> contrast_stat("g2/gLmax", "mean over seeds", (1, 2, 4), np.array([2.0, 1.5, 1.0]), reps, 8, {1}, 2.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: L_max: depth 8 was not run (depths done: 1, 2, 4)
+    """
+    depths = tuple(int(L) for L in depths)
+    if int(L_max) not in depths:
+        raise ValueError(f"L_max: depth {L_max} was not run (depths done: {_depth_list(depths)})")
+    used = (1, 2, int(L_max)) if name == "g2/gLmax" else (1, 2, 16)
+    missing = [L for L in used if L not in depths]
+    if missing:
+        raise ValueError(f"depth: the contrast {name} needs depth {missing[0]}, which was not run (depths done: "
+                         f"{_depth_list(depths)})")
+    at = {L: i for i, L in enumerate(depths)}
+    checked = all(L in checked_set for L in used)
+    value = float(_contrast_value(name, {L: point[at[L]] for L in used}, int(L_max)))
+    reps = _contrast_value(name, {L: replicates[:, at[L]] for L in used}, int(L_max))
+    # the denominator (a gain): where its own interval holds 0, the ratio's confidence set is unbounded (Fieller)
+    lower, upper = (1, 2) if name == "(R2-R16)/(R1-R2)" else (1, int(L_max))
+    denominator = replicates[:, at[lower]] - replicates[:, at[upper]]
+    d_value = float(point[at[lower]] - point[at[upper]])
+    from scipy.stats import norm
+
+    widen = t_quantile / float(norm.ppf(0.975))
+    d_lo, d_hi = _widened(d_value, denominator, widen)
+    reps = reps[np.isfinite(reps)]
+    if reps.size < 2 or not (d_lo > 0 or d_hi < 0):
+        q16, q84 = np.percentile(reps, [15.865, 84.135]) if reps.size >= 2 else (math.nan, math.nan)
+        return ContrastStat(name, estimate, used, int(L_max), value, float((q84 - q16) / 2), -math.inf, math.inf,
+                            checked, resolved=False)
+    # a ratio's replicates have heavy tails: percentiles, not the SD; each side widened by t/z for the few seeds
+    # (Student t with seeds − 1 degrees of freedom)
+    q16, q84 = np.percentile(reps, [15.865, 84.135])
+    lo, hi = _widened(value, reps, widen)
+    return ContrastStat(name, estimate, used, int(L_max), value, float((q84 - q16) / 2), lo, hi, checked)
+
+
+def _widened(value: float, replicates: np.ndarray, widen: float) -> tuple[float, float]:
+    """The central 95 % of ``replicates``, each side's distance from ``value`` times ``widen``, holding ``value``."""
+    q025, q975 = np.percentile(replicates, [2.5, 97.5])
+    return (float(min(value, value - widen * (value - q025))), float(max(value, value + widen * (q975 - value))))

@@ -1,0 +1,311 @@
+"""The certified study's verdicts follow its evidence: checked depths only, fit-free contrasts, variants agree."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numerics.experiments.criteria import CONTRASTS, MIN_CHECKED_DEPTHS, checked_depths, law_contrast
+from numerics.experiments.study.certified.statistics import (
+    ALPHA_GRID,
+    contrast_bootstrap,
+    contrast_stat,
+    setting_verdict,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "docs" / "results"
+DEPTHS = (1, 2, 4, 8, 16, 32)
+
+
+def _primary(lo, hi, L_max=32, alpha=(0.5, 2.0)):
+    return {"name": "g2/gLmax", "L_max": L_max, "value": (lo + hi) / 2, "lo": lo, "hi": hi,
+            "reference": law_contrast("g2/gLmax", L_max), "alpha_lo": alpha[0], "alpha_hi": alpha[1]}
+
+
+EXCLUDING = [{"name": "full covariance", "alpha_lo": 2.0, "alpha_hi": 5.0},
+             {"name": "diagonal weights", "alpha_lo": 2.5, "alpha_hi": 6.0},
+             {"name": "Birge widening", "alpha_lo": 1.5, "alpha_hi": 9.0}]
+
+
+@pytest.mark.parametrize("checked, failed, primary, variants, verdict, kind", [
+    (DEPTHS, [], _primary(0.45, 0.56), EXCLUDING, "REPRODUCED", ""),
+    (DEPTHS, [], _primary(0.60, 0.70), EXCLUDING, "CONTRADICTED", ""),
+    # one variant of the fit keeps α = 1: no contradiction
+    (DEPTHS, [], _primary(0.60, 0.70), EXCLUDING[:2] + [{"name": "Birge widening", "alpha_lo": 0.6,
+                                                         "alpha_hi": 9.0}], "INCONCLUSIVE", "variants"),
+    # the same numbers on fewer checked depths than the rule: no verdict
+    (DEPTHS[:MIN_CHECKED_DEPTHS - 1], [], _primary(0.60, 0.70), EXCLUDING, "INCONCLUSIVE", "checks"),
+    ((), [], None, (), "INCONCLUSIVE", "checks"),
+    # a failed certificate at a checked depth blocks; one at an excluded depth does not
+    (DEPTHS, [("nesting", 8)], _primary(0.60, 0.70), EXCLUDING, "INCONCLUSIVE", "training"),
+    (DEPTHS[:5], [("doubling", 32)], _primary(0.60, 0.70, L_max=16), EXCLUDING, "CONTRADICTED", ""),
+    (DEPTHS, [], _primary(0.2, 0.9, alpha=(ALPHA_GRID[0], ALPHA_GRID[-1])), (), "INCONCLUSIVE", "resolution"),
+])
+def test_a_verdict_rests_on_checked_depths_and_a_contradiction_on_every_variant(checked, failed, primary, variants,
+                                                                               verdict, kind):
+    assert setting_verdict(DEPTHS, DEPTHS, checked, failed, primary, variants)[:2] == (verdict, kind)
+
+
+def test_only_depths_whose_doubling_check_ran_and_passed_are_checked():
+    assert checked_depths(DEPTHS, {1: True, 2: True, 4: False, 16: True}) == (1, 2, 16)
+    assert checked_depths(DEPTHS, {}) == ()
+
+
+def test_the_alpha_one_references_are_the_law_evaluated_not_typed():
+    """g_2/g_Lmax and (R_2 − R_16)/(R_1 − R_2) under R = L0 + c L^-α, against a direct evaluation of the law."""
+    for alpha in (0.5, 1.0, 2.0):
+        R = {L: 0.3 + 1.7 * L ** -alpha for L in (1, 2, 16, 128)}
+        assert law_contrast("g2/gLmax", 128, alpha) == pytest.approx((R[1] - R[2]) / (R[1] - R[128]), rel=1e-12)
+        assert law_contrast("(R2-R16)/(R1-R2)", 128, alpha) == pytest.approx((R[2] - R[16]) / (R[1] - R[2]), rel=1e-12)
+    assert set(CONTRASTS) == {"g2/gLmax", "(R2-R16)/(R1-R2)"}
+
+
+def _cells(rng, depths=(1, 2, 4), seeds=(0, 1, 2), contexts=256):
+    """Synthetic cells: three candidates, the first best on the selection set, a curve falling as 1/L."""
+    cells = {}
+    for L in depths:
+        for s in seeds:
+            base = 1.0 + 1.0 / L
+            errors = base * rng.exponential(size=(3, contexts)) * np.array([[1.0], [1.2], [1.5]])
+            cells[L, s] = (errors, np.array([base, 1.2 * base, 1.5 * base]) + 0.01 * s, np.full(3, 0.05), 0)
+    return cells
+
+
+def test_the_bootstrap_point_is_the_stored_winners_mean_and_the_best_seed_is_chosen_on_selection():
+    rng = np.random.default_rng(1)
+    cells = _cells(rng)
+    out = contrast_bootstrap(cells, (1, 2, 4), (0, 1, 2), rng, 200)
+    point, reps = out["mean over seeds"]
+    expected = [np.mean([cells[L, s][0][0].mean() for s in (0, 1, 2)]) for L in (1, 2, 4)]
+    np.testing.assert_allclose(point, expected, rtol=1e-12)
+    assert out["best seeds"] == (0, 0, 0)  # the least selection loss (+0.01 s), not the least report loss
+    np.testing.assert_allclose(out["best seed"][0], [cells[L, 0][0][0].mean() for L in (1, 2, 4)], rtol=1e-12)
+    assert reps.shape == (200, 3) and np.all(np.std(reps, axis=0) > 0)  # contexts and seeds are redrawn
+
+
+def test_a_contrast_at_a_depth_that_was_not_run_names_it():
+    reps = np.ones((10, 3))
+    with pytest.raises(ValueError, match="L_max: depth 256 was not run"):
+        contrast_stat("g2/gLmax", "mean over seeds", (1, 2, 4), np.array([2.0, 1.5, 1.0]), reps, 256, set(), 2.0)
+    with pytest.raises(ValueError, match="needs depth 2"):
+        contrast_stat("g2/gLmax", "mean over seeds", (1, 4), np.array([2.0, 1.0]), reps[:, :2], 4, set(), 2.0)
+
+
+# ------------------------------------------------------------------------------- the shipped files
+
+@pytest.fixture(scope="module")
+def shipped():
+    return json.loads((SHIPPED / "certified-study.verdicts.json").read_text())
+
+
+def test_every_shipped_verdict_names_the_depths_it_rests_on_and_the_checks_that_ran(shipped):
+    from numerics.experiments.reproduce._verdicts import certified_setting_status
+
+    assert shipped["rules"]["min_checked_depths"] == MIN_CHECKED_DEPTHS
+    for s in shipped["settings"]:
+        assert set(s["checked_depths"]) <= set(s["doubling_run"]) <= set(s["depths"])
+        assert set(s["excluded_depths"]) == {str(L) for L in s["depths"] if L not in s["checked_depths"]}
+        if len(s["checked_depths"]) < MIN_CHECKED_DEPTHS:
+            assert s["verdict"] == "INCONCLUSIVE" and s["kind"] == "checks"
+        assert certified_setting_status(s) == (s["verdict"].lower(), s["kind"])  # recomputed from the file alone
+        for r in s["recipes"]:
+            assert r["kind"] == "contrast" and r["finding"] == "that recipe's finding"
+
+
+def test_no_shipped_setting_is_contradicted_on_an_unchecked_depth(shipped):
+    for s in shipped["settings"]:
+        if s["verdict"] == "CONTRADICTED":
+            assert len(s["checked_depths"]) >= MIN_CHECKED_DEPTHS and not any(
+                L in s["checked_depths"] for _, L in s["failed"])
+            assert all(not (v["alpha_lo"] <= 1 <= v["alpha_hi"]) for v in s["variants"])
+
+
+def _small_cells(tmp_path, setting=(0.0, 0.0, 2, 64)):
+    """The shipped cells of one setting, with the shipped prediction cache beside them."""
+    from numerics.experiments.study.certified.cells import read_cell
+
+    root = tmp_path / "certified"
+    (root / "cells").mkdir(parents=True)
+    for path in sorted((SHIPPED / "certified" / "cells").glob("*.npz")):
+        config = read_cell(path)[0]["config"]
+        if (config["a"], config["b"], config["k"], config["P"]) == setting:
+            shutil.copy(path, root / "cells")
+    shutil.copytree(SHIPPED / "certified" / "predictions", root / "predictions")
+    return root
+
+
+def test_report_only_reads_the_predictions_cache_and_writes_to_a_fresh_directory(tmp_path, monkeypatch, capsys):
+    from idepth import cli
+
+    root = _small_cells(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in (root / "predictions").iterdir())
+    assert cli.main(["study", "certified", "--report-only", "--cells", str(root)]) == 0
+    err = capsys.readouterr().err
+    fresh = [p for p in tmp_path.iterdir() if p.name.startswith("certified-study-")]
+    assert len(fresh) == 1 and f"writing to the fresh directory {fresh[0].name}" in err
+    assert "predictions: 1 read from the cache, 0 computed" in err  # nothing recomputed: no Monte Carlo
+    assert sorted(p.name for p in (root / "predictions").iterdir()) == before
+    record = json.loads((fresh[0] / "certified-study.verdicts.json").read_text())
+    assert [s["verdict"] for s in record["settings"]] == ["INCONCLUSIVE"]
+
+
+def test_a_stale_prediction_is_recomputed_under_a_new_key(monkeypatch):
+    from numerics.experiments.study.certified import predictions
+
+    key = predictions.cache_key("prediction", {"x": 1})
+    monkeypatch.setattr(predictions, "_source_digest", lambda: "another theory")
+    assert predictions.cache_key("prediction", {"x": 1}) != key
+
+
+def test_cells_of_two_plan_versions_are_refused_in_one_line(tmp_path, capsys):
+    from idepth import cli
+    from numerics.experiments.study.certified.cells import _write_npz, read_cell
+
+    root = _small_cells(tmp_path)
+    first = sorted((root / "cells").glob("*.npz"))[0]
+    record, arrays = read_cell(first)
+    record["config"]["eval_size"] = 2048
+    _write_npz(first, {**arrays, "_record": np.array(json.dumps(record))})
+    assert cli.main(["study", "certified", "--report-only", "--no-progress", "--cells", str(root), "--out",
+                     str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "mixes plan versions: eval_size" in err[0]
+    assert not (tmp_path / "o").exists()  # nothing half-written
+
+
+def test_a_contrast_depth_not_run_is_refused_in_one_line(tmp_path, capsys):
+    from idepth import cli
+
+    root = _small_cells(tmp_path)
+    assert cli.main(["study", "certified", "--report-only", "--no-progress", "--cells", str(root), "--out",
+                     str(tmp_path / "o"), "--contrast-depth", "256"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "L_max: depth 256 was not run" in err[0]
+
+
+def test_a_verdicts_file_whose_settings_disagree_with_the_cells_is_refused(tmp_path, shipped):
+    from numerics.experiments.answer import package_answer
+
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(SHIPPED / "certified-study.csv", results)
+    changed = json.loads(json.dumps(shipped))
+    changed["settings"][0]["depths"] = changed["settings"][0]["depths"] + [256]
+    (results / "certified-study.verdicts.json").write_text(json.dumps(changed))
+    with pytest.raises(ValueError, match=r"setting \(a, b\) = \(0, 0\), k = 2, P = 64 rests on depths 256"):
+        package_answer(results)
+
+
+# ------------------------------------------------------------------------------- words follow the numbers
+
+def _main(record):
+    spectra = {tuple(s) for s in record["main"]["spectra"]}
+    return [s for s in record["settings"] if (s["a"], s["b"]) in spectra and s["P"] == record["main"]["P"]
+            and s["k"] == record["main"]["k"]]
+
+
+def _status(record) -> str:
+    verdicts = {s["verdict"] for s in _main(record)}
+    return ("REPRODUCED" if verdicts == {"REPRODUCED"} else "CONTRADICTED" if "CONTRADICTED" in verdicts
+            else "INCONCLUSIVE")
+
+
+def test_the_reports_headline_on_the_certified_claim_follows_the_verdicts_file(shipped):
+    from types import SimpleNamespace
+
+    from numerics.experiments.reproduce import _verdicts
+    from numerics.experiments.reproduce._registry import Claim
+    from numerics.experiments.reproduce.report import conclusions
+
+    fields = _verdicts._inverse_depth_certified_claim(SimpleNamespace(certified_verdicts=None), None)
+    claim = Claim("inverse_depth_certified", "paper", **fields)
+    text = conclusions([claim])
+    assert f": {_status(shipped)}** — " in text
+    if _status(shipped) == "INCONCLUSIVE":
+        kinds = sorted({s["kind"] for s in _main(shipped)})
+        assert "adequately powered" not in text and f"undecided ({' and '.join(kinds)} not sufficient)" in text
+
+
+def test_the_certified_page_opens_with_the_answer_and_its_table_says_what_the_file_says(shipped):
+    from numerics.experiments.answer import END, START, answer_from_record
+
+    page = (SHIPPED / "certified-study.md").read_text()
+    head = page.split("## Method", 1)[0]
+    assert head.index(START) < head.index("figures/certified-answer.png") < head.index("## Verdicts")
+    assert head.split(START, 1)[1].split(END, 1)[0].strip() == answer_from_record(shipped).text
+    for s in shipped["settings"]:
+        label = f"(a, b) = ({s['a']:g}, {s['b']:g}), P = {s['P']}, top-{s['k']}"
+        row = next(line for line in head.splitlines() if line.startswith(f"| {label} |"))
+        assert f"**{s['verdict']}**" in row and f"| {', '.join(map(str, s['checked_depths'])) or 'none'} |" in row
+    # the nesting formula is code, not Markdown emphasis; the coverage benchmark is not said to validate what it cannot
+    assert "`R*_L ≤ R*_{L/2} + 2 SE`" in page and "R*_L ≤ R*_{L/2}" not in page.replace("`R*_L ≤ R*_{L/2} + 2 SE`", "")
+    assert "it cannot validate the intervals where that law does not describe the gains" in page
+    markdown_it = pytest.importorskip("markdown_it")
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(page)
+    assert "<em>" not in html  # no formula of R*_L and R*_{L/2} read as emphasis
+
+
+def test_the_certified_studys_progress_is_computed_from_the_verdicts_file(shipped):
+    from numerics.experiments.reproduce._verdicts import certified_progress
+
+    done = all(s["depths"] == s["planned_depths"] for s in shipped["settings"])
+    text = certified_progress(shipped)
+    assert text.startswith("done") == done and ("in progress" in text) == (not done)
+
+
+def test_the_caveat_on_trained_models_below_the_heads_is_the_computed_number(shipped):
+    from types import SimpleNamespace
+
+    from numerics.experiments.reproduce._verdicts import _below_heads_text, below_heads
+
+    largest = max((b - e) / b for s in _main(shipped) for e, b in zip(s["envelope"], s["bound"]))
+    assert below_heads(shipped)[0] == pytest.approx(largest)
+    assert f"at most {100 * largest:.1f} % below" in _below_heads_text(SimpleNamespace(certified_verdicts=None))
+
+
+def test_fig1_neither_titles_nor_captions_a_verdict_the_verdicts_file_does_not_give(shipped):
+    from types import SimpleNamespace
+
+    from numerics.experiments.reproduce.figures._softmax import _certified_verdicts_text
+    from numerics.experiments.reproduce.plan import ARTEFACTS
+
+    title = ARTEFACTS["fig1"].title
+    if _status(shipped) != "REPRODUCED":
+        assert "inverse-depth scaling" not in title
+    counts = {w: sum(s["verdict"] == w for s in _main(shipped)) for w in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
+    text = _certified_verdicts_text(SimpleNamespace(certified_verdicts=None))
+    assert all(f"{n} {w}" in text for w, n in counts.items() if n)
+
+
+def test_a_verdicts_file_beside_cells_it_disagrees_with_is_refused_on_reading(tmp_path, shipped):
+    from numerics.experiments.study.certified.page import read_verdicts
+
+    shutil.copy(SHIPPED / "certified-study.csv", tmp_path)
+    changed = json.loads(json.dumps(shipped))
+    changed["settings"][1]["P"] = 256
+    (tmp_path / "certified-study.verdicts.json").write_text(json.dumps(changed))
+    with pytest.raises(ValueError, match=r"setting \(a, b\) = \(0, 0\), k = 2, P = 256 is not in the cells"):
+        read_verdicts(tmp_path / "certified-study.verdicts.json")
+
+
+def test_a_ratio_whose_denominator_gain_is_not_resolved_has_an_unbounded_interval():
+    """Fieller: where the gain in the denominator has an interval holding 0, no finite interval holds the ratio,
+    and the verdict on it is INCONCLUSIVE (resolution), never REPRODUCED or CONTRADICTED."""
+    rng = np.random.default_rng(3)
+    point = np.array([2.0, 1.99, 1.985])  # gains of 0.01 and 0.015 ...
+    reps = point + rng.normal(0, 0.02, size=(400, 3))  # ... within their noise
+    c = contrast_stat("g2/gLmax", "mean over seeds", (1, 2, 4), point, reps, 4, {1, 2, 4}, 2.0)
+    assert not c.resolved and (c.lo, c.hi) == (-np.inf, np.inf) and c.covers
+    assert c.alpha_interval == (ALPHA_GRID[0], ALPHA_GRID[-1])
+    resolved = contrast_stat("g2/gLmax", "mean over seeds", (1, 2, 4), point * [1, 0.9, 0.8],
+                             point * [1, 0.9, 0.8] + rng.normal(0, 0.002, size=(400, 3)), 4, {1, 2, 4}, 2.0)
+    assert resolved.resolved and resolved.lo <= resolved.value <= resolved.hi
+    depths = (1, 2, 4, 8, 16)
+    verdict = setting_verdict(depths, depths, depths, [], {**c.to_dict(), "L_max": 16}, EXCLUDING)
+    assert verdict[:2] == ("INCONCLUSIVE", "resolution")
