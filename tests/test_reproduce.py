@@ -254,7 +254,7 @@ def test_quick_scale_puts_softmax_at_the_inferred_sizes_and_rechecks_shipped_run
         assert (family.d, family.N, family.P) == inferred, name
     assert scale.study.sizes == ((inferred[0], inferred[2], inferred[1]),)  # (d, P, N): the same runs
     checks = spot_check_configs(load_table(), scale.converged_checks)
-    assert [cfg.depth for _, cfg in checks] == [1, 8, 64] and all(cfg.d == inferred[0] for _, cfg in checks)
+    assert [cfg.depth for _, cfg in checks] == [1, 8] and all(cfg.d == inferred[0] for _, cfg in checks)
 
 
 def test_identical_runs_of_two_artefacts_are_planned_once():

@@ -1,0 +1,158 @@
+"""The main job's run time: ``idepth reproduce --scale quick`` from an empty output directory, measured whole.
+
+Runs the command in a child process (this tree first on ``PYTHONPATH``, default ``--workers``) and
+records its wall time, its CPU time (user + system of the child and every process it waited for,
+``resource.getrusage(RUSAGE_CHILDREN)``), the 1-minute load average before, during (sampled every
+5 s) and after, the machine (cores, CPU, numpy's SIMD level) and the estimate the command printed
+before training (the cost model, calibrated on this machine: its wall and CPU minutes). The idle
+estimate of the wall time is the measured CPU time divided by the cores plus the serial parts the
+command's log names (calibration, the main process's analysis after training); the ratio of the
+printed estimate to the measured wall time says how good the cost model is.
+
+The record is written atomically to ``--json`` (default ``benchmarks/results/reproduce_quick.json``);
+``numerics.experiments.scales.MEASURED_RUN_TIMES`` and the README quote its numbers (a test checks
+that they agree). Regenerate with::
+
+    python benchmarks/bench_reproduce.py                  # about 10 minutes on 2 idle cores
+    python benchmarks/bench_reproduce.py --scale smoke --json /tmp/smoke.json   # the pipeline only
+
+Measure on an idle machine: another job on the same cores lengthens the wall time and, through
+shared caches, the CPU time; the load averages in the record say how idle it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_JSON = ROOT / "benchmarks" / "results" / "reproduce_quick.json"
+
+#: the estimate line the command prints before training (numerics.experiments.reproduce.calibration)
+_ESTIMATE = re.compile(r"estimated (?P<wall>[\d.]+) (?P<wall_unit>s|min|h) wall on (?P<workers>\d+) \S+ workers?, "
+                       r"(?P<cpu>[\d.]+) (?P<cpu_unit>s|min|h) CPU")
+#: a log line's elapsed seconds and text
+_LOG = re.compile(r"^\[\s*(?P<seconds>\d+) s\] (?P<text>.*)$")
+_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _phases(log_lines: list[str]) -> list[dict]:
+    """``[{"at": s, "what": text}]`` of the command's timestamped log lines (the first 100 characters)."""
+    out = []
+    for line in log_lines:
+        match = _LOG.match(line)
+        if match:
+            out.append({"at": int(match["seconds"]), "what": match["text"][:100]})
+    return out
+
+
+def _estimate(log_lines: list[str]) -> dict | None:
+    for line in log_lines:
+        match = _ESTIMATE.search(line)
+        if match:
+            return {"wall_seconds": float(match["wall"]) * _UNITS[match["wall_unit"]],
+                    "cpu_seconds": float(match["cpu"]) * _UNITS[match["cpu_unit"]],
+                    "workers": int(match["workers"]), "line": line.split("] ", 1)[-1]}
+    return None
+
+
+def measure(scale: str, out_dir: Path, extra: list[str]) -> dict:
+    """Run ``idepth reproduce --scale SCALE --out OUT_DIR`` once; the record of :func:`main`."""
+    sys.path.insert(0, str(ROOT))
+    from numerics.experiments.reproduce.calibration import machine_description
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]]
+                                                                       if os.environ.get("PYTHONPATH") else [])))
+    command = [sys.executable, "-m", "idepth.cli", "reproduce", "--scale", scale, "--out", str(out_dir), *extra]
+    samples: list[float] = []
+    done = threading.Event()
+
+    def sample_load() -> None:
+        while not done.wait(5.0):
+            samples.append(_load())
+
+    load_before = _load()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    sampler = threading.Thread(target=sample_load, daemon=True)
+    sampler.start()
+    child = subprocess.run(command, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    done.set()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if child.returncode != 0:
+        tail = (child.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"the reproduction failed (exit {child.returncode}): {tail}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    log = child.stderr.splitlines()
+    estimate = _estimate(log)
+    phases = _phases(log)
+    training_done = next((p["at"] for p in phases if p["what"].startswith("training:")), None)
+    cores = os.cpu_count() or 1
+    return {
+        "command": "idepth " + " ".join(command[3:5 + len(extra) + 2]).replace(str(out_dir), "OUT"),
+        "scale": scale,
+        "machine": machine_description(),
+        "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
+        "cpu_over_cores_seconds": round(cpu / cores, 1),
+        "training_wall_seconds": training_done,
+        "analysis_wall_seconds": None if training_done is None else round(wall - training_done, 1),
+        "load_average_before": round(load_before, 2),
+        "load_average_during_mean": round(sum(samples) / len(samples), 2) if samples else None,
+        "load_average_during_max": round(max(samples), 2) if samples else None,
+        "load_average_after": round(_load(), 2),
+        "estimate": estimate,
+        "estimate_over_measured_wall": None if estimate is None else round(estimate["wall_seconds"] / wall, 3),
+        "phases": phases,
+        "summary": child.stdout.strip().splitlines()[-1] if child.stdout.strip() else "",
+        "python": sys.version.split()[0],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", default="quick", help="the reproduction's scale (default: quick)")
+    parser.add_argument("--json", default=str(DEFAULT_JSON), help=f"record written here (default: {DEFAULT_JSON})")
+    parser.add_argument("--keep", metavar="DIR", default=None,
+                        help="reproduce into DIR (must not exist) and keep it; default: a temporary directory")
+    parser.add_argument("reproduce_args", nargs="*", help="further options of idepth reproduce, after --")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from numerics.io import write_json
+
+    if args.keep is not None and Path(args.keep).exists():
+        parser.error(f"--keep: {args.keep} exists; the measurement starts from an empty directory")
+    tmp = None if args.keep is not None else tempfile.mkdtemp(prefix="bench-reproduce-")
+    out_dir = Path(args.keep) if args.keep is not None else Path(tmp) / "reproduction"
+    try:
+        record = measure(args.scale, out_dir, list(args.reproduce_args))
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    write_json(args.json, record)
+    est = record["estimate"]
+    print(f"{record['scale']}: {record['wall_seconds']:.0f} s wall, {record['cpu_seconds']:.0f} s CPU "
+          f"({record['cpu_over_cores_seconds']:.0f} s per core) on {record['machine']}; load average "
+          f"{record['load_average_before']} before, {record['load_average_during_mean']} during; printed estimate "
+          + ("none" if est is None else f"{est['wall_seconds']:.0f} s wall ({record['estimate_over_measured_wall']:.2f}"
+             " x measured)") + f"; written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
