@@ -380,6 +380,7 @@ def analysis_seconds(scale: str | Scale, artefacts: Sequence[str] | None = None,
     from ..scales import CONSISTENCY_SIZES
     from ..study.consistency import paper_plateaus
     from .context import FINITE_P_SEEDS
+    from .tables import PAPER_D
 
     scale = get_scale(scale)
     ids = parse_only(artefacts)
@@ -397,12 +398,13 @@ def analysis_seconds(scale: str | Scale, artefacts: Sequence[str] | None = None,
             frozen = len(s.spectra_of("frozen_heads")) * len(s.seeds)
             serial += frozen * cost["frozen_per_entry"] * (s.fit_size + s.eval_size) * P * d * max(s.depths)
         sizes = CONSISTENCY_SIZES.get(scale.name, {})
-        d_paper = sizes.get("d", 128)
+        d_paper = sizes.get("d", PAPER_D)  # paper_consistency's default: the sizes of the paper's Table 3
         contexts = {(d_paper, P): sizes.get("paper_size_contexts", s.bound_contexts) for P in sizes.get("P_values", ())}
         for d, P, _ in s.sizes:
             contexts.setdefault((d, P), s.bound_contexts)
+        plateaus = paper_plateaus()
         for (d, P), n in contexts.items():
-            for row in paper_plateaus():
+            for row in plateaus:
                 if row["k"] <= P:
                     pooled[(row["a"], row["b"], d, P, row["k"], "cosine", n)] = _bound_seconds(d, P, n)
     floors = 0.0
