@@ -56,6 +56,7 @@ extensions = [
     # warnings, which this build turns into errors; napoleon accepts and rewrites less strictly.
     "numpydoc",
     "idepth_api",
+    "build_phases",  # the phases and their elapsed seconds on stderr, under `idepth docs build` only
 ]
 
 # --- MathJax (local copy, see above) -------------------------------------------------------

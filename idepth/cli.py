@@ -5,13 +5,17 @@ Each sub-command lives in ``idepth/commands/<name>.py`` and provides
 function ``run(args) -> int``. This module only dispatches and turns user
 errors -- bad input, and an output that cannot be written (a read-only file
 system, a full disk: any ``OSError``, named by its path) -- into one line on
-stderr with exit status 2 (no traceback).
+stderr with exit status 2 (no traceback). An output whose reader went away
+(``idepth predict --json | head``) ends the command quietly with status 1; a
+command given without its sub-command prints the usage, the sub-commands it
+has and one error line (status 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: sub-command modules, in the order shown by ``idepth --help``
@@ -20,12 +24,43 @@ COMMANDS = ("predict", "expressible", "sweep", "derive", "docs", "train", "diagn
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, like a ValueError from the API
+        commands = _subcommands(self)
+        if commands is not None and message == f"the following arguments are required: {commands.metavar}":
+            # no command at all (a bare ``idepth``, ``idepth study``): the usage with the commands, then the error
+            self.print_usage(sys.stderr)
+            print(command_listing(commands), file=sys.stderr)
+            names = ", ".join(commands.choices)
+            self.exit(2, f"{self.prog}: error: {commands.metavar} missing: one of {names} (see {self.prog} --help)\n")
         self.exit(2, f"idepth: error: {message}\n")
 
     def format_help(self) -> str:
         if self.epilog is None and getattr(self, "lazy_epilog", None) is not None:
             self.epilog = self.lazy_epilog()
         return super().format_help()
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    """The sub-commands action of ``parser``, or None if it has none."""
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def command_listing(commands: argparse._SubParsersAction) -> str:
+    """``"COMMAND is one of:"`` and one line per registered sub-command with its help (from the parsers themselves).
+
+    Examples
+    --------
+    >>> parser = _Parser(prog="tool")
+    >>> sub = parser.add_subparsers(metavar="COMMAND")
+    >>> _ = sub.add_parser("run", help="run it"), sub.add_parser("check", help="check it")
+    >>> print(command_listing(sub))
+    COMMAND is one of:
+      run    run it
+      check  check it
+    """
+    helps = {action.dest: action.help or "" for action in commands._choices_actions}
+    width = max(map(len, commands.choices))
+    return "\n".join([f"{commands.metavar} is one of:"]
+                     + [f"  {name:<{width}}  {helps.get(name, '')}".rstrip() for name in commands.choices])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +90,7 @@ def _answer_epilog() -> str:
 
         text = package_answer().text.replace("**", "")
     except (OSError, ValueError, KeyError) as exc:
-        text = f"The package's answer is computed from docs/results of a checkout ({exc})."
+        text = f"The package's answer is computed from the shipped results ({exc})."
     return "the answer:\n" + textwrap.fill(text, width=100, initial_indent="  ", subsequent_indent="  ")
 
 
@@ -69,7 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that went away (``| head``) shows here, not at the interpreter's exit
+        return status
+    except BrokenPipeError as exc:
+        if not _reader_gone(sys.stdout):  # another pipe (a worker's, a socket's): an error like any other
+            print(f"idepth {args.command}: error: {_os_error(exc)}", file=sys.stderr)
+            return 2
+        # the output's reader closed the pipe: stop quietly (Python's documented idiom)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
+        return 1
     except (ValueError, TypeError, FileExistsError, FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         print(f"idepth {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -79,6 +123,21 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"idepth {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_gone(stream) -> bool:
+    """Whether ``stream`` is a pipe whose reading end is closed (its write end polls as an error)."""
+    import select
+
+    try:
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a StringIO): the broken pipe was another's
+        return False
+    if not hasattr(select, "poll"):  # cannot tell (Windows): take it for the output's, as the idiom does
+        return True
+    poll = select.poll()
+    poll.register(descriptor, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poll.poll(0))
 
 
 def _one_line(exc: BaseException) -> str:

@@ -30,6 +30,8 @@ from .optim import AdamState
 
 __all__ = [
     "CHECKPOINT_FORMAT",
+    "CHECKPOINT_FILES",
+    "what_a_checkpoint_is",
     "TRAINING_STATE_FILE",
     "TrainingState",
     "save_checkpoint",
@@ -42,6 +44,47 @@ __all__ = [
 CHECKPOINT_FORMAT = "idepth-checkpoint/1"
 #: the file of an intermediate checkpoint that lets training continue (see :class:`TrainingState`)
 TRAINING_STATE_FILE = "training_state.npz"
+#: the files of every checkpoint, ``metrics.json`` (written last, with the others' SHA-256) at the end
+CHECKPOINT_FILES = ("params.npz", "arrays.npz", "config.json", "metrics.json")
+
+
+def what_a_checkpoint_is() -> str:
+    """What a valid checkpoint is, in one clause (said by every error about a path that is not one).
+
+    Examples
+    --------
+    >>> what_a_checkpoint_is()
+    "a checkpoint is a directory written by 'idepth train --out DIR' holding params.npz, arrays.npz, config.json \
+and metrics.json (format 'idepth-checkpoint/1')"
+    """
+    *others, last = CHECKPOINT_FILES
+    return (f"a checkpoint is a directory written by 'idepth train --out DIR' holding {', '.join(others)} and {last} "
+            f"(format {CHECKPOINT_FORMAT!r})")
+
+
+def _not_a_checkpoint(path: Path, reason: str) -> ValueError:
+    return ValueError(f"{str(path)!r} is not a valid checkpoint file ({reason}); {what_a_checkpoint_is()}")
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON value of a checkpoint's file; a file that is empty or not JSON is refused, naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise _not_a_checkpoint(path, "not text") from None
+    except ValueError as exc:
+        raise _not_a_checkpoint(path, "empty" if not path.stat().st_size else f"not JSON: {exc}") from None
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of a checkpoint's ``.npz`` file; one that numpy cannot read is refused, naming it."""
+    import zipfile
+
+    try:
+        with np.load(path) as data:
+            return {k: data[k] for k in data.files}
+    except (ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise _not_a_checkpoint(path, f"not a numpy .npz archive: {' '.join(str(exc).split())}") from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,8 +231,10 @@ def read_checkpoint(directory: str | os.PathLike) -> tuple[dict, dict, dict, dic
     FileNotFoundError
         If the directory or one of its files is missing.
     ValueError
-        If the files do not belong together (an interrupted save) or
-        ``metrics.json`` is not a checkpoint file.
+        If the files do not belong together (an interrupted save), or one of
+        them is empty, not JSON, not an ``.npz`` archive or (``metrics.json``)
+        not of :data:`CHECKPOINT_FORMAT`: naming the file and saying what a
+        checkpoint is (:func:`what_a_checkpoint_is`).
 
     Notes
     -----
@@ -201,15 +246,18 @@ def read_checkpoint(directory: str | os.PathLike) -> tuple[dict, dict, dict, dic
     """
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
-        raise NotADirectoryError(f"{str(directory)!r} is a file, not a checkpoint directory")
+        raise NotADirectoryError(f"{str(directory)!r} is a file, not a checkpoint directory; {what_a_checkpoint_is()}")
     if not directory.is_dir():
         raise FileNotFoundError(f"checkpoint directory {str(directory)!r} does not exist")
     meta_path = directory / "metrics.json"
     if not meta_path.is_file():
-        raise FileNotFoundError(f"{str(directory)!r} is not a checkpoint: metrics.json is missing")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        raise FileNotFoundError(f"{str(directory)!r} is not a checkpoint: metrics.json is missing; "
+                                f"{what_a_checkpoint_is()}")
+    meta = _read_json(meta_path)
     if not isinstance(meta, dict) or meta.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{str(meta_path)!r} is not an {CHECKPOINT_FORMAT} file")
+        raise _not_a_checkpoint(meta_path, f"not an {CHECKPOINT_FORMAT} file")
+    if not isinstance(meta.get("files"), dict) or not isinstance(meta.get("metrics"), dict):
+        raise _not_a_checkpoint(meta_path, "its 'files' or 'metrics' entry is missing")
     for name, digest in meta["files"].items():
         path = directory / name
         if not path.is_file():
@@ -218,11 +266,9 @@ def read_checkpoint(directory: str | os.PathLike) -> tuple[dict, dict, dict, dic
             raise ValueError(
                 f"checkpoint {str(directory)!r} is inconsistent: {name} does not match metrics.json (interrupted save?)"
             )
-    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    with np.load(directory / "params.npz") as data:
-        params = {k: data[k] for k in data.files}
-    with np.load(directory / "arrays.npz") as data:
-        arrays = {k: data[k] for k in data.files}
+    config = _read_json(directory / "config.json")
+    params = _read_npz(directory / "params.npz")
+    arrays = _read_npz(directory / "arrays.npz")
     metrics = {k: (math.nan if v is None else v) for k, v in meta["metrics"].items()}
     return config, params, metrics, arrays
 

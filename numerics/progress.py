@@ -27,10 +27,31 @@ import threading
 import time
 from typing import Any, Callable, TextIO
 
-__all__ = ["RECORD_INTERVAL", "ProgressLog", "progress_bar", "format_duration"]
+__all__ = ["RECORD_INTERVAL", "NO_VALUE", "ProgressLog", "progress_bar", "format_duration", "format_value"]
 
 #: seconds between two progress records when the output is not a terminal
 RECORD_INTERVAL = 30.0
+
+
+#: shown for a value that does not exist yet (the training loss at the evaluation before the first step)
+NO_VALUE = "–"
+
+
+def format_value(value: float | None, spec: str = ".4g") -> str:
+    """``value`` in the format ``spec``, or :data:`NO_VALUE` while there is none (None or NaN), never ``nan``.
+
+    References
+    ----------
+    The losses of paper eq. (12), as a progress bar shows them.
+
+    Examples
+    --------
+    >>> format_value(0.123456), format_value(float("nan")), format_value(None)
+    ('0.1235', '–', '–')
+    """
+    if value is None or value != value:  # NaN is the only value unequal to itself
+        return NO_VALUE
+    return format(value, spec)
 
 
 def format_duration(seconds: float) -> str:

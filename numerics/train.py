@@ -91,6 +91,7 @@ from .diagnostics import context_diagnostics, diagnose_batch, selection_percenti
 from .config import DTYPES, TASKS, TrainConfig
 from .models import check_initial_params, chunk_size, get_model
 from .optim import SCHEDULES, AdamState, adam_init, adam_update, clip_by_global_norm, schedule_value
+from .progress import format_value
 
 __all__ = [
     "SCHEDULES",
@@ -474,7 +475,9 @@ def train(
     run = ModelRun(config, initial_params=initial_params, resumed=resumed, checkpoint_dir=ckpt, callback=callback)
     bar = tqdm(total=config.max_steps, initial=run.first_step, disable=not progress,
                desc=f"{config.model} {config.task} L={config.depth}", unit="step")
-    run.on_eval = lambda loss, train_loss: bar.set_postfix(eval=f"{loss:.4g}", train=f"{train_loss:.4g}", refresh=False)
+    # no training loss exists at the evaluation of step 0: "train=–" until one does
+    run.on_eval = lambda loss, train_loss: bar.set_postfix(eval=format_value(loss), train=format_value(train_loss),
+                                                           refresh=False)
     try:
         run.start()
         while not run.done:

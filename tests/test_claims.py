@@ -193,9 +193,10 @@ def inverse_depth_certified(raw, ran, ctx):
     """The central claim on the certified envelope, from the verdicts file's numbers read with ``json``."""
     import json
 
+    from numerics.experiments.shipped import shipped_path
     from numerics.experiments.study.certified.page import SHIPPED_VERDICTS
 
-    path = Path(ctx.certified_verdicts or SHIPPED_VERDICTS)
+    path = Path(ctx.certified_verdicts or shipped_path(*SHIPPED_VERDICTS))
     if not path.is_file():
         return NOT_TESTED, "no verdicts file"
     record = json.loads(path.read_text())
@@ -478,18 +479,21 @@ def independent_statuses(out: Path, ran, ctx, consistency) -> dict:
 
 
 def disagreements(claims, statuses) -> list[str]:
-    """Claims whose status differs from the independent one (or is 'not tested' for another reason)."""
+    """Claims whose measured status differs from the independent one (or is 'not tested' for another reason).
+
+    The measured status: at the smoke scale every claim is reported "not judged", and what its numbers say
+    is kept in ``measured_status``; that is what is recomputed here."""
     wrong = []
     for claim in claims:
         status, why = statuses[claim.id]
-        if claim.status != status or (status == NOT_TESTED and not any(
+        if claim.measured_status != status or (status == NOT_TESTED and not any(
                 s in claim.evidence for s in NOT_TESTED_EVIDENCE[why])):
             wrong.append(claim.id)
     return wrong
 
 
 def _explain(claims, statuses) -> str:
-    return "\n".join(f"{c.id}: report {c.status!r}, independent {statuses[c.id][0]!r} ({statuses[c.id][1]}); "
+    return "\n".join(f"{c.id}: report {c.measured_status!r}, independent {statuses[c.id][0]!r} ({statuses[c.id][1]}); "
                      f"evidence: {c.evidence[:200]}" for c in claims)
 
 
@@ -514,11 +518,11 @@ def smoke(smoke_reproduction, tmp_path_factory):
     return result, consistency
 
 
-def _context(out, families=(), *, table=True):
+def _context(out, families=(), *, table=True, scale=SCALE):
     """A fresh context like reproduce's: the shipped study tables (converged, certified) unless ``table`` is False."""
     from numerics.experiments.reproduce.converged import load_table
 
-    return ReproductionContext.open(SCALE, out, families=families, converged=load_table() if table else None,
+    return ReproductionContext.open(scale, out, families=families, converged=load_table() if table else None,
                                     converged_error="" if table else "not loaded",
                                     certified_verdicts=None if table else Path(out) / "no-certified-verdicts.json")
 
@@ -531,7 +535,8 @@ def test_every_claims_status_follows_from_its_own_numbers(smoke):
     ctx = _context(result.out_dir, result.plan.families)
     claims = evaluate_claims(ctx, consistency)
     assert tuple(c.id for c in claims) == tuple(c.id for c in result.claims) == CLAIM_IDS
-    assert [c.status for c in claims] == [c.status for c in result.claims], "the verdict is not reproducible"
+    assert [c.measured_status for c in claims] == [c.measured_status for c in result.claims], \
+        "the verdict is not reproducible"
     statuses = independent_statuses(result.out_dir, result.plan.families, ctx, consistency)
     assert disagreements(result.claims, statuses) == [], _explain(result.claims, statuses)
     assert disagreements(claims, statuses) == [], _explain(claims, statuses)
@@ -662,7 +667,10 @@ def test_a_claim_registered_once_appears_in_every_list_the_report_reads(tmp_path
     def _probe(ctx, consistency):
         return dict(criterion="always met", evidence="one number", summary="1 of 1", **verdict(True))
 
-    claims = evaluate_claims(_context(tmp_path, table=False), None)
+    import dataclasses
+
+    judged = dataclasses.replace(SCALE, judges_claims=True)  # at the smoke scale itself every claim is not judged
+    claims = evaluate_claims(_context(tmp_path, table=False, scale=judged), None)
     assert tuple(c.id for c in claims) == CLAIM_IDS + ("probe",) == REGISTRY.ids
     probe = claims[-1]
     assert (probe.paper, probe.kind, probe.status, probe.families) == ("A probe.", "paper", REPRODUCED, ("linear_easy",))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -73,3 +75,116 @@ def test_docs_build_without_sphinx_names_the_docs_extra(tmp_path, capsys, monkey
     assert len(err.splitlines()) == 1
     assert "sphinx" in err and "pip install -e '.[docs]'" in err
     assert not out.exists()
+
+
+def _checkout_run(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    from _checkout import ROOT, checkout_env, idepth_command
+
+    return subprocess.run(idepth_command(*args), text=True, timeout=120, cwd=ROOT, env=checkout_env(), **kwargs)
+
+
+def test_a_bare_idepth_prints_the_usage_listing_every_command_then_one_error_line_and_exits_2():
+    out = _checkout_run(capture_output=True)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert lines[0].startswith("usage: idepth")
+    listed = [line.split()[0] for line in lines[2:-1]]
+    assert listed == list(cli.COMMANDS)  # one line per registered command, in the --help order
+    assert lines[-1].startswith("idepth: error: COMMAND missing") and all(name in lines[-1] for name in cli.COMMANDS)
+
+
+def test_a_command_without_its_action_lists_the_registered_actions(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["study"])
+    err = capsys.readouterr().err.strip().splitlines()
+    study = cli._subcommands(cli._subcommands(cli.build_parser()).choices["study"])
+    assert exit_.value.code == 2 and err[0].startswith("usage: idepth study")
+    assert [line.split()[0] for line in err[2:-1]] == list(study.choices)
+    assert err[-1].startswith("idepth study: error: ACTION missing") and "certified" in err[-1]
+
+
+def test_output_into_a_closed_pipe_exits_1_quietly():
+    """``idepth predict --json | head -c 10``: the reader is gone before the output is written (its end of
+    the pipe is closed before the command starts, so the write fails every time): no BrokenPipeError."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        out = _checkout_run("predict", "--depth", "1-64", "--json", stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert out.returncode == 1
+    assert out.stderr == ""
+
+
+def test_output_read_in_part_by_head_leaves_no_traceback():
+    """The same through a real ``| head -c 10`` (the reader may or may not be gone before the write)."""
+    import shlex
+
+    from _checkout import ROOT, checkout_env, idepth_command
+
+    command = " ".join(map(shlex.quote, idepth_command("predict", "--depth", "1-1000", "--json"))) + " | head -c 10"
+    out = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120,
+                         cwd=ROOT, env=checkout_env())
+    assert out.stdout == '{\n "attent' and out.returncode in (0, 1)
+    assert out.stderr == ""
+
+
+_PHASE = re.compile(r"^idepth docs: \[ *(\d+\.\d) s\] (.+)$")
+
+
+def test_docs_build_says_its_phases_with_elapsed_seconds_on_stderr(tmp_path, capsys, monkeypatch):
+    """The build used to be silent for about a minute: the command says when it starts Sphinx and when it is
+    done, with the seconds elapsed, and hands Sphinx its start time (for the phases inside the build)."""
+    calls = []
+    monkeypatch.setattr(docs.subprocess, "call", lambda command, env: calls.append(env) or 0)
+    out = tmp_path / "html"
+    assert cli.main(["docs", "build", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    phases = [_PHASE.match(line) for line in captured.err.splitlines()]
+    assert all(phases) and len(phases) == 2, captured.err
+    assert phases[0].group(2).startswith("running sphinx-build") and phases[1].group(2) == "done"
+    assert float(phases[0].group(1)) <= float(phases[1].group(1))
+    assert float(calls[0][docs.STARTED_VARIABLE]) > 0  # the start, in seconds since the epoch
+    assert captured.out.strip() == f"idepth docs: built {out.resolve() / 'index.html'}"
+
+
+def _tiny_build(tmp_path, **env_extra) -> subprocess.CompletedProcess:
+    from _checkout import ROOT, checkout_env
+
+    source = tmp_path / "src"
+    source.mkdir(exist_ok=True)
+    (source / "index.md").write_text("# Tiny\n\nA page.\n", encoding="utf-8")
+    command = docs.sphinx_command(tmp_path / "out", source, confdir=ROOT / "docs")
+    return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=checkout_env(**env_extra))
+
+
+def test_the_docs_extension_says_the_sphinx_phases_only_under_idepth_docs_build(tmp_path):
+    started = time.time()
+    res = _tiny_build(tmp_path, **{docs.STARTED_VARIABLE: repr(started)})
+    assert res.returncode == 0, res.stderr
+    phases = [_PHASE.match(line) for line in res.stderr.splitlines() if line.startswith("idepth docs:")]
+    assert all(phases)
+    said = [match.group(2) for match in phases]
+    assert said == ["reading 1 of 1 pages (autodoc imports the package)…",
+                    "resolving references and writing the HTML pages…", "copying the offline MathJax…"]
+    seconds = [float(match.group(1)) for match in phases]
+    assert seconds == sorted(seconds)  # elapsed since the one start time, phase after phase
+    quiet = _tiny_build(tmp_path)  # a plain sphinx-build: no phase lines
+    assert quiet.returncode == 0 and "idepth docs:" not in quiet.stderr
+
+
+def test_a_broken_pipe_that_is_not_the_output_is_an_error_naming_it():
+    """Only a reader of the output going away is quiet: a worker's or a socket's broken pipe, while the output is
+    read, is one line on stderr with exit status 2."""
+    from _checkout import ROOT, checkout_env
+
+    code = ("import sys\nfrom idepth.commands import predict\n"
+            "def run(args):\n    raise BrokenPipeError(32, 'Broken pipe', 'worker-socket')\n"
+            "predict.run = run\nfrom idepth.cli import main\nsys.exit(main(['predict']))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env=checkout_env())
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == ["idepth predict: error: 'worker-socket': Broken pipe"]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import idepth.cli as cli
+from numerics.checkpoint import CHECKPOINT_FILES
 from numerics.train import TrainResult
 
 TINY_ARGS = ["--model", "nonlinear", "--task", "difficult", "--k", "2", "--a", "0.5", "--b", "0.5", "--d", "3",
@@ -37,6 +38,7 @@ def test_train_then_diagnose_round_trip(tmp_path, capsys):
     out = tmp_path / "run"
     assert cli.main(["train", *TINY_ARGS, "--out", str(out), "--quiet"]) == 0
     assert sorted(os.listdir(out)) == ["arrays.npz", "config.json", "metrics.json", "params.npz"]
+    assert sorted(os.listdir(out)) == sorted(CHECKPOINT_FILES)  # what the errors say a checkpoint holds
     metrics = json.loads((out / "metrics.json").read_text())["metrics"]
     assert metrics["steps"] == 6 and "R_L" in metrics
     result = TrainResult.load(out)
@@ -105,6 +107,60 @@ def test_diagnose_of_a_missing_or_broken_checkpoint_exits_2(tmp_path, capsys):
     _one_line_error(capsys, cli.main(["diagnose", str(tmp_path / "empty")]), "metrics.json")
     assert cli.main(["train", *TINY_ARGS, "--out", str(tmp_path / "run"), "--quiet"]) == 0
     _one_line_error(capsys, cli.main(["diagnose", str(tmp_path / "run"), "--contexts", "0"]), "n_contexts")
+
+
+def _corrupt(directory, name, content: bytes, *, rehash: bool = False):
+    """Overwrite ``directory/name``; with ``rehash``, record its new SHA-256 in metrics.json (a corrupt file
+    written as such, which the consistency check cannot catch)."""
+    import hashlib
+
+    (directory / name).write_bytes(content)
+    if rehash:
+        meta = json.loads((directory / "metrics.json").read_text())
+        meta["files"][name] = hashlib.sha256(content).hexdigest()
+        (directory / "metrics.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("name, content, rehash", [
+    ("metrics.json", b"", False),  # an empty file: once only "Expecting value: line 1 column 1 (char 0)"
+    ("metrics.json", b"{not json", False),
+    ("metrics.json", bytes(range(128, 256)), False),  # not even text
+    ("metrics.json", b'{"format": "something-else"}', False),
+    ("metrics.json", b'{"format": "idepth-checkpoint/1"}', False),
+    ("config.json", b"", True),
+    ("params.npz", b"PK\x03\x04 truncated", True),
+])
+def test_diagnose_of_a_corrupt_checkpoint_names_the_file_and_says_what_a_checkpoint_is(tmp_path, capsys, name,
+                                                                                      content, rehash):
+    from numerics.checkpoint import CHECKPOINT_FORMAT
+
+    run = tmp_path / "run"
+    assert cli.main(["train", *TINY_ARGS, "--out", str(run), "--quiet"]) == 0
+    capsys.readouterr()
+    _corrupt(run, name, content, rehash=rehash)
+    code = cli.main(["diagnose", str(run)])
+    _one_line_error(capsys, code, str(run / name), "is not a valid checkpoint file", "written by 'idepth train",
+                    *CHECKPOINT_FILES, CHECKPOINT_FORMAT)
+
+
+def test_diagnose_says_which_modes_its_table_leaves_out_and_by_which_rule(tmp_path, capsys):
+    from idepth.commands.diagnose import MODE_SAMPLE_RULE, listed_modes
+
+    wide = [*TINY_ARGS]
+    wide[wide.index("--d") + 1], wide[wide.index("--N") + 1] = "8", "8"
+    assert cli.main(["train", *wide, "--out", str(tmp_path / "d8"), "--quiet"]) == 0
+    assert cli.main(["train", *TINY_ARGS, "--out", str(tmp_path / "d3"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli.main(["diagnose", str(tmp_path / "d8"), "--contexts", "16"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    table = printed[printed.index(next(line for line in printed if line.strip().startswith("mode k"))) + 1:]
+    rows = [int(line.split()[0]) for line in table if line.split() and line.split()[0].isdigit()]
+    assert rows == listed_modes(8) == [1, 2, 3, 5, 7, 8]
+    note = [line for line in printed if line.startswith("not listed")]
+    assert note == [f"not listed: modes 4, 6 of 8, by the rule '{MODE_SAMPLE_RULE}' (a sample, not outliers: every "
+                    "mode is in the sum of mode-wise losses and in --plot)"]
+    assert cli.main(["diagnose", str(tmp_path / "d3"), "--contexts", "16"]) == 0
+    assert "not listed" not in capsys.readouterr().out  # d = 3: every mode is listed, nothing to say
 
 
 def test_diverging_training_is_one_line_on_stderr(tmp_path, capsys):
@@ -272,7 +328,7 @@ def test_diagnose_of_a_file_says_it_is_a_file_not_a_checkpoint_directory(tmp_pat
     target = tmp_path / "metrics.json"
     target.write_text("{}")
     code = cli.main(["diagnose", str(target)])
-    _one_line_error(capsys, code, "is a file, not a checkpoint directory", str(target))
+    _one_line_error(capsys, code, "is a file, not a checkpoint directory", str(target), "written by 'idepth train")
 
 
 def test_diagnose_of_a_missing_directory_says_it_does_not_exist(tmp_path, capsys):

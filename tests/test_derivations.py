@@ -84,6 +84,22 @@ def test_derive_check_names_a_stale_page(tmp_path, generated, monkeypatch, capsy
     assert "ensemble.md" not in err
 
 
+def test_derive_check_says_a_missing_page_is_missing_and_a_stale_one_differs(tmp_path, generated, monkeypatch,
+                                                                              capsys):
+    monkeypatch.setattr(derivations, "generate", generated.__getitem__)
+    for name in NAMES:
+        (tmp_path / f"{name}.md").write_text(generated[name], encoding="utf-8")
+    (tmp_path / "ensemble.md").unlink()
+    (tmp_path / "modewise.md").write_text(generated["modewise"] + "\n", encoding="utf-8")
+    assert run_derive("--check", "--out", str(tmp_path)) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert sorted(lines) == sorted([
+        f"idepth derive: {tmp_path / 'ensemble.md'} is missing (run `idepth derive --only ensemble`)",
+        f"idepth derive: {tmp_path / 'modewise.md'} differs from the generated page "
+        "(run `idepth derive --only modewise`)",
+    ])
+
+
 def test_pages_are_deterministic():
     # a fresh generation (new sympy objects, re-seeded Monte Carlo) gives byte-identical pages
     for name in ("context_updates", "covariance_polynomial"):

@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -154,6 +155,38 @@ def test_cli_bad_input_is_one_line_on_stderr_with_exit_2(args, name):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and name in lines[0] and "Traceback" not in out.stderr
+
+
+def test_cli_refuses_a_depth_spec_beyond_the_caps_in_one_line_naming_depth():
+    """``--depth 2^0-40`` once ended in a MemoryError traceback: the caps are checked before any range is expanded."""
+    from idepth.commands.predict import MAX_DEPTH, MAX_DEPTHS
+
+    for spec in ("2^0-40", "2^99999999999", f"1-{MAX_DEPTHS + 1}", str(MAX_DEPTH + 1), "1-1000000000000"):
+        out = _idepth("predict", "--depth", spec)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and "--depth" in lines[0], (spec, out.stderr)
+        assert f"at most {MAX_DEPTHS} depths" in lines[0] and str(MAX_DEPTH) in lines[0]
+
+
+def test_depth_specs_at_the_caps_are_accepted_and_expand_in_order():
+    from idepth.commands.predict import MAX_DEPTH, MAX_DEPTHS, parse_depths
+
+    exponent = MAX_DEPTH.bit_length() - 1
+    assert parse_depths(f"2^{exponent}") == [MAX_DEPTH] == parse_depths(str(MAX_DEPTH))
+    assert parse_depths(f"1-{MAX_DEPTHS}") == list(range(1, MAX_DEPTHS + 1))
+    assert parse_depths("3,1-2,2^2-4") == [3, 1, 2, 4, 8, 16]
+    with pytest.raises(ValueError, match="--depth"):
+        parse_depths(f"1-{MAX_DEPTHS},1")  # the count is of the whole spec, not of one item
+    with pytest.raises(ValueError, match="--depth"):
+        parse_depths(f"2^{exponent + 1}")
+
+
+def test_predict_help_states_the_depth_caps():
+    from idepth.commands.predict import MAX_DEPTH, MAX_DEPTHS
+
+    out = _idepth("predict", "--help")
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 0 and f"at most {MAX_DEPTHS} depths, each at most" in text and str(MAX_DEPTH) in text
 
 
 # ----------------------------------------------------------------------------- softmax: regime="heads"
@@ -317,3 +350,15 @@ def test_cli_predict_refuses_an_option_that_does_not_apply():
     out = _idepth("predict", "--attention", "softmax", "--task", "difficult", "--P", "64", "--polynomial", "free")
     assert out.returncode == 2
     assert "polynomial='free' does not apply" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_importing_predict_loss_imports_neither_sympy_nor_scipy():
+    """``from theory import predict_loss`` loads only what a prediction needs: sympy's symbolic layers
+    (fitting, decomposition) and scipy come when they are used, so the import answers at once."""
+    code = ("import sys\nfrom theory import predict_loss, PowerLawSpectrum\n"
+            "print('sympy' in sys.modules, 'scipy' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["False", "False"]
+    probe = "import sys\nfrom theory import fit_depth_law\nprint('sympy' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["True"]  # the probe is not blind: the fitting layer does load sympy

@@ -210,3 +210,11 @@ def test_a_sweep_given_costs_writes_cost_weighted_records(tmp_path, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert WEIGHTED.match(lines[0]).group(1, 3) == ("0", "0")
     assert WEIGHTED.match(lines[-1]).group(1, 3, 4) == ("2", "100", "finished")
+
+
+def test_a_missing_value_is_shown_as_a_dash_never_nan():
+    from numerics.progress import NO_VALUE, format_value
+
+    assert NO_VALUE == "–"
+    assert format_value(float("nan")) == format_value(None) == NO_VALUE
+    assert format_value(0.0) == "0" and format_value(1234567.0) == "1.235e+06" and format_value(2.5, ".2f") == "2.50"

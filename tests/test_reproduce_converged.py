@@ -13,6 +13,7 @@ import pytest
 import sympy as sp
 
 from numerics.experiments.reproduce.converged import SHIPPED_TABLE, gap_fit, load_table, spot_check_configs
+from numerics.experiments.shipped import shipped_path
 from theory import fit_gain_law, symbols
 from theory.fitting import DEPTH_LAW, GAIN_ALPHA_GRID as ALPHA_GRID, GAIN_LAW
 
@@ -73,7 +74,7 @@ def test_gap_fit_recovers_a_power_law_and_refuses_a_shared_error_above_the_plate
 
 def test_the_shipped_table_reads_and_every_group_has_its_fit():
     table = load_table()
-    assert table.path == SHIPPED_TABLE and table.provenance["plan"]["d"] == 16
+    assert table.path == shipped_path(*SHIPPED_TABLE) and table.provenance["plan"]["d"] == 16
     groups = table.groups()
     assert (0.0, 0.0, 2, 32) in groups and all(N == 32 for *_, N in groups)
     s = table.summary(0.0, 0.0, 2)
@@ -91,13 +92,13 @@ def test_a_missing_table_is_a_clear_error(tmp_path):
 
 def test_a_spot_check_whose_hash_does_not_match_is_refused(tmp_path):
     path = tmp_path / "study.csv"
-    with open(SHIPPED_TABLE, newline="") as src, open(path, "w", newline="") as dst:
+    with open(shipped_path(*SHIPPED_TABLE), newline="") as src, open(path, "w", newline="") as dst:
         reader = csv.DictReader(src)
         writer = csv.DictWriter(dst, fieldnames=reader.fieldnames)
         writer.writeheader()
         for row in reader:
             writer.writerow({**row, "batch_size": "128"} if row["depth"] == "1" else row)  # a config that changed
-    shutil.copy(SHIPPED_TABLE.with_suffix(".provenance.json"), tmp_path / "study.provenance.json")
+    shutil.copy(shipped_path(*SHIPPED_TABLE).with_suffix(".provenance.json"), tmp_path / "study.provenance.json")
     with pytest.raises(ValueError, match="cannot be rebuilt"):
         spot_check_configs(load_table(path), [(0.0, 0.0, 2, 32, 1, 0)])
     with pytest.raises(ValueError, match="no run at"):

@@ -263,3 +263,42 @@ def test_cli_study_refuses_bad_input_with_one_line_and_exit_2(tmp_path):
     a_file.write_text("x")
     out = _idepth("study", "consistency", "--out", str(a_file), "--d", "4", "--P", "16", "--contexts", "32")
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "file" in out.stderr
+
+
+# ----------------------------------------------------------------------------- idepth study --help
+def _study_parsers():
+    import idepth.cli as cli
+
+    top = cli._subcommands(cli.build_parser())
+    return top, cli._subcommands(top.choices["study"])
+
+
+def test_study_help_names_every_registered_action_including_certified(capsys):
+    import idepth.cli as cli
+
+    top, actions = _study_parsers()
+    assert "certified" in actions.choices and len(actions.choices) >= 6
+    with pytest.raises(SystemExit):
+        cli.main(["study", "--help"])
+    description = " ".join(capsys.readouterr().out.split()).split("positional arguments")[0]
+    assert f"Actions: {', '.join(actions.choices)} " in description
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    study_line = " ".join(capsys.readouterr().out.split()).split(" study ")[1].split(" reproduce ")[0]
+    assert study_line.endswith(", ".join(actions.choices))
+
+
+def test_the_study_help_follows_the_actions_registered_not_a_typed_list():
+    import argparse
+
+    from idepth.commands import study
+
+    parser = argparse.ArgumentParser(prog="idepth")
+    subparsers = parser.add_subparsers()
+    command = subparsers.add_parser("study", help=study.HELP, description="Studies.")
+    actions = command.add_subparsers()
+    for name in ("alpha", "beta"):
+        actions.add_parser(name, help=name)
+    study._name_the_actions(subparsers, command, actions)
+    assert command.description.startswith("Studies. Actions: alpha, beta ")
+    assert subparsers._choices_actions[0].help == f"{study.HELP}: alpha, beta"

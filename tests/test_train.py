@@ -550,3 +550,33 @@ def test_the_checkpoint_holds_the_optimiser_and_batch_generator_state(tmp_path):
     for _ in range(8):
         sample(config.task, config.spectrum(), config.P, config.batch_size, rng, k=config.k, dtype=np.float64)
     assert rng.bit_generator.state == state.rng_state
+
+
+def test_the_progress_bar_shows_no_training_loss_until_one_exists(monkeypatch):
+    """The evaluation at step 0 comes before any training step: its postfix says ``train=–``, not ``nan``."""
+    import tqdm.auto
+
+    from numerics.progress import NO_VALUE
+
+    postfixes = []
+
+    class Recorder:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def set_postfix(self, refresh=True, **values):
+            postfixes.append(values)
+
+        def update(self, n=1):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorder)
+    cfg = TrainConfig(model="linear", task="easy", d=2, N=2, P=8, batch_size=8, max_steps=4, eval_every=2,
+                      eval_size=8, warmup_steps=0)
+    train(cfg, progress=True)
+    assert [p["train"] == NO_VALUE for p in postfixes] == [True, False, False]
+    assert all("nan" not in value for p in postfixes for value in p.values())
+    assert all(math.isfinite(float(p[key])) for p in postfixes[1:] for key in ("train", "eval"))

@@ -37,12 +37,14 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'theory' has no attribute {name!r}")
-    # every submodule at once: the first use of the API costs what ``import theory`` cost before
-    from . import decomposition, fitting, floor, linear, modewise, polynomial_laws, predict, spectra  # noqa: F401
+    # only the submodule that owns the name: ``from theory import predict_loss`` does not pay for sympy's
+    # symbolic layers (fitting, decomposition) until they are used
+    import importlib
 
-    modules = locals()
-    for public, owner in _EXPORTS.items():
-        globals()[public] = getattr(modules[owner], public)
+    owner = importlib.import_module(f".{module}", __name__)
+    for public, home in _EXPORTS.items():
+        if home == module:
+            globals()[public] = getattr(owner, public)
     return globals()[name]
 
 

@@ -66,6 +66,10 @@ CROSSOVER_DEPTH = c_diffuse / (R_atomic - R_diffuse) - L0_diffuse
 def numeric(expression: sp.Expr):
     """``expression`` as a numpy function of ``(s, h, q, v, g, L)`` (unused arguments ignored).
 
+    References
+    ----------
+    Paper eqs. (61)-(63) (the laws it evaluates are their exchangeable-head form).
+
     Examples
     --------
     >>> round(float(numeric(PLATEAU)(2.0, 1.0, 1.0, 0.5, 0.0, 1.0)), 12)

@@ -28,7 +28,7 @@ fixed model, i.e. of an upper bound on ``R*_L``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 import numpy as np
@@ -65,6 +65,10 @@ SHIPPED_DIR = ("data", "expressible")
 def data_file_name(a: float, b: float, d: int, P: int, k: int) -> str:
     """The shipped file of one setting: ``a{a}_b{b}_d{d}_P{P}_k{k}.json``.
 
+    References
+    ----------
+    Paper eq. (2) (``a``, ``b``: the spectra's exponents) and eq. (6) (``k``).
+
     Examples
     --------
     >>> data_file_name(0, 0.25, 16, 64, 2)
@@ -75,6 +79,10 @@ def data_file_name(a: float, b: float, d: int, P: int, k: int) -> str:
 
 def shipped_expressible(spectrum, P: int, k: int = 2) -> "ExpressibleLoss | None":
     """The shipped ``U_L`` of a power-law spectrum with unit scales at ``(d, P, k)``, or None if there is none.
+
+    References
+    ----------
+    Paper eqs. (59)-(63) (``U_L`` bounds the optimum of the model they describe).
 
     Examples
     --------
@@ -100,6 +108,10 @@ class Dictionary:
 
     Columns: first the cosine atoms ``τ I`` (``atoms``), then ``pool`` random forms for each
     diffuse class ``(τ, σ)`` in ``classes`` order.
+
+    References
+    ----------
+    Paper eqs. (9)-(10) (each column is a softmax head with query-key form ``D``) and (59)-(60).
 
     Examples
     --------
@@ -179,6 +191,13 @@ class ExpressibleLoss:
     References
     ----------
     Paper eqs. (59)-(63).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> u = ExpressibleLoss.from_dict(shipped_expressible(PowerLawSpectrum(0, 0, 16), 64).to_dict())
+    >>> u.depths[:3], u.branch[0]
+    ((1, 2, 4), 'atomic')
     """
 
     depths: tuple
@@ -377,14 +396,27 @@ def best_expressible(depths, spectrum, P: int, k: int = 2, *, n_fit: int = 1 << 
         candidates_by_depth.append(cands)  # the nested copy joins at selection, once the L/2 winner is known
         previous = {"atomic": atomic_counts, "combination": cands["combination"]}
 
-    say(f"selection set: {n_select} contexts")
+    # Only the heads some candidate or the mixture limit uses are read on the large sets (nested copies
+    # reuse earlier winners' heads): the same numbers as reading the whole dictionary, at a fraction of the cost.
+    mix = mixture_limit(U_fit, fit.target)
+    used = np.flatnonzero(np.any([c > 0 for cands in candidates_by_depth for c in cands.values()], axis=0)
+                          | (mix.weights > 0))
+    column = np.full(dictionary.size, -1)
+    column[used] = np.arange(used.size)
+
+    def on_used(counts: np.ndarray) -> np.ndarray:
+        assert np.all(column[np.flatnonzero(counts)] >= 0), "a candidate uses a head that was not read"
+        return counts[used]
+
+    say(f"selection set: {n_select} contexts ({used.size} of {dictionary.size} heads in use)")
     select = draw_contexts(spectrum, P, k, n_select, select_rng)
-    U_sel = form_reads(forms, select)
+    U_sel = form_reads(forms[used], select)
     say(f"report set: {n_report} contexts")
     report = draw_contexts(spectrum, P, k, n_report, report_rng)
-    U_rep = form_reads(forms, report)
+    U_rep = form_reads(forms[used], report)
 
-    mix = mixture_limit(U_fit, fit.target, U_rep, report.target)
+    mix_err = (U_rep @ mix.weights[used] - report.target) ** 2
+    mix = replace(mix, loss=float(mix_err.mean()), loss_se=_se(mix_err))
     losses, losses_se, atomic, atomic_se, diff, diff_se, branch, allocations, branch_losses = ([] for _ in range(9))
     winners = {}
     for L, cands in zip(depth_list, candidates_by_depth):
@@ -392,11 +424,12 @@ def best_expressible(depths, spectrum, P: int, k: int = 2, *, n_fit: int = 1 << 
         if nested is not None:
             cands = {**cands, "nested": nested}
         gains = {name: _gain(G, h, c) for name, c in cands.items()}
-        sel_loss = {name: float(np.mean((U_sel @ c * gains[name] / L - select.target) ** 2)) for name, c in cands.items()}
+        sel_loss = {name: float(np.mean((U_sel @ on_used(c) * gains[name] / L - select.target) ** 2))
+                    for name, c in cands.items()}
         # ties (e.g. a nested copy equal to a fresh candidate) go to the earlier branch of BRANCHES
         name = min(cands, key=lambda key: (sel_loss[key], BRANCHES.index(key)))
         winners[L] = cands[name]
-        err = {key: (U_rep @ c * gains[key] / L - report.target) ** 2 for key, c in cands.items()}
+        err = {key: (U_rep @ on_used(c) * gains[key] / L - report.target) ** 2 for key, c in cands.items()}
         base = err["atomic"]
         losses.append(float(err[name].mean()))
         losses_se.append(_se(err[name]))

@@ -77,6 +77,16 @@ class Contexts:
         ``y_j = βᵀx_j`` (eq. 1).
     target : ndarray, shape (n,)
         ``y*``, the mean label of the top-k cosine similarities (eq. 6).
+
+    References
+    ----------
+    Paper eqs. (1)-(6).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> draw_contexts(PowerLawSpectrum(0, 0, 4), 8, 2, 3, 0).n
+    3
     """
 
     context_unit: np.ndarray
@@ -327,6 +337,10 @@ def CosineHeads(temperatures, weights=None) -> HeadFamily:
     With the weights of the best non-negative mixture of cosine heads this is the law whose
     equal-weight allocations give ``B_L`` (:mod:`theory.softmax_bounds`).
 
+    References
+    ----------
+    Paper eqs. (9)-(10) with ``W_kᵀW_q ∝ I`` on normalised inputs (a cosine-similarity softmax) and (59)-(60).
+
     Examples
     --------
     >>> CosineHeads((2.0, 8.0), (1.0, 3.0)).weights
@@ -363,6 +377,10 @@ def RandomFormHeads(temperatures, sigma: float, weights=None, base=None) -> Head
 def FittedFormHeads(temperatures, sigmas, weights) -> HeadFamily:
     """A mixture of atoms and diffuse classes with fitted probabilities (see :func:`fit_form_law`).
 
+    References
+    ----------
+    Paper eqs. (59)-(63).
+
     Examples
     --------
     >>> FittedFormHeads((4.0, 4.0), (0.0, 0.5), (0.3, 0.7)).name
@@ -387,6 +405,17 @@ class ClassMoments:
         Heads per class in the pool.
     target : ndarray, shape (n,)
         ``y*``.
+
+    References
+    ----------
+    Paper eqs. (61)-(63): :meth:`quadratic` gives the pieces of their A and C terms per class.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = ClassMoments(np.ones((4, 1)), np.zeros((4, 1)), (1,), np.ones(4))
+    >>> [float(np.squeeze(x)) for x in m.quadratic()]
+    [1.0, 1.0, 0.0, 1.0]
     """
 
     mean: np.ndarray
@@ -475,6 +504,14 @@ class ExchangeableLaw:
     References
     ----------
     Paper eqs. (60)-(63).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> c = draw_contexts(PowerLawSpectrum(0, 0, 4), 8, 2, 512, 0)
+    >>> law = exchangeable_law(RandomFormHeads((4.0,), 0.5), c, pool=32, rng=1)
+    >>> bool(law.coefficient > 0), round(law.loss(10**9) - law.plateau, 6)
+    (True, 0.0)
     """
 
     plateau: float
@@ -728,6 +765,18 @@ class MixtureLimit:
         ``max |2h|``: 0 at the exact optimum.
     support : int
         Number of heads with ``w_j > 0``.
+
+    References
+    ----------
+    Paper eqs. (59)-(60): the any-weight average of heads that the equal-weight model approaches.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> reads = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> m = mixture_limit(reads, np.array([1.0, 1.0, 2.0]))
+    >>> np.round(m.weights, 6).tolist(), m.support
+    ([1.0, 1.0], 2)
     """
 
     weights: np.ndarray

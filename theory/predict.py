@@ -199,8 +199,9 @@ class LossPrediction:
     assumptions : tuple of str
         Everything the number rests on, in words.
     kind : str
-        What the number is (:data:`KINDS`), e.g. ``"B_L: an expressible loss (upper bound on
-        the optimum R*_L)"`` for the default softmax prediction.
+        What the number is (:data:`KINDS`), e.g. ``"U_L: best expressible loss found (an upper
+        bound on the optimum R*_L)"`` for the default softmax prediction on the difficult task (the
+        winning branch at each depth is named in :attr:`assumptions`).
 
     The ``repr`` is a short summary (case, kind, depths, losses); every field stays an
     attribute and :meth:`to_dict` holds them all.

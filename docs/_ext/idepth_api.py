@@ -257,11 +257,16 @@ def api_stubs(packages=None) -> dict:
     return pages
 
 
+def has_api_section(srcdir) -> bool:
+    """Whether the project in ``srcdir`` has an API section (``api/index``), which gets the stubs."""
+    return any((Path(srcdir) / "api").glob("index.*"))
+
+
 def write_api_stubs(app) -> None:
     """``builder-inited``: write the stubs into ``docs/api/generated/``, only those that changed, and
     remove stale ones (an object that left the API). A project without an API section
     (no ``api/index``) gets no stubs: they would be pages outside every toctree."""
-    if not any((Path(app.srcdir) / "api").glob("index.*")):
+    if not has_api_section(app.srcdir):
         return
     out = Path(app.srcdir) / GENERATED
     out.mkdir(parents=True, exist_ok=True)

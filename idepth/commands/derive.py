@@ -16,7 +16,7 @@ def register(subparsers) -> None:
         description=(
             "Verify every step of the symbolic derivations (appendices A-C of the paper) and write "
             "their Markdown pages. With --check, write nothing and exit 1 if a committed page differs "
-            "from what the code generates. A step that does not verify exits 1 naming the step."
+            "from what the code generates or is missing. A step that does not verify exits 1 naming the step."
         ),
     )
     parser.add_argument("--check", action="store_true", help="only compare the committed pages with the generated ones")
@@ -40,8 +40,9 @@ def run(args: argparse.Namespace) -> int:
             differing = check_pages(directory, args.only)
             if differing:
                 for name in differing:
-                    print(f"idepth derive: {directory / (name + '.md')} differs from the generated page "
-                          f"(run `idepth derive --only {name}`)", file=sys.stderr)
+                    page = directory / (name + ".md")
+                    state = "differs from the generated page" if page.is_file() else "is missing"
+                    print(f"idepth derive: {page} {state} (run `idepth derive --only {name}`)", file=sys.stderr)
                 return 1
             print(f"idepth derive: {len(args.only or ()) or 'all'} page(s) up to date in {directory}")
             return 0

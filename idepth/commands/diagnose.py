@@ -66,10 +66,49 @@ def format_table(diag) -> str:
     if np.any(np.isfinite(diag.modewise_loss)):
         lines += ["", f"{'mode k':>6}{'w_k E e_k^2':>14}{'normalised':>14}"]
         d = diag.modewise_loss.size
-        shown = sorted({0, 1, 2, d // 4, d // 2, (3 * d) // 4, d - 1} & set(range(d)))
+        shown = listed_modes(d)
         for k in shown:
-            lines.append(f"{k + 1:>6}{_fmt(float(diag.modewise_loss[k])):>14}{_fmt(float(diag.modewise_loss_normalised[k])):>14}")
+            lines.append(f"{k:>6}{_fmt(float(diag.modewise_loss[k - 1])):>14}"
+                         f"{_fmt(float(diag.modewise_loss_normalised[k - 1])):>14}")
+        left_out = sorted(set(range(1, d + 1)) - set(shown))
+        if left_out:
+            lines.append(f"not listed: mode{'s' if len(left_out) > 1 else ''} {_spans(left_out)} of {d}, by the rule "
+                         f"'{MODE_SAMPLE_RULE}' (a sample, not outliers: every mode is in the sum of mode-wise losses "
+                         "and in --plot)")
     return "\n".join(lines)
+
+
+#: the name of the rule that picks the modes the table lists (:func:`listed_modes`)
+MODE_SAMPLE_RULE = "first three, quarter points, last"
+
+
+def listed_modes(d: int) -> list[int]:
+    """The modes k (1-based) the mode-wise table lists, by :data:`MODE_SAMPLE_RULE`.
+
+    The first three, the modes at a quarter, half and three quarters of the spectrum (``k = ⌊jd/4⌋ + 1``)
+    and the last one: the mode-wise loss of Figs. 3c and 7 at a glance; ``--plot`` draws every mode.
+
+    References
+    ----------
+    Paper Figs. 3c and 7 (the normalised mode-wise loss).
+
+    Examples
+    --------
+    >>> listed_modes(8), listed_modes(3)
+    ([1, 2, 3, 5, 7, 8], [1, 2, 3])
+    """
+    return sorted(k + 1 for k in {0, 1, 2, d // 4, d // 2, (3 * d) // 4, d - 1} if 0 <= k < d)
+
+
+def _spans(modes: list[int]) -> str:
+    """``[4, 6, 9, 10, 11]`` → ``'4, 6, 9-11'``."""
+    spans: list[list[int]] = []
+    for k in modes:
+        if spans and k == spans[-1][-1] + 1:
+            spans[-1].append(k)
+        else:
+            spans.append([k])
+    return ", ".join(str(s[0]) if len(s) == 1 else f"{s[0]}-{s[-1]}" for s in spans)
 
 
 def run(args: argparse.Namespace) -> int:

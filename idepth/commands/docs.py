@@ -1,13 +1,34 @@
-"""``idepth docs build``: build the HTML documentation with Sphinx (warnings are errors)."""
+"""``idepth docs build``: build the HTML documentation with Sphinx (warnings are errors).
+
+A build takes about a minute: its phases are said on stderr as they begin, each with the seconds
+elapsed since the command started (:func:`phase_line`); those inside Sphinx come from the docs'
+extension ``docs/_ext/build_phases.py``, told the start time by :data:`STARTED_VARIABLE`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
+#: environment variable that carries the build's start (seconds since the epoch) into Sphinx
+STARTED_VARIABLE = "IDEPTH_DOCS_STARTED"
+
+
+def phase_line(message: str, started: float, now: float | None = None) -> str:
+    """``idepth docs: [  12.3 s] message``: a phase of the build and the seconds since ``started``.
+
+    Examples
+    --------
+    >>> phase_line("running sphinx-build…", started=100.0, now=112.34)
+    'idepth docs: [  12.3 s] running sphinx-build…'
+    """
+    elapsed = (time.time() if now is None else now) - started
+    return f"idepth docs: [{elapsed:6.1f} s] {message}"
 
 
 def sphinx_command(out: Path, source: Path = DOCS_DIR, *, confdir: Path | None = None) -> list[str]:
@@ -69,9 +90,14 @@ def run(args: argparse.Namespace) -> int:
         raise NotADirectoryError(f"--out must be a directory; {str(out)!r} is a file")
     check_output_dir(out, "--out")
     out.mkdir(parents=True, exist_ok=True)
-    status = subprocess.call(sphinx_command(out))
+    started = time.time()
+    print(phase_line(f"running sphinx-build on {DOCS_DIR} (warnings are errors)…", started), file=sys.stderr,
+          flush=True)
+    status = subprocess.call(sphinx_command(out), env=dict(os.environ, **{STARTED_VARIABLE: repr(started)}))
     if status == 0:
+        print(phase_line("done", started), file=sys.stderr)
         print(f"idepth docs: built {out / 'index.html'}")
     else:
-        print(f"idepth docs: sphinx-build failed with exit status {status} (warnings are errors)", file=sys.stderr)
+        print(f"idepth docs: sphinx-build failed with exit status {status} after {time.time() - started:.1f} s "
+              "(warnings are errors)", file=sys.stderr)
     return status

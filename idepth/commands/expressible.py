@@ -48,7 +48,8 @@ def register(subparsers) -> None:
     run_parser.set_defaults(func=run)
     check_parser = sub.add_parser("check", help="the certified envelope and the lazy recipe against U_L")
     check_parser.add_argument("--out", type=Path, default=None,
-                              help="results directory (default: docs/results of this checkout)")
+                              help="results directory (default: the shipped results: docs/results of this checkout, "
+                                   "or $IDEPTH_RESULTS)")
     check_parser.set_defaults(func=run)
 
 
@@ -67,9 +68,12 @@ def run(args: argparse.Namespace) -> int:
 
     from numerics.experiments.answer import write_answer_blocks
 
-    out = args.out if args.out is not None else Path("docs/results")
+    from numerics.experiments.shipped import checkout_root, shipped_path
+
+    out = args.out if args.out is not None else shipped_path()
     write_expressible_checks(out, progress=lambda message: print(message, file=sys.stderr, flush=True))
-    if args.out is None:  # the checkout's own results: the answer stated in README.md and docs/index.md follows them
+    if args.out is None and checkout_root() is not None:
+        # the checkout's own results: the answer stated in README.md and docs/index.md follows them
         for path in write_answer_blocks():
             print(f"updated the answer in {path}", file=sys.stderr)
     return 0

@@ -12,24 +12,80 @@ from pathlib import Path
 HELP = "predicted loss R_L of a depth-L attention model (theory.predict_loss)"
 
 
+#: most depths one ``--depth`` spec may name (a longer list is a typo, not a request)
+MAX_DEPTHS = 1000
+#: largest depth a ``--depth`` spec may name, 2^20 (the laws' arrays grow with the depth)
+MAX_DEPTH = 2**20
+
+
+def _power(exponent: int) -> str:
+    return f"2^{exponent}"
+
+
+def depth_limits() -> str:
+    """The caps of a ``--depth`` spec, as said in ``idepth predict --help`` and in its errors.
+
+    Examples
+    --------
+    >>> depth_limits()
+    'at most 1000 depths, each at most 2^20 = 1048576'
+    """
+    exponent = MAX_DEPTH.bit_length() - 1
+    largest = f"{_power(exponent)} = {MAX_DEPTH}" if 2**exponent == MAX_DEPTH else str(MAX_DEPTH)
+    return f"at most {MAX_DEPTHS} depths, each at most {largest}"
+
+
 def parse_depths(text: str) -> list[int]:
-    """Parse ``"1,2,4"``, ``"1-8"`` (inclusive range) or ``"2^0-8"`` (powers of two 1..256), or a mix."""
-    depths: list[int] = []
+    """Parse a ``--depth`` spec: ``"1,2,4"``, ranges ``"1-8"``, powers of two ``"2^0-8"`` or ``"2^5"``, or a mix.
+
+    At most :data:`MAX_DEPTHS` depths, each at most :data:`MAX_DEPTH`; both caps are checked before any range
+    is expanded, so a spec such as ``2^0-40`` (depths up to 2^40) is refused at once instead of exhausting
+    the memory.
+
+    Raises
+    ------
+    ValueError
+        Naming ``--depth``, for a spec not of this form or one that asks for more than the caps allow.
+
+    References
+    ----------
+    The depth L of the residual update, paper eqs. (9)-(11).
+
+    Examples
+    --------
+    >>> parse_depths("1,3-5,2^4-6,2^10")
+    [1, 3, 4, 5, 16, 32, 64, 1024]
+    """
+    ranges = []  # (first, last, powers): the depths first..last, or 2^first..2^last when powers
     for item in text.split(","):
         item = item.strip()
         try:
-            if item.startswith("2^") and "-" in item:
-                lo, hi = item[2:].split("-")
-                depths.extend(2**e for e in range(int(lo), int(hi) + 1))
+            if item.startswith("2^"):
+                lo, _, hi = item[2:].partition("-")
+                hi = hi or lo
+                if int(lo) < 0 or "-" in hi:
+                    raise ValueError
+                ranges.append((int(lo), int(hi), True))
             elif "-" in item[1:]:
                 lo, hi = item.split("-", 1)
-                depths.extend(range(int(lo), int(hi) + 1))
+                ranges.append((int(lo), int(hi), False))
             else:
-                depths.append(int(item))
+                ranges.append((int(item), int(item), False))
         except ValueError:
-            raise ValueError(f"--depth must be integers, ranges A-B or powers 2^A-B separated by commas; got {text!r}") from None
-    if not depths:
+            raise ValueError(f"--depth must be integers, ranges A-B or powers 2^A-B (A >= 0) separated by commas; "
+                             f"got {text!r}") from None
+    count = sum(max(last - first + 1, 0) for first, last, _ in ranges)
+    if count == 0:
         raise ValueError(f"--depth names no depth; got {text!r}")
+    if count > MAX_DEPTHS:
+        raise ValueError(f"--depth names {count} depths; allowed: {depth_limits()}; got {text!r}")
+    for first, last, powers in ranges:  # the exponent is compared, never raised: 2^99999999 is not computed
+        if last >= first and (last > MAX_DEPTH.bit_length() - 1 if powers else last > MAX_DEPTH):
+            largest = _power(last) if powers else str(last)
+            raise ValueError(f"--depth asks for depth {largest}; allowed: {depth_limits()}; got {text!r}")
+    depths: list[int] = []
+    for first, last, powers in ranges:
+        depths.extend(2**e if powers else e for e in range(first, last + 1))
     return depths
 
 
@@ -88,7 +144,8 @@ def register(subparsers) -> None:
         "  idepth predict --attention softmax --task difficult --calibration L0=2.0,c=8.0 --depth 1,2,4",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--depth", default="2^0-6", help="depths: '1,2,4', ranges '1-16', powers of two '2^0-8' (default 2^0-6)")
+    p.add_argument("--depth", default="2^0-6",
+                   help=f"depths: '1,2,4', ranges '1-16', powers of two '2^0-8' (default 2^0-6); {depth_limits()}")
     spec = p.add_argument_group("spectrum (paper eq. 2)")
     spec.add_argument("--a", type=float, default=2.0, help="input exponent a (default 2)")
     spec.add_argument("--b", type=float, default=1.0, help="teacher exponent b (default 1)")

@@ -2,10 +2,14 @@
 
 A thin layer over :func:`numerics.experiments.reproduce.reproduce`: parses the options,
 prints the plan (run count, estimated cost) before starting, and reports where
-the report is. Bad input (unknown scale or artefact ID, an output directory
-that is a file or not writable) is one line on stderr and exit status 2;
-Ctrl-C stops with exit status 130 and leaves the store consistent (re-running
-the same command continues).
+the report is. Exit status (:data:`EXIT_STATUSES`): 0 when the report is written
+and every input was found; 1 when the report is written but the shipped results
+were not found (the claims that read them are NOT TESTED; one line on stderr says
+where to point ``IDEPTH_RESULTS``); 2 for bad input (unknown scale or artefact ID,
+an output directory that is a file or not writable, a missing or malformed
+``--converged-table``), one line on stderr before any training; 130 after Ctrl-C,
+with one line saying how to continue (the same command: finished runs stay in the
+store, every file is written atomically).
 """
 
 from __future__ import annotations
@@ -15,6 +19,12 @@ import argparse
 from ._execution import add_execution_flags, execution_from_args
 
 HELP = "regenerate the paper's figures and tables (PNG/PDF, Markdown) and write REPORT.md"
+#: exit status -> when
+EXIT_STATUSES = {0: "the report is written and every input was found",
+                 1: "the report is written, but the shipped results were not found: the claims that read them are "
+                    "NOT TESTED (set IDEPTH_RESULTS)",
+                 2: "bad input, before any training",
+                 130: "interrupted (Ctrl-C); the same command continues"}
 
 
 def register(subparsers) -> None:
@@ -31,7 +41,8 @@ def register(subparsers) -> None:
             "study, and write OUT/REPORT.md with the paper's values next to the package's and a verdict computed "
             "from the numbers."
         ),
-        epilog="scales: " + "; ".join(f"{name}: {scale.description}" for name, scale in SCALES.items()),
+        epilog="scales: " + "; ".join(f"{name}: {scale.description}" for name, scale in SCALES.items())
+               + ". Exit status: " + "; ".join(f"{code}: {when}" for code, when in EXIT_STATUSES.items()) + ".",
     )
     parser.add_argument("--scale", default="quick", metavar="SCALE",
                         help=f"one of {', '.join(SCALES)} (default: quick; measured: {MEASURED_RUN_TIMES['quick'].text()})")
@@ -46,8 +57,9 @@ def register(subparsers) -> None:
                         help="skip the few-second timing of the engines that scales the cost model's estimate "
                              "to this machine before training")
     parser.add_argument("--converged-table", metavar="CSV|run", default=None,
-                        help="the converged-study table the softmax verdict and Tables 1, 4, 5 read (default: the "
-                             "shipped docs/results/converged-study.csv; --scale paper: run); 'run' runs the converged study first into "
+                        help="the converged-study table the softmax verdict and Tables 1, 4, 5 read, checked before "
+                             "any training (default: the shipped converged-study.csv, from a source checkout's "
+                             "docs/results or $IDEPTH_RESULTS; --scale paper: run); 'run' runs the converged study first into "
                              "OUT/converged (resumable; ≈ 1.2 h for Table 1's spectra, ≈ 1.8 h for the whole table, "
                              "on 2 cores)")
     parser.set_defaults(func=run)
@@ -60,31 +72,50 @@ def _argv(args: argparse.Namespace) -> list[str]:
     argv += ["--backend", args.backend] if args.backend != "local" else []
     argv += ["--workers", str(args.workers)] if args.workers is not None else []
     argv += ["--scheduler", args.scheduler] if args.scheduler else []
+    argv += ["--no-progress"] if getattr(args, "no_progress", False) else []
     argv += ["--no-study"] if args.no_study else []
+    argv += ["--no-calibration"] if getattr(args, "no_calibration", False) else []
     argv += ["--converged-table", args.converged_table] if args.converged_table else []
     return argv
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the reproduction; print where the report is."""
+    """Run the reproduction; print where the report is; return the exit status (:data:`EXIT_STATUSES`)."""
+    import sys
+    from pathlib import Path
+
     from numerics.experiments.reproduce import command_line, get_scale, parse_only, reproduce
     from numerics.io import check_output_dir
 
     get_scale(args.scale), parse_only(args.only)  # bad input first, then the output directory
     execution = execution_from_args(args)
-    if args.converged_table not in (None, "run"):
-        from pathlib import Path
+    table = args.converged_table
+    if table not in (None, "run"):  # the one reader the run uses; a malformed table stops here, before training
+        from numerics.experiments.reproduce.converged import load_table
 
-        if not Path(args.converged_table).is_file():
-            raise ValueError(f"--converged-table: no such file: {args.converged_table} (a CSV or 'run')")
+        try:
+            table = load_table(table)
+        except (FileNotFoundError, ValueError) as exc:
+            raise (FileNotFoundError if isinstance(exc, FileNotFoundError) else ValueError)(
+                f"--converged-table: {exc}") from None
     check_output_dir(args.out, "--out")
-    result = reproduce(
-        args.scale, args.only, args.out, execution=execution, study=False if args.no_study else None,
-        command=command_line(_argv(args)), converged_table=args.converged_table,
-        calibrate=not getattr(args, "no_calibration", False),
-    )
+    command = command_line(_argv(args))
+    try:
+        result = reproduce(
+            args.scale, args.only, args.out, execution=execution, study=False if args.no_study else None,
+            command=command, converged_table=table,
+            calibrate=not getattr(args, "no_calibration", False),
+        )
+    except KeyboardInterrupt:
+        print(f"idepth reproduce: interrupted; the finished runs are kept in {Path(args.out) / 'store'}, so the same "
+              f"command continues: {command}", file=sys.stderr)
+        return 130
     from numerics.experiments.reproduce.report import counts_text
+    from numerics.experiments.shipped import not_found_message
 
     print(f"{result.report}: {len(result.figures)} figures, {len(result.tables)} tables; {counts_text(result.claims)}; "
           f"{result.wall_time:.0f} s")
+    if result.unavailable:
+        print(f"idepth reproduce: {', '.join(result.unavailable)} not read: {not_found_message()}", file=sys.stderr)
+        return 1
     return 0

@@ -29,11 +29,11 @@ from pathlib import Path
 
 from ._execution import add_execution_flags, execution_from_args
 
-HELP = "regime study (where inverse-depth appears), oracle bounds vs the paper, measured softmax defaults"
+HELP = "the package's studies of where inverse-depth scaling appears and of the paper's numbers"
 
 
 def register(subparsers) -> None:
-    """Add the ``study`` sub-command (``regime``, ``consistency``, ``defaults``) to ``subparsers``."""
+    """Add the ``study`` sub-command and its actions to ``subparsers`` (the help names each action registered)."""
     parser = subparsers.add_parser(
         "study", help=HELP,
         description=(
@@ -161,6 +161,17 @@ def register(subparsers) -> None:
                                "afterwards)")
     add_execution_flags(defaults)
     defaults.set_defaults(func=run_defaults)
+    _name_the_actions(subparsers, parser, actions)
+
+
+def _name_the_actions(subparsers, parser, actions) -> None:
+    """Name every registered action in ``idepth --help``'s study line and in ``idepth study --help``'s description
+    (computed from the sub-parsers, so an action added above is named without editing any text)."""
+    names = ", ".join(actions.choices)
+    parser.description += f" Actions: {names} ('idepth study ACTION --help' describes each)."
+    for choice in subparsers._choices_actions:  # the line of 'study' in idepth --help
+        if choice.dest == "study":
+            choice.help = f"{HELP}: {names}"
 
 
 def _spectra(text: str) -> list[tuple[float, float]]:

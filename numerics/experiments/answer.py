@@ -27,15 +27,40 @@ END = "<!-- /answer -->"
 
 @dataclass(frozen=True)
 class Answer:
-    """The answer's sentences and the facts they were computed from."""
+    """The answer's sentences and the facts they were computed from.
+
+    Attributes
+    ----------
+    text : str
+        The answer in two or three sentences (Markdown bold on the question and the answer).
+    facts : dict
+        The numbers the sentences were written from (verdict counts, ``U_L`` gaps, ...).
+
+    Notes
+    -----
+    No example: it is computed from the checkout's results files (``tests/test_answer.py``).
+    """
 
     text: str
     facts: dict
 
 
 def results_dir() -> Path:
-    """``docs/results`` of the checkout this package runs from (where the study results live)."""
-    return Path(__file__).resolve().parents[2] / "docs" / "results"
+    """The shipped results the answer is computed from (:func:`numerics.experiments.shipped.results_dir`).
+
+    Raises
+    ------
+    ShippedResultsNotFound
+        Neither a source checkout nor ``IDEPTH_RESULTS`` gives them (the message says where to point it).
+
+    Examples
+    --------
+    >>> results_dir().name  # doctest: +SKIP
+    'results'
+    """
+    from .shipped import shipped_path
+
+    return shipped_path()
 
 
 def _main_settings(verdicts: dict) -> list[dict]:
@@ -74,8 +99,12 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     Raises
     ------
     FileNotFoundError
-        A result file is missing (a non-editable install: point ``results`` at a checkout's
-        ``docs/results``).
+        A result file is missing; without ``results``, the shipped results not found (a
+        non-editable install: set ``IDEPTH_RESULTS``, :mod:`numerics.experiments.shipped`).
+
+    Notes
+    -----
+    No example: it reads the shipped results files (``tests/test_answer.py`` checks the text).
     """
     from theory.expressible import ExpressibleLoss
 
@@ -84,8 +113,10 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     csv_path = results / "certified-study.csv"
     for path in (verdicts_path, csv_path):
         if not path.is_file():
-            raise FileNotFoundError(f"{path} not found: the answer is computed from a checkout's docs/results "
-                                    "(pass its path)")
+            from .shipped import RESULTS_VARIABLE
+
+            raise FileNotFoundError(f"{path} not found: the answer is computed from the shipped results "
+                                    f"(a checkout's docs/results, or {RESULTS_VARIABLE}; or pass their path)")
     verdicts = json.loads(verdicts_path.read_text(encoding="utf-8"))
     main = _main_settings(verdicts)
     doubling = _doubling_spectra(csv_path)
@@ -162,11 +193,23 @@ def replace_block(text: str, answer: str) -> str:
 
 
 def write_answer_blocks(root: Path | None = None, answer: Answer | None = None) -> list[Path]:
-    """Rewrite the answer block of each of :data:`ANSWER_PAGES` under ``root`` (atomically); return those changed."""
+    """Rewrite the answer block of each of :data:`ANSWER_PAGES` under ``root`` (atomically); return those changed.
+
+    Notes
+    -----
+    No example: it rewrites README.md and docs/index.md (``tests/test_answer.py`` checks they agree).
+    """
     from numerics.io import write_text
 
-    root = Path(root) if root is not None else results_dir().parents[1]
-    answer = answer if answer is not None else package_answer(root / "docs" / "results")
+    from .shipped import CHECKOUT_RESULTS, checkout_root
+
+    if root is None:
+        root = checkout_root()
+        if root is None:
+            raise FileNotFoundError("the answer blocks live in a source checkout's README.md and docs/index.md; "
+                                    "this package is not imported from one (pass root)")
+    root = Path(root)
+    answer = answer if answer is not None else package_answer(root / CHECKOUT_RESULTS)
     changed = []
     for name in ANSWER_PAGES:
         path = root / name

@@ -627,7 +627,7 @@ def expressible_markdown(envelope, lazy_rows, fits, *, missing=(), command: str 
     return "\n".join(lines)
 
 
-def write_expressible_checks(out_dir=Path("docs/results"), *, progress=print, certified_dir=None, expressible_dir=None,
+def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None, expressible_dir=None,
                              spectra=TABLE1_SPECTRA, law_draws: int = LAW_DRAWS, law_layers: int = LAW_LAYERS,
                              law_contexts: int = LAW_CONTEXTS, plan: CertifiedPlan | None = None) -> list[Path]:
     """Compute both checks and write the page, its figure and two CSV tables; nothing is written on failure.
@@ -644,6 +644,10 @@ def write_expressible_checks(out_dir=Path("docs/results"), *, progress=print, ce
 
     from .expressible import SETTINGS, data_dir, file_name
 
+    if out_dir is None:
+        from .shipped import shipped_path
+
+        out_dir = shipped_path()
     out_dir = Path(out_dir)
     plan = plan or CertifiedPlan()
     certified_dir = Path(certified_dir) if certified_dir is not None else out_dir / "certified"

@@ -314,6 +314,9 @@ class Scale:
     converged_plan : mapping or None
         Fields of the :class:`numerics.experiments.study.converged.ConvergedPlan` that
         ``converged_table='run'`` trains at this scale (None: the default plan).
+    judges_claims : bool
+        Whether a reproduction at this scale states verdicts; False where the numbers mean
+        nothing (``smoke``): every claim then reads "not judged", its measured status kept.
 
     References
     ----------
@@ -336,6 +339,7 @@ class Scale:
     converged_checks: tuple = ()
     runs_converged_study: bool = False
     converged_plan: Mapping | None = None
+    judges_claims: bool = True
 
     def __post_init__(self) -> None:
         missing = [name for name in FAMILIES if name not in self.families]
@@ -444,7 +448,7 @@ def _smoke() -> Scale:
         _family("untied_values", 4, 4, 16, zero, (1, 2, 4), (0,), **lazy),
         _family("context_updates", 4, 4, 16, zero, (1, 2), (0,), **converged),
         _family("context_updates_k16", 4, 4, 32, zero, (1, 2), (0,), **converged),
-    ], bound_contexts=256, floor_samples=128, study=_STUDY_SMOKE,
+    ], bound_contexts=256, floor_samples=128, study=_STUDY_SMOKE, judges_claims=False,
         # --converged-table run at smoke scale: a tiny converged study that exercises the path
         converged_plan=MappingProxyType(dict(d=4, P=8, spectra=((0.0, 0.0), (0.5, 0.0)), table4_spectra=(),
                                              depths=(1, 2, 4), deep_depths=(), seeds=(0, 1), contrast_spectrum=None,

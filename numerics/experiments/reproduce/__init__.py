@@ -50,6 +50,10 @@ __all__ = [
 class ReproductionResult:
     """What :func:`reproduce` produced.
 
+    ``unavailable``: the inputs read from the shipped results that were not found
+    (:mod:`numerics.experiments.shipped`), e.g. ``("converged study", "certified study")``;
+    the claims that need them are not tested.
+
     Examples
     --------
     >>> ReproductionResult.__dataclass_fields__["report"].type
@@ -64,6 +68,7 @@ class ReproductionResult:
     claims: tuple
     sweep: object
     wall_time: float
+    unavailable: tuple = ()
 
 
 def _study_sections(scale: Scale, out: Path, *, execution, log) -> tuple:
@@ -117,11 +122,14 @@ def reproduce(
         Receives the plan and progress lines (default: print to stderr).
     command : str, optional
         The command line recorded in the report.
-    converged_table : path or 'run', optional
-        The converged-study CSV the softmax verdict and Tables 1, 4, 5 read
+    converged_table : path, ConvergedTable or 'run', optional
+        The converged-study CSV (or the table :func:`~numerics.experiments.reproduce.converged.load_table`
+        read from it) the softmax verdict and Tables 1, 4, 5 read
         (default: the shipped one; at ``scale='paper'``, ``'run'``: run the
         study first into ``OUT/converged``, hours). A few of its runs are
-        re-trained (``Scale.converged_checks``).
+        re-trained (``Scale.converged_checks``). A given CSV is read and
+        checked (:func:`~numerics.experiments.reproduce.converged.load_table`)
+        before anything is written or trained.
     calibrate : bool
         Time a few steps of each engine first and log the cost model's
         estimate on this machine (``calibration``).
@@ -130,11 +138,23 @@ def reproduce(
     ------
     ValueError
         Unknown scale or artefact ID, an execution naming its own store or
-        cache -- before anything is written.
+        cache, a malformed ``converged_table``, ``IDEPTH_RESULTS`` naming no
+        directory -- before anything is written.
+    FileNotFoundError
+        No file at ``converged_table`` -- before anything is written.
     NotADirectoryError, PermissionError
         ``out_dir`` is a file or not writable.
     KeyboardInterrupt
         Ctrl-C: the store keeps every finished run; calling again continues.
+
+    Notes
+    -----
+    The shipped results (the converged study's table, the certified study's verdicts,
+    the size inference) are found through :mod:`numerics.experiments.shipped`: a source
+    checkout's ``docs/results`` or ``IDEPTH_RESULTS``. Without them the run goes on, logs one
+    line saying where to point the variable, and the claims that read them are NOT TESTED
+    with that reason; ``ReproductionResult.unavailable`` names them (``idepth reproduce``
+    then exits with status 1).
 
     References
     ----------
@@ -159,8 +179,15 @@ def reproduce(
         if getattr(execution, name) is not None:
             raise ValueError("reproduce keeps its runs in OUT/store and its cache in OUT/cache; "
                              f"got execution.{name}={str(getattr(execution, name))!r}")
-    if converged_table is not None and converged_table != "run" and not Path(converged_table).is_file():
-        raise FileNotFoundError(f"converged_table: no such file: {converged_table}")
+    from ..shipped import NOT_FOUND_NOTE, not_found_message, results_dir
+    from .converged import ConvergedTable, load_table
+
+    # what is read rather than trained is checked before anything is written or trained
+    if isinstance(converged_table, ConvergedTable) or converged_table is None or converged_table == "run":
+        given_table = converged_table if isinstance(converged_table, ConvergedTable) else None
+    else:
+        given_table = load_table(converged_table)
+    shipped_found = results_dir() is not None
     out = make_output_dir(out_dir)
     study = (only is None) if study is None else bool(study)
     command = command or "numerics.experiments.reproduce.reproduce(" + ", ".join(
@@ -174,9 +201,15 @@ def reproduce(
     execution = dataclasses.replace(execution, store_dir=out / "store", cache_dir=out / "cache")
     if converged_table is None and scale.runs_converged_study:
         converged_table = "run"
+    unavailable = {}
+    if not shipped_found:  # the run goes on; the claims that read the shipped results say why they are not tested
+        unavailable = {name: NOT_FOUND_NOTE for name in ("converged study", "certified study")
+                       if name == "certified study" or converged_table is None}
+        log(not_found_message())
 
     def converged():
-        return _converged_table(scale, out, converged_table, execution=execution, log=log, command=command)
+        return _converged_table(scale, out, given_table if given_table is not None else converged_table,
+                                execution=execution, log=log, command=command)
 
     checks = []
     if converged_table != "run":  # only reads a table: its spot checks belong in the estimate
@@ -215,7 +248,7 @@ def reproduce(
     from .tables import build_table
 
     ctx = ReproductionContext.open(scale, out, families=plan.families, converged=table, converged_error=table_error,
-                                   converged_checks=checks)
+                                   converged_checks=checks, unavailable=unavailable)
     study_md = consistency_md = ""
     consistency = None
     if study:
@@ -240,12 +273,13 @@ def reproduce(
                           command=command, cpu_time=_cpu_seconds() - cpu_started)
     log(f"wrote {report} ({wall:.0f} s)")
     return ReproductionResult(out_dir=out, report=report, plan=plan, figures=tuple(figures), tables=tuple(tables),
-                              claims=claims, sweep=summary, wall_time=wall)
+                              claims=claims, sweep=summary, wall_time=wall, unavailable=tuple(unavailable))
 
 
 def _converged_table(scale: Scale, out: Path, converged_table, *, execution, log, command) -> tuple:
-    """(table or None, why not, spot-check runs); ``'run'`` trains the study first."""
-    from .converged import load_table, spot_check_configs
+    """(table or None, why not, spot-check runs); ``converged_table``: a table already read, a path,
+    None (the shipped one) or ``'run'`` (trains the study first)."""
+    from .converged import ConvergedTable, load_table, spot_check_configs
 
     if converged_table == "run":
         from ..study.converged import ConvergedPlan, run_converged
@@ -257,10 +291,13 @@ def _converged_table(scale: Scale, out: Path, converged_table, *, execution, log
                       execution=dataclasses.replace(execution, cache_dir=None),
                       bound_contexts=scale.bound_contexts)
         converged_table = out / "converged" / "converged-study.csv"
-    try:
-        table = load_table(converged_table)
-    except (FileNotFoundError, ValueError) as exc:
-        return None, str(exc), []
+    if isinstance(converged_table, ConvergedTable):
+        table = converged_table
+    else:
+        try:
+            table = load_table(converged_table)
+        except (FileNotFoundError, ValueError) as exc:
+            return None, str(exc), []
     try:
         checks = spot_check_configs(table, scale.converged_checks)
     except ValueError as exc:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
 from theory.validation import check_choice
 
-#: contradicted: adequate measurements exclude the claim; inconclusive: ``reason`` says why
-STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested")
+#: contradicted: adequate measurements exclude the claim; inconclusive: ``reason`` says why; not judged: a scale
+#: whose numbers support no verdict (``Scale.judges_claims``), the measured status kept in ``measured_status``
+STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested", "not judged")
 #: why a claim that misses its criterion is inconclusive rather than contradicted
 INCONCLUSIVE_REASONS = ("budget", "resolution", "training", "bound")
 
@@ -21,7 +23,8 @@ class Claim:
     ----------
     criterion : str
         How it is tested here.
-    status : {'reproduced', 'contradicted', 'inconclusive', 'not tested'}
+    status : {'reproduced', 'contradicted', 'inconclusive', 'not tested', 'not judged'}
+        The reported verdict (:data:`STATUSES`).
     reason : str
         Why inconclusive (one of :data:`INCONCLUSIVE_REASONS` first) or
         what excludes the claim.
@@ -29,6 +32,11 @@ class Claim:
         The deciding numbers in one sentence (for the opening paragraph).
     table : tuple of tuple
         The numbers behind ``evidence``: a header row, then one row per item.
+    measured_status : str
+        What the numbers alone say (default: ``status``); differs from ``status``
+        only when the claim is not judged.
+    note : str
+        Why the status is not the numbers' own, shown in :attr:`mark` (e.g. the scale).
 
     References
     ----------
@@ -38,6 +46,9 @@ class Claim:
     --------
     >>> Claim("x", "p", "c", "not tested", "e").mark, Claim("x", "p", "c", "inconclusive", "e", reason="budget").mark
     ('NOT TESTED', 'INCONCLUSIVE')
+    >>> unjudged = Claim("x", "p", "c", "reproduced", "e").not_judged("smoke scale")
+    >>> unjudged.mark, unjudged.measured_status
+    ('NOT JUDGED (smoke scale)', 'reproduced')
     """
 
     id: str
@@ -49,6 +60,22 @@ class Claim:
     reason: str = ""
     summary: str = ""
     table: tuple = ()
+    measured_status: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        check_choice("status", self.status, STATUSES)
+        if not self.measured_status:
+            object.__setattr__(self, "measured_status", self.status)
+        check_choice("measured_status", self.measured_status, STATUSES)
+
+    def not_judged(self, why: str) -> "Claim":
+        """This claim with no verdict (status ``'not judged'``, ``note`` = ``why``); the measured status is kept."""
+        return dataclasses.replace(self, status="not judged", note=why)
+
+    def noted(self, note: str) -> "Claim":
+        """This claim with ``note`` (why it reads as it does) added to its :attr:`mark`."""
+        return dataclasses.replace(self, note=note)
 
     @property
     def kind(self) -> str:
@@ -66,7 +93,8 @@ class Claim:
 
     @property
     def mark(self) -> str:
-        return self.status.upper() if self.status in STATUSES[:3] else "NOT TESTED"
+        """The verdict as the report prints it: the status in capitals, then the note in parentheses."""
+        return self.status.upper() + (f" ({self.note})" if self.note else "")
 
 
 def verdict(passed: bool | None, *, contradicted: bool = False, reason: str = "") -> dict:
@@ -165,7 +193,38 @@ class ClaimRegistry:
         return {spec.id: spec.topic for spec in self._specs.values() if spec.topic}
 
     def evaluate(self, ctx, consistency=None) -> tuple:
-        return tuple(spec.evaluate(ctx, consistency) for spec in self._specs.values())
+        """Every claim judged on ``ctx``, then as reported: see :func:`as_reported`."""
+        return tuple(as_reported(spec.evaluate(ctx, consistency), ctx) for spec in self._specs.values())
+
+
+def as_reported(claim: Claim, ctx) -> Claim:
+    """``claim`` as the report states it, from what ``ctx`` says about its inputs and its scale.
+
+    * A claim not tested because an input it reads is unavailable (``ctx.unavailable``: input
+      name → why, matched against the claim's ``families``) carries that reason as its note.
+    * At a scale whose numbers support no verdict (``ctx.scale.judges_claims`` false) every claim
+      is not judged, with the scale's name as the note; ``measured_status`` keeps the numbers' verdict.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from numerics.experiments.scales import get_scale
+    >>> ctx = SimpleNamespace(scale=get_scale("smoke"), unavailable={"converged study": "not found"})
+    >>> c = as_reported(Claim("x", "p", "c", "not tested", "e", families=("converged study",)), ctx)
+    >>> c.mark, c.measured_status
+    ('NOT JUDGED (smoke scale)', 'not tested')
+    >>> quick = SimpleNamespace(scale=get_scale("quick"), unavailable={"converged study": "not found"})
+    >>> as_reported(Claim("x", "p", "c", "not tested", "e", families=("converged study",)), quick).mark
+    'NOT TESTED (not found)'
+    """
+    unavailable = dict(getattr(ctx, "unavailable", None) or {})
+    why = [unavailable[name] for name in claim.families if name in unavailable]
+    if claim.status == "not tested" and why and not claim.note:
+        claim = claim.noted("; ".join(dict.fromkeys(why)))
+    scale = getattr(ctx, "scale", None)
+    if scale is not None and not scale.judges_claims and claim.status != "not judged":
+        claim = claim.not_judged(f"{scale.name} scale")
+    return claim
 
 
 #: the claims of a reproduction (filled by ``_verdicts``)

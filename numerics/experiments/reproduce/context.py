@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..cache import cached
 from .results import StoreResults
@@ -37,6 +37,9 @@ class ReproductionContext:
         ``converged_checks``: its runs ``(row, config)`` re-trained here.
     certified_verdicts : path or None
         The certified study's verdicts file (None: the shipped one).
+    unavailable : mapping of str to str
+        Inputs that could not be read (``"converged study"``, ``"certified study"``) and why;
+        a claim of that family not tested carries the reason in its mark.
 
     References
     ----------
@@ -60,11 +63,13 @@ class ReproductionContext:
     converged_error: str = "not loaded"
     converged_checks: tuple = ()
     certified_verdicts: Any = None
+    unavailable: Mapping = field(default_factory=dict)
     _memo: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, scale: Scale, out_dir, families: tuple = (), *, converged=None, converged_error: str = "not loaded",
-             converged_checks: tuple = (), certified_verdicts=None) -> "ReproductionContext":
+             converged_checks: tuple = (), certified_verdicts=None,
+             unavailable: Mapping | None = None) -> "ReproductionContext":
         """Read ``out_dir/store`` and create ``figures/``, ``tables/`` and ``cache/``."""
         out_dir = Path(out_dir)
         for sub in ("figures", "tables", "cache"):
@@ -72,7 +77,7 @@ class ReproductionContext:
         return cls(scale=scale, out_dir=out_dir, results=StoreResults(out_dir / "store"),
                    families=tuple(families) or tuple(scale.families), converged=converged,
                    converged_error=converged_error, converged_checks=tuple(converged_checks),
-                   certified_verdicts=certified_verdicts)
+                   certified_verdicts=certified_verdicts, unavailable=dict(unavailable or {}))
 
     @property
     def figures_dir(self) -> Path:

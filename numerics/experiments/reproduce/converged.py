@@ -1,4 +1,4 @@
-"""The shipped converged study (``docs/results/converged-study.csv``) inside a reproduction.
+"""The shipped converged study (``converged-study.csv`` of the shipped results) inside a reproduction.
 
 The central claim (eq. 16 with ``α ≈ 1``, Tables 1, 4, 5) is judged from the
 converged study (every depth trained until it settles). It costs hours, so a
@@ -21,6 +21,7 @@ import numpy as np
 from theory.fitting import GainFit, fit_gain_law, gap_fit
 
 from ..criteria import training_failures
+from ..shipped import not_found_message, results_dir, shipped_path
 from ..study.converged.plan import ConvergedPlan, RunSpec
 from ..study.converged.statistics import group_stats
 from ..study.converged.table import StudyRow, read_study_csv
@@ -29,10 +30,10 @@ from .results import _Labelled
 __all__ = ["SHIPPED_SIZES", "SHIPPED_TABLE", "ConvergedSummary", "ConvergedTable", "gap_fit", "load_table",
            "sizes_section", "spot_check_configs"]
 
-#: the table the package ships (in a source checkout)
-SHIPPED_TABLE = Path(__file__).resolve().parents[3] / "docs" / "results" / "converged-study.csv"
-#: the size inference the package ships (``idepth study sizes``)
-SHIPPED_SIZES = SHIPPED_TABLE.parent / "sizes" / "sizes.json"
+#: the converged-study table among the shipped results (:mod:`numerics.experiments.shipped`)
+SHIPPED_TABLE = ("converged-study.csv",)
+#: the size inference among the shipped results (``idepth study sizes``)
+SHIPPED_SIZES = ("sizes", "sizes.json")
 
 
 @dataclass(frozen=True)
@@ -181,28 +182,61 @@ class ConvergedTable:
 
 
 def load_table(path: str | Path | None = None) -> ConvergedTable:
-    """Read a converged-study CSV (default :data:`SHIPPED_TABLE`) and its provenance.
+    """Read and check a converged-study CSV (default: the shipped one) and its provenance.
+
+    The one reader of the table a reproduction uses: :func:`~numerics.experiments.reproduce.reproduce`
+    calls it before any training, so a malformed table is refused before minutes are spent.
+
+    Parameters
+    ----------
+    path : path, optional
+        The CSV (default :data:`SHIPPED_TABLE` among the shipped results,
+        :mod:`numerics.experiments.shipped`).
+
+    Returns
+    -------
+    ConvergedTable
 
     Raises
     ------
     FileNotFoundError
-        No CSV at ``path`` (names the path and how to make one).
+        No file at ``path`` (names it and how to make one); without ``path``, the shipped
+        results not found (:class:`~numerics.experiments.shipped.ShippedResultsNotFound`).
+    ValueError
+        Not a converged-study table, in one line naming the file: empty, missing columns, no
+        rows, a cell that does not parse (line, column, value) or an unreadable provenance.
+
+    References
+    ----------
+    Paper Tables 1, 4, 5 (what the table is read for).
 
     Examples
     --------
-    >>> table = load_table()  # doctest: +SKIP
-    >>> table.groups()[0]  # doctest: +SKIP
-    (0.0, 0.0, 2, 32)
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "t.csv")
+    ...     _ = open(path, "w").write("model,a,b\\nnonlinear,0,0\\n")
+    ...     try:
+    ...         load_table(path)
+    ...     except ValueError as exc:
+    ...         print(str(exc).replace(path, "t.csv")[:60])
+    t.csv: not a converged-study table: missing columns norm, k,
     """
-    path = SHIPPED_TABLE if path is None else Path(path)
+    path = shipped_path(*SHIPPED_TABLE) if path is None else Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"converged-study table not found: {path} (a source checkout ships "
-                                "docs/results/converged-study.csv; `idepth study converged --out DIR` writes one)")
+        what = "is a directory" if path.is_dir() else "not found"
+        raise FileNotFoundError(f"converged-study table {what}: {path} (the shipped results hold "
+                                f"{'/'.join(SHIPPED_TABLE)}; `idepth study converged --out DIR` writes one)")
     rows = tuple(read_study_csv(path))
     if not rows:
-        raise ValueError(f"converged-study table {path} has no rows")
+        raise ValueError(f"{path}: not a converged-study table: a header and no rows")
     prov_path = path.with_suffix(".provenance.json")
-    provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
+    try:
+        provenance = json.loads(prov_path.read_text(encoding="utf-8")) if prov_path.is_file() else {}
+    except ValueError as exc:
+        raise ValueError(f"{prov_path}: the table's provenance is not JSON ({' '.join(str(exc).split())})") from None
+    if not isinstance(provenance, dict):
+        raise ValueError(f"{prov_path}: the table's provenance must be a JSON object")
     return ConvergedTable(path=path, rows=rows, provenance=provenance)
 
 
@@ -252,9 +286,14 @@ def sizes_section(table: ConvergedTable | None, linear_sizes: tuple, sizes_path:
     ### Sizes the paper's numbers imply
     """
     lines = ["### Sizes the paper's numbers imply", ""]
-    path = SHIPPED_SIZES if sizes_path is None else Path(sizes_path)
+    if sizes_path is not None:
+        path = Path(sizes_path)
+    else:
+        path = shipped_path(*SHIPPED_SIZES) if results_dir() is not None else None
     d_lin, P_lin = linear_sizes
-    if path.is_file():
+    if path is None:
+        lines += [f"No size inference: {not_found_message()}.", ""]
+    elif path.is_file():
         data = json.loads(path.read_text())
         (d_mix, P_mix), (d_one, P_one) = data["best_mixture"], data["best_single"]
         chi2 = np.asarray(data["chi2_mixture"])

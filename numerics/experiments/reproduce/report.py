@@ -60,33 +60,39 @@ def verdict_counts(claims) -> dict:
 
 
 def counts_text(claims) -> str:
-    """One sentence: the verdicts of the paper's claims and, apart, of the package's contrasts.
+    """One sentence: the verdicts of the paper's claims and, apart, of the package's contrasts, as marked.
 
     Examples
     --------
     >>> print(counts_text([Claim("modewise", "p", "c", "reproduced", "e"),
     ...                    Claim("lazy_contrast", "p", "c", "inconclusive", "e")]))
-    claims of the paper: 1 reproduced (of 1); the package's own contrasts: 1 inconclusive (of 1)
+    claims of the paper (1): 1 REPRODUCED; the package's own contrasts (1): 1 INCONCLUSIVE
+    >>> print(counts_text([Claim("modewise", "p", "c", "reproduced", "e").not_judged("smoke scale")]))
+    claims of the paper (1): 1 NOT JUDGED (smoke scale); the package's own contrasts (0): none
     """
-    counts = verdict_counts(claims)
-
     def part(kind: str) -> str:
-        by_status = counts[kind]
-        total = sum(map(len, by_status.values()))
-        return ", ".join(f"{len(ids)} {status}" for status, ids in by_status.items() if ids) + f" (of {total})"
+        mine = [c for c in claims if c.kind == kind]
+        marks: dict = {}
+        for status in STATUSES:  # in the order of the statuses, then of the claims
+            for c in mine:
+                if c.status == status:
+                    marks[c.mark] = marks.get(c.mark, 0) + 1
+        counts = ", ".join(f"{n} {mark}" for mark, n in marks.items()) or "none"
+        return f"({len(mine)}): {counts}"
 
-    return f"claims of the paper: {part('paper')}; the package's own contrasts: {part('contrast')}"
+    return f"claims of the paper {part('paper')}; the package's own contrasts {part('contrast')}"
 
 
 _CERTAINTY = {"reproduced": "its criterion is met by the numbers",
               "contradicted": "adequately powered measurements exclude it",
-              "not tested": "this reproduction has nothing to judge it by"}
+              "not tested": "this reproduction has nothing to judge it by",
+              "not judged": "this scale's numbers support no verdict"}
 
 
 def _certainty(claim) -> str:
     """How sure the verdict is: met, excluded, or undecided and why."""
     if claim.status != "inconclusive":
-        return _CERTAINTY.get(claim.status, claim.status)
+        return _CERTAINTY[claim.status]
     kinds = [part.split(":")[0].strip() for part in claim.reason.split(";")]
     kinds = list(dict.fromkeys(k for k in kinds if k in INCONCLUSIVE_REASONS))
     return "undecided" + (f" ({' and '.join(kinds)} not sufficient)" if kinds else "")
@@ -242,9 +248,9 @@ def report_data(figures, claims) -> dict:
 
 
 def _claim_data(c, about: dict) -> dict:
-    return {"id": c.id, "status": c.status, "mark": c.mark, "reason": c.reason, "paper": c.paper,
-            "criterion": c.criterion, "kind": c.kind, "summary": c.summary, "table": c.table_markdown,
-            "evidence": c.evidence, "figures": list(about.get(c.id, ()))}
+    return {"id": c.id, "status": c.status, "measured_status": c.measured_status, "note": c.note, "mark": c.mark,
+            "reason": c.reason, "paper": c.paper, "criterion": c.criterion, "kind": c.kind, "summary": c.summary,
+            "table": c.table_markdown, "evidence": c.evidence, "figures": list(about.get(c.id, ()))}
 
 
 def _claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
@@ -253,8 +259,11 @@ def _claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
              f"  - measured: {escape(claim['evidence'])}"]
     if claim.get("table"):
         lines += ["", *("    " + line for line in claim["table"].splitlines()), ""]
+    measured = claim.get("measured_status", claim["status"])
+    if measured != claim["status"]:
+        lines.append(f"  - measured status (not a verdict): {measured}")
     if claim.get("reason"):
-        lines.append(f"  - {'why inconclusive' if claim['status'] == 'inconclusive' else 'what excludes it'}: "
+        lines.append(f"  - {'why inconclusive' if measured == 'inconclusive' else 'what excludes it'}: "
                      f"{escape(claim['reason'])}")
     return lines
 

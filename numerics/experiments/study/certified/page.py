@@ -41,8 +41,8 @@ CSV = "certified-study.csv"
 FIGURE = "figures/certified-study.png"
 RECIPE_FIGURE = "figures/certified-recipes.png"
 VERDICTS = "certified-study.verdicts.json"
-#: the verdicts of the shipped study (the reproduction's central claim reads them)
-SHIPPED_VERDICTS = Path(__file__).resolve().parents[4] / "docs" / "results" / VERDICTS
+#: the verdicts of the shipped study among the shipped results (the reproduction's central claim reads them)
+SHIPPED_VERDICTS = (VERDICTS,)
 #: the ways of getting a depth-L model, from the laziest to the best loss found, as the page names them
 RECIPE_LABELS = {"lazy": "lazy (gain frozen)", "equal_budget": "equal budget", "cold lr=0.001": "cold, lr 1e-3",
                  "cold lr=0.0003": "cold, lr 3e-4", "heads": "B_L heads", "envelope": "envelope R*_L"}
@@ -416,12 +416,14 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
 
 
 def read_verdicts(path=None) -> dict:
-    """Read a ``certified-study.verdicts.json`` (default :data:`SHIPPED_VERDICTS`).
+    """Read a ``certified-study.verdicts.json`` (default :data:`SHIPPED_VERDICTS` among the shipped results,
+    :mod:`numerics.experiments.shipped`).
 
     Raises
     ------
     ValueError
-        A missing or unreadable file, naming it.
+        A missing or unreadable file, naming it; without ``path``, the shipped results not found
+        (:func:`numerics.experiments.shipped.not_found_message`).
 
     Examples
     --------
@@ -430,7 +432,13 @@ def read_verdicts(path=None) -> dict:
     ...
     ValueError: no certified-study verdicts at /nonexistent.json (`idepth study certified --report-only` writes them)
     """
-    path = SHIPPED_VERDICTS if path is None else Path(path)
+    if path is None:
+        from ...shipped import ShippedResultsNotFound, shipped_path
+
+        try:
+            path = shipped_path(*SHIPPED_VERDICTS)
+        except ShippedResultsNotFound as exc:
+            raise ValueError(str(exc)) from None
     try:
         return json.loads(Path(path).read_text())
     except FileNotFoundError:

@@ -26,9 +26,9 @@ __all__ = ["RECIPE", "STARTS", "Candidate", "CellConfig", "CertifiedPlan", "eval
 
 #: the kinds of start a candidate may have (see the module docstring)
 STARTS = ("cold", "oracle", "nested")
-#: the recipe every candidate trains with, by name: the converged study's (:data:`~numerics.experiments.recipes.
-#: CONVERGED_STUDY`: Adam, batch, warm-up then cosine decay, held-out set, evaluations per run); the plan varies
-#: its rates, caps and starts. Every row of the study's table carries it
+#: the recipe every candidate trains with, by name: the converged study's
+#: (:data:`~numerics.experiments.recipes.CONVERGED_STUDY`: Adam, batch, warm-up then cosine decay, held-out set,
+#: evaluations per run); the plan varies its rates, caps and starts. Every row of the study's table carries it
 RECIPE = "converged_study"
 _RECIPE = RECIPES[RECIPE]
 _EVALS_PER_RUN = _RECIPE["max_steps"] // _RECIPE["eval_every"]

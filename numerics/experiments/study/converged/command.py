@@ -1,4 +1,5 @@
-"""``idepth study converged``: train the study and write its table (:mod:`.run`), then its page (:mod:`.page`).
+"""``idepth study converged``: train the study and write its table
+(:mod:`numerics.experiments.study.converged.run`), then its page (:mod:`numerics.experiments.study.converged.page`).
 
 The two jobs do not cross: the run writes no page, the page trains nothing; this module calls one, then
 the other, with the bounds (Monte Carlo, cached beside the table) between them.

@@ -137,12 +137,21 @@ def _parse(name: str, value):
         if kind == "str":
             return str(value)
         if kind == "bool":
-            return value == "true" if isinstance(value, str) else bool(value)
+            if isinstance(value, str):
+                return {"true": True, "false": False}[value]
+            return bool(value)
         if kind == "int":
-            return int(float(value)) if isinstance(value, str) else int(value)
+            if not isinstance(value, str):
+                return int(value)
+            number = float(value)
+            if not number.is_integer():  # CSV text: "2.5" is no integer
+                raise ValueError(value)
+            return int(number)
         return float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"column {name} must hold a {kind}; got {value!r}") from None
+    except (TypeError, ValueError, KeyError, OverflowError):
+        allowed = " ('true' or 'false')" if kind == "bool" else ""
+        raise ValueError(f"column {name} must hold {'an' if kind == 'int' else 'a'} {kind}{allowed}; "
+                         f"got {value!r}") from None
 
 
 def as_rows(rows: Iterable[Mapping]) -> list[StudyRow]:
@@ -190,7 +199,10 @@ def write_study_csv(rows: Sequence[Mapping], path, *, provenance: Mapping | None
 
 
 def read_study_csv(path) -> list[StudyRow]:
-    """The rows of a study CSV, typed; missing columns raise ``ValueError`` naming them.
+    """The rows of a study CSV, typed; a file that is not such a table raises ``ValueError`` naming it.
+
+    What is wrong is said in one line: an empty file, the missing columns, or the first line whose
+    cells do not parse (its line number, the column and the value).
 
     Examples
     --------
@@ -203,12 +215,31 @@ def read_study_csv(path) -> list[StudyRow]:
     >>> back.converged, back.R_L, back.depth
     (True, 1.0, 1)
     """
-    with open(path, newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = _missing(reader.fieldnames or ())
-        if missing:
-            raise ValueError(f"{path}: not a converged-study table: missing columns {', '.join(missing)}")
-        return [StudyRow.from_mapping(raw) for raw in reader]
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            if reader.fieldnames is None:
+                raise ValueError(f"{path}: not a converged-study table: the file is empty (no header line naming "
+                                 "its columns)")
+            missing = _missing(reader.fieldnames)
+            if missing:
+                raise ValueError(f"{path}: not a converged-study table: missing columns {', '.join(missing)}")
+            rows = []
+            for raw in reader:
+                if None in raw or None in raw.values():  # more or fewer cells than the header names
+                    cells = sum(v is not None for k, v in raw.items() if k is not None) + len(raw.get(None) or ())
+                    raise ValueError(f"{path}, line {reader.line_num}: {cells} cells where the header names "
+                                     f"{len(reader.fieldnames)} columns")
+                try:
+                    rows.append(StudyRow.from_mapping(raw))
+                except ValueError as exc:
+                    raise ValueError(f"{path}, line {reader.line_num}: {exc}") from None
+            return rows
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a converged-study table: not UTF-8 text ({exc.reason} at byte "
+                         f"{exc.start})") from None
+    except csv.Error as exc:
+        raise ValueError(f"{path}: not a converged-study table: {exc}") from None
 
 
 def read_provenance(path) -> dict | None:

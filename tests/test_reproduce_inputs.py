@@ -1,0 +1,315 @@
+"""``idepth reproduce`` fails early and speaks plainly.
+
+* a malformed ``--converged-table`` is refused before any training: exit 2, one line naming the file and what
+  is wrong (missing file, empty file, wrong columns, a cell that does not parse);
+* after Ctrl-C: one line saying how to continue (the same command; the finished runs stay in the store),
+  exit 130, nothing half-written;
+* at the smoke scale, whose numbers mean nothing, every claim reads "NOT JUDGED (smoke scale)" in the printed
+  summary, REPORT.md and report.json, the measured status kept beside it; the text follows from the scale;
+* outside a source checkout the shipped results are found through ``IDEPTH_RESULTS``; without it the run says
+  where to point it, marks the claims that read them "NOT TESTED (shipped results not found: set
+  IDEPTH_RESULTS)" and exits 1, not 0.
+
+Each end-to-end run is the smoke scale's ``fig6a`` alone (15 tiny runs, about 10 s), without the regime study
+and the calibration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+import numerics.experiments.shipped as shipped
+from idepth.cli import build_parser, main
+from numerics.experiments import sweep as sweep_module
+from numerics.experiments.reproduce import get_scale, reproduce
+from numerics.experiments.reproduce._registry import STATUSES, as_reported
+from numerics.experiments.reproduce.context import ReproductionContext
+from numerics.experiments.reproduce.converged import SHIPPED_TABLE, load_table
+from numerics.experiments.reproduce.report import evaluate_claims
+from numerics.experiments.study.converged.table import CSV_COLUMNS
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_RESULTS = ROOT / "docs" / "results"
+#: the cheapest complete reproduction: one figure of the smoke scale, no study, no calibration
+FAST = ["--scale", "smoke", "--only", "fig6a", "--workers", "1", "--no-progress", "--no-study", "--no-calibration"]
+#: the smoke-scale families of fig6a as a scale that does judge its claims (to see the verdicts a judged scale gives)
+JUDGED_SMOKE = dataclasses.replace(get_scale("smoke"), name="smoke-judged", judges_claims=True)
+#: the claims that read the shipped results, and the input each reads
+SHIPPED_CLAIMS = {"inverse_depth_certified": "certified study", "inverse_depth": "converged study",
+                  "shipped_rerun": "converged study"}
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.fixture
+def outside_a_checkout(tmp_path, monkeypatch):
+    """The package as a wheel sees it: imported from no source checkout, IDEPTH_RESULTS unset, cwd elsewhere."""
+    monkeypatch.setattr(shipped, "checkout_root", lambda: None)
+    monkeypatch.delenv(shipped.RESULTS_VARIABLE, raising=False)
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return cwd
+
+
+def _no_training(monkeypatch):
+    """Any sweep (training) or calibration fails the test: what is checked must be refused before."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(sweep_module, "run_sweep", refuse)
+    monkeypatch.setattr("numerics.experiments.reproduce.calibration.calibrate", refuse)
+
+
+# ------------------------------------------------------------------------------------------- the converged table
+
+def _shipped_rows(n: int = 3) -> list[str]:
+    return (SHIPPED_RESULTS / "converged-study.csv").read_text(encoding="utf-8").splitlines()[: n + 1]
+
+
+def _non_numeric_cell() -> str:
+    header, first, *rest = _shipped_rows()
+    cells = first.split(",")
+    cells[CSV_COLUMNS.index("R_L")] = "about 3"
+    return "\n".join([header, ",".join(cells), *rest]) + "\n"
+
+
+MALFORMED = {
+    "missing file": (None, "converged-study table not found"),
+    "empty file": ("", "the file is empty"),
+    "wrong columns": ("model,a,b,loss\nnonlinear,0,0,1.0\n", "missing columns norm, k, d"),
+    "header only": (_shipped_rows()[0] + "\n", "a header and no rows"),
+    "non-numeric cell": (_non_numeric_cell(), "line 2: column R_L must hold a float; got 'about 3'"),
+    "short row": (_shipped_rows()[0] + "\nnonlinear,layer,0.0\n", "line 2: 3 cells where the header names"),
+    "bad boolean": ("\n".join(_shipped_rows(1)).replace(",true,", ",yes,") + "\n",
+                    "column converged must hold a bool ('true' or 'false'); got 'yes'"),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_converged_table_is_refused_before_any_training_with_one_line_and_exit_2(
+        tmp_path, capsys, monkeypatch, case):
+    text, fragment = MALFORMED[case]
+    table = tmp_path / "table.csv"
+    if text is not None:
+        table.write_text(text, encoding="utf-8")
+    _no_training(monkeypatch)
+    out = tmp_path / "out"
+    status = main(["reproduce", *FAST, "--converged-table", str(table), "--out", str(out)])
+    line = _one_line(capsys.readouterr().err)
+    assert status == 2, line
+    assert line.startswith("idepth reproduce: error: --converged-table:") and str(table) in line, line
+    assert fragment in line, line
+    assert not out.exists(), "nothing may be written for a malformed table"
+
+
+@pytest.mark.parametrize("case", [c for c, (text, _) in MALFORMED.items() if text is not None])
+def test_the_api_refuses_the_same_tables_before_writing_anything(tmp_path, monkeypatch, case):
+    """The run reads the table through the same reader (load_table) before it creates the output directory."""
+    text, fragment = MALFORMED[case]
+    table = tmp_path / "table.csv"
+    table.write_text(text, encoding="utf-8")
+    _no_training(monkeypatch)
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        reproduce("smoke", "fig6a", tmp_path / "out", study=False, calibrate=False, converged_table=table,
+                  log=lambda text: None)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_well_formed_copy_of_the_shipped_table_reads_like_the_shipped_one(tmp_path):
+    copy = tmp_path / "converged-study.csv"
+    shutil.copy(SHIPPED_RESULTS / "converged-study.csv", copy)
+    mine, theirs = load_table(copy), load_table(SHIPPED_RESULTS / "converged-study.csv")
+    assert list(map(repr, mine.rows)) == list(map(repr, theirs.rows))  # repr: NaN cells compare equal
+    assert mine.provenance == {} and theirs.provenance["plan"]["d"] == 16  # no provenance beside the copy
+
+
+# ------------------------------------------------------------------------------------------- Ctrl-C
+
+def test_ctrl_c_prints_how_to_continue_exits_130_and_the_same_command_continues(tmp_path, capsys, monkeypatch):
+    real = sweep_module.run_sweep
+
+    def train_then_interrupt(*args, **kwargs):
+        real(*args, **kwargs)  # every run finishes and is committed to the store, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_module, "run_sweep", train_then_interrupt)
+    out = tmp_path / "out"
+    argv = ["reproduce", *FAST, "--out", str(out)]
+    status = main(argv)
+    line = _last_line(capsys)  # the plan and progress are logged before it
+    assert status == 130, line
+    assert line.startswith("idepth reproduce: interrupted") and str(out / "store") in line, line
+    command = line.split("the same command continues: ", 1)[1]
+    parse = build_parser().parse_args
+    assert shlex.split(command)[0] == "idepth" and vars(parse(shlex.split(command)[1:])) == vars(parse(argv)), command
+    assert not (out / "REPORT.md").exists() and not (out / "report.json").exists()
+    assert not [p for p in out.rglob("*") if ".tmp" in p.name or p.name.startswith(".idepth")], "half-written files"
+
+    monkeypatch.setattr(sweep_module, "run_sweep", real)
+    assert main(shlex.split(command)[1:]) == 0
+    report = (out / "REPORT.md").read_text(encoding="utf-8")
+    assert "0 trained now" in report, "the finished runs were not kept"
+
+
+def _last_line(capsys) -> str:
+    """The last line on stderr (the run logs its plan and progress before it)."""
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_ctrl_c_before_any_run_finishes_leaves_no_report(tmp_path, capsys, monkeypatch):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_module, "run_sweep", interrupt)
+    status = main(["reproduce", *FAST, "--out", str(tmp_path / "out")])
+    line = _last_line(capsys)
+    assert status == 130 and "the same command continues: idepth reproduce --scale smoke" in line, line
+    assert not list((tmp_path / "out").rglob("REPORT.md"))
+
+
+# ------------------------------------------------------------------------------------------- smoke: not judged
+
+def test_at_the_smoke_scale_every_claim_reads_not_judged_in_the_summary_the_report_and_report_json(
+        tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["reproduce", *FAST, "--out", str(out)]) == 0
+    summary = capsys.readouterr().out.strip()
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))["claims"]
+    report = (out / "REPORT.md").read_text(encoding="utf-8")
+    mark = "NOT JUDGED (smoke scale)"
+    n_paper = sum(c["kind"] == "paper" for c in data)
+    assert f"claims of the paper ({n_paper}): {n_paper} {mark};" in summary, summary
+    assert f"contrasts ({len(data) - n_paper}): {len(data) - n_paper} {mark}" in summary, summary
+    assert {c["status"] for c in data} == {"not judged"} and {c["mark"] for c in data} == {mark}
+    assert report.count(f"- **{mark}** — ") == len(data)
+    for status in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE"):
+        assert f"**{status}**" not in report and f": {status}**" not in report, status
+    # the measured status is kept apart, and it is what the numbers say (not all "not judged")
+    measured = {c["id"]: c["measured_status"] for c in data}
+    assert set(measured.values()) <= set(STATUSES) - {"not judged"}
+    assert len(set(measured.values())) >= 2, measured
+    assert report.count("measured status (not a verdict): ") == len(data)
+
+
+def test_the_not_judged_text_is_computed_from_the_scale(tmp_path):
+    """Another unjudged scale names itself; a judged scale keeps the measured verdicts."""
+    families = ("nonlinear_lazy",)
+    claims = {}
+    for scale in (dataclasses.replace(get_scale("smoke"), name="tiny"), JUDGED_SMOKE):
+        ctx = ReproductionContext.open(scale, tmp_path / scale.name, families=families, converged=load_table())
+        claims[scale.name] = {c.id: c for c in evaluate_claims(ctx)}
+    assert {c.mark for c in claims["tiny"].values()} == {"NOT JUDGED (tiny scale)"}
+    judged = claims["smoke-judged"]
+    assert all(c.status == c.measured_status and not c.note for c in judged.values())
+    assert {c.id: c.measured_status for c in claims["tiny"].values()} == {c.id: c.status for c in judged.values()}
+    assert judged["inverse_depth"].mark == judged["inverse_depth"].status.upper() != "NOT JUDGED"
+
+
+# ------------------------------------------------------------------------------------------- shipped results
+
+def test_outside_a_checkout_without_the_variable_no_shipped_results_are_found(outside_a_checkout):
+    from numerics.experiments.answer import package_answer
+    from numerics.experiments.reproduce.converged import sizes_section
+    from numerics.experiments.study.certified.page import read_verdicts
+
+    assert shipped.results_dir() is None
+    message = shipped.not_found_message()
+    assert "\n" not in message and f"set {shipped.RESULTS_VARIABLE}=" in message
+    with pytest.raises(FileNotFoundError, match=shipped.RESULTS_VARIABLE):
+        load_table()
+    with pytest.raises(ValueError, match=shipped.RESULTS_VARIABLE):
+        read_verdicts()
+    with pytest.raises(FileNotFoundError, match=shipped.RESULTS_VARIABLE):
+        package_answer()
+    assert f"No size inference: {message}." in sizes_section(None, (128, 1024))
+
+
+def test_outside_a_checkout_the_variable_points_every_reader_at_the_results(outside_a_checkout, monkeypatch):
+    from numerics.experiments.answer import package_answer
+    from numerics.experiments.reproduce.converged import sizes_section
+    from numerics.experiments.study.certified.page import read_verdicts
+
+    results = outside_a_checkout / "results"
+    shutil.copytree(SHIPPED_RESULTS, results, ignore=shutil.ignore_patterns("certified", "figures", "expressible"))
+    monkeypatch.setenv(shipped.RESULTS_VARIABLE, str(results))
+    assert shipped.results_dir() == results.resolve()
+    table = load_table()
+    assert table.path == results.resolve().joinpath(*SHIPPED_TABLE) and table.provenance["plan"]["d"] == 16
+    assert read_verdicts()["main"] == json.loads((SHIPPED_RESULTS / "certified-study.verdicts.json").read_text())["main"]
+    assert package_answer().text == package_answer(SHIPPED_RESULTS).text
+    assert "| best (d, P) against B_1 |" in sizes_section(table, (128, 1024))
+    ctx = ReproductionContext.open(JUDGED_SMOKE, outside_a_checkout / "out", families=("nonlinear_lazy",),
+                                   converged=table)
+    claims = {c.id: c for c in evaluate_claims(ctx)}
+    assert claims["inverse_depth_certified"].status != "not tested" and claims["inverse_depth"].status != "not tested"
+
+
+def test_a_variable_that_names_no_directory_is_refused_before_training(outside_a_checkout, tmp_path, capsys,
+                                                                      monkeypatch):
+    monkeypatch.setenv(shipped.RESULTS_VARIABLE, str(tmp_path / "nowhere"))
+    _no_training(monkeypatch)
+    status = main(["reproduce", *FAST, "--out", str(tmp_path / "out")])
+    line = _one_line(capsys.readouterr().err)
+    assert status == 2 and f"{shipped.RESULTS_VARIABLE} must name a directory" in line and "nowhere" in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_without_shipped_results_the_cli_says_where_to_point_the_variable_and_exits_1(outside_a_checkout, capsys):
+    out = outside_a_checkout / "out"
+    status = main(["reproduce", *FAST, "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 1
+    assert err[-1].startswith("idepth reproduce: converged study, certified study not read: ")
+    assert err[-1].endswith(shipped.not_found_message())
+    assert sum(shipped.not_found_message() in line for line in err) == 2  # before training, and at the end
+    assert (out / "REPORT.md").is_file()
+
+
+def test_without_shipped_results_the_claims_that_read_them_are_not_tested_and_say_why(outside_a_checkout):
+    result = reproduce(JUDGED_SMOKE, "fig6a", outside_a_checkout / "out", study=False, calibrate=False,
+                       log=lambda text: None)
+    assert result.unavailable == ("converged study", "certified study")
+    mark = f"NOT TESTED ({shipped.NOT_FOUND_NOTE})"
+    assert mark == "NOT TESTED (shipped results not found: set IDEPTH_RESULTS)"
+    claims = {c.id: c for c in result.claims}
+    assert {i for i, c in claims.items() if c.mark == mark} == set(SHIPPED_CLAIMS)
+    assert all(not c.note for i, c in claims.items() if i not in SHIPPED_CLAIMS)
+    data = {c["id"]: c for c in json.loads((result.out_dir / "report.json").read_text())["claims"]}
+    assert all(data[i]["mark"] == mark and data[i]["status"] == "not tested" for i in SHIPPED_CLAIMS)
+    report = result.report.read_text(encoding="utf-8")
+    assert report.count(f"**{mark}**") >= len(SHIPPED_CLAIMS)
+
+
+def test_only_the_claims_whose_input_was_not_found_carry_the_note():
+    """A claim reads "not tested" with the note only when an input it reads is unavailable (a table given by
+    path, for instance, is not read from the shipped results)."""
+    from types import SimpleNamespace
+
+    from numerics.experiments.reproduce._registry import Claim
+
+    ctx = SimpleNamespace(scale=JUDGED_SMOKE, unavailable={"certified study": shipped.NOT_FOUND_NOTE})
+    converged = as_reported(Claim("inverse_depth", "p", "c", "not tested", "e", families=("converged study",)), ctx)
+    certified = as_reported(Claim("x", "p", "c", "not tested", "e", families=("certified study",)), ctx)
+    assert converged.mark == "NOT TESTED" and certified.mark == f"NOT TESTED ({shipped.NOT_FOUND_NOTE})"
+
+
+def test_one_module_says_where_the_shipped_results_live():
+    """No other source of numerics/ or idepth/ builds the path of docs/results (it names it in text only)."""
+    pattern = re.compile(r"""["']docs["']\s*/\s*["']results["']|Path\(\s*["']docs/results""")
+    offenders = [str(p.relative_to(ROOT)) for package in ("numerics", "idepth") for p in (ROOT / package).rglob("*.py")
+                 if pattern.search(p.read_text(encoding="utf-8")) and p.name != "shipped.py"]
+    assert offenders == []
+    source = (ROOT / "numerics" / "experiments" / "shipped.py").read_text(encoding="utf-8")
+    assert 'Path("docs") / "results"' in source
