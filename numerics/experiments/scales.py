@@ -317,6 +317,10 @@ class Scale:
     judges_claims : bool
         Whether a reproduction at this scale states verdicts; False where the numbers mean
         nothing (``smoke``): every claim then reads "not judged", its measured status kept.
+    softmax_claim_sizes : tuple of (d, P) or None
+        The sizes the paper's softmax numbers imply (:data:`INFERRED_SOFTMAX_SIZES`) where this
+        scale judges the softmax claims: a claim reading a softmax top-k family run below them is
+        not judged (:meth:`undersized_families`); None: no such rule.
 
     References
     ----------
@@ -340,6 +344,7 @@ class Scale:
     runs_converged_study: bool = False
     converged_plan: Mapping | None = None
     judges_claims: bool = True
+    softmax_claim_sizes: tuple | None = None
 
     def __post_init__(self) -> None:
         missing = [name for name in FAMILIES if name not in self.families]
@@ -358,6 +363,27 @@ class Scale:
     def n_runs(self) -> int:
         """All runs of all families (before de-duplication of identical configs)."""
         return sum(family.n_runs for family in self.families.values())
+
+    def undersized_families(self) -> dict:
+        """``{name: why}`` of the softmax top-k families run below the sizes the paper's softmax numbers imply.
+
+        A family with ``d`` or ``P`` below :attr:`softmax_claim_sizes` cannot bear on a claim
+        made at those sizes: a claim that reads one is not judged at this scale.
+
+        Examples
+        --------
+        >>> sorted(get_scale("quick").undersized_families())
+        ['context_updates', 'context_updates_k16']
+        >>> get_scale("medium").undersized_families()
+        {}
+        """
+        if self.softmax_claim_sizes is None:
+            return {}
+        d, P = self.softmax_claim_sizes
+        return {name: f"{name} runs at d = {family.d}, P = {family.P}, below the sizes the paper's softmax numbers "
+                      f"imply (d = {d}, P = {P})"
+                for name, family in self.families.items()
+                if family.model != "linear" and family.task == "difficult" and (family.d < d or family.P < P)}
 
 
 _STUDY_SMOKE = StudyScale(
@@ -428,6 +454,8 @@ _CONVERGED = _family_recipe(recipes.EQUAL_BUDGET, "equal budget: every parameter
                             "converged study trains each depth to its own convergence rule)")
 #: the sizes (d, N, P) of the softmax families at the quick and paper scales
 _SOFTMAX = tuple(INFERRED_SOFTMAX_SIZES[name] for name in ("d", "N", "P"))
+#: (d, P) below which a softmax family's numbers bear on no claim of the paper (Scale.softmax_claim_sizes)
+_SOFTMAX_CLAIM_SIZES = (INFERRED_SOFTMAX_SIZES["d"], INFERRED_SOFTMAX_SIZES["P"])
 
 
 def _smoke() -> Scale:
@@ -490,7 +518,7 @@ def _quick() -> Scale:
         _family("context_updates_k16", 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,), **converged),
     ], bound_contexts=8192, floor_samples=4096, study=_STUDY_QUICK,
         # two shipped runs re-trained (L = 64 alone cost as much as both: 6000 steps x batch 256 at 64 layers)
-        converged_checks=((0.0, 0.0, 2, 32, 1, 0), (0.0, 0.0, 2, 32, 8, 0)))
+        converged_checks=((0.0, 0.0, 2, 32, 1, 0), (0.0, 0.0, 2, 32, 8, 0)), softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
 
 
 def _medium() -> Scale:
@@ -515,7 +543,7 @@ def _medium() -> Scale:
         _family("untied_values", 64, 64, 512, pairs, depths, seeds, **lazy),
         _family("context_updates", 16, 16, 64, ((0.0, 0.0),), depths[:6], seeds, **context),
         _family("context_updates_k16", 16, 16, 64, ((0.0, 0.0),), depths[:6], seeds, **context),
-    ], bound_contexts=16384, floor_samples=16384, study=_STUDY_FULL)
+    ], bound_contexts=16384, floor_samples=16384, study=_STUDY_FULL, softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
 
 
 def _paper() -> Scale:
@@ -547,7 +575,8 @@ def _paper() -> Scale:
         _family("untied_values", d, N, P, pairs, depths, seeds, **lazy),
         _family("context_updates", d, N, P, ((0.0, 0.0),), depths[:6], seeds, **converged),
         _family("context_updates_k16", d, N, P, ((0.0, 0.0),), depths[:6], seeds, **converged),
-    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_PAPER, runs_converged_study=True)
+    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_PAPER, runs_converged_study=True,
+        softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
 
 
 #: the shipped scales, smallest first
