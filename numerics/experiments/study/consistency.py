@@ -126,8 +126,8 @@ def paper_consistency(
     (with its measured plateaus) and ``extra_sizes``. Each bound has ``n_contexts`` (those at
     ``d`` x ``P_values``: ``paper_size_contexts`` if given, where a few thousand contexts already
     put the paper's values many SEs below the bound) and its own stream from ``seed``, cached in
-    the execution's ``cache_dir`` (none by default), computed by its ``workers`` (default: every
-    usable core); ``bound(a, b, d, P, k)`` replaces it (tests).
+    the execution's ``cache_dir`` (none by default), computed by its ``workers`` (default 1);
+    ``bound(a, b, d, P, k)`` replaces it (tests).
 
     References
     ----------
@@ -159,7 +159,8 @@ def paper_consistency(
         cells = [(r["a"], r["b"], sd, sP, r["k"]) for (sd, sP) in sizes for r in paper if r["k"] <= sP]
         keys = [bound_key(*cell, n_contexts=contexts.get(cell[2:4], n_contexts), seed=seed) for cell in cells]
         execution = as_execution(execution)
-        values = head_bounds(keys, execution.cache_dir, workers=execution.pool_size(), progress=execution.progress)
+        values = head_bounds(keys, execution.cache_dir, workers=execution.pool_size(default=1),
+                             progress=execution.progress)
         computed = dict(zip(cells, values))
 
         def bound(a, b, d_, P_, k_):  # noqa: F811 - the default provider
