@@ -56,10 +56,17 @@ class MeasuredRunTime:
     --help``, the printed plan and the report quote :meth:`text`. Measure with ``/usr/bin/time -v
     idepth reproduce --scale quick --out DIR`` from an empty DIR (wall clock, user + system time).
 
+    ``load_average`` is the mean 1-minute load during the run (other jobs slow it), ``cores`` the
+    machine's and ``serial_seconds`` what the main process did alone (figures, report): on idle
+    cores the run takes about ``cpu_seconds / cores + serial_seconds`` (:meth:`idle_seconds`).
+    ``benchmarks/bench_reproduce.py`` measures all of them.
+
     Examples
     --------
     >>> MeasuredRunTime("quick", 1745, 1759, "2 cores", "idepth reproduce").text()
     '29 min wall, 29 min CPU (1745 s, 1759 s) on 2 cores'
+    >>> MeasuredRunTime("quick", 900, 1000, "2 cores", "idepth reproduce", 4.0, 2, 40).text()
+    '15 min wall, 17 min CPU (900 s, 1000 s) on 2 cores at load average 4.0 (other jobs); on idle cores ≈ 9 min (540 s: CPU / 2 cores + 40 s in the main process alone)'
     """
 
     scale: str
@@ -67,11 +74,27 @@ class MeasuredRunTime:
     cpu_seconds: float
     machine: str
     command: str
+    load_average: float | None = None
+    cores: int | None = None
+    serial_seconds: float | None = None
+
+    def idle_seconds(self) -> float | None:
+        """``cpu_seconds / cores + serial_seconds``: the wall time on idle cores (None if not measured)."""
+        if self.cores is None or self.serial_seconds is None:
+            return None
+        return self.cpu_seconds / self.cores + self.serial_seconds
 
     def text(self) -> str:
-        """``'29 min wall, 29 min CPU (1745 s, 1759 s) on <machine>'``."""
-        return (f"{self.wall_seconds / 60:.0f} min wall, {self.cpu_seconds / 60:.0f} min CPU "
+        """``'29 min wall, 29 min CPU (1745 s, 1759 s) on <machine>'``, then the load and the idle estimate."""
+        text = (f"{self.wall_seconds / 60:.0f} min wall, {self.cpu_seconds / 60:.0f} min CPU "
                 f"({self.wall_seconds:.0f} s, {self.cpu_seconds:.0f} s) on {self.machine}")
+        if self.load_average is not None:
+            text += f" at load average {self.load_average:.1f} (other jobs)"
+        idle = self.idle_seconds()
+        if idle is not None:
+            text += (f"; on idle cores ≈ {idle / 60:.0f} min ({idle:.0f} s: CPU / {self.cores} cores + "
+                     f"{self.serial_seconds:.0f} s in the main process alone)")
+        return text
 
 
 #: input dimensions of the default grid of ``idepth study sizes`` (:mod:`numerics.experiments.study.sizes`)
