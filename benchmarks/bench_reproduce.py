@@ -70,6 +70,31 @@ def _estimate(log_lines: list[str]) -> dict | None:
     return None
 
 
+def _runs_by_kind(store: Path) -> list[dict]:
+    """CPU seconds of the finished runs in ``store`` by (model, task, d, P, batch, steps), with the cost model's
+    reference seconds (their ratio is the engine's speed here, as the calibration measures it)."""
+    from numerics.experiments.reproduce.plan import estimate_run_seconds
+    from numerics.experiments.store import load_results
+    from numerics.train import TrainConfig
+
+    known = set(TrainConfig.__dataclass_fields__)
+    groups: dict = {}
+    for record in load_results(store, status="done"):
+        fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in record["config"].items() if k in known}
+        config = TrainConfig(**fields)
+        key = (config.model, config.task, config.d, config.P, config.batch_size, config.max_steps)
+        group = groups.setdefault(key, {"model": config.model, "task": config.task, "d": config.d, "P": config.P,
+                                        "batch": config.batch_size, "steps": config.max_steps, "runs": 0,
+                                        "cpu_seconds": 0.0, "reference_seconds": 0.0})
+        group["runs"] += 1
+        group["cpu_seconds"] += float(record["metrics"]["cpu_time"])
+        group["reference_seconds"] += estimate_run_seconds(config)
+    rows = sorted(groups.values(), key=lambda g: -g["cpu_seconds"])
+    for row in rows:
+        row["cpu_seconds"], row["reference_seconds"] = round(row["cpu_seconds"], 1), round(row["reference_seconds"], 1)
+    return rows
+
+
 def measure(scale: str, out_dir: Path, extra: list[str]) -> dict:
     """Run ``idepth reproduce --scale SCALE --out OUT_DIR`` once; the record of :func:`main`."""
     sys.path.insert(0, str(ROOT))
@@ -128,6 +153,7 @@ def measure(scale: str, out_dir: Path, extra: list[str]) -> dict:
         else round(estimate["wall_seconds"] / (cpu / cores + serial), 3),
         "estimate_cpu_over_measured_cpu": None if estimate is None else round(estimate["cpu_seconds"] / cpu, 3),
         "phases": phases,
+        "runs_by_kind": _runs_by_kind(out_dir / "store"),
         "summary": child.stdout.strip().splitlines()[-1] if child.stdout.strip() else "",
         "python": sys.version.split()[0],
     }
