@@ -16,6 +16,7 @@ that they agree). Regenerate with::
 
     python benchmarks/bench_reproduce.py                  # about 10 minutes on 2 idle cores
     python benchmarks/bench_reproduce.py --scale smoke --json /tmp/smoke.json   # the pipeline only
+    python benchmarks/bench_reproduce.py --show benchmarks/results/reproduce_quick.json   # its Markdown
 
 Measure on an idle machine: another job on the same cores lengthens the wall time and, through
 shared caches, the CPU time; the load averages in the record say how idle it was.
@@ -159,16 +160,57 @@ def measure(scale: str, out_dir: Path, extra: list[str]) -> dict:
     }
 
 
+def markdown(record: dict) -> str:
+    """The record as the Markdown of ``benchmarks/README.md``: the totals, then the runs by kind."""
+    est = record["estimate"] or {}
+    lines = [
+        f"`{record['command']}` on {record['machine']} (numpy's SIMD level), load average "
+        f"{record['load_average_before']} before, {record['load_average_during_mean']} during (mean; max "
+        f"{record['load_average_during_max']}), Python {record['python']}:",
+        "",
+        "| wall | CPU | CPU / cores + main process alone (idle estimate) | printed estimate (wall, CPU) | "
+        "estimate / idle estimate | estimate / measured CPU | training wall | analysis after training |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {record['wall_seconds']:.0f} s | {record['cpu_seconds']:.0f} s | {record['cpu_over_cores_seconds']:.0f} s + "
+        f"{record['serial_wall_seconds']:.0f} s = {record['idle_estimate_seconds']:.0f} s | "
+        f"{est.get('wall_seconds', float('nan')):.0f} s, {est.get('cpu_seconds', float('nan')):.0f} s | "
+        f"{record['estimate_over_idle_estimate']} | {record['estimate_cpu_over_measured_cpu']} | "
+        f"{record['training_wall_seconds']} s | {record['analysis_wall_seconds']:.0f} s |",
+        "",
+        "CPU of the finished runs by kind against the cost model's reference seconds (their ratio: the speed here):",
+        "",
+        "| model | task | d | P | batch | steps | runs | CPU s | reference s | speed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in record.get("runs_by_kind", []):
+        lines.append(f"| {row['model']} | {row['task']} | {row['d']} | {row['P']} | {row['batch']} | {row['steps']} | "
+                     f"{row['runs']} | {row['cpu_seconds']:.1f} | {row['reference_seconds']:.1f} | "
+                     f"{row['reference_seconds'] / row['cpu_seconds']:.2f} |")
+    runs = record.get("runs_by_kind", [])
+    if runs:
+        cpu, ref = sum(r["cpu_seconds"] for r in runs), sum(r["reference_seconds"] for r in runs)
+        lines.append(f"| all | | | | | | {sum(r['runs'] for r in runs)} | {cpu:.1f} | {ref:.1f} | {ref / cpu:.2f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", default="quick", help="the reproduction's scale (default: quick)")
     parser.add_argument("--json", default=str(DEFAULT_JSON), help=f"record written here (default: {DEFAULT_JSON})")
     parser.add_argument("--keep", metavar="DIR", default=None,
                         help="reproduce into DIR (must not exist) and keep it; default: a temporary directory")
+    parser.add_argument("--show", metavar="JSON", default=None,
+                        help="print the Markdown of an existing record (benchmarks/README.md) and measure nothing")
     parser.add_argument("reproduce_args", nargs="*", help="further options of idepth reproduce, after --")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from numerics.io import write_json
+
+    if args.show is not None:
+        import json
+
+        print(markdown(json.loads(Path(args.show).read_text())))
+        return 0
 
     if args.keep is not None and Path(args.keep).exists():
         parser.error(f"--keep: {args.keep} exists; the measurement starts from an empty directory")
