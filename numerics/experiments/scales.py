@@ -53,13 +53,13 @@ class MeasuredRunTime:
     """One measured run time of a whole reproduction, with the machine state it was measured on.
 
     The one place a run time is stated: the README (checked by a test), ``idepth reproduce
-    --help``, the printed plan and the report quote :meth:`text`. Measure with ``/usr/bin/time -v
-    idepth reproduce --scale quick --out DIR`` from an empty DIR (wall clock, user + system time).
-
-    ``load_average`` is the mean 1-minute load during the run (other jobs slow it), ``cores`` the
-    machine's and ``serial_seconds`` what the main process did alone (figures, report): on idle
-    cores the run takes about ``cpu_seconds / cores + serial_seconds`` (:meth:`idle_seconds`).
-    ``benchmarks/bench_reproduce.py`` measures all of them.
+    --help``, the printed plan and the report quote :meth:`text`. Measured by
+    ``python benchmarks/bench_reproduce.py`` (``idepth reproduce --scale quick`` from an empty
+    directory; its record ``benchmarks/results/reproduce_quick.json``, checked against this by a test):
+    wall clock, user + system time, ``load_average`` the mean 1-minute load during the run (other jobs
+    slow it), ``cores`` the machine's and ``serial_seconds`` what the main process did alone (figures,
+    report). On idle cores the run takes about ``cpu_seconds / cores + serial_seconds``
+    (:meth:`idle_seconds`).
 
     Examples
     --------

@@ -88,8 +88,6 @@ def _study_sections(scale: Scale, out: Path, *, execution, log) -> tuple:
     return relink(result.markdown, "study/"), relink(consistency_markdown(consistency), "study/"), consistency
 
 
-
-
 def reproduce(
     scale: str | Scale = "quick",
     only: str | Sequence[str] | None = None,
