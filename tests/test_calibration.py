@@ -11,7 +11,8 @@ import pytest
 
 from numerics.experiments.reproduce.calibration import (Calibration, calibrate, calibrated_estimate,
                                                         format_estimate, machine_description, simd_level)
-from numerics.experiments.reproduce.plan import estimate_run_seconds, make_plan, step_milliseconds
+from numerics.experiments.execution import usable_cores
+from numerics.experiments.reproduce.plan import analysis_seconds, estimate_run_seconds, make_plan, step_milliseconds
 from numerics.models import MODELS, get_model
 from numerics.models.cost import StepCost
 from numerics.train import TrainConfig
@@ -21,22 +22,42 @@ from tolerances import ROUNDOFF, rtol
 def test_each_run_is_scaled_by_the_speed_of_its_own_engine():
     plan = make_plan("smoke", "fig5a,fig6c")  # linear and softmax runs
     slow_linear = Calibration({"softmax": 1.0, "linear": 0.25}, "m", None, 0.0)
-    runs, studies, costs = calibrated_estimate(plan, slow_linear)
+    runs, analysis, costs = calibrated_estimate(plan, slow_linear)
     for config in plan.configs:
         factor = 4.0 if config.model == "linear" else 1.0
         assert costs[config.content_hash()] == pytest.approx(factor * estimate_run_seconds(config))
-    assert runs == pytest.approx(sum(costs.values())) and studies == 0.0  # a selection runs no study
+    assert runs == pytest.approx(sum(costs.values()))
+    # the analysis after training is scaled by the mean speed (here 0.5); a selection runs no study
+    reference = analysis_seconds(plan.scale, plan.artefacts, study=False)
+    assert analysis == pytest.approx({part: seconds / 0.5 for part, seconds in reference.items()})
+
+
+def test_the_analysis_after_training_is_priced_and_the_studies_bounds_are_pooled():
+    whole, selection = analysis_seconds("quick"), analysis_seconds("quick", study=False)
+    assert whole["parallel"] > selection["parallel"] > 0  # the study's and the consistency check's bounds
+    assert whole["serial"] > selection["serial"] > 0  # the frozen-heads controls
+    # one more artefact is one more figure to draw in the main process
+    assert analysis_seconds("quick", ["fig1", "table2"], study=False)["serial"] > \
+        analysis_seconds("quick", ["table2"], study=False)["serial"]
 
 
 def test_the_estimate_line_names_the_machine_and_divides_the_cpu_time_among_the_workers():
     plan = make_plan("quick")
     calibration = Calibration({"softmax": 0.5, "linear": 0.5}, "2 cores, AMD EPYC, AVX-512 (AVX512_ICL)", 0.0, 3.0)
     line = format_estimate(plan, calibration, 1)
-    match = re.match(r"estimated (\S+) min wall on 1 local worker, (\S+) min CPU \(calibrated: this CPU runs "
-                     r"the engine at 0\.5x the reference", line)
+    match = re.match(r"estimated (\S+) min wall on 1 local worker, (\S+) min CPU \(training (\S+) min, analysis "
+                     r"(\S+) (s|min) of which (\S+) (s|min) in the main process; calibrated: this CPU runs the engine "
+                     r"at 0\.5x the reference", line)
     assert match, line
-    assert float(match.group(1)) == float(match.group(2)) == pytest.approx(plan.total_seconds / 0.5 / 60, abs=0.06)
+    cpu = (plan.estimated_seconds + sum(analysis_seconds(plan.scale, plan.artefacts).values())) / 0.5
+    assert float(match.group(1)) == float(match.group(2)) == pytest.approx(cpu / 60, abs=0.06)  # one worker
+    assert float(match.group(3)) == pytest.approx(plan.estimated_seconds / 0.5 / 60, abs=0.06)
     assert "2 cores, AMD EPYC, AVX-512 (AVX512_ICL)" in line and "busy" not in line
+    # two workers share the training and the pooled analysis, not the main process's part
+    runs, analysis, _ = calibrated_estimate(plan, calibration, study=True)
+    two = re.match(r"estimated (\S+) min wall", format_estimate(plan, calibration, 2))
+    expected = (runs + analysis["parallel"]) / min(2, usable_cores()) + analysis["serial"]
+    assert float(two.group(1)) == pytest.approx(expected / 60, abs=0.06)
 
 
 def test_the_machine_is_named_by_its_cores_and_numpys_simd_level():

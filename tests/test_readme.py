@@ -31,6 +31,24 @@ def test_readme_quotes_the_one_measured_run_time_of_the_main_job():
     assert "minutes" not in main_job  # no second, unmeasured figure for the main job
 
 
+def test_the_quoted_run_time_is_the_benchmarks_record_with_the_machines_simd_level():
+    """MEASURED_RUN_TIMES is what benchmarks/bench_reproduce.py wrote, not a number typed apart from it."""
+    import json
+
+    from numerics.experiments.scales import MEASURED_RUN_TIMES
+
+    record = json.loads((ROOT / "benchmarks" / "results" / "reproduce_quick.json").read_text())
+    measured = MEASURED_RUN_TIMES["quick"]
+    assert record["scale"] == measured.scale == "quick"
+    assert (round(record["wall_seconds"]), round(record["cpu_seconds"])) == (round(measured.wall_seconds),
+                                                                             round(measured.cpu_seconds))
+    assert record["machine"] in measured.machine  # cores, CPU and numpy's SIMD level
+    assert re.search(r"AVX|SSE|NEON|SVE|VSX|SIMD", record["machine"])
+    # the printed estimate came from the cost model before training and is compared with the measured time
+    assert record["estimate"] is not None
+    assert record["estimate_over_measured_wall"] == round(record["estimate"]["wall_seconds"] / record["wall_seconds"], 3)
+
+
 def test_readme_states_the_suites_time_idle_and_under_load():
     text = " ".join((ROOT / "README.md").read_text().split())
     suite = text.split("Install and run the test suite")[1].split("## Layout")[0]

@@ -254,7 +254,23 @@ def test_quick_scale_puts_softmax_at_the_inferred_sizes_and_rechecks_shipped_run
         assert (family.d, family.N, family.P) == inferred, name
     assert scale.study.sizes == ((inferred[0], inferred[2], inferred[1]),)  # (d, P, N): the same runs
     checks = spot_check_configs(load_table(), scale.converged_checks)
-    assert [cfg.depth for _, cfg in checks] == [1, 8, 64] and all(cfg.d == inferred[0] for _, cfg in checks)
+    assert [cfg.depth for _, cfg in checks] == [1, 8] and all(cfg.d == inferred[0] for _, cfg in checks)
+
+
+def test_at_quick_scale_a_claim_reading_a_family_below_the_paper_sizes_is_not_judged(tmp_path):
+    from numerics.experiments.reproduce.context import ReproductionContext
+    from numerics.experiments.reproduce.report import evaluate_claims
+
+    scale = get_scale("quick")
+    small = scale.undersized_families()
+    assert small and all(scale.families[name].d < scale.softmax_claim_sizes[0] for name in small)
+    ctx = ReproductionContext.open(scale, tmp_path, families=("context_updates", "context_updates_k16", "linear_easy"))
+    claims = {c.id: c for c in evaluate_claims(ctx)}
+    assert claims["context_updates"].mark == "NOT JUDGED (quick scale)"
+    assert all(name in claims["context_updates"].evidence for name in small)
+    # a claim reading no such family keeps its own status
+    assert claims["linear_easy"].status == claims["linear_easy"].measured_status != "not judged"
+    assert get_scale("medium").undersized_families() == {}
 
 
 def test_identical_runs_of_two_artefacts_are_planned_once():

@@ -35,7 +35,8 @@ LITERALS = {
 NOT_RULES = {
     "bounds.py": {"BOUND_HEADS": "heads of the mixture bound: a Monte-Carlo size",
                   "BOUND_SEED": "the seed the bounds' streams derive from"},
-    "reproduce/context.py": {"THEORY_SEED": "the seed of the theory's Monte-Carlo estimates"},
+    "reproduce/context.py": {"THEORY_SEED": "the seed of the theory's Monte-Carlo estimates",
+                             "FINITE_P_SEEDS": "independent fits of each finite-P floor: a sample size"},
     "reproduce/_plot.py": {"LEGEND_CLEARANCE": "figure layout"},
     "reproduce/figures/_linear.py": {"_PANEL_EXPONENT": "figure layout"},
     "store/_layout.py": {"SCHEMA_VERSION": "the store's file-format version"},

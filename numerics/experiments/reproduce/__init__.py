@@ -29,7 +29,7 @@ from numerics.io import make_output_dir
 
 # the study and the sweep layer are imported where used: `idepth reproduce --help` needs neither
 from ..execution import Execution, as_execution
-from ..scales import SCALES, Family, Scale, get_scale
+from ..scales import CONSISTENCY_SIZES as _CONSISTENCY_SIZES, SCALES, Family, Scale, get_scale
 from .plan import ARTEFACTS, Plan, make_plan, parse_only
 
 __all__ = [
@@ -86,15 +86,6 @@ def _study_sections(scale: Scale, out: Path, *, execution, log) -> tuple:
         return (f"## Where inverse-depth scaling appears (regime study)\n\n{note}\n",
                 f"## Consistency with the paper\n\n{note}\n", None)
     return relink(result.markdown, "study/"), relink(consistency_markdown(consistency), "study/"), consistency
-
-
-#: context lengths at d = 128 at which each scale checks the paper's plateaus (Table 3)
-_CONSISTENCY_SIZES = {
-    "smoke": dict(d=16, P_values=(64,)),  # exercises the section only; sizes are not the paper's
-    "quick": dict(P_values=(1024,)),
-    "medium": dict(P_values=(1024, 2048)),
-    "paper": dict(P_values=(1024, 2048)),
-}
 
 
 def reproduce(
@@ -218,8 +209,11 @@ def reproduce(
         return _converged_table(scale, out, given_table if given_table is not None else converged_table,
                                 execution=execution, log=log, command=command)
 
+    checks = []
     if converged_table != "run":  # only reads a table: its spot checks belong in the estimate
         table, table_error, checks = converged()
+    # the regime study's runs join the plan's in one sweep (the study then finds them in the store)
+    study_configs = _study_configs(scale) if study else []
     costs = None
     if calibrate:  # before any training: the cost model's estimate on this machine
         from .calibration import calibrate as calibrate_here, calibrated_estimate, format_estimate
@@ -229,7 +223,7 @@ def reproduce(
         except RuntimeError as exc:  # the estimate is advice: training goes on without it
             log(f"no calibrated estimate: {exc}")
         else:
-            extra = [cfg for _, cfg in checks] if converged_table != "run" else []
+            extra = [cfg for _, cfg in checks] + study_configs
             log(format_estimate(plan, calibration, execution.pool_size(), extra_configs=extra,
                                 backend=execution.backend, study=study))
             costs = calibrated_estimate(plan, calibration, extra)[2]
@@ -237,8 +231,12 @@ def reproduce(
         table, table_error, checks = converged()
     from ..sweep import Grid, run_sweep
 
-    summary = run_sweep(Grid.of(list(plan.configs) + [cfg for _, cfg in checks]), execution.store_dir,
-                        execution=execution, costs=costs if costs is not None else plan.run_costs())
+    configs = list(plan.configs) + [cfg for _, cfg in checks] + study_configs
+    if costs is None:
+        costs = _uncalibrated_costs(configs)
+    # dearest first, so that the workers' last runs are short and they finish together
+    configs.sort(key=lambda cfg: -costs.get(cfg.content_hash(), 0.0))
+    summary = run_sweep(Grid.of(configs), execution.store_dir, execution=execution, costs=costs)
     log(f"training: {summary.executed} runs trained now, {summary.skipped} reused from the store, "
         f"{summary.failed} failed ({summary.wall_time:.0f} s)")
 
@@ -257,6 +255,8 @@ def reproduce(
 
         study_md, consistency_md, consistency = _study_sections(scale, out, execution=execution, log=log)
         consistency_md = consistency_md.rstrip() + "\n\n" + sizes_section(table, (PAPER_D, PAPER_P))
+    log(f"theory values for the artefacts: {ctx.prefetch(workers=execution.pool_size())} bounds and floors "
+        "(Monte Carlo, cached) ...")
     figures, tables = [], []
     for artefact_id in plan.artefacts:
         log(f"building {artefact_id} ...")
@@ -303,6 +303,20 @@ def _converged_table(scale: Scale, out: Path, converged_table, *, execution, log
     if checks:
         log(f"re-training {len(checks)} run(s) of {table.source_text()} to check it")
     return table, "", checks
+
+
+def _study_configs(scale: Scale) -> list:
+    """The training runs of the scale's regime study (:func:`numerics.experiments.study.regimes.trained_configs`)."""
+    from ..study.regimes import trained_configs
+
+    return list(trained_configs(scale.study).values())
+
+
+def _uncalibrated_costs(configs) -> dict:
+    """``{content hash: cost-model seconds}`` of ``configs`` (no calibration: the reference machine's)."""
+    from .plan import estimate_run_seconds
+
+    return {cfg.content_hash(): estimate_run_seconds(cfg) for cfg in configs}
 
 
 def _cpu_seconds() -> float:

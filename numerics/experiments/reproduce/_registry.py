@@ -204,6 +204,8 @@ def as_reported(claim: Claim, ctx) -> Claim:
       name → why, matched against the claim's ``families``) carries that reason as its note.
     * At a scale whose numbers support no verdict (``ctx.scale.judges_claims`` false) every claim
       is not judged, with the scale's name as the note; ``measured_status`` keeps the numbers' verdict.
+    * So is a claim reading a family the scale runs below the sizes the paper's softmax numbers
+      imply (``ctx.scale.undersized_families()``); its evidence says which.
 
     Examples
     --------
@@ -216,6 +218,9 @@ def as_reported(claim: Claim, ctx) -> Claim:
     >>> quick = SimpleNamespace(scale=get_scale("quick"), unavailable={"converged study": "not found"})
     >>> as_reported(Claim("x", "p", "c", "not tested", "e", families=("converged study",)), quick).mark
     'NOT TESTED (not found)'
+    >>> small = as_reported(Claim("x", "p", "c", "inconclusive", "e.", families=("context_updates",)), quick)
+    >>> small.mark, small.measured_status, small.evidence.split(": ")[1].split(",")[0]
+    ('NOT JUDGED (quick scale)', 'inconclusive', 'context_updates runs at d = 8')
     """
     unavailable = dict(getattr(ctx, "unavailable", None) or {})
     why = [unavailable[name] for name in claim.families if name in unavailable]
@@ -224,6 +229,11 @@ def as_reported(claim: Claim, ctx) -> Claim:
     scale = getattr(ctx, "scale", None)
     if scale is not None and not scale.judges_claims and claim.status != "not judged":
         claim = claim.not_judged(f"{scale.name} scale")
+    undersized = scale.undersized_families() if scale is not None else {}
+    small = [undersized[name] for name in claim.families if name in undersized]
+    if small and claim.status != "not judged":
+        claim = dataclasses.replace(claim.not_judged(f"{scale.name} scale"),
+                                    evidence=f"{claim.evidence} Not judged: {'; '.join(small)}.")
     return claim
 
 

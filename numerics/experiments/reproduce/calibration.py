@@ -17,18 +17,20 @@ from typing import Iterable
 from numerics.models import get_model
 
 from ..execution import usable_cores
-from .plan import Plan, _duration, estimate_run_seconds, step_milliseconds
+from .plan import Plan, _duration, analysis_seconds, estimate_run_seconds, step_milliseconds
 
 __all__ = ["CALIBRATION_SIZES", "Calibration", "calibrate", "calibrated_estimate", "format_estimate",
            "machine_description", "measure_speeds", "simd_level"]
 
-#: the sizes timed: fitting points of the cost model, flat spectra, float32
+#: the sizes timed: fitting points of the cost model, flat spectra, float32. The linear engine first: in a fresh
+#: process the softmax steps run at about 0.55 of their speed in a worker that has trained before (0.36x against
+#: 0.66x here; the allocator's state, large arrays freed once), which made the quick estimate 1.7x the measured CPU
 CALIBRATION_SIZES = {
-    "softmax": dict(model="nonlinear", task="difficult", d=16, N=32, P=64, depth=16, batch_size=256),
     "linear": dict(model="linear", task="difficult", d=128, N=128, P=1024, depth=2, batch_size=128),
+    "softmax": dict(model="nonlinear", task="difficult", d=16, N=32, P=64, depth=16, batch_size=256),
 }
-#: steps per repeat; the best of ``repeats`` repeats is kept
-_STEPS = {"softmax": 10, "linear": 2}
+#: steps per repeat (after as many warm-up steps); the best of ``repeats`` repeats is kept
+_STEPS = {"linear": 2, "softmax": 40}
 
 #: numpy's SIMD targets, best first, with the family they belong to
 _SIMD_LEVELS = (
@@ -124,7 +126,8 @@ def _time_steps(sizes: dict, steps: int, repeats: int) -> tuple:
     config = TrainConfig(**sizes, max_steps=10**6, eval_every=10**6, eval_size=sizes["batch_size"],
                          warmup_steps=0, dtype="float32")
     run = ModelRun(config)
-    run.advance(run.draw_batch())  # warm-up: first-call costs (allocation, dispatch)
+    for _ in range(steps):  # warm-up: first-call costs (allocation, dispatch, page faults)
+        run.advance(run.draw_batch())
     best = float("inf")
     for _ in range(repeats):
         started = time.process_time()
@@ -150,7 +153,7 @@ def measure_speeds(repeats: int = 3) -> dict:
 
 
 def calibrate(repeats: int = 3, timeout: float = 120.0) -> Calibration:
-    """Time a few training steps of each engine here (about 2-5 s) against the cost model.
+    """Time a few training steps of each engine here (about 5 s) against the cost model.
 
     The steps run in a child process with one BLAS thread, as a sweep's
     workers do (a threaded BLAS would count its spinning as CPU time).
@@ -195,31 +198,41 @@ def calibrate(repeats: int = 3, timeout: float = 120.0) -> Calibration:
                        seconds=time.perf_counter() - started)
 
 
-def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Iterable = ()) -> tuple:
-    """(CPU seconds of the plan's runs, of its studies, costs by hash) here.
+def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Iterable = (), *,
+                        study: bool | None = None) -> tuple:
+    """(CPU seconds of the training runs, of the analysis after training, costs by hash) here.
 
-    Each run's estimate is divided by its engine's speed, the studies' by the softmax speed;
-    ``extra_configs`` (the converged study's spot checks) are added.
+    Each run's estimate is divided by its engine's speed; ``extra_configs`` (the converged study's
+    spot checks, the regime study's runs) are added, each distinct run once. The analysis
+    (:func:`~numerics.experiments.reproduce.plan.analysis_seconds`, with the regime study and the
+    consistency check when ``study``, default: when the plan is a whole reproduction) is
+    ``{"parallel": s, "serial": s}``, divided by the calibration's mean speed.
 
     Examples
     --------
     >>> from numerics.experiments.reproduce.plan import make_plan
     >>> plan = make_plan("smoke", "table2")
-    >>> runs, studies, costs = calibrated_estimate(plan, Calibration({"softmax": 1.0, "linear": 0.5}, "", None, 0.0))
-    >>> round(runs / plan.estimated_seconds, 6), len(costs) == plan.n_runs
-    (2.0, True)
+    >>> runs, analysis, costs = calibrated_estimate(plan, Calibration({"softmax": 1.0, "linear": 0.5}, "", None, 0.0))
+    >>> round(runs / plan.estimated_seconds, 6), len(costs) == plan.n_runs, sorted(analysis)
+    (2.0, True, ['parallel', 'serial'])
     """
     costs = {config.content_hash(): seconds / calibration.speed_of(config.model)
              for config, seconds in zip(plan.configs, plan.run_seconds or map(estimate_run_seconds, plan.configs))}
     for config in extra_configs:
         costs.setdefault(config.content_hash(), estimate_run_seconds(config) / calibration.speed_of(config.model))
-    studies = sum(plan.study_seconds.values()) / calibration.speeds["softmax"]
-    return sum(costs.values()), studies, costs
+    study = bool(plan.study_seconds) if study is None else bool(study)
+    analysis = {part: seconds / calibration.speed
+                for part, seconds in analysis_seconds(plan.scale, plan.artefacts, study=study).items()}
+    return sum(costs.values()), analysis, costs
 
 
 def format_estimate(plan: Plan, calibration: Calibration, workers: int, *, extra_configs: Iterable = (),
                     backend: str = "local", study: bool = True) -> str:
-    """The line printed before training: ``estimated 14 min wall on ...``.
+    """The line printed before training: ``estimated 9.6 min wall on 2 local workers, ...``.
+
+    The wall time is the CPU time of the training runs and of the pooled analysis (bounds,
+    floors) shared among the workers, plus the analysis the main process does alone (figures,
+    tables, report). ``extra_configs`` must hold the regime study's runs when ``study``.
 
     Examples
     --------
@@ -227,15 +240,19 @@ def format_estimate(plan: Plan, calibration: Calibration, workers: int, *, extra
     >>> line = format_estimate(make_plan("smoke", "table2"), Calibration({"softmax": 0.8, "linear": 0.8},
     ...                        "2 cores, AMD EPYC, AVX-512 (AVX512_ICL)", 0.0, 3.0), 2)
     >>> print(line)  # doctest: +ELLIPSIS
-    estimated ... s wall on 2 local workers, ... s CPU (calibrated: this CPU runs the engine at 0.8x the reference ...
+    estimated ... s wall on 2 local workers, ... s CPU (training ... s, analysis ... s of which ... s in the main process; calibrated: this CPU runs the engine at 0.8x the reference ...
     """
-    runs, studies, _ = calibrated_estimate(plan, calibration, extra_configs)
-    cpu = runs + (studies if study else 0.0)
+    runs, analysis, _ = calibrated_estimate(plan, calibration, extra_configs, study=study)
     parallel = max(1, min(workers, usable_cores())) if backend == "local" else max(1, workers)
+    pooled = max(1, min(workers, usable_cores()))  # the analysis pool is local
+    cpu = runs + analysis["parallel"] + analysis["serial"]
+    wall = runs / parallel + analysis["parallel"] / pooled + analysis["serial"]
     speeds = ", ".join(f"{engine} {value:.2f}x" for engine, value in calibration.speeds.items())
-    line = (f"estimated {_duration(cpu / parallel)} wall on {workers} {backend} worker{'s' if workers != 1 else ''}, "
-            f"{_duration(cpu)} CPU (calibrated: this CPU runs the engine at {calibration.speed:.1f}x the reference "
-            f"of the cost model: {speeds}; {calibration.machine}; measured in {calibration.seconds:.0f} s)")
+    line = (f"estimated {_duration(wall)} wall on {workers} {backend} worker{'s' if workers != 1 else ''}, "
+            f"{_duration(cpu)} CPU (training {_duration(runs)}, analysis {_duration(cpu - runs)} of which "
+            f"{_duration(analysis['serial'])} in the main process; calibrated: this CPU runs the engine at "
+            f"{calibration.speed:.1f}x the reference of the cost model: {speeds}; {calibration.machine}; measured in "
+            f"{calibration.seconds:.0f} s)")
     cores = usable_cores()
     if calibration.load is not None and calibration.load > 0.5 * cores:
         line += (f"; the machine is busy (load average {calibration.load:.1f} on {cores} cores): "

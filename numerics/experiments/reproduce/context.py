@@ -18,6 +18,8 @@ __all__ = ["ReproductionContext"]
 
 #: seed of every Monte-Carlo theory evaluation of a reproduction (bounds, floors)
 THEORY_SEED = 20261015
+#: independent fits of each finite-P floor (its SE is over them)
+FINITE_P_SEEDS = 8
 
 
 @dataclass
@@ -104,64 +106,88 @@ class ReproductionContext:
     def oracle_bound(self, family: Family, a: float, b: float) -> dict:
         """``HeadBound.to_dict()`` of the oracle bound at the family's sizes
         (the regime study's cache entry: one value per bound)."""
-        from numerics.experiments.bounds import bound_key, head_bounds
+        from numerics.experiments.bounds import head_bounds
 
-        key = bound_key(a, b, family.d, family.P, family.k, n_contexts=self.scale.bound_contexts)
+        key = self._bound_key(family, a, b)
         return self.memo(("bound", tuple(sorted(key.items()))),
                          lambda: head_bounds([key], self.cache_dir)[0].to_dict())
+
+    def _bound_key(self, family: Family, a: float, b: float) -> dict:
+        from numerics.experiments.bounds import bound_key
+
+        return bound_key(a, b, family.d, family.P, family.k, n_contexts=self.scale.bound_contexts)
+
+    def _floor_key(self, family: Family, a: float, b: float, d: int | None = None, P: int | None = None,
+                   samples: int | None = None) -> dict:
+        exact = float(a) == 0.0  # isotropic input spectrum: cosine ranking is exact semi-analytically
+        return {"a": float(a), "b": float(b), "d": family.d if d is None else d, "P": family.P if P is None else P,
+                "k": family.k, "depth": int(max(family.depths)),
+                "method": "semi_analytic" if exact else "monte_carlo",
+                "samples": 0 if exact else int(samples or self.scale.floor_samples), "seed": THEORY_SEED}
 
     def linear_floor(self, family: Family, a: float, b: float, *, d: int | None = None, P: int | None = None,
                      samples: int | None = None) -> dict:
         """Linear floor by degree at the family's sizes (or ``d``, ``P``):
         exact for an isotropic input, Monte Carlo otherwise."""
-        d = family.d if d is None else d
-        P = family.P if P is None else P
-        depth = int(max(family.depths))
-        exact = float(a) == 0.0  # isotropic input spectrum: cosine ranking is exact semi-analytically
-        key = {"a": float(a), "b": float(b), "d": d, "P": P, "k": family.k, "depth": depth,
-               "method": "semi_analytic" if exact else "monte_carlo",
-               "samples": 0 if exact else int(samples or self.scale.floor_samples), "seed": THEORY_SEED}
-
-        def compute() -> dict:
-            from theory import PowerLawSpectrum
-            from theory.floor import linear_floor_monte_carlo, linear_floor_semi_analytic
-
-            spectrum = PowerLawSpectrum(a, b, d)
-            if exact:
-                est = linear_floor_semi_analytic(spectrum, P, family.k, depth, ranking="cosine")
-            else:
-                est = linear_floor_monte_carlo(spectrum, P, family.k, depth, key["samples"], THEORY_SEED,
-                                               queries_per_context=4, variance_reduction="control_variates")
-            return {"floor_by_degree": [float(v) for v in est.floor_by_degree],
-                    "standard_error_by_degree": [float(v) for v in est.standard_error_by_degree],
-                    "method": est.method, "ranking": est.ranking, "d": d, "P": P, "k": family.k,
-                    "n_samples": est.n_samples}
-
+        key = self._floor_key(family, a, b, d, P, samples)
         return self.memo(("floor", tuple(sorted(key.items()))),
-                         lambda: cached(self.cache_dir, "linear-floor", key, compute))
+                         lambda: cached(self.cache_dir, "linear-floor", key, lambda: _linear_floor_value(key)))
+
+    def _finite_p_key(self, family: Family, a: float, b: float, depth: int | None = None) -> dict:
+        return {"a": float(a), "b": float(b), "d": family.d, "P": family.P, "k": family.k,
+                "depth": int(max(family.depths) if depth is None else depth),
+                "n_contexts": int(self.scale.floor_samples), "n_seeds": FINITE_P_SEEDS}
 
     def finite_p_floor(self, family: Family, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
         """``(floor, se)`` of the finite-P floor of degree ``depth``, seeded
         by its own key (:func:`theory.floor.linear_floor_finite_p`)."""
-        import hashlib
-
-        degree = int(max(family.depths) if depth is None else depth)
-        key = {"a": float(a), "b": float(b), "d": family.d, "P": family.P, "k": family.k, "depth": degree,
-               "n_contexts": int(self.scale.floor_samples), "n_seeds": 8}
-        seed = int.from_bytes(hashlib.sha256(repr(sorted(key.items())).encode()).digest()[:4], "big")
-
-        def compute() -> dict:
-            from theory import PowerLawSpectrum
-            from theory.floor import linear_floor_finite_p
-
-            est = linear_floor_finite_p(PowerLawSpectrum(a, b, family.d), family.P, family.k, degree, rng=seed,
-                                        n_contexts=key["n_contexts"], n_seeds=key["n_seeds"])
-            return {"floor": float(est.floor_by_degree[-1]), "standard_error": float(est.standard_error_by_degree[-1]),
-                    "method": est.method, "seed": seed}
-
+        key = self._finite_p_key(family, a, b, depth)
         value = self.memo(("finite-p-floor", tuple(sorted(key.items()))),
-                          lambda: cached(self.cache_dir, "linear-floor-finite-p", key, compute))
+                          lambda: cached(self.cache_dir, "linear-floor-finite-p", key,
+                                         lambda: _finite_p_floor_value(key)))
         return value["floor"], value["standard_error"]
+
+    def prefetch(self, workers: int = 1) -> int:
+        """Compute the Monte Carlo the artefacts will read, in ``workers`` processes; the number of values.
+
+        The oracle bound of every spectrum of the softmax families run on the top-k task, and the
+        floors (population and finite-P, at the deepest depth) of the linear ones, into the cache
+        (values already there are read, not recomputed): the artefacts then find them, so the
+        Monte Carlo runs in parallel instead of one value at a time in the main process.
+
+        References
+        ----------
+        Paper eqs. (47)-(54) (floors), (60) (bounds).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from numerics.experiments.scales import get_scale
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     ctx = ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_difficult",))
+        ...     n = ctx.prefetch()
+        ...     n, len(list(ctx.cache_dir.rglob("*.json")))
+        (2, 2)
+        """
+        from numerics.experiments.bounds import head_bounds
+
+        from ..cache import cached_many
+
+        bounds, floors, finite = [], [], []
+        for name in self.families:
+            family = self.family(name)
+            if family.task != "difficult":
+                continue
+            for a, b in family.spectra:
+                if family.model == "linear":
+                    floors.append(self._floor_key(family, a, b))
+                    finite.append(self._finite_p_key(family, a, b))
+                else:
+                    bounds.append(self._bound_key(family, a, b))
+        head_bounds(bounds, self.cache_dir, workers=workers)
+        cached_many(self.cache_dir, "linear-floor", floors, _linear_floor_value, workers=workers)
+        cached_many(self.cache_dir, "linear-floor-finite-p", finite, _finite_p_floor_value, workers=workers)
+        return len(bounds) + len(floors) + len(finite)
 
     def floor_at(self, family: Family, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
         """``(floor, se)`` of degree ``depth`` (default: the family's largest depth)."""
@@ -170,3 +196,35 @@ class ReproductionContext:
         index = min(degree, len(floor["floor_by_degree"])) - 1
         se = floor["standard_error_by_degree"][index]
         return float(floor["floor_by_degree"][index]), (0.0 if se is None or math.isnan(se) else float(se))
+
+
+def _linear_floor_value(key: dict) -> dict:
+    """The linear floor by degree (eqs. 47-54) of a :meth:`ReproductionContext.linear_floor` key, JSON-able."""
+    from theory import PowerLawSpectrum
+    from theory.floor import linear_floor_monte_carlo, linear_floor_semi_analytic
+
+    spectrum = PowerLawSpectrum(key["a"], key["b"], key["d"])
+    if key["method"] == "semi_analytic":
+        est = linear_floor_semi_analytic(spectrum, key["P"], key["k"], key["depth"], ranking="cosine")
+    else:
+        est = linear_floor_monte_carlo(spectrum, key["P"], key["k"], key["depth"], key["samples"], key["seed"],
+                                       queries_per_context=4, variance_reduction="control_variates")
+    return {"floor_by_degree": [float(v) for v in est.floor_by_degree],
+            "standard_error_by_degree": [float(v) for v in est.standard_error_by_degree],
+            "method": est.method, "ranking": est.ranking, "d": key["d"], "P": key["P"], "k": key["k"],
+            "n_samples": est.n_samples}
+
+
+def _finite_p_floor_value(key: dict) -> dict:
+    """The finite-P floor (:func:`theory.floor.linear_floor_finite_p`) of a
+    :meth:`ReproductionContext.finite_p_floor` key, seeded by the key itself, JSON-able."""
+    import hashlib
+
+    from theory import PowerLawSpectrum
+    from theory.floor import linear_floor_finite_p
+
+    seed = int.from_bytes(hashlib.sha256(repr(sorted(key.items())).encode()).digest()[:4], "big")
+    est = linear_floor_finite_p(PowerLawSpectrum(key["a"], key["b"], key["d"]), key["P"], key["k"], key["depth"],
+                                rng=seed, n_contexts=key["n_contexts"], n_seeds=key["n_seeds"])
+    return {"floor": float(est.floor_by_degree[-1]), "standard_error": float(est.standard_error_by_degree[-1]),
+            "method": est.method, "seed": seed}

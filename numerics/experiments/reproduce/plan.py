@@ -17,7 +17,7 @@ from numerics.models.cost import StepCost
 from ..scales import Family, Scale, get_scale
 
 __all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds", "step_milliseconds",
-           "study_seconds"]
+           "study_seconds", "analysis_seconds"]
 
 
 @dataclass(frozen=True)
@@ -338,3 +338,83 @@ def study_seconds(scale: str | Scale) -> dict:
         plan = ConvergedPlan(**dict(scale.converged_plan or {}))
         out["converged study"] = sum(estimate_run_seconds(plan.config(spec, plan.base_steps)) for spec in plan.runs())
     return out
+
+
+#: CPU seconds of the analysis after training on the cost model's reference machine, fitted to the profile of a
+#: quick reproduction (benchmarks/bench_reproduce.py): an oracle bound per context x token (the softmax reads over
+#: its temperature grid) and per context x token x dimension (drawing the tokens); a finite-P linear floor and a
+#: Monte-Carlo floor per context x token x dimension (x seed); a frozen-heads control per context x token x
+#: dimension x layer; one artefact (a figure's PNG and PDF, or a table); and the rest of a whole reproduction
+#: (imports, reading the store, the regime study's figures and pages, the report)
+_ANALYSIS_COST = MappingProxyType(dict(
+    bound_per_token=2.1e-7, bound_per_entry=2.35e-9, finite_p_per_entry=2.0e-8, floor_per_entry=9e-9,
+    frozen_per_entry=6.4e-10, artefact=0.37, fixed=5.0,
+))
+
+
+def _bound_seconds(d: int, P: int, n_contexts: int) -> float:
+    cost = _ANALYSIS_COST
+    return n_contexts * P * (cost["bound_per_token"] + cost["bound_per_entry"] * d)
+
+
+def analysis_seconds(scale: str | Scale, artefacts: Sequence[str] | None = None, *, study: bool = True) -> dict:
+    """Estimated CPU seconds (reference machine) of a reproduction's work after training.
+
+    ``{"parallel": s, "serial": s}``: the oracle bounds (regime study, consistency check, plotted
+    softmax families) and the linear floors are computed by the local pool (``parallel``,
+    :meth:`ReproductionContext.prefetch`); the frozen-heads controls, the figures, tables and report
+    by the main process (``serial``). Bounds shared between sections are priced once.
+
+    References
+    ----------
+    Paper eqs. (47)-(54) (floors), (60) (bounds).
+
+    Examples
+    --------
+    >>> cost = analysis_seconds("quick")
+    >>> sorted(cost), 0 < cost["parallel"] and 0 < cost["serial"]
+    (['parallel', 'serial'], True)
+    >>> analysis_seconds("quick", ["table2"], study=False)["parallel"]
+    0.0
+    """
+    from ..scales import CONSISTENCY_SIZES
+    from ..study.consistency import paper_plateaus
+    from .context import FINITE_P_SEEDS
+    from .tables import PAPER_D
+
+    scale = get_scale(scale)
+    ids = parse_only(artefacts)
+    needed = {family for artefact_id in ids for family in ARTEFACTS[artefact_id].families}
+    families = [scale.families[name] for name in scale.families if name in needed]
+    cost = _ANALYSIS_COST
+    pooled: dict = {}  # (a, b, d, P, k, similarity, contexts) -> seconds
+    serial = cost["fixed"] + cost["artefact"] * len(ids)
+    if study:
+        s = scale.study
+        for d, P, N in s.sizes:
+            for a, b in s.all_spectra:
+                for similarity in ("cosine", "prenorm"):
+                    pooled[(a, b, d, P, s.k, similarity, s.bound_contexts)] = _bound_seconds(d, P, s.bound_contexts)
+            frozen = len(s.spectra_of("frozen_heads")) * len(s.seeds)
+            serial += frozen * cost["frozen_per_entry"] * (s.fit_size + s.eval_size) * P * d * max(s.depths)
+        sizes = CONSISTENCY_SIZES.get(scale.name, {})
+        d_paper = sizes.get("d", PAPER_D)  # paper_consistency's default: the sizes of the paper's Table 3
+        contexts = {(d_paper, P): sizes.get("paper_size_contexts", s.bound_contexts) for P in sizes.get("P_values", ())}
+        for d, P, _ in s.sizes:
+            contexts.setdefault((d, P), s.bound_contexts)
+        plateaus = paper_plateaus()
+        for (d, P), n in contexts.items():
+            for row in plateaus:
+                if row["k"] <= P:
+                    pooled[(row["a"], row["b"], d, P, row["k"], "cosine", n)] = _bound_seconds(d, P, n)
+    floors = 0.0
+    for family in (f for f in families if f.task == "difficult"):
+        for a, b in family.spectra:
+            if family.model == "linear":
+                entries = scale.floor_samples * family.P * family.d
+                floors += cost["finite_p_per_entry"] * FINITE_P_SEEDS * entries + (cost["floor_per_entry"] * entries
+                                                                                   if a else 0.0)
+            else:
+                pooled[(a, b, family.d, family.P, family.k, "cosine", scale.bound_contexts)] = _bound_seconds(
+                    family.d, family.P, scale.bound_contexts)
+    return {"parallel": float(sum(pooled.values()) + floors), "serial": float(serial)}

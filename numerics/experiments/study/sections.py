@@ -42,7 +42,9 @@ def run_study_sections(
     execution = as_execution(execution)
     execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or Path(out_dir) / "cache")
     result = run_regime_study(s, out_dir, execution=execution, figures=figures)
-    report = paper_consistency(study=result, n_contexts=s.bound_contexts, execution=execution,
+    # its bounds (the d = 128 ones cost most) are computed by the pool, like the study's
+    report = paper_consistency(study=result, n_contexts=s.bound_contexts,
+                               execution=dataclasses.replace(execution, workers=execution.pool_size()),
                                **(consistency_sizes or {}))
     write_text(Path(result.out_dir) / "consistency.md", report.markdown)
     return result, report
