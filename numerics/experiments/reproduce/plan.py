@@ -362,7 +362,7 @@ def analysis_seconds(scale: str | Scale, artefacts: Sequence[str] | None = None,
 
     ``{"parallel": s, "serial": s}``: the oracle bounds (regime study, consistency check, plotted
     softmax families) and the linear floors are computed by the local pool (``parallel``,
-    :meth:`ReproductionContext.prefetch`); the frozen-heads controls, the figures, tables and report
+    :meth:`numerics.experiments.reproduce.context.ReproductionContext.prefetch`); the frozen-heads controls, the figures, tables and report
     by the main process (``serial``). Bounds shared between sections are priced once.
 
     References
