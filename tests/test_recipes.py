@@ -25,10 +25,12 @@ def test_quick_softmax_families_are_the_regime_studys_runs_hash_for_hash(family,
         assert cfg.content_hash() == study.content_hash(), (family, cfg.a, cfg.b, cfg.depth, cfg.seed)
 
 
-def test_families_of_the_converged_studys_recipe_train_its_first_attempt():
+def test_the_quick_spot_checks_retrain_with_the_converged_studys_recipe():
+    """The shipped converged runs that the quick reproduction re-trains use the study's recipe, field by field."""
+    from numerics.experiments.reproduce.converged import load_table, spot_check_configs
+
     plan = ConvergedPlan()
-    fam = SCALES["quick"].families["nonlinear_k16"]
-    cfg = fam.config(*fam.spectra[0], fam.depths[0], fam.seeds[0])
+    (row, cfg), = spot_check_configs(load_table(), [(0.0, 0.0, 2, 32, 1, 0)])
     first = plan.config(RunSpec("nonlinear", cfg.a, cfg.b, cfg.N, cfg.depth, cfg.seed, cfg.k), plan.base_steps)
     for field in recipes.CONVERGED_STUDY:
         assert getattr(cfg, field) == getattr(first, field), field
