@@ -538,27 +538,35 @@ def draw_figure(envelope: list, expressible: dict, lazy_rows: list):
 
 
 def _envelope_table(rows) -> list[str]:
-    header = ("spectrum", "L", "envelope R*_L (study contexts)", "B_L^study (same)", "envelope − B_L^study",
-              "B_L^study − B_L (population)", "B_L (U_L's contexts)", "U_L", "U_L − B_L", "envelope − U_L",
-              "U_L's branch", "verdict")
-    body = [(_label(r.a, r.b), r.depth, _num(r.envelope, r.envelope_se), _num(r.study_bound),
-             _num(r.study_gap, r.study_gap_se), _num(r.bound_difference, r.bound_difference_se), _num(r.atomic),
-             _num(r.expressible, r.expressible_se), _num(r.expressible_gap, r.expressible_gap_se),
-             _num(r.gap, r.gap_se), r.branch, r.verdict) for r in rows]
-    return markdown_table(header, body)
+    """Two tables, so each fits a page: the paired differences with the verdict, then the levels."""
+    header = ("spectrum", "L", "envelope − B_L^study", "B_L^study − B_L (population)", "U_L − B_L",
+              "envelope − U_L", "U_L's branch", "verdict")
+    body = [(_label(r.a, r.b), r.depth, _num(r.study_gap, r.study_gap_se), _num(r.bound_difference,
+             r.bound_difference_se), _num(r.expressible_gap, r.expressible_gap_se), _num(r.gap, r.gap_se), r.branch,
+             r.verdict) for r in rows]
+    level_header = ("spectrum", "L", "envelope R*_L (study contexts)", "B_L^study (same)", "B_L (U_L's contexts)",
+                    "U_L (same)")
+    level_body = [(_label(r.a, r.b), r.depth, _num(r.envelope, r.envelope_se), _num(r.study_bound), _num(r.atomic),
+                   _num(r.expressible, r.expressible_se)) for r in rows]
+    return (["The differences and the verdict:", ""] + markdown_table(header, body)
+            + ["", "The levels, each on its own contexts:", ""] + markdown_table(level_header, level_body))
 
 
 def _lazy_tables(rows, fits) -> list[str]:
+    """The fits against the gain-1 law, the refitted law, then the per-depth rows: three tables that fit a page."""
     header = ("spectrum", "L", "trained lazy R_L", "law, gain 1", "trained − law", "law, gain refitted")
     body = [(_label(r.a, r.b), r.depth, _num(r.trained, r.trained_se), _num(r.law_fixed, r.law_fixed_se),
              _num(r.difference, r.difference_se), _num(r.law_refit, r.law_refit_se)) for r in rows]
     fit_header = ("spectrum", "trained plateau", "law plateau (gain 1)", "plateau difference", "trained c",
-                  "law c (gain 1)", "c difference", "refitted law R_∞", "refitted law c", "refitted law L₀")
+                  "law c (gain 1)", "c difference")
     fit_body = [(_label(f.a, f.b), _num(f.plateau, f.plateau_se), _num(f.law_plateau, f.law_plateau_se),
-                 _num(*f.plateau_difference), _num(f.c, f.c_se), _num(f.law_c, f.law_c_se), _num(*f.c_difference),
-                 _num(f.refit_plateau, f.refit_plateau_se), _num(f.refit_c, f.refit_c_se), _num(f.refit_shift, None, 3))
+                 _num(*f.plateau_difference), _num(f.c, f.c_se), _num(f.law_c, f.law_c_se), _num(*f.c_difference))
                 for f in fits]
-    return markdown_table(fit_header, fit_body) + [""] + markdown_table(header, body)
+    refit_header = ("spectrum", "refitted law R_∞", "refitted law c", "refitted law L₀")
+    refit_body = [(_label(f.a, f.b), _num(f.refit_plateau, f.refit_plateau_se), _num(f.refit_c, f.refit_c_se),
+                   _num(f.refit_shift, None, 3)) for f in fits]
+    return (markdown_table(fit_header, fit_body) + [""] + markdown_table(refit_header, refit_body) + [""]
+            + markdown_table(header, body))
 
 
 def _opening(envelope, fits, deepest: int, missing: list) -> list[str]:
