@@ -136,12 +136,20 @@ def register(subparsers) -> None:
                            help="output directory (default: a fresh directory certified-study-<time> in the working "
                                 "directory, named on stderr, so that the shipped docs/results page is never "
                                 "overwritten by accident; --out docs/results updates it)")
-    certified.add_argument("--store", metavar="DIR", default="store-certified",
-                           help="working store (default store-certified; the contrast runs' store is DIR-contrasts; "
+    certified.add_argument("--store", metavar="DIR", default=None,
+                           help="working store (default store-certified, or store-certified-revised with --plan "
+                                "revised; the contrast runs' store is DIR-contrasts; "
                                 "both rebuilt from --cells when missing)")
-    certified.add_argument("--cells", metavar="DIR", default="docs/results/certified",
+    certified.add_argument("--plan", choices=("original", "revised"), default="original",
+                           help="original: the shipped study (plan version 1, 4096-context sets); revised: version 2 "
+                                "(2^16-context sets, U_L and diverse starts, a doubled cap in every cell, long caps at "
+                                "(0, 0) and (0, 0.25), L = 4 and 16; Table 1's spectra, 3 seeds; no contrast runs)")
+    certified.add_argument("--spectra", default=None, metavar="'a,b;a,b'",
+                           help="run only these of the plan's spectra (in this order; default all)")
+    certified.add_argument("--cells", metavar="DIR", default=None,
                            help="exported cells (DIR/cells), frontier weights (DIR/frontier) and contrast runs "
-                                "(DIR/contrasts); default docs/results/certified")
+                                "(DIR/contrasts); default docs/results/certified (--plan original) or "
+                                "docs/results/certified-revised (--plan revised)")
     certified.add_argument("--depths", default=None, metavar="1,2,4",
                            help="stop after these depths (a prefix of 1,2,4,...,128; default all)")
     certified.add_argument("--report-only", action="store_true", help="no training: the page from the exported cells")
@@ -281,11 +289,27 @@ def _fresh_directory(prefix: str) -> Path:
 
 def run_certified_command(args) -> int:
     """Run ``idepth study certified``."""
+    import dataclasses
+
     from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
     from numerics.experiments.study.certified.contrasts import run_contrasts
     from numerics.experiments.study.certified.page import write_certified
+    from numerics.experiments.study.certified.plan import REVISED_PLAN
 
-    plan = CertifiedPlan()
+    revised = args.plan == "revised"
+    plan = REVISED_PLAN if revised else CertifiedPlan()
+    if args.spectra is not None:
+        wanted = _spectra(args.spectra)
+        known = {(float(a), float(b)) for a, b in plan.spectra}
+        unknown = [f"{a:g},{b:g}" for a, b in wanted if (a, b) not in known]
+        if unknown:
+            raise ValueError(f"--spectra: {'; '.join(unknown)} not in the plan's spectra "
+                             f"({'; '.join(f'{a:g},{b:g}' for a, b in plan.spectra)})")
+        plan = dataclasses.replace(plan, spectra=tuple(wanted))
+    if args.cells is None:
+        args.cells = "docs/results/certified-revised" if revised else "docs/results/certified"
+    if args.store is None:
+        args.store = "store-certified-revised" if revised else "store-certified"
     depths = None if args.depths is None else _ints(args.depths, "--depths")
     if depths is not None and tuple(depths) != plan.depths[: len(depths)]:
         raise ValueError(f"--depths must be a prefix of {','.join(map(str, plan.depths))}; got {args.depths!r}")
@@ -302,8 +326,8 @@ def run_certified_command(args) -> int:
         print(f"idepth study certified: no --out given: writing to the fresh directory {out} (--out docs/results "
               "updates the shipped page)", file=sys.stderr)
     if not args.report_only:
-        # the contrasts first: a few percent of the study's cost, and every depth of them at once
-        run_contrasts(plan, f"{execution.store_dir}-contrasts", execution=execution, out_dir=contrasts)
+        if not revised:  # the contrasts first: a few percent of the study's cost, and every depth of them at once
+            run_contrasts(plan, f"{execution.store_dir}-contrasts", execution=execution, out_dir=contrasts)
         run_certified_study(plan, execution.store_dir, execution=execution, depths=depths, cells_dir=cells,
                             frontier_dir=frontier)
     command = "idepth study certified " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study certified"

@@ -1,7 +1,7 @@
 """The certified study's cells as files that travel with the repository (the store is a working copy).
 
-Only committed files outlive a session: every finished cell goes to ``CELLS_DIR/<hash>.npz`` (without
-the winner's weights), the winners of the *frontier* (cells whose next depth is not done) to
+Only committed files outlive a session: every finished cell goes to ``CELLS_DIR/<hash>.npz`` (with the
+winner's weights from plan version 2 on, so a later evaluation on more contexts needs no retraining), the winners of the *frontier* (cells whose next depth is not done) to
 ``FRONTIER_DIR/<hash>.npz``; :func:`import_cells` writes them back into a store, so a new session
 continues without retraining a finished cell.
 """
@@ -101,7 +101,8 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
             meta = {"hash": run_hash, "config": record["config"], "metrics": record["metrics"]}
             if recipes and run_hash in recipes:
                 meta["recipe"] = recipes[run_hash]
-            kept = {k: v for k, v in arrays.items() if not k.startswith(_WINNER)}
+            keep_winner = record["config"].get("version", 1) >= 2
+            kept = {k: v for k, v in arrays.items() if keep_winner or not k.startswith(_WINNER)}
             _write_npz(target, {**kept, _RECORD: np.array(json.dumps(meta, sort_keys=True))})
             written += 1
         if wanted is not None:

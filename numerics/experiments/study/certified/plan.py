@@ -6,6 +6,12 @@ is sought from ``cold``, ``oracle`` (B_L's heads) and ``nested`` (the depth-L/2 
 starts and proved by certificates, not read off one recipe. A cell's candidates train in lockstep;
 the winner is chosen on the *selection* set and reported on an independent *report* set (no winner's
 curse), both shared by a spectrum and P, so depths are paired.
+
+Two versions of the plan exist. Version 1 (:class:`CertifiedPlan`'s defaults, the shipped 424 cells) selects and
+reports on 4096 contexts. Version 2 (:data:`REVISED_PLAN`) evaluates at population scale (2^16 contexts each),
+adds the theory's ``U_L`` heads (``expressible``, untrained and trained) and diverse random-form heads
+(``diverse``) as starts, doubles the cap of several trained candidates in every cell (the convergence
+check of every depth), runs longer caps at a few cells, and keeps each winner's weights.
 """
 
 from __future__ import annotations
@@ -22,10 +28,17 @@ from theory.validation import check_positive, check_positive_int
 
 from ...recipes import RECIPES
 
-__all__ = ["RECIPE", "STARTS", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed"]
+__all__ = ["PLAN_VERSIONS", "RECIPE", "REVISED_PLAN", "STARTS", "Candidate", "CellConfig", "CertifiedPlan",
+           "eval_seed"]
 
-#: the kinds of start a candidate may have (see the module docstring)
-STARTS = ("cold", "oracle", "nested")
+#: the kinds of start a candidate may have: random initialisation, the heads of ``B_L``, the depth-L/2
+#: winner duplicated, the heads of ``U_L`` (:func:`theory.expressible.shipped_expressible`), and L random
+#: forms drawn from ``U_L``'s diffuse classes (with ``U_L``'s gain)
+STARTS = ("cold", "oracle", "nested", "expressible", "diverse")
+#: the versions of the plan (see the module docstring)
+PLAN_VERSIONS = (1, 2)
+#: the fields a version-2 cell adds; a version-1 cell's dict (and so its hash) leaves them out
+_V2_FIELDS = ("version", "select_size", "report_size", "report_block")
 #: the recipe every candidate trains with, by name: the converged study's
 #: (:data:`~numerics.experiments.recipes.CONVERGED_STUDY`: Adam, batch, warm-up then cosine decay, held-out set,
 #: evaluations per run); the plan varies its rates, caps and starts. Every row of the study's table carries it
@@ -119,9 +132,21 @@ class CellConfig:
     stream: int = 2
     model: str = "nonlinear"
     parent: str | None = None
+    version: int = 1
+    select_size: int = 0
+    report_size: int = 0
+    report_block: int = 1
     parent_params: dict | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.version not in PLAN_VERSIONS:
+            raise ValueError(f"version must be one of {PLAN_VERSIONS}; got {self.version!r}")
+        for name in ("select_size", "report_size"):  # 0: the plan's eval_size (version 1)
+            if getattr(self, name) == 0:
+                object.__setattr__(self, name, self.eval_size)
+        check_positive_int("report_block", self.report_block)
+        if self.report_size % self.report_block:
+            raise ValueError(f"report_block must divide report_size = {self.report_size}; got {self.report_block}")
         cands = tuple(c if isinstance(c, Candidate) else Candidate(**c) for c in self.candidates)
         object.__setattr__(self, "candidates", cands)
         object.__setattr__(self, "bound_depths", tuple(int(L) for L in self.bound_depths))
@@ -130,6 +155,9 @@ class CellConfig:
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "parent_params"}
+        if self.version == 1:  # the shipped version-1 cells were hashed without these fields
+            for name in _V2_FIELDS:
+                out.pop(name)
         out["candidates"] = [dataclasses.asdict(c) for c in self.candidates]
         out["bound_depths"] = list(self.bound_depths)
         return out
@@ -190,6 +218,19 @@ class CertifiedPlan:
     batch_size, warmup_steps, evals_per_run, eval_size, bound_contexts, dtype, stream
         Adam on fresh batches of the sampler's stream 2, warm-up then cosine decay to 0; held-out sets
         of ``eval_size`` contexts; ``B_L``'s allocation fitted on ``bound_contexts`` contexts.
+    version : int
+        1 (the shipped study) or 2 (:data:`REVISED_PLAN`); see the module docstring.
+    select_size, report_size, report_block
+        Contexts of the selection and report sets (0: ``eval_size``) and how many report contexts each
+        stored column averages (1: per context). Blocks are the same contexts in every cell of a spectrum
+        and P, so a bootstrap over blocks keeps the pairing of depths and seeds.
+    expressible_rates, diverse_rates, diverse_steps
+        Learning rates of the trained ``U_L`` start (at ``warm_steps``) and of the diverse start (at
+        ``diverse_steps``); empty: no such candidate. Only where ``U_L`` is shipped (d, P, k).
+    doubled_kinds
+        ``(start, learning_rate)`` pairs whose trained candidates every cell also trains at twice the cap.
+    long_caps, long_steps, long_kinds
+        Cells ``(a, b, depth)`` that also train ``long_kinds`` at each cap of ``long_steps``.
 
     Examples
     --------
@@ -224,31 +265,77 @@ class CertifiedPlan:
     bound_contexts: int = 8192
     dtype: str = "float32"
     stream: int = 2
+    version: int = 1
+    select_size: int = 0
+    report_size: int = 0
+    report_block: int = 1
+    expressible_rates: tuple = ()
+    diverse_rates: tuple = ()
+    diverse_steps: int = _RECIPE["max_steps"]
+    doubled_kinds: tuple = ()
+    long_caps: tuple = ()
+    long_steps: tuple = ()
+    long_kinds: tuple = ()
 
     def __post_init__(self) -> None:
-        for name in ("d", "N", "P", "k", "cold_steps", "warm_steps", "batch_size", "eval_size", "bound_contexts"):
+        for name in ("d", "N", "P", "k", "cold_steps", "warm_steps", "batch_size", "eval_size", "bound_contexts",
+                     "diverse_steps", "report_block"):
             check_positive_int(name, getattr(self, name))
+        if self.version not in PLAN_VERSIONS:
+            raise ValueError(f"version must be one of {PLAN_VERSIONS}; got {self.version!r}")
+        for name in ("select_size", "report_size"):
+            if getattr(self, name) == 0:
+                object.__setattr__(self, name, self.eval_size)
+            check_positive_int(name, getattr(self, name))
+        if self.report_size % self.report_block:
+            raise ValueError(f"report_block must divide report_size = {self.report_size}; got {self.report_block}")
+        if self.version == 1 and (self.expressible_rates or self.diverse_rates or self.doubled_kinds or self.long_caps
+                                  or self.report_block != 1):
+            raise ValueError("version 1 is the shipped study: the U_L, diverse, doubled-kind and long-cap candidates "
+                             "and report blocks need version=2")
+        for start, lr in tuple(self.doubled_kinds) + tuple(self.long_kinds):
+            if start not in STARTS:
+                raise ValueError(f"doubled_kinds/long_kinds: start must be one of {', '.join(STARTS)}; got {start!r}")
+            check_positive("learning_rate", lr)
+        for steps in self.long_steps:
+            check_positive_int("long_steps", steps)
         if self.N <= self.d:
             raise ValueError(f"N must be > d = {self.d} (the oracle heads need it with LayerNorm); got N={self.N}")
         depths = tuple(int(L) for L in self.depths)
         if not depths or depths[0] != 1 or any(b != 2 * a for a, b in zip(depths, depths[1:])):
             raise ValueError(f"depths must be 1, 2, 4, ... (each the double of the one before); got {self.depths}")
-        for rates in (self.cold_rates, self.warm_rates):
+        for rates in (self.cold_rates, self.warm_rates, self.expressible_rates, self.diverse_rates):
             for lr in rates:
                 check_positive("learning_rate", lr)
         for name in ("spectra", "seeds", "side_seeds"):
             if not getattr(self, name):
                 raise ValueError(f"{name} must not be empty")
 
-    def candidates(self, depth: int, *, doubled: bool = False) -> list[Candidate]:
-        """The candidates of a cell at ``depth`` (with the doubled ones where ``doubled``)."""
+    def candidates(self, depth: int, *, doubled: bool = False, expressible: bool = False,
+                   long: bool = False) -> list[Candidate]:
+        """The candidates of a cell at ``depth``.
+
+        ``doubled``: every trained candidate also at twice its cap (version 1's doubling spectra);
+        ``expressible``: ``U_L`` is shipped for the cell's setting (its ``expressible`` and ``diverse``
+        starts); ``long``: the cell is one of :attr:`long_caps`.
+        """
         out = [Candidate("cold", lr, self.cold_steps) for lr in self.cold_rates]
-        warm = ["oracle"] + (["nested"] if depth > 1 else [])
+        warm = ["oracle"] + (["nested"] if depth > 1 else []) + (["expressible"] if expressible else [])
         for start in warm:
             out.append(Candidate(start, 0.0, 0))
-            out += [Candidate(start, lr, self.warm_steps) for lr in self.warm_rates]
+            rates = self.expressible_rates if start == "expressible" else self.warm_rates
+            out += [Candidate(start, lr, self.warm_steps) for lr in rates]
+        if expressible:
+            out += [Candidate("diverse", lr, self.diverse_steps) for lr in self.diverse_rates]
+        if long:
+            out += [Candidate(start, lr, steps) for start, lr in self.long_kinds for steps in self.long_steps
+                    if start != "expressible" or expressible]
         if doubled:
             out += [dataclasses.replace(c, steps=2 * c.steps, doubled=True) for c in out if c.trained]
+        elif self.doubled_kinds:
+            kinds = {(start, float(lr)) for start, lr in self.doubled_kinds}
+            out += [dataclasses.replace(c, steps=2 * c.steps, doubled=True) for c in out
+                    if c.trained and (c.start, c.learning_rate) in kinds and c.steps not in self.long_steps]
         return out
 
     def settings(self) -> list[tuple[float, float, int, int]]:
@@ -285,13 +372,49 @@ class CertifiedPlan:
         k = self.k if k is None else int(k)
         doubled = ((float(a), float(b)) in {(float(x), float(y)) for x, y in self.doubling_spectra} and P == self.P
                    and k == self.k)
+        long = (float(a), float(b), int(depth)) in {(float(x), float(y), int(L)) for x, y, L in self.long_caps}
+        expressible = self.version >= 2 and bool(self.expressible_rates or self.diverse_rates) and has_expressible(
+            a, b, self.d, P, k)
         return CellConfig(
             a=float(a), b=float(b), k=k, d=self.d, N=self.N, P=int(P), depth=int(depth), seed=int(seed),
-            candidates=tuple(self.candidates(depth, doubled=doubled)), bound_depths=self.depths,
-            batch_size=self.batch_size, warmup_steps=self.warmup_steps, evals_per_run=self.evals_per_run,
-            eval_size=self.eval_size, bound_contexts=self.bound_contexts, nested_noise=self.nested_noise,
-            dtype=self.dtype, stream=self.stream, parent=parent if depth > 1 else None,
+            candidates=tuple(self.candidates(depth, doubled=doubled, expressible=expressible, long=long)),
+            bound_depths=self.depths, batch_size=self.batch_size, warmup_steps=self.warmup_steps,
+            evals_per_run=self.evals_per_run, eval_size=self.eval_size, bound_contexts=self.bound_contexts,
+            nested_noise=self.nested_noise, dtype=self.dtype, stream=self.stream,
+            parent=parent if depth > 1 else None, version=self.version, select_size=self.select_size,
+            report_size=self.report_size, report_block=self.report_block,
         )
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def has_expressible(a: float, b: float, d: int, P: int, k: int) -> bool:
+    """Whether ``U_L`` is shipped for the setting (:func:`theory.expressible.shipped_expressible`).
+
+    Examples
+    --------
+    >>> has_expressible(0.0, 0.0, 16, 64, 2), has_expressible(0.0, 0.0, 16, 128, 2)
+    (True, False)
+    """
+    from theory import PowerLawSpectrum
+    from theory.expressible import shipped_expressible
+
+    return shipped_expressible(PowerLawSpectrum(float(a), float(b), int(d)), int(P), int(k)) is not None
+
+
+#: Version 2 of the plan (issue: the verdicts that follow the evidence). Table 1's seven spectra at the main
+#: sizes, three seeds, depth 1-128. Selection and report sets of 2^16 contexts each (the paired SE of the
+#: L = 2 step about 0.003; report columns are means of 64 contexts, 1024 per cell). Beside version 1's
+#: starts: U_L's heads untrained and trained at 3e-4, diverse random forms of U_L's classes trained at
+#: 3e-4 for 6000 steps, and the cold (1e-3), nested and U_L candidates also at twice their caps in every
+#: cell (each depth's convergence check). At (0, 0) and (0, 0.25), L = 4 and 16, the cold (1e-3) and U_L
+#: starts also train for 24k and 48k steps: does any depth-4-32 model go below U_L?
+REVISED_PLAN = CertifiedPlan(
+    version=2, seeds=(0, 1, 2), long_spectra=(), top16_spectra=(), doubling_spectra=(),
+    select_size=1 << 16, report_size=1 << 16, report_block=64,
+    expressible_rates=(3e-4,), diverse_rates=(3e-4,),
+    doubled_kinds=(("cold", _RECIPE["learning_rate"]), ("nested", 3e-4), ("expressible", 3e-4)),
+    long_caps=((0.0, 0.0, 4), (0.0, 0.0, 16), (0.0, 0.25, 4), (0.0, 0.25, 16)),
+    long_steps=(24000, 48000), long_kinds=(("cold", _RECIPE["learning_rate"]), ("expressible", 3e-4)),
+)

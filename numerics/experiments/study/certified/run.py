@@ -18,6 +18,7 @@ import numpy as np
 
 from numerics.lockstep import train_lockstep
 from numerics.models import chunk_size, get_model, head_average_params
+from numerics.models.heads import form_average_params
 from numerics.train import TrainingDiverged, evaluation_batch
 from theory import PowerLawSpectrum
 from theory.softmax_bounds import softmax_bounds
@@ -30,7 +31,7 @@ from ...sweep import run_sweep
 from .cells import _done, export_cells, import_cells
 from .plan import CellConfig, CertifiedPlan, eval_seed
 
-__all__ = ["CellResult", "SUMMARY_COLUMNS", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
+__all__ = ["CellResult", "SUMMARY_COLUMNS", "diverse_forms", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
            "run_waves"]
 
 #: the columns of a cell's ``summary``, a row per candidate (``step_share``: its share of the cell's steps)
@@ -94,6 +95,34 @@ def nested_params(parent: dict, noise: float, rng: np.random.Generator | None) -
     return out
 
 
+def _expressible(cell: CellConfig):
+    """The shipped ``U_L`` of the cell's setting (:func:`theory.expressible.shipped_expressible`)."""
+    from theory.expressible import shipped_expressible
+
+    found = shipped_expressible(PowerLawSpectrum(cell.a, cell.b, cell.d), cell.P, cell.k)
+    if found is None:
+        raise ValueError(f"no shipped U_L at a={cell.a:g} b={cell.b:g} d={cell.d} P={cell.P} k={cell.k}: the "
+                         "expressible and diverse starts need one (`idepth expressible run`)")
+    return found
+
+
+def diverse_forms(cell: CellConfig, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """L forms drawn i.i.d. from ``U_L``'s diffuse classes (uniform over classes) and ``U_L``'s gain at the depth.
+
+    A start on the diffuse branch whatever branch won ``U_L`` at this depth: heads that differ from each
+    other (:class:`theory.head_families.HeadFamily` with ``σ > 0``), so training starts from many
+    directions at once rather than from a few temperatures.
+    """
+    from theory.head_families import HeadFamily
+
+    expressible = _expressible(cell)
+    family = expressible.dictionary.family()
+    diffuse = [i for i, sigma in enumerate(family.sigmas) if sigma > 0]
+    law = HeadFamily(tuple(family.temperatures[i] for i in diffuse), tuple(family.sigmas[i] for i in diffuse))
+    forms, _ = law.sample_forms(cell.depth, cell.d, rng)
+    return forms, expressible.forms(cell.depth)[1]
+
+
 def _start(cell: CellConfig, kind: str, perturbed: bool) -> tuple[dict | None, dict | None]:
     """(initial weights, the config's ``start`` description) of a start kind."""
     dtype = np.float32 if cell.dtype == "float32" else np.float64
@@ -105,6 +134,14 @@ def _start(cell: CellConfig, kind: str, perturbed: bool) -> tuple[dict | None, d
         params = head_average_params(heads, cell.d, cell.N, rng, model=cell.model, dtype=dtype)
         return params, {"kind": "oracle", "temperatures": list(heads.temperatures), "counts": list(heads.counts),
                         "gain": heads.gain, "bound_contexts": cell.bound_contexts}
+    if kind in ("expressible", "diverse"):
+        if kind == "expressible":
+            forms, gain = _expressible(cell).forms(cell.depth)
+        else:
+            forms, gain = diverse_forms(cell, np.random.default_rng(np.random.SeedSequence(cell.seed,
+                                                                                          spawn_key=(8, cell.depth))))
+        params = form_average_params(forms, gain, cell.d, cell.N, rng, model=cell.model, dtype=dtype)
+        return params, {"kind": kind, "gain": gain}
     if cell.parent_params is None:
         raise ValueError(f"the nested start of cell depth={cell.depth} needs its parent's weights (parent {cell.parent})")
     noise = cell.nested_noise if perturbed else 0.0
@@ -133,7 +170,8 @@ def run_cell(cell: CellConfig) -> CellResult:
     Returns a :class:`CellResult`. ``metrics``: ``winner`` (the candidate of least selection-set loss
     among those neither doubling checks nor diverged), ``candidates`` (their labels, JSON), ``cpu_time``,
     ``R_L`` and ``R_L_se`` (the winner's report-set loss). ``arrays``: ``summary`` (one row per
-    candidate, :data:`SUMMARY_COLUMNS`), ``report_errors`` (candidates × report contexts, float32),
+    candidate, :data:`SUMMARY_COLUMNS`), ``report_errors`` (candidates × report contexts, float32; with
+    ``cell.report_block > 1``, the means of consecutive blocks of that many contexts),
     ``curve_<i>`` (trained candidates' selection-set curves), ``winner_<name>`` (the winner's weights).
 
     Notes
@@ -151,8 +189,9 @@ def run_cell(cell: CellConfig) -> CellResult:
     trained = {i: starts[c.start, True] for i, c in enumerate(cell.candidates) if c.trained}
     configs = [cell.train_config(cell.candidates[i], start) for i, (_, start) in trained.items()]
     template = configs[0]
-    selection = evaluation_batch(template)
-    report = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report")}))
+    selection = evaluation_batch(type(template)(**{**template.to_dict(), "eval_size": cell.select_size}))
+    report = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report"),
+                                                "eval_size": cell.report_size}))
     results = dict(zip(trained, train_lockstep(configs, initial_params=[params for params, _ in trained.values()])))
     summary, report_errors, arrays = [], [], {}
     for i, candidate in enumerate(cell.candidates):
@@ -166,12 +205,14 @@ def run_cell(cell: CellConfig) -> CellResult:
             params = result.params
             arrays[f"curve_{i}"] = np.asarray(result.arrays["loss_curve"], dtype=np.float64)
         if params is None:
-            errors_s = errors_r = np.full(cell.eval_size, np.nan)
+            errors_s, errors_r = np.full(cell.select_size, np.nan), np.full(cell.report_size, np.nan)
         else:
             errors_s, errors_r = _errors(model, params, selection), _errors(model, params, report)
         summary.append([candidate.learning_rate, candidate.steps, candidate.doubled, diverged, *_mean_se(errors_s),
                         *_mean_se(errors_r), candidate.steps / max(1, sum(c.steps for c in cell.candidates))])
-        report_errors.append(errors_r.astype(np.float32))
+        # block means of the report errors: the same contexts in every cell of the setting, so a bootstrap
+        # over blocks keeps the pairing (report_block 1: per context)
+        report_errors.append(errors_r.reshape(-1, cell.report_block).mean(axis=1).astype(np.float32))
     summary = np.asarray(summary, dtype=np.float64)
     eligible = [i for i, c in enumerate(cell.candidates) if not c.doubled and np.isfinite(summary[i, 4])]
     winner = min(eligible, key=lambda i: summary[i, 4])

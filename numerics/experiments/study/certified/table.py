@@ -119,8 +119,11 @@ def _rows_of_cell(record: dict, arrays: dict) -> list[CandidateRow]:
 
 
 #: the fields of a cell's config that its plan fixes for every cell: cells that differ in one are of two plans
-PLAN_FIELDS = ("d", "N", "model", "dtype", "stream", "batch_size", "warmup_steps", "evals_per_run", "eval_size",
-               "bound_contexts", "bound_depths", "nested_noise")
+PLAN_FIELDS = ("version", "d", "N", "model", "dtype", "stream", "batch_size", "warmup_steps", "evals_per_run",
+               "eval_size", "select_size", "report_size", "report_block", "bound_contexts", "bound_depths",
+               "nested_noise")
+#: what a version-1 cell's dict leaves out (it was written before these fields existed)
+_VERSION1 = {"version": 1, "report_block": 1}
 
 
 def check_plan_versions(configs, source) -> None:
@@ -135,7 +138,8 @@ def check_plan_versions(configs, source) -> None:
     ValueError: cells mixes plan versions: eval_size is 2048 in some cells and 4096 in others
     """
     for name in PLAN_FIELDS:
-        values = sorted({json.dumps(c[name]) for c in configs if name in c})
+        values = sorted({json.dumps(c.get(name, _VERSION1.get(name))) for c in configs
+                         if name in c or name in _VERSION1})
         if len(values) > 1:
             raise ValueError(f"{source} mixes plan versions: {name} is {' in some cells and '.join(values)} in others")
 
