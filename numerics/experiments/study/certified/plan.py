@@ -231,6 +231,8 @@ class CertifiedPlan:
         ``(start, learning_rate)`` pairs whose trained candidates every cell also trains at twice the cap.
     long_caps, long_steps, long_kinds
         Cells ``(a, b, depth)`` that also train ``long_kinds`` at each cap of ``long_steps``.
+    min_eval_size : int
+        The least selection and report set the plan accepts (version 2: 2^16, population scale).
 
     Examples
     --------
@@ -276,6 +278,7 @@ class CertifiedPlan:
     long_caps: tuple = ()
     long_steps: tuple = ()
     long_kinds: tuple = ()
+    min_eval_size: int = 0
 
     def __post_init__(self) -> None:
         for name in ("d", "N", "P", "k", "cold_steps", "warm_steps", "batch_size", "eval_size", "bound_contexts",
@@ -287,6 +290,9 @@ class CertifiedPlan:
             if getattr(self, name) == 0:
                 object.__setattr__(self, name, self.eval_size)
             check_positive_int(name, getattr(self, name))
+            if getattr(self, name) < self.min_eval_size:
+                raise ValueError(f"{name} = {getattr(self, name)} is smaller than the plan's minimum evaluation set "
+                                 f"(min_eval_size = {self.min_eval_size})")
         if self.report_size % self.report_block:
             raise ValueError(f"report_block must divide report_size = {self.report_size}; got {self.report_block}")
         if self.version == 1 and (self.expressible_rates or self.diverse_rates or self.doubled_kinds or self.long_caps
@@ -412,7 +418,7 @@ def has_expressible(a: float, b: float, d: int, P: int, k: int) -> bool:
 #: starts also train for 24k and 48k steps: does any depth-4-32 model go below U_L?
 REVISED_PLAN = CertifiedPlan(
     version=2, seeds=(0, 1, 2), long_spectra=(), top16_spectra=(), doubling_spectra=(),
-    select_size=1 << 16, report_size=1 << 16, report_block=64,
+    select_size=1 << 16, report_size=1 << 16, report_block=64, min_eval_size=1 << 16,
     expressible_rates=(3e-4,), diverse_rates=(3e-4,),
     doubled_kinds=(("cold", _RECIPE["learning_rate"]), ("nested", 3e-4), ("expressible", 3e-4)),
     long_caps=((0.0, 0.0, 4), (0.0, 0.0, 16), (0.0, 0.25, 4), (0.0, 0.25, 16)),

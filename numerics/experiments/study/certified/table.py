@@ -162,10 +162,10 @@ def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
         configs.append(record["config"])
         rows += _rows_of_cell(record, arrays)
         errors += list(arrays["report_errors"])
+    check_plan_versions(configs, f"the cells directory {cells_dir}")  # before their arrays are stacked
     order = sorted(range(len(rows)), key=lambda i: (rows[i].setting, rows[i].depth, rows[i].seed))
     rows = [rows[i] for i in order]
     values = np.asarray([errors[i] for i in order], dtype=np.float32) if rows else np.zeros((0, 0), np.float32)
-    check_plan_versions(configs, f"the cells directory {cells_dir}")
     check_rows(rows)
     return rows, Errors(tuple(rows), values)
 

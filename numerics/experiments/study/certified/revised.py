@@ -1,0 +1,235 @@
+"""What version 2 of the certified study (:data:`~numerics.experiments.study.certified.plan.REVISED_PLAN`) measures.
+
+Four questions, each answered from the exported cells (and, for the first, an independent draw):
+
+* **the L = 2 step at population scale**: ``R*_1 − R*_2`` on the study's 2^16-context report set against the
+  same step of ``U_L``'s heads on fresh contexts (independent of the study's);
+* **the envelope against U_L, depth by depth**: every cell also evaluates ``U_L``'s heads untrained, so
+  ``R*_L − U_L`` is paired on the same report contexts;
+* **long caps**: at the plan's ``long_caps`` cells, the cold and ``U_L`` starts trained for 24k and 48k
+  steps against ``U_L`` (does any depth-4-32 model go below it?);
+* **coverage and cost**: which spectra and depths of the plan are done, and the CPU time of each part.
+
+Every ± is one standard error over the report set's blocks of the seed-averaged paired difference (the
+blocks are the same contexts in every cell of a spectrum, so depths and seeds are paired); it measures the
+context sampling of these trained models, not the spread of training over seeds (shown beside it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..._markdown import markdown_table
+from ...criteria import AGREEMENT_SIGMAS
+from .cells import _files, read_cell
+from .plan import CertifiedPlan
+from .run import SUMMARY_COLUMNS
+
+__all__ = ["PairedDifference", "population_step", "revised_sections"]
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """A seed-averaged paired difference on the report set's blocks: value, SE and the per-seed values.
+
+    Examples
+    --------
+    >>> d = PairedDifference.of([np.array([1.0, 1.2, 0.8]), np.array([1.1, 1.0, 0.9])])
+    >>> round(d.value, 3), d.seeds
+    (1.0, 2)
+    """
+
+    value: float
+    se: float
+    per_seed: tuple
+
+    @classmethod
+    def of(cls, per_seed_blocks) -> "PairedDifference":
+        blocks = np.mean(np.asarray(per_seed_blocks, dtype=np.float64), axis=0)
+        return cls(float(blocks.mean()), float(blocks.std(ddof=1) / np.sqrt(blocks.size)),
+                   tuple(float(np.mean(b)) for b in per_seed_blocks))
+
+    @property
+    def seeds(self) -> int:
+        return len(self.per_seed)
+
+    def text(self) -> str:
+        return f"{self.value:+.4f} ± {self.se:.4f}"
+
+    def word(self, sigmas: float = AGREEMENT_SIGMAS) -> str:
+        """``below``, ``above`` or ``indistinguishable`` (beyond ``sigmas`` SE or not)."""
+        if self.value < -sigmas * self.se:
+            return "below"
+        if self.value > sigmas * self.se:
+            return "above"
+        return "indistinguishable"
+
+
+def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 1 << 17) -> tuple[float, float]:
+    """``U_1 − U_2`` of ``U_L``'s heads on ``contexts`` fresh contexts (paired) and its SE.
+
+    The contexts are drawn from their own seed (fixed by the spectrum), independent of the study's
+    selection and report sets; the heads are :meth:`theory.expressible.ExpressibleLoss.forms` at L = 1, 2.
+
+    Examples
+    --------
+    >>> step, se = population_step(0.0, 0.0, CertifiedPlan(), contexts=4096)
+    >>> bool(0 < step < 0.2 and se < 0.02)
+    True
+    """
+    from theory import PowerLawSpectrum
+    from theory.expressible import shipped_expressible
+    from theory.head_families import draw_contexts, form_reads
+
+    expressible = shipped_expressible(PowerLawSpectrum(a, b, plan.d), plan.P, plan.k)
+    if expressible is None:
+        raise ValueError(f"no shipped U_L at a={a:g} b={b:g} d={plan.d} P={plan.P} k={plan.k}")
+    seed = int.from_bytes(hashlib.sha256(f"revised population step a={a!r} b={b!r}".encode()).digest()[:4], "big")
+    ctx = draw_contexts(PowerLawSpectrum(a, b, plan.d), plan.P, plan.k, contexts, np.random.default_rng(seed))
+    errors = []
+    for depth in (1, 2):
+        forms, gain = expressible.forms(depth)
+        prediction = gain * form_reads(forms, ctx).mean(axis=1)
+        errors.append((prediction - ctx.target) ** 2)
+    diff = errors[0] - errors[1]
+    return float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(diff.size))
+
+
+def _by_cell(rows, errors) -> dict:
+    """``{(a, b, P, k): {(depth, seed): [(row, report blocks)]}}``."""
+    out: dict = {}
+    for row, values in zip(errors.rows, errors.values):
+        out.setdefault((row.a, row.b, row.P, row.k), {}).setdefault((row.depth, row.seed), []).append((row, values))
+    return out
+
+
+def _pick(members, test):
+    found = [(row, v) for row, v in members if test(row)]
+    return min(found, key=lambda m: m[0].R_select) if found else None
+
+
+def _is_heads(row) -> bool:
+    return row.start == "expressible" and row.steps == 0
+
+
+def _coverage(plan: CertifiedPlan, cells: dict) -> tuple[list[str], list]:
+    lines, missing = [], []
+    for a, b in plan.spectra:
+        setting = (float(a), float(b), plan.P, plan.k)
+        done = sorted({L for L in plan.depths if all((L, s) in cells.get(setting, {}) for s in plan.seeds)})
+        todo = [L for L in plan.depths if L not in done]
+        if todo:
+            missing.append(((a, b), todo))
+        lines.append((f"({a:g}, {b:g})", ", ".join(map(str, done)) or "none", ", ".join(map(str, todo)) or "none"))
+    return lines, missing
+
+
+def _cost(cells_dir, plan: CertifiedPlan) -> list:
+    """CPU hours per part: the candidates every cell trains, the doubled caps, the long caps."""
+    col = SUMMARY_COLUMNS.index("step_share")
+    parts = {"every cell's candidates": 0.0, "doubled caps (the convergence check)": 0.0, "long caps": 0.0}
+    for path in _files(cells_dir):
+        record, arrays = read_cell(path)
+        cpu = float(record["metrics"]["cpu_time"]) / 3600
+        summary = arrays["summary"]
+        doubled = summary[:, SUMMARY_COLUMNS.index("doubled")] > 0
+        steps = summary[:, SUMMARY_COLUMNS.index("steps")]
+        long = ~doubled & np.isin(steps, plan.long_steps) & (len(plan.long_steps) > 0)
+        share_doubled, share_long = float(summary[doubled, col].sum()), float(summary[long, col].sum())
+        parts["doubled caps (the convergence check)"] += cpu * share_doubled
+        parts["long caps"] += cpu * share_long
+        parts["every cell's candidates"] += cpu * (1 - share_doubled - share_long)
+    return [(name, f"{hours:.2f}") for name, hours in parts.items()] + [("total", f"{sum(parts.values()):.2f}")]
+
+
+def revised_sections(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17) -> list[str]:
+    """The page sections of a version-2 study (Markdown lines); nothing for a version-1 plan.
+
+    Notes
+    -----
+    No example: it needs exported cells (``tests/test_certified_revised.py``).
+    """
+    if plan.version < 2:
+        return []
+    cells = _by_cell(rows, errors)
+    coverage, missing = _coverage(plan, cells)
+    lines = ["## What the revised plan measured (version 2)", "",
+             f"Plan version 2: selection and report sets of {plan.select_size} contexts each (report losses stored "
+             f"as means of {plan.report_block}-context blocks, the same contexts in every cell of a spectrum); "
+             f"seeds {list(plan.seeds)}. Every ± below is one SE over those blocks of the seed-averaged paired "
+             "difference: the context sampling of these trained models; the per-seed values show the spread of "
+             "training.", "",
+             "Coverage (a depth is done when every seed's cell is):", ""]
+    lines += markdown_table(("spectrum", "depths done", "depths not run yet"), coverage)
+    lines += [""]
+    if missing:
+        lines += ["Not run yet: " + "; ".join(f"({a:g}, {b:g}) at L = {', '.join(map(str, todo))}"
+                                              for (a, b), todo in missing)
+                  + ". Nothing below is concluded about them.", ""]
+    lines += ["CPU hours per part (from the cells' own CPU time, split by each candidate's share of the steps):", ""]
+    lines += markdown_table(("part", "CPU hours"), _cost(cells_dir, plan)) + [""]
+
+    step_rows, envelope_rows, long_rows = [], [], []
+    for (a, b, P, k), members in sorted(cells.items()):
+        seeds = [s for s in plan.seeds if (1, s) in members and (2, s) in members]
+        if seeds:
+            d = PairedDifference.of([_pick(members[1, s], lambda r: r.selected)[1]
+                                     - _pick(members[2, s], lambda r: r.selected)[1] for s in seeds])
+            pop, pop_se = population_step(a, b, plan, contexts=population_contexts)
+            z = (d.value - pop) / np.hypot(d.se, pop_se)
+            step_rows.append((f"({a:g}, {b:g})", d.text(), ", ".join(f"{v:+.4f}" for v in d.per_seed),
+                              f"{pop:+.4f} ± {pop_se:.4f}", f"{z:+.2f}",
+                              "agrees" if abs(z) <= AGREEMENT_SIGMAS else "differs"))
+        for L in plan.depths:
+            seeds = [s for s in plan.seeds if (L, s) in members]
+            if len(seeds) < len(plan.seeds):
+                continue
+            heads = [_pick(members[L, s], _is_heads) for s in seeds]
+            if any(h is None for h in heads):
+                continue
+            d = PairedDifference.of([_pick(members[L, s], lambda r: r.selected)[1] - h[1]
+                                     for s, h in zip(seeds, heads)])
+            winners = ", ".join(_pick(members[L, s], lambda r: r.selected)[0].start for s in seeds)
+            envelope_rows.append((f"({a:g}, {b:g})", L, d.text(), ", ".join(f"{v:+.4f}" for v in d.per_seed),
+                                  winners, f"**{d.word()}**"))
+            kinds = sorted({(r.start, r.learning_rate, r.steps) for r, _ in members[L, seeds[0]]
+                            if r.steps in plan.long_steps and not r.doubled})
+            for start, lr, steps in kinds:
+                picks = [_pick(members[L, s], lambda r: (r.start, r.learning_rate, r.steps) == (start, lr, steps))
+                         for s in seeds]
+                d = PairedDifference.of([p[1] - h[1] for p, h in zip(picks, heads)])
+                long_rows.append((f"({a:g}, {b:g})", L, f"{start} lr={lr:g}", steps, d.text(),
+                                  ", ".join(f"{v:+.4f}" for v in d.per_seed), f"**{d.word()}**"))
+    if step_rows:
+        lines += ["### The L = 2 step at population scale", "",
+                  "`R*_1 − R*_2`: the envelope's step on the study's report set (mean over seeds); beside it the same "
+                  f"step of U_L's heads on {population_contexts} fresh contexts of their own seed (an independent "
+                  f"estimate: at L = 1 and 2 the envelope is at U_L, see below); z of their difference; agreement "
+                  f"within {AGREEMENT_SIGMAS:g} SE.", ""]
+        lines += markdown_table(("spectrum", "`R*_1 − R*_2` (study)", "per seed", "`U_1 − U_2` (fresh contexts)", "z",
+                                 "within 2 SE"), step_rows) + [""]
+    if envelope_rows:
+        below = sum(r[-1] == "**below**" for r in envelope_rows)
+        above = sum(r[-1] == "**above**" for r in envelope_rows)
+        lines += ["### The envelope against U_L, depth by depth", "",
+                  f"`R*_L − U_L` on the same report contexts (U_L: its heads untrained, a candidate of every cell). Of "
+                  f"{len(envelope_rows)} spectrum-depth pairs done, the envelope is more than {AGREEMENT_SIGMAS:g} SE "
+                  f"below U_L at {below} and above it at {above} (above: training did not keep what its U_L start "
+                  "had, which the selection should prevent).", ""]
+        lines += markdown_table(("spectrum", "L", "`R*_L − U_L`", "per seed", "winners (per seed)", "envelope vs U_L"),
+                                envelope_rows) + [""]
+    if long_rows:
+        below = [r for r in long_rows if r[-1] == "**below**"]
+        lines += ["### Long caps: does any depth-4-32 model go below U_L?", "",
+                  "Each long-cap candidate against U_L's heads on the same contexts. "
+                  + (f"{len(below)} of {len(long_rows)} go more than {AGREEMENT_SIGMAS:g} SE below U_L: "
+                     + "; ".join(f"{r[2]} S={r[3]} at {r[0]}, L = {r[1]} ({r[4]})" for r in below) + "."
+                     if below else f"None of {len(long_rows)} goes more than {AGREEMENT_SIGMAS:g} SE below U_L."),
+                  ""]
+        lines += markdown_table(("spectrum", "L", "candidate", "steps", "candidate − U_L", "per seed", "vs U_L"),
+                                long_rows) + [""]
+    return lines

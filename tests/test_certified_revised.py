@@ -1,0 +1,132 @@
+"""Version 2 of the certified study: population-scale sets, U_L and diverse starts, doubled and long caps."""
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numerics.experiments.execution import Execution
+from numerics.experiments.study.certified import SUMMARY_COLUMNS, CertifiedPlan
+from numerics.experiments.study.certified.cells import read_cell
+from numerics.experiments.study.certified.plan import REVISED_PLAN, CellConfig
+from numerics.experiments.study.certified.revised import PairedDifference, revised_sections
+from numerics.experiments.study.certified.run import run_waves
+from numerics.experiments.study.certified.table import collect
+
+#: the revised plan at the shipped U_L's sizes (d = 16, P = 64, top-2), shrunk in steps, sets and depths
+TINY = dataclasses.replace(
+    REVISED_PLAN, spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), cold_steps=24, warm_steps=12, diverse_steps=24,
+    batch_size=32, warmup_steps=4, evals_per_run=4, eval_size=128, bound_contexts=512, select_size=512,
+    report_size=512, report_block=64, min_eval_size=512, long_caps=((0.0, 0.0, 2),), long_steps=(30,))
+COL = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}
+SHIPPED_CELLS = Path(__file__).resolve().parents[1] / "docs" / "results" / "certified" / "cells"
+
+
+@pytest.fixture(scope="module")
+def revised(tmp_path_factory):
+    root = tmp_path_factory.mktemp("revised")
+    cells = run_waves(TINY, root / "store", execution=Execution(workers=1, progress=False),
+                      cells_dir=root / "x" / "cells", frontier_dir=root / "x" / "frontier")
+    return root, cells
+
+
+def test_every_cell_has_the_revised_starts_and_caps(revised):
+    _, cells = revised
+    labels = {c.depth: [x.label for x in c.candidates] for c in cells.values()}
+    for depth in (1, 2):
+        assert "expressible (untrained)" in labels[depth] and "expressible lr=0.0003 S=12" in labels[depth]
+        assert "diverse lr=0.0003 S=24" in labels[depth]
+        assert {"cold lr=0.001 S=48 doubled", "expressible lr=0.0003 S=24 doubled"} <= set(labels[depth])
+    assert "nested lr=0.0003 S=24 doubled" in labels[2] and "nested (untrained)" not in labels[1]
+    # the long caps only where the plan puts them, never doubled
+    assert {"cold lr=0.001 S=30", "expressible lr=0.0003 S=30"} <= set(labels[2])
+    assert not any("S=30" in label for label in labels[1]) and not any("S=60" in label for label in labels[2])
+
+
+def test_report_errors_are_block_means_of_the_whole_report_set(revised):
+    root, cells = revised
+    for path in sorted((root / "x" / "cells").glob("*.npz")):
+        record, arrays = read_cell(path)
+        summary, blocks = arrays["summary"], arrays["report_errors"]
+        assert blocks.shape == (summary.shape[0], TINY.report_size // TINY.report_block)
+        np.testing.assert_allclose(blocks.mean(axis=1), summary[:, COL["R_report"]], rtol=1e-5)
+
+
+def test_exported_revised_cells_keep_their_winners_weights(revised):
+    root, cells = revised
+    for path in sorted((root / "x" / "cells").glob("*.npz")):
+        record, arrays = read_cell(path)
+        assert arrays["winner_W_q"].shape[0] == record["config"]["depth"]
+
+
+def test_the_untrained_U_L_start_is_at_least_as_good_as_B_L_at_depth_two(revised):
+    """U_L ≤ B_L by construction (its atomic branch is B_L): on 512 contexts, within their paired noise."""
+    root, _ = revised
+    rows, errors = collect(root / "x" / "cells")
+    at2 = {(r.start, r.steps): v for r, v in zip(errors.rows, errors.values) if r.depth == 2 and not r.doubled}
+    diff = at2["expressible", 0] - at2["oracle", 0]
+    assert diff.mean() <= 3 * diff.std(ddof=1) / np.sqrt(diff.size)
+
+
+def test_cells_of_two_plan_versions_are_refused(revised, tmp_path):
+    root, _ = revised
+    shutil.copytree(root / "x" / "cells", tmp_path / "cells")
+    shutil.copy(sorted(SHIPPED_CELLS.glob("*.npz"))[0], tmp_path / "cells")
+    with pytest.raises(ValueError, match="mixes plan versions: version"):
+        collect(tmp_path / "cells")
+
+
+def test_version_one_cells_keep_their_hashes():
+    for path in sorted(SHIPPED_CELLS.glob("*.npz"))[:5]:
+        record, _ = read_cell(path)
+        assert CellConfig.from_dict(record["config"]).content_hash() == record["hash"]
+
+
+@pytest.mark.parametrize("changes, match", [
+    (dict(select_size=4096), "select_size = 4096 is smaller than the plan's minimum"),
+    (dict(report_block=100), "report_block must divide report_size"),
+    (dict(version=3), "version must be one of"),
+    (dict(doubled_kinds=(("warm", 1e-3),)), "start must be one of"),
+])
+def test_the_revised_plan_refuses_bad_fields(changes, match):
+    with pytest.raises(ValueError, match=match):
+        dataclasses.replace(REVISED_PLAN, **changes)
+
+
+def test_version_one_refuses_the_revised_candidates():
+    with pytest.raises(ValueError, match="need version=2"):
+        CertifiedPlan(expressible_rates=(3e-4,))
+
+
+def test_the_revised_sections_say_what_ran_and_what_did_not(revised):
+    root, _ = revised
+    rows, errors = collect(root / "x" / "cells")
+    plan = dataclasses.replace(TINY, depths=(1, 2, 4))  # a depth the tiny study never ran
+    text = "\n".join(revised_sections(rows, errors, plan, root / "x" / "cells", population_contexts=2048))
+    assert "Not run yet: (0, 0) at L = 4" in text
+    assert "| (0, 0) | 1, 2 | 4 |" in text
+    for heading in ("The L = 2 step at population scale", "The envelope against U_L", "Long caps"):
+        assert heading in text
+    assert revised_sections(rows, errors, CertifiedPlan(), root / "x" / "cells") == []
+
+
+def test_a_paired_difference_is_judged_at_two_standard_errors():
+    flat = np.zeros(100)
+    assert PairedDifference.of([flat - 0.1 + 0.01 * np.sin(np.arange(100))]).word() == "below"
+    assert PairedDifference.of([flat + 0.1 + 0.01 * np.sin(np.arange(100))]).word() == "above"
+    assert PairedDifference.of([np.sin(np.arange(100))]).word() == "indistinguishable"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--plan", "revised", "--spectra", "9,9", "--report-only"], "--spectra: 9,9 not in the plan's spectra"),
+    (["--plan", "later"], "invalid choice: 'later'"),
+])
+def test_the_cli_refuses_a_bad_plan_or_spectrum_in_one_line(args, needle, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "idepth", "study", "certified", *args, "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2
+    assert needle in done.stderr and "Traceback" not in done.stderr
