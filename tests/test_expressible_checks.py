@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from numerics.experiments import expressible_checks as checks
+from numerics.experiments import expressible_page as page
 from numerics.experiments.criteria import AGREEMENT_SIGMAS
 from numerics.experiments.study.certified.plan import RECIPE, CertifiedPlan
 from numerics.experiments.study.certified.table import CandidateRow, Errors
@@ -86,8 +87,8 @@ def test_summary_count_is_computed_from_the_rows_at_the_deepest_depth():
     assert [(b, g) for _, b, g, _ in summary["misses"]] == [(0.5, -0.003), (1.0, -0.05)]
     flipped = [_row(0.5, 128, 0.001) if r.b == 0.5 and r.depth == 128 else r for r in rows]
     assert checks.summary_at(flipped, 128)["at_or_below"] == 3
-    page = checks.expressible_markdown(rows, [], [])
-    assert "at 2 of 4 spectra" in page
+    text = page.expressible_markdown(rows, [], [])
+    assert "at 2 of 4 spectra" in text
 
 
 def test_plateau_and_c_fit_recovers_an_exact_inverse_depth_law():
@@ -106,10 +107,10 @@ def test_lazy_law_has_the_fixed_gain_form_plateau_plus_v_over_depth():
 
 def _fake_pipeline(monkeypatch):
     """Every expensive or file-reading step of ``write_expressible_checks`` replaced by a tiny fake."""
-    monkeypatch.setattr(checks, "collect", lambda path: ([], Errors((), np.zeros((0, 4), np.float32))))
-    monkeypatch.setattr(checks, "collect_contrasts", lambda path: [])
-    monkeypatch.setattr(checks, "envelope_rows", lambda *args, **kwargs: [_row(0.0, 128, 0.01)])
-    monkeypatch.setattr(checks, "lazy_checks", lambda *args, **kwargs: ([], []))
+    monkeypatch.setattr(page, "collect", lambda path: ([], Errors((), np.zeros((0, 4), np.float32))))
+    monkeypatch.setattr(page, "collect_contrasts", lambda path: [])
+    monkeypatch.setattr(page, "envelope_rows", lambda *args, **kwargs: [_row(0.0, 128, 0.01)])
+    monkeypatch.setattr(page, "lazy_checks", lambda *args, **kwargs: ([], []))
 
 
 def test_writing_leaves_nothing_when_the_figure_step_raises(monkeypatch, tmp_path):
@@ -119,31 +120,31 @@ def test_writing_leaves_nothing_when_the_figure_step_raises(monkeypatch, tmp_pat
     def broken(*args, **kwargs):
         raise RuntimeError("figure failed")
 
-    monkeypatch.setattr(checks, "draw_figure", broken)
+    monkeypatch.setattr(page, "draw_figure", broken)
     with pytest.raises(RuntimeError, match="figure failed"):
-        checks.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
+        page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["expressible.md"]
     assert (tmp_path / "expressible.md").read_text() == "the old page"
 
 
 def test_writing_leaves_nothing_when_a_late_file_fails_to_stage(monkeypatch, tmp_path):
     _fake_pipeline(monkeypatch)
-    real_stage = checks.stage
+    real_stage = page.stage
 
     def stage(path, write):
         if path.name == checks.PAGE:
             raise OSError("disk full")
         return real_stage(path, write)
 
-    monkeypatch.setattr(checks, "stage", stage)
+    monkeypatch.setattr(page, "stage", stage)
     with pytest.raises(OSError, match="disk full"):
-        checks.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
+        page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
 def test_writing_writes_the_page_figure_and_tables(monkeypatch, tmp_path):
     _fake_pipeline(monkeypatch)
-    written = checks.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
+    written = page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
     assert all(p.is_file() and p.stat().st_size > 0 for p in written)
-    page = (tmp_path / checks.PAGE).read_text()
-    assert checks.FIGURE in page and "No shipped U_L yet" in page
+    text = (tmp_path / checks.PAGE).read_text()
+    assert checks.FIGURE in text and "No shipped U_L yet" in text

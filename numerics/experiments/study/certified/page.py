@@ -11,14 +11,25 @@ import dataclasses
 import json
 from pathlib import Path
 
-import numpy as np
 
-from numerics.io import make_output_dir, save_figure, write_text
+from numerics.io import make_output_dir, write_text
 
 from ..._markdown import markdown_table
-from ..._plotting import pyplot
 from ...criteria import CERTIFICATE_SES, DOUBLING_SES, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 from .contrasts import collect_contrasts
+from ._format import (
+    RECIPE_LABELS,
+    _alpha_text,
+    _checks_text,
+    _contrast,
+    _contrast_text,
+    _depths_text,
+    _fit_text,
+    _label,
+    _num,
+    _recipe_order,
+)
+from .figures import draw_answer_figure, draw_certified_figure, draw_recipe_figure
 from .plan import CertifiedPlan
 from .revised import revised_sections
 from .statistics import (
@@ -44,75 +55,6 @@ ANSWER_FIGURE = "figures/certified-answer.png"
 VERDICTS = "certified-study.verdicts.json"
 #: the verdicts of the shipped study among the shipped results (the reproduction's central claim reads them)
 SHIPPED_VERDICTS = (VERDICTS,)
-#: the ways of getting a depth-L model, from the laziest to the best loss found, as the page names them
-RECIPE_LABELS = {"lazy": "lazy (gain frozen)", "equal_budget": "equal budget", "cold lr=0.001": "cold, lr 1e-3",
-                 "cold lr=0.0003": "cold, lr 3e-4", "heads": "B_L heads", "envelope": "envelope R*_L"}
-
-
-def _label(setting: tuple) -> str:
-    a, b, k, d, N, P = setting
-    return f"(a, b) = ({a:g}, {b:g}), P = {P}, top-{k}"
-
-
-def _num(value: float, se: float | None = None) -> str:
-    if not np.isfinite(value):
-        return "–"
-    return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
-
-
-def _code(text: str) -> str:
-    """``text`` as inline code: a formula with ``*`` and ``_`` that Markdown would otherwise read as emphasis."""
-    return f"`{text}`"
-
-
-def _bounded_text(value: float, lo: float, hi: float, grid=(ALPHA_GRID[0], ALPHA_GRID[-1])) -> str:
-    """``value [lo, hi]`` with an end at the grid's edge written "unbounded"."""
-    if not np.isfinite(value):
-        return "–"
-    low = "unbounded" if not np.isfinite(lo) or lo <= grid[0] else f"{lo:.2f}"
-    high = "unbounded" if not np.isfinite(hi) or hi >= grid[1] else f"{hi:.2f}"
-    return f"{value:.2f} [{low}, {high}]"
-
-
-def _contrast_text(c) -> str:
-    """A contrast with its interval and its α = 1 value (``–`` without one)."""
-    if c is None:
-        return "–"
-    if not c.resolved:
-        return f"{c.value:.3f}, unbounded: its denominator gain is not resolved (α = 1: {c.reference:.3f})"
-    return f"{c.value:.3f} [{c.lo:.3f}, {c.hi:.3f}] (α = 1: {c.reference:.3f})"
-
-
-def _contrast(s, name: str, estimate: str = "mean over seeds", checked: bool | None = None):
-    """The contrast ``name`` of summary ``s`` (the descriptive one, on every depth done, unless ``checked``)."""
-    for c in s.contrasts:
-        if c.name == name and c.estimate == estimate and (checked is None or c.checked == checked):
-            if checked or c.L_max == max(c.depths):
-                return c
-    return None
-
-
-def _fit_text(s) -> str:
-    """The envelope's gain-law α where the law fits (χ²/dof ≤ the rule's), else why it is not reported."""
-    if s.dof <= 0 or not np.isfinite(s.alpha):
-        return "–"
-    if not s.fit_reported:
-        return f"not reported: χ²/dof = {s.chi2:.1f}/{s.dof} > {GAIN_LAW_MAX_CHI2_DOF:g}"
-    return f"{_bounded_text(s.alpha, s.alpha_lo, s.alpha_hi)} (χ²/dof = {s.chi2:.1f}/{s.dof})"
-
-
-def _checks_text(s) -> str:
-    """Where the step-doubling check ran and where it failed."""
-    if not s.doubling_run:
-        return "never ran"
-    failed = [L for L in s.doubling_run if L not in s.checked]
-    return f"ran at {_depths_text(s.doubling_run)}" + (f"; failed at {_depths_text(failed)}" if failed else "")
-
-
-def _depths_text(depths) -> str:
-    return ", ".join(map(str, depths)) if depths else "none"
-
-
 def _training_text(plan: CertifiedPlan) -> str:
     """What each cell trains, as the Method section says it (version 1 or 2 of the plan)."""
     text = (f"cold start at learning rates {list(plan.cold_rates)} for {plan.cold_steps} steps; the heads of B_L "
@@ -369,32 +311,6 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
     return lines + [""]
 
 
-def _recipe_order(summaries) -> list:
-    """The recipes in ``summaries``, in the order of :data:`RECIPE_LABELS` (unknown ones last)."""
-    present = {r.name for s in summaries for r in s.recipes}
-    return [n for n in RECIPE_LABELS if n in present] + sorted(present - set(RECIPE_LABELS))
-
-
-def _bounded(r) -> bool:
-    """Whether ``r``'s α interval is narrower than the whole grid (else the gains do not bound α)."""
-    return bool(np.isfinite(r.alpha) and (r.alpha_lo > ALPHA_GRID[0] or r.alpha_hi < ALPHA_GRID[-1]))
-
-
-def _interval(value: float, lo: float, hi: float) -> str:
-    return "–" if not np.isfinite(value) else f"{value:.2f} [{lo:.2f}, {hi:.2f}]"
-
-
-def _alpha_text(r) -> str:
-    """A recipe's α where its gain-law fit is reported (χ²/dof ≤ the rule's), ``unbounded`` at the grid's edge."""
-    if not np.isfinite(r.alpha):
-        return "–"
-    if r.dof > 0 and not r.fit_reported:
-        return f"no single α (χ²/dof = {r.chi2:.1f}/{r.dof})"
-    if not _bounded(r):
-        return f"unbounded (gain {r.gain:+.4f} ± {r.gain_se:.4f})"
-    return _bounded_text(r.alpha, r.alpha_lo, r.alpha_hi)
-
-
 def _recipe_section(summaries) -> list:
     """The depth law (α, interval) of each training recipe beside the envelope's, per setting: each recipe's finding."""
     order = _recipe_order(summaries)
@@ -416,144 +332,6 @@ def _recipe_section(summaries) -> list:
          for s, named in zip(summaries, by_name)])
     lines += ["", f"![α by training recipe, per setting]({RECIPE_FIGURE})", ""]
     return lines
-
-
-def _panels(n: int, width: float, height: float, margin: float, **options):
-    """``(figure, axes)`` of ``n`` panels of ``width × height``, three a row at most; unused ones off."""
-    plt = pyplot()
-    cols = min(3, max(1, n))
-    rows = (max(1, n) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + margin), squeeze=False, **options)
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
-    return fig, axes
-
-
-def draw_recipe_figure(summaries, path) -> Path:
-    """α with its interval for each training recipe and the envelope, one panel per setting.
-
-    Notes
-    -----
-    No example: it writes a figure (``tests/test_certified.py``).
-    """
-    from matplotlib import ticker
-
-    summaries = [s for s in summaries if any(np.isfinite(r.alpha) for r in s.recipes)]
-    order = _recipe_order(summaries)
-    fig, axes = _panels(len(summaries), 4.4, 3.0, 0.9, sharey=True)
-    x = np.arange(len(order))
-    for ax, s in zip(axes.flat, summaries):
-        by_name = {r.name: r for r in s.recipes}
-        for i, name in enumerate(order):
-            r = by_name.get(name)
-            if r is None or not np.isfinite(r.alpha):
-                continue
-            colour = "C3" if name == "envelope" else ("C0" if name in ("lazy", "equal_budget") else "C7")
-            # an unbounded interval, or a fit no single α describes, is drawn faint, its marker open
-            bounded = _bounded(r) and (r.dof <= 0 or r.fit_reported)
-            ax.errorbar([i], [r.alpha], yerr=[[r.alpha - r.alpha_lo], [r.alpha_hi - r.alpha]], fmt="o",
-                        color=colour, capsize=3, alpha=1.0 if bounded else 0.35,
-                        markerfacecolor=colour if bounded else "white")
-        ax.axhline(1.0, color="k", lw=0.8, ls="--")
-        ax.set_yscale("log")
-        ax.set_ylim(ALPHA_GRID[0] * 0.8, ALPHA_GRID[-1] * 1.25)
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_xticks(x)
-        ax.set_xticklabels([RECIPE_LABELS.get(n, n) for n in order], rotation=35, ha="right", fontsize=7)
-        ax.set_title(f"{_label(s.setting)}, L = {s.depths[0]}–{s.depths[-1]}", fontsize=9)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("α (profile interval)")
-    fig.suptitle("depth-law exponent by way of training, each recipe's finding (dashed: the paper's α = 1)\n"
-                 "blue: the lazy and equal-budget recipes; grey: the cold starts and the heads; red: the certified "
-                 "envelope; faint, open: the gains do not bound α, or no single α fits them "
-                 f"(χ²/dof > {GAIN_LAW_MAX_CHI2_DOF:g})", fontsize=9)
-    height = 3.0 * axes.shape[0] + 0.9
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / height))  # room for the two-line title
-    return save_figure(fig, path)
-
-
-def draw_answer_figure(summaries, path) -> Path:
-    """The envelope of each main setting against the α = 1 law through its ends: the figure the page opens with.
-
-    Per panel: ``R*_L`` (mean over seeds) against L, filled where the step-doubling check ran and passed,
-    open elsewhere; dashed: ``L0 + c/L`` through ``R*_1`` and ``R*_Lmax`` (eq. 16 at α = 1); the title gives
-    ``g_2/g_Lmax`` with its interval and its α = 1 value.
-
-    References
-    ----------
-    Paper eq. (16).
-
-    Notes
-    -----
-    No example: it writes a figure (``tests/test_certified.py``).
-    """
-    from matplotlib import ticker
-
-    fig, axes = _panels(len(summaries), 3.6, 2.9, 0.9)
-    for ax, s in zip(axes.flat, summaries):
-        L = np.asarray(s.depths, dtype=float)
-        R = np.asarray(s.envelope)
-        checked = np.isin(s.depths, s.checked)
-        # eq. (16) at α = 1 through the two ends: R_1 = L0 + c, R_Lmax = L0 + c / Lmax
-        c = (R[0] - R[-1]) / (1.0 - 1.0 / L[-1])
-        grid = np.geomspace(L[0], L[-1], 200)
-        ax.plot(grid, R[0] - c + c / grid, "k--", lw=1.0, label="α = 1: L0 + c/L through the ends")
-        ax.plot(L, R, "-", color="C0", lw=0.8)
-        ax.plot(L[checked], R[checked], "o", color="C0", label="R*_L, step-doubling check passed")
-        ax.plot(L[~checked], R[~checked], "o", color="C0", markerfacecolor="white",
-                label="R*_L, check not run or failed")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(L)
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_locator(ticker.NullLocator())
-        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
-        contrast = _contrast(s, "g2/gLmax")
-        a, b = s.setting[:2]
-        interval = (f"[{contrast.lo:.2f}, {contrast.hi:.2f}]" if contrast is not None and contrast.resolved
-                    else "unbounded")
-        ratio = "" if contrast is None else (f"\ng2/g{contrast.L_max} = {contrast.value:.2f} {interval}; "
-                                             f"α = 1: {contrast.reference:.3f}")
-        ax.set_title(f"(a, b) = ({a:g}, {b:g}): {s.verdict[0]}{ratio}", fontsize=8)
-        ax.set_xlabel("depth L", fontsize=8)
-        ax.set_ylabel("held-out loss", fontsize=8)
-        ax.tick_params(labelsize=7)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    height = 2.9 * axes.shape[0] + 0.9
-    fig.tight_layout(rect=(0, 0.55 / height, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
-    return save_figure(fig, path)
-
-
-def draw_certified_figure(summaries, path) -> Path:
-    """R*_L, B_L and the cold recipe against L, one panel per setting, one shared legend.
-
-    Notes
-    -----
-    No example: it writes a figure (``tests/test_certified.py``).
-    """
-    from matplotlib import ticker
-
-    fig, axes = _panels(len(summaries), 4.2, 3.3, 0.4)
-    for ax, s in zip(axes.flat, summaries):
-        L = np.asarray(s.depths)
-        ax.errorbar(L, s.envelope, yerr=s.envelope_se, marker="o", label="envelope R*_L (certified starts)")
-        ax.plot(L, s.bound, "k--", label="B_L: heads on the same contexts")
-        ax.errorbar(L, s.recipe, yerr=s.recipe_se, marker="s", alpha=0.7, label="recipe: cold, lr 1e-3")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(L)
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_locator(ticker.NullLocator())
-        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
-        ax.set_title(f"{_label(s.setting)}\n{s.verdict[0]}", fontsize=9)
-        ax.set_xlabel("depth L")
-        ax.set_ylabel("held-out loss")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.suptitle("error bars: ± one SE of the level, mostly the report set's own sampling error, common to every "
-                 "depth; differences between depths are paired and far tighter (the page's certificates)", fontsize=9)
-    height = 3.3 * axes.shape[0] + 0.4
-    fig.tight_layout(rect=(0, 0.4 / height, 1, 1 - 0.3 / height))
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
-    return save_figure(fig, path)
 
 
 def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:

@@ -1,0 +1,157 @@
+"""The certified study's figures: the answer (envelope against the α = 1 law), the envelope per setting, the recipes.
+
+Split from :mod:`~numerics.experiments.study.certified.page` by job: the page writes text, this module draws.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from numerics.io import save_figure
+
+from ..._plotting import pyplot
+from ...criteria import GAIN_LAW_MAX_CHI2_DOF
+from ._format import RECIPE_LABELS, _bounded, _contrast, _label, _recipe_order
+from .statistics import ALPHA_GRID
+
+__all__ = ["draw_answer_figure", "draw_certified_figure", "draw_recipe_figure"]
+
+
+def _panels(n: int, width: float, height: float, margin: float, **options):
+    """``(figure, axes)`` of ``n`` panels of ``width × height``, three a row at most; unused ones off."""
+    plt = pyplot()
+    cols = min(3, max(1, n))
+    rows = (max(1, n) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + margin), squeeze=False, **options)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    return fig, axes
+
+
+def draw_recipe_figure(summaries, path) -> Path:
+    """α with its interval for each training recipe and the envelope, one panel per setting.
+
+    Notes
+    -----
+    No example: it writes a figure (``tests/test_certified.py``).
+    """
+    from matplotlib import ticker
+
+    summaries = [s for s in summaries if any(np.isfinite(r.alpha) for r in s.recipes)]
+    order = _recipe_order(summaries)
+    fig, axes = _panels(len(summaries), 4.4, 3.0, 0.9, sharey=True)
+    x = np.arange(len(order))
+    for ax, s in zip(axes.flat, summaries):
+        by_name = {r.name: r for r in s.recipes}
+        for i, name in enumerate(order):
+            r = by_name.get(name)
+            if r is None or not np.isfinite(r.alpha):
+                continue
+            colour = "C3" if name == "envelope" else ("C0" if name in ("lazy", "equal_budget") else "C7")
+            # an unbounded interval, or a fit no single α describes, is drawn faint, its marker open
+            bounded = _bounded(r) and (r.dof <= 0 or r.fit_reported)
+            ax.errorbar([i], [r.alpha], yerr=[[r.alpha - r.alpha_lo], [r.alpha_hi - r.alpha]], fmt="o",
+                        color=colour, capsize=3, alpha=1.0 if bounded else 0.35,
+                        markerfacecolor=colour if bounded else "white")
+        ax.axhline(1.0, color="k", lw=0.8, ls="--")
+        ax.set_yscale("log")
+        ax.set_ylim(ALPHA_GRID[0] * 0.8, ALPHA_GRID[-1] * 1.25)
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xticks(x)
+        ax.set_xticklabels([RECIPE_LABELS.get(n, n) for n in order], rotation=35, ha="right", fontsize=7)
+        ax.set_title(f"{_label(s.setting)}, L = {s.depths[0]}–{s.depths[-1]}", fontsize=9)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("α (profile interval)")
+    fig.suptitle("depth-law exponent by way of training, each recipe's finding (dashed: the paper's α = 1)\n"
+                 "blue: the lazy and equal-budget recipes; grey: the cold starts and the heads; red: the certified "
+                 "envelope; faint, open: the gains do not bound α, or no single α fits them "
+                 f"(χ²/dof > {GAIN_LAW_MAX_CHI2_DOF:g})", fontsize=9)
+    height = 3.0 * axes.shape[0] + 0.9
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / height))  # room for the two-line title
+    return save_figure(fig, path)
+
+
+def draw_answer_figure(summaries, path) -> Path:
+    """The envelope of each main setting against the α = 1 law through its ends: the figure the page opens with.
+
+    Per panel: ``R*_L`` (mean over seeds) against L, filled where the step-doubling check ran and passed,
+    open elsewhere; dashed: ``L0 + c/L`` through ``R*_1`` and ``R*_Lmax`` (eq. 16 at α = 1); the title gives
+    ``g_2/g_Lmax`` with its interval and its α = 1 value.
+
+    References
+    ----------
+    Paper eq. (16).
+
+    Notes
+    -----
+    No example: it writes a figure (``tests/test_certified.py``).
+    """
+    from matplotlib import ticker
+
+    fig, axes = _panels(len(summaries), 3.6, 2.9, 0.9)
+    for ax, s in zip(axes.flat, summaries):
+        L = np.asarray(s.depths, dtype=float)
+        R = np.asarray(s.envelope)
+        checked = np.isin(s.depths, s.checked)
+        # eq. (16) at α = 1 through the two ends: R_1 = L0 + c, R_Lmax = L0 + c / Lmax
+        c = (R[0] - R[-1]) / (1.0 - 1.0 / L[-1])
+        grid = np.geomspace(L[0], L[-1], 200)
+        ax.plot(grid, R[0] - c + c / grid, "k--", lw=1.0, label="α = 1: L0 + c/L through the ends")
+        ax.plot(L, R, "-", color="C0", lw=0.8)
+        ax.plot(L[checked], R[checked], "o", color="C0", label="R*_L, step-doubling check passed")
+        ax.plot(L[~checked], R[~checked], "o", color="C0", markerfacecolor="white",
+                label="R*_L, check not run or failed")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(L)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
+        contrast = _contrast(s, "g2/gLmax")
+        a, b = s.setting[:2]
+        interval = (f"[{contrast.lo:.2f}, {contrast.hi:.2f}]" if contrast is not None and contrast.resolved
+                    else "unbounded")
+        ratio = "" if contrast is None else (f"\ng2/g{contrast.L_max} = {contrast.value:.2f} {interval}; "
+                                             f"α = 1: {contrast.reference:.3f}")
+        ax.set_title(f"(a, b) = ({a:g}, {b:g}): {s.verdict[0]}{ratio}", fontsize=8)
+        ax.set_xlabel("depth L", fontsize=8)
+        ax.set_ylabel("held-out loss", fontsize=8)
+        ax.tick_params(labelsize=7)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    height = 2.9 * axes.shape[0] + 0.9
+    fig.tight_layout(rect=(0, 0.55 / height, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    return save_figure(fig, path)
+
+
+def draw_certified_figure(summaries, path) -> Path:
+    """R*_L, B_L and the cold recipe against L, one panel per setting, one shared legend.
+
+    Notes
+    -----
+    No example: it writes a figure (``tests/test_certified.py``).
+    """
+    from matplotlib import ticker
+
+    fig, axes = _panels(len(summaries), 4.2, 3.3, 0.4)
+    for ax, s in zip(axes.flat, summaries):
+        L = np.asarray(s.depths)
+        ax.errorbar(L, s.envelope, yerr=s.envelope_se, marker="o", label="envelope R*_L (certified starts)")
+        ax.plot(L, s.bound, "k--", label="B_L: heads on the same contexts")
+        ax.errorbar(L, s.recipe, yerr=s.recipe_se, marker="s", alpha=0.7, label="recipe: cold, lr 1e-3")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(L)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
+        ax.set_title(f"{_label(s.setting)}\n{s.verdict[0]}", fontsize=9)
+        ax.set_xlabel("depth L")
+        ax.set_ylabel("held-out loss")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.suptitle("error bars: ± one SE of the level, mostly the report set's own sampling error, common to every "
+                 "depth; differences between depths are paired and far tighter (the page's certificates)", fontsize=9)
+    height = 3.3 * axes.shape[0] + 0.4
+    fig.tight_layout(rect=(0, 0.4 / height, 1, 1 - 0.3 / height))
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    return save_figure(fig, path)
