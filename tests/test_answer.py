@@ -100,3 +100,22 @@ def test_missing_results_name_the_file(tmp_path):
 def test_replace_block_refuses_text_without_markers():
     with pytest.raises(ValueError, match="markers"):
         replace_block("no block here", "x")
+
+
+def test_the_revised_study_adds_its_sentence_when_its_facts_exist(tmp_path, answer):
+    results = tmp_path / "results"
+    (results / "certified-revised").mkdir(parents=True)
+    for name in ("certified-study.csv", "certified-study.verdicts.json"):
+        shutil.copy(ROOT / "docs" / "results" / name, results)
+    gap = {"value": -0.01, "se": 0.002, "per_seed": [-0.01], "word": "below"}
+    facts = {"plan": {"select_size": 65536}, "coverage": [{"a": 0.0, "b": 0.0, "done": [1, 2, 4], "todo": [8]},
+                                                          {"a": 0.0, "b": 0.5, "done": [], "todo": [1]}],
+             "steps": [{"a": 0.0, "b": 0.0, "z": 2.5, "agrees": False}],
+             "envelope": [{"gap": gap}, {"gap": {**gap, "word": "indistinguishable"}}], "long": [{"gap": gap}]}
+    (results / "certified-revised" / "certified-revised.json").write_text(json.dumps(facts))
+    text = package_answer(results).text
+    assert "The revised certified study (2^16-context sets" in text and "(0, 0) at L = 1, 2, 4 (1 spectrum not yet)" in text
+    assert "within 2 SE at 0 of 1 spectra" in text and "below U_L at 1 of 2 spectrum-depth pairs" in text
+    assert "1 of 1 long-cap runs" in text
+    if not (ROOT / "docs" / "results" / "certified-revised" / "certified-revised.json").is_file():
+        assert "revised" not in answer.text

@@ -13,7 +13,7 @@ from numerics.experiments.execution import Execution
 from numerics.experiments.study.certified import SUMMARY_COLUMNS, CertifiedPlan
 from numerics.experiments.study.certified.cells import read_cell
 from numerics.experiments.study.certified.plan import REVISED_PLAN, CellConfig
-from numerics.experiments.study.certified.revised import PairedDifference, revised_sections
+from numerics.experiments.study.certified.revised import PairedDifference, revised_facts, revised_sections
 from numerics.experiments.study.certified.run import run_waves
 from numerics.experiments.study.certified.table import collect
 
@@ -106,12 +106,16 @@ def test_the_revised_sections_say_what_ran_and_what_did_not(revised):
     root, _ = revised
     rows, errors = collect(root / "x" / "cells")
     plan = dataclasses.replace(TINY, depths=(1, 2, 4))  # a depth the tiny study never ran
-    text = "\n".join(revised_sections(rows, errors, plan, root / "x" / "cells", population_contexts=2048))
+    facts = revised_facts(rows, errors, plan, root / "x" / "cells", population_contexts=2048)
+    text = "\n".join(revised_sections(facts))
     assert "Not run yet: (0, 0) at L = 4" in text
     assert "| (0, 0) | 1, 2 | 4 |" in text
     for heading in ("The L = 2 step at population scale", "The envelope against U_L", "Long caps"):
         assert heading in text
-    assert revised_sections(rows, errors, CertifiedPlan(), root / "x" / "cells") == []
+    assert facts["coverage"] == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4]}]
+    assert {r["depth"] for r in facts["envelope"]} == {1, 2} and [r["depth"] for r in facts["long"]] == [2, 2]
+    assert revised_facts(rows, errors, CertifiedPlan(), root / "x" / "cells") is None
+    assert revised_sections(None) == []
 
 
 def test_a_paired_difference_is_judged_at_two_standard_errors():
@@ -130,3 +134,18 @@ def test_the_cli_refuses_a_bad_plan_or_spectrum_in_one_line(args, needle, tmp_pa
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2
     assert needle in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_revised_page_and_its_facts_file_are_written_together(revised, tmp_path):
+    import json
+
+    from numerics.experiments.study.certified.page import PAGE, write_certified
+    from numerics.experiments.study.certified.revised import FACTS
+
+    root, _ = revised
+    write_certified(tmp_path, root / "x" / "cells", TINY, command="tiny", predictions=False)
+    facts = json.loads((tmp_path / FACTS).read_text())
+    page = (tmp_path / PAGE).read_text()
+    assert "## What the revised plan measured (version 2)" in page
+    assert f"reported on an independent one of {TINY.report_size}" in page
+    assert facts["coverage"][0]["done"] == [1, 2] and facts["plan"]["select_size"] == TINY.select_size

@@ -14,9 +14,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Answer", "package_answer", "answer_from_record", "check_verdicts_against_table", "START", "END",
+__all__ = ["Answer", "package_answer", "answer_from_record", "revised_sentence", "REVISED_FACTS", "check_verdicts_against_table", "START", "END",
            "replace_block", "results_dir", "write_answer_blocks", "ANSWER_PAGES"]
 
+#: the revised certified study's facts, relative to the results directory
+#: (:data:`numerics.experiments.study.certified.revised.FACTS` under ``certified-revised/``)
+REVISED_FACTS = "certified-revised/certified-revised.json"
 #: the pages (relative to the checkout) whose answer block :func:`write_answer_blocks` rewrites
 ANSWER_PAGES = ("README.md", "docs/index.md")
 
@@ -151,11 +154,52 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
                                     f"(a checkout's docs/results, or {RESULTS_VARIABLE}; or pass their path)")
     verdicts = json.loads(verdicts_path.read_text(encoding="utf-8"))
     check_verdicts_against_table(verdicts, _csv_settings(csv_path), source=str(verdicts_path))
-    return answer_from_record(verdicts, expressible)
+    revised_path = results / REVISED_FACTS
+    revised = json.loads(revised_path.read_text(encoding="utf-8")) if revised_path.is_file() else None
+    return answer_from_record(verdicts, expressible, revised=revised)
 
 
-def answer_from_record(verdicts: dict, expressible: Path | None = None) -> Answer:
+def revised_sentence(facts: dict) -> str:
+    """One sentence on what the revised certified study (plan version 2) has measured so far, from its facts.
+
+    Examples
+    --------
+    >>> gap = {"value": -0.001, "se": 0.002, "per_seed": [-0.001], "word": "indistinguishable"}
+    >>> facts = {"plan": {"select_size": 65536}, "coverage": [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4]}],
+    ...          "steps": [{"a": 0.0, "b": 0.0, "z": 0.5, "agrees": True}], "envelope": [{"gap": gap}],
+    ...          "long": []}
+    >>> revised_sentence(facts).split(": ")[0]
+    "The revised certified study (2^16-context sets, U_L's heads among the starts) has run (0, 0) at L = 1, 2"
+    """
+    ran = [c for c in facts["coverage"] if c["done"]]
+    where = "; ".join(f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['done']))}" for c in ran) or "nowhere yet"
+    not_run = sum(1 for c in facts["coverage"] if not c["done"])
+    words = [r["gap"]["word"] for r in facts["envelope"]]
+    text = (f"The revised certified study ({_power_of_two(facts['plan']['select_size'])}-context sets, U_L's heads "
+            f"among the starts) has run {where}" + (f" ({not_run} {'spectrum' if not_run == 1 else 'spectra'} not yet)" if not_run else "") + ": ")
+    parts = []
+    if facts["steps"]:
+        parts.append(f"its L = 2 step agrees with an independent population estimate within 2 SE at "
+                     f"{sum(r['agrees'] for r in facts['steps'])} of {len(facts['steps'])} spectra")
+    if words:
+        parts.append(f"its envelope is more than 2 SE below U_L at {words.count('below')} of {len(words)} "
+                     "spectrum-depth pairs")
+    if facts["long"]:
+        below = sum(r["gap"]["word"] == "below" for r in facts["long"])
+        parts.append(f"{below} of {len(facts['long'])} long-cap runs (24k-48k steps at L = 4, 16) go more than 2 SE "
+                     "below U_L")
+    return text + ("; ".join(parts) or "nothing to compare yet") + "."
+
+
+def _power_of_two(n: int) -> str:
+    n = int(n)
+    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
+
+
+def answer_from_record(verdicts: dict, expressible: Path | None = None, revised: dict | None = None) -> Answer:
     """The answer from a verdicts record (what ``certified-study.verdicts.json`` holds) and the shipped ``U_L``.
+
+    ``revised``: the revised study's facts (:data:`REVISED_FACTS`), summarised in one more sentence.
 
     A verdict settles the question only where it rests on at least the record's ``min_checked_depths`` depths
     whose step-doubling check ran and passed; the words (yes, no, not settled) follow the counts.
@@ -245,6 +289,8 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None) -> Answe
             f"heads saturate after two heads (U_2 − U_16 = {_range(flat)}), then diverse heads lower the loss again "
             f"(U_16 − U_128 = {_range(late)}; at L = 128 they sit {_range(below_heads)} below the best cosine heads) "
             f"at {len(curves)} of {n} spectra.")
+    if revised:
+        sentences.append(revised_sentence(revised))
     if lazy:
         sentences.append(f"Lazy training (gain frozen) is that recipe's finding, not a verdict on the claim: where the "
                          f"law fits its gains ({len(lazy_fits)} of {len(lazy)} spectra) its α interval contains 1 at "
@@ -252,7 +298,7 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None) -> Answe
     facts = {"counts": counts, "unchecked": len(unchecked), "unchecked_decided": len(unchecked_decided),
              "doubling_spectra": sorted((s["a"], s["b"]) for s in ran), "u_flat": flat, "u_late": late,
              "u_below_heads": below_heads, "lazy_covers": lazy_covers, "lazy_fits": len(lazy_fits),
-             "headline": headline}
+             "headline": headline, "revised": bool(revised)}
     return Answer(text=" ".join(sentences), facts=facts)
 
 

@@ -31,7 +31,7 @@ from ._format import (
 )
 from .figures import draw_answer_figure, draw_certified_figure, draw_recipe_figure
 from .plan import CertifiedPlan
-from .revised import revised_sections
+from .revised import FACTS, revised_facts, revised_sections
 from .statistics import (
     ALPHA_GRID,
     HEADS_SETS,
@@ -452,7 +452,7 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     -----
     No example: it writes files (``tests/test_certified.py``).
     """
-    from ...answer import answer_from_record
+    from ...answer import REVISED_FACTS, answer_from_record
 
     cache_dir = prediction_cache_dir(cells_dir) if cache_dir == "default" else cache_dir
     progress(f"reading the exported cells in {cells_dir}")
@@ -473,8 +473,12 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     compute = study_compute(cells_dir, contrasts_dir, plan)
     record = verdicts_record(summaries, plan, command=command)
     main = [s for s in summaries if plan.is_main(s.setting[0], s.setting[1], s.setting[5], s.setting[2])]
-    answer = answer_from_record(record).text if main else None
-    extra = revised_sections(rows, errors, plan, cells_dir)
+    # the revised study's facts beside these results (docs/results/certified-revised/), as package_answer reads them
+    revised_path = Path(out_dir) / REVISED_FACTS
+    revised = facts or (json.loads(revised_path.read_text(encoding="utf-8")) if revised_path.is_file() else None)
+    answer = answer_from_record(record, revised=revised).text if main else None
+    facts = revised_facts(rows, errors, plan, cells_dir)
+    extra = revised_sections(facts)
     page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks, rechecks=rechecks,
                               gaps=gaps, compute=compute, answer=answer, cells_dir=cells_dir, extra=extra)
     progress(f"writing {out_dir}")
@@ -482,6 +486,8 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
     write_text(out_dir / PAGE, page)
     write_text(out_dir / VERDICTS, json.dumps(record, indent=1, allow_nan=True) + "\n")
+    if facts is not None:
+        write_text(out_dir / FACTS, json.dumps(facts, indent=1, allow_nan=True) + "\n")
     if summaries:
         make_output_dir(out_dir / Path(FIGURE).parent)
         if main:

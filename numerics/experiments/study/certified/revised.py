@@ -28,7 +28,10 @@ from .cells import _files, read_cell
 from .plan import CertifiedPlan
 from .run import SUMMARY_COLUMNS
 
-__all__ = ["PairedDifference", "population_step", "revised_sections"]
+__all__ = ["FACTS", "PairedDifference", "population_step", "revised_facts", "revised_sections"]
+
+#: the facts file a version-2 study writes beside its page (the answer reads it)
+FACTS = "certified-revised.json"
 
 
 @dataclass(frozen=True)
@@ -115,19 +118,17 @@ def _is_heads(row) -> bool:
     return row.start == "expressible" and row.steps == 0
 
 
-def _coverage(plan: CertifiedPlan, cells: dict) -> tuple[list[str], list]:
-    lines, missing = [], []
+def _coverage(plan: CertifiedPlan, cells: dict) -> list[dict]:
+    """Per spectrum of the plan: the depths done (every seed's cell) and those not run yet."""
+    out = []
     for a, b in plan.spectra:
         setting = (float(a), float(b), plan.P, plan.k)
-        done = sorted({L for L in plan.depths if all((L, s) in cells.get(setting, {}) for s in plan.seeds)})
-        todo = [L for L in plan.depths if L not in done]
-        if todo:
-            missing.append(((a, b), todo))
-        lines.append((f"({a:g}, {b:g})", ", ".join(map(str, done)) or "none", ", ".join(map(str, todo)) or "none"))
-    return lines, missing
+        done = [L for L in plan.depths if all((L, s) in cells.get(setting, {}) for s in plan.seeds)]
+        out.append({"a": float(a), "b": float(b), "done": done, "todo": [L for L in plan.depths if L not in done]})
+    return out
 
 
-def _cost(cells_dir, plan: CertifiedPlan) -> list:
+def _cost(cells_dir, plan: CertifiedPlan) -> dict:
     """CPU hours per part: the candidates every cell trains, the doubled caps, the long caps."""
     col = SUMMARY_COLUMNS.index("step_share")
     parts = {"every cell's candidates": 0.0, "doubled caps (the convergence check)": 0.0, "long caps": 0.0}
@@ -142,47 +143,42 @@ def _cost(cells_dir, plan: CertifiedPlan) -> list:
         parts["doubled caps (the convergence check)"] += cpu * share_doubled
         parts["long caps"] += cpu * share_long
         parts["every cell's candidates"] += cpu * (1 - share_doubled - share_long)
-    return [(name, f"{hours:.2f}") for name, hours in parts.items()] + [("total", f"{sum(parts.values()):.2f}")]
+    return parts
 
 
-def revised_sections(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17) -> list[str]:
-    """The page sections of a version-2 study (Markdown lines); nothing for a version-1 plan.
+def _difference(d: PairedDifference) -> dict:
+    return {"value": d.value, "se": d.se, "per_seed": list(d.per_seed), "word": d.word()}
+
+
+def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17) -> dict:
+    """What a version-2 study measured, as a JSON-able dict (None for a version-1 plan).
+
+    Keys: ``plan`` (sizes and seeds), ``coverage`` (per spectrum, depths done and not run yet), ``cpu_hours``
+    (per part), ``steps`` (per spectrum with L = 1, 2 done: the envelope's step, the population step of
+    ``U_L``'s heads on ``population_contexts`` fresh contexts, z), ``envelope`` (per spectrum and depth done:
+    ``R*_L − U_L`` paired) and ``long`` (per long-cap candidate: it minus ``U_L``, paired).
 
     Notes
     -----
     No example: it needs exported cells (``tests/test_certified_revised.py``).
     """
     if plan.version < 2:
-        return []
+        return None
     cells = _by_cell(rows, errors)
-    coverage, missing = _coverage(plan, cells)
-    lines = ["## What the revised plan measured (version 2)", "",
-             f"Plan version 2: selection and report sets of {plan.select_size} contexts each (report losses stored "
-             f"as means of {plan.report_block}-context blocks, the same contexts in every cell of a spectrum); "
-             f"seeds {list(plan.seeds)}. Every ± below is one SE over those blocks of the seed-averaged paired "
-             "difference: the context sampling of these trained models; the per-seed values show the spread of "
-             "training.", "",
-             "Coverage (a depth is done when every seed's cell is):", ""]
-    lines += markdown_table(("spectrum", "depths done", "depths not run yet"), coverage)
-    lines += [""]
-    if missing:
-        lines += ["Not run yet: " + "; ".join(f"({a:g}, {b:g}) at L = {', '.join(map(str, todo))}"
-                                              for (a, b), todo in missing)
-                  + ". Nothing below is concluded about them.", ""]
-    lines += ["CPU hours per part (from the cells' own CPU time, split by each candidate's share of the steps):", ""]
-    lines += markdown_table(("part", "CPU hours"), _cost(cells_dir, plan)) + [""]
-
-    step_rows, envelope_rows, long_rows = [], [], []
+    facts = {"plan": {"version": plan.version, "select_size": plan.select_size, "report_block": plan.report_block,
+                      "seeds": list(plan.seeds), "depths": list(plan.depths), "long_steps": list(plan.long_steps)},
+             "coverage": _coverage(plan, cells), "cpu_hours": _cost(cells_dir, plan), "population_contexts":
+             population_contexts, "steps": [], "envelope": [], "long": []}
     for (a, b, P, k), members in sorted(cells.items()):
+        where = {"a": a, "b": b}
         seeds = [s for s in plan.seeds if (1, s) in members and (2, s) in members]
-        if seeds:
+        if len(seeds) == len(plan.seeds):
             d = PairedDifference.of([_pick(members[1, s], lambda r: r.selected)[1]
                                      - _pick(members[2, s], lambda r: r.selected)[1] for s in seeds])
             pop, pop_se = population_step(a, b, plan, contexts=population_contexts)
-            z = (d.value - pop) / np.hypot(d.se, pop_se)
-            step_rows.append((f"({a:g}, {b:g})", d.text(), ", ".join(f"{v:+.4f}" for v in d.per_seed),
-                              f"{pop:+.4f} ± {pop_se:.4f}", f"{z:+.2f}",
-                              "agrees" if abs(z) <= AGREEMENT_SIGMAS else "differs"))
+            z = (d.value - pop) / float(np.hypot(d.se, pop_se))
+            facts["steps"].append({**where, "study": _difference(d), "population": pop, "population_se": pop_se,
+                                   "z": z, "agrees": bool(abs(z) <= AGREEMENT_SIGMAS)})
         for L in plan.depths:
             seeds = [s for s in plan.seeds if (L, s) in members]
             if len(seeds) < len(plan.seeds):
@@ -190,45 +186,90 @@ def revised_sections(rows, errors, plan: CertifiedPlan, cells_dir, *, population
             heads = [_pick(members[L, s], _is_heads) for s in seeds]
             if any(h is None for h in heads):
                 continue
-            d = PairedDifference.of([_pick(members[L, s], lambda r: r.selected)[1] - h[1]
-                                     for s, h in zip(seeds, heads)])
-            winners = ", ".join(_pick(members[L, s], lambda r: r.selected)[0].start for s in seeds)
-            envelope_rows.append((f"({a:g}, {b:g})", L, d.text(), ", ".join(f"{v:+.4f}" for v in d.per_seed),
-                                  winners, f"**{d.word()}**"))
+            winners = [_pick(members[L, s], lambda r: r.selected) for s in seeds]
+            d = PairedDifference.of([w[1] - h[1] for w, h in zip(winners, heads)])
+            facts["envelope"].append({**where, "depth": L, "gap": _difference(d),
+                                      "winners": [w[0].start for w in winners]})
             kinds = sorted({(r.start, r.learning_rate, r.steps) for r, _ in members[L, seeds[0]]
                             if r.steps in plan.long_steps and not r.doubled})
             for start, lr, steps in kinds:
                 picks = [_pick(members[L, s], lambda r: (r.start, r.learning_rate, r.steps) == (start, lr, steps))
                          for s in seeds]
                 d = PairedDifference.of([p[1] - h[1] for p, h in zip(picks, heads)])
-                long_rows.append((f"({a:g}, {b:g})", L, f"{start} lr={lr:g}", steps, d.text(),
-                                  ", ".join(f"{v:+.4f}" for v in d.per_seed), f"**{d.word()}**"))
-    if step_rows:
+                facts["long"].append({**where, "depth": L, "start": start, "learning_rate": lr, "steps": steps,
+                                      "gap": _difference(d)})
+    return facts
+
+
+def _text(d: dict) -> str:
+    return f"{d['value']:+.4f} ± {d['se']:.4f}"
+
+
+def _seeds(d: dict) -> str:
+    return ", ".join(f"{v:+.4f}" for v in d["per_seed"])
+
+
+def revised_sections(facts: dict | None) -> list[str]:
+    """The page sections of a version-2 study (Markdown lines) from :func:`revised_facts`; none without facts.
+
+    Notes
+    -----
+    No example: it needs a study's facts (``tests/test_certified_revised.py``).
+    """
+    if not facts:
+        return []
+    plan = facts["plan"]
+    lines = ["## What the revised plan measured (version 2)", "",
+             f"Plan version 2: selection and report sets of {plan['select_size']} contexts each (report losses stored "
+             f"as means of {plan['report_block']}-context blocks, the same contexts in every cell of a spectrum); "
+             f"seeds {plan['seeds']}. Every ± below is one SE over those blocks of the seed-averaged paired "
+             "difference: the context sampling of these trained models; the per-seed values show the spread of "
+             "training.", "",
+             "Coverage (a depth is done when every seed's cell is):", ""]
+    lines += markdown_table(("spectrum", "depths done", "depths not run yet"),
+                            [(f"({c['a']:g}, {c['b']:g})", ", ".join(map(str, c["done"])) or "none",
+                              ", ".join(map(str, c["todo"])) or "none") for c in facts["coverage"]]) + [""]
+    missing = [c for c in facts["coverage"] if c["todo"]]
+    if missing:
+        lines += ["Not run yet: " + "; ".join(f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['todo']))}"
+                                              for c in missing) + ". Nothing below is concluded about them.", ""]
+    hours = facts["cpu_hours"]
+    lines += ["CPU hours per part (from the cells' own CPU time, split by each candidate's share of the steps):", ""]
+    lines += markdown_table(("part", "CPU hours"), [(name, f"{h:.2f}") for name, h in hours.items()]
+                            + [("total", f"{sum(hours.values()):.2f}")]) + [""]
+    if facts["steps"]:
         lines += ["### The L = 2 step at population scale", "",
                   "`R*_1 − R*_2`: the envelope's step on the study's report set (mean over seeds); beside it the same "
-                  f"step of U_L's heads on {population_contexts} fresh contexts of their own seed (an independent "
-                  f"estimate: at L = 1 and 2 the envelope is at U_L, see below); z of their difference; agreement "
-                  f"within {AGREEMENT_SIGMAS:g} SE.", ""]
-        lines += markdown_table(("spectrum", "`R*_1 − R*_2` (study)", "per seed", "`U_1 − U_2` (fresh contexts)", "z",
-                                 "within 2 SE"), step_rows) + [""]
-    if envelope_rows:
-        below = sum(r[-1] == "**below**" for r in envelope_rows)
-        above = sum(r[-1] == "**above**" for r in envelope_rows)
+                  f"step of U_L's heads on {facts['population_contexts']} fresh contexts of their own seed (an "
+                  "independent estimate: at L = 1 and 2 the envelope is at U_L, see below); z of their difference; "
+                  f"agreement within {AGREEMENT_SIGMAS:g} SE.", ""]
+        lines += markdown_table(
+            ("spectrum", "`R*_1 − R*_2` (study)", "per seed", "`U_1 − U_2` (fresh contexts)", "z", "within 2 SE"),
+            [(f"({r['a']:g}, {r['b']:g})", _text(r["study"]), _seeds(r["study"]),
+              f"{r['population']:+.4f} ± {r['population_se']:.4f}", f"{r['z']:+.2f}",
+              "agrees" if r["agrees"] else "differs") for r in facts["steps"]]) + [""]
+    if facts["envelope"]:
+        words = [r["gap"]["word"] for r in facts["envelope"]]
         lines += ["### The envelope against U_L, depth by depth", "",
                   f"`R*_L − U_L` on the same report contexts (U_L: its heads untrained, a candidate of every cell). Of "
-                  f"{len(envelope_rows)} spectrum-depth pairs done, the envelope is more than {AGREEMENT_SIGMAS:g} SE "
-                  f"below U_L at {below} and above it at {above} (above: training did not keep what its U_L start "
-                  "had, which the selection should prevent).", ""]
+                  f"{len(words)} spectrum-depth pairs done, the envelope is more than {AGREEMENT_SIGMAS:g} SE "
+                  f"below U_L at {words.count('below')} and above it at {words.count('above')} (above: the selection, "
+                  "on its own set, preferred a trained candidate that the report set finds worse).", ""]
         lines += markdown_table(("spectrum", "L", "`R*_L − U_L`", "per seed", "winners (per seed)", "envelope vs U_L"),
-                                envelope_rows) + [""]
-    if long_rows:
-        below = [r for r in long_rows if r[-1] == "**below**"]
+                                [(f"({r['a']:g}, {r['b']:g})", r["depth"], _text(r["gap"]), _seeds(r["gap"]),
+                                  ", ".join(r["winners"]), f"**{r['gap']['word']}**") for r in facts["envelope"]])
+        lines += [""]
+    if facts["long"]:
+        below = [r for r in facts["long"] if r["gap"]["word"] == "below"]
         lines += ["### Long caps: does any depth-4-32 model go below U_L?", "",
                   "Each long-cap candidate against U_L's heads on the same contexts. "
-                  + (f"{len(below)} of {len(long_rows)} go more than {AGREEMENT_SIGMAS:g} SE below U_L: "
-                     + "; ".join(f"{r[2]} S={r[3]} at {r[0]}, L = {r[1]} ({r[4]})" for r in below) + "."
-                     if below else f"None of {len(long_rows)} goes more than {AGREEMENT_SIGMAS:g} SE below U_L."),
+                  + (f"{len(below)} of {len(facts['long'])} go more than {AGREEMENT_SIGMAS:g} SE below U_L: "
+                     + "; ".join(f"{r['start']} lr={r['learning_rate']:g} S={r['steps']} at ({r['a']:g}, {r['b']:g}), "
+                                 f"L = {r['depth']} ({_text(r['gap'])})" for r in below) + "."
+                     if below else f"None of {len(facts['long'])} goes more than {AGREEMENT_SIGMAS:g} SE below U_L."),
                   ""]
         lines += markdown_table(("spectrum", "L", "candidate", "steps", "candidate − U_L", "per seed", "vs U_L"),
-                                long_rows) + [""]
+                                [(f"({r['a']:g}, {r['b']:g})", r["depth"], f"{r['start']} lr={r['learning_rate']:g}",
+                                  r["steps"], _text(r["gap"]), _seeds(r["gap"]), f"**{r['gap']['word']}**")
+                                 for r in facts["long"]]) + [""]
     return lines
