@@ -123,6 +123,7 @@ def test_a_paired_difference_is_judged_at_two_standard_errors():
     assert PairedDifference.of([flat - 0.1 + 0.01 * np.sin(np.arange(100))]).word() == "below"
     assert PairedDifference.of([flat + 0.1 + 0.01 * np.sin(np.arange(100))]).word() == "above"
     assert PairedDifference.of([np.sin(np.arange(100))]).word() == "indistinguishable"
+    assert PairedDifference.of([flat, flat]).word() == "equal"
 
 
 @pytest.mark.parametrize("args, needle", [

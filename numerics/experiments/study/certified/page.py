@@ -98,7 +98,9 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     """
     from ...answer import END, START
 
-    lines = ["# Certified study: the best loss each depth reaches", ""]
+    title = ("Certified study: the best loss each depth reaches" if plan.version == 1 else
+             f"Revised certified study (plan version {plan.version}): the best loss each depth reaches")
+    lines = [f"# {title}", ""]
     if answer:
         lines += [START, answer, END, ""]
     if answer and summaries:
@@ -473,11 +475,12 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     compute = study_compute(cells_dir, contrasts_dir, plan)
     record = verdicts_record(summaries, plan, command=command)
     main = [s for s in summaries if plan.is_main(s.setting[0], s.setting[1], s.setting[5], s.setting[2])]
-    # the revised study's facts beside these results (docs/results/certified-revised/), as package_answer reads them
-    revised_path = Path(out_dir) / REVISED_FACTS
-    revised = facts or (json.loads(revised_path.read_text(encoding="utf-8")) if revised_path.is_file() else None)
-    answer = answer_from_record(record, revised=revised).text if main else None
     facts = revised_facts(rows, errors, plan, cells_dir)
+    # the package's answer on the shipped (version-1) page, with the revised study's facts beside these results
+    # (docs/results/certified-revised/) as package_answer reads them; a version-2 page reports its own sections
+    revised_path = Path(out_dir) / REVISED_FACTS
+    revised = json.loads(revised_path.read_text(encoding="utf-8")) if revised_path.is_file() else None
+    answer = answer_from_record(record, revised=revised).text if main and facts is None else None
     extra = revised_sections(facts)
     page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks, rechecks=rechecks,
                               gaps=gaps, compute=compute, answer=answer, cells_dir=cells_dir, extra=extra)

@@ -63,7 +63,9 @@ class PairedDifference:
         return f"{self.value:+.4f} ± {self.se:.4f}"
 
     def word(self, sigmas: float = AGREEMENT_SIGMAS) -> str:
-        """``below``, ``above`` or ``indistinguishable`` (beyond ``sigmas`` SE or not)."""
+        """``below``, ``above`` or ``indistinguishable`` (beyond ``sigmas`` SE or not); ``equal`` if identically 0."""
+        if self.value == 0 and self.se == 0:
+            return "equal"
         if self.value < -sigmas * self.se:
             return "below"
         if self.value > sigmas * self.se:
@@ -112,6 +114,13 @@ def _by_cell(rows, errors) -> dict:
 def _pick(members, test):
     found = [(row, v) for row, v in members if test(row)]
     return min(found, key=lambda m: m[0].R_select) if found else None
+
+
+def _candidate(row) -> str:
+    """A row's candidate in a few words: its start, untrained or its rate and cap."""
+    if row.steps == 0:
+        return f"{row.start} (untrained)"
+    return f"{row.start} lr={row.learning_rate:g} S={row.steps}" + (" doubled" if row.doubled else "")
 
 
 def _is_heads(row) -> bool:
@@ -189,7 +198,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
             winners = [_pick(members[L, s], lambda r: r.selected) for s in seeds]
             d = PairedDifference.of([w[1] - h[1] for w, h in zip(winners, heads)])
             facts["envelope"].append({**where, "depth": L, "gap": _difference(d),
-                                      "winners": [w[0].start for w in winners]})
+                                      "winners": [_candidate(w[0]) for w in winners]})
             kinds = sorted({(r.start, r.learning_rate, r.steps) for r, _ in members[L, seeds[0]]
                             if r.steps in plan.long_steps and not r.doubled})
             for start, lr, steps in kinds:
@@ -253,8 +262,9 @@ def revised_sections(facts: dict | None) -> list[str]:
         lines += ["### The envelope against U_L, depth by depth", "",
                   f"`R*_L − U_L` on the same report contexts (U_L: its heads untrained, a candidate of every cell). Of "
                   f"{len(words)} spectrum-depth pairs done, the envelope is more than {AGREEMENT_SIGMAS:g} SE "
-                  f"below U_L at {words.count('below')} and above it at {words.count('above')} (above: the selection, "
-                  "on its own set, preferred a trained candidate that the report set finds worse).", ""]
+                  f"below U_L at {words.count('below')}, above it at {words.count('above')} (above: the selection, "
+                  "on its own set, preferred a trained candidate that the report set finds worse), and identical to it "
+                  f"(the winner in every seed is U_L's heads, untrained) at {words.count('equal')}.", ""]
         lines += markdown_table(("spectrum", "L", "`R*_L − U_L`", "per seed", "winners (per seed)", "envelope vs U_L"),
                                 [(f"({r['a']:g}, {r['b']:g})", r["depth"], _text(r["gap"]), _seeds(r["gap"]),
                                   ", ".join(r["winners"]), f"**{r['gap']['word']}**") for r in facts["envelope"]])
