@@ -59,10 +59,13 @@ def test_only_depths_whose_doubling_check_ran_and_passed_are_checked():
 def test_the_alpha_one_references_are_the_law_evaluated_not_typed():
     """g_2/g_Lmax and (R_2 − R_16)/(R_1 − R_2) under R = L0 + c L^-α, against a direct evaluation of the law."""
     for alpha in (0.5, 1.0, 2.0):
-        R = {L: 0.3 + 1.7 * L ** -alpha for L in (1, 2, 16, 128)}
+        R = {L: 0.3 + 1.7 * L ** -alpha for L in (1, 2, 16, 32, 64, 128)}
         assert law_contrast("g2/gLmax", 128, alpha) == pytest.approx((R[1] - R[2]) / (R[1] - R[128]), rel=1e-12)
         assert law_contrast("(R2-R16)/(R1-R2)", 128, alpha) == pytest.approx((R[2] - R[16]) / (R[1] - R[2]), rel=1e-12)
-    assert set(CONTRASTS) == {"g2/gLmax", "(R2-R16)/(R1-R2)"}
+        assert law_contrast("(R_L-R_2L)/(R_2L-R_4L)", 128, alpha) == pytest.approx(
+            (R[32] - R[64]) / (R[64] - R[128]), rel=1e-12)
+        assert law_contrast("(R_L-R_2L)/(R_2L-R_4L)", 128, alpha) == pytest.approx(2 ** alpha, rel=1e-12)
+    assert set(CONTRASTS) == {"g2/gLmax", "(R2-R16)/(R1-R2)", "(R_L-R_2L)/(R_2L-R_4L)"}
 
 
 def _cells(rng, depths=(1, 2, 4), seeds=(0, 1, 2), contexts=256):
@@ -309,3 +312,59 @@ def test_a_ratio_whose_denominator_gain_is_not_resolved_has_an_unbounded_interva
     depths = (1, 2, 4, 8, 16)
     verdict = setting_verdict(depths, depths, depths, [], {**c.to_dict(), "L_max": 16}, EXCLUDING)
     assert verdict[:2] == ("INCONCLUSIVE", "resolution")
+
+
+def _range_contrast_dict(value, lo, hi, name="(R_L-R_2L)/(R_2L-R_4L)", L_max=128, estimate="mean over seeds"):
+    from numerics.experiments.study.certified.verdict import ContrastStat
+
+    return ContrastStat(name, estimate, (L_max // 4, L_max // 2, L_max), L_max, value, 0.1, lo, hi, True).to_dict()
+
+
+@pytest.mark.parametrize("done, checked, failed, contrasts, expected", [
+    ((32, 64), (32, 64), [], {}, ("INCONCLUSIVE", "budget")),
+    ((32, 64, 128), (32, 128), [], {}, ("INCONCLUSIVE", "checks")),
+    ((32, 64, 128), (32, 64, 128), [("nesting", 64)], {}, ("INCONCLUSIVE", "training")),
+    ((32, 64, 128), (32, 64, 128), [], {"mean over seeds": (1.9, 1.7, 2.2)}, ("REPRODUCED", "")),
+    ((32, 64, 128), (32, 64, 128), [], {"mean over seeds": (1.9, -50.0, 80.0)}, ("INCONCLUSIVE", "resolution")),
+    ((32, 64, 128), (32, 64, 128), [], {"mean over seeds": (1.2, 1.0, 1.4), "best seed": (1.5, 1.1, 2.3)},
+     ("INCONCLUSIVE", "variants")),
+    ((32, 64, 128), (32, 64, 128), [], {"mean over seeds": (1.2, 1.0, 1.4), "best seed": (1.3, 1.1, 1.5)},
+     ("CONTRADICTED", "")),
+])
+def test_a_range_verdict_needs_its_every_depth_done_checked_and_both_estimates(done, checked, failed, contrasts,
+                                                                              expected):
+    from numerics.experiments.study.certified.verdict import range_verdict
+
+    given = {estimate: _range_contrast_dict(*v, estimate=estimate) for estimate, v in contrasts.items()}
+    verdict, kind, reason = range_verdict("diffuse", (32, 64, 128), done, checked, failed, given)
+    assert (verdict, kind) == expected and reason
+
+
+def test_the_ranges_split_at_the_shipped_crossover_depth():
+    from numerics.experiments.study.certified.verdict import range_contrast, range_depths
+    from theory import PowerLawSpectrum
+    from theory.expressible import shipped_expressible
+
+    from theory.paper import TABLE1_SPECTRA
+
+    crossovers = {shipped_expressible(PowerLawSpectrum(a, b, 16), 64).crossover_depth() for a, b in TABLE1_SPECTRA}
+    assert crossovers == {32}
+    ranges = range_depths((1, 2, 4, 8, 16, 32, 64, 128), 32)
+    assert ranges == {"atomic": (1, 2, 4, 8, 16), "diffuse": (32, 64, 128)}
+    assert [range_contrast(name, d) for name, d in ranges.items()] == [("g2/gLmax", 16),
+                                                                       ("(R_L-R_2L)/(R_2L-R_4L)", 128)]
+    with pytest.raises(ValueError, match="range must be one of atomic, diffuse"):
+        range_contrast("middle", (1, 2, 4))
+
+
+def test_the_shipped_verdicts_hold_a_verdict_for_each_range_and_the_answer_counts_them():
+    from numerics.experiments.answer import package_answer
+    from numerics.experiments.study.certified.page import read_verdicts
+
+    record = read_verdicts()
+    main = [s for s in record["settings"] if s["P"] == 64 and s["k"] == 2]
+    assert all([r["range"] for r in s["ranges"]] == ["atomic", "diffuse"] for s in main)
+    atomic = [r["verdict"] for s in main for r in s["ranges"] if r["range"] == "atomic"]
+    counts = [atomic.count(word) for word in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")]
+    assert (f"atomic range L = 1–16: {counts[0]} REPRODUCED, {counts[1]} CONTRADICTED, {counts[2]} INCONCLUSIVE of "
+            f"{len(main)}") in package_answer().text

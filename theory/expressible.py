@@ -221,6 +221,28 @@ class ExpressibleLoss:
         i = self.depths.index(int(depth))
         return self.loss[i], self.loss_se[i]
 
+    def crossover_depth(self) -> int | None:
+        """The first depth from which diverse heads win at every deeper depth: where the atomic range ends.
+
+        The smallest depth ``L_c`` of :attr:`depths` such that the branch at ``L_c`` and every deeper depth is
+        ``diffuse`` or ``combination`` (heads of random forms in the winner); None if the deepest depth's
+        winner is atomic or nested. Below ``L_c`` a few cosine temperatures are the best found (they saturate
+        after a few heads); from ``L_c`` on, the exchangeable-heads law ``plateau + c/L`` of a diffuse branch.
+
+        Examples
+        --------
+        >>> from theory import PowerLawSpectrum
+        >>> shipped_expressible(PowerLawSpectrum(0, 0, 16), 64).crossover_depth()
+        32
+        """
+        diverse = [branch in ("diffuse", "combination") for branch in self.branch]
+        if not diverse or not diverse[-1]:
+            return None
+        first = len(diverse)
+        while first > 0 and diverse[first - 1]:
+            first -= 1
+        return int(self.depths[first])
+
     def forms(self, depth: int) -> tuple[np.ndarray, float]:
         """The winner's ``L`` forms (in layer order) and gain at ``depth``: ``(forms (L, d, d), g)``."""
         if int(depth) not in self.depths:

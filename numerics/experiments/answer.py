@@ -283,6 +283,9 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None, revised:
                f"{early[0]['reference']:.3f}, its interval excluding that value at "
                f"{sum(not c['lo'] <= c['reference'] <= c['hi'] for c in early)} of {len(early)}" if early else "")
             + ".")
+    by_range = _range_counts(main)
+    if by_range:
+        sentences.append("By the theory's depth ranges, split where diverse heads start to win: " + by_range + ".")
     if curves:
         sentences.append(
             f"Models built by hand (U_L, an upper bound on the optimum) show two mechanisms, not one power law: cosine "
@@ -300,6 +303,28 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None, revised:
              "u_below_heads": below_heads, "lazy_covers": lazy_covers, "lazy_fits": len(lazy_fits),
              "headline": headline, "revised": bool(revised)}
     return Answer(text=" ".join(sentences), facts=facts)
+
+
+def _range_counts(main: list[dict]) -> str:
+    """The range verdicts of the main settings in words: per range, its depths and the count of each verdict."""
+    parts = []
+    for name in ("atomic", "diffuse"):
+        ranges = [r for s in main for r in s.get("ranges", []) if r["range"] == name]
+        if not ranges:
+            continue
+        spans = sorted({f"{r['depths'][0]}–{r['depths'][-1]}" for r in ranges})
+        counts = {w: sum(r["verdict"] == w for r in ranges) for w in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
+        kinds = sorted({r["kind"] for r in ranges if r["verdict"] == "INCONCLUSIVE"})
+        parts.append(f"{name} range L = {', '.join(spans)}: {counts['REPRODUCED']} REPRODUCED, "
+                     f"{counts['CONTRADICTED']} CONTRADICTED, {counts['INCONCLUSIVE']} INCONCLUSIVE of {len(ranges)}"
+                     + (f" (why: {', '.join(_KIND_WORDS.get(k, k) for k in kinds)})" if kinds else ""))
+    return "; ".join(parts)
+
+
+#: why a verdict is INCONCLUSIVE, in words (the ``kind`` of a verdict)
+_KIND_WORDS = {"budget": "depths not done", "checks": "step-doubling checks not run or failed",
+               "training": "certificates fail", "resolution": "α not bounded",
+               "variants": "the analysis variants disagree"}
 
 
 def replace_block(text: str, answer: str) -> str:

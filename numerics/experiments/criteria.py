@@ -453,6 +453,9 @@ def _law_contrasts() -> dict:
         "g2/gLmax": (sp.simplify((R(1) - R(2)) / (R(1) - R(lmax))), lmax),
         # what depths 2 → 16 add against what the first doubling brings
         "(R2-R16)/(R1-R2)": (sp.simplify((R(2) - R(16)) / (R(1) - R(2))), lmax),
+        # the gain of one doubling over the next, ending at L_max: 2^α whatever the plateau and the depths, so
+        # the law's exponent on a depth range (the diffuse range) without its plateau
+        "(R_L-R_2L)/(R_2L-R_4L)": (sp.simplify((R(lmax / 4) - R(lmax / 2)) / (R(lmax / 2) - R(lmax))), lmax),
     }
 
 
@@ -476,7 +479,7 @@ def law_contrast(name: str, L_max: int, alpha: float = 1.0) -> float:
     >>> law_contrast("g3", 128)
     Traceback (most recent call last):
     ...
-    ValueError: contrast must be one of g2/gLmax, (R2-R16)/(R1-R2); got 'g3'
+    ValueError: contrast must be one of g2/gLmax, (R2-R16)/(R1-R2), (R_L-R_2L)/(R_2L-R_4L); got 'g3'
     """
     if name not in CONTRASTS:
         raise ValueError(f"contrast must be one of {', '.join(CONTRASTS)}; got {name!r}")

@@ -159,6 +159,7 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
           _contrast_text(_contrast(s, "g2/gLmax", "best seed")), ", ".join(map(str, s.best_seed_ids)))
          for s in summaries])
     lines.append("")
+    lines += _ranges_section(summaries)
     lines += list(extra)
     lines += method
     lines += _doubling_caveat(summaries)
@@ -197,6 +198,39 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
                   ""]
     lines += [f"![envelope, bound and recipe per setting]({FIGURE})", ""]
     return "\n".join(lines)
+
+
+def _ranges_section(summaries) -> list[str]:
+    """The verdict within each of the theory's depth ranges (atomic, diffuse), per setting."""
+    rows = [(s, r) for s in summaries for r in s.ranges]
+    if not rows:
+        return []
+    crossovers = sorted({s.crossover for s, _ in rows})
+    lines = ["## Verdicts by depth range", "",
+             "The theory's best expressible loss U_L has two branches (`docs/results/expressible.md`): below the "
+             f"crossover depth L_c (here L_c = {', '.join(map(str, crossovers))}: the first depth from which diverse "
+             "heads win at every deeper depth) a few cosine temperatures are the best found and they saturate after "
+             "a few heads; from L_c on, diverse heads follow the exchangeable law `plateau + c/L`. Each range gets "
+             "its own verdict on α = 1: the atomic range on `g_2/g_Lmax` to its deepest depth, the diffuse range on "
+             "one doubling's gain over the next, `(R_L − R_2L)/(R_2L − R_4L)`, which is `2^α` whatever the plateau. "
+             "A range's verdict needs every depth of it done and its step-doubling check passed; CONTRADICTED also "
+             "needs the best seed's interval to exclude the α = 1 value.", ""]
+    lines += markdown_table(
+        ("setting", "range", "depths", "contrast, mean over seeds", "best seed", "verdict", "reason"),
+        [(_label(s.setting), r["range"], f"{r['depths'][0]}–{r['depths'][-1]}",
+          _range_contrast(r, "mean over seeds"), _range_contrast(r, "best seed"), f"**{r['verdict']}**", r["reason"])
+         for s, r in rows])
+    return lines + [""]
+
+
+def _range_contrast(r: dict, estimate: str) -> str:
+    found = [c for c in r["contrasts"] if c["estimate"] == estimate]
+    if not found:
+        return "–"
+    c = found[0]
+    if not c["resolved"]:
+        return f"{c['value']:.3f}, unbounded (α = 1: {c['reference']:.3f})"
+    return f"{c['value']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] (α = 1: {c['reference']:.3f})"
 
 
 def _doubling_caveat(summaries) -> list[str]:
@@ -373,6 +407,7 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
             "envelope": list(s.envelope), "bound": list(s.bound), "best_seed": list(s.best_seed),
             "recipes": [{**dataclasses.asdict(r), "kind": "contrast", "finding": "that recipe's finding",
                          "fit_reported": r.fit_reported} for r in s.recipes],
+            "crossover": s.crossover, "ranges": s.ranges,
         })
     return {"command": command, "main": {"spectra": [list(x) for x in plan.spectra], "P": plan.P, "k": plan.k},
             "plan": {"depths": list(plan.depths), "doubling_spectra": [list(x) for x in plan.doubling_spectra]},

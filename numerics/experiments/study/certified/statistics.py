@@ -39,6 +39,9 @@ from .verdict import (
     gain_law_gls,
     gain_law_variants,
     implied_alpha,
+    range_contrast,
+    range_depths,
+    range_verdict,
     setting_verdict,
 )
 
@@ -158,6 +161,25 @@ class SettingSummary:
     variants: tuple = ()
     best_seed: tuple = ()
     best_seed_ids: tuple = ()
+    crossover: int | None = None
+    range_contrasts: tuple = ()
+
+    @property
+    def ranges(self) -> list[dict]:
+        """The verdict within each depth range (the theory's atomic and diffuse ranges, split at :attr:`crossover`).
+
+        Per range: ``range``, ``depths`` (planned), ``verdict``, ``kind``, ``reason``
+        (:func:`~numerics.experiments.study.certified.verdict.range_verdict`) and ``contrasts`` (its contrast,
+        mean over seeds and best seed, as dicts). None without a crossover (no shipped U_L for the setting).
+        """
+        out = []
+        failed = [(c.name, c.depth) for c in self.failed]
+        for name, depths in range_depths(self.planned_depths or self.depths, self.crossover).items():
+            contrasts = {c.estimate: c.to_dict() for n, c in self.range_contrasts if n == name}
+            verdict, kind, reason = range_verdict(name, depths, self.depths, self.checked, failed, contrasts)
+            out.append({"range": name, "depths": list(depths), "verdict": verdict, "kind": kind, "reason": reason,
+                        "contrasts": list(contrasts.values())})
+        return out
 
     @property
     def failed(self) -> list:
@@ -364,6 +386,16 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         point, reps = curves["mean over seeds"]
         ladder = tuple(contrast_stat("g2/gLmax", "mean over seeds", depths, point, reps, L, set(checked), t1)
                        for L in depths if L >= 4)
+        crossover = _crossover(setting)
+        range_stats = []
+        for name, range_planned in range_depths(planned_depths or depths, crossover).items():
+            spec = range_contrast(name, range_planned)
+            if spec is None or not all(L in depths for L in range_planned):
+                continue
+            for estimate in ("mean over seeds", "best seed"):
+                point, reps = curves[estimate]
+                range_stats.append((name, contrast_stat(spec[0], estimate, depths, point, reps, spec[1], set(checked),
+                                                        t1)))
         variants = ()
         if len(checked) >= MIN_CHECKED_DEPTHS and checked[0] == 1:
             first = at["envelope", 1]
@@ -384,8 +416,22 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             recipes=recipes, first_shortfall=shortfall, first_shortfall_se=shortfall_se,
             contrasts=tuple(stats), ladder=ladder, variants=variants,
             best_seed=tuple(float(v) for v in curves["best seed"][0]), best_seed_ids=curves["best seeds"],
+            crossover=crossover, range_contrasts=tuple(range_stats),
         ))
     return out
+
+
+def _crossover(setting: tuple) -> int | None:
+    """The crossover depth of the setting's shipped ``U_L`` (:meth:`theory.expressible.ExpressibleLoss.crossover_depth`).
+
+    None where no ``U_L`` is shipped (the setting gets no verdicts by range).
+    """
+    from theory import PowerLawSpectrum
+    from theory.expressible import shipped_expressible
+
+    a, b, k, d, N, P = setting
+    expressible = shipped_expressible(PowerLawSpectrum(a, b, d), P, k)
+    return None if expressible is None else expressible.crossover_depth()
 
 
 @dataclass(frozen=True)

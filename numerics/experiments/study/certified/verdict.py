@@ -18,13 +18,18 @@ import numpy as np
 
 from ...criteria import GAIN_LAW_MAX_CHI2_DOF, law_contrast
 
-__all__ = ["ALPHA_GRID", "VERDICT_CONTRAST", "ContrastStat", "FitVariant", "contrast_bootstrap", "contrast_stat",
+__all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat", "FitVariant", "contrast_bootstrap", "contrast_stat",
            "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha", "setting_verdict"]
 
 #: the α grid of the profile (paper eq. 16)
 ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
 #: the contrast a verdict is judged on (:data:`~numerics.experiments.criteria.CONTRASTS`)
 VERDICT_CONTRAST = "g2/gLmax"
+#: the contrast of the diffuse range: one doubling's gain over the next, ending at the range's deepest depth
+#: (``2^α`` under eq. 16, whatever the plateau)
+DOUBLING_RATIO = "(R_L-R_2L)/(R_2L-R_4L)"
+#: the depth ranges a verdict is given for (the theory's branches, :meth:`theory.expressible.ExpressibleLoss.crossover_depth`)
+RANGES = ("atomic", "diffuse")
 
 
 def fit_reported(chi2: float, dof: int) -> bool:
@@ -338,7 +343,18 @@ def _contrast_value(name: str, R: dict, L_max: int):
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero gain gives an infinite ratio, dropped after
         if name == "g2/gLmax":
             return (R[1] - R[2]) / (R[1] - R[L_max])
+        if name == DOUBLING_RATIO:
+            return (R[L_max // 4] - R[L_max // 2]) / (R[L_max // 2] - R[L_max])
         return (R[2] - R[16]) / (R[1] - R[2])
+
+
+def _used(name: str, L_max: int) -> tuple:
+    """The depths contrast ``name`` reads."""
+    if name == "g2/gLmax":
+        return (1, 2, int(L_max))
+    if name == DOUBLING_RATIO:
+        return (int(L_max) // 4, int(L_max) // 2, int(L_max))
+    return (1, 2, 16)
 
 
 def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: int, checked_set, t_quantile: float
@@ -361,7 +377,7 @@ def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: in
     depths = tuple(int(L) for L in depths)
     if int(L_max) not in depths:
         raise ValueError(f"L_max: depth {L_max} was not run (depths done: {_depth_list(depths)})")
-    used = (1, 2, int(L_max)) if name == "g2/gLmax" else (1, 2, 16)
+    used = _used(name, L_max)
     missing = [L for L in used if L not in depths]
     if missing:
         raise ValueError(f"depth: the contrast {name} needs depth {missing[0]}, which was not run (depths done: "
@@ -371,7 +387,7 @@ def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: in
     value = float(_contrast_value(name, {L: point[at[L]] for L in used}, int(L_max)))
     reps = _contrast_value(name, {L: replicates[:, at[L]] for L in used}, int(L_max))
     # the denominator (a gain): where its own interval holds 0, the ratio's confidence set is unbounded (Fieller)
-    lower, upper = (1, 2) if name == "(R2-R16)/(R1-R2)" else (1, int(L_max))
+    lower, upper = {"(R2-R16)/(R1-R2)": (1, 2), DOUBLING_RATIO: (int(L_max) // 2, int(L_max))}.get(name, (1, int(L_max)))
     denominator = replicates[:, at[lower]] - replicates[:, at[upper]]
     d_value = float(point[at[lower]] - point[at[upper]])
     from scipy.stats import norm
@@ -394,3 +410,86 @@ def _widened(value: float, replicates: np.ndarray, widen: float) -> tuple[float,
     """The central 95 % of ``replicates``, each side's distance from ``value`` times ``widen``, holding ``value``."""
     q025, q975 = np.percentile(replicates, [2.5, 97.5])
     return (float(min(value, value - widen * (value - q025))), float(max(value, value + widen * (q975 - value))))
+
+
+def range_depths(planned_depths, crossover: int | None) -> dict:
+    """The planned depths of each range: ``atomic`` below ``crossover``, ``diffuse`` from it on (none without one).
+
+    Examples
+    --------
+    >>> range_depths((1, 2, 4, 8, 16, 32, 64, 128), 32)
+    {'atomic': (1, 2, 4, 8, 16), 'diffuse': (32, 64, 128)}
+    >>> range_depths((1, 2, 4), None)
+    {}
+    """
+    if crossover is None:
+        return {}
+    planned = tuple(int(L) for L in planned_depths)
+    return {"atomic": tuple(L for L in planned if L < crossover), "diffuse": tuple(L for L in planned if L >= crossover)}
+
+
+def range_contrast(range_name: str, depths) -> tuple[str, int] | None:
+    """``(contrast name, L_max)`` a range is judged on, or None when the range is too short for one.
+
+    The atomic range: ``g_2/g_Lmax`` to its deepest depth (from L = 1, which it holds); the diffuse range: the
+    doubling ratio :data:`DOUBLING_RATIO` ending at its deepest depth (three doublings-apart depths).
+
+    Examples
+    --------
+    >>> range_contrast("atomic", (1, 2, 4, 8, 16)), range_contrast("diffuse", (32, 64, 128))
+    (('g2/gLmax', 16), ('(R_L-R_2L)/(R_2L-R_4L)', 128))
+    >>> range_contrast("diffuse", (64, 128)) is None
+    True
+    """
+    depths = tuple(int(L) for L in depths)
+    if range_name == "atomic":
+        return ("g2/gLmax", depths[-1]) if len(depths) >= 3 and depths[:2] == (1, 2) else None
+    if range_name == "diffuse":
+        return (DOUBLING_RATIO, depths[-1]) if len(depths) >= 3 and depths[-3] == depths[-1] // 4 else None
+    raise ValueError(f"range must be one of {', '.join(RANGES)}; got {range_name!r}")
+
+
+def range_verdict(range_name: str, depths, done, checked, failed, contrasts: dict) -> tuple[str, str, str]:
+    """The verdict on the paper's ``c/L`` law (α = 1) within one depth range: ``(verdict, kind, reason)``.
+
+    ``depths``: the range's planned depths; ``done``: the depths done; ``checked``: those whose step-doubling
+    check ran and passed; ``failed``: ``(name, depth)`` of failed certificates; ``contrasts``:
+    :meth:`ContrastStat.to_dict` of the range's contrast (:func:`range_contrast`) by estimate (``'mean over
+    seeds'``, ``'best seed'``). Every depth of the range must be done and checked (a range is short: none may be
+    left out). REPRODUCED: the mean-over-seeds interval contains the α = 1 value and bounds α; CONTRADICTED: it
+    and the best seed's both exclude it (the analysis variant of a range); else INCONCLUSIVE, with its kind
+    (``budget``, ``checks``, ``training``, ``resolution``, ``variants``).
+
+    Examples
+    --------
+    >>> c = {"name": "(R_L-R_2L)/(R_2L-R_4L)", "L_max": 128, "value": 1.2, "lo": 1.0, "hi": 1.4, "reference": 2.0,
+    ...      "alpha_lo": 0.0, "alpha_hi": 0.49}
+    >>> range_verdict("diffuse", (32, 64, 128), (32, 64, 128), (32, 64, 128), [],
+    ...               {"mean over seeds": c, "best seed": c})[:2]
+    ('CONTRADICTED', '')
+    >>> range_verdict("diffuse", (32, 64, 128), (32, 64, 128), (32, 64), [], {"mean over seeds": c})[2]
+    'the step-doubling check did not run or failed at L = 128'
+    """
+    depths, done, checked = tuple(depths), tuple(done), tuple(checked)
+    missing = [L for L in depths if L not in done]
+    if missing:
+        return "INCONCLUSIVE", "budget", f"L = {_depth_list(missing)} not done yet"
+    unchecked = [L for L in depths if L not in checked]
+    if unchecked:
+        return "INCONCLUSIVE", "checks", f"the step-doubling check did not run or failed at L = {_depth_list(unchecked)}"
+    blocking = [(name, L) for name, L in failed if L in depths]
+    if blocking:
+        return "INCONCLUSIVE", "training", "certificates fail: " + ", ".join(f"{n} at L = {L}" for n, L in blocking)
+    primary = contrasts.get("mean over seeds")
+    if primary is None:
+        return "INCONCLUSIVE", "checks", f"the range L = {_depth_list(depths)} is too short for a contrast"
+    text = (f"{primary['name']} = {primary['value']:.3f} [{primary['lo']:.3f}, {primary['hi']:.3f}] on L = "
+            f"{_depth_list(depths)} (α = 1: {primary['reference']:.3f})")
+    if primary["lo"] <= primary["reference"] <= primary["hi"]:
+        if not (primary["alpha_lo"] > ALPHA_GRID[0] and primary["alpha_hi"] < ALPHA_GRID[-1]):
+            return "INCONCLUSIVE", "resolution", f"{text}: contains the α = 1 value but does not bound α"
+        return "REPRODUCED", "", f"{text} contains the α = 1 value"
+    best = contrasts.get("best seed")
+    if best is None or best["lo"] <= best["reference"] <= best["hi"]:
+        return "INCONCLUSIVE", "variants", f"{text} excludes the α = 1 value, but the best seed's interval does not"
+    return "CONTRADICTED", "", f"{text} excludes the α = 1 value, and so does the best seed's"
