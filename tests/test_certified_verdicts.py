@@ -236,12 +236,13 @@ def test_the_reports_headline_on_the_certified_claim_follows_the_verdicts_file(s
 
 
 def test_the_certified_page_opens_with_the_answer_and_its_table_says_what_the_file_says(shipped):
-    from numerics.experiments.answer import END, START, answer_from_record
+    from numerics.experiments.answer import END, START, package_answer
 
     page = (SHIPPED / "certified-study.md").read_text()
     head = page.split("## Method", 1)[0]
     assert head.index(START) < head.index("figures/certified-answer.png") < head.index("## Verdicts")
-    assert head.split(START, 1)[1].split(END, 1)[0].strip() == answer_from_record(shipped).text
+    # the package's answer: the verdicts file's, with the revised study's sentence where its facts are shipped
+    assert head.split(START, 1)[1].split(END, 1)[0].strip() == package_answer(SHIPPED).text
     for s in shipped["settings"]:
         label = f"(a, b) = ({s['a']:g}, {s['b']:g}), P = {s['P']}, top-{s['k']}"
         row = next(line for line in head.splitlines() if line.startswith(f"| {label} |"))

@@ -203,7 +203,7 @@ i => [i.getAttribute('src'), Math.ceil(i.getBoundingClientRect().right)])}); doc
 
 @pytest.mark.browser
 def test_every_figure_and_results_page_fits_a_1280px_window(site, tmp_path):
-    pages = sorted((site / "figures").glob("*.html")) + sorted((site / "results").glob("*.html"))
+    pages = sorted((site / "figures").glob("*.html")) + sorted((site / "results").rglob("*.html"))
     assert len(pages) >= 10, "figure and results pages missing from the build"
     too_wide = []
     for page in pages:
@@ -217,5 +217,5 @@ def test_every_figure_and_results_page_fits_a_1280px_window(site, tmp_path):
         assert layout["width"] == 1280
         wide = [src for src, right in layout["images"] if right > layout["width"]]
         if wide or layout["scroll"] > layout["width"]:
-            too_wide.append((page.name, layout["scroll"], wide))
+            too_wide.append((str(page.relative_to(site)), layout["scroll"], wide))
     assert not too_wide, f"pages wider than a 1280 px window (page, scroll width, images cut): {too_wide}"
