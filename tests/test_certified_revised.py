@@ -150,3 +150,18 @@ def test_the_revised_page_and_its_facts_file_are_written_together(revised, tmp_p
     assert "## What the revised plan measured (version 2)" in page
     assert f"reported on an independent one of {TINY.report_size}" in page
     assert facts["coverage"][0]["done"] == [1, 2] and facts["plan"]["select_size"] == TINY.select_size
+
+
+def test_a_report_into_the_shipped_results_updates_the_answer_and_elsewhere_does_not(monkeypatch, tmp_path):
+    import numerics.experiments.answer as answer
+    import numerics.experiments.shipped as shipped
+    from idepth.commands.study import _update_answer
+
+    calls = []
+    monkeypatch.setattr(shipped, "shipped_path", lambda: tmp_path / "results")
+    monkeypatch.setattr(answer, "write_answer_blocks", lambda: calls.append(1) or [])
+    _update_answer(tmp_path / "elsewhere")
+    assert calls == []
+    _update_answer(tmp_path / "results" / "certified-revised")
+    _update_answer(tmp_path / "results")
+    assert calls == [1, 1]

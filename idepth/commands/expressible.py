@@ -64,10 +64,8 @@ def run(args: argparse.Namespace) -> int:
         run_expressible(spectra, args.out, recompute=args.recompute,
                         progress=lambda message: print(message, file=sys.stderr, flush=True))
         return 0
-    from numerics.experiments.expressible_page import write_expressible_checks
-
     from numerics.experiments.answer import write_answer_blocks
-
+    from numerics.experiments.expressible_page import write_expressible_checks
     from numerics.experiments.shipped import checkout_root, shipped_path
 
     out = args.out if args.out is not None else shipped_path()

@@ -334,11 +334,33 @@ def run_certified_command(args) -> int:
     rows, summaries = write_certified(out, cells, plan, command=command, contrasts_dir=contrasts, progress=progress,
                                       contrast_depth=args.contrast_depth)
     print(f"wrote {out}/certified-study.csv ({len(rows)} candidates), certified-study.md")
+    _update_answer(out)
     for summary in summaries:
         verdict, reason = summary.verdict
         print(f"  a={summary.setting[0]:g} b={summary.setting[1]:g} P={summary.setting[5]} k={summary.setting[2]}: "
               f"{verdict} ({reason})")
     return 0
+
+
+def _update_answer(out) -> None:
+    """Rewrite the checkout's answer blocks when ``out`` is its shipped results (or the revised study's, inside).
+
+    The answer (README.md, docs/index.md, the certified page) is computed from those files
+    (:func:`numerics.experiments.answer.write_answer_blocks`), so it follows them when they change.
+    """
+    from numerics.experiments.answer import write_answer_blocks
+    from numerics.experiments.shipped import ShippedResultsNotFound, checkout_root, shipped_path
+
+    if checkout_root() is None:
+        return
+    try:
+        shipped = shipped_path().resolve()
+    except ShippedResultsNotFound:
+        return
+    target = Path(out).resolve()
+    if target == shipped or shipped in target.parents:
+        for path in write_answer_blocks():
+            print(f"updated the answer in {path}", file=sys.stderr)
 
 
 def _scale_names() -> tuple:
