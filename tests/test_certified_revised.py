@@ -150,6 +150,8 @@ def test_the_revised_page_and_its_facts_file_are_written_together(revised, tmp_p
     assert "## What the revised plan measured (version 2)" in page
     assert f"reported on an independent one of {TINY.report_size}" in page
     assert facts["coverage"][0]["done"] == [1, 2] and facts["plan"]["select_size"] == TINY.select_size
+    assert (tmp_path / "figures" / "certified-revised.png").stat().st_size > 0
+    assert "](figures/certified-revised.png)" in page
 
 
 def test_a_report_into_the_shipped_results_updates_the_answer_and_elsewhere_does_not(monkeypatch, tmp_path):

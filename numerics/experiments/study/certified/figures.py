@@ -16,7 +16,7 @@ from ...criteria import GAIN_LAW_MAX_CHI2_DOF
 from ._format import RECIPE_LABELS, _bounded, _contrast, _label, _recipe_order
 from .statistics import ALPHA_GRID
 
-__all__ = ["draw_answer_figure", "draw_certified_figure", "draw_recipe_figure"]
+__all__ = ["draw_answer_figure", "draw_certified_figure", "draw_recipe_figure", "draw_revised_figure"]
 
 
 def _panels(n: int, width: float, height: float, margin: float, **options):
@@ -154,4 +154,58 @@ def draw_certified_figure(summaries, path) -> Path:
     height = 3.3 * axes.shape[0] + 0.4
     fig.tight_layout(rect=(0, 0.4 / height, 1, 1 - 0.3 / height))
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    return save_figure(fig, path)
+
+
+def draw_revised_figure(facts: dict, path) -> Path | None:
+    """The revised study against U_L: ``R*_L − U_L`` per depth (paired, ± SE), and each long-cap run, per spectrum.
+
+    Zero is U_L's heads on the same contexts: a point below it is a trained model the theory's construction does
+    not reach. None (nothing drawn) without a depth done.
+
+    Notes
+    -----
+    No example: it writes a figure (``tests/test_certified_revised.py``).
+    """
+    from matplotlib import ticker
+
+    spectra = sorted({(r["a"], r["b"]) for r in facts["envelope"]})
+    if not spectra:
+        return None
+    fig, axes = _panels(len(spectra), 4.2, 3.2, 0.0)
+    markers = {"cold": "v", "expressible": "^", "oracle": "s", "nested": "D", "diverse": "P"}
+    for ax, (a, b) in zip(axes.flat, spectra):
+        rows = [r for r in facts["envelope"] if (r["a"], r["b"]) == (a, b)]
+        L = np.array([r["depth"] for r in rows], dtype=float)
+        ax.axhline(0.0, color="k", lw=1, ls="--", label="U_L: the theory's heads, untrained (same contexts)")
+        ax.errorbar(L, [r["gap"]["value"] for r in rows], yerr=[r["gap"]["se"] for r in rows], marker="o", capsize=3,
+                    label="envelope R*_L − U_L (mean over seeds)")
+        long = [r for r in facts["long"] if (r["a"], r["b"]) == (a, b)]
+        steps = sorted({r["steps"] for r in long})
+        for r in long:
+            shift = 1.0 + 0.08 * (steps.index(r["steps"]) + 1) * (1 if r["start"] == "cold" else -1)
+            ax.errorbar(r["depth"] * shift, r["gap"]["value"], yerr=r["gap"]["se"], ls="none", capsize=2,
+                        marker=markers.get(r["start"], "x"), alpha=0.4 + 0.6 * (steps.index(r["steps"]) + 1) / len(steps),
+                        color="C1" if r["start"] == "cold" else "C2",
+                        label=f"long cap: {r['start']} lr={r['learning_rate']:g}, S={r['steps']}")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(L)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.set_title(f"(a, b) = ({a:g}, {b:g})", fontsize=9)
+        ax.set_xlabel("depth L")
+        ax.set_ylabel("loss − U_L (paired)")
+    handles, labels = [], []
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    legend = 0.2 + 0.2 * ((len(labels) + 1) // 2)  # inches: two legend entries a row
+    height = 3.2 * axes.shape[0] + 0.3 + legend
+    fig.set_size_inches(fig.get_size_inches()[0], height)
+    fig.suptitle("below 0: a trained model beats the theory's best construction U_L; error bars: ± one paired SE "
+                 "(report contexts)", fontsize=9)
+    fig.tight_layout(rect=(0, legend / height, 1, 1 - 0.3 / height))
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
     return save_figure(fig, path)

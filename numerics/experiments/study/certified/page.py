@@ -29,7 +29,7 @@ from ._format import (
     _num,
     _recipe_order,
 )
-from .figures import draw_answer_figure, draw_certified_figure, draw_recipe_figure
+from .figures import draw_answer_figure, draw_certified_figure, draw_recipe_figure, draw_revised_figure
 from .plan import CertifiedPlan
 from .revised import FACTS, revised_facts, revised_sections
 from .statistics import (
@@ -52,6 +52,7 @@ CSV = "certified-study.csv"
 FIGURE = "figures/certified-study.png"
 RECIPE_FIGURE = "figures/certified-recipes.png"
 ANSWER_FIGURE = "figures/certified-answer.png"
+REVISED_FIGURE = "figures/certified-revised.png"
 VERDICTS = "certified-study.verdicts.json"
 #: the verdicts of the shipped study among the shipped results (the reproduction's central claim reads them)
 SHIPPED_VERDICTS = (VERDICTS,)
@@ -533,4 +534,7 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
         draw_certified_figure(summaries, out_dir / FIGURE)
         if any(s.recipes for s in summaries):
             draw_recipe_figure(summaries, out_dir / RECIPE_FIGURE)
+    if facts is not None and facts["envelope"]:
+        make_output_dir(out_dir / Path(REVISED_FIGURE).parent)
+        draw_revised_figure(facts, out_dir / REVISED_FIGURE)
     return rows, summaries

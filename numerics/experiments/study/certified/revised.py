@@ -260,6 +260,7 @@ def revised_sections(facts: dict | None) -> list[str]:
     if facts["envelope"]:
         words = [r["gap"]["word"] for r in facts["envelope"]]
         lines += ["### The envelope against U_L, depth by depth", "",
+                  "![the envelope and the long-cap runs against U_L, per spectrum](figures/certified-revised.png)", "",
                   f"`R*_L − U_L` on the same report contexts (U_L: its heads untrained, a candidate of every cell). Of "
                   f"{len(words)} spectrum-depth pairs done, the envelope is more than {AGREEMENT_SIGMAS:g} SE "
                   f"below U_L at {words.count('below')}, above it at {words.count('above')} (above: the selection, "
