@@ -415,17 +415,22 @@ def _widened(value: float, replicates: np.ndarray, widen: float) -> tuple[float,
 def range_depths(planned_depths, crossover: int | None) -> dict:
     """The planned depths of each range: ``atomic`` below ``crossover``, ``diffuse`` from it on (none without one).
 
+    A range that holds no planned depth is left out.
+
     Examples
     --------
     >>> range_depths((1, 2, 4, 8, 16, 32, 64, 128), 32)
     {'atomic': (1, 2, 4, 8, 16), 'diffuse': (32, 64, 128)}
+    >>> range_depths((1, 2), 32)
+    {'atomic': (1, 2)}
     >>> range_depths((1, 2, 4), None)
     {}
     """
     if crossover is None:
         return {}
     planned = tuple(int(L) for L in planned_depths)
-    return {"atomic": tuple(L for L in planned if L < crossover), "diffuse": tuple(L for L in planned if L >= crossover)}
+    ranges = {"atomic": tuple(L for L in planned if L < crossover), "diffuse": tuple(L for L in planned if L >= crossover)}
+    return {name: depths for name, depths in ranges.items() if depths}
 
 
 def range_contrast(range_name: str, depths) -> tuple[str, int] | None:
