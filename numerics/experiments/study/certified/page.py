@@ -102,6 +102,9 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     title = ("Certified study: the best loss each depth reaches" if plan.version == 1 else
              f"Revised certified study (plan version {plan.version}): the best loss each depth reaches")
     lines = [f"# {title}", ""]
+    # a revised plan opens with what it measured (coverage, the L = 2 step, U_L): its verdicts need every depth
+    lead, extra = (list(extra), []) if plan.version >= 2 else ([], list(extra))
+    lines += lead
     if answer:
         lines += [START, answer, END, ""]
     if answer and summaries:
