@@ -21,7 +21,7 @@ from numerics.experiments.study.certified.table import collect
 TINY = dataclasses.replace(
     REVISED_PLAN, spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), cold_steps=24, warm_steps=12, diverse_steps=24,
     batch_size=32, warmup_steps=4, evals_per_run=4, eval_size=128, bound_contexts=512, select_size=512,
-    report_size=512, report_block=64, min_eval_size=512, long_caps=((0.0, 0.0, 2),), long_steps=(30,))
+    report_size=512, report_block=64, min_eval_size=512, long_caps=((0.0, 0.0, 2),), long_steps=(15, 30))
 COL = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}
 SHIPPED_CELLS = Path(__file__).resolve().parents[1] / "docs" / "results" / "certified" / "cells"
 
@@ -43,7 +43,7 @@ def test_every_cell_has_the_revised_starts_and_caps(revised):
         assert {"cold lr=0.001 S=48 doubled", "expressible lr=0.0003 S=24 doubled"} <= set(labels[depth])
     assert "nested lr=0.0003 S=24 doubled" in labels[2] and "nested (untrained)" not in labels[1]
     # the long caps only where the plan puts them, never doubled
-    assert {"cold lr=0.001 S=30", "expressible lr=0.0003 S=30"} <= set(labels[2])
+    assert {"cold lr=0.001 S=15", "cold lr=0.001 S=30", "expressible lr=0.0003 S=30"} <= set(labels[2])
     assert not any("S=30" in label for label in labels[1]) and not any("S=60" in label for label in labels[2])
 
 
@@ -113,7 +113,8 @@ def test_the_revised_sections_say_what_ran_and_what_did_not(revised):
     for heading in ("The L = 2 step at population scale", "The envelope against U_L", "Long caps"):
         assert heading in text
     assert facts["coverage"] == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4]}]
-    assert {r["depth"] for r in facts["envelope"]} == {1, 2} and [r["depth"] for r in facts["long"]] == [2, 2]
+    assert {r["depth"] for r in facts["envelope"]} == {1, 2} and [r["depth"] for r in facts["long"]] == [2] * 4
+    assert [(r["depth"], r["half"], r["full"]) for r in facts["long_doubling"]] == [(2, 15, 30)]
     assert revised_facts(rows, errors, CertifiedPlan(), root / "x" / "cells") is None
     assert revised_sections(None) == []
 
@@ -167,3 +168,14 @@ def test_a_report_into_the_shipped_results_updates_the_answer_and_elsewhere_does
     _update_answer(tmp_path / "results" / "certified-revised")
     _update_answer(tmp_path / "results")
     assert calls == [1, 1]
+
+
+def test_a_long_cap_depth_is_checked_by_its_own_doubling_as_well(revised):
+    from numerics.experiments.study.certified.statistics import summarise
+
+    root, _ = revised
+    rows, errors = collect(root / "x" / "cells")
+    summary, = summarise(rows, errors, planned_depths=TINY.depths, n_bootstrap=50)
+    at2 = [c for c in summary.certificates if c.name == "doubling" and c.depth == 2]
+    assert len(at2) == 2  # the usual doubled candidates, and the long runs' 15 -> 30
+    assert (2 in summary.checked) == all(c.passed for c in at2)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._markdown import markdown_table
-from ...criteria import AGREEMENT_SIGMAS
+from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES
 from .cells import _files, read_cell
 from .plan import CertifiedPlan
 from .run import SUMMARY_COLUMNS
@@ -177,7 +177,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
     facts = {"plan": {"version": plan.version, "select_size": plan.select_size, "report_block": plan.report_block,
                       "seeds": list(plan.seeds), "depths": list(plan.depths), "long_steps": list(plan.long_steps)},
              "coverage": _coverage(plan, cells), "cpu_hours": _cost(cells_dir, plan), "population_contexts":
-             population_contexts, "steps": [], "envelope": [], "long": []}
+             population_contexts, "steps": [], "envelope": [], "long": [], "long_doubling": []}
     for (a, b, P, k), members in sorted(cells.items()):
         where = {"a": a, "b": b}
         seeds = [s for s in plan.seeds if (1, s) in members and (2, s) in members]
@@ -207,6 +207,14 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
                 d = PairedDifference.of([p[1] - h[1] for p, h in zip(picks, heads)])
                 facts["long"].append({**where, "depth": L, "start": start, "learning_rate": lr, "steps": steps,
                                       "gap": _difference(d)})
+            caps = sorted({steps for _, _, steps in kinds})
+            if len(caps) >= 2:  # the longest cap against its half: the envelope's own step-doubling check here
+                half, full = caps[-1] // 2, caps[-1]
+                best = {cap: [_pick(members[L, s], lambda r, cap=cap: r.steps == cap and not r.doubled) for s in seeds]
+                        for cap in (half, full)}
+                d = PairedDifference.of([a[1] - b[1] for a, b in zip(best[half], best[full])])
+                facts["long_doubling"].append({**where, "depth": L, "half": half, "full": full, "gain": _difference(d),
+                                               "converged": bool(d.value <= DOUBLING_SES * d.se)})
     return facts
 
 
@@ -283,4 +291,12 @@ def revised_sections(facts: dict | None) -> list[str]:
                                 [(f"({r['a']:g}, {r['b']:g})", r["depth"], f"{r['start']} lr={r['learning_rate']:g}",
                                   r["steps"], _text(r["gap"]), _seeds(r["gap"]), f"**{r['gap']['word']}**")
                                  for r in facts["long"]]) + [""]
+    if facts.get("long_doubling"):
+        lines += ["Are the long runs converged? Per long-cap cell, the best run (chosen on the selection set) at the "
+                  "half cap minus the best at the full cap, paired; converged when doubling gains at most "
+                  f"{DOUBLING_SES:g} SE (this is that depth's step-doubling check: its envelope holds these runs).", ""]
+        lines += markdown_table(("spectrum", "L", "caps", "best(half) − best(full)", "per seed", "converged"),
+                                [(f"({r['a']:g}, {r['b']:g})", r["depth"], f"{r['half']} → {r['full']}",
+                                  _text(r["gain"]), _seeds(r["gain"]), "yes" if r["converged"] else "**no**")
+                                 for r in facts["long_doubling"]]) + [""]
     return lines

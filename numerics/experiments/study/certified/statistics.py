@@ -193,7 +193,7 @@ class SettingSummary:
     @property
     def checked(self) -> tuple:
         """The depths whose step-doubling check ran and passed (:func:`~numerics.experiments.criteria.checked_depths`)."""
-        return checked_depths(self.depths, {c.depth: c.passed for c in self.certificates if c.name == "doubling"})
+        return checked_depths(self.depths, doubling_passed(self.certificates))
 
     @property
     def fit_reported(self) -> bool:
@@ -314,6 +314,14 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             doubled = [[r for r in by_cell[L, s] if r.doubled or r.steps == 0] for s in seeds]
             if all(any(r.doubled for r in d) for d in doubled):
                 cube["doubled", L] = [errors.values[index[id(min(d, key=lambda r: r.R_select))]] for d in doubled]
+            pairs = _long_pairs(by_cell[L, seeds[0]])
+            if pairs:  # long caps: the best at the longest cap against the best at half of it, same starts
+                top = max(steps for _, _, steps in pairs)
+                for label, cap in (("long half", top // 2), ("long full", top)):
+                    picks = [min((r for r in by_cell[L, s] if not r.doubled and r.steps == cap
+                                  and (r.start, r.learning_rate) in {(a, b) for a, b, _ in pairs}),
+                                 key=lambda r: r.R_select) for s in seeds]
+                    cube[label, L] = [errors.values[index[id(r)]] for r in picks]
         at = {label: i for i, label in enumerate(cube)}
         cube = np.asarray(list(cube.values()), dtype=np.float64)
         means = cube.mean(axis=(1, 2))
@@ -334,6 +342,10 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             certificates.append(certificate("reachability", L, ("bound", L), CERTIFICATE_SES))
             if ("doubled", L) in at:
                 certificates.append(certificate("doubling", L, ("doubled", L), DOUBLING_SES))
+            if ("long full", L) in at:  # the envelope holds the long runs: their own doubling is its check
+                h, f = at["long half", L], at["long full", L]
+                allowed = DOUBLING_SES * diff_se(h, f) + CERTIFICATE_ROUNDOFF * abs(means[f])
+                certificates.append(Certificate("doubling", L, means[h] - means[f], diff_se(h, f), allowed))
         t2 = float(t.ppf(0.975, max(1, len(seeds) - 1))) ** 2
 
         def fit(kind):
@@ -365,7 +377,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
                  **{name: name for name in complete}}
         recipes = tuple(RecipeAlpha(label, *fit(kind)[:3], *gain(kind), *fit(kind)[3:]) for kind, label in names.items())
         # the verdict's evidence: the depths whose step-doubling check ran and passed, and fit-free contrasts
-        checked = checked_depths(depths, {c.depth: c.passed for c in certificates if c.name == "doubling"})
+        checked = checked_depths(depths, doubling_passed(certificates))
         cells = {}
         for L in depths:
             for s in seeds:
@@ -418,6 +430,41 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             best_seed=tuple(float(v) for v in curves["best seed"][0]), best_seed_ids=curves["best seeds"],
             crossover=crossover, range_contrasts=tuple(range_stats),
         ))
+    return out
+
+
+def _long_pairs(members) -> list:
+    """``(start, learning_rate, cap)`` of the longest-cap candidates whose half cap also ran (same start and rate).
+
+    A cell with long caps (:attr:`~numerics.experiments.study.certified.plan.CertifiedPlan.long_caps`) trains some
+    starts at S and 2S beyond the plan's usual caps; none elsewhere (the usual candidates of one start share a cap).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> rows = [R(start="cold", learning_rate=1e-3, steps=s, doubled=False) for s in (6000, 24000, 48000)]
+    >>> _long_pairs(rows)
+    [('cold', 0.001, 48000)]
+    """
+    caps = {(r.start, r.learning_rate, r.steps) for r in members if not r.doubled and r.steps > 0}
+    if not caps:
+        return []
+    top = max(steps for _, _, steps in caps)
+    return sorted((a, b, top) for a, b, steps in caps if steps == top and (a, b, top // 2) in caps)
+
+
+def doubling_passed(certificates) -> dict:
+    """``{depth: passed}`` of the step-doubling certificates: a depth with several passes only if every one does.
+
+    Examples
+    --------
+    >>> doubling_passed([Certificate("doubling", 4, 0.0, 1.0, 1.0), Certificate("doubling", 4, 2.0, 1.0, 1.0)])
+    {4: False}
+    """
+    out: dict = {}
+    for c in certificates:
+        if c.name == "doubling":
+            out[c.depth] = out.get(c.depth, True) and c.passed
     return out
 
 
