@@ -187,9 +187,14 @@ def revised_sentence(facts: dict) -> str:
         parts.append(f"its envelope is more than 2 SE below U_L at {words.count('below')} of {len(words)} "
                      "spectrum-depth pairs")
     if facts["long"]:
-        below = sum(r["gap"]["word"] == "below" for r in facts["long"])
-        parts.append(f"{below} of {len(facts['long'])} long-cap runs (24k-48k steps at L = 4, 16) go more than 2 SE "
-                     "below U_L")
+        below = [r for r in facts["long"] if r["gap"]["word"] == "below"]
+        steps = " and ".join(str(v) for v in sorted({r["steps"] for r in facts["long"]}))
+        depths = ", ".join(str(v) for v in sorted({r["depth"] for r in facts["long"]}))
+        deepest = min(below, key=lambda r: r["gap"]["value"]) if below else None
+        parts.append(f"{len(below)} of {len(facts['long'])} long-cap runs ({steps} steps at L = {depths}) go more than "
+                     "2 SE below U_L" + (f" (by up to {-deepest['gap']['value']:.4f} ± {deepest['gap']['se']:.4f}: "
+                                         "there U_L is not the optimum, and its flat stretch not the optimum's)"
+                                         if deepest else ""))
     return text + ("; ".join(parts) or "nothing to compare yet") + "."
 
 

@@ -532,7 +532,7 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
         write_text(out_dir / FACTS, json.dumps(facts, indent=1, allow_nan=True) + "\n")
     if summaries:
         make_output_dir(out_dir / Path(FIGURE).parent)
-        if main:
+        if answer:  # the figure the answer opens with (a revised plan's page opens with its own sections)
             draw_answer_figure(main, out_dir / ANSWER_FIGURE)
         draw_certified_figure(summaries, out_dir / FIGURE)
         if any(s.recipes for s in summaries):
