@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._markdown import markdown_table
-from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES
+from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, standard_error
 from .cells import _files, read_cell
 from .plan import CertifiedPlan
 from .run import SUMMARY_COLUMNS
@@ -52,7 +52,7 @@ class PairedDifference:
     @classmethod
     def of(cls, per_seed_blocks) -> "PairedDifference":
         blocks = np.mean(np.asarray(per_seed_blocks, dtype=np.float64), axis=0)
-        return cls(float(blocks.mean()), float(blocks.std(ddof=1) / np.sqrt(blocks.size)),
+        return cls(float(blocks.mean()), float(standard_error(blocks)),
                    tuple(float(np.mean(b)) for b in per_seed_blocks))
 
     @property
@@ -100,7 +100,7 @@ def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 
         prediction = gain * form_reads(forms, ctx).mean(axis=1)
         errors.append((prediction - ctx.target) ** 2)
     diff = errors[0] - errors[1]
-    return float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(diff.size))
+    return float(diff.mean()), float(standard_error(diff))
 
 
 def _by_cell(rows, errors) -> dict:

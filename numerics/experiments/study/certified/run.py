@@ -112,6 +112,18 @@ def diverse_forms(cell: CellConfig, rng: np.random.Generator) -> tuple[np.ndarra
     A start on the diffuse branch whatever branch won ``U_L`` at this depth: heads that differ from each
     other (:class:`theory.head_families.HeadFamily` with ``σ > 0``), so training starts from many
     directions at once rather than from a few temperatures.
+
+    References
+    ----------
+    Paper eqs. (9)-(10) (a head's query-key form), (59)-(60) (the average of heads).
+
+    Examples
+    --------
+    >>> from numerics.experiments.study.certified.plan import REVISED_PLAN
+    >>> cell = REVISED_PLAN.cell(0.0, 0.0, 64, 4, 0, "parent")
+    >>> forms, gain = diverse_forms(cell, np.random.default_rng(0))
+    >>> forms.shape, bool(np.isfinite(gain))
+    ((4, 16, 16), True)
     """
     from theory.head_families import HeadFamily
 

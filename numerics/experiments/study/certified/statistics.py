@@ -27,6 +27,7 @@ from ...criteria import (
     checked_depths,
     standard_error,
 )
+from .depth_checks import _crossover, _long_pairs, doubling_passed
 from .table import Errors
 from .verdict import (
     ALPHA_GRID,
@@ -432,53 +433,6 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         ))
     return out
 
-
-def _long_pairs(members) -> list:
-    """``(start, learning_rate, cap)`` of the longest-cap candidates whose half cap also ran (same start and rate).
-
-    A cell with long caps (:attr:`~numerics.experiments.study.certified.plan.CertifiedPlan.long_caps`) trains some
-    starts at S and 2S beyond the plan's usual caps; none elsewhere (the usual candidates of one start share a cap).
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as R
-    >>> rows = [R(start="cold", learning_rate=1e-3, steps=s, doubled=False) for s in (6000, 24000, 48000)]
-    >>> _long_pairs(rows)
-    [('cold', 0.001, 48000)]
-    """
-    caps = {(r.start, r.learning_rate, r.steps) for r in members if not r.doubled and r.steps > 0}
-    if not caps:
-        return []
-    top = max(steps for _, _, steps in caps)
-    return sorted((a, b, top) for a, b, steps in caps if steps == top and (a, b, top // 2) in caps)
-
-
-def doubling_passed(certificates) -> dict:
-    """``{depth: passed}`` of the step-doubling certificates: a depth with several passes only if every one does.
-
-    Examples
-    --------
-    >>> doubling_passed([Certificate("doubling", 4, 0.0, 1.0, 1.0), Certificate("doubling", 4, 2.0, 1.0, 1.0)])
-    {4: False}
-    """
-    out: dict = {}
-    for c in certificates:
-        if c.name == "doubling":
-            out[c.depth] = out.get(c.depth, True) and c.passed
-    return out
-
-
-def _crossover(setting: tuple) -> int | None:
-    """The crossover depth of the setting's shipped ``U_L`` (:meth:`theory.expressible.ExpressibleLoss.crossover_depth`).
-
-    None where no ``U_L`` is shipped (the setting gets no verdicts by range).
-    """
-    from theory import PowerLawSpectrum
-    from theory.expressible import shipped_expressible
-
-    a, b, k, d, N, P = setting
-    expressible = shipped_expressible(PowerLawSpectrum(a, b, d), P, k)
-    return None if expressible is None else expressible.crossover_depth()
 
 
 @dataclass(frozen=True)
