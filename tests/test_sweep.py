@@ -50,8 +50,8 @@ class ToyConfig:
 
     depth: int = 1
     seed: int = 0
-    mode: str = "ok"  # ok | raise | crash_once | crash_always | fail_until_file
-    path: str = ""  # marker file of crash_once / fail_until_file
+    mode: str = "ok"  # ok | raise | crash_once | crash_always | fail_until_file | hold
+    path: str = ""  # marker file of crash_once / fail_until_file; directory of hold's started-<depth> file
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -82,6 +82,8 @@ def toy_runner(config: ToyConfig) -> ToyResult:
         raise RuntimeError(f"toy failure at depth {config.depth}")
     if config.mode == "fail_until_file" and not os.path.exists(config.path):
         raise FileNotFoundError(f"marker {config.path} missing")
+    if config.mode == "hold":
+        _hold(config.path, config.depth)
     if config.mode == "crash_always" or (config.mode == "crash_once" and not os.path.exists(config.path)):
         if config.path:
             Path(config.path).touch()
@@ -91,6 +93,19 @@ def toy_runner(config: ToyConfig) -> ToyResult:
     metrics = {"R_L": 1.0 / config.depth + float(curve[0] ** 2), "A_L": 1.0, "C_L": float("nan"),
                "steps": 10 * config.depth, "converged": True}
     return ToyResult(metrics, {"loss_curve": curve})
+
+
+def _hold(directory: str, name) -> None:
+    """A run that never ends: writes its worker's pid to ``directory/started-<name>``, then waits for ever."""
+    Path(directory, f"started-{name}").write_text(str(os.getpid()))
+    while True:  # ends with its process only
+        time.sleep(0.05)
+
+
+def hold_value(key: dict) -> dict:
+    """A ``cached_many`` value that never arrives (see :func:`_hold`)."""
+    _hold(key["path"], key["x"])
+    return {}
 
 
 def probe_runner(config: ToyConfig) -> ToyResult:
@@ -376,6 +391,77 @@ def test_sigkill_of_the_driver_loses_no_finished_run_and_the_rerun_completes_eac
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert conn.execute("SELECT COUNT(*), COUNT(DISTINCT hash) FROM runs").fetchone() == (5, 5)
         assert conn.execute("SELECT COUNT(DISTINCT run_hash) FROM arrays").fetchone() == (5,)
+
+
+#: an interrupted driver: a sweep of one short run and three that never end, or three cached_many values that
+#: never arrive, on two local workers (one of them queued behind the two held); Ctrl-C is one line on stderr
+#: and exit status 130, as in idepth.cli
+INTERRUPTED_DRIVER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import test_sweep as t
+from numerics.experiments.cache import cached_many
+from numerics.experiments.sweep import run_sweep
+
+if __name__ == "__main__":
+    kind, where = sys.argv[2], sys.argv[3]
+    try:
+        if kind == "sweep":
+            grid = t._toy_grid(depth=[1]) + t._toy_grid(depth=[2, 3, 4], mode="hold", path=where)
+            run_sweep(grid, where + "/sweep", runner=t.toy_runner, execution=t.TWO_WORKERS)
+        else:
+            cached_many(where + "/cache", "hold", [{"x": x, "path": where} for x in (1, 2, 3)], t.hold_value,
+                        workers=2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize("target", ["driver", "process group"])
+@pytest.mark.parametrize("kind", ["sweep", "cached_many"])
+def test_ctrl_c_ends_the_local_workers_without_waiting_for_their_runs_and_keeps_the_finished_ones(
+        tmp_path, kind, target):
+    """Ctrl-C while local workers run (here: runs that never end) stops the driver and its workers: exit status
+    130, its one line on stderr and nothing else (no worker's traceback, no resource-tracker warning), the
+    workers gone when it has exited, the finished run kept and the others back to 'pending'. Sent to the driver
+    alone (``kill -INT``) or to its whole process group (a terminal's Ctrl-C). A driver that waited for the
+    runs in flight (at its exit, too), or whose workers took the Ctrl-C and went on with the queued run, would
+    never exit: the timeout below only bounds that hang."""
+    marker = tmp_path / "first-commit"  # the sweep's driver creates it after its first commit and waits there
+    held = ["started-2", "started-3"] if kind == "sweep" else ["started-1", "started-2"]
+    driver = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_DRIVER, str(Path(__file__).parent), kind, str(tmp_path)],
+        cwd=REPO, env=checkout_env(**{sw.HOLD_AFTER_COMMIT_VARIABLE: str(marker)}),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300  # bounds a failure to start only
+        while (not (all((tmp_path / name).exists() for name in held) and (kind != "sweep" or marker.exists()))
+               and driver.poll() is None and time.monotonic() < deadline):
+            time.sleep(0.05)
+        assert driver.poll() is None, f"the driver ended early: {driver.stderr.read().decode()[-3000:]}"
+        workers = [int((tmp_path / name).read_text()) for name in held]  # each run holds its own worker
+        if target == "driver":
+            os.kill(driver.pid, signal.SIGINT)
+        else:
+            os.killpg(driver.pid, signal.SIGINT)
+        try:
+            _, stderr = driver.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the driver did not exit after Ctrl-C: it waits for the runs in flight")
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    assert driver.returncode == 130, stderr.decode()[-3000:]
+    assert stderr.decode().splitlines() == ["interrupted"], stderr.decode()[-3000:]
+    assert not [pid for pid in workers if _alive(pid)], "a local worker outlived its interrupted driver"
+    if kind == "sweep":
+        rows = {r["config"]["depth"]: r["status"] for r in load_results(tmp_path / "sweep")}
+        assert rows == {1: "done", 2: "pending", 3: "pending", 4: "pending"}
+    else:
+        cache = tmp_path / "cache"
+        assert not cache.exists() or not any(cache.iterdir()), "no value arrived, none is stored"
 
 
 def test_status_lists_counts_slowest_and_failed_runs(tmp_path):

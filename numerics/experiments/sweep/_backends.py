@@ -12,6 +12,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import socket
 import sys
 import threading
@@ -37,7 +38,14 @@ _WORKER_STATE: dict[str, Any] = {}
 
 
 def _init_worker(parent_pid: int) -> None:
-    """Local worker initializer: one BLAS thread, and exit when the driver dies."""
+    """Local worker initializer: Ctrl-C left to the driver, one BLAS thread, and exit when the driver dies."""
+    # Ctrl-C reaches the whole foreground process group: the driver handles it and stops its workers
+    # (:meth:`LocalPool.stop`); a worker that took it would print a traceback, or return the interrupted
+    # call and go on with the next one. The worker was started with SIGINT blocked (LocalPool.submit):
+    # ignoring it discards one that arrived meanwhile, then it is unblocked.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _WORKER_STATE["numpy_imported_before_pinning"] = "numpy" in sys.modules
     for name in BLAS_THREAD_VARIABLES:
         os.environ[name] = "1"
@@ -47,6 +55,14 @@ def _init_worker(parent_pid: int) -> None:
         pass
     else:
         _WORKER_STATE["threadpool_limits"] = threadpool_limits(limits=1)
+    try:  # a worker's progress bars need no lock shared between processes; tqdm's default one is a named
+        # semaphore, which a worker ended by LocalPool.stop would leave to the resource tracker, whose
+        # "leaked semaphore objects" warning would then follow the driver's one line on Ctrl-C
+        from tqdm import tqdm
+    except ImportError:
+        pass
+    else:
+        tqdm.set_lock(threading.RLock())
 
     def watch_parent() -> None:
         # a driver killed with SIGKILL cannot shut its pool down: do not outlive it
@@ -115,12 +131,89 @@ def preserved_environment(names: Sequence[str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def local_pool(workers: int) -> cf.ProcessPoolExecutor:
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread (POSIX; elsewhere a no-op): processes it starts begin with SIGINT blocked.
+
+    A SIGINT that arrives meanwhile is not lost: it is delivered when the mask is restored.
+    """
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class LocalPool(cf.ProcessPoolExecutor):
+    """A :class:`~concurrent.futures.ProcessPoolExecutor` whose workers leave Ctrl-C to the driver.
+
+    Its workers ignore SIGINT from the moment they start (they are spawned with it blocked, and
+    :func:`_init_worker` ignores it), so a Ctrl-C sent to the whole process group, as a terminal
+    does, interrupts the driver only. The driver then calls :meth:`stop` -- leaving the pool's
+    ``with`` block on an exception does -- which ends the workers at once instead of waiting for
+    the calls they are running (the interpreter's exit would otherwise wait for them too).
+    Made by :func:`local_pool`.
+    """
+
+    def submit(self, fn, /, *args, **kwargs):
+        """Schedule ``fn(*args, **kwargs)``; as :meth:`concurrent.futures.Executor.submit`.
+
+        Workers are started here, on demand, with SIGINT blocked (see the class docstring).
+
+        Parameters
+        ----------
+        fn : callable
+            A picklable (module-level) callable.
+        *args, **kwargs
+            Its arguments.
+
+        Returns
+        -------
+        concurrent.futures.Future
+        """
+        with _sigint_blocked():
+            return super().submit(fn, *args, **kwargs)
+
+    def stop(self) -> None:
+        """Cancel the calls not started and end the workers now, without waiting for the calls they run.
+
+        The workers are sent SIGTERM; the futures of the calls they were running fail with
+        :class:`~concurrent.futures.process.BrokenProcessPool` (after an error or Ctrl-C in the
+        driver their results would be discarded anyway). Returns once the pool's manager thread
+        has reaped the workers and ended.
+
+        Returns
+        -------
+        None
+        """
+        manager = self._executor_manager_thread
+        processes = list((self._processes or {}).values())
+        self.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError):  # already gone, or closed
+                process.terminate()
+        if manager is not None:  # it sees the workers end, fails their futures and joins them
+            manager.join()
+
+    def __exit__(self, exc_type, exc_value, exc_traceback) -> bool:
+        if exc_type is None:
+            self.shutdown(wait=True)
+        else:  # an error or Ctrl-C in the driver: do not wait for the calls in flight
+            self.stop()
+        return False
+
+
+def local_pool(workers: int) -> LocalPool:
     """A pool of ``workers`` spawned processes, each pinned to one BLAS thread and ending with its driver.
 
     The BLAS variables are also set in the driver, whose spawned workers inherit them (this pins
     BLAS even when spawn re-imports a driver script that imports numpy); the caller restores them
-    (``with preserved_environment(BLAS_THREAD_VARIABLES)``).
+    (``with preserved_environment(BLAS_THREAD_VARIABLES)``). The workers ignore Ctrl-C, which is
+    the driver's; leaving the pool's ``with`` block on an exception ends them without waiting
+    (:class:`LocalPool`).
 
     Examples
     --------
@@ -130,8 +223,8 @@ def local_pool(workers: int) -> cf.ProcessPoolExecutor:
     '1'
     """
     os.environ.update(dict.fromkeys(BLAS_THREAD_VARIABLES, "1"))
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=_init_worker, initargs=(os.getpid(),))
+    return LocalPool(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                     initializer=_init_worker, initargs=(os.getpid(),))
 
 
 class _LocalBackend:
@@ -167,7 +260,10 @@ class _LocalBackend:
         self._executor = local_pool(self.workers)
 
     def close(self, wait: bool = True) -> None:
-        self._executor.shutdown(wait=wait, cancel_futures=True)
+        if wait:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        else:  # after an error or Ctrl-C: end the runs in flight instead of waiting for them
+            self._executor.stop()
 
 
 class _DaskBackend:

@@ -227,7 +227,7 @@ def _run(configs, hashes, out_dir, execution, retry_failed, runner, max_in_fligh
         clean_exit = True
     finally:
         # after an error or Ctrl-C, do not wait for the runs in flight (their rows are back to
-        # 'pending'); local workers exit on their own once the driver has gone
+        # 'pending'): local workers are ended at once (LocalPool.stop), not left to finish them
         executor.close(wait=clean_exit)
     count = collections.Counter(final.values())
     return SweepSummary(
