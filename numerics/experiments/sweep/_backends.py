@@ -213,7 +213,7 @@ def local_pool(workers: int) -> LocalPool:
     BLAS even when spawn re-imports a driver script that imports numpy); the caller restores them
     (``with preserved_environment(BLAS_THREAD_VARIABLES)``). The workers ignore Ctrl-C, which is
     the driver's; leaving the pool's ``with`` block on an exception ends them without waiting
-    (:class:`LocalPool`).
+    (``LocalPool.stop``).
 
     Examples
     --------
