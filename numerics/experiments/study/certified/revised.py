@@ -79,6 +79,10 @@ def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 
     The contexts are drawn from their own seed (fixed by the spectrum), independent of the study's
     selection and report sets; the heads are :meth:`theory.expressible.ExpressibleLoss.forms` at L = 1, 2.
 
+    References
+    ----------
+    Paper eq. (12) (the loss), eqs. (59)-(60) (the average of heads).
+
     Examples
     --------
     >>> step, se = population_step(0.0, 0.0, CertifiedPlan(), contexts=4096)
@@ -258,7 +262,8 @@ def revised_sections(facts: dict | None) -> list[str]:
         lines += ["### The L = 2 step at population scale", "",
                   "`R*_1 − R*_2`: the envelope's step on the study's report set (mean over seeds); beside it the same "
                   f"step of U_L's heads on {facts['population_contexts']} fresh contexts of their own seed (an "
-                  "independent estimate: at L = 1 and 2 the envelope is at U_L, see below); z of their difference; "
+                  "independent estimate of the same step where the envelope at L = 1 and 2 is U_L's heads, which the next "
+                  "table shows per spectrum); z of their difference; "
                   f"agreement within {AGREEMENT_SIGMAS:g} SE.", ""]
         lines += markdown_table(
             ("spectrum", "`R*_1 − R*_2` (study)", "per seed", "`U_1 − U_2` (fresh contexts)", "z", "within 2 SE"),

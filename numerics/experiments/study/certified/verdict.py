@@ -147,6 +147,19 @@ def _depth_list(depths) -> str:
     return ", ".join(map(str, depths)) if depths else "none"
 
 
+def _judge_contrast(p: dict, depths) -> tuple[str, tuple | None]:
+    """``(text, verdict)`` of a contrast on ``depths``: the verdict where its interval holds the α = 1 value
+    (REPRODUCED, or INCONCLUSIVE ``resolution`` when it does not bound α), else None (the caller's variants decide).
+    """
+    text = (f"{p['name']} = {p['value']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}] on L = {_depth_list(depths)} "
+            f"(α = 1: {p['reference']:.3f})")
+    if not p["lo"] <= p["reference"] <= p["hi"]:
+        return text, None
+    if not (p["alpha_lo"] > ALPHA_GRID[0] and p["alpha_hi"] < ALPHA_GRID[-1]):
+        return text, ("INCONCLUSIVE", "resolution", f"{text}: contains the α = 1 value but does not bound α")
+    return text, ("REPRODUCED", "", f"{text} contains the α = 1 value")
+
+
 def setting_verdict(depths, planned_depths, checked, failed, primary: dict | None, variants=(), *,
                     doubling_run=None) -> tuple[str, str, str]:
     """A setting's verdict on the paper's ``c/L`` law (eq. 16, α = 1): ``(verdict, kind, reason)``.
@@ -194,13 +207,9 @@ def setting_verdict(depths, planned_depths, checked, failed, primary: dict | Non
     if blocking:
         names = ", ".join(f"{name} at L = {depth}" for name, depth in blocking)
         return "INCONCLUSIVE", "training", f"certificates fail: {names}"
-    p = primary
-    text = (f"{p['name']} = {p['value']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}] on L = {_depth_list(checked)} "
-            f"(α = 1: {p['reference']:.3f})")
-    if p["lo"] <= p["reference"] <= p["hi"]:
-        if not (p["alpha_lo"] > ALPHA_GRID[0] and p["alpha_hi"] < ALPHA_GRID[-1]):
-            return "INCONCLUSIVE", "resolution", f"{text}: contains the α = 1 value but does not bound α"
-        return "REPRODUCED", "", f"{text} contains the α = 1 value"
+    text, covering = _judge_contrast(primary, checked)
+    if covering is not None:
+        return covering
     agreeing = [v for v in variants if v["alpha_lo"] <= 1.0 <= v["alpha_hi"]]
     if agreeing:
         return "INCONCLUSIVE", "variants", (f"{text} excludes the α = 1 value, but the gain-law fit with "
@@ -488,12 +497,9 @@ def range_verdict(range_name: str, depths, done, checked, failed, contrasts: dic
     primary = contrasts.get("mean over seeds")
     if primary is None:
         return "INCONCLUSIVE", "checks", f"the range L = {_depth_list(depths)} is too short for a contrast"
-    text = (f"{primary['name']} = {primary['value']:.3f} [{primary['lo']:.3f}, {primary['hi']:.3f}] on L = "
-            f"{_depth_list(depths)} (α = 1: {primary['reference']:.3f})")
-    if primary["lo"] <= primary["reference"] <= primary["hi"]:
-        if not (primary["alpha_lo"] > ALPHA_GRID[0] and primary["alpha_hi"] < ALPHA_GRID[-1]):
-            return "INCONCLUSIVE", "resolution", f"{text}: contains the α = 1 value but does not bound α"
-        return "REPRODUCED", "", f"{text} contains the α = 1 value"
+    text, covering = _judge_contrast(primary, depths)
+    if covering is not None:
+        return covering
     best = contrasts.get("best seed")
     if best is None or best["lo"] <= best["reference"] <= best["hi"]:
         return "INCONCLUSIVE", "variants", f"{text} excludes the α = 1 value, but the best seed's interval does not"
