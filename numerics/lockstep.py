@@ -15,7 +15,8 @@ its :class:`~numerics.train.TrainingDiverged` in its place of the result list.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from .train import ModelRun, TrainConfig, TrainingDiverged, evaluation_batch
 
@@ -35,7 +36,7 @@ def _same_data_law(configs: Sequence[TrainConfig]) -> None:
 
 
 def train_lockstep(configs: Sequence[TrainConfig], *, initial_params: Sequence[Mapping | None] | None = None,
-                   progress: bool = False) -> list:
+                   progress: bool = False, on_done: Callable[[int, Any], None] | None = None) -> list:
     """Train the runs of ``configs`` on one shared batch per step (each as :func:`numerics.train.train` alone).
 
     Parameters
@@ -47,6 +48,9 @@ def train_lockstep(configs: Sequence[TrainConfig], *, initial_params: Sequence[M
         Per run, the warm-start weights (with ``config.start`` describing them) or None.
     progress : bool
         A tqdm bar over the longest cap.
+    on_done : callable, optional
+        ``on_done(i, result)`` as soon as run ``i`` stops (its result as returned below), while the others
+        go on: a caller keeps finished runs on disk, so an interrupt loses only the unfinished ones.
 
     Returns
     -------
@@ -91,13 +95,20 @@ def train_lockstep(configs: Sequence[TrainConfig], *, initial_params: Sequence[M
         runs.append(ModelRun(config, eval_batch=eval_batches[key], initial_params=start))
     stream = runs[0]  # every run's own batch stream is this one (same seed): draw from one of them
     active = []
+    def stopped(i: int, result) -> None:
+        out[i] = result
+        if on_done is not None:
+            on_done(i, result)
+
     for i, run in enumerate(runs):
         try:
             run.start()
         except TrainingDiverged as exc:
-            out[i] = exc
+            stopped(i, exc)
             continue
-        if not run.done:
+        if run.done:
+            stopped(i, run.result())
+        else:
             active.append(i)
     bar = tqdm(total=max(c.max_steps for c in configs), disable=not progress, desc=f"lockstep x{len(configs)}",
                unit="step")
@@ -108,15 +119,13 @@ def train_lockstep(configs: Sequence[TrainConfig], *, initial_params: Sequence[M
                 try:
                     runs[i].advance(batch)
                 except TrainingDiverged as exc:
-                    out[i] = exc
                     active.remove(i)
+                    stopped(i, exc)
                     continue
                 if runs[i].done:
                     active.remove(i)
+                    stopped(i, runs[i].result())
             bar.update(1)
     finally:
         bar.close()
-    for i, run in enumerate(runs):
-        if out[i] is None:
-            out[i] = run.result()
     return out

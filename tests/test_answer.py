@@ -76,12 +76,23 @@ def test_a_contradiction_resting_on_unchecked_depths_does_not_settle_the_questio
     assert changed.facts["headline"] == "not settled by this package's evidence"
 
 
-def test_the_answer_states_the_verdict_counts_and_checked_depths_of_the_verdicts_file(answer):
-    """The words follow the one verdicts file: its counts, and how many spectra rest on too few checked depths."""
-    verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
+def _shipped_main_settings() -> tuple[dict, list[dict]]:
+    """The first study's verdicts record and its main settings, each replaced by the revised study's where that
+    one has every planned depth (written here independently of ``current_verdicts``)."""
+    results = ROOT / "docs" / "results"
+    verdicts = json.loads((results / "certified-study.verdicts.json").read_text())
     main = {tuple(s) for s in verdicts["main"]["spectra"]}
-    settings = [s for s in verdicts["settings"] if (s["a"], s["b"]) in main and s["P"] == verdicts["main"]["P"]
-                and s["k"] == verdicts["main"]["k"]]
+    revised_path = results / "certified-revised" / "certified-study.verdicts.json"
+    revised = json.loads(revised_path.read_text())["settings"] if revised_path.is_file() else []
+    done = {(s["a"], s["b"], s["P"], s["k"]): s for s in revised if s["depths"] == s["planned_depths"]}
+    settings = [done.get((s["a"], s["b"], s["P"], s["k"]), s) for s in verdicts["settings"]
+                if (s["a"], s["b"]) in main and s["P"] == verdicts["main"]["P"] and s["k"] == verdicts["main"]["k"]]
+    return verdicts, settings
+
+
+def test_the_answer_states_the_verdict_counts_and_checked_depths_of_the_verdicts_files(answer):
+    """The words follow the verdicts files: their counts, and how many spectra rest on too few checked depths."""
+    verdicts, settings = _shipped_main_settings()
     counts = {w: sum(s["verdict"] == w for s in settings) for w in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
     text = (f"{counts['REPRODUCED']} REPRODUCED, {counts['CONTRADICTED']} CONTRADICTED and {counts['INCONCLUSIVE']} "
             f"INCONCLUSIVE of {len(settings)}")
@@ -120,3 +131,45 @@ def test_the_revised_study_adds_its_sentence_when_its_facts_exist(tmp_path, answ
     assert "1 of 1 long-cap runs (24000 steps at L = 4) go more than 2 SE below U_L (by up to 0.0100 ± 0.0020" in text
     if not (ROOT / "docs" / "results" / "certified-revised" / "certified-revised.json").is_file():
         assert "revised" not in answer.text
+
+
+def _results_with_revised(tmp_path: Path, change=None) -> Path:
+    """A copy of the shipped verdicts and tables of both studies (the revised one's passed through ``change``)."""
+    results = tmp_path / "results"
+    (results / "certified-revised").mkdir(parents=True)
+    for name in ("certified-study.csv", "certified-study.verdicts.json"):
+        shutil.copy(ROOT / "docs" / "results" / name, results)
+    shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results / "certified-revised")
+    first = json.loads((results / "certified-study.verdicts.json").read_text())
+    revised = json.loads(json.dumps(first))
+    if change is not None:
+        change(revised)
+    (results / "certified-revised" / "certified-study.verdicts.json").write_text(json.dumps(revised))
+    return results
+
+
+def test_a_revised_spectrum_with_every_depth_replaces_the_first_studys_verdict(tmp_path):
+    def two_spectra_reproduced_the_others_short(record):
+        main = [s for s in record["settings"] if s["P"] == record["main"]["P"] and s["k"] == record["main"]["k"]
+                and [s["a"], s["b"]] in record["main"]["spectra"]]
+        for s in main[:2]:
+            s["verdict"], s["failed"], s["checked_depths"] = "REPRODUCED", [], s["depths"]
+        for s in main[2:]:  # not every planned depth: the first study's verdict stays
+            s["verdict"], s["depths"] = "REPRODUCED", s["depths"][:-1]
+
+    results = _results_with_revised(tmp_path, two_spectra_reproduced_the_others_short)
+    changed = package_answer(results)
+    shutil.rmtree(results / "certified-revised")
+    first = package_answer(results)
+    assert changed.facts["counts"]["REPRODUCED"] == first.facts["counts"]["REPRODUCED"] + 2
+    assert "(the revised study's at (0, 0), (0, 0.25), where it has run every depth; the first study's at the other 5)" \
+        in changed.text
+    assert "revised study's" not in first.text
+
+
+def test_a_revised_verdicts_file_that_its_cells_do_not_back_is_refused(tmp_path):
+    def invent_a_depth(record):
+        record["settings"][0]["depths"] = record["settings"][0]["depths"] + [4096]
+
+    with pytest.raises(ValueError, match="certified-revised.*depths 4096"):
+        package_answer(_results_with_revised(tmp_path, invent_a_depth))

@@ -179,3 +179,45 @@ def test_a_long_cap_depth_is_checked_by_its_own_doubling_as_well(revised):
     at2 = [c for c in summary.certificates if c.name == "doubling" and c.depth == 2]
     assert len(at2) == 2  # the usual doubled candidates, and the long runs' 15 -> 30
     assert (2 in summary.checked) == all(c.passed for c in at2)
+
+
+def test_an_interrupted_cell_retrains_only_its_unfinished_candidates(tmp_path, monkeypatch):
+    from numerics.experiments.study.certified import run as run_module
+
+    cell = TINY.cell(0.0, 0.0, TINY.P, 1, 0, None, TINY.k)
+    whole = run_module.run_cell(cell)
+    interrupted = dataclasses.replace(cell)
+    object.__setattr__(interrupted, "resume_dir", str(tmp_path / "candidates"))
+    saved, real_save = [], run_module.save_finished
+
+    def save_then_interrupt(directory, index, result):
+        saved.append(real_save(directory, index, result))
+        if len(saved) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "save_finished", save_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_module.run_cell(interrupted)
+    monkeypatch.setattr(run_module, "save_finished", real_save)
+    trained_again, real_lockstep = [], run_module.train_lockstep
+
+    def counting_lockstep(configs, **options):
+        trained_again.extend(configs)
+        return real_lockstep(configs, **options)
+
+    monkeypatch.setattr(run_module, "train_lockstep", counting_lockstep)
+    resumed = run_module.run_cell(interrupted)
+    n_trained = sum(c.trained for c in cell.candidates)
+    assert len(trained_again) == n_trained - 2
+    assert resumed.metrics["winner"] == whole.metrics["winner"]
+    for name in ("summary", "report_errors"):
+        np.testing.assert_array_equal(resumed.arrays[name], whole.arrays[name])
+    assert {k for k in resumed.arrays} == {k for k in whole.arrays}
+    for name, value in whole.arrays.items():
+        np.testing.assert_array_equal(resumed.arrays[name], value, err_msg=name)
+
+
+def test_a_finished_wave_leaves_no_candidate_files(revised):
+    root, _ = revised
+    leftover = list((root / "store" / "candidates").glob("*/*")) if (root / "store" / "candidates").exists() else []
+    assert leftover == []

@@ -69,3 +69,11 @@ def test_start_enters_the_hash_only_when_given():
     assert TrainConfig.from_dict(warm.to_dict()) == warm
     with pytest.raises(ValueError, match="start"):
         dataclasses.replace(BASE, start={"kind": {"nested": 1}})
+
+
+def test_on_done_hears_each_run_once_as_it_stops_shortest_cap_first():
+    configs = [BASE, dataclasses.replace(BASE, max_steps=10), dataclasses.replace(BASE, max_steps=20)]
+    heard = []
+    results = train_lockstep(configs, on_done=lambda i, result: heard.append((i, result)))
+    assert [i for i, _ in heard] == [1, 2, 0]
+    assert all(result is results[i] for i, result in heard)

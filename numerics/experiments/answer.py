@@ -2,7 +2,8 @@
 
 The answer is *computed* from the result files, never typed: the certified study's verdicts
 (``docs/results/certified-study.verdicts.json``: each verdict, the depths it rests on and where the
-step-doubling check ran) and the best expressible loss ``U_L`` (``theory/data/expressible/``). README.md, ``docs/index.md`` and the certified page
+step-doubling check ran; replaced, spectrum by spectrum, by the revised study's in
+``docs/results/certified-revised/`` where that study has run every depth: :func:`current_verdicts`) and the best expressible loss ``U_L`` (``theory/data/expressible/``). README.md, ``docs/index.md`` and the certified page
 carry it between the markers :data:`START` and :data:`END` (``tests/test_answer.py`` checks that
 they equal :func:`package_answer`), and ``idepth --help`` prints it in its epilog, so none of
 them can disagree with the numbers or with each other.
@@ -14,12 +15,19 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Answer", "package_answer", "answer_from_record", "revised_sentence", "REVISED_FACTS", "check_verdicts_against_table", "START", "END",
-           "replace_block", "results_dir", "write_answer_blocks", "ANSWER_PAGES"]
+__all__ = ["Answer", "package_answer", "answer_from_record", "revised_sentence", "REVISED_FACTS", "REVISED_DIR",
+           "check_verdicts_against_table", "current_verdicts", "merge_revised", "START", "END", "replace_block",
+           "results_dir", "write_answer_blocks", "ANSWER_PAGES"]
 
 #: the revised certified study's facts, relative to the results directory
 #: (:data:`numerics.experiments.study.certified.revised.FACTS` under ``certified-revised/``)
 REVISED_FACTS = "certified-revised/certified-revised.json"
+#: the revised certified study's report directory, relative to the results directory
+REVISED_DIR = "certified-revised"
+#: a certified study's verdicts file and cells' table, in its report directory
+#: (:data:`numerics.experiments.study.certified.page.VERDICTS` and ``CSV``; a test checks they agree)
+VERDICTS_FILE = "certified-study.verdicts.json"
+TABLE_FILE = "certified-study.csv"
 #: the pages (relative to the checkout) whose answer block :func:`write_answer_blocks` rewrites
 #: (the certified page is generated with its block; rewriting only the block keeps it current when the
 #: revised study's facts change without re-running the certified page's statistics)
@@ -146,19 +154,83 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     No example: it reads the shipped results files (``tests/test_answer.py`` checks the text).
     """
     results = Path(results) if results is not None else results_dir()
-    verdicts_path = results / "certified-study.verdicts.json"
-    csv_path = results / "certified-study.csv"
+    verdicts = current_verdicts(results)
+    revised_path = results / REVISED_FACTS
+    revised = json.loads(revised_path.read_text(encoding="utf-8")) if revised_path.is_file() else None
+    return answer_from_record(verdicts, expressible, revised=revised)
+
+
+def _checked_record(directory: Path) -> dict:
+    """The verdicts file of the study in ``directory``, checked against the cells' table beside it."""
+    verdicts_path = directory / VERDICTS_FILE
+    csv_path = directory / TABLE_FILE
     for path in (verdicts_path, csv_path):
         if not path.is_file():
             from .shipped import RESULTS_VARIABLE
 
             raise FileNotFoundError(f"{path} not found: the answer is computed from the shipped results "
                                     f"(a checkout's docs/results, or {RESULTS_VARIABLE}; or pass their path)")
-    verdicts = json.loads(verdicts_path.read_text(encoding="utf-8"))
-    check_verdicts_against_table(verdicts, _csv_settings(csv_path), source=str(verdicts_path))
-    revised_path = results / REVISED_FACTS
-    revised = json.loads(revised_path.read_text(encoding="utf-8")) if revised_path.is_file() else None
-    return answer_from_record(verdicts, expressible, revised=revised)
+    record = json.loads(verdicts_path.read_text(encoding="utf-8"))
+    check_verdicts_against_table(record, _csv_settings(csv_path), source=str(verdicts_path))
+    return record
+
+
+def current_verdicts(results: Path) -> dict:
+    """The package's current verdict per setting: the revised study's where it has run every planned depth.
+
+    Reads the first certified study's verdicts (``results/certified-study.verdicts.json``) and, where present,
+    the revised study's (:data:`REVISED_DIR`), each checked against its cells' table. A main setting (a Table 1
+    spectrum at the main P and k) whose revised cells cover every planned depth takes the revised verdict; every
+    other setting keeps the first study's. Each setting gains ``"study"`` (``"revised"`` or ``"first"``), and
+    the record gains ``"sources"`` (the command that wrote each verdicts file).
+
+    Raises
+    ------
+    FileNotFoundError
+        The first study's verdicts or table is missing (the revised study's are optional).
+    ValueError
+        A verdicts file whose settings disagree with its table (naming the setting).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     current_verdicts(Path(tmp))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: .../certified-study.verdicts.json not found: the answer is computed from the shipped results ...
+    """
+    first = _checked_record(Path(results))
+    revised_dir = Path(results) / REVISED_DIR
+    revised = _checked_record(revised_dir) if (revised_dir / VERDICTS_FILE).is_file() else None
+    return merge_revised(first, revised)
+
+
+def merge_revised(first: dict, revised: dict | None) -> dict:
+    """``first`` with each main setting replaced by ``revised``'s where that one has run every planned depth.
+
+    Examples
+    --------
+    >>> main = {"spectra": [[0.0, 0.0], [0.0, 0.5]], "P": 64, "k": 2}
+    >>> def s(b, verdict, depths):
+    ...     return {"a": 0.0, "b": b, "P": 64, "k": 2, "verdict": verdict, "depths": depths, "planned_depths": [1, 2]}
+    >>> first = {"command": "v1", "main": main, "settings": [s(0.0, "INCONCLUSIVE", [1, 2]), s(0.5, "INCONCLUSIVE", [1, 2])]}
+    >>> revised = {"command": "v2", "main": main, "settings": [s(0.0, "REPRODUCED", [1, 2]), s(0.5, "REPRODUCED", [1])]}
+    >>> [(x["verdict"], x["study"]) for x in merge_revised(first, revised)["settings"]]
+    [('REPRODUCED', 'revised'), ('INCONCLUSIVE', 'first')]
+    """
+    def key(s: dict) -> tuple:
+        return float(s["a"]), float(s["b"]), int(s["P"]), int(s["k"])
+
+    complete = {}
+    if revised is not None:
+        complete = {key(s): s for s in _main_settings(revised) if list(s["depths"]) == list(s["planned_depths"])}
+    settings = [{**complete[key(s)], "study": "revised"} if key(s) in complete else {**s, "study": "first"}
+                for s in first["settings"]]
+    sources = {"first": first.get("command", "")}
+    if revised is not None:
+        sources["revised"] = revised.get("command", "")
+    return {**first, "settings": settings, "sources": sources}
 
 
 def revised_sentence(facts: dict) -> str:
@@ -272,7 +344,7 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None, revised:
     sentences = [
         f"**Does the paper's α ≈ 1 law hold for the best loss softmax attention reaches at each depth? The package's "
         f"answer: {headline}** (d = {main[0]['d']}, P = {main[0]['P']}, top-{main[0]['k']}, the {n} Table 1 spectra).",
-        f"The certified study's verdicts are {counts['REPRODUCED']} REPRODUCED, {counts['CONTRADICTED']} "
+        f"The certified study's verdicts{_sources(main)} are {counts['REPRODUCED']} REPRODUCED, {counts['CONTRADICTED']} "
         f"CONTRADICTED and {counts['INCONCLUSIVE']} INCONCLUSIVE of {n}. A verdict rests only on depths whose "
         f"step-doubling check ran and passed, at least {minimum} of them; "
         + (f"{len(unchecked)} of the {n} spectra have fewer: the check ran at {len(ran)} of them"
@@ -310,6 +382,23 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None, revised:
              "u_below_heads": below_heads, "lazy_covers": lazy_covers, "lazy_fits": len(lazy_fits),
              "headline": headline, "revised": bool(revised)}
     return Answer(text=" ".join(sentences), facts=facts)
+
+
+def _sources(main: list[dict]) -> str:
+    """Which study each verdict comes from, in words ('' when all come from the first study).
+
+    Examples
+    --------
+    >>> _sources([{"a": 0.0, "b": 0.0, "study": "revised"}, {"a": 0.0, "b": 0.5, "study": "first"}])
+    " (the revised study's at (0, 0), where it has run every depth; the first study's at the other 1)"
+    """
+    revised = [s for s in main if s.get("study") == "revised"]
+    if not revised:
+        return ""
+    where = ", ".join(f"({s['a']:g}, {s['b']:g})" for s in revised)
+    rest = len(main) - len(revised)
+    return f" (the revised study's at {where}, where it has run every depth" + (
+        f"; the first study's at the other {rest})" if rest else ")")
 
 
 def _range_counts(main: list[dict]) -> str:

@@ -216,14 +216,14 @@ def reproduce(
     study_configs = _study_configs(scale) if study else []
     costs = None
     if calibrate:  # before any training: the cost model's estimate on this machine
-        from .calibration import calibrate as calibrate_here, calibrated_estimate, format_estimate
+        from .calibration import calibrate as calibrate_here, calibrated_estimate, calibration_sizes, format_estimate
 
+        extra = [cfg for _, cfg in checks] + study_configs
         try:
-            calibration = calibrate_here()
+            calibration = calibrate_here(sizes=calibration_sizes(list(plan.configs) + extra))
         except RuntimeError as exc:  # the estimate is advice: training goes on without it
             log(f"no calibrated estimate: {exc}")
         else:
-            extra = [cfg for _, cfg in checks] + study_configs
             log(format_estimate(plan, calibration, execution.pool_size(), extra_configs=extra,
                                 backend=execution.backend, study=study))
             costs = calibrated_estimate(plan, calibration, extra)[2]

@@ -1,8 +1,9 @@
 """The cost model on this machine: a few timed training steps scale the plan's estimate.
 
 The cost model gives CPU seconds on the machine it was fitted on. :func:`calibrate`
-times a few steps of each engine (softmax, linear) at one of its fitting points:
-this machine's speed relative to that one (a loaded machine is slower).
+times a few steps of each engine (softmax, linear) at the sizes the plan spends most of its time on
+(:func:`calibration_sizes`): this machine's speed relative to the cost model's there (a loaded machine is
+slower).
 :func:`calibrated_estimate` divides each run's cost by its engine's speed.
 """
 
@@ -19,7 +20,7 @@ from numerics.models import get_model
 from ..execution import usable_cores
 from .plan import Plan, _duration, analysis_seconds, estimate_run_seconds, step_milliseconds
 
-__all__ = ["CALIBRATION_SIZES", "Calibration", "calibrate", "calibrated_estimate", "format_estimate",
+__all__ = ["CALIBRATION_SIZES", "Calibration", "calibrate", "calibrated_estimate", "calibration_sizes", "format_estimate",
            "machine_description", "measure_speeds", "simd_level"]
 
 #: the sizes timed: fitting points of the cost model, flat spectra, float32. The linear engine first: in a fresh
@@ -35,13 +36,17 @@ _STEPS = {"linear": 2, "softmax": 40}
 #: numpy's SIMD targets, best first, with the family they belong to
 _SIMD_LEVELS = (
     ("AVX512_SPR", "AVX-512"), ("AVX512_ICL", "AVX-512"), ("AVX512_CNL", "AVX-512"), ("AVX512_CLX", "AVX-512"),
-    ("AVX512_SKX", "AVX-512"), ("AVX512F", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX"), ("SSE42", "SSE4.2"),
-    ("SVE", "SVE"), ("ASIMD", "NEON"), ("VSX", "VSX"),
+    ("AVX512_SKX", "AVX-512"), ("X86_V4", "AVX-512"), ("AVX512F", "AVX-512"), ("X86_V3", "AVX2"), ("AVX2", "AVX2"),
+    ("AVX", "AVX"), ("X86_V2", "SSE4.2"), ("SSE42", "SSE4.2"), ("SVE", "SVE"), ("ASIMD", "NEON"), ("VSX", "VSX"),
 )
 
 
 def simd_level() -> str:
-    """The best SIMD level numpy dispatches to on this CPU, e.g. ``'AVX-512 (AVX512_ICL)'``.
+    """The best SIMD target numpy dispatches to on this CPU, e.g. ``'AVX-512 (AVX512_ICL)'``.
+
+    Only numpy's baseline and dispatch targets count, and only those enabled: with
+    ``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"`` on an AVX-512 CPU numpy runs its AVX2 kernels,
+    and this says ``'AVX2 (X86_V3)'`` although the CPU still reports the other AVX-512 extensions.
 
     Examples
     --------
@@ -49,15 +54,32 @@ def simd_level() -> str:
     True
     """
     try:
+        from numpy._core._multiarray_umath import __cpu_baseline__ as baseline
+        from numpy._core._multiarray_umath import __cpu_dispatch__ as dispatch
         from numpy._core._multiarray_umath import __cpu_features__ as features
     except ImportError:  # numpy < 2
         try:
+            from numpy.core._multiarray_umath import __cpu_baseline__ as baseline
+            from numpy.core._multiarray_umath import __cpu_dispatch__ as dispatch
             from numpy.core._multiarray_umath import __cpu_features__ as features
         except ImportError:
             return "unknown SIMD"
+    return simd_level_of(set(baseline) | set(dispatch), features)
+
+
+def simd_level_of(targets, features) -> str:
+    """The best of numpy's ``targets`` that ``features`` enables, named with its family.
+
+    Examples
+    --------
+    >>> simd_level_of({"X86_V2", "X86_V3", "X86_V4", "AVX512_ICL"}, {"X86_V3": True, "X86_V4": False, "AVX512_CNL": True})
+    'AVX2 (X86_V3)'
+    >>> simd_level_of({"X86_V2", "X86_V3"}, {})
+    'no SIMD extension'
+    """
     for name, family in _SIMD_LEVELS:
-        if features.get(name):
-            return f"{family} ({name})" if family != name else name
+        if name in targets and features.get(name):
+            return f"{family} ({name})"
     return "no SIMD extension"
 
 
@@ -137,8 +159,9 @@ def _time_steps(sizes: dict, steps: int, repeats: int) -> tuple:
     return best, step_milliseconds(config)
 
 
-def measure_speeds(repeats: int = 3) -> dict:
-    """``{engine: cost-model ms / measured ms}`` of :data:`CALIBRATION_SIZES`, here.
+def measure_speeds(repeats: int = 3, sizes: dict | None = None) -> dict:
+    """``{engine: cost-model ms / measured ms}`` at ``sizes`` (``{engine: TrainConfig fields}``, default
+    :data:`CALIBRATION_SIZES`), here.
 
     Examples
     --------
@@ -146,17 +169,61 @@ def measure_speeds(repeats: int = 3) -> dict:
     ['linear', 'softmax']
     """
     speeds = {}
-    for engine, sizes in CALIBRATION_SIZES.items():
-        measured, modelled = _time_steps(sizes, _STEPS[engine], repeats)
+    for engine, fields in (CALIBRATION_SIZES if sizes is None else sizes).items():
+        measured, modelled = _time_steps(fields, _steps_for(fields, engine), repeats)
         speeds[engine] = modelled / measured if measured > 0 else 1.0
     return speeds
 
 
-def calibrate(repeats: int = 3, timeout: float = 120.0) -> Calibration:
+def _steps_for(fields: dict, engine: str) -> int:
+    """Steps per timed repeat: :data:`_STEPS` at the default sizes, else about 0.3 s of the cost model's."""
+    if fields == CALIBRATION_SIZES.get(engine):
+        return _STEPS[engine]
+    from numerics.train import TrainConfig
+
+    return int(min(200, max(2, round(300.0 / step_milliseconds(TrainConfig(**fields))))))
+
+
+#: the fields of a run that fix its step's cost (what :func:`calibration_sizes` copies)
+_SIZE_FIELDS = ("model", "task", "d", "N", "P", "depth", "batch_size")
+
+
+def calibration_sizes(configs: Iterable) -> dict:
+    """``{engine: sizes}``: per engine, the sizes of the runs that cost most in ``configs`` (by the cost model).
+
+    Timing the sizes the plan spends its time on keeps the estimate honest where the cost model's error depends
+    on the size (at the quick scale: small batches run at the model's speed, batch 256 at a third of it). An
+    engine without runs keeps :data:`CALIBRATION_SIZES`.
+
+    Examples
+    --------
+    >>> from numerics.train import TrainConfig
+    >>> runs = [TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=2, max_steps=100, batch_size=32)] * 3 + [
+    ...     TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=4, max_steps=100, batch_size=64)]
+    >>> sizes = calibration_sizes(runs)
+    >>> sizes["softmax"]["depth"], sizes["linear"] == CALIBRATION_SIZES["linear"]
+    (2, True)
+    """
+    totals: dict = {}
+    for config in configs:
+        key = tuple(getattr(config, name) for name in _SIZE_FIELDS)
+        engine = get_model(config.model).ATTENTION
+        totals[engine, key] = totals.get((engine, key), 0.0) + estimate_run_seconds(config)
+    sizes = dict(CALIBRATION_SIZES)
+    for engine in sizes:
+        mine = {key: seconds for (e, key), seconds in totals.items() if e == engine}
+        if mine:
+            sizes[engine] = dict(zip(_SIZE_FIELDS, max(mine, key=mine.get)))
+    return sizes
+
+
+def calibrate(repeats: int = 3, timeout: float = 120.0, sizes: dict | None = None) -> Calibration:
     """Time a few training steps of each engine here (about 5 s) against the cost model.
 
     The steps run in a child process with one BLAS thread, as a sweep's
     workers do (a threaded BLAS would count its spinning as CPU time).
+    ``sizes``: ``{engine: TrainConfig fields}`` to time (default :data:`CALIBRATION_SIZES`; a plan's
+    :func:`calibration_sizes`).
 
     Raises
     ------
@@ -177,12 +244,13 @@ def calibrate(repeats: int = 3, timeout: float = 120.0) -> Calibration:
 
     started = time.perf_counter()
     env = dict(os.environ, **{name: "1" for name in BLAS_THREAD_VARIABLES})
-    code = ("import json; from numerics.experiments.reproduce.calibration import measure_speeds; "
-            f"print(json.dumps(measure_speeds({int(repeats)})))")
+    code = ("import json, sys; from numerics.experiments.reproduce.calibration import measure_speeds; "
+            f"print(json.dumps(measure_speeds({int(repeats)}, json.loads(sys.argv[1]))))")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     try:
-        child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+        child = subprocess.run([sys.executable, "-c", code, json.dumps(sizes)], capture_output=True, text=True,
+                               env=env,
                                timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"the calibration took longer than {timeout:.0f} s") from None

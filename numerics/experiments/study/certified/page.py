@@ -420,8 +420,9 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
 
 
 def read_verdicts(path=None) -> dict:
-    """Read a ``certified-study.verdicts.json`` (default :data:`SHIPPED_VERDICTS` among the shipped results,
-    :mod:`numerics.experiments.shipped`), checked against its cells.
+    """Read a ``certified-study.verdicts.json`` (default: the package's current verdicts, those of
+    :data:`SHIPPED_VERDICTS` among the shipped results, :mod:`numerics.experiments.shipped`, where the revised
+    study has not replaced them: :func:`numerics.experiments.answer.current_verdicts`), checked against its cells.
 
     Where the cells' table ``certified-study.csv`` lies beside it, every setting and depth of the verdicts must be
     in it (:func:`numerics.experiments.answer.check_verdicts_against_table`).
@@ -439,7 +440,7 @@ def read_verdicts(path=None) -> dict:
     ...
     ValueError: no certified-study verdicts at /nonexistent.json (`idepth study certified --report-only` writes them)
     """
-    from ...answer import _csv_settings, check_verdicts_against_table
+    from ...answer import _csv_settings, check_verdicts_against_table, current_verdicts
 
     if path is None:
         from ...shipped import ShippedResultsNotFound, shipped_path
@@ -448,6 +449,11 @@ def read_verdicts(path=None) -> dict:
             path = shipped_path(*SHIPPED_VERDICTS)
         except ShippedResultsNotFound as exc:
             raise ValueError(str(exc)) from None
+        if path.is_file():
+            try:
+                return current_verdicts(path.parent)
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{path.parent}: the certified verdicts cannot be read ({exc})") from None
     path = Path(path)
     try:
         record = json.loads(Path(path).read_text())

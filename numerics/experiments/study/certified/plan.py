@@ -39,6 +39,8 @@ STARTS = ("cold", "oracle", "nested", "expressible", "diverse")
 PLAN_VERSIONS = (1, 2)
 #: the fields a version-2 cell adds; a version-1 cell's dict (and so its hash) leaves them out
 _V2_FIELDS = ("version", "select_size", "report_size", "report_block")
+#: fields that travel with a cell to its worker but are not hashed (the hash already fixes what they hold)
+_TRAVELLING = ("parent_params", "resume_dir")
 #: the recipe every candidate trains with, by name: the converged study's
 #: (:data:`~numerics.experiments.recipes.CONVERGED_STUDY`: Adam, batch, warm-up then cosine decay, held-out set,
 #: evaluations per run); the plan varies its rates, caps and starts. Every row of the study's table carries it
@@ -103,7 +105,9 @@ class CellConfig:
     """One cell (the unit of the resumable store): a spectrum, P, depth and seed, and its candidates.
 
     ``parent``: the hash of the depth-L/2 cell whose winner the ``nested`` start duplicates; its weights
-    travel with the config (``parent_params``, not hashed: the parent's hash fixes them).
+    travel with the config (``parent_params``, not hashed: the parent's hash fixes them). ``resume_dir``
+    (not hashed either): where the cell's finished candidates are kept while it trains
+    (:mod:`~numerics.experiments.study.certified.finished`), so an interrupted cell retrains only the others.
 
     Examples
     --------
@@ -137,6 +141,7 @@ class CellConfig:
     report_size: int = 0
     report_block: int = 1
     parent_params: dict | None = field(default=None, compare=False, repr=False)
+    resume_dir: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.version not in PLAN_VERSIONS:
@@ -154,7 +159,7 @@ class CellConfig:
             raise ValueError("a cell with nested candidates needs its parent (the depth-L/2 cell's hash)")
 
     def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "parent_params"}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _TRAVELLING}
         if self.version == 1:  # the shipped version-1 cells were hashed without these fields
             for name in _V2_FIELDS:
                 out.pop(name)

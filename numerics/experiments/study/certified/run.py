@@ -3,7 +3,8 @@
 :func:`run_cell` (the sweep runner of a :class:`~numerics.experiments.study.certified.plan.CellConfig`) trains
 a cell's candidates on one batch stream, evaluates each on the selection and report sets and keeps the
 winner's weights (the next depth's nested start). :func:`run_waves` runs one sweep per depth, in increasing
-order, so an interrupted study continues from its store without retraining a finished cell.
+order, so an interrupted study continues from its store without retraining a finished cell, nor a finished
+candidate of the cell it was training (:mod:`~numerics.experiments.study.certified.finished`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ...grid import Grid
 from ...store import load_arrays
 from ...sweep import run_sweep
 from .cells import _done, export_cells, import_cells
+from .finished import candidates_dir, forget_finished, load_finished, save_finished
 from .plan import CellConfig, CertifiedPlan, eval_seed
 
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "diverse_forms", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
@@ -204,7 +206,7 @@ def run_cell(cell: CellConfig) -> CellResult:
     selection = evaluation_batch(type(template)(**{**template.to_dict(), "eval_size": cell.select_size}))
     report = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report"),
                                                 "eval_size": cell.report_size}))
-    results = dict(zip(trained, train_lockstep(configs, initial_params=[params for params, _ in trained.values()])))
+    results = _train(cell, trained, configs)
     summary, report_errors, arrays = [], [], {}
     for i, candidate in enumerate(cell.candidates):
         result = results.get(i)
@@ -236,6 +238,24 @@ def run_cell(cell: CellConfig) -> CellResult:
                "R_L": float(summary[winner, 6]), "R_L_se": float(summary[winner, 7]),
                "cpu_time": time.process_time() - started}
     return CellResult(metrics=metrics, arrays=arrays)
+
+
+def _train(cell: CellConfig, trained: dict, configs: list) -> dict:
+    """``{candidate index: result}`` of the trained candidates; with ``cell.resume_dir``, those finished by an
+    earlier, interrupted call are read back and each one finishing now is kept there as it finishes."""
+    finished = load_finished(cell.resume_dir) if cell.resume_dir else {}
+    todo = [i for i in trained if i not in finished]
+    if not todo:
+        return {i: finished[i] for i in trained}
+    order = list(trained)
+
+    def keep(j: int, result) -> None:
+        if cell.resume_dir:
+            save_finished(cell.resume_dir, todo[j], result)
+
+    results = train_lockstep([configs[order.index(i)] for i in todo],
+                             initial_params=[trained[i][0] for i in todo], on_done=keep)
+    return {i: finished[i] if i in finished else results[todo.index(i)] for i in trained}
 
 
 def _winner_params(store_dir, run_hash: str) -> dict:
@@ -291,8 +311,9 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
             for seed in plan.seeds_for(a, b, P, k):
                 parent = parents.get((a, b, P, k, seed))
                 cell = plan.cell(a, b, P, depth, seed, parent, k)
-                if parent is not None:
-                    if cell.content_hash() not in finished:  # a finished cell needs no start
+                if cell.content_hash() not in finished:  # a finished cell needs no start
+                    object.__setattr__(cell, "resume_dir", str(candidates_dir(store_dir, cell.content_hash())))
+                    if parent is not None:
                         object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
                 wave.append(((a, b, P, k, seed), cell))
         run_sweep(Grid.of([cell for _, cell in wave]), store_dir, execution=execution, runner=run_cell)
@@ -304,6 +325,7 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
                 raise RuntimeError(f"cell a={key[0]:g} b={key[1]:g} P={key[2]} k={key[3]} seed={key[4]} depth={depth} failed "
                                    f"(see `idepth sweep status {store_dir}`): deeper cells nest on it")
             parents[key] = run_hash
+        forget_finished(store_dir, [cell.content_hash() for _, cell in wave])
         if exporting:
             # each cell's child from the store's parent links: this call knows only the depths it ran
             export_cells(store_dir, cells_dir, frontier_dir, recipes=dict.fromkeys(cells, plan.recipe))
