@@ -67,6 +67,13 @@ class MeasuredRunTime:
     '29 min wall, 29 min CPU (1745 s, 1759 s) on 2 cores'
     >>> MeasuredRunTime("quick", 900, 1000, "2 cores", "idepth reproduce", 4.0, 2, 40).text()
     '15 min wall, 17 min CPU (900 s, 1000 s) on 2 cores at load average 4.0 (other jobs); on idle cores ≈ 9 min (540 s: CPU / 2 cores + 40 s in the main process alone)'
+    >>> avx512 = MeasuredRunTime("quick", 270, 510, "AVX-512", "idepth reproduce", idle=True)
+    >>> MeasuredRunTime("quick", 360, 680, "AVX2", "idepth reproduce", idle=True, also=(avx512,)).text()
+    '6 min wall, 11 min CPU (360 s, 680 s) on AVX2, idle; on AVX-512: 4 min wall, 8 min CPU (270 s, 510 s), idle'
+
+    ``idle``: measured with no other job on the machine (the mean load during the run at most its own workers
+    plus 0.5);
+    ``also``: the same job measured on other machines (another SIMD level), quoted after this one.
     """
 
     scale: str
@@ -77,6 +84,12 @@ class MeasuredRunTime:
     load_average: float | None = None
     cores: int | None = None
     serial_seconds: float | None = None
+    idle: bool = False
+    also: tuple = ()
+
+    def _times(self) -> str:
+        return (f"{self.wall_seconds / 60:.0f} min wall, {self.cpu_seconds / 60:.0f} min CPU "
+                f"({self.wall_seconds:.0f} s, {self.cpu_seconds:.0f} s)")
 
     def idle_seconds(self) -> float | None:
         """``cpu_seconds / cores + serial_seconds``: the wall time on idle cores (None if not measured)."""
@@ -85,15 +98,20 @@ class MeasuredRunTime:
         return self.cpu_seconds / self.cores + self.serial_seconds
 
     def text(self) -> str:
-        """``'29 min wall, 29 min CPU (1745 s, 1759 s) on <machine>'``, then the load and the idle estimate."""
-        text = (f"{self.wall_seconds / 60:.0f} min wall, {self.cpu_seconds / 60:.0f} min CPU "
-                f"({self.wall_seconds:.0f} s, {self.cpu_seconds:.0f} s) on {self.machine}")
-        if self.load_average is not None:
+        """``'29 min wall, 29 min CPU (1745 s, 1759 s) on <machine>'``, then ``idle`` or the load and the idle
+        estimate, then the measurements of :attr:`also`."""
+        text = f"{self._times()} on {self.machine}"
+        if self.idle:
+            text += ", idle"
+        elif self.load_average is not None:
             text += f" at load average {self.load_average:.1f} (other jobs)"
         idle = self.idle_seconds()
-        if idle is not None:
+        if idle is not None and not self.idle:
             text += (f"; on idle cores ≈ {idle / 60:.0f} min ({idle:.0f} s: CPU / {self.cores} cores + "
                      f"{self.serial_seconds:.0f} s in the main process alone)")
+        for other in self.also:
+            text += f"; on {other.machine}: " + other.text().split(f" on {other.machine}", 1)[0] + (
+                ", idle" if other.idle else "")
         return text
 
 
@@ -105,9 +123,12 @@ SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
 #: measured run times per scale (from an empty output directory, regime study included)
 MEASURED_RUN_TIMES: Mapping[str, MeasuredRunTime] = MappingProxyType({
     "quick": MeasuredRunTime(
-        scale="quick", wall_seconds=643, cpu_seconds=630,
-        machine="2 cores, AMD EPYC, AVX-512 (AVX512_ICL) per numpy", command="idepth reproduce --scale quick",
-        load_average=3.83, cores=2, serial_seconds=20,
+        scale="quick", wall_seconds=350, cpu_seconds=673,
+        machine="2 cores, AMD EPYC, AVX2 (X86_V3) per numpy (its AVX-512 kernels disabled)",
+        command="idepth reproduce --scale quick", cores=2, serial_seconds=16, idle=True,
+        also=(MeasuredRunTime(scale="quick", wall_seconds=265, cpu_seconds=508,
+                              machine="2 cores, AMD EPYC, AVX-512 (AVX512_ICL) per numpy",
+                              command="idepth reproduce --scale quick", cores=2, serial_seconds=15, idle=True),),
     ),
 })
 
