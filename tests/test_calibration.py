@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from numerics.experiments.reproduce.calibration import (Calibration, calibrate, calibrated_estimate,
-                                                        format_estimate, machine_description, simd_level)
+from numerics.experiments.reproduce.calibration import (TIMED_SHARE, Calibration, RunTiming, calibrate,
+                                                        calibrated_estimate, format_estimate, machine_description,
+                                                        run_shape, simd_level, time_runs, timed_shapes)
 from numerics.experiments.execution import usable_cores
 from numerics.experiments.reproduce.plan import analysis_seconds, estimate_run_seconds, make_plan, step_milliseconds
 from numerics.models import MODELS, get_model
@@ -68,7 +69,44 @@ def test_the_machine_is_named_by_its_cores_and_numpys_simd_level():
 def test_a_calibration_measures_a_positive_speed_per_engine_in_seconds():
     calibration = calibrate(repeats=1)  # a few seconds
     assert set(calibration.speeds) == {"softmax", "linear"} and all(s > 0 for s in calibration.speeds.values())
-    assert calibration.seconds < 120
+    assert calibration.seconds < 120 and calibration.runs == {}
+
+
+def test_the_quick_plans_costliest_families_are_timed_at_both_ends_of_their_depths():
+    plan = make_plan("quick")
+    chosen = timed_shapes(plan.configs)
+    total = sum(map(estimate_run_seconds, plan.configs))
+    timed = Calibration({"softmax": 1.0, "linear": 1.0}, "", None, 0.0,
+                        runs={run_shape(c): RunTiming(c.eval_every, 1.0, 1.0) for c in chosen})
+    covered = sum(estimate_run_seconds(c) for c in plan.configs if timed._timing(c) is not None)
+    def family(config):  # the shape without the depth
+        shape = run_shape(config)
+        return shape[:5] + shape[6:]
+
+    for config in chosen:  # the least and the greatest depth of its family, never one between
+        depths = {c.depth for c in plan.configs if family(c) == family(config)}
+        assert config.depth in (min(depths), max(depths))
+    assert covered >= min(TIMED_SHARE, 0.6) * total
+
+
+def test_a_run_is_priced_by_its_shapes_timing_and_between_timed_depths_by_interpolation():
+    def run(depth, steps=400, model="nonlinear"):
+        return TrainConfig(model=model, d=8, N=8, P=32, depth=depth, max_steps=steps, eval_every=100)
+
+    timed = {run_shape(run(1)): RunTiming(100, first=1.0, interval=0.25),
+             run_shape(run(9)): RunTiming(100, first=5.0, interval=1.25)}
+    c = Calibration({"softmax": 0.5, "linear": 0.25}, "", None, 0.0, runs=timed)
+    assert c.run_seconds(run(1)) == pytest.approx(1.0 + 3 * 0.25)
+    assert c.run_seconds(run(5, steps=800)) == pytest.approx(3.0 + 7 * 0.75)  # halfway in depth
+    # a family not timed: the cost model over its engine's speed
+    assert c.run_seconds(run(2, model="linear")) == pytest.approx(estimate_run_seconds(run(2, model="linear")) / 0.25)
+
+
+def test_timing_a_run_shape_measures_its_first_interval_and_each_further_one():
+    config = TrainConfig(model="nonlinear", d=4, N=4, P=8, depth=2, max_steps=90, eval_every=30, eval_size=32)
+    [timing] = time_runs([config])
+    assert timing.eval_every == 30 and timing.first > 0 and timing.interval >= 0
+    assert timing.seconds(90) == pytest.approx(timing.first + 2 * timing.interval)
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))

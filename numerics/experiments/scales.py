@@ -123,12 +123,12 @@ SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
 #: measured run times per scale (from an empty output directory, regime study included)
 MEASURED_RUN_TIMES: Mapping[str, MeasuredRunTime] = MappingProxyType({
     "quick": MeasuredRunTime(
-        scale="quick", wall_seconds=350, cpu_seconds=673,
-        machine="2 cores, AMD EPYC, AVX2 (X86_V3) per numpy (its AVX-512 kernels disabled)",
-        command="idepth reproduce --scale quick", cores=2, serial_seconds=16, idle=True,
-        also=(MeasuredRunTime(scale="quick", wall_seconds=265, cpu_seconds=508,
-                              machine="2 cores, AMD EPYC, AVX-512 (AVX512_ICL) per numpy",
-                              command="idepth reproduce --scale quick", cores=2, serial_seconds=15, idle=True),),
+        scale="quick", wall_seconds=338, cpu_seconds=653,
+        machine="2 cores, Intel(R) Xeon(R) Processor, AVX2 (X86_V3) per numpy (its AVX-512 kernels disabled)",
+        command="idepth reproduce --scale quick", cores=2, serial_seconds=13, idle=True,
+        also=(MeasuredRunTime(scale="quick", wall_seconds=262, cpu_seconds=503,
+                              machine="2 cores, Intel(R) Xeon(R) Processor, AVX-512 (AVX512_SPR) per numpy",
+                              command="idepth reproduce --scale quick", cores=2, serial_seconds=14, idle=True),),
     ),
 })
 

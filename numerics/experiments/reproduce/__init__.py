@@ -129,8 +129,8 @@ def reproduce(
         checked (:func:`~numerics.experiments.reproduce.converged.load_table`)
         before anything is written or trained.
     calibrate : bool
-        Time a few steps of each engine first and log the cost model's
-        estimate on this machine (``calibration``).
+        Time shortened runs of the plan's costliest kinds of run first and
+        log the estimate on this machine (:mod:`.calibration`).
 
     Raises
     ------
@@ -216,11 +216,11 @@ def reproduce(
     study_configs = _study_configs(scale) if study else []
     costs = None
     if calibrate:  # before any training: the cost model's estimate on this machine
-        from .calibration import calibrate as calibrate_here, calibrated_estimate, calibration_sizes, format_estimate
+        from .calibration import calibrate as calibrate_here, calibrated_estimate, format_estimate
 
         extra = [cfg for _, cfg in checks] + study_configs
         try:
-            calibration = calibrate_here(sizes=calibration_sizes(list(plan.configs) + extra))
+            calibration = calibrate_here(configs=list(plan.configs) + extra, workers=execution.pool_size())
         except RuntimeError as exc:  # the estimate is advice: training goes on without it
             log(f"no calibrated estimate: {exc}")
         else:

@@ -1,18 +1,25 @@
-"""The cost model on this machine: a few timed training steps scale the plan's estimate.
+"""The run-time estimate on this machine: the plan's costliest kinds of run are timed, whole and shortened.
 
-The cost model gives CPU seconds on the machine it was fitted on. :func:`calibrate`
-times a few steps of each engine (softmax, linear) at the sizes the plan spends most of its time on
-(:func:`calibration_sizes`): this machine's speed relative to the cost model's there (a loaded machine is
-slower).
-:func:`calibrated_estimate` divides each run's cost by its engine's speed.
+The cost model (:func:`~numerics.experiments.reproduce.plan.estimate_run_seconds`) gives CPU seconds on the
+machine it was fitted on, and its error depends on the size of the run (on an AVX2 core a batch-32 softmax
+step runs at about half the model's speed, its fixed second per run is a few tenths, and a P = 512 linear
+evaluation costs several steps, not a third of one). So :func:`calibrate` does not scale the model by one
+number: it groups the plan's runs by their shape (:func:`run_shape`: everything that fixes a run's cost
+except its step count), and for the costliest shapes (:func:`timed_shapes`) trains one run of each twice, for
+one and for two evaluation intervals, in as many child processes as the workers that will train them
+(:func:`time_runs`). A run of the shape then costs the first plus one interval's increment per further
+interval (:class:`RunTiming`). Runs of shapes not timed are the cost model's seconds divided by their
+engine's speed, the ratio of the cost model to the measurements over the timed shapes (or, where an engine
+has none, over a few timed steps, :func:`measure_speeds`). :func:`calibrated_estimate` adds them up.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from numerics.models import get_model
@@ -20,12 +27,11 @@ from numerics.models import get_model
 from ..execution import usable_cores
 from .plan import Plan, _duration, analysis_seconds, estimate_run_seconds, step_milliseconds
 
-__all__ = ["CALIBRATION_SIZES", "Calibration", "calibrate", "calibrated_estimate", "calibration_sizes", "format_estimate",
-           "machine_description", "measure_speeds", "simd_level"]
+__all__ = ["CALIBRATION_SIZES", "Calibration", "RunTiming", "calibrate", "calibrated_estimate", "format_estimate",
+           "machine_description", "measure_speeds", "run_shape", "simd_level", "time_runs", "timed_shapes"]
 
-#: the sizes timed: fitting points of the cost model, flat spectra, float32. The linear engine first: in a fresh
-#: process the softmax steps run at about 0.55 of their speed in a worker that has trained before (0.36x against
-#: 0.66x here; the allocator's state, large arrays freed once), which made the quick estimate 1.7x the measured CPU
+#: the sizes whose steps are timed for an engine that has no timed run shape (:func:`measure_speeds`): fitting
+#: points of the cost model, flat spectra, float32
 CALIBRATION_SIZES = {
     "linear": dict(model="linear", task="difficult", d=128, N=128, P=1024, depth=2, batch_size=128),
     "softmax": dict(model="nonlinear", task="difficult", d=16, N=32, P=64, depth=16, batch_size=256),
@@ -109,15 +115,47 @@ def machine_description() -> str:
 
 
 @dataclass(frozen=True)
+class RunTiming:
+    """The measured CPU seconds of one run shape (:func:`run_shape`) here.
+
+    Attributes
+    ----------
+    eval_every : int
+        The shape's evaluation interval E.
+    first : float
+        A run of E steps: setting up (weights, the held-out set), E steps, its evaluations and the final
+        diagnostics.
+    interval : float
+        Each further E steps and their evaluation (a run of 2E steps minus ``first``).
+
+    Examples
+    --------
+    >>> RunTiming(eval_every=100, first=0.4, interval=0.1).seconds(1000)
+    1.3
+    """
+
+    eval_every: int
+    first: float
+    interval: float
+
+    def seconds(self, max_steps: int) -> float:
+        """CPU seconds of a run of ``max_steps`` steps (one that stops early costs less)."""
+        return round(self.first + max(0.0, max_steps / self.eval_every - 1.0) * self.interval, 12)
+
+
+@dataclass(frozen=True)
 class Calibration:
-    """This machine's speed relative to the cost model's machine.
+    """This machine's speed relative to the cost model's machine, and its measured run shapes.
 
     Attributes
     ----------
     speeds : dict of str to float
-        ``{"softmax": s, "linear": s}``: cost-model over measured CPU time.
+        ``{"softmax": s, "linear": s}``: cost-model over measured CPU time, per engine (over its timed run
+        shapes, or a few timed steps where it has none).
     load : float or None
         The 1-minute load average; ``seconds``: the calibration's wall time.
+    runs : dict of tuple to RunTiming
+        ``{run_shape(config): timing}`` of the shapes timed whole (empty when only steps were timed).
 
     Examples
     --------
@@ -130,6 +168,7 @@ class Calibration:
     machine: str
     load: float | None
     seconds: float
+    runs: dict = field(default_factory=dict)
 
     @property
     def speed(self) -> float:
@@ -139,6 +178,37 @@ class Calibration:
     def speed_of(self, model: str) -> float:
         """The speed of the engine (``ATTENTION``) that runs ``model``."""
         return self.speeds[get_model(model).ATTENTION]
+
+    def run_seconds(self, config) -> float:
+        """CPU seconds of ``config`` here: its shape's timing (interpolated in depth between two timed depths
+        of its family), else the cost model over its engine's speed.
+
+        Examples
+        --------
+        >>> from numerics.train import TrainConfig
+        >>> def run(depth):
+        ...     return TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=depth, max_steps=300, eval_every=100)
+        >>> timed = {run_shape(run(1)): RunTiming(100, 1.0, 0.5), run_shape(run(5)): RunTiming(100, 3.0, 1.5)}
+        >>> c = Calibration({"softmax": 0.5, "linear": 1.0}, "", None, 0.0, runs=timed)
+        >>> c.run_seconds(run(1)), c.run_seconds(run(3))
+        (2.0, 4.0)
+        """
+        timing = self._timing(config)
+        if timing is not None:
+            return timing.seconds(config.max_steps)
+        return estimate_run_seconds(config) / self.speed_of(config.model)
+
+    def _timing(self, config) -> RunTiming | None:
+        shape = run_shape(config)
+        if shape in self.runs:
+            return self.runs[shape]
+        family = sorted((s[_DEPTH], t) for s, t in self.runs.items() if _family(s) == _family(shape))
+        if len(family) < 2:
+            return None
+        (low, a), (high, b) = family[0], family[-1]
+        w = (config.depth - low) / (high - low)
+        return RunTiming(eval_every=a.eval_every, first=max(0.0, a.first + w * (b.first - a.first)),
+                         interval=max(0.0, a.interval + w * (b.interval - a.interval)))
 
 
 def _time_steps(sizes: dict, steps: int, repeats: int) -> tuple:
@@ -160,8 +230,8 @@ def _time_steps(sizes: dict, steps: int, repeats: int) -> tuple:
 
 
 def measure_speeds(repeats: int = 3, sizes: dict | None = None) -> dict:
-    """``{engine: cost-model ms / measured ms}`` at ``sizes`` (``{engine: TrainConfig fields}``, default
-    :data:`CALIBRATION_SIZES`), here.
+    """``{engine: cost-model ms / measured ms}`` of a few training steps at ``sizes`` (``{engine: TrainConfig
+    fields}``, default :data:`CALIBRATION_SIZES`), here.
 
     Examples
     --------
@@ -170,65 +240,155 @@ def measure_speeds(repeats: int = 3, sizes: dict | None = None) -> dict:
     """
     speeds = {}
     for engine, fields in (CALIBRATION_SIZES if sizes is None else sizes).items():
-        measured, modelled = _time_steps(fields, _steps_for(fields, engine), repeats)
+        measured, modelled = _time_steps(fields, _STEPS[engine], repeats)
         speeds[engine] = modelled / measured if measured > 0 else 1.0
     return speeds
 
 
-def _steps_for(fields: dict, engine: str) -> int:
-    """Steps per timed repeat: :data:`_STEPS` at the default sizes, else about 0.3 s of the cost model's."""
-    if fields == CALIBRATION_SIZES.get(engine):
-        return _STEPS[engine]
-    from numerics.train import TrainConfig
-
-    return int(min(200, max(2, round(300.0 / step_milliseconds(TrainConfig(**fields))))))
-
-
-#: the fields of a run that fix its step's cost (what :func:`calibration_sizes` copies)
-_SIZE_FIELDS = ("model", "task", "d", "N", "P", "depth", "batch_size")
+#: the fields of a run that fix its cost, besides its step count (:func:`run_shape`)
+_SHAPE_FIELDS = ("model", "task", "d", "N", "P", "depth", "batch_size", "eval_size", "eval_every", "dtype", "k",
+                 "frozen")
+_DEPTH = _SHAPE_FIELDS.index("depth")
+#: whole runs are timed, costliest shape first, until they cover this share of the plan's cost-model seconds ...
+TIMED_SHARE = 0.9
+#: ... or the timing runs' own cost-model seconds (their steps and evaluations) reach this
+TIMING_BUDGET = 8.0
 
 
-def calibration_sizes(configs: Iterable) -> dict:
-    """``{engine: sizes}``: per engine, the sizes of the runs that cost most in ``configs`` (by the cost model).
-
-    Timing the sizes the plan spends its time on keeps the estimate honest where the cost model's error depends
-    on the size (at the quick scale: small batches run at the model's speed, batch 256 at a third of it). An
-    engine without runs keeps :data:`CALIBRATION_SIZES`.
+def run_shape(config) -> tuple:
+    """What fixes the cost of a run besides its step count: sizes, evaluation, dtype, and a rotated spectrum.
 
     Examples
     --------
     >>> from numerics.train import TrainConfig
-    >>> runs = [TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=2, max_steps=100, batch_size=32)] * 3 + [
-    ...     TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=4, max_steps=100, batch_size=64)]
-    >>> sizes = calibration_sizes(runs)
-    >>> sizes["softmax"]["depth"], sizes["linear"] == CALIBRATION_SIZES["linear"]
-    (2, True)
+    >>> one = TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=2, max_steps=100, seed=0)
+    >>> run_shape(one) == run_shape(TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=2, max_steps=900, seed=1))
+    True
+    >>> run_shape(one) == run_shape(TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=4, max_steps=100))
+    False
     """
-    totals: dict = {}
+    return tuple(getattr(config, name) for name in _SHAPE_FIELDS) + ((config.a, config.b) != (0.0, 0.0),)
+
+
+def _timing_configs(config) -> tuple:
+    """The two runs that time ``config``'s shape: one and two evaluation intervals, no early stop."""
+    every = max(1, min(config.eval_every, config.max_steps))
+    one = dataclasses.replace(config, max_steps=every, eval_every=every, warmup_steps=0, start=None)
+    return one, dataclasses.replace(one, max_steps=2 * every)
+
+
+def _timing_price(config) -> float:
+    """The cost model's seconds of the steps and evaluations of the two runs that time ``config``'s shape (its
+    fixed second per run is mostly not spent)."""
+    return sum(estimate_run_seconds(run) - 1.0 for run in _timing_configs(config))
+
+
+def _family(shape: tuple) -> tuple:
+    """A run shape without its depth: the shapes whose timings :meth:`Calibration.run_seconds` interpolates."""
+    return shape[:_DEPTH] + shape[_DEPTH + 1:]
+
+
+def timed_shapes(configs: Iterable, share: float = TIMED_SHARE, budget: float = TIMING_BUDGET) -> list:
+    """The runs to time whole: of each family of shapes (the same but for the depth), costliest family first,
+    one run at its least and one at its greatest depth, until ``share`` of the cost is covered or the timing
+    runs' cost-model seconds reach ``budget``.
+
+    A run's cost is linear in its depth (its steps, evaluations and weights are), so the two ends of a family
+    price every depth between them. Runs that start from given weights (``start``) are timed from a cold
+    start (the same cost per step).
+
+    Examples
+    --------
+    >>> from numerics.train import TrainConfig
+    >>> runs = [TrainConfig(model="nonlinear", d=8, N=8, P=32, depth=L, max_steps=900) for L in (1, 2, 4)]
+    >>> runs.append(TrainConfig(model="nonlinear", d=8, N=8, P=64, depth=1, max_steps=100))
+    >>> [(c.P, c.depth) for c in timed_shapes(runs, share=0.5)]
+    [(32, 1), (32, 4)]
+    """
+    cost: dict = {}
+    ends: dict = {}
     for config in configs:
-        key = tuple(getattr(config, name) for name in _SIZE_FIELDS)
-        engine = get_model(config.model).ATTENTION
-        totals[engine, key] = totals.get((engine, key), 0.0) + estimate_run_seconds(config)
-    sizes = dict(CALIBRATION_SIZES)
-    for engine in sizes:
-        mine = {key: seconds for (e, key), seconds in totals.items() if e == engine}
-        if mine:
-            sizes[engine] = dict(zip(_SIZE_FIELDS, max(mine, key=mine.get)))
-    return sizes
+        family = _family(run_shape(config))
+        cost[family] = cost.get(family, 0.0) + estimate_run_seconds(config)
+        low, high = ends.get(family, (config, config))
+        ends[family] = (min(low, config, key=lambda c: c.depth), max(high, config, key=lambda c: c.depth))
+    total, covered, spent, chosen = sum(cost.values()), 0.0, 0.0, []
+    for family in sorted(cost, key=cost.get, reverse=True):
+        if covered >= share * total:
+            break
+        runs = list({run_shape(c): c for c in ends[family]}.values())
+        price = sum(_timing_price(c) for c in runs)
+        if chosen and spent + price > budget:
+            continue
+        chosen += runs
+        covered, spent = covered + cost[family], spent + price
+    return chosen
 
 
-def calibrate(repeats: int = 3, timeout: float = 120.0, sizes: dict | None = None) -> Calibration:
-    """Time a few training steps of each engine here (about 5 s) against the cost model.
+def time_runs(configs: Iterable) -> list:
+    """``[RunTiming]`` of each config's shape, measured here in this process (after one untimed warm-up run).
 
-    The steps run in a child process with one BLAS thread, as a sweep's
-    workers do (a threaded BLAS would count its spinning as CPU time).
-    ``sizes``: ``{engine: TrainConfig fields}`` to time (default :data:`CALIBRATION_SIZES`; a plan's
-    :func:`calibration_sizes`).
+    Examples
+    --------
+    >>> from numerics.train import TrainConfig
+    >>> [timing] = time_runs([TrainConfig(model="nonlinear", d=4, N=4, P=8, depth=1, max_steps=40, eval_every=20)])
+    >>> timing.eval_every, timing.first > 0
+    (20, True)
+    """
+    from numerics.train import train
+
+    configs = list(configs)
+    if configs:  # first-call costs (imports, dispatch) belong to no run
+        train(_timing_configs(min(configs, key=estimate_run_seconds))[0])
+    timings = []
+    for config in configs:
+        seconds = []
+        for run in _timing_configs(config):
+            started = time.process_time()
+            train(run)
+            seconds.append(time.process_time() - started)
+        timings.append(RunTiming(eval_every=_timing_configs(config)[0].max_steps, first=seconds[0],
+                                 interval=max(0.0, seconds[1] - seconds[0])))
+    return timings
+
+
+def _split(configs: list, parts: int) -> list:
+    """``configs`` dealt into ``parts`` lists of about equal cost (dearest first, to the cheapest list)."""
+    lists: list = [[] for _ in range(max(1, parts))]
+    loads = [0.0] * len(lists)
+    for config in sorted(configs, key=estimate_run_seconds, reverse=True):
+        i = loads.index(min(loads))
+        lists[i].append(config)
+        loads[i] += _timing_price(config)
+    return [part for part in lists if part]
+
+
+def _engine_speeds(configs: Iterable, runs: dict) -> dict:
+    """``{engine: cost-model seconds / measured seconds}`` over the ``configs`` whose shape ``runs`` timed."""
+    modelled: dict = {}
+    measured: dict = {}
+    timings = Calibration({}, "", None, 0.0, runs=runs)
+    for config in configs:
+        timing = timings._timing(config)
+        if timing is not None:
+            engine = get_model(config.model).ATTENTION
+            modelled[engine] = modelled.get(engine, 0.0) + estimate_run_seconds(config)
+            measured[engine] = measured.get(engine, 0.0) + timing.seconds(config.max_steps)
+    return {engine: modelled[engine] / measured[engine] for engine in modelled if measured[engine] > 0}
+
+
+def calibrate(repeats: int = 3, timeout: float = 120.0, configs: Iterable = (), workers: int = 1) -> Calibration:
+    """Time the costliest run shapes of ``configs`` whole here (about 10-20 s), and an engine without any by a
+    few of its steps.
+
+    The runs are timed in ``workers`` child processes at once (as many as will train, so that they share
+    the caches as training will), each with one BLAS thread, as a sweep's workers do (a threaded BLAS would
+    count its spinning as CPU time). Without ``configs``, only steps are timed (about 5 s).
 
     Raises
     ------
     RuntimeError
-        The child process failed or took longer than ``timeout`` seconds.
+        A child process failed or took longer than ``timeout`` seconds.
 
     Examples
     --------
@@ -236,44 +396,89 @@ def calibrate(repeats: int = 3, timeout: float = 120.0, sizes: dict | None = Non
     >>> print(f"{c.speed:.1f}x on {c.machine}")  # doctest: +SKIP
     0.8x on 2 cores, AMD EPYC, AVX-512 (AVX512_ICL)
     """
+    started = time.perf_counter()
+    configs = list({config.content_hash(): config for config in configs}.values())  # each distinct run once
+    shapes = timed_shapes(configs)
+    parts = _split(shapes, min(max(1, int(workers)), usable_cores()))
+    outputs = _children([("time_runs", [c.to_dict() for c in part]) for part in parts], timeout)
+    runs = {run_shape(config): RunTiming(**timing)
+            for part, output in zip(parts, outputs) for config, timing in zip(part, output)}
+    speeds = _engine_speeds(configs, runs)
+    missing = [engine for engine in CALIBRATION_SIZES if engine not in speeds]
+    if missing:
+        [stepped] = _children([("measure_speeds", [int(repeats), {e: CALIBRATION_SIZES[e] for e in missing}])],
+                              timeout)
+        speeds.update(stepped)
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover
+        load = None
+    return Calibration(speeds={engine: speeds[engine] for engine in CALIBRATION_SIZES}, machine=machine_description(),
+                       load=load, seconds=time.perf_counter() - started, runs=runs)
+
+
+def _child_main(argv: list) -> None:
+    """A calibration child: ``argv = [job, json arguments]``; prints the result as JSON."""
+    import dataclasses as _dc
+    import json
+
+    from numerics.train import TrainConfig
+
+    job, arguments = argv[0], json.loads(argv[1])
+    if job == "time_runs":
+        result = [_dc.asdict(t) for t in time_runs(TrainConfig.from_dict(_config_fields(c)) for c in arguments)]
+    else:
+        result = measure_speeds(*arguments)
+    print(json.dumps(result))
+
+
+def _config_fields(data: dict) -> dict:
+    """:meth:`TrainConfig.to_dict` output with its lists back as the tuples the config holds."""
+    return {key: (tuple(value) if isinstance(value, list) else value) for key, value in data.items()}
+
+
+def _children(jobs: list, timeout: float) -> list:
+    """Run each ``(job, arguments)`` of :func:`_child_main` in its own child process, all at once; their results."""
     import json
     import subprocess
     import sys
 
     from ..sweep import BLAS_THREAD_VARIABLES
 
-    started = time.perf_counter()
     env = dict(os.environ, **{name: "1" for name in BLAS_THREAD_VARIABLES})
-    code = ("import json, sys; from numerics.experiments.reproduce.calibration import measure_speeds; "
-            f"print(json.dumps(measure_speeds({int(repeats)}, json.loads(sys.argv[1]))))")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    code = "import sys; from numerics.experiments.reproduce.calibration import _child_main; _child_main(sys.argv[1:])"
+    children = [subprocess.Popen([sys.executable, "-c", code, job, json.dumps(arguments)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env) for job, arguments in jobs]
+    deadline = time.monotonic() + timeout
+    results = []
     try:
-        child = subprocess.run([sys.executable, "-c", code, json.dumps(sizes)], capture_output=True, text=True,
-                               env=env,
-                               timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"the calibration took longer than {timeout:.0f} s") from None
-    if child.returncode != 0:
-        last = (child.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the calibration failed: {last}")
-    speeds = json.loads(child.stdout.strip().splitlines()[-1])
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # pragma: no cover
-        load = None
-    return Calibration(speeds=speeds, machine=machine_description(), load=load,
-                       seconds=time.perf_counter() - started)
+        for child in children:
+            try:
+                out, err = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(f"the calibration took longer than {timeout:.0f} s") from None
+            if child.returncode != 0:
+                last = (err.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"the calibration failed: {last}")
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    return results
 
 
 def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Iterable = (), *,
                         study: bool | None = None) -> tuple:
     """(CPU seconds of the training runs, of the analysis after training, costs by hash) here.
 
-    Each run's estimate is divided by its engine's speed; ``extra_configs`` (the converged study's
-    spot checks, the regime study's runs) are added, each distinct run once. The analysis
-    (:func:`~numerics.experiments.reproduce.plan.analysis_seconds`, with the regime study and the
-    consistency check when ``study``, default: when the plan is a whole reproduction) is
+    Each run costs :meth:`Calibration.run_seconds` (its shape's timing, or the cost model over its engine's
+    speed); ``extra_configs`` (the converged study's spot checks, the regime study's runs) are added, each
+    distinct run once. The analysis (:func:`~numerics.experiments.reproduce.plan.analysis_seconds`, with the
+    regime study and the consistency check when ``study``, default: when the plan is a whole reproduction) is
     ``{"parallel": s, "serial": s}``, divided by the calibration's mean speed.
 
     Examples
@@ -284,10 +489,9 @@ def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Ite
     >>> round(runs / plan.estimated_seconds, 6), len(costs) == plan.n_runs, sorted(analysis)
     (2.0, True, ['parallel', 'serial'])
     """
-    costs = {config.content_hash(): seconds / calibration.speed_of(config.model)
-             for config, seconds in zip(plan.configs, plan.run_seconds or map(estimate_run_seconds, plan.configs))}
-    for config in extra_configs:
-        costs.setdefault(config.content_hash(), estimate_run_seconds(config) / calibration.speed_of(config.model))
+    costs = {}
+    for config in list(plan.configs) + list(extra_configs):
+        costs.setdefault(config.content_hash(), calibration.run_seconds(config))
     study = bool(plan.study_seconds) if study is None else bool(study)
     analysis = {part: seconds / calibration.speed
                 for part, seconds in analysis_seconds(plan.scale, plan.artefacts, study=study).items()}
