@@ -192,16 +192,23 @@ def test_every_row_carries_the_certified_plans_recipe_and_a_row_without_one_is_r
     from numerics.experiments.study.certified.table import check_rows, collect, read_csv, write_csv
 
     rows, _ = collect(_exported(tiny_study, tmp_path))
-    assert {r.recipe for r in rows} == {CertifiedPlan.recipe} == {"converged_study"}
+    assert {r.recipe for r in rows} == {CertifiedPlan().recipe.name} == {"converged_study"}
     # the shipped table has no recipe column: the reader gives every row the certified plan's recipe
     shipped = read_csv(Path(__file__).resolve().parents[1] / "docs" / "results" / "certified-study.csv")
     assert {r.recipe for r in shipped} == {"converged_study"}
     for missing in (None, "", "cold"):
         with pytest.raises(ValueError, match=f"row 0: recipe must be one of .*; got {missing!r}"):
             check_rows([dataclasses.replace(rows[0], recipe=missing)] + rows[1:])
-    with pytest.raises(ValueError, match="recipe: the certified-study table holds"):
+    with pytest.raises(ValueError, match="recipe: one cell trains with one recipe; got 'converged_study', 'lazy'"):
         write_csv([dataclasses.replace(rows[0], recipe="lazy")] + rows[1:], tmp_path / "t.csv")
     assert not (tmp_path / "t.csv").exists()
+    # the shipped recipe's rows are written without a recipe column (the shipped format), another's with one
+    write_csv(rows, tmp_path / "shipped.csv")
+    assert "recipe" not in (tmp_path / "shipped.csv").read_text().splitlines()[0].split(",")
+    lazy = [dataclasses.replace(r, recipe="lazy") for r in rows]
+    write_csv(lazy, tmp_path / "lazy.csv")
+    assert (tmp_path / "lazy.csv").read_text().splitlines()[0].split(",")[-1] == "recipe"
+    assert read_csv(tmp_path / "lazy.csv") == lazy
 
 
 def test_a_selection_that_is_not_the_envelope_is_refused(tiny_study, tmp_path):

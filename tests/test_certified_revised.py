@@ -86,6 +86,19 @@ def test_version_one_cells_keep_their_hashes():
         assert CellConfig.from_dict(record["config"]).content_hash() == record["hash"]
 
 
+@pytest.mark.parametrize("plan, cells", [(CertifiedPlan(), SHIPPED_CELLS),
+                                         (REVISED_PLAN, SHIPPED_CELLS.parents[1] / "certified-revised" / "cells")])
+def test_the_plans_build_every_shipped_cell_hash_for_hash(plan, cells):
+    """Nothing already trained is retrained: each shipped cell is the plan's cell, with the plan's recipe."""
+    paths = sorted(cells.glob("*.npz"))
+    assert paths
+    for path in paths:
+        record, _ = read_cell(path)
+        c = record["config"]
+        cell = plan.cell(c["a"], c["b"], c["P"], c["depth"], c["seed"], parent=c.get("parent"), k=c["k"])
+        assert cell.content_hash() == record["hash"], path.name
+
+
 @pytest.mark.parametrize("changes, match", [
     (dict(select_size=4096), "select_size = 4096 is smaller than the plan's minimum"),
     (dict(report_block=100), "report_block must divide report_size"),

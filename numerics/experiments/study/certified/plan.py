@@ -20,13 +20,13 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from numerics.train import TrainConfig
 from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA, table_spectra
 from theory.validation import check_positive, check_positive_int
 
-from ...recipes import RECIPES
+from ...recipes import CONVERGED_STUDY, Recipe, get_recipe
+from ...setting import Setting
 
 __all__ = ["PLAN_VERSIONS", "RECIPE", "REVISED_PLAN", "STARTS", "Candidate", "CellConfig", "CertifiedPlan",
            "eval_seed"]
@@ -41,11 +41,18 @@ PLAN_VERSIONS = (1, 2)
 _V2_FIELDS = ("version", "select_size", "report_size", "report_block")
 #: fields that travel with a cell to its worker but are not hashed (the hash already fixes what they hold)
 _TRAVELLING = ("parent_params", "resume_dir")
-#: the recipe every candidate trains with, by name: the converged study's
+#: the TrainConfig fields a cell and its candidate decide; every other field a recipe sets (schedule, Adam's
+#: constants, ``init``, ``frozen``, ...) comes from the recipe
+_CELL_DECIDES = frozenset({"model", "task", "k", "a", "b", "d", "N", "P", "depth", "seed", "batch_size", "max_steps",
+                           "learning_rate", "warmup_steps", "eval_size", "eval_every", "eval_seed", "tol", "window",
+                           "dtype", "start", "stream"})
+#: the recipe every candidate of the shipped study trains with, by name: the converged study's
 #: (:data:`~numerics.experiments.recipes.CONVERGED_STUDY`: Adam, batch, warm-up then cosine decay, held-out set,
-#: evaluations per run); the plan varies its rates, caps and starts. Every row of the study's table carries it
-RECIPE = "converged_study"
-_RECIPE = RECIPES[RECIPE]
+#: evaluations per run); the plan varies its rates, caps and starts. Every row of the study's table carries it.
+#: A plan with another recipe (``CertifiedPlan.for_recipe``) hashes it into its cells; this one is left out of
+#: the hash, so the shipped cells keep theirs
+RECIPE = CONVERGED_STUDY.name
+_RECIPE = CONVERGED_STUDY
 _EVALS_PER_RUN = _RECIPE["max_steps"] // _RECIPE["eval_every"]
 
 
@@ -140,6 +147,7 @@ class CellConfig:
     select_size: int = 0
     report_size: int = 0
     report_block: int = 1
+    recipe: dict | None = None
     parent_params: dict | None = field(default=None, compare=False, repr=False)
     resume_dir: str | None = field(default=None, compare=False, repr=False)
 
@@ -157,12 +165,22 @@ class CellConfig:
         object.__setattr__(self, "bound_depths", tuple(int(L) for L in self.bound_depths))
         if any(c.start == "nested" for c in cands) and self.parent is None:
             raise ValueError("a cell with nested candidates needs its parent (the depth-L/2 cell's hash)")
+        if isinstance(self.recipe, Recipe):
+            object.__setattr__(self, "recipe", None if self.recipe == _RECIPE else self.recipe.to_dict())
+        self.recipe_value.check(self.model, self.d, self.N, {c.start for c in cands})
+
+    @property
+    def recipe_value(self) -> Recipe:
+        """The recipe the candidates train with (``recipe`` None: the shipped study's)."""
+        return _RECIPE if self.recipe is None else Recipe.from_dict(self.recipe)
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _TRAVELLING}
         if self.version == 1:  # the shipped version-1 cells were hashed without these fields
             for name in _V2_FIELDS:
                 out.pop(name)
+        if self.recipe is None:  # the shipped study's recipe: its cells were hashed without the field
+            out.pop("recipe")
         out["candidates"] = [dataclasses.asdict(c) for c in self.candidates]
         out["bound_depths"] = list(self.bound_depths)
         return out
@@ -184,13 +202,14 @@ class CellConfig:
     def train_config(self, candidate: Candidate, start: dict | None) -> TrainConfig:
         """The ``TrainConfig`` of a trained candidate (evaluated on the selection set)."""
         steps = candidate.steps
+        from_recipe = {k: v for k, v in self.recipe_value.train_fields().items() if k not in _CELL_DECIDES}
         return TrainConfig(
             model=self.model, task="difficult", k=self.k, a=self.a, b=self.b, d=self.d, N=self.N, P=self.P,
             depth=self.depth, seed=self.seed, batch_size=self.batch_size, max_steps=steps,
-            learning_rate=candidate.learning_rate, schedule=_RECIPE["schedule"], warmup_steps=self.warmup_steps,
+            learning_rate=candidate.learning_rate, warmup_steps=self.warmup_steps,
             eval_size=self.eval_size, eval_every=max(1, steps // self.evals_per_run),
             eval_seed=self.eval_seed("selection"), tol=0.0, window=steps + 1, dtype=self.dtype, start=start,
-            stream=self.stream,
+            stream=self.stream, **from_recipe,
         )
 
 
@@ -246,8 +265,6 @@ class CertifiedPlan:
     ['oracle (untrained)', 'oracle lr=0.0003 S=3000', 'nested (untrained)', 'nested lr=0.0003 S=3000']
     """
 
-    #: the recipe of every candidate (not a field: the cells' hashes do not include it)
-    recipe: ClassVar[str] = RECIPE
     d: int = INFERRED_SOFTMAX_SIZES["d"]
     N: int = INFERRED_SOFTMAX_SIZES["N"]
     P: int = INFERRED_SOFTMAX_SIZES["P"]
@@ -284,8 +301,14 @@ class CertifiedPlan:
     long_steps: tuple = ()
     long_kinds: tuple = ()
     min_eval_size: int = 0
+    recipe: Recipe = _RECIPE
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "recipe", get_recipe(self.recipe))
+        unknown = [kind for kind in self.recipe.starts if kind not in STARTS]
+        if unknown:
+            raise ValueError(f"recipe: the certified plan has no {', '.join(map(repr, unknown))} start (recipe "
+                             f"{self.recipe.name!r}; it runs {', '.join(STARTS)})")
         for name in ("d", "N", "P", "k", "cold_steps", "warm_steps", "batch_size", "eval_size", "bound_contexts",
                      "diverse_steps", "report_block"):
             check_positive_int(name, getattr(self, name))
@@ -310,8 +333,6 @@ class CertifiedPlan:
             check_positive("learning_rate", lr)
         for steps in self.long_steps:
             check_positive_int("long_steps", steps)
-        if self.N <= self.d:
-            raise ValueError(f"N must be > d = {self.d} (the oracle heads need it with LayerNorm); got N={self.N}")
         depths = tuple(int(L) for L in self.depths)
         if not depths or depths[0] != 1 or any(b != 2 * a for a, b in zip(depths, depths[1:])):
             raise ValueError(f"depths must be 1, 2, 4, ... (each the double of the one before); got {self.depths}")
@@ -321,6 +342,44 @@ class CertifiedPlan:
         for name in ("spectra", "seeds", "side_seeds"):
             if not getattr(self, name):
                 raise ValueError(f"{name} must not be empty")
+        for a, b, P, k in self.settings():
+            Setting("nonlinear", a, b, k=k, d=self.d, N=self.N, P=P).check(self.recipe, self.starts())
+
+    @classmethod
+    def for_recipe(cls, recipe: Recipe | str, **fields) -> "CertifiedPlan":
+        """A plan whose candidates train with ``recipe``: its batch, warm-up, held-out size and evaluations, and its
+        learning rate and step cap for the cold and warm starts (``fields`` override any of them).
+
+        Examples
+        --------
+        >>> from numerics.experiments.recipes import Recipe
+        >>> r = Recipe("short", {"learning_rate": 2e-3, "max_steps": 40, "schedule": "constant"}, starts=("cold",))
+        >>> plan = CertifiedPlan.for_recipe(r, d=4, N=8, P=16, spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,),
+        ...                                 long_spectra=(), top16_spectra=())
+        >>> [c.label for c in plan.candidates(2)], plan.cell(0, 0, 16, 2, 0, parent="p").recipe["name"]
+        (['cold lr=0.002 S=40'], 'short')
+        """
+        recipe = get_recipe(recipe)
+        derived = {}
+        for name in ("batch_size", "warmup_steps", "eval_size"):
+            if name in recipe:
+                derived[name] = recipe[name]
+        if "learning_rate" in recipe:
+            derived.update(cold_rates=(recipe["learning_rate"],), warm_rates=(recipe["learning_rate"],))
+        if recipe.max_steps is not None:
+            derived.update(cold_steps=recipe.max_steps, warm_steps=recipe.max_steps, diverse_steps=recipe.max_steps)
+            if "eval_every" in recipe:
+                derived["evals_per_run"] = max(1, recipe.max_steps // recipe["eval_every"])
+        return cls(**{**derived, **fields, "recipe": recipe})
+
+    def starts(self, depth: int | None = None) -> tuple:
+        """The start kinds of the plan's cells (at ``depth``: nested needs a depth-L/2 parent): the recipe's."""
+        kinds = [kind for kind in STARTS if kind in self.recipe.starts]
+        if depth == 1:
+            kinds = [kind for kind in kinds if kind != "nested"]
+        if self.version < 2 or not (self.expressible_rates or self.diverse_rates):
+            kinds = [kind for kind in kinds if kind not in ("expressible", "diverse")]
+        return tuple(kinds)
 
     def candidates(self, depth: int, *, doubled: bool = False, expressible: bool = False,
                    long: bool = False) -> list[Candidate]:
@@ -330,17 +389,18 @@ class CertifiedPlan:
         ``expressible``: ``U_L`` is shipped for the cell's setting (its ``expressible`` and ``diverse``
         starts); ``long``: the cell is one of :attr:`long_caps`.
         """
-        out = [Candidate("cold", lr, self.cold_steps) for lr in self.cold_rates]
+        allowed = set(self.starts(depth))
+        out = [Candidate("cold", lr, self.cold_steps) for lr in self.cold_rates] if "cold" in allowed else []
         warm = ["oracle"] + (["nested"] if depth > 1 else []) + (["expressible"] if expressible else [])
-        for start in warm:
+        for start in (kind for kind in warm if kind in allowed):
             out.append(Candidate(start, 0.0, 0))
             rates = self.expressible_rates if start == "expressible" else self.warm_rates
             out += [Candidate(start, lr, self.warm_steps) for lr in rates]
-        if expressible:
+        if expressible and "diverse" in allowed:
             out += [Candidate("diverse", lr, self.diverse_steps) for lr in self.diverse_rates]
         if long:
             out += [Candidate(start, lr, steps) for start, lr in self.long_kinds for steps in self.long_steps
-                    if start != "expressible" or expressible]
+                    if (start != "expressible" or expressible) and start in allowed]
         if doubled:
             out += [dataclasses.replace(c, steps=2 * c.steps, doubled=True) for c in out if c.trained]
         elif self.doubled_kinds:
@@ -393,11 +453,15 @@ class CertifiedPlan:
             evals_per_run=self.evals_per_run, eval_size=self.eval_size, bound_contexts=self.bound_contexts,
             nested_noise=self.nested_noise, dtype=self.dtype, stream=self.stream,
             parent=parent if depth > 1 else None, version=self.version, select_size=self.select_size,
-            report_size=self.report_size, report_block=self.report_block,
+            report_size=self.report_size, report_block=self.report_block, recipe=self.recipe,
         )
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The plan's fields (the recipe's definition only where it is not the shipped study's)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "recipe"}
+        if self.recipe != _RECIPE:
+            out["recipe"] = self.recipe.to_dict()
+        return out
 
 
 def has_expressible(a: float, b: float, d: int, P: int, k: int) -> bool:

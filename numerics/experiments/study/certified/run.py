@@ -328,5 +328,5 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
         forget_finished(store_dir, [cell.content_hash() for _, cell in wave])
         if exporting:
             # each cell's child from the store's parent links: this call knows only the depths it ran
-            export_cells(store_dir, cells_dir, frontier_dir, recipes=dict.fromkeys(cells, plan.recipe))
+            export_cells(store_dir, cells_dir, frontier_dir, recipes=dict.fromkeys(cells, plan.recipe.name))
     return cells

@@ -5,10 +5,11 @@
 Every table is checked (:func:`check_rows`): a known recipe, starts and rates, and in each cell exactly one
 ``selected`` row, the envelope's (least selection-set loss among the non-doubling candidates).
 
-Every row carries its recipe's name (:attr:`CandidateRow.recipe`). The CSV and the exported cells were
-written by the certified plan alone, whose candidates all train with its recipe
+Every row carries its recipe's name (:attr:`CandidateRow.recipe`). The shipped CSV and exported cells were
+written by the shipped plan, whose candidates all train with its recipe
 (:data:`~numerics.experiments.study.certified.plan.RECIPE`), so they hold no recipe column: the reader
-takes it from that plan, in one place (:func:`_recipe_of_record`, :func:`read_csv`).
+takes it from that plan, in one place (:func:`_recipe_of_record`, :func:`read_csv`). A table with rows of
+any other recipe (a plan made with ``CertifiedPlan.for_recipe``) is written with a ``recipe`` column.
 """
 
 from __future__ import annotations
@@ -100,8 +101,9 @@ class Errors:
 
 
 def _recipe_of_record(record: dict) -> str:
-    """The recipe of an exported cell: its ``recipe`` if it names one, else that of the plan that wrote it."""
-    return record.get("recipe", RECIPE)
+    """The recipe of an exported cell: its ``recipe`` if it names one, else its config's (a plan made with another
+    recipe hashes it into its cells), else the shipped plan's."""
+    return record.get("recipe") or (record.get("config", {}).get("recipe") or {}).get("name") or RECIPE
 
 
 def _rows_of_cell(record: dict, arrays: dict) -> list[CandidateRow]:
@@ -171,7 +173,8 @@ def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
 
 
 def check_rows(rows) -> None:
-    """``ValueError`` naming the row: no or an unknown recipe, start or rate, or a selection that is not the envelope.
+    """``ValueError`` naming the row: no or an unknown recipe, start or rate, a cell of two recipes, or a selection
+    that is not the envelope.
 
     Examples
     --------
@@ -187,6 +190,10 @@ def check_rows(rows) -> None:
             raise ValueError(f"row {i}: a trained candidate needs a learning rate > 0; got {row.learning_rate!r}")
         groups.setdefault(row.group, []).append((i, row))
     for group, members in groups.items():
+        recipes = sorted({r.recipe for _, r in members})
+        if len(recipes) > 1:
+            raise ValueError(f"rows {[i for i, _ in members]} (a, b, k, d, N, P, depth, seed = {group}): recipe: one "
+                             f"cell trains with one recipe; got {', '.join(map(repr, recipes))}")
         chosen = [i for i, r in members if r.selected]
         if len(chosen) != 1:
             raise ValueError(f"rows {[i for i, _ in members]} (a, b, k, d, N, P, depth, seed = {group}): "
@@ -207,17 +214,15 @@ def write_csv(rows, path, *, provenance: dict | None = None) -> Path:
     No example: it writes a file (``tests/test_certified.py``).
     """
     check_rows(rows)
-    others = sorted({row.recipe for row in rows} - {RECIPE})
-    if others:
-        raise ValueError(f"recipe: the certified-study table holds the certified plan's candidates (recipe {RECIPE!r}); "
-                         f"got rows of {', '.join(map(repr, others))}")
+    # the shipped plan's rows alone: no recipe column (the shipped format); any other recipe: a last column
+    columns = CSV_COLUMNS if {row.recipe for row in rows} <= {RECIPE} else CSV_COLUMNS + ("recipe",)
     buffer = io.StringIO()
     if provenance:
         buffer.write("# " + json.dumps(provenance, sort_keys=True) + "\n")
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow(columns)
     for row in rows:
-        values = (getattr(row, name) for name in CSV_COLUMNS)
+        values = (getattr(row, name) for name in columns)
         writer.writerow([repr(v) if isinstance(v, float) else str(v) for v in values])
     return write_text(path, buffer.getvalue())
 
