@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tolerances import MC_SIGMAS
+from tolerances import MC_SIGMAS, ROUNDOFF
 
 from numerics.experiments.criteria import GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 
@@ -52,6 +52,20 @@ def test_every_depth_has_one_cell_with_its_candidates(tiny_study):
     assert labels == [c.label for c in cell.candidates] and "nested (untrained)" in labels
     assert arrays["summary"].shape == (len(labels), len(SUMMARY_COLUMNS))
     assert arrays["report_errors"].shape == (len(labels), TINY.eval_size)
+
+
+def test_each_cell_records_its_winners_decomposition_which_recomposes_its_loss(tiny_study):
+    """Fig. 6c/d read A_L and C_L of the certified winners: R_L = C_L + (A_L - C_L)/L on the report set (eq. 63)."""
+    store, cells = tiny_study
+    for depth in (1, 2, 4):
+        _, record, _ = _cell(store, cells, depth)
+        m = record["metrics"]
+        if depth == 1:
+            assert m["C_L"] is None and abs(m["A_L"] - m["R_L"]) <= ROUNDOFF[np.float32] * m["R_L"]
+            continue
+        assert m["A_L"] >= m["C_L"] and m["A_L_se"] > 0 and m["C_L_se"] > 0
+        recomposed = m["C_L"] + (m["A_L"] - m["C_L"]) / depth
+        assert abs(recomposed - m["R_L"]) <= ROUNDOFF[np.float32] * m["R_L"], (depth, recomposed, m["R_L"])
 
 
 def test_winner_has_the_least_selection_loss_and_is_reported_on_the_other_set(tiny_study):

@@ -188,3 +188,44 @@ def test_a_broken_pipe_that_is_not_the_output_is_an_error_naming_it():
                          env=checkout_env())
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip().splitlines() == ["idepth predict: error: 'worker-socket': Broken pipe"]
+
+
+def test_study_run_lists_every_named_plan_and_runs_each_through_its_own_options(capsys):
+    from idepth.commands.study import PLANS
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["study", "run", "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    assert set(PLANS) == {"certified", "converged", "regimes", "defaults", "plateaus"}
+    for name, (steps, _) in PLANS.items():
+        assert re.search(rf"^  {name} .*\(idepth study {' then '.join(steps)}\)$", out, re.M), name
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["study", "run", "certified", "--help"])
+    assert exit_.value.code == 0 and "--report-only" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["study", "run", "nope"], "argument PLAN: invalid choice: 'nope'"),
+    (["study", "run", "plateaus", "--seeds", "3"], "plan 'plateaus': --seeds is not an option of its step "
+                                                   "'consistency'"),
+    (["study", "run", "defaults", "--out", "x.txt"], "--out"),
+])
+def test_study_run_refuses_bad_plans_and_options_in_one_line(argv, match, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    try:
+        status = cli.main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and re.search(match, err[0]), err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_study_run_plateaus_is_the_consistency_check_then_the_size_inference(tmp_path, capsys):
+    out = tmp_path / "plateaus"
+    assert cli.main(["study", "run", "plateaus", "--out", str(out), "--d", "8", "--P", "32", "--contexts", "64",
+                     "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.index("consistency.md") < printed.index("sizes.md")
+    assert {p.name for p in out.iterdir()} >= {"consistency.md", "sizes.md", "sizes.json"}

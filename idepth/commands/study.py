@@ -19,6 +19,9 @@ A thin layer over :mod:`numerics.experiments.study`:
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``
   -- :func:`numerics.experiments.study.make_softmax_defaults` (the file ``theory.predict_loss`` reads).
 
+``idepth study run PLAN [OPTIONS]`` runs a named plan (``certified``, ``converged``, ``regimes``, ``defaults``,
+``plateaus`` = consistency then sizes) with that plan's options: one entry, one ``--help`` listing the plans.
+
 Exit status: 0 on success, 1 when training runs failed, 2 on bad input (one line on stderr).
 """
 
@@ -176,7 +179,74 @@ def register(subparsers) -> None:
                                "afterwards)")
     add_execution_flags(defaults)
     defaults.set_defaults(func=run_defaults)
+    _add_run(actions)
     _name_the_actions(subparsers, parser, actions)
+
+
+#: the named plans of ``idepth study run PLAN``: each the study actions it runs, in order, and what it answers
+PLANS = {
+    "certified": (("certified",), "the best loss each depth reaches (several starts, certificates) and the verdict"),
+    "converged": (("converged",), "the softmax model trained to convergence at the inferred sizes: R_L vs the bounds"),
+    "regimes": (("regime",), "lazy vs converged training, frozen heads, separate models; then the paper's plateaus"),
+    "defaults": (("defaults",), "the softmax defaults file read by theory.predict_loss(regime='calibrated')"),
+    "plateaus": (("consistency", "sizes"), "the paper's nonlinear plateaus against the oracle bounds, then the "
+                                           "(d, P) they imply"),
+}
+
+
+def _add_run(actions) -> None:
+    """``idepth study run PLAN [OPTIONS]``: one entry to every named plan; OPTIONS are the plan's own
+    (``idepth study run PLAN --help``)."""
+    import argparse
+
+    listing = "\n".join(f"  {name:<10} {summary} (idepth study {' then '.join(steps)})"
+                         for name, (steps, summary) in PLANS.items())
+    run = actions.add_parser(
+        "run", help=f"run a named plan: {', '.join(PLANS)}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run one of the package's named plans. The options after PLAN are the plan's own; "
+                    "'idepth study run PLAN --help' lists them. Plans:\n" + listing,
+    )
+    run.add_argument("plan", metavar="PLAN", choices=tuple(PLANS), help=f"one of {', '.join(PLANS)}")
+    run.add_argument("options", nargs=argparse.REMAINDER, help="the plan's options")
+    run.set_defaults(func=lambda args: run_plan(args, actions))
+
+
+def _shared_options(actions, steps) -> list[str]:
+    """The option strings every one of ``steps``' parsers accepts (``-h`` aside), in the first one's order."""
+    def options(step):
+        return [o for action in actions.choices[step]._actions for o in action.option_strings if o.startswith("--")]
+
+    return [o for o in options(steps[0]) if o != "--help" and all(o in options(step) for step in steps[1:])]
+
+
+def run_plan(args, actions) -> int:
+    """Run ``idepth study run PLAN``: each of the plan's steps with the options given after PLAN.
+
+    A plan of several steps (``plateaus``) passes every option to each step, so it accepts only options that
+    all its steps take; any other is refused, naming the step that lacks it, before anything runs.
+    """
+    steps, _ = PLANS[args.plan]
+    parsed = []
+    for step in steps:
+        parser = actions.choices[step]
+        if len(steps) == 1:
+            parsed.append(parser.parse_args(args.options))
+            continue
+        if any(option in ("-h", "--help") for option in args.options):
+            print(f"idepth study run {args.plan}: runs {', then '.join(steps)}, each with the options given; the "
+                  f"options all of them take: {', '.join(_shared_options(actions, steps))} "
+                  f"(what each means: {'; '.join(f'idepth study {other} --help' for other in steps)})")
+            return 0
+        namespace, unknown = parser.parse_known_args(args.options)
+        if unknown:
+            raise ValueError(f"plan {args.plan!r}: {unknown[0]} is not an option of its step {step!r} "
+                             f"(run 'idepth study {step}' for it)")
+        parsed.append(namespace)
+    status = 0
+    for namespace in parsed:
+        status = max(status, namespace.func(namespace))
+    return status
 
 
 def _name_the_actions(subparsers, parser, actions) -> None:

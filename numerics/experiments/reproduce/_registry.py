@@ -8,6 +8,8 @@ from typing import Callable
 
 from theory.validation import check_choice
 
+from .._markdown import markdown_table
+
 #: contradicted: adequate measurements exclude the claim; inconclusive: ``reason`` says why; not judged: a scale
 #: whose numbers support no verdict (``Scale.judges_claims``), the measured status kept in ``measured_status``
 STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested", "not judged")
@@ -88,8 +90,7 @@ class Claim:
         if not self.table:
             return ""
         header, *rows = self.table
-        return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                         + ["| " + " | ".join(map(str, row)) + " |" for row in rows])
+        return "\n".join(markdown_table(header, rows))
 
     @property
     def mark(self) -> str:

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from .. import criteria
+from .._markdown import markdown_table
 from ._registry import INCONCLUSIVE_REASONS, REGISTRY, STATUSES, Claim, ClaimRegistry, ClaimSpec
 from ._verdicts import CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, evaluate_claims
 from .results import spectrum_label
@@ -22,19 +23,19 @@ __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "C
 
 
 def _scale_section(ctx, plan) -> list[str]:
-    lines = ["## Scale", "", f"Scale **{ctx.scale.name}**: {ctx.scale.description}.", "",
-             "| family | model, task | d | N | P | k | depths L | seeds | spectra (a, b) | training |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = []
     for name in plan.families:
         f = ctx.family(name)
         lr = "default" if f.learning_rate is None else f"{f.learning_rate:g}"
         frozen = f"; frozen {', '.join(f.frozen)}" if f.frozen else ""
         init = "; init " + ", ".join(f"{k} = {v}" for k, v in f.init) if f.init else ""
-        lines.append(
-            f"| {name} | {f.model}, {f.task} | {f.d} | {f.N} | {f.P} | {f.k if f.task == 'difficult' else '—'} | "
-            f"{', '.join(map(str, f.depths))} | {len(f.seeds)} | {', '.join(spectrum_label(a, b) for a, b in f.spectra)} | "
-            f"Adam {lr}, {f.schedule}, {f.max_steps} steps × batch {f.batch_size}, {f.eval_size} held-out contexts"
-            f"{init}{frozen} |")
+        rows.append((name, f"{f.model}, {f.task}", f.d, f.N, f.P, f.k if f.task == "difficult" else "—",
+                     ", ".join(map(str, f.depths)), len(f.seeds), ", ".join(spectrum_label(a, b) for a, b in f.spectra),
+                     f"Adam {lr}, {f.schedule}, {f.max_steps} steps × batch {f.batch_size}, {f.eval_size} held-out "
+                     f"contexts{init}{frozen}"))
+    lines = ["## Scale", "", f"Scale **{ctx.scale.name}**: {ctx.scale.description}.", ""]
+    lines += markdown_table(("family", "model, task", "d", "N", "P", "k", "depths L", "seeds", "spectra (a, b)",
+                             "training"), rows)
     lines += ["", f"Monte Carlo: oracle bounds with {ctx.scale.bound_contexts} contexts, linear floors with "
                   f"{ctx.scale.floor_samples} contexts × 4 queries (exact semi-analytic route where a = 0).", ""]
     return lines
@@ -139,13 +140,14 @@ def consistency_markdown(consistency) -> str:
     if not below:
         return text
     table = ["", f"The {len(below)} paper values below what any non-negative mixture of softmax heads over exact cosine "
-                 "similarity (optimal temperatures and gains) reaches at the sizes stated — unattainable there:", "",
-             "| source | (a, b) | d | P | paper value | best mixture ± SE | × paper | SE above the paper | best single head |",
-             "|---|---|---|---|---|---|---|---|---|"]
+                 "similarity (optimal temperatures and gains) reaches at the sizes stated — unattainable there:", ""]
+    rows = []
     for r in below:
         _, margin = criteria.below_bound(float(r.paper_value), r.mixture, r.mixture_se)
-        table.append(f"| {r.source} | ({r.a:g}, {r.b:g}) | {r.d} | {r.P} | {r.paper_value} | {r.mixture:.4g} ± "
-                     f"{r.mixture_se:.2g} | {r.mixture / float(r.paper_value):.3g} | {margin:.0f} | {r.single_head:.4g} |")
+        rows.append((r.source, f"({r.a:g}, {r.b:g})", r.d, r.P, r.paper_value, f"{r.mixture:.4g} ± {r.mixture_se:.2g}",
+                     f"{r.mixture / float(r.paper_value):.3g}", f"{margin:.0f}", f"{r.single_head:.4g}"))
+    table += markdown_table(("source", "(a, b)", "d", "P", "paper value", "best mixture ± SE", "× paper",
+                             "SE above the paper", "best single head"), rows)
     return text.rstrip() + "\n" + "\n".join(table) + "\n"
 
 
@@ -200,10 +202,11 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
             lines += _claim_bullets(_claim_data(claim, {}))
         lines.append("")
     counts = verdict_counts(claims)
-    lines += [f"Verdicts: {counts_text(claims)}.", "", "| verdict | claims of the paper | the package's own contrasts |",
-              "|---|---|---|"] + [
-        f"| {status} | {len(counts['paper'][status])}: {', '.join(counts['paper'][status]) or '—'} | "
-        f"{len(counts['contrast'][status])}: {', '.join(counts['contrast'][status]) or '—'} |" for status in STATUSES] + [""]
+    lines += [f"Verdicts: {counts_text(claims)}.", ""]
+    lines += markdown_table(("verdict", "claims of the paper", "the package's own contrasts"), [
+        (status, f"{len(counts['paper'][status])}: {', '.join(counts['paper'][status]) or '—'}",
+         f"{len(counts['contrast'][status])}: {', '.join(counts['contrast'][status]) or '—'}") for status in STATUSES])
+    lines += [""]
     lines += [study_markdown.strip(), ""] if study_markdown else []
     lines += [consistency_markdown.strip(), ""] if consistency_markdown else []
     if figures:

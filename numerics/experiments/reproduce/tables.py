@@ -14,6 +14,7 @@ from typing import Callable
 
 from . import analysis
 from .. import criteria
+from .._markdown import markdown_table
 from .results import spectrum_label
 
 #: Table 4's columns that name the α window (:data:`~numerics.experiments.criteria.ALPHA_WINDOW`)
@@ -52,10 +53,8 @@ class Table:
 
     def markdown(self, heading: str = "###") -> str:
         """The table as Markdown (heading, table, notes)."""
-        lines = [f"{heading} {self.id}: {self.title}", "", "| " + " | ".join(self.columns) + " |",
-                 "|" + "|".join("---" for _ in self.columns) + "|"]
-        for row in self.rows:
-            lines.append("| " + " | ".join(str(row.get(c, "")) for c in self.columns) + " |")
+        lines = [f"{heading} {self.id}: {self.title}", ""]
+        lines += markdown_table(self.columns, ([row.get(c, "") for c in self.columns] for row in self.rows))
         lines += ["", self.notes, ""]
         return "\n".join(lines)
 

@@ -23,11 +23,6 @@ def _num(value: float, se: float | None = None) -> str:
     return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
 
 
-def _code(text: str) -> str:
-    """``text`` as inline code: a formula with ``*`` and ``_`` that Markdown would otherwise read as emphasis."""
-    return f"`{text}`"
-
-
 def _bounded_text(value: float, lo: float, hi: float, grid=(ALPHA_GRID[0], ALPHA_GRID[-1])) -> str:
     """``value [lo, hi]`` with an end at the grid's edge written "unbounded"."""
     if not np.isfinite(value):
@@ -85,10 +80,6 @@ def _recipe_order(summaries) -> list:
 def _bounded(r) -> bool:
     """Whether ``r``'s α interval is narrower than the whole grid (else the gains do not bound α)."""
     return bool(np.isfinite(r.alpha) and (r.alpha_lo > ALPHA_GRID[0] or r.alpha_hi < ALPHA_GRID[-1]))
-
-
-def _interval(value: float, lo: float, hi: float) -> str:
-    return "–" if not np.isfinite(value) else f"{value:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
 def _alpha_text(r) -> str:

@@ -22,6 +22,7 @@ from numerics.models import chunk_size, get_model, head_average_params
 from numerics.models.heads import form_average_params
 from numerics.train import TrainingDiverged, evaluation_batch
 from theory import PowerLawSpectrum
+from theory.decomposition import decompose
 from theory.softmax_bounds import softmax_bounds
 
 from ...criteria import standard_error
@@ -33,8 +34,8 @@ from .cells import _done, export_cells, import_cells
 from .finished import candidates_dir, forget_finished, load_finished, save_finished
 from .plan import CellConfig, CertifiedPlan, eval_seed
 
-__all__ = ["CellResult", "SUMMARY_COLUMNS", "diverse_forms", "nested_params", "oracle_allocation", "run_cell", "run_certified_study",
-           "run_waves"]
+__all__ = ["CellResult", "SUMMARY_COLUMNS", "diverse_forms", "nested_params", "oracle_allocation", "run_cell",
+           "run_certified_study", "run_waves", "winner_decomposition"]
 
 #: the columns of a cell's ``summary``, a row per candidate (``step_share``: its share of the cell's steps)
 SUMMARY_COLUMNS = ("learning_rate", "steps", "doubled", "diverged", "R_select", "R_select_se", "R_report",
@@ -174,6 +175,34 @@ def _errors(model, params, batch) -> np.ndarray:
     return np.concatenate(out)
 
 
+def winner_decomposition(model, params, batch) -> dict:
+    """``A_L``, ``C_L`` and their standard errors of ``params`` on ``batch``: ``R_L = C_L + (A_L − C_L)/L``.
+
+    ``A_L`` is the mean loss of the per-layer predictors, ``C_L`` their mean cross term (eqs. 61-63;
+    :func:`theory.decomposition.decompose`); at L = 1, ``C_L`` is undefined (None). Fig. 6c/d draw them.
+
+    Examples
+    --------
+    >>> from numerics.tasks import sample
+    >>> model = get_model("nonlinear")
+    >>> params = model.init_params(4, 8, 2, np.random.default_rng(0))
+    >>> batch = sample("difficult", PowerLawSpectrum(0.0, 0.0, 4), 8, 64, np.random.default_rng(1))
+    >>> out = winner_decomposition(model, params, batch)
+    >>> sorted(out), out["A_L"] >= out["C_L"]
+    (['A_L', 'A_L_se', 'C_L', 'C_L_se'], True)
+
+    References
+    ----------
+    Paper eqs. (61)-(63).
+    """
+    chunk = chunk_size(model, params, batch)
+    layers = [np.asarray(model.forward(params, batch.slice(start, start + chunk)).layer_predictors, dtype=np.float64)
+              for start in range(0, batch.target.shape[0], chunk)]
+    dec = decompose(np.concatenate(layers, axis=1), np.asarray(batch.target, dtype=np.float64))
+    values = {"A_L": dec.A, "A_L_se": dec.A_se, "C_L": dec.C, "C_L_se": dec.C_se}
+    return {name: float(v) if np.isfinite(v) else None for name, v in values.items()}
+
+
 def _mean_se(errors: np.ndarray) -> tuple[float, float]:
     return float(errors.mean()), standard_error(errors)
 
@@ -183,7 +212,8 @@ def run_cell(cell: CellConfig) -> CellResult:
 
     Returns a :class:`CellResult`. ``metrics``: ``winner`` (the candidate of least selection-set loss
     among those neither doubling checks nor diverged), ``candidates`` (their labels, JSON), ``cpu_time``,
-    ``R_L`` and ``R_L_se`` (the winner's report-set loss). ``arrays``: ``summary`` (one row per
+    ``R_L`` and ``R_L_se`` (the winner's report-set loss), ``A_L``, ``C_L`` and their SEs (the winner's
+    :func:`winner_decomposition` on the report set, Fig. 6c/d). ``arrays``: ``summary`` (one row per
     candidate, :data:`SUMMARY_COLUMNS`), ``report_errors`` (candidates × report contexts, float32; with
     ``cell.report_block > 1``, the means of consecutive blocks of that many contexts),
     ``curve_<i>`` (trained candidates' selection-set curves), ``winner_<name>`` (the winner's weights).
@@ -236,7 +266,7 @@ def run_cell(cell: CellConfig) -> CellResult:
     arrays["report_errors"] = np.asarray(report_errors)
     metrics = {"winner": winner, "candidates": json.dumps([c.label for c in cell.candidates]),
                "R_L": float(summary[winner, 6]), "R_L_se": float(summary[winner, 7]),
-               "cpu_time": time.process_time() - started}
+               **winner_decomposition(model, winner_params, report), "cpu_time": time.process_time() - started}
     return CellResult(metrics=metrics, arrays=arrays)
 
 
