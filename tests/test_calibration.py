@@ -145,3 +145,15 @@ def test_the_estimated_cost_of_a_run_is_pinned(model, sizes, step_ms, run_second
     config = TrainConfig(model=model, task="difficult", max_steps=1000, eval_every=100, eval_size=1024, **sizes)
     assert step_milliseconds(config) == pytest.approx(step_ms, rel=rtol(ROUNDOFF))
     assert estimate_run_seconds(config) == pytest.approx(run_seconds, rel=rtol(ROUNDOFF))
+
+
+def test_the_busy_warning_counts_other_jobs_running_now_not_a_load_average_or_its_own_children(tmp_path):
+    """A job paused or finished a minute ago is not "busy" (the 1-minute average remembers it; the runnable
+    count does not), and the calibration's children are read after the count was taken."""
+    from numerics.experiments.reproduce.calibration import other_load
+
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("3.95 2.10 1.00 1/380 4242\n")  # a high average, but only this process runs
+    assert other_load(loadavg, samples=3, interval=0.0) == 0.0
+    loadavg.write_text("0.10 0.10 0.10 4/380 4242\n")  # three other processes running now
+    assert other_load(loadavg, samples=1) == 3.0

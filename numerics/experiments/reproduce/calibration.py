@@ -20,6 +20,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable
 
 from numerics.models import get_model
@@ -28,7 +29,8 @@ from ..execution import usable_cores
 from .plan import Plan, _duration, analysis_seconds, estimate_run_seconds, step_milliseconds
 
 __all__ = ["CALIBRATION_SIZES", "Calibration", "RunTiming", "calibrate", "calibrated_estimate", "format_estimate",
-           "machine_description", "measure_speeds", "run_shape", "simd_level", "time_runs", "timed_shapes"]
+           "machine_description", "measure_speeds", "other_load", "run_shape", "simd_level", "time_runs",
+           "timed_shapes"]
 
 #: the sizes whose steps are timed for an engine that has no timed run shape (:func:`measure_speeds`): fitting
 #: points of the cost model, flat spectra, float32
@@ -153,7 +155,8 @@ class Calibration:
         ``{"softmax": s, "linear": s}``: cost-model over measured CPU time, per engine (over its timed run
         shapes, or a few timed steps where it has none).
     load : float or None
-        The 1-minute load average; ``seconds``: the calibration's wall time.
+        Processes of other jobs running when the calibration began (:func:`other_load`); ``seconds``: the
+        calibration's wall time.
     runs : dict of tuple to RunTiming
         ``{run_shape(config): timing}`` of the shapes timed whole (empty when only steps were timed).
 
@@ -396,6 +399,7 @@ def calibrate(repeats: int = 3, timeout: float = 120.0, configs: Iterable = (), 
     >>> print(f"{c.speed:.1f}x on {c.machine}")  # doctest: +SKIP
     0.8x on 2 cores, AMD EPYC, AVX-512 (AVX512_ICL)
     """
+    load = other_load()  # before the children: they are this job's own load
     started = time.perf_counter()
     configs = list({config.content_hash(): config for config in configs}.values())  # each distinct run once
     shapes = timed_shapes(configs)
@@ -409,12 +413,38 @@ def calibrate(repeats: int = 3, timeout: float = 120.0, configs: Iterable = (), 
         [stepped] = _children([("measure_speeds", [int(repeats), {e: CALIBRATION_SIZES[e] for e in missing}])],
                               timeout)
         speeds.update(stepped)
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # pragma: no cover
-        load = None
     return Calibration(speeds={engine: speeds[engine] for engine in CALIBRATION_SIZES}, machine=machine_description(),
                        load=load, seconds=time.perf_counter() - started, runs=runs)
+
+
+def other_load(loadavg: str | os.PathLike = "/proc/loadavg", samples: int = 5, interval: float = 0.05) -> float | None:
+    """How many processes other than this one are running or ready to run now: the median over ``samples``
+    readings of the kernel's runnable count (``/proc/loadavg``'s fourth field, less this process).
+
+    Unlike the 1-minute load average it does not remember a job that has just finished or been paused, nor
+    count the calibration's own children. Where the file does not exist: the 1-minute load average (or None).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "loadavg"
+    >>> _ = f.write_text("2.31 1.80 1.02 3/412 9999")
+    >>> other_load(f, samples=1)
+    2.0
+    """
+    readings = []
+    for i in range(samples):
+        try:
+            text = Path(loadavg).read_text().split()
+        except OSError:
+            try:
+                return os.getloadavg()[0]
+            except (AttributeError, OSError):  # pragma: no cover
+                return None
+        readings.append(max(0, int(text[3].split("/")[0]) - 1))
+        if i + 1 < samples:
+            time.sleep(interval)
+    return float(sorted(readings)[len(readings) // 2])
 
 
 def _child_main(argv: list) -> None:
@@ -527,6 +557,6 @@ def format_estimate(plan: Plan, calibration: Calibration, workers: int, *, extra
             f"{calibration.seconds:.0f} s)")
     cores = usable_cores()
     if calibration.load is not None and calibration.load > 0.5 * cores:
-        line += (f"; the machine is busy (load average {calibration.load:.1f} on {cores} cores): "
-                 "other jobs slow it further")
+        line += (f"; the machine is busy ({calibration.load:g} processes of other jobs running on {cores} cores): "
+                 "they slow it further")
     return line
