@@ -14,6 +14,7 @@ import pytest
 
 from numerics.experiments.execution import Execution
 from numerics.experiments.recipes import GAIN_PARAMETERS, RECIPES, Recipe, register, unregister
+from numerics.experiments.scales import SCALES
 from numerics.experiments.setting import Setting
 from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
 from numerics.experiments.study.certified.table import collect, read_csv, write_csv
@@ -86,6 +87,8 @@ def test_the_shipped_recipes_keep_the_cells_they_hash_to():
     (lambda: Setting("linear", 0, 0).check("lazy", starts=("nested",)),
      "starts: recipe 'lazy' does not use the 'nested' start"),
     (lambda: Setting("transformer", 0, 0), "model must be one of"),
+    (lambda: dataclasses.replace(SCALES["smoke"].families["linear_difficult"], model="nonlinear"),
+     "gamma_star_init: the 'gamma_star' start applies only to model linear"),
     (lambda: Setting("nonlinear", -1, 0), "a must be a real number >= 0"),
     (lambda: register(Recipe("lazy", {"learning_rate": 1.0})), "recipe: the name 'lazy' is taken"),
     (lambda: unregister("lazy"), "name: 'lazy' is one of the package's recipes"),

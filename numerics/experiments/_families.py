@@ -10,6 +10,8 @@ from types import MappingProxyType
 
 from theory.validation import check_choice
 
+from .recipes import START_KINDS
+
 #: every family of runs a reproduction may need, with what it is for
 FAMILIES = MappingProxyType({
     "linear_easy": "linear attention, easy task (Figs. 3a-c, Table 2)",
@@ -95,6 +97,9 @@ class Family:
         object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
         if not self.spectra or not self.depths or not self.seeds:
             raise ValueError(f"family {self.name!r} needs at least one spectrum, depth and seed")
+        if self.gamma_star_init and self.model not in START_KINDS["gamma_star"]:
+            raise ValueError(f"gamma_star_init: the 'gamma_star' start applies only to model "
+                             f"{', '.join(START_KINDS['gamma_star'])}; family {self.name!r} has model {self.model!r}")
 
     def config(self, a: float, b: float, depth: int, seed: int):
         """The :class:`numerics.train.TrainConfig` of one run of this family.
