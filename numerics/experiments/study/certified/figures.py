@@ -107,7 +107,7 @@ def draw_answer_figure(summaries, path) -> Path:
         ax.set_xticks(L)
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_locator(ticker.NullLocator())
-        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
+        ax.yaxis.set_major_formatter(ticker.ScalarFormatter(useOffset=False))  # as many decimals as the ticks need
         contrast = _contrast(s, "g2/gLmax")
         a, b = s.setting[:2]
         interval = (f"[{contrast.lo:.2f}, {contrast.hi:.2f}]" if contrast is not None and contrast.resolved
@@ -144,7 +144,7 @@ def draw_certified_figure(summaries, path) -> Path:
         ax.set_xticks(L)
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_locator(ticker.NullLocator())
-        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
+        ax.yaxis.set_major_formatter(ticker.ScalarFormatter(useOffset=False))  # as many decimals as the ticks need
         ax.set_title(f"{_label(s.setting)}\n{s.verdict[0]}", fontsize=9)
         ax.set_xlabel("depth L")
         ax.set_ylabel("held-out loss")
