@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tolerances import ROUNDOFF
 
 from numerics.experiments.execution import Execution
 from numerics.experiments.study.certified import SUMMARY_COLUMNS, CertifiedPlan
@@ -123,13 +124,43 @@ def test_the_revised_sections_say_what_ran_and_what_did_not(revised):
     text = "\n".join(revised_sections(facts))
     assert "Not run yet: (0, 0) at L = 4" in text
     assert "| (0, 0) | 1, 2 | 4 |" in text
-    for heading in ("The L = 2 step at population scale", "The envelope against U_L", "Long caps"):
+    for heading in ("The L = 2 step at population scale", "The envelope against U_L", "Long caps",
+                    "The envelope's decomposition (Fig. 6c/d)"):
         assert heading in text
     assert facts["coverage"] == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4]}]
     assert {r["depth"] for r in facts["envelope"]} == {1, 2} and [r["depth"] for r in facts["long"]] == [2] * 4
     assert [(r["depth"], r["half"], r["full"]) for r in facts["long_doubling"]] == [(2, 15, 30)]
     assert revised_facts(rows, errors, CertifiedPlan(), root / "x" / "cells") is None
     assert revised_sections(None) == []
+
+
+def test_the_winners_decomposition_is_read_back_or_recomputed_from_their_weights_alike(revised, monkeypatch):
+    """A cell that stored its winner's A_L, C_L and one that did not (recomputed from the kept weights, on the
+    same report contexts) give the same numbers; they recompose the winner's report loss (eq. 63)."""
+    from numerics.experiments.study.certified import cells as cells_module
+    from numerics.experiments.study.certified.run import cell_decomposition
+
+    root, _ = revised
+    rows, errors = collect(root / "x" / "cells")
+    facts = revised_facts(rows, errors, TINY, root / "x" / "cells", population_contexts=2048)
+    decomposition = {r["depth"]: r for r in facts["decomposition"]}
+    assert set(decomposition) == {1, 2} and decomposition[1]["C"] is None
+    winner = next(r for r in rows if r.depth == 2 and r.selected)
+    d2 = decomposition[2]
+    recomposed = d2["C"]["value"] + d2["A_minus_C"]["value"] / 2
+    assert recomposed == pytest.approx(winner.R_L, rel=ROUNDOFF[np.float32])
+    stored = cell_decomposition(root / "x" / "cells", winner.cell, TINY.report_size)
+    real_read = cells_module.read_cell
+
+    def without_stored(path):
+        record, arrays = real_read(path)
+        record["metrics"] = {k: v for k, v in record["metrics"].items() if not k.startswith(("A_L", "C_L"))}
+        return record, arrays
+
+    monkeypatch.setattr(cells_module, "read_cell", without_stored)
+    recomputed = cell_decomposition(root / "x" / "cells", winner.cell, TINY.report_size)
+    for name in ("A_L", "C_L"):
+        assert recomputed[name] == pytest.approx(stored[name], rel=ROUNDOFF[np.float32]), name
 
 
 def test_a_paired_difference_is_judged_at_two_standard_errors():
@@ -166,6 +197,8 @@ def test_the_revised_page_and_its_facts_file_are_written_together(revised, tmp_p
     assert facts["coverage"][0]["done"] == [1, 2] and facts["plan"]["select_size"] == TINY.select_size
     assert (tmp_path / "figures" / "certified-revised.png").stat().st_size > 0
     assert "](figures/certified-revised.png)" in page
+    assert (tmp_path / "figures" / "certified-decomposition.png").stat().st_size > 0
+    assert "](figures/certified-decomposition.png)" in page
 
 
 def test_a_report_into_the_shipped_results_updates_the_answer_and_elsewhere_does_not(monkeypatch, tmp_path):

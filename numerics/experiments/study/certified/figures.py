@@ -16,7 +16,8 @@ from ...criteria import GAIN_LAW_MAX_CHI2_DOF
 from ._format import RECIPE_LABELS, _bounded, _contrast, _label, _recipe_order
 from .statistics import ALPHA_GRID
 
-__all__ = ["draw_answer_figure", "draw_certified_figure", "draw_recipe_figure", "draw_revised_figure"]
+__all__ = ["draw_answer_figure", "draw_certified_figure", "draw_decomposition_figure", "draw_recipe_figure",
+           "draw_revised_figure"]
 
 
 def _panels(n: int, width: float, height: float, margin: float, **options):
@@ -167,8 +168,6 @@ def draw_revised_figure(facts: dict, path) -> Path | None:
     -----
     No example: it writes a figure (``tests/test_certified_revised.py``).
     """
-    from matplotlib import ticker
-
     spectra = sorted({(r["a"], r["b"]) for r in facts["envelope"]})
     if not spectra:
         return None
@@ -188,13 +187,26 @@ def draw_revised_figure(facts: dict, path) -> Path | None:
                         marker=markers.get(r["start"], "x"), alpha=0.4 + 0.6 * (steps.index(r["steps"]) + 1) / len(steps),
                         color="C1" if r["start"] == "cold" else "C2",
                         label=f"long cap: {r['start']} lr={r['learning_rate']:g}, S={r['steps']}")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(L)
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        _depth_axis(ax, L)
         ax.set_title(f"(a, b) = ({a:g}, {b:g})", fontsize=9)
-        ax.set_xlabel("depth L")
         ax.set_ylabel("loss − U_L (paired)")
+    return _save_with_legend(fig, axes, path, "below 0: a trained model beats the theory's best construction U_L; "
+                                              "error bars: ± one paired SE (report contexts)")
+
+
+def _depth_axis(ax, L) -> None:
+    """Depths on a log-2 axis, labelled as numbers."""
+    from matplotlib import ticker
+
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(L)
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_locator(ticker.NullLocator())
+    ax.set_xlabel("depth L")
+
+
+def _save_with_legend(fig, axes, path, title: str) -> Path:
+    """One legend below the panels (each label once, two a row), ``title`` above them; the figure saved."""
     handles, labels = [], []
     for ax in axes.flat:
         for h, label in zip(*ax.get_legend_handles_labels()):
@@ -204,8 +216,38 @@ def draw_revised_figure(facts: dict, path) -> Path | None:
     legend = 0.2 + 0.2 * ((len(labels) + 1) // 2)  # inches: two legend entries a row
     height = 3.2 * axes.shape[0] + 0.3 + legend
     fig.set_size_inches(fig.get_size_inches()[0], height)
-    fig.suptitle("below 0: a trained model beats the theory's best construction U_L; error bars: ± one paired SE "
-                 "(report contexts)", fontsize=9)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout(rect=(0, legend / height, 1, 1 - 0.3 / height))
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
     return save_figure(fig, path)
+
+
+def draw_decomposition_figure(facts: dict, path) -> Path | None:
+    """The winners' ``C_L`` and ``A_L − C_L`` per depth (eq. 63; the paper's Fig. 6c/d), per spectrum.
+
+    The c/L law needs both flat in L; the dotted line holds ``A_L − C_L`` at its L = 2 value. Error bars:
+    ± one SE over seeds. None (nothing drawn) without a depth ≥ 2 done.
+
+    Notes
+    -----
+    No example: it writes a figure (``tests/test_certified_revised.py``).
+    """
+    rows = [r for r in facts.get("decomposition", ()) if r["A_minus_C"] is not None]
+    spectra = sorted({(r["a"], r["b"]) for r in rows})
+    if not spectra:
+        return None
+    fig, axes = _panels(len(spectra), 4.2, 3.2, 0.0)
+    for ax, (a, b) in zip(axes.flat, spectra):
+        mine = [r for r in rows if (r["a"], r["b"]) == (a, b)]
+        L = np.array([r["depth"] for r in mine], dtype=float)
+        for key, label, color in (("A_minus_C", "A_L − C_L (layers' disagreement)", "C0"),
+                                  ("C", "C_L (shared error)", "C3")):
+            ax.errorbar(L, [r[key]["value"] for r in mine], yerr=[r[key]["se"] for r in mine], marker="o", capsize=3,
+                        color=color, label=label)
+        ax.axhline(mine[0]["A_minus_C"]["value"], color="C0", ls=":", lw=1,
+                   label="A_L − C_L held at its first depth (what c/L needs)")
+        _depth_axis(ax, L)
+        ax.set_title(f"(a, b) = ({a:g}, {b:g})", fontsize=9)
+        ax.set_ylabel("loss terms of eq. 63")
+    return _save_with_legend(fig, axes, path, "R*_L = C_L + (A_L − C_L)/L of the winners; error bars: ± one SE over "
+                                              "seeds")

@@ -29,7 +29,8 @@ from ._format import (
     _num,
     _recipe_order,
 )
-from .figures import draw_answer_figure, draw_certified_figure, draw_recipe_figure, draw_revised_figure
+from .figures import (draw_answer_figure, draw_certified_figure, draw_decomposition_figure, draw_recipe_figure,
+                      draw_revised_figure)
 from .plan import CertifiedPlan
 from .revised import FACTS, revised_facts, revised_sections
 from .statistics import (
@@ -53,6 +54,8 @@ FIGURE = "figures/certified-study.png"
 RECIPE_FIGURE = "figures/certified-recipes.png"
 ANSWER_FIGURE = "figures/certified-answer.png"
 REVISED_FIGURE = "figures/certified-revised.png"
+#: the revised plan's figure of the winners' A_L and C_L (eq. 63, Fig. 6c/d)
+DECOMPOSITION_FIGURE = "figures/certified-decomposition.png"
 VERDICTS = "certified-study.verdicts.json"
 #: the verdicts of the shipped study among the shipped results (the reproduction's central claim reads them)
 SHIPPED_VERDICTS = (VERDICTS,)
@@ -520,7 +523,9 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     compute = study_compute(cells_dir, contrasts_dir, plan)
     record = verdicts_record(summaries, plan, command=command)
     main = [s for s in summaries if plan.is_main(s.setting[0], s.setting[1], s.setting[5], s.setting[2])]
-    facts = revised_facts(rows, errors, plan, cells_dir)
+    if plan.version >= 2:
+        progress("the revised plan's facts: the L = 2 step on fresh contexts, the winners' A_L and C_L (cached)")
+    facts = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir)
     # the package's answer on the shipped (version-1) page, with the revised study's facts beside these results
     # (docs/results/certified-revised/) as package_answer reads them; a version-2 page reports its own sections
     revised_path = Path(out_dir) / REVISED_FACTS
@@ -546,4 +551,5 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     if facts is not None and facts["envelope"]:
         make_output_dir(out_dir / Path(REVISED_FIGURE).parent)
         draw_revised_figure(facts, out_dir / REVISED_FIGURE)
+        draw_decomposition_figure(facts, out_dir / DECOMPOSITION_FIGURE)
     return rows, summaries

@@ -8,17 +8,22 @@ Four questions, each answered from the exported cells (and, for the first, an in
   ``R*_L − U_L`` is paired on the same report contexts;
 * **long caps**: at the plan's ``long_caps`` cells, the cold and ``U_L`` starts trained for 24k and 48k
   steps against ``U_L`` (does any depth-4-32 model go below it?);
-* **coverage and cost**: which spectra and depths of the plan are done, and the CPU time of each part.
+* **coverage and cost**: which spectra and depths of the plan are done, and the CPU time of each part;
+* **the envelope's decomposition** (Fig. 6c/d): ``R*_L = C_L + (A_L − C_L)/L`` (eq. 63) of the winners, so
+  the c/L law's premise (``A_L − C_L`` and ``C_L`` constant in L) is seen on the best models found.
 
-Every ± is one standard error over the report set's blocks of the seed-averaged paired difference (the
-blocks are the same contexts in every cell of a spectrum, so depths and seeds are paired); it measures the
-context sampling of these trained models, not the spread of training over seeds (shown beside it).
+Every ± of a paired difference is one standard error over the report set's blocks of the seed-averaged
+difference (the blocks are the same contexts in every cell of a spectrum, so depths and seeds are paired); it
+measures the context sampling of these trained models, not the spread of training over seeds (shown beside
+it). The decomposition's ± is the SE over seeds (the spread of training).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -32,6 +37,8 @@ __all__ = ["FACTS", "PairedDifference", "population_step", "revised_facts", "rev
 
 #: the facts file a version-2 study writes beside its page (the answer reads it)
 FACTS = "certified-revised.json"
+#: report contexts on which a winner's A_L, C_L are computed where its cell did not store them
+DECOMPOSITION_CONTEXTS = 8192
 
 
 @dataclass(frozen=True)
@@ -163,13 +170,39 @@ def _difference(d: PairedDifference) -> dict:
     return {"value": d.value, "se": d.se, "per_seed": list(d.per_seed), "word": d.word()}
 
 
-def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17) -> dict:
+def _decomposition(cells_dir, cell_hash: str, contexts: int, cache_dir) -> dict:
+    """The winner's A_L, C_L of one cell (:func:`~.run.cell_decomposition`), cached under its hash and the code
+    that computes it (the decomposition and the models' forward passes)."""
+    import theory.decomposition
+
+    from numerics import models
+
+    from .predictions import cached
+    from .run import cell_decomposition, winner_decomposition
+
+    code = hashlib.sha256(Path(theory.decomposition.__file__).read_bytes()
+                          + Path(models.__file__).with_name("nonlinear.py").read_bytes()
+                          + inspect.getsource(winner_decomposition).encode()).hexdigest()
+    return cached(cache_dir, "decomposition", {"cell": cell_hash, "contexts": int(contexts), "code": code},
+                  lambda: cell_decomposition(cells_dir, cell_hash, contexts))
+
+
+def _over_seeds(values) -> dict:
+    """Mean over seeds, its SE over seeds (the spread of training), and the per-seed values."""
+    values = np.asarray(values, dtype=np.float64)
+    return {"value": float(values.mean()), "se": float(standard_error(values)), "per_seed": values.tolist()}
+
+
+def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17,
+                  decomposition_contexts: int = DECOMPOSITION_CONTEXTS, cache_dir=None) -> dict:
     """What a version-2 study measured, as a JSON-able dict (None for a version-1 plan).
 
     Keys: ``plan`` (sizes and seeds), ``coverage`` (per spectrum, depths done and not run yet), ``cpu_hours``
     (per part), ``steps`` (per spectrum with L = 1, 2 done: the envelope's step, the population step of
     ``U_L``'s heads on ``population_contexts`` fresh contexts, z), ``envelope`` (per spectrum and depth done:
-    ``R*_L − U_L`` paired) and ``long`` (per long-cap candidate: it minus ``U_L``, paired).
+    ``R*_L − U_L`` paired), ``long`` (per long-cap candidate: it minus ``U_L``, paired) and ``decomposition``
+    (per spectrum and depth done: the winners' ``A_L``, ``C_L`` and ``A_L − C_L``, eq. 63, over seeds, on
+    ``decomposition_contexts`` report contexts where the cell did not store them; cached in ``cache_dir``).
 
     Notes
     -----
@@ -181,7 +214,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
     facts = {"plan": {"version": plan.version, "select_size": plan.select_size, "report_block": plan.report_block,
                       "seeds": list(plan.seeds), "depths": list(plan.depths), "long_steps": list(plan.long_steps)},
              "coverage": _coverage(plan, cells), "cpu_hours": _cost(cells_dir, plan), "population_contexts":
-             population_contexts, "steps": [], "envelope": [], "long": [], "long_doubling": []}
+             population_contexts, "steps": [], "envelope": [], "long": [], "long_doubling": [], "decomposition": []}
     for (a, b, P, k), members in sorted(cells.items()):
         where = {"a": a, "b": b}
         seeds = [s for s in plan.seeds if (1, s) in members and (2, s) in members]
@@ -200,6 +233,15 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
             if any(h is None for h in heads):
                 continue
             winners = [_pick(members[L, s], lambda r: r.selected) for s in seeds]
+            parts = [_decomposition(cells_dir, w[0].cell, decomposition_contexts, cache_dir) for w in winners]
+            facts["decomposition"].append({**where, "depth": L, "contexts": min(p["contexts"] for p in parts),
+                                           "context_se": {"A": float(np.mean([p["A_L_se"] for p in parts])),
+                                                          "C": None if L == 1 else float(np.mean(
+                                                              [p["C_L_se"] for p in parts]))},
+                                           "A": _over_seeds([p["A_L"] for p in parts]),
+                                           "C": None if L == 1 else _over_seeds([p["C_L"] for p in parts]),
+                                           "A_minus_C": None if L == 1 else _over_seeds(
+                                               [p["A_L"] - p["C_L"] for p in parts])})
             d = PairedDifference.of([w[1] - h[1] for w, h in zip(winners, heads)])
             facts["envelope"].append({**where, "depth": L, "gap": _difference(d),
                                       "winners": [_candidate(w[0]) for w in winners]})
@@ -228,6 +270,40 @@ def _text(d: dict) -> str:
 
 def _seeds(d: dict) -> str:
     return ", ".join(f"{v:+.4f}" for v in d["per_seed"])
+
+
+def _over_seeds_text(d: dict | None) -> str:
+    return "–" if d is None else f"{d['value']:.4f} ± {d['se']:.4f}"
+
+
+def _decomposition_section(rows: list) -> list[str]:
+    """The winners' A_L, C_L and A_L − C_L by spectrum and depth, and how far A_L − C_L moves with the depth."""
+    contexts = sorted({r["contexts"] for r in rows})
+    lines = ["### The envelope's decomposition (Fig. 6c/d)", "",
+             "`R*_L = C_L + (A_L − C_L)/L` (eq. 63): `A_L` is the mean loss of the winner's layers taken one by one, "
+             "`C_L` the mean cross term of two different layers. The paper's c/L law is this identity with `A_L − C_L` "
+             "and `C_L` the same at every depth; where they move with L, `R*_L − plateau` is not c/L. Mean over seeds "
+             f"± SE over seeds (the spread of training), on {' or '.join(map(str, contexts))} report contexts per cell; "
+             "the last column is the levels' own sampling error over those contexts (the same contexts at every depth "
+             "and seed of a spectrum, so the depth-to-depth changes are far tighter than it).", ""]
+    lines += ["![the winners' C_L and A_L − C_L per depth, per spectrum](figures/certified-decomposition.png)", ""]
+    moves = []
+    for spectrum in sorted({(r["a"], r["b"]) for r in rows}):
+        gaps = [(r["depth"], r["A_minus_C"]["value"]) for r in rows if (r["a"], r["b"]) == spectrum and r["A_minus_C"]]
+        if len(gaps) >= 2:
+            (_, low), (_, high) = min(gaps, key=lambda g: g[1]), max(gaps, key=lambda g: g[1])
+            moves.append(f"({spectrum[0]:g}, {spectrum[1]:g}): {low:.3f}–{high:.3f} over L = {gaps[0][0]}–{gaps[-1][0]}")
+    if moves:
+        lines += ["`A_L − C_L` across the depths done (L ≥ 2): " + "; ".join(moves) + ".", ""]
+    lines += markdown_table(("spectrum", "L", "`A_L`", "`C_L`", "`A_L − C_L`", "`(A_L − C_L)/L`",
+                             "context SE of `A_L`, `C_L`"),
+                            [(f"({r['a']:g}, {r['b']:g})", r["depth"], _over_seeds_text(r["A"]), _over_seeds_text(r["C"]),
+                              _over_seeds_text(r["A_minus_C"]),
+                              "–" if r["A_minus_C"] is None else f"{r['A_minus_C']['value'] / r['depth']:.4f}",
+                              f"{r['context_se']['A']:.4f}, "
+                              + ("–" if r["context_se"]["C"] is None else f"{r['context_se']['C']:.4f}"))
+                             for r in rows]) + [""]
+    return lines
 
 
 def revised_sections(facts: dict | None) -> list[str]:
@@ -283,6 +359,8 @@ def revised_sections(facts: dict | None) -> list[str]:
                                 [(f"({r['a']:g}, {r['b']:g})", r["depth"], _text(r["gap"]), _seeds(r["gap"]),
                                   ", ".join(r["winners"]), f"**{r['gap']['word']}**") for r in facts["envelope"]])
         lines += [""]
+    if facts.get("decomposition"):
+        lines += _decomposition_section(facts["decomposition"])
     if facts["long"]:
         below = [r for r in facts["long"] if r["gap"]["word"] == "below"]
         lines += ["### Long caps: does any depth-4-32 model go below U_L?", "",

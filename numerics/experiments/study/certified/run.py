@@ -14,6 +14,7 @@ import functools
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from .cells import _done, export_cells, import_cells
 from .finished import candidates_dir, forget_finished, load_finished, save_finished
 from .plan import CellConfig, CertifiedPlan, eval_seed
 
-__all__ = ["CellResult", "SUMMARY_COLUMNS", "diverse_forms", "nested_params", "oracle_allocation", "run_cell",
+__all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "diverse_forms", "nested_params", "oracle_allocation", "run_cell",
            "run_certified_study", "run_waves", "winner_decomposition"]
 
 #: the columns of a cell's ``summary``, a row per candidate (``step_share``: its share of the cell's steps)
@@ -201,6 +202,34 @@ def winner_decomposition(model, params, batch) -> dict:
     dec = decompose(np.concatenate(layers, axis=1), np.asarray(batch.target, dtype=np.float64))
     values = {"A_L": dec.A, "A_L_se": dec.A_se, "C_L": dec.C, "C_L_se": dec.C_se}
     return {name: float(v) if np.isfinite(v) else None for name, v in values.items()}
+
+
+def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
+    """:func:`winner_decomposition` of an exported cell's winner on the first ``contexts`` of its report set's seed.
+
+    Read back from the cell's own record when its runner stored it (then on the whole report set), else
+    computed from the winner's weights (cells of plan version 2 keep them); ``ValueError`` naming the
+    cell when it has neither. The result has ``contexts``: how many report contexts it rests on.
+
+    Notes
+    -----
+    No example: it needs an exported cell (``tests/test_certified_revised.py``).
+    """
+    from .cells import read_cell
+    from .plan import Candidate
+
+    record, arrays = read_cell(Path(cells_dir) / f"{cell_hash}.npz")
+    metrics = record["metrics"]
+    cell = CellConfig.from_dict(record["config"])
+    if "A_L" in metrics:
+        return {name: metrics[name] for name in ("A_L", "A_L_se", "C_L", "C_L_se")} | {"contexts": cell.report_size}
+    weights = {name.removeprefix("winner_"): value for name, value in arrays.items() if name.startswith("winner_")}
+    if not weights:
+        raise ValueError(f"cell {cell_hash}: no winner weights (plan version {cell.version}) and no stored A_L")
+    template = cell.train_config(Candidate("cold", 1e-3, 1), None)
+    batch = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report"),
+                                               "eval_size": int(contexts)}))
+    return winner_decomposition(get_model(cell.model), weights, batch) | {"contexts": int(contexts)}
 
 
 def _mean_se(errors: np.ndarray) -> tuple[float, float]:
