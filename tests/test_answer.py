@@ -123,12 +123,16 @@ def test_the_revised_study_adds_its_sentence_when_its_facts_exist(tmp_path, answ
                                                           {"a": 0.0, "b": 0.5, "done": [], "todo": [1]}],
              "steps": [{"a": 0.0, "b": 0.0, "z": 2.5, "agrees": False}],
              "envelope": [{"gap": gap}, {"gap": {**gap, "word": "indistinguishable"}}],
-             "long": [{"gap": gap, "steps": 24000, "depth": 4}]}
+             "long": [{"gap": gap, "steps": 24000, "depth": 4}],
+             "decomposition": [{"a": 0.0, "b": 0.0, "depth": L, "A_minus_C": None if v is None else {"value": v}}
+                               for L, v in ((1, None), (2, 1.5), (4, 4.5))]}
     (results / "certified-revised" / "certified-revised.json").write_text(json.dumps(facts))
     text = package_answer(results).text
     assert "The revised certified study (2^16-context sets" in text and "(0, 0) at L = 1, 2, 4 (1 spectrum not yet)" in text
     assert "within 2 SE at 0 of 1 spectra" in text and "below U_L at 1 of 2 spectrum-depth pairs" in text
     assert "1 of 1 long-cap runs (24000 steps at L = 4) go more than 2 SE below U_L (by up to 0.0100 ± 0.0020" in text
+    assert "A_L − C_L (eq. 63; flat in L under the c/L law) spans a factor of 3.0–3.0 across the depths done at 1 " \
+           "spectrum (widest at (0, 0): 1.50–4.50)" in text
     if not (ROOT / "docs" / "results" / "certified-revised" / "certified-revised.json").is_file():
         assert "revised" not in answer.text
 

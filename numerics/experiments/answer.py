@@ -267,7 +267,24 @@ def revised_sentence(facts: dict) -> str:
                      "2 SE below U_L" + (f" (by up to {-deepest['gap']['value']:.4f} ± {deepest['gap']['se']:.4f}: "
                                          "there U_L is not the optimum, and its flat stretch not the optimum's)"
                                          if deepest else ""))
+    spans = _decomposition_spans(facts.get("decomposition", ()))
+    if spans:
+        (a, b), low, high = max(spans, key=lambda x: x[2] / x[1])
+        ratios = [h / lo for _, lo, h in spans]
+        parts.append(f"its winners' A_L − C_L (eq. 63; flat in L under the c/L law) spans a factor of "
+                     f"{min(ratios):.1f}–{max(ratios):.1f} across the depths done at {len(spans)} "
+                     f"{'spectrum' if len(spans) == 1 else 'spectra'} (widest at "
+                     f"({a:g}, {b:g}): {low:.2f}–{high:.2f})")
     return text + ("; ".join(parts) or "nothing to compare yet") + "."
+
+
+def _decomposition_spans(rows) -> list:
+    """Per spectrum with two depths ≥ 2 done: ((a, b), least, greatest) of the winners' mean A_L − C_L."""
+    by: dict = {}
+    for r in rows:
+        if r.get("A_minus_C") is not None:
+            by.setdefault((r["a"], r["b"]), []).append(r["A_minus_C"]["value"])
+    return [(spectrum, min(v), max(v)) for spectrum, v in sorted(by.items()) if len(v) >= 2 and min(v) > 0]
 
 
 def _power_of_two(n: int) -> str:
