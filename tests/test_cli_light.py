@@ -207,6 +207,7 @@ def test_study_run_lists_every_named_plan_and_runs_each_through_its_own_options(
 
 @pytest.mark.parametrize("argv, match", [
     (["study", "run", "nope"], "argument PLAN: invalid choice: 'nope'"),
+    (["study", "run"], "PLAN missing: one of certified, converged, regimes, defaults, plateaus"),
     (["study", "run", "plateaus", "--seeds", "3"], "plan 'plateaus': --seeds is not an option of its step "
                                                    "'consistency'"),
     (["study", "run", "defaults", "--out", "x.txt"], "--out"),

@@ -207,7 +207,7 @@ def _add_run(actions) -> None:
         description="Run one of the package's named plans. The options after PLAN are the plan's own; "
                     "'idepth study run PLAN --help' lists them. Plans:\n" + listing,
     )
-    run.add_argument("plan", metavar="PLAN", choices=tuple(PLANS), help=f"one of {', '.join(PLANS)}")
+    run.add_argument("plan", metavar="PLAN", nargs="?", choices=tuple(PLANS), help=f"one of {', '.join(PLANS)}")
     run.add_argument("options", nargs=argparse.REMAINDER, help="the plan's options")
     run.set_defaults(func=lambda args: run_plan(args, actions))
 
@@ -226,6 +226,8 @@ def run_plan(args, actions) -> int:
     A plan of several steps (``plateaus``) passes every option to each step, so it accepts only options that
     all its steps take; any other is refused, naming the step that lacks it, before anything runs.
     """
+    if args.plan is None:
+        raise ValueError(f"PLAN missing: one of {', '.join(PLANS)} (see idepth study run --help)")
     steps, _ = PLANS[args.plan]
     parsed = []
     for step in steps:
