@@ -202,7 +202,7 @@ def _add_run(actions) -> None:
     listing = "\n".join(f"  {name:<10} {summary} (idepth study {' then '.join(steps)})"
                          for name, (steps, summary) in PLANS.items())
     run = actions.add_parser(
-        "run", help=f"run a named plan: {', '.join(PLANS)}",
+        "run", help=f"run a named plan: {', '.join(PLANS)}", usage="idepth study run [-h] PLAN [OPTIONS]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run one of the package's named plans. The options after PLAN are the plan's own; "
                     "'idepth study run PLAN --help' lists them. Plans:\n" + listing,
