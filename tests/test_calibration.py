@@ -109,6 +109,20 @@ def test_timing_a_run_shape_measures_its_first_interval_and_each_further_one():
     assert timing.seconds(90) == pytest.approx(timing.first + 2 * timing.interval)
 
 
+def test_each_shortened_run_keeps_its_least_time_over_the_repeats(monkeypatch):
+    """One slow repeat (a page-fault storm, a busy neighbour) does not set the interval: the least time does."""
+    import numerics.train
+    from numerics.experiments.reproduce import calibration
+
+    clock = iter([0.0, 5.0, 10.0, 11.0,          # each timed run reads start, end: E steps take 5 s, then 1 s
+                  20.0, 22.0, 30.0, 39.0])       # 2E steps: 2 s, then 9 s (the warm-up run is not timed)
+    monkeypatch.setattr(numerics.train, "train", lambda config: None)
+    monkeypatch.setattr(calibration.time, "process_time", lambda: next(clock))
+    config = TrainConfig(model="nonlinear", d=4, N=4, P=8, depth=2, max_steps=90, eval_every=30, eval_size=32)
+    [timing] = calibration.time_runs([config], repeats=2)
+    assert (timing.first, timing.interval) == (1.0, 1.0)  # min(5, 1) and min(2, 9) - 1
+
+
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_every_registered_model_declares_the_cost_of_its_step(model):
     assert isinstance(get_model(model).STEP_COST, StepCost)

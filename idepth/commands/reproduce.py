@@ -56,7 +56,7 @@ def register(subparsers) -> None:
     parser.add_argument("--no-study", action="store_true",
                         help="skip the regime study and the consistency check (numerics.experiments.study)")
     parser.add_argument("--no-calibration", action="store_true",
-                        help="skip the timing (about 10 s) of shortened runs of the plan's costliest kinds of run "
+                        help="skip the timing (about 15 s) of shortened runs of the plan's costliest kinds of run "
                              "that gives the run-time estimate on this machine before training")
     parser.add_argument("--converged-table", metavar="CSV|run", default=None,
                         help="the converged-study table the softmax verdict and Tables 1, 4, 5 read, checked before "
