@@ -142,7 +142,8 @@ def test_the_winners_decomposition_is_read_back_or_recomputed_from_their_weights
 
     root, _ = revised
     rows, errors = collect(root / "x" / "cells")
-    facts = revised_facts(rows, errors, TINY, root / "x" / "cells", population_contexts=2048)
+    facts = revised_facts(rows, errors, TINY, root / "x" / "cells", population_contexts=2048,
+                          decomposition_contexts=TINY.report_size)  # the whole report set: the stored values
     decomposition = {r["depth"]: r for r in facts["decomposition"]}
     assert set(decomposition) == {1, 2} and decomposition[1]["C"] is None
     winner = next(r for r in rows if r.depth == 2 and r.selected)

@@ -75,21 +75,13 @@ def regime_config(
     )
     if regime in ("lazy", "lazy_long"):
         steps = s.lazy_steps if regime == "lazy" else s.lazy_long_steps
-        return TrainConfig(**common, **_recipe(recipes.LAZY), max_steps=steps, window=steps + s.eval_every)
+        return TrainConfig(**common, **recipes.LAZY.train_fields(), max_steps=steps, window=steps + s.eval_every)
     window = s.converged_steps + s.eval_every if s.converged_window is None else s.converged_window
-    recipe = _recipe(recipes.EQUAL_BUDGET)
+    recipe = recipes.EQUAL_BUDGET.train_fields()
     if s.converged_init != "lazy":  # the model's default initialisation
         recipe["init"] = {}
     return TrainConfig(**common, **recipe, max_steps=s.converged_steps, warmup_steps=s.converged_warmup, tol=1e-3,
                        window=window)
-
-
-def _recipe(recipe) -> dict:
-    """A recipe as ``TrainConfig`` keywords (``init`` a fresh dict)."""
-    fields = dict(recipe)
-    if "init" in fields:
-        fields["init"] = dict(fields["init"])
-    return fields
 
 
 def frozen_heads_control(

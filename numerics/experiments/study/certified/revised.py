@@ -202,7 +202,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
     ``U_L``'s heads on ``population_contexts`` fresh contexts, z), ``envelope`` (per spectrum and depth done:
     ``R*_L − U_L`` paired), ``long`` (per long-cap candidate: it minus ``U_L``, paired) and ``decomposition``
     (per spectrum and depth done: the winners' ``A_L``, ``C_L`` and ``A_L − C_L``, eq. 63, over seeds, on
-    ``decomposition_contexts`` report contexts where the cell did not store them; cached in ``cache_dir``).
+    ``decomposition_contexts`` contexts drawn with the report seed, the same in every cell; cached in ``cache_dir``).
 
     Notes
     -----
@@ -283,7 +283,8 @@ def _decomposition_section(rows: list) -> list[str]:
              "`R*_L = C_L + (A_L − C_L)/L` (eq. 63): `A_L` is the mean loss of the winner's layers taken one by one, "
              "`C_L` the mean cross term of two different layers. The paper's c/L law is this identity with `A_L − C_L` "
              "and `C_L` the same at every depth; where they move with L, `R*_L − plateau` is not c/L. Mean over seeds "
-             f"± SE over seeds (the spread of training), on {' or '.join(map(str, contexts))} report contexts per cell; "
+             f"± SE over seeds (the spread of training), on {' or '.join(map(str, contexts))} contexts drawn with the report "
+             "set's seed per cell; "
              "the last column is the levels' own sampling error over those contexts (the same contexts at every depth "
              "and seed of a spectrum, so the depth-to-depth changes are far tighter than it).", ""]
     lines += ["![the winners' C_L and A_L − C_L per depth, per spectrum](figures/certified-decomposition.png)", ""]

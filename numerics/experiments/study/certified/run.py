@@ -205,11 +205,12 @@ def winner_decomposition(model, params, batch) -> dict:
 
 
 def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
-    """:func:`winner_decomposition` of an exported cell's winner on the first ``contexts`` of its report set's seed.
+    """:func:`winner_decomposition` of an exported cell's winner on ``contexts`` contexts drawn with its report seed.
 
-    Read back from the cell's own record when its runner stored it (then on the whole report set), else
-    computed from the winner's weights (cells of plan version 2 keep them); ``ValueError`` naming the
-    cell when it has neither. The result has ``contexts``: how many report contexts it rests on.
+    Those contexts are the same in every cell of a spectrum (the seed and the data law fix them), so depths and
+    seeds stay paired. Asked for the whole report set, the value the runner stored is read back; otherwise (or
+    when it stored none) it is computed from the winner's weights, which cells of plan version 2 keep. A
+    ``ValueError`` names the cell when it has neither. The result has ``contexts``: how many it rests on.
 
     Notes
     -----
@@ -221,7 +222,7 @@ def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
     record, arrays = read_cell(Path(cells_dir) / f"{cell_hash}.npz")
     metrics = record["metrics"]
     cell = CellConfig.from_dict(record["config"])
-    if "A_L" in metrics:
+    if "A_L" in metrics and int(contexts) == cell.report_size:
         return {name: metrics[name] for name in ("A_L", "A_L_se", "C_L", "C_L_se")} | {"contexts": cell.report_size}
     weights = {name.removeprefix("winner_"): value for name, value in arrays.items() if name.startswith("winner_")}
     if not weights:
