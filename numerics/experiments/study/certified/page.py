@@ -384,8 +384,8 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
     check ran (``doubling_run``), the depths the verdict rests on (``checked_depths``, where it ran and passed)
     and why each other depth is excluded; the certificates run and those failed; the verdict's contrast
     (``primary``) and every contrast with its interval and α = 1 value; the gain-law fit's variants on the
-    checked depths; the envelope's α (reported only where ``fit_reported``); the envelope, bound and best-seed
-    curves; and each recipe's α, labelled as that recipe's finding
+    checked depths; the envelope's α (reported only where ``fit_reported``); the envelope (with its SE and the
+    paired SE of its gains ``R*_1 − R*_L``), bound and best-seed curves; and each recipe's α, labelled as that recipe's finding
     (:class:`~numerics.experiments.study.certified.statistics.RecipeAlpha`).
 
     Examples
@@ -411,7 +411,8 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
             "variants": [dataclasses.asdict(v) for v in s.variants],
             "alpha": s.alpha, "alpha_lo": s.alpha_lo, "alpha_hi": s.alpha_hi, "chi2": s.chi2, "dof": s.dof,
             "fit_reported": s.fit_reported,
-            "envelope": list(s.envelope), "bound": list(s.bound), "best_seed": list(s.best_seed),
+            "envelope": list(s.envelope), "envelope_se": list(s.envelope_se), "gains_se": list(s.gains_se),
+            "bound": list(s.bound), "best_seed": list(s.best_seed),
             "recipes": [{**dataclasses.asdict(r), "kind": "contrast", "finding": "that recipe's finding",
                          "fit_reported": r.fit_reported} for r in s.recipes],
             "crossover": s.crossover, "ranges": s.ranges,

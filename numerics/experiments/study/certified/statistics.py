@@ -123,7 +123,8 @@ class SettingSummary:
     """A setting's envelope with its errors, certificates, the recipe's curve and the gain-law fit.
 
     ``first_shortfall``: (B_1 − B_2) − (R*_1 − R*_2) with its paired SE, how much of the heads' first depth
-    gain the envelope misses (NaN without depth 2).
+    gain the envelope misses (NaN without depth 2). ``gains_se``: per depth, the paired bootstrap SE of the
+    envelope's gain ``R*_1 − R*_L`` (0 at L = 1).
 
     Notes
     -----
@@ -164,6 +165,7 @@ class SettingSummary:
     best_seed_ids: tuple = ()
     crossover: int | None = None
     range_contrasts: tuple = ()
+    gains_se: tuple = ()
 
     @property
     def ranges(self) -> list[dict]:
@@ -430,6 +432,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             contrasts=tuple(stats), ladder=ladder, variants=variants,
             best_seed=tuple(float(v) for v in curves["best seed"][0]), best_seed_ids=curves["best seeds"],
             crossover=crossover, range_contrasts=tuple(range_stats),
+            gains_se=tuple(diff_se(at["envelope", 1], at["envelope", L]) for L in depths),
         ))
     return out
 
