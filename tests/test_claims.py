@@ -5,8 +5,8 @@ the status is recomputed here from the raw runs of the store (``load_results`` /
 ``load_arrays``, each run found by its config's content hash), exactly as the claim's
 criterion text states it: means over seeds per depth, SE over seeds,
 ``theory.fit_depth_law`` fits, the linear floor of the reproduction's context (a theory
-input) and the primitives of :mod:`numerics.experiments.criteria`; the central claim from the
-converged-study CSV, read with the ``csv`` module and fitted here by its own profile. None of the report's
+input) and the primitives of :mod:`numerics.experiments.criteria`; the certified study's
+claims from its verdicts files, read with the ``json`` module. None of the report's
 ``_..._claim`` functions or the ``analysis.*_summary`` functions is used.
 
 The thresholds are read once, at import, and each criterion text is checked to state them;
@@ -154,41 +154,6 @@ def alpha_in_target(depths, values) -> bool:
 # ------------------------------------------------------------------------------------------- each claim
 
 
-def converged_groups(path: Path) -> dict:
-    """``{(a, b, k): {depth: [(gain, gain_se, converged), ...]}}`` of the main-width nonlinear rows of a study CSV."""
-    import csv
-
-    with open(path, newline="") as handle:
-        rows = [r for r in csv.DictReader(handle) if r["model"] == "nonlinear"]
-    widest: dict = {}
-    for r in rows:
-        key = (float(r["a"]), float(r["b"]), int(r["k"]))
-        widest[key] = max(widest.get(key, 0), int(r["N"]))
-    out: dict = {}
-    for r in rows:
-        key = (float(r["a"]), float(r["b"]), int(r["k"]))
-        if int(r["N"]) == widest[key]:
-            out.setdefault(key, {}).setdefault(int(r["depth"]), []).append(
-                (float(r["delta_R1"]), float(r["delta_R1_se"]), r["converged"] == "true"))
-    return out
-
-
-def gain_interval(depths, gains, ses) -> tuple[float, float]:
-    """Two-sigma interval of α in ``R_1 − R_L = c (1 − L^-α)``, ``c ≥ 0`` (Δχ² = 4, times χ²/dof when above 1)."""
-    grid = np.exp(np.linspace(np.log(0.01), np.log(10.0), 2001))
-    L, g, w = np.asarray(depths, float), np.asarray(gains, float), 1.0 / np.asarray(ses, float) ** 2
-    chi2 = []
-    for alpha in grid:
-        f = 1.0 - L ** -alpha
-        c = max(float(np.sum(w * f * g) / np.sum(w * f * f)), 0.0)
-        chi2.append(float(np.sum(w * (g - c * f) ** 2)))
-    chi2 = np.array(chi2)
-    dof = len(L) - 2
-    inflate = max(1.0, chi2.min() / dof) if dof > 0 else 1.0
-    inside = grid[chi2 <= chi2.min() + 4.0 * inflate]
-    return float(inside.min()), float(inside.max())
-
-
 @independent_check
 def inverse_depth_certified(raw, ran, ctx):
     """The central claim on the certified envelope, from the verdicts file's numbers read with ``json``."""
@@ -235,39 +200,38 @@ def inverse_depth_certified(raw, ran, ctx):
 
 @independent_check
 def inverse_depth(raw, ran, ctx):
-    """The central claim from the converged-study CSV (independent of the families run)."""
+    """The cold Adam 1e-3 recipe's finding, from the certified verdicts file read with ``json`` (independent of the
+    families run): its law fits (χ²/dof within the rule), its gain is resolved and its α interval meets the window."""
+    import json
+
+    from numerics.experiments.shipped import results_dir
     from theory.paper import paper_table
 
-    if ctx.converged is None:
-        return NOT_TESTED, "no table"
+    if ctx.envelopes is None:
+        return NOT_TESTED, "no certified study"
     wanted = ({(float(r["a"]), float(r["b"]), 2) for r in paper_table("table1")}
               | {(float(r["a"]), float(r["b"]), int(r["k"])) for r in paper_table("table4")})
-    groups = {key: by_depth for key, by_depth in converged_groups(ctx.converged.path).items() if key in wanted}
-    if not groups:
-        return NOT_TESTED, "no table"
+    records = {}
+    for name in ("certified-study.verdicts.json", "certified-revised/certified-study.verdicts.json"):
+        record = json.loads((results_dir() / name).read_text())
+        P = record["main"]["P"]
+        for x in record["settings"]:
+            key = (float(x["a"]), float(x["b"]), int(x["k"]))
+            complete = x["depths"] == x["planned_depths"]
+            # the revised study's setting replaces the first study's where it has run every planned depth
+            if x["P"] == P and key in wanted and (name.startswith("certified-study") or complete):
+                records[key] = next((r for r in x["recipes"] if r["name"] == "cold lr=0.001"), None)
+    found = {key: r for key, r in records.items() if r is not None}
+    if not found:
+        return NOT_TESTED, "no setting"
     passing, excluded = [], []
-    for key, by_depth in groups.items():
-        depths = sorted(by_depth)
-        means, ses = [], []
-        for L in depths:
-            values = np.array([v[0] for v in by_depth[L]])
-            within = np.array([v[1] for v in by_depth[L]])
-            n = len(values)
-            between = values.var(ddof=1) if n > 1 else 0.0
-            within_var = float(np.mean(np.square(within[np.isfinite(within)]))) if np.isfinite(within).any() else 0.0
-            means.append(values.mean())
-            ses.append(math.sqrt(max(between, within_var) / n))
-        resolved = means[-1] > SIGMAS * ses[-1]
-        lo, hi = gain_interval(depths[1:], means[1:], ses[1:])
-        meets = lo <= ALPHA_HI and hi >= ALPHA_LO
-        converged_all = all(v[2] for L in depths for v in by_depth[L])
-        if any(m < -SIGMAS * se for m, se in zip(means, ses)):
-            continue  # a depth worse than L = 1: a training failure, neither passing nor excluding
-        if resolved and meets:
-            passing.append(key)
-        if resolved and converged_all and not meets:
-            excluded.append(key)
-    ok = len(passing) == len(groups) == len(wanted)
+    for key, r in found.items():
+        fits = r["dof"] > 0 and r["chi2"] / r["dof"] <= criteria.GAIN_LAW_MAX_CHI2_DOF
+        resolved = r["gain"] > SIGMAS * r["gain_se"]
+        meets = r["alpha_lo"] <= ALPHA_HI and r["alpha_hi"] >= ALPHA_LO
+        if fits and resolved:
+            (passing if meets else excluded).append(key)
+    ok = len(passing) == len(found) == len(wanted)
     return _verdict(ok, bool(excluded)), f"passing {passing}, excluded {excluded}"
 
 
@@ -304,13 +268,14 @@ def lazy_contrast(raw, ran, ctx):
 
 @independent_check
 def shipped_rerun(raw, ran, ctx):
-    """Each re-trained shipped run within its own SE of the shipped R_L."""
-    if not ctx.converged_checks:
+    """Each re-trained shipped candidate within its own SE of the shipped selection-set loss."""
+    if not ctx.certified_checks:
         return NOT_TESTED, "no spot checks"
-    diffs = [(raw.metric(cfg, "R_L") - row["R_L"], row["R_L_se"]) for row, cfg in ctx.converged_checks if raw.done(cfg)]
+    diffs = [(raw.metric(cfg, "R_L") - row["R_select"], row["R_select_se"]) for row, cfg in ctx.certified_checks
+             if raw.done(cfg)]
     if not diffs:
         return NOT_TESTED, "no finished runs"
-    ok = all(abs(d) <= se for d, se in diffs) and len(diffs) == len(ctx.converged_checks)
+    ok = all(abs(d) <= se for d, se in diffs) and len(diffs) == len(ctx.certified_checks)
     return _verdict(ok, any(abs(d) > se for d, se in diffs)), f"differences {diffs}"
 
 
@@ -477,7 +442,7 @@ def paper_plateaus(consistency):
 
 #: what the report's evidence says when a claim is not tested for the given reason
 NOT_TESTED_EVIDENCE = {"not run": ("not run", "needs "), "no finished runs": ("no finished runs", "did not finish"),
-                       "no table": ("no converged-study table",), "no spot checks": ("no spot checks",),
+                       "no certified study": ("no certified study",), "no spot checks": ("no spot checks",),
                        "no resolvable spectrum with a fit": ("no fit",), "no spectrum with a > 0": ("a > 0",),
                        "consistency not run": ("was not run",), "no consistency rows": ("no consistency rows",),
                        "no verdicts file": ("no certified-study verdicts",),
@@ -532,11 +497,11 @@ def smoke(smoke_reproduction, tmp_path_factory):
 
 
 def _context(out, families=(), *, table=True, scale=SCALE):
-    """A fresh context like reproduce's: the shipped study tables (converged, certified) unless ``table`` is False."""
-    from numerics.experiments.reproduce.converged import load_table
+    """A fresh context like reproduce's: the shipped certified study unless ``table`` is False."""
+    from numerics.experiments.reproduce.envelope import load_envelopes
 
-    return ReproductionContext.open(scale, out, families=families, converged=load_table() if table else None,
-                                    converged_error="" if table else "not loaded",
+    return ReproductionContext.open(scale, out, families=families, envelopes=load_envelopes() if table else None,
+                                    envelopes_error="" if table else "not loaded",
                                     certified_verdicts=None if table else Path(out) / "no-certified-verdicts.json")
 
 
@@ -587,7 +552,7 @@ def test_a_claim_whose_families_were_not_run_is_not_tested_and_the_rest_follow_t
 
 
 def test_a_claim_with_no_finished_runs_is_not_tested(tmp_path):
-    ctx = _context(tmp_path, table=False)  # every family planned, nothing in the store, no converged table
+    ctx = _context(tmp_path, table=False)  # every family planned, nothing in the store, no certified study
     claims = evaluate_claims(ctx, None)
     statuses = independent_statuses(tmp_path, tuple(SCALE.families), ctx, None)
     assert disagreements(claims, statuses) == [], _explain(claims, statuses)
@@ -600,8 +565,8 @@ def test_every_criterion_text_states_the_threshold_the_check_uses(smoke):
     for claim_id in ("inverse_depth", "lazy_contrast", "context_updates"):
         assert f"[{ALPHA_LO}, {ALPHA_HI}]" in text[claim_id], claim_id
     assert f"< {100 * SETTLE:.0f} %" in text["lazy_contrast"]
-    assert "two-sigma" in text["inverse_depth"] and "two paired SE" in text["inverse_depth"] and SIGMAS == 2
-    assert "Birge" in text["inverse_depth"] and "worse than L = 1 by more than two paired SE" in text["inverse_depth"]
+    assert "two paired SE" in text["inverse_depth"] and SIGMAS == 2
+    assert f"χ²/dof ≤ {criteria.GAIN_LAW_MAX_CHI2_DOF:g}" in text["inverse_depth"]
     assert f"below {100 * EASY:g} %" in text["easy_softmax"]
     assert f"within {100 * FLOOR:.0f} %" in text["linear_floor"] and "finite-P floor" in text["linear_floor"]
     assert "two SE" in text["linear_floor"]

@@ -197,7 +197,7 @@ def test_study_run_lists_every_named_plan_and_runs_each_through_its_own_options(
         cli.main(["study", "run", "--help"])
     out = capsys.readouterr().out
     assert exit_.value.code == 0
-    assert set(PLANS) == {"certified", "converged", "regimes", "defaults", "plateaus"}
+    assert set(PLANS) == {"certified", "regimes", "defaults", "plateaus"}
     for name, (steps, _) in PLANS.items():
         assert re.search(rf"^  {name} .*\(idepth study {' then '.join(steps)}\)$", out, re.M), name
     with pytest.raises(SystemExit) as exit_:
@@ -207,7 +207,7 @@ def test_study_run_lists_every_named_plan_and_runs_each_through_its_own_options(
 
 @pytest.mark.parametrize("argv, match", [
     (["study", "run", "nope"], "argument PLAN: invalid choice: 'nope'"),
-    (["study", "run"], "PLAN missing: one of certified, converged, regimes, defaults, plateaus"),
+    (["study", "run"], "PLAN missing: one of certified, regimes, defaults, plateaus"),
     (["study", "run", "plateaus", "--seeds", "3"], "plan 'plateaus': --seeds is not an option of its step "
                                                    "'consistency'"),
     (["study", "run", "defaults", "--out", "x.txt"], "--out"),

@@ -75,7 +75,6 @@ def _commands(out: Path) -> dict:
     return {
         "reproduce": ["reproduce", "--scale", "smoke", "--out", str(out)],
         "study regime": ["study", "regime", "--scale", "smoke", "--out", str(out)],
-        "study converged": ["study", "converged", "--out", str(out)],
         "study defaults": ["study", "defaults", "--scale", "smoke", "--out", str(out / "defaults.json")],
         "study certified": ["study", "certified", "--out", str(out), "--store", str(out / "store"),
                             "--cells", str(out / "cells")],
@@ -86,7 +85,7 @@ def _commands(out: Path) -> dict:
 
 
 #: the sub-commands with --backend and --scheduler
-WITH_SCHEDULER = ("reproduce", "study regime", "study converged", "study certified", "study defaults", "sweep run")
+WITH_SCHEDULER = ("reproduce", "study regime", "study certified", "study defaults", "sweep run")
 
 
 def _one_line_error(argv, capsys) -> str:
@@ -131,14 +130,18 @@ def test_sweep_run_keeps_refusing_what_it_refused(tmp_path, capsys, options, nam
 
 
 def test_the_cli_hands_the_library_one_execution_of_its_flags(tmp_path, monkeypatch):
-    """``study converged``: backend, workers, scheduler, progress and store arrive as one Execution."""
-    from numerics.experiments.study import converged
+    """``study regime``: backend, workers, scheduler, progress and store arrive as one Execution."""
+    from types import SimpleNamespace
+
+    from numerics.experiments import study
 
     received = []
-    monkeypatch.setattr(converged, "run_converged", lambda out, **kwargs: received.append(kwargs) or ([], ""))
+    done = SimpleNamespace(regime_name="r", out_dir=tmp_path, figures=(), runs=0, wall_time=0.0)
+    monkeypatch.setattr(study, "run_study_sections", lambda scale, out, **kwargs: received.append(kwargs) or (
+        done, SimpleNamespace(n_below=0, rows=())))
     store = tmp_path / "store"
-    assert main(["study", "converged", "--out", str(tmp_path / "out"), "--store", str(store), "--backend", "dask",
-                 "--scheduler", SCHEDULER, "--workers", "3", "--no-progress"]) == 0
+    assert main(["study", "regime", "--scale", "smoke", "--out", str(tmp_path / "out"), "--store", str(store),
+                 "--backend", "dask", "--scheduler", SCHEDULER, "--workers", "3", "--no-progress"]) == 0
     assert received[0]["execution"] == Execution("dask", workers=3, scheduler=SCHEDULER, progress=False,
                                                  store_dir=store)
 

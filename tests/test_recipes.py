@@ -10,7 +10,6 @@ import pytest
 from numerics.experiments import recipes
 from numerics.experiments.scales import SCALES
 from numerics.experiments.study import regime_config
-from numerics.experiments.study.converged import ConvergedPlan, RunSpec
 from numerics.train import TrainConfig
 
 
@@ -25,15 +24,15 @@ def test_quick_softmax_families_are_the_regime_studys_runs_hash_for_hash(family,
         assert cfg.content_hash() == study.content_hash(), (family, cfg.a, cfg.b, cfg.depth, cfg.seed)
 
 
-def test_the_quick_spot_checks_retrain_with_the_converged_studys_recipe():
-    """The shipped converged runs that the quick reproduction re-trains use the study's recipe, field by field."""
-    from numerics.experiments.reproduce.converged import load_table, spot_check_configs
+def test_the_quick_spot_checks_retrain_with_the_certified_studys_recipe():
+    """The shipped certified candidates that the quick reproduction re-trains use the cells' recipe, field by field
+    (its step cap and rate are the candidate's own)."""
+    from numerics.experiments.reproduce.envelope import spot_check_configs
 
-    plan = ConvergedPlan()
-    (row, cfg), = spot_check_configs(load_table(), [(0.0, 0.0, 2, 32, 1, 0)])
-    first = plan.config(RunSpec("nonlinear", cfg.a, cfg.b, cfg.N, cfg.depth, cfg.seed, cfg.k), plan.base_steps)
-    for field in recipes.CONVERGED_STUDY:
-        assert getattr(cfg, field) == getattr(first, field), field
+    for row, cfg in spot_check_configs(SCALES["quick"].certified_checks):
+        for field, value in recipes.CONVERGED_STUDY.items():
+            expected = {"max_steps": row["steps"], "learning_rate": row["learning_rate"]}.get(field, value)
+            assert getattr(cfg, field) == expected, field
 
 
 def test_every_recipe_is_made_of_train_config_fields():

@@ -226,7 +226,6 @@ def test_paper_scale_puts_softmax_at_the_inferred_sizes_and_linear_at_table3s():
         sizes = (fam.d, fam.N, fam.P)
         assert sizes == ((128, 128, 1024) if fam.model == "linear" else (16, 32, 64)), name
     assert "Dask cluster" in plan.format(2)
-    assert get_scale("paper").runs_converged_study and not get_scale("quick").runs_converged_study
 
 
 def test_paper_scale_description_states_the_cost_the_plan_prints():
@@ -236,7 +235,7 @@ def test_paper_scale_description_states_the_cost_the_plan_prints():
 
     plan = make_plan("paper")
     stated = float(re.search(r"≈ ([\d ]+) core-hours", get_scale("paper").description).group(1).replace(" ", ""))
-    assert set(plan.study_seconds) == {"regime study", "converged study"}
+    assert set(plan.study_seconds) == {"regime study"}  # the certified study is read, never trained here
     assert stated == pytest.approx(plan.total_seconds / 3600, rel=0.05)
     assert plan.total_seconds / 3600 / 16 <= 24
     assert "all together" in plan.format(16, backend="dask")
@@ -244,7 +243,7 @@ def test_paper_scale_description_states_the_cost_the_plan_prints():
 
 
 def test_quick_scale_puts_softmax_at_the_inferred_sizes_and_rechecks_shipped_runs():
-    from numerics.experiments.reproduce.converged import load_table, spot_check_configs
+    from numerics.experiments.reproduce.envelope import spot_check_configs
     from numerics.experiments.scales import INFERRED_SOFTMAX_SIZES
 
     scale = get_scale("quick")
@@ -253,8 +252,9 @@ def test_quick_scale_puts_softmax_at_the_inferred_sizes_and_rechecks_shipped_run
         family = scale.families[name]
         assert (family.d, family.N, family.P) == inferred, name
     assert scale.study.sizes == ((inferred[0], inferred[2], inferred[1]),)  # (d, P, N): the same runs
-    checks = spot_check_configs(load_table(), scale.converged_checks)
-    assert [cfg.depth for _, cfg in checks] == [1, 8] and all(cfg.d == inferred[0] for _, cfg in checks)
+    checks = spot_check_configs(scale.certified_checks)
+    assert [cfg.depth for _, cfg in checks] == [1, 2] and all(cfg.d == inferred[0] for _, cfg in checks)
+    assert all((cfg.N, cfg.P) == (inferred[1], inferred[2]) for _, cfg in checks)
 
 
 def test_at_quick_scale_a_claim_reading_a_family_below_the_paper_sizes_is_not_judged(tmp_path):
@@ -399,10 +399,10 @@ def drawn(smoke, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("redrawn")
     shutil.copytree(smoke.out_dir / "store", out / "store")
-    from numerics.experiments.reproduce.converged import load_table
+    from numerics.experiments.reproduce.envelope import load_envelopes
 
-    ctx = ReproductionContext.open(smoke.plan.scale, out, families=smoke.plan.families, converged=load_table(),
-                                   converged_error="")  # the shipped table, as reproduce reads it
+    ctx = ReproductionContext.open(smoke.plan.scale, out, families=smoke.plan.families, envelopes=load_envelopes(),
+                                   envelopes_error="")  # the shipped certified study, as reproduce reads it
     kept, save = {}, plot_module.save
     plot_module.save = lambda ctx_, fig, artefact_id: (kept.__setitem__(artefact_id, fig), save(ctx_, fig, artefact_id))[1]
     try:
@@ -548,7 +548,7 @@ def test_the_report_opens_with_a_conclusion_on_each_central_claim_from_its_verdi
     assert sections[0] == "## Conclusions", sections[:3]
     opening = report.split("## Conclusions", 1)[1].split("\n## ", 1)[0]
     claims = {c.id: c for c in smoke.claims}
-    # what one training recipe finds (the converged study) is a contrast, not a central claim of the paper
+    # what one training recipe finds (cold, Adam 1e-3 in the certified study) is a contrast, not a central claim of the paper
     assert set(CENTRAL_CLAIMS) >= {"inverse_depth_certified", "linear_easy", "linear_floor"}
     assert "inverse_depth" not in CENTRAL_CLAIMS
     for claim_id, topic in CENTRAL_CLAIMS.items():
@@ -596,7 +596,7 @@ def test_the_report_prints_numbers_not_numpy_reprs(smoke):
             assert fragment not in text, (path.name, fragment, text[max(text.find(fragment) - 200, 0):][:300])
 
 
-def test_the_converged_verdicts_per_spectrum_numbers_are_one_table(smoke):
+def test_the_recipe_contrasts_per_setting_numbers_are_one_table(smoke):
     claim = {c.id: c for c in smoke.claims}["inverse_depth"]
     report = smoke.report.read_text(encoding="utf-8")
     assert claim.table and len(claim.table) >= 2
@@ -686,15 +686,14 @@ def test_a_legend_over_data_is_detected_and_moved_below_the_panel():
     plt.close(fig)
 
 
-def test_fig1_names_the_training_regime_of_each_panel_and_that_the_converged_panel_is_one_recipes_finding(drawn):
+def test_fig1_names_the_training_regime_of_each_panel_and_that_the_middle_panel_is_the_certified_envelope(drawn):
     from numerics.experiments.reproduce.report import CLAIM_FIGURES
 
     _, built, kept = drawn
     titles = [ax.get_title() for ax in kept["fig1"].axes]
     assert len(titles) == 3
-    assert "CONVERGED TRAINING" in titles[1] and "one recipe's finding, not the verdict" in titles[1]
-    assert "that recipe's finding, not the regime of the verdict" in built["fig1"].caption
-    assert "judged on the certified study" in built["fig1"].caption
+    assert "CERTIFIED ENVELOPE" in titles[1] and "the best loss each depth reaches" in titles[1]
+    assert "on which the inverse-depth law is judged" in built["fig1"].caption
     assert "LAZY CONTRAST" in titles[2] and "not the paper's regime" in titles[2]
     assert "fig1" in CLAIM_FIGURES["inverse_depth"] and "fig1" in CLAIM_FIGURES["lazy_contrast"]
-    assert "converged study" in built["fig1"].caption and "lazy-training contrast" in built["fig1"].caption
+    assert "certified envelope" in built["fig1"].caption and "lazy-training contrast" in built["fig1"].caption

@@ -1,7 +1,7 @@
 """``idepth reproduce`` fails early and speaks plainly.
 
-* a malformed ``--converged-table`` is refused before any training: exit 2, one line naming the file and what
-  is wrong (missing file, empty file, wrong columns, a cell that does not parse);
+* shipped certified results that cannot be read (verdicts that disagree with their cells, or written by an
+  older package) leave the claims that read them NOT TESTED, naming why; nothing is trained for them;
 * after Ctrl-C: one line saying how to continue (the same command; the finished runs stay in the store),
   exit 130, nothing half-written;
 * at the smoke scale, whose numbers mean nothing, every claim reads "NOT JUDGED (smoke scale)" in the printed
@@ -31,9 +31,8 @@ from numerics.experiments import sweep as sweep_module
 from numerics.experiments.reproduce import get_scale, reproduce
 from numerics.experiments.reproduce._registry import STATUSES, as_reported
 from numerics.experiments.reproduce.context import ReproductionContext
-from numerics.experiments.reproduce.converged import SHIPPED_TABLE, load_table
+from numerics.experiments.reproduce.envelope import load_envelopes
 from numerics.experiments.reproduce.report import evaluate_claims
-from numerics.experiments.study.converged.table import CSV_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_RESULTS = ROOT / "docs" / "results"
@@ -42,8 +41,8 @@ FAST = ["--scale", "smoke", "--only", "fig6a", "--workers", "1", "--no-progress"
 #: the smoke-scale families of fig6a as a scale that does judge its claims (to see the verdicts a judged scale gives)
 JUDGED_SMOKE = dataclasses.replace(get_scale("smoke"), name="smoke-judged", judges_claims=True)
 #: the claims that read the shipped results, and the input each reads
-SHIPPED_CLAIMS = {"inverse_depth_certified": "certified study", "inverse_depth": "converged study",
-                  "shipped_rerun": "converged study"}
+SHIPPED_CLAIMS = {"inverse_depth_certified": "certified study", "inverse_depth": "certified study",
+                  "shipped_rerun": "certified study"}
 
 
 def _one_line(err: str) -> str:
@@ -72,67 +71,36 @@ def _no_training(monkeypatch):
     monkeypatch.setattr("numerics.experiments.reproduce.calibration.calibrate", refuse)
 
 
-# ------------------------------------------------------------------------------------------- the converged table
+# ------------------------------------------------------------------------------------------- the certified study
 
-def _shipped_rows(n: int = 3) -> list[str]:
-    return (SHIPPED_RESULTS / "converged-study.csv").read_text(encoding="utf-8").splitlines()[: n + 1]
-
-
-def _non_numeric_cell() -> str:
-    header, first, *rest = _shipped_rows()
-    cells = first.split(",")
-    cells[CSV_COLUMNS.index("R_L")] = "about 3"
-    return "\n".join([header, ",".join(cells), *rest]) + "\n"
+def _results_copy(root: Path) -> Path:
+    results = root / "results"
+    shutil.copytree(SHIPPED_RESULTS, results, ignore=shutil.ignore_patterns("certified", "figures", "expressible"))
+    return results
 
 
-MALFORMED = {
-    "missing file": (None, "converged-study table not found"),
-    "empty file": ("", "the file is empty"),
-    "wrong columns": ("model,a,b,loss\nnonlinear,0,0,1.0\n", "missing columns norm, k, d"),
-    "header only": (_shipped_rows()[0] + "\n", "a header and no rows"),
-    "non-numeric cell": (_non_numeric_cell(), "line 2: column R_L must hold a float; got 'about 3'"),
-    "short row": (_shipped_rows()[0] + "\nnonlinear,layer,0.0\n", "line 2: 3 cells where the header names"),
-    "bad boolean": ("\n".join(_shipped_rows(1)).replace(",true,", ",yes,") + "\n",
-                    "column converged must hold a bool ('true' or 'false'); got 'yes'"),
-}
-
-
-@pytest.mark.parametrize("case", list(MALFORMED))
-def test_a_malformed_converged_table_is_refused_before_any_training_with_one_line_and_exit_2(
-        tmp_path, capsys, monkeypatch, case):
-    text, fragment = MALFORMED[case]
-    table = tmp_path / "table.csv"
-    if text is not None:
-        table.write_text(text, encoding="utf-8")
-    _no_training(monkeypatch)
-    out = tmp_path / "out"
-    status = main(["reproduce", *FAST, "--converged-table", str(table), "--out", str(out)])
-    line = _one_line(capsys.readouterr().err)
-    assert status == 2, line
-    assert line.startswith("idepth reproduce: error: --converged-table:") and str(table) in line, line
-    assert fragment in line, line
-    assert not out.exists(), "nothing may be written for a malformed table"
-
-
-@pytest.mark.parametrize("case", [c for c, (text, _) in MALFORMED.items() if text is not None])
-def test_the_api_refuses_the_same_tables_before_writing_anything(tmp_path, monkeypatch, case):
-    """The run reads the table through the same reader (load_table) before it creates the output directory."""
-    text, fragment = MALFORMED[case]
-    table = tmp_path / "table.csv"
-    table.write_text(text, encoding="utf-8")
-    _no_training(monkeypatch)
+@pytest.mark.parametrize("case, fragment", [
+    ("a setting the cells do not hold", "is not in the cells (written from other cells?)"),
+    ("written by an older package", "lacks envelope_se"),
+])
+def test_certified_results_that_cannot_be_read_leave_their_claims_not_tested_naming_why(
+        outside_a_checkout, monkeypatch, case, fragment):
+    results = _results_copy(outside_a_checkout)
+    path = results / "certified-study.verdicts.json"
+    record = json.loads(path.read_text())
+    if case == "a setting the cells do not hold":
+        record["settings"][0]["P"] = 999
+    else:
+        for setting in record["settings"]:
+            del setting["envelope_se"]
+    path.write_text(json.dumps(record))
+    monkeypatch.setenv(shipped.RESULTS_VARIABLE, str(results))
     with pytest.raises(ValueError, match=re.escape(fragment)):
-        reproduce("smoke", "fig6a", tmp_path / "out", study=False, calibrate=False, converged_table=table,
-                  log=lambda text: None)
-    assert not (tmp_path / "out").exists()
-
-
-def test_a_well_formed_copy_of_the_shipped_table_reads_like_the_shipped_one(tmp_path):
-    copy = tmp_path / "converged-study.csv"
-    shutil.copy(SHIPPED_RESULTS / "converged-study.csv", copy)
-    mine, theirs = load_table(copy), load_table(SHIPPED_RESULTS / "converged-study.csv")
-    assert list(map(repr, mine.rows)) == list(map(repr, theirs.rows))  # repr: NaN cells compare equal
-    assert mine.provenance == {} and theirs.provenance["plan"]["d"] == 16  # no provenance beside the copy
+        load_envelopes()
+    result = reproduce(JUDGED_SMOKE, "fig6a", outside_a_checkout / "out", study=False, calibrate=False,
+                       log=lambda text: None)
+    claim = next(c for c in result.claims if c.id == "inverse_depth")
+    assert claim.status == "not tested" and fragment in claim.evidence, claim.evidence
 
 
 # ------------------------------------------------------------------------------------------- Ctrl-C
@@ -208,7 +176,7 @@ def test_the_not_judged_text_is_computed_from_the_scale(tmp_path):
     families = ("nonlinear_lazy",)
     claims = {}
     for scale in (dataclasses.replace(get_scale("smoke"), name="tiny"), JUDGED_SMOKE):
-        ctx = ReproductionContext.open(scale, tmp_path / scale.name, families=families, converged=load_table())
+        ctx = ReproductionContext.open(scale, tmp_path / scale.name, families=families, envelopes=load_envelopes())
         claims[scale.name] = {c.id: c for c in evaluate_claims(ctx)}
     assert {c.mark for c in claims["tiny"].values()} == {"NOT JUDGED (tiny scale)"}
     judged = claims["smoke-judged"]
@@ -221,14 +189,14 @@ def test_the_not_judged_text_is_computed_from_the_scale(tmp_path):
 
 def test_outside_a_checkout_without_the_variable_no_shipped_results_are_found(outside_a_checkout):
     from numerics.experiments.answer import package_answer
-    from numerics.experiments.reproduce.converged import sizes_section
+    from numerics.experiments.reproduce.envelope import sizes_section
     from numerics.experiments.study.certified.page import read_verdicts
 
     assert shipped.results_dir() is None
     message = shipped.not_found_message()
     assert "\n" not in message and f"set {shipped.RESULTS_VARIABLE}=" in message
     with pytest.raises(FileNotFoundError, match=shipped.RESULTS_VARIABLE):
-        load_table()
+        load_envelopes()
     with pytest.raises(ValueError, match=shipped.RESULTS_VARIABLE):
         read_verdicts()
     with pytest.raises(FileNotFoundError, match=shipped.RESULTS_VARIABLE):
@@ -238,20 +206,19 @@ def test_outside_a_checkout_without_the_variable_no_shipped_results_are_found(ou
 
 def test_outside_a_checkout_the_variable_points_every_reader_at_the_results(outside_a_checkout, monkeypatch):
     from numerics.experiments.answer import package_answer
-    from numerics.experiments.reproduce.converged import sizes_section
+    from numerics.experiments.reproduce.envelope import sizes_section
     from numerics.experiments.study.certified.page import read_verdicts
 
-    results = outside_a_checkout / "results"
-    shutil.copytree(SHIPPED_RESULTS, results, ignore=shutil.ignore_patterns("certified", "figures", "expressible"))
+    results = _results_copy(outside_a_checkout)
     monkeypatch.setenv(shipped.RESULTS_VARIABLE, str(results))
     assert shipped.results_dir() == results.resolve()
-    table = load_table()
-    assert table.path == results.resolve().joinpath(*SHIPPED_TABLE) and table.provenance["plan"]["d"] == 16
+    table = load_envelopes()
+    assert table.source == results.resolve() and table.summaries[0].d == 16
     assert read_verdicts()["main"] == json.loads((SHIPPED_RESULTS / "certified-study.verdicts.json").read_text())["main"]
     assert package_answer().text == package_answer(SHIPPED_RESULTS).text
     assert "| best (d, P) against B_1 |" in sizes_section(table, (128, 1024))
     ctx = ReproductionContext.open(JUDGED_SMOKE, outside_a_checkout / "out", families=("nonlinear_lazy",),
-                                   converged=table)
+                                   envelopes=table)
     claims = {c.id: c for c in evaluate_claims(ctx)}
     assert claims["inverse_depth_certified"].status != "not tested" and claims["inverse_depth"].status != "not tested"
 
@@ -271,7 +238,7 @@ def test_without_shipped_results_the_cli_says_where_to_point_the_variable_and_ex
     status = main(["reproduce", *FAST, "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 1
-    assert err[-1].startswith("idepth reproduce: converged study, certified study not read: ")
+    assert err[-1].startswith("idepth reproduce: certified study not read: ")
     assert err[-1].endswith(shipped.not_found_message())
     assert sum(shipped.not_found_message() in line for line in err) == 2  # before training, and at the end
     assert (out / "REPORT.md").is_file()
@@ -280,7 +247,7 @@ def test_without_shipped_results_the_cli_says_where_to_point_the_variable_and_ex
 def test_without_shipped_results_the_claims_that_read_them_are_not_tested_and_say_why(outside_a_checkout):
     result = reproduce(JUDGED_SMOKE, "fig6a", outside_a_checkout / "out", study=False, calibrate=False,
                        log=lambda text: None)
-    assert result.unavailable == ("converged study", "certified study")
+    assert result.unavailable == ("certified study",)
     mark = f"NOT TESTED ({shipped.NOT_FOUND_NOTE})"
     assert mark == "NOT TESTED (shipped results not found: set IDEPTH_RESULTS)"
     claims = {c.id: c for c in result.claims}
@@ -293,16 +260,15 @@ def test_without_shipped_results_the_claims_that_read_them_are_not_tested_and_sa
 
 
 def test_only_the_claims_whose_input_was_not_found_carry_the_note():
-    """A claim reads "not tested" with the note only when an input it reads is unavailable (a table given by
-    path, for instance, is not read from the shipped results)."""
+    """A claim reads "not tested" with the note only when an input it reads is unavailable."""
     from types import SimpleNamespace
 
     from numerics.experiments.reproduce._registry import Claim
 
     ctx = SimpleNamespace(scale=JUDGED_SMOKE, unavailable={"certified study": shipped.NOT_FOUND_NOTE})
-    converged = as_reported(Claim("inverse_depth", "p", "c", "not tested", "e", families=("converged study",)), ctx)
+    lazy = as_reported(Claim("lazy_contrast", "p", "c", "not tested", "e", families=("nonlinear_lazy",)), ctx)
     certified = as_reported(Claim("x", "p", "c", "not tested", "e", families=("certified study",)), ctx)
-    assert converged.mark == "NOT TESTED" and certified.mark == f"NOT TESTED ({shipped.NOT_FOUND_NOTE})"
+    assert lazy.mark == "NOT TESTED" and certified.mark == f"NOT TESTED ({shipped.NOT_FOUND_NOTE})"
 
 
 def test_one_module_says_where_the_shipped_results_live():

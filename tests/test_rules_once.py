@@ -48,8 +48,6 @@ NOT_RULES = {
     "study/certified/revised.py": {"DECOMPOSITION_CONTEXTS": "report contexts of a winner's A_L, C_L: a sample size"},
     "study/certified/targets.py": {"CORES": "the machine the hours target is stated for",
                                    "PLAN_SEEDS": "which seeds the time target counts: a plan size"},
-    "study/converged/statistics.py": {"PREDICT_SAMPLES": "Monte-Carlo contexts: a sample size",
-                                      "N_BOOTSTRAP": "bootstrap replicates: a sample size"},
 }
 EXPERIMENTS = ROOT / "numerics" / "experiments"
 
@@ -117,7 +115,7 @@ def test_the_scans_find_planted_violations():
 def test_the_scan_reads_the_package():
     sources = _sources()
     assert len(sources) > 80 and ROOT / "numerics" / "experiments" / "reproduce" / "analysis.py" in sources
-    assert {"ALPHA_WINDOW", "DEPTH_GAIN_THRESHOLD", "settles", "last_doubling", "is_converged", "training_failures",
+    assert {"ALPHA_WINDOW", "DEPTH_GAIN_THRESHOLD", "settles", "last_doubling", "checked_depths",
             "standard_error"} <= OWNED
 
 

@@ -6,8 +6,7 @@ the report is. Exit status (:data:`EXIT_STATUSES`): 0 when the report is written
 and every input was found; 1 when the report is written but the shipped results
 were not found (the claims that read them are NOT TESTED; one line on stderr says
 where to point ``IDEPTH_RESULTS``); 2 for bad input (unknown scale or artefact ID,
-an output directory that is a file or not writable, a missing or malformed
-``--converged-table``), one line on stderr before any training; 130 after Ctrl-C,
+an output directory that is a file or not writable), one line on stderr before any training; 130 after Ctrl-C,
 with one line saying how to continue (the same command: finished runs stay in the
 store, every file is written atomically).
 """
@@ -58,12 +57,6 @@ def register(subparsers) -> None:
     parser.add_argument("--no-calibration", action="store_true",
                         help="skip the timing (about 15 s) of shortened runs of the plan's costliest kinds of run "
                              "that gives the run-time estimate on this machine before training")
-    parser.add_argument("--converged-table", metavar="CSV|run", default=None,
-                        help="the converged-study table the softmax verdict and Tables 1, 4, 5 read, checked before "
-                             "any training (default: the shipped converged-study.csv, from a source checkout's "
-                             "docs/results or $IDEPTH_RESULTS; --scale paper: run); 'run' runs the converged study first into "
-                             "OUT/converged (resumable; ≈ 1.2 h for Table 1's spectra, ≈ 1.8 h for the whole table, "
-                             "on 2 cores)")
     parser.set_defaults(func=run)
 
 
@@ -77,7 +70,6 @@ def _argv(args: argparse.Namespace) -> list[str]:
     argv += ["--no-progress"] if getattr(args, "no_progress", False) else []
     argv += ["--no-study"] if args.no_study else []
     argv += ["--no-calibration"] if getattr(args, "no_calibration", False) else []
-    argv += ["--converged-table", args.converged_table] if args.converged_table else []
     return argv
 
 
@@ -91,21 +83,12 @@ def run(args: argparse.Namespace) -> int:
 
     get_scale(args.scale), parse_only(args.only)  # bad input first, then the output directory
     execution = execution_from_args(args)
-    table = args.converged_table
-    if table not in (None, "run"):  # the one reader the run uses; a malformed table stops here, before training
-        from numerics.experiments.reproduce.converged import load_table
-
-        try:
-            table = load_table(table)
-        except (FileNotFoundError, ValueError) as exc:
-            raise (FileNotFoundError if isinstance(exc, FileNotFoundError) else ValueError)(
-                f"--converged-table: {exc}") from None
     check_output_dir(args.out, "--out")
     command = command_line(_argv(args))
     try:
         result = reproduce(
             args.scale, args.only, args.out, execution=execution, study=False if args.no_study else None,
-            command=command, converged_table=table,
+            command=command,
             calibrate=not getattr(args, "no_calibration", False),
         )
     except KeyboardInterrupt:

@@ -9,9 +9,6 @@ A thin layer over :mod:`numerics.experiments.study`:
   -- the paper's nonlinear plateaus against the oracle bounds only;
 * ``idepth study sizes [--d 8,12,...] [--P 32,48,...] [--contexts N] [--seeds S] [--out DIR]``
   -- :func:`numerics.experiments.study.run_size_inference` (which (d, P) the paper's nonlinear plateaus imply);
-* ``idepth study converged [--out DIR] [--store DIR] [--spectra 'a,b;a,b'] [--base-steps S] [--report-only]``
-  -- :func:`numerics.experiments.study.converged.run_converged` (the softmax model trained to convergence at the
-  inferred sizes; one CSV row per run, its provenance, the docs page);
 * ``idepth study certified [--out DIR] [--store DIR] [--cells DIR] [--depths 1,2,4] [--backend local|dask] [--workers N]
   [--scheduler ADDR] [--report-only] [--contrast-depth L]`` (without ``--out``: a fresh directory, named on stderr)
   -- :func:`numerics.experiments.study.certified.run_certified_study` (the best loss each depth reaches, from
@@ -19,7 +16,7 @@ A thin layer over :mod:`numerics.experiments.study`:
 * ``idepth study defaults [--scale quick] [--out FILE] [--spectra 'a,b;a,b'] [--regimes ...]``
   -- :func:`numerics.experiments.study.make_softmax_defaults` (the file ``theory.predict_loss`` reads).
 
-``idepth study run PLAN [OPTIONS]`` runs a named plan (``certified``, ``converged``, ``regimes``, ``defaults``,
+``idepth study run PLAN [OPTIONS]`` runs a named plan (``certified``, ``regimes``, ``defaults``,
 ``plateaus`` = consistency then sizes) with that plan's options: one entry, one ``--help`` listing the plans.
 
 Exit status: 0 on success, 1 when training runs failed, 2 on bad input (one line on stderr).
@@ -97,31 +94,6 @@ def register(subparsers) -> None:
     sizes.add_argument("--no-progress", action="store_true", help="no progress output")
     sizes.set_defaults(func=run_sizes)
 
-    converged = actions.add_parser(
-        "converged", help="train the softmax model to convergence at the inferred sizes (d=16, P=64): R_L vs the bounds",
-        description="Every depth 1..128 of the seven Table 1 spectra (top-2) and of Table 4's rows (top-2 and top-16), "
-                    "3 seeds, N = 2d, plus L = 256, N = d and the RMSNorm model at (0, 0), and two spectra in no "
-                    "table of the paper, (1, 0.5) and (0.5, 1). Adam 1e-3, batch 256, warm-up and cosine decay over a "
-                    "first cap of 6000 steps. A run counts as converged when its held-out loss changed by less than "
-                    "its own SE over the last quarter of training; otherwise it is retrained with the step cap doubled. "
-                    "All runs of a spectrum share one held-out set (paired depth differences). Resumable: finished "
-                    "runs stay in the store. Writes DIR/converged-study.csv (one row per run), its .provenance.json, "
-                    "DIR/converged-study.md, its figures DIR/figures/converged-study-*.png (one per group of spectra, "
-                    "and C_L, A_L − C_L); bounds cached in DIR/cache. `idepth reproduce` reads the CSV.",
-    )
-    converged.add_argument("--out", metavar="DIR", default="docs/results", help="output directory (default docs/results)")
-    converged.add_argument("--store", metavar="DIR", default=None, help="sweep store (default DIR/store)")
-    converged.add_argument("--spectra", default=None, metavar="'a,b;a,b'",
-                           help="train only these spectra of the plan (the CSV still lists every finished run)")
-    converged.add_argument("--base-steps", type=int, default=None,
-                           help="first step cap (default: the plan's, 6000; a run not converged is retrained with it "
-                                "doubled)")
-    converged.add_argument("--seeds", type=int, default=None, help="seeds per point (default 3)")
-    converged.add_argument("--bound-contexts", type=int, default=8192, help="Monte-Carlo contexts per bound (default 8192)")
-    converged.add_argument("--report-only", action="store_true", help="no training: the page from DIR/converged-study.csv")
-    add_execution_flags(converged)
-    converged.set_defaults(func=run_converged_command)
-
     certified = actions.add_parser(
         "certified", help="the best loss each depth reaches (several starts, certificates) and the verdict on it",
         description="For every Table 1 spectrum at d=16, N=32, P=64, top-2 (5 seeds), and at P=128 (two spectra) "
@@ -186,7 +158,6 @@ def register(subparsers) -> None:
 #: the named plans of ``idepth study run PLAN``: each the study actions it runs, in order, and what it answers
 PLANS = {
     "certified": (("certified",), "the best loss each depth reaches (several starts, certificates) and the verdict"),
-    "converged": (("converged",), "the softmax model trained to convergence at the inferred sizes: R_L vs the bounds"),
     "regimes": (("regime",), "lazy vs converged training, frozen heads, separate models; then the paper's plateaus"),
     "defaults": (("defaults",), "the softmax defaults file read by theory.predict_loss(regime='calibrated')"),
     "plateaus": (("consistency", "sizes"), "the paper's nonlinear plateaus against the oracle bounds, then the "
@@ -310,42 +281,6 @@ def run_sizes(args) -> int:
                                           n_seeds=args.seeds, execution=execution)
     print(markdown)
     print(f"wrote {args.out}/sizes.md, sizes.json, figures/sizes_chi2.png")
-    return 0
-
-
-def run_converged_command(args) -> int:
-    """Run ``idepth study converged``."""
-    import dataclasses
-
-    from numerics.experiments.study.converged import ConvergedPlan, run_converged
-    from numerics.io import check_output_dir
-    from theory.validation import check_positive_int
-
-    plan = ConvergedPlan()
-    changes = {}
-    if args.base_steps is not None:
-        changes["base_steps"] = check_positive_int("--base-steps", args.base_steps)
-    if args.seeds is not None:
-        changes["seeds"] = tuple(range(check_positive_int("--seeds", args.seeds)))
-    plan = dataclasses.replace(plan, **changes)
-    check_positive_int("--bound-contexts", args.bound_contexts, minimum=16)
-    execution = execution_from_args(args)
-    spectra = None
-    if args.spectra is not None:
-        try:
-            spectra = [tuple(float(v) for v in part.split(",")) for part in args.spectra.split(";") if part.strip()]
-        except ValueError:
-            raise ValueError(f"--spectra must be 'a,b;a,b;...'; got {args.spectra!r}") from None
-        if not spectra or any(len(p) != 2 for p in spectra):
-            raise ValueError(f"--spectra must be 'a,b;a,b;...'; got {args.spectra!r}")
-    check_output_dir(args.out, "--out")
-    if args.store is not None:
-        check_output_dir(args.store, "--store")
-    command = "idepth study converged " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study converged"
-    rows, markdown = run_converged(args.out, plan=plan, execution=execution, report_only=args.report_only,
-                                   bound_contexts=args.bound_contexts, command=command.strip(), only_spectra=spectra)
-    print(markdown)
-    print(f"wrote {args.out}/converged-study.csv ({len(rows)} runs), converged-study.md, figures/converged-study-*.png")
     return 0
 
 

@@ -1,7 +1,7 @@
 """The decision rules of the experiments layer, written once (sympy) and evaluated from the numbers.
 
-Every "agrees", "between", "within", "settles", "gains from depth", "below the bound",
-"converged" or "training failure" in a table, the studies or ``REPORT.md`` is computed here,
+Every "agrees", "between", "within", "settles", "gains from depth", "below the bound"
+or "checked" (a depth whose step-doubling check ran and passed) in a table, the studies or ``REPORT.md`` is computed here,
 with the thresholds below; none is asserted by hand. :data:`AGREEMENT` is
 ``|m − r| <= z sqrt(s_m² + s_r²)`` with ``z`` = :data:`AGREEMENT_SIGMAS` (about 95 % for
 Gaussian errors), :data:`BETWEEN` ``lo − z s <= m <= hi + z s`` (Table 2: ζ <= alpha <= 2ζ),
@@ -37,10 +37,6 @@ __all__ = [
     "depth_gain",
     "classify_depth_dependence",
     "below_bound",
-    "TRAINING_FAILURE_SIGMAS",
-    "last_quarter_change",
-    "is_converged",
-    "training_failures",
     "standard_error",
     "mean_over_seeds",
     "EASY_TARGET",
@@ -72,8 +68,6 @@ DEPTH_GAIN_THRESHOLD = 1.10
 ALPHA_WINDOW = (0.85, 1.15)
 #: a value is "below the bound" when it is more than this many of the bound's standard errors under it
 BOUND_SIGMAS = 3.0
-#: a depth is a training failure when R_L is above R_1 by more than this many paired standard errors
-TRAINING_FAILURE_SIGMAS = 2.0
 #: the softmax easy-task target: final L = 1 loss below this fraction of the initial
 EASY_TARGET = 0.01
 #: the linear difficult-task target: plateau within this relative distance of the floor
@@ -367,53 +361,6 @@ def below_bound(value: float, bound: float, bound_se: float, sigmas: float = BOU
     """
     margin = (bound - value) / max(_se(bound_se), 1e-300)
     return bool(margin > sigmas), float(margin)
-
-
-def last_quarter_change(loss_curve: np.ndarray) -> float:
-    """``R(S) − R(3S/4)`` of a loss curve ``(n, 2)`` of (step, held-out loss): negative while still improving.
-
-    ``R(3S/4)`` is the evaluation at the first step ``>= 3S/4``.
-
-    Examples
-    --------
-    >>> last_quarter_change(np.array([[0, 5.0], [50, 3.0], [75, 2.5], [100, 2.4]]))
-    -0.10000000000000009
-    """
-    curve = np.asarray(loss_curve, dtype=np.float64).reshape(-1, 2)
-    steps, losses = curve[:, 0], curve[:, 1]
-    quarter = np.flatnonzero(steps >= 0.75 * steps[-1])[0]
-    return float(losses[-1] - losses[quarter])
-
-
-def is_converged(loss_curve: np.ndarray, se: float) -> bool:
-    """The converged study's rule: the held-out loss changed by less than its own SE over the last quarter.
-
-    Examples
-    --------
-    >>> curve = np.array([[0, 5.0], [50, 3.0], [75, 2.5], [100, 2.49]])
-    >>> is_converged(curve, 0.02), is_converged(curve, 0.005)
-    (True, False)
-    """
-    return abs(last_quarter_change(loss_curve)) < se
-
-
-def training_failures(depths: Sequence[int], gains: Sequence[float], ses: Sequence[float],
-                      sigmas: float = TRAINING_FAILURE_SIGMAS) -> tuple:
-    """Depths whose ``R_L`` is above ``R_1`` by more than ``sigmas`` paired SE (``gains`` are ``R_1 − R_L``).
-
-    A depth-L model expresses the L = 1 solution by repeating its layer (eqs. 59-60), so such a
-    run stopped at a worse point, whatever the convergence rule says: a training failure.
-
-    References
-    ----------
-    Paper eqs. (59)-(60).
-
-    Examples
-    --------
-    >>> training_failures([1, 2, 4], [0.0, 0.1, -0.5], [0.0, 0.01, 0.1])
-    (4,)
-    """
-    return tuple(int(L) for L, g, se in zip(depths, gains, ses) if g < -sigmas * se)
 
 
 def checked_depths(depths: Sequence[int], doubling: dict) -> tuple:

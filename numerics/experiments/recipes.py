@@ -4,10 +4,9 @@ A recipe is how a run is trained: the optimiser and schedule overrides (with the
 frozen parameters), the start kinds it may use, and, where the recipe fixes them, its step cap and stopping
 rule. A plan chooses only settings (:class:`~numerics.experiments.setting.Setting`), depths and seeds. The
 reproduction's families (:mod:`numerics.experiments.scales`), the regime study
-(:func:`numerics.experiments.study.regime_config`), the converged study
-(:class:`numerics.experiments.study.converged.ConvergedPlan`) and the certified study
+(:func:`numerics.experiments.study.regime_config`) and the certified study
 (:class:`numerics.experiments.study.certified.CertifiedPlan`, ``recipe=``) all read them from here, so a run
-that two of them name is one config with one content hash, trained once.
+that both name is one config with one content hash, trained once.
 
 A recipe is also a read-only mapping of its overrides (``LAZY["learning_rate"]``, ``TrainConfig(**recipe)``).
 ``init`` is a mapping of ``init_params`` options; ``frozen`` a tuple of parameter names. A recipe defined
@@ -220,8 +219,8 @@ LAZY = Recipe("lazy", dict(learning_rate=1e-4, schedule="constant", warmup_steps
 #: the lazy runs' initialisation (the regime study's ``converged`` regime with ``converged_init='lazy'``)
 EQUAL_BUDGET = Recipe("equal_budget", dict(learning_rate=1e-3, schedule="warmup_cosine", init=LAZY_INIT),
                       description="every parameter, one budget for every depth")
-#: the converged study's first attempt (its later attempts double ``max_steps``): every parameter, the model's
-#: default initialisation, Adam 1e-3, batch 256, 200 warm-up steps and cosine decay over 6000 steps, 16 evaluations
+#: the recipe of the retired converged study (its name stays: it is hashed into the certified cells): every
+#: parameter, the model's default initialisation, Adam 1e-3, batch 256, 200 warm-up steps and cosine decay over 6000 steps, 16 evaluations
 #: on 4096 held-out contexts. The certified study trains every candidate with it (its rates, caps and starts are the
 #: plan's: cold, the heads of B_L and U_L, diverse forms, nested copies)
 CONVERGED_STUDY = Recipe("converged_study", dict(learning_rate=1e-3, schedule="warmup_cosine", warmup_steps=200,

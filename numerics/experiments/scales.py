@@ -348,15 +348,9 @@ class Scale:
     study : StudyScale
         The regime study's budget (:mod:`numerics.experiments.study`), given this scale's
         ``name`` and ``bound_contexts`` so that the study and the reproduction share each bound.
-    converged_checks : tuple of (a, b, k, N, depth, seed)
-        Runs of the converged-study table that the reproduction re-trains from their configs
-        (:func:`numerics.experiments.reproduce.converged.spot_check_configs`).
-    runs_converged_study : bool
-        The reproduction runs the whole converged study into ``OUT/converged`` and reads that
-        table instead of the shipped one.
-    converged_plan : mapping or None
-        Fields of the :class:`numerics.experiments.study.converged.ConvergedPlan` that
-        ``converged_table='run'`` trains at this scale (None: the default plan).
+    certified_checks : tuple of (a, b, k, P, depth, seed, start, learning_rate, steps)
+        Cold-started candidates of the shipped certified study that the reproduction re-trains
+        from their cells (:func:`numerics.experiments.reproduce.envelope.spot_check_configs`).
     judges_claims : bool
         Whether a reproduction at this scale states verdicts; False where the numbers mean
         nothing (``smoke``): every claim then reads "not judged", its measured status kept.
@@ -383,9 +377,7 @@ class Scale:
     floor_samples: int = 4096
     needs_cluster: bool = False
     study: "StudyScale | None" = None
-    converged_checks: tuple = ()
-    runs_converged_study: bool = False
-    converged_plan: Mapping | None = None
+    certified_checks: tuple = ()
     judges_claims: bool = True
     softmax_claim_sizes: tuple | None = None
 
@@ -494,7 +486,7 @@ _LAZY = _family_recipe(recipes.LAZY, "lazy: gain W_o W_v W_y frozen at 1, Adam 1
                                      "W_q = W_k = √0.6 (I + 0.5 G/√N)")
 _CONVERGED = _family_recipe(recipes.EQUAL_BUDGET, "equal budget: every parameter trained, Adam 1e-3 with warm-up + "
                             "cosine decay, one step budget for every depth, same initialisation as the lazy runs (the "
-                            "converged study trains each depth to its own convergence rule)")
+                            "certified study trains each depth from several starts and keeps the best)")
 #: the sizes (d, N, P) of the softmax families at the quick and paper scales
 _SOFTMAX = tuple(INFERRED_SOFTMAX_SIZES[name] for name in ("d", "N", "P"))
 #: (d, P) below which a softmax family's numbers bear on no claim of the paper (Scale.softmax_claim_sizes)
@@ -519,17 +511,12 @@ def _smoke() -> Scale:
         _family("untied_values", 4, 4, 16, zero, (1, 2, 4), (0,), **lazy),
         _family("context_updates", 4, 4, 16, zero, (1, 2), (0,), **converged),
         _family("context_updates_k16", 4, 4, 32, zero, (1, 2), (0,), **converged),
-    ], bound_contexts=256, floor_samples=128, study=_STUDY_SMOKE, judges_claims=False,
-        # --converged-table run at smoke scale: a tiny converged study that exercises the path
-        converged_plan=MappingProxyType(dict(d=4, P=8, spectra=((0.0, 0.0), (0.5, 0.0)), table4_spectra=(),
-                                             depths=(1, 2, 4), deep_depths=(), seeds=(0, 1), contrast_spectrum=None,
-                                             batch_size=16, warmup_steps=2, base_steps=32, max_doublings=1,
-                                             eval_size=64, evals_per_run=4)))
+    ], bound_contexts=256, floor_samples=128, study=_STUDY_SMOKE, judges_claims=False)
 
 
 def _quick() -> Scale:
-    # the softmax families at the sizes the paper's nonlinear numbers imply (_SOFTMAX), where the converged study's
-    # shipped table (the verdict) was measured; nonlinear_lazy and nonlinear_converged are exactly the runs of the
+    # the softmax families at the sizes the paper's nonlinear numbers imply (_SOFTMAX), where the certified study
+    # (the verdict) was measured; nonlinear_lazy and nonlinear_converged are exactly the runs of the
     # regime study's quick scale (study.regime_config, batch 32): sharing the store trains them once
     lazy = dict(_LAZY, max_steps=1000, batch_size=32, eval_every=100, eval_size=1024)
     # context updates: the learned scalar m of M(m) must be able to move (paper: m ≈ −2.3 for top-16)
@@ -550,7 +537,7 @@ def _quick() -> Scale:
                 max_steps=1000, batch_size=64, eval_every=50, **_EASY),
         _family("nonlinear_lazy", *_SOFTMAX, ((0.0, 0.0), (0.0, 0.5), (0.5, 0.0)), depths, (0, 1, 2), **lazy),
         _family("nonlinear_converged", *_SOFTMAX, ((0.0, 0.0),), depths, (0, 1, 2), **converged),
-        # the appendix families (figs. 9, 10, 14; no verdict reads them) on the quick budgets: the converged study's
+        # the appendix families (figs. 9, 10, 14; no verdict reads them) on the quick budgets: the certified cells'
         # recipe (6000 steps x batch 256) made them half of the quick scale's training. Top-16 and untied values in
         # the lazy regime, as at the medium scale; the single stream with every parameter trained (equal budget):
         # with its gain frozen it stays near R_L = 7 at every depth
@@ -560,8 +547,9 @@ def _quick() -> Scale:
         _family("context_updates", 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,), **converged),
         _family("context_updates_k16", 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,), **converged),
     ], bound_contexts=8192, floor_samples=4096, study=_STUDY_QUICK,
-        # two shipped runs re-trained (L = 64 alone cost as much as both: 6000 steps x batch 256 at 64 layers)
-        converged_checks=((0.0, 0.0, 2, 32, 1, 0), (0.0, 0.0, 2, 32, 8, 0)), softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
+        # two shipped candidates re-trained: the recipe of every certified cell (cold, Adam 1e-3, 6000 steps) at L = 1, 2
+        certified_checks=((0.0, 0.0, 2, 64, 1, 0, "cold", 1e-3, 6000), (0.0, 0.0, 2, 64, 2, 0, "cold", 1e-3, 6000)),
+        softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
 
 
 def _medium() -> Scale:
@@ -601,8 +589,8 @@ def _paper() -> Scale:
     depths = (1, 2, 4, 8, 16, 32, 64, 128, 256)
     pairs = ((0.0, 0.0), (0.5, 0.5))
     return _scale("paper", "linear families at the paper's Table 3 sizes (d = 128, P = 1024), softmax families at "
-                  f"the inferred sizes (d = {d}, N = {N}, P = {P}), depths to 256 (linear: 64, 32): ≈ 370 "
-                  "core-hours by the cost model with the regime and converged studies, 87 % of them the linear "
+                  f"the inferred sizes (d = {d}, N = {N}, P = {P}), depths to 256 (linear: 64, 32): ≈ 365 "
+                  "core-hours by the cost model with the regime study, 87 % of them the linear "
                   "families at d = 128, i.e. ≈ 23 h on 16 cores: needs a Dask cluster", [
         # depths to 64: the L = 128 runs alone would cost more than all the rest
         _family("linear_easy", 128, 128, 1024, _TABLE2_SPECTRA, depths[:7], seeds, **linear),
@@ -618,7 +606,7 @@ def _paper() -> Scale:
         _family("untied_values", d, N, P, pairs, depths, seeds, **lazy),
         _family("context_updates", d, N, P, ((0.0, 0.0),), depths[:6], seeds, **converged),
         _family("context_updates_k16", d, N, P, ((0.0, 0.0),), depths[:6], seeds, **converged),
-    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_PAPER, runs_converged_study=True,
+    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_PAPER,
         softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
 
 

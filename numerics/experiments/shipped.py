@@ -1,7 +1,7 @@
 """Where the package's shipped study results live: the one answer to "which ``docs/results``?".
 
-The studies behind the softmax verdicts (the converged study's table, the certified study's
-verdicts, the size inference) cost hours to days, so the package reads the results a source
+The studies behind the softmax verdicts (the certified study's verdicts and cells, the size
+inference) cost hours to days, so the package reads the results a source
 checkout ships in ``docs/results`` instead of re-running them. A wheel does not carry that
 directory, so it is looked up here, in this order:
 

@@ -51,7 +51,7 @@ class ReproductionResult:
     """What :func:`reproduce` produced.
 
     ``unavailable``: the inputs read from the shipped results that were not found
-    (:mod:`numerics.experiments.shipped`), e.g. ``("converged study", "certified study")``;
+    (:mod:`numerics.experiments.shipped`), e.g. ``("certified study",)``;
     the claims that need them are not tested.
 
     Examples
@@ -97,7 +97,6 @@ def reproduce(
     study: bool | None = None,
     log: Callable[[str], object] | None = None,
     command: str | None = None,
-    converged_table: str | os.PathLike | None = None,
     calibrate: bool = True,
 ) -> ReproductionResult:
     """Regenerate the paper's figures and tables at ``scale`` and write ``OUT/REPORT.md``.
@@ -120,14 +119,6 @@ def reproduce(
         Receives the plan and progress lines (default: print to stderr).
     command : str, optional
         The command line recorded in the report.
-    converged_table : path, ConvergedTable or 'run', optional
-        The converged-study CSV (or the table :func:`~numerics.experiments.reproduce.converged.load_table`
-        read from it) the softmax verdict and Tables 1, 4, 5 read
-        (default: the shipped one; at ``scale='paper'``, ``'run'``: run the
-        study first into ``OUT/converged``, hours). A few of its runs are
-        re-trained (``Scale.converged_checks``). A given CSV is read and
-        checked (:func:`~numerics.experiments.reproduce.converged.load_table`)
-        before anything is written or trained.
     calibrate : bool
         Time shortened runs of the plan's costliest kinds of run first and
         log the estimate on this machine (:mod:`.calibration`).
@@ -136,10 +127,8 @@ def reproduce(
     ------
     ValueError
         Unknown scale or artefact ID, an execution naming its own store or
-        cache, a malformed ``converged_table``, ``IDEPTH_RESULTS`` naming no
-        directory -- before anything is written.
-    FileNotFoundError
-        No file at ``converged_table`` -- before anything is written.
+        cache, ``IDEPTH_RESULTS`` naming no directory, a scale's spot check
+        that names no shipped candidate -- before anything is written.
     NotADirectoryError, PermissionError
         ``out_dir`` is a file or not writable.
     KeyboardInterrupt
@@ -147,11 +136,11 @@ def reproduce(
 
     Notes
     -----
-    The shipped results (the converged study's table, the certified study's verdicts,
-    the size inference) are found through :mod:`numerics.experiments.shipped`: a source
+    The shipped results (the certified study's verdicts and cells, the size inference) are found through :mod:`numerics.experiments.shipped`: a source
     checkout's ``docs/results`` or ``IDEPTH_RESULTS``. Without them the run goes on, logs one
     line saying where to point the variable, and the claims that read them are NOT TESTED
-    with that reason; ``ReproductionResult.unavailable`` names them (``idepth reproduce``
+    with that reason (so are they, naming why, when the shipped certified verdicts cannot be
+    read: :func:`~numerics.experiments.reproduce.envelope.load_envelopes`); ``ReproductionResult.unavailable`` names them (``idepth reproduce``
     then exits with status 1).
 
     References
@@ -178,14 +167,10 @@ def reproduce(
             raise ValueError("reproduce keeps its runs in OUT/store and its cache in OUT/cache; "
                              f"got execution.{name}={str(getattr(execution, name))!r}")
     from ..shipped import NOT_FOUND_NOTE, not_found_message, results_dir
-    from .converged import ConvergedTable, load_table
 
     # what is read rather than trained is checked before anything is written or trained
-    if isinstance(converged_table, ConvergedTable) or converged_table is None or converged_table == "run":
-        given_table = converged_table if isinstance(converged_table, ConvergedTable) else None
-    else:
-        given_table = load_table(converged_table)
     shipped_found = results_dir() is not None
+    envelopes, envelopes_error, checks = _certified_inputs(scale, log) if shipped_found else (None, "", [])
     out = make_output_dir(out_dir)
     study = (only is None) if study is None else bool(study)
     command = command or "numerics.experiments.reproduce.reproduce(" + ", ".join(
@@ -197,21 +182,12 @@ def reproduce(
             f"≈ {plan.total_seconds / 3600 / execution.pool_size():.0f} hours")
 
     execution = dataclasses.replace(execution, store_dir=out / "store", cache_dir=out / "cache")
-    if converged_table is None and scale.runs_converged_study:
-        converged_table = "run"
     unavailable = {}
     if not shipped_found:  # the run goes on; the claims that read the shipped results say why they are not tested
-        unavailable = {name: NOT_FOUND_NOTE for name in ("converged study", "certified study")
-                       if name == "certified study" or converged_table is None}
+        unavailable = {"certified study": NOT_FOUND_NOTE}
+        envelopes_error = not_found_message()
         log(not_found_message())
 
-    def converged():
-        return _converged_table(scale, out, given_table if given_table is not None else converged_table,
-                                execution=execution, log=log, command=command)
-
-    checks = []
-    if converged_table != "run":  # only reads a table: its spot checks belong in the estimate
-        table, table_error, checks = converged()
     # the regime study's runs join the plan's in one sweep (the study then finds them in the store)
     study_configs = _study_configs(scale) if study else []
     costs = None
@@ -227,8 +203,6 @@ def reproduce(
             log(format_estimate(plan, calibration, execution.pool_size(), extra_configs=extra,
                                 backend=execution.backend, study=study))
             costs = calibrated_estimate(plan, calibration, extra)[2]
-    if converged_table == "run":
-        table, table_error, checks = converged()
     from ..sweep import Grid, run_sweep
 
     configs = list(plan.configs) + [cfg for _, cfg in checks] + study_configs
@@ -245,16 +219,16 @@ def reproduce(
     from .report import evaluate_claims, write_report
     from .tables import build_table
 
-    ctx = ReproductionContext.open(scale, out, families=plan.families, converged=table, converged_error=table_error,
-                                   converged_checks=checks, unavailable=unavailable)
+    ctx = ReproductionContext.open(scale, out, families=plan.families, envelopes=envelopes,
+                                   envelopes_error=envelopes_error, certified_checks=checks, unavailable=unavailable)
     study_md = consistency_md = ""
     consistency = None
     if study:
-        from .converged import sizes_section
+        from .envelope import sizes_section
         from .tables import PAPER_D, PAPER_P
 
         study_md, consistency_md, consistency = _study_sections(scale, out, execution=execution, log=log)
-        consistency_md = consistency_md.rstrip() + "\n\n" + sizes_section(table, (PAPER_D, PAPER_P))
+        consistency_md = consistency_md.rstrip() + "\n\n" + sizes_section(envelopes, (PAPER_D, PAPER_P))
     log(f"theory values for the artefacts: {ctx.prefetch(workers=execution.pool_size())} bounds and floors "
         "(Monte Carlo, cached) ...")
     figures, tables = [], []
@@ -274,35 +248,22 @@ def reproduce(
                               claims=claims, sweep=summary, wall_time=wall, unavailable=tuple(unavailable))
 
 
-def _converged_table(scale: Scale, out: Path, converged_table, *, execution, log, command) -> tuple:
-    """(table or None, why not, spot-check runs); ``converged_table``: a table already read, a path,
-    None (the shipped one) or ``'run'`` (trains the study first)."""
-    from .converged import ConvergedTable, load_table, spot_check_configs
+def _certified_inputs(scale: Scale, log) -> tuple:
+    """(envelopes or None, why not, spot-check runs) from the shipped certified study.
 
-    if converged_table == "run":
-        from ..study.converged import ConvergedPlan, run_converged
+    A shipped study that cannot be read leaves its claims NOT TESTED with the reason; a spot check that
+    cannot be rebuilt is an error in the scale (``ValueError``), raised before anything is written.
+    """
+    from .envelope import load_envelopes, spot_check_configs
 
-        plan = ConvergedPlan(**dict(scale.converged_plan or {}))
-        log(f"converged study (numerics.experiments.study.converged; {len(plan.runs())} runs, resumable; the default "
-            "plan takes hours on 2 cores) ...")
-        run_converged(out / "converged", plan=plan, command=command + " (its converged study)",
-                      execution=dataclasses.replace(execution, cache_dir=None),
-                      bound_contexts=scale.bound_contexts)
-        converged_table = out / "converged" / "converged-study.csv"
-    if isinstance(converged_table, ConvergedTable):
-        table = converged_table
-    else:
-        try:
-            table = load_table(converged_table)
-        except (FileNotFoundError, ValueError) as exc:
-            return None, str(exc), []
     try:
-        checks = spot_check_configs(table, scale.converged_checks)
-    except ValueError as exc:
-        return table, str(exc), []
+        envelopes = load_envelopes()
+    except (FileNotFoundError, ValueError) as exc:
+        return None, str(exc), []
+    checks = spot_check_configs(scale.certified_checks)
     if checks:
-        log(f"re-training {len(checks)} run(s) of {table.source_text()} to check it")
-    return table, "", checks
+        log(f"re-training {len(checks)} candidate(s) of the certified study to check it")
+    return envelopes, "", checks
 
 
 def _study_configs(scale: Scale) -> list:

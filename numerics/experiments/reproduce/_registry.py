@@ -212,12 +212,12 @@ def as_reported(claim: Claim, ctx) -> Claim:
     --------
     >>> from types import SimpleNamespace
     >>> from numerics.experiments.scales import get_scale
-    >>> ctx = SimpleNamespace(scale=get_scale("smoke"), unavailable={"converged study": "not found"})
-    >>> c = as_reported(Claim("x", "p", "c", "not tested", "e", families=("converged study",)), ctx)
+    >>> ctx = SimpleNamespace(scale=get_scale("smoke"), unavailable={"certified study": "not found"})
+    >>> c = as_reported(Claim("x", "p", "c", "not tested", "e", families=("certified study",)), ctx)
     >>> c.mark, c.measured_status
     ('NOT JUDGED (smoke scale)', 'not tested')
-    >>> quick = SimpleNamespace(scale=get_scale("quick"), unavailable={"converged study": "not found"})
-    >>> as_reported(Claim("x", "p", "c", "not tested", "e", families=("converged study",)), quick).mark
+    >>> quick = SimpleNamespace(scale=get_scale("quick"), unavailable={"certified study": "not found"})
+    >>> as_reported(Claim("x", "p", "c", "not tested", "e", families=("certified study",)), quick).mark
     'NOT TESTED (not found)'
     >>> small = as_reported(Claim("x", "p", "c", "inconclusive", "e.", families=("context_updates",)), quick)
     >>> small.mark, small.measured_status, small.evidence.split(": ")[1].split(",")[0]

@@ -513,7 +513,7 @@ def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Ite
     """(CPU seconds of the training runs, of the analysis after training, costs by hash) here.
 
     Each run costs :meth:`Calibration.run_seconds` (its shape's timing, or the cost model over its engine's
-    speed); ``extra_configs`` (the converged study's spot checks, the regime study's runs) are added, each
+    speed); ``extra_configs`` (the certified study's spot checks, the regime study's runs) are added, each
     distinct run once. The analysis (:func:`~numerics.experiments.reproduce.plan.analysis_seconds`, with the
     regime study and the consistency check when ``study``, default: when the plan is a whole reproduction) is
     ``{"parallel": s, "serial": s}``, divided by the calibration's mean speed.

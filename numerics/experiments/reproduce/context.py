@@ -32,13 +32,13 @@ class ReproductionContext:
         Finished runs of ``out_dir/store``.
     families : tuple of str
         Families run for this reproduction (others read as empty).
-    converged : ConvergedTable or None
-        The converged-study table (None: ``converged_error`` says why);
-        ``converged_checks``: its runs ``(row, config)`` re-trained here.
+    envelopes : EnvelopeTable or None
+        The certified study's current settings (None: ``envelopes_error`` says why);
+        ``certified_checks``: its candidates ``(row, config)`` re-trained here.
     certified_verdicts : path or None
         The certified study's verdicts file (None: the shipped one).
     unavailable : mapping of str to str
-        Inputs that could not be read (``"converged study"``, ``"certified study"``) and why;
+        Inputs that could not be read (``"certified study"``) and why;
         a claim of that family not tested carries the reason in its mark.
 
     References
@@ -59,24 +59,24 @@ class ReproductionContext:
     out_dir: Path
     results: StoreResults
     families: tuple = ()
-    converged: Any = None
-    converged_error: str = "not loaded"
-    converged_checks: tuple = ()
+    envelopes: Any = None
+    envelopes_error: str = "not loaded"
+    certified_checks: tuple = ()
     certified_verdicts: Any = None
     unavailable: Mapping = field(default_factory=dict)
     _memo: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, scale: Scale, out_dir, families: tuple = (), *, converged=None, converged_error: str = "not loaded",
-             converged_checks: tuple = (), certified_verdicts=None,
+    def open(cls, scale: Scale, out_dir, families: tuple = (), *, envelopes=None, envelopes_error: str = "not loaded",
+             certified_checks: tuple = (), certified_verdicts=None,
              unavailable: Mapping | None = None) -> "ReproductionContext":
         """Read ``out_dir/store`` and create ``figures/``, ``tables/`` and ``cache/``."""
         out_dir = Path(out_dir)
         for sub in ("figures", "tables", "cache"):
             (out_dir / sub).mkdir(parents=True, exist_ok=True)
         return cls(scale=scale, out_dir=out_dir, results=StoreResults(out_dir / "store"),
-                   families=tuple(families) or tuple(scale.families), converged=converged,
-                   converged_error=converged_error, converged_checks=tuple(converged_checks),
+                   families=tuple(families) or tuple(scale.families), envelopes=envelopes,
+                   envelopes_error=envelopes_error, certified_checks=tuple(certified_checks),
                    certified_verdicts=certified_verdicts, unavailable=dict(unavailable or {}))
 
     @property

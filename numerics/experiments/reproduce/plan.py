@@ -320,24 +320,17 @@ def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Pl
 def study_seconds(scale: str | Scale) -> dict:
     """Estimates (s, one core) of the studies a whole reproduction runs too.
 
-    The regime study and, if the scale runs it, the converged study.
+    The regime study (the certified study is read from the shipped results, never trained here).
 
     Examples
     --------
-    >>> sorted(study_seconds("paper"))
-    ['converged study', 'regime study']
     >>> list(study_seconds("quick"))
     ['regime study']
     """
-    from ..study.converged import ConvergedPlan
     from ..study.regimes import trained_configs
 
     scale = get_scale(scale)
-    out = {"regime study": sum(estimate_run_seconds(c) for c in trained_configs(scale.study).values())}
-    if scale.runs_converged_study:
-        plan = ConvergedPlan(**dict(scale.converged_plan or {}))
-        out["converged study"] = sum(estimate_run_seconds(plan.config(spec, plan.base_steps)) for spec in plan.runs())
-    return out
+    return {"regime study": sum(estimate_run_seconds(c) for c in trained_configs(scale.study).values())}
 
 
 #: CPU seconds of the analysis after training on the cost model's reference machine, fitted to the profile of a

@@ -12,13 +12,15 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from . import analysis
 from .. import criteria
 from .._markdown import markdown_table
 from .results import spectrum_label
 
 #: Table 4's columns that name the α window (:data:`~numerics.experiments.criteria.ALPHA_WINDOW`)
-CONVERGED_MEETS = "converged α interval meets [{:g}, {:g}]".format(*criteria.ALPHA_WINDOW)
+ENVELOPE_MEETS = "envelope α interval meets [{:g}, {:g}]".format(*criteria.ALPHA_WINDOW)
 LAZY_IN_WINDOW = "lazy α in [{:g}, {:g}]".format(*criteria.ALPHA_WINDOW)
 
 __all__ = ["Table", "BUILDERS", "build_table", "fmt", "fmt_bool"]
@@ -108,29 +110,30 @@ def _not_run(ctx, family_name: str) -> str:
     return f"not run at scale {ctx.scale.name}"
 
 
-def _converged(ctx, a: float, b: float, k: int):
-    """The converged study's summary of ``(a, b, k)``, or None."""
-    table = ctx.converged
+def _envelope(ctx, a: float, b: float, k: int):
+    """The certified study's summary of ``(a, b, k)`` at its main P, or None."""
+    table = ctx.envelopes
     if table is None or not table.has(float(a), float(b), int(k)):
         return None
-    return ctx.memo(("converged", float(a), float(b), int(k)), lambda: table.summary(float(a), float(b), int(k)))
+    return table.summary(float(a), float(b), int(k))
 
 
-def _converged_missing(ctx) -> str:
-    return "no converged-study table" if ctx.converged is None else "not in the converged study"
+def _envelope_missing(ctx) -> str:
+    return "no certified study" if ctx.envelopes is None else "not in the certified study"
 
 
 def _deepest_text(c) -> str:
     return f"{fmt(c.R[-1], c.R_se[-1])} (L = {c.depths[-1]})"
 
 
-def _converged_note(ctx) -> str:
-    if ctx.converged is None:
-        return f" Converged-study columns: none ({ctx.converged_error})."
-    return (f" Converged-study columns: {ctx.converged.source_text()}, {ctx.converged.sizes_text()}, every depth trained "
-            "until its own held-out loss settles (`numerics.experiments.study.converged`); R_L at the deepest depth "
-            "± SE over seeds and held-out contexts; α from the paired depth gains R_1 − R_L = c (1 − L^-α) with its "
-            "two-sigma profile interval (`numerics.experiments.reproduce.converged.fit_gain_law`).")
+def _envelope_note(ctx) -> str:
+    if ctx.envelopes is None:
+        return f" Certified-study columns: none ({ctx.envelopes_error})."
+    return (f" Certified-study columns: {ctx.envelopes.source_text()}, {ctx.envelopes.sizes_text()}: the envelope R*_L, "
+            "at each depth the best of several starts and recipes per seed, selected on one held-out set and "
+            "reported on another (`numerics.experiments.study.certified`), mean over seeds ± bootstrap SE over "
+            "contexts and seeds; α of the gain law R*_1 − R*_L = c (1 − L^-α), reported only where it fits "
+            f"(χ²/dof ≤ {criteria.GAIN_LAW_MAX_CHI2_DOF:g}); the verdict names the depths it rests on.")
 
 
 def _paper_rows(name: str):
@@ -147,8 +150,8 @@ def _sizes(family) -> str:
 def table1(ctx) -> Table:
     """Table 1 (eqs. 16, 47-54, 60): plateaus L0, softmax and linear attention."""
     lazy, linear = ctx.family("nonlinear_lazy"), ctx.family("linear_difficult")
-    columns = ("(a, b)", "paper softmax L0", "converged softmax R_L, deepest L", "converged R_L agrees with paper L0",
-               "converged α (2σ interval)", "lazy contrast: softmax L0", "oracle single head (lazy sizes)",
+    columns = ("(a, b)", "paper softmax L0", "certified envelope R*_L, deepest L", "envelope agrees with paper L0",
+               "certified verdict (depths it rests on)", "lazy contrast: softmax L0", "oracle single head (lazy sizes)",
                "lazy L0 agrees with paper", "paper linear L0", "theory linear floor (same d, P)",
                "measured linear plateau", "linear plateau agrees with theory floor")
     rows = []
@@ -157,19 +160,18 @@ def table1(ctx) -> Table:
         cells = {"(a, b)": spectrum_label(a, b), "paper softmax L0": raw["nonlinear_L0"],
                  "paper linear L0": raw["linear_L0"]}
         values = {"a": a, "b": b}
-        conv = _converged(ctx, a, b, 2)
-        if conv is not None:
-            agree = criteria.agrees(conv.R[-1], conv.R_se[-1], row["nonlinear_L0"])
-            cells["converged softmax R_L, deepest L"] = _deepest_text(conv)
-            cells["converged R_L agrees with paper L0"] = fmt_bool(agree)
-            cells["converged α (2σ interval)"] = (f"{conv.fit.alpha:.3g} {conv.fit.interval_text()}" if conv.fit
-                                                  else f"no fit ({conv.fit_reason})")
-            values.update(converged_R=float(conv.R[-1]), converged_R_se=float(conv.R_se[-1]),
-                          converged_depth=conv.depths[-1], converged_agrees=agree,
-                          converged_alpha=conv.fit.alpha if conv.fit else None)
+        env = _envelope(ctx, a, b, 2)
+        if env is not None:
+            agree = criteria.agrees(env.R[-1], env.R_se[-1], row["nonlinear_L0"])
+            cells["certified envelope R*_L, deepest L"] = _deepest_text(env)
+            cells["envelope agrees with paper L0"] = fmt_bool(agree)
+            cells["certified verdict (depths it rests on)"] = (
+                f"{env.verdict} ({', '.join(map(str, env.checked)) or 'none'})")
+            values.update(envelope_R=float(env.R[-1]), envelope_R_se=float(env.R_se[-1]),
+                          envelope_depth=env.depths[-1], envelope_agrees=agree, certified_verdict=env.verdict)
         else:
-            cells["converged softmax R_L, deepest L"] = _converged_missing(ctx)
-            cells["converged R_L agrees with paper L0"] = cells["converged α (2σ interval)"] = "n/a"
+            cells["certified envelope R*_L, deepest L"] = _envelope_missing(ctx)
+            cells["envelope agrees with paper L0"] = cells["certified verdict (depths it rests on)"] = "n/a"
         if _run_here(ctx, "nonlinear_lazy", a, b):
             s = analysis.nonlinear_summary(ctx, "nonlinear_lazy", a, b)
             L0, se = s.fit.value("L0"), s.fit.se("L0")
@@ -204,7 +206,7 @@ def table1(ctx) -> Table:
              "its softmax column fits d = 16, P ≈ 64 (`idepth study sizes`), its linear column d = 128, P ≈ 1024 "
              "(Table 3), so the paper's Table 1 most likely compares two columns measured at different sizes; see "
              "'Consistency with the paper'. Agreement: within two combined standard errors "
-             f"({criteria.AGREEMENT_SIGMAS:g} SE; the paper's values carry none)." + _converged_note(ctx))
+             f"({criteria.AGREEMENT_SIGMAS:g} SE; the paper's values carry none)." + _envelope_note(ctx))
     return Table("table1", "Difficult task, k = 2: plateaus L0 (softmax vs linear attention)", columns, tuple(rows),
                  notes)
 
@@ -320,8 +322,8 @@ def table3(ctx) -> Table:
 
 def table4(ctx) -> Table:
     """Table 4 (eqs. 16, 88-89): fits of eq. (16), softmax, top-2 and top-16."""
-    columns = ("k", "(a, b)", "paper L0", "paper α", "paper R²", "converged R_L, deepest L", "converged α (2σ interval)",
-               CONVERGED_MEETS, "lazy contrast: L0", "lazy contrast: α",
+    columns = ("k", "(a, b)", "paper L0", "paper α", "paper R²", "certified envelope R*_L, deepest L", "envelope α (interval)",
+               ENVELOPE_MEETS, "lazy contrast: L0", "lazy contrast: α",
                "lazy contrast: R² (log)", "lazy α agrees with paper", LAZY_IN_WINDOW)
     rows = []
     for raw, row in _paper_rows("table4"):
@@ -339,7 +341,7 @@ def table4(ctx) -> Table:
             for c in ("lazy contrast: L0", "lazy contrast: α", "lazy contrast: R² (log)"):
                 cells[c] = _not_run(ctx, family_name)
             cells["lazy α agrees with paper"] = cells[LAZY_IN_WINDOW] = "n/a"
-        cells.update(_converged_fit_cells(ctx, a, b, k, values))
+        cells.update(_envelope_fit_cells(ctx, a, b, k, values))
         cells["_values"] = values
         rows.append(cells)
     listed = {(int(r["k"]), r["a"], r["b"]) for _, r in _paper_rows("table4")}
@@ -355,7 +357,7 @@ def table4(ctx) -> Table:
                      "paper R²": "—", "lazy α agrees with paper": "n/a"}
             values = {"k": family.k, "a": a, "b": b, "extra": True}
             cells.update(_lazy_fit_cells(s, values))
-            cells.update(_converged_fit_cells(ctx, a, b, family.k, values))
+            cells.update(_envelope_fit_cells(ctx, a, b, family.k, values))
             cells["_values"] = values
             rows.append(cells)
     k2, k16 = ctx.family("nonlinear_lazy"), ctx.family("nonlinear_k16")
@@ -363,7 +365,7 @@ def table4(ctx) -> Table:
              "by least squares on log R (eqs. 88-89) to the mean over seeds; ± Gauss-Newton SE; R² on the log scale "
              "(the paper does not say which scale). Agreement: within two combined SE. † a spectrum this reproduction "
              "measured that the paper's Table 4 does not list (the paper reports these spectra in Tables 1 and 5)."
-             + _converged_note(ctx))
+             + _envelope_note(ctx))
     return Table("table4", "Softmax attention, difficult task: fit R_L = L0 + c L^-α", columns, tuple(rows), notes)
 
 
@@ -384,41 +386,43 @@ def _lazy_fit_cells(s, values: dict, paper: dict | None = None) -> dict:
             LAZY_IN_WINDOW: fmt_bool(s.alpha_in_target)}
 
 
-def _converged_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
-    """Table 4's converged-study cells of ``(a, b, k)`` (raw values into ``values``)."""
-    conv = _converged(ctx, a, b, k)
-    if conv is None or conv.fit is None:
-        reason = _converged_missing(ctx) if conv is None else f"no fit ({conv.fit_reason})"
-        return {"converged R_L, deepest L": reason, "converged α (2σ interval)": "—",
-                CONVERGED_MEETS: "n/a"}
+def _envelope_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
+    """Table 4's certified-study cells of ``(a, b, k)`` (raw values into ``values``)."""
+    env = _envelope(ctx, a, b, k)
+    if env is None:
+        return {"certified envelope R*_L, deepest L": _envelope_missing(ctx), "envelope α (interval)": "—",
+                ENVELOPE_MEETS: "n/a"}
     lo, hi = criteria.ALPHA_WINDOW
-    meets = conv.fit.overlaps(lo, hi)
-    values.update(converged_R=float(conv.R[-1]), converged_alpha=conv.fit.alpha, converged_alpha_lo=conv.fit.alpha_lo,
-                  converged_alpha_hi=conv.fit.alpha_hi, converged_meets=meets)
-    return {"converged R_L, deepest L": _deepest_text(conv),
-            "converged α (2σ interval)": f"{conv.fit.alpha:.3g} {conv.fit.interval_text()}",
-            CONVERGED_MEETS: fmt_bool(meets)}
+    meets = env.alpha_lo <= hi and env.alpha_hi >= lo if env.fit_reported else None
+    values.update(envelope_R=float(env.R[-1]), envelope_alpha=env.alpha if env.fit_reported else None,
+                  envelope_alpha_lo=env.alpha_lo, envelope_alpha_hi=env.alpha_hi, envelope_fit_reported=env.fit_reported,
+                  envelope_meets=meets)
+    return {"certified envelope R*_L, deepest L": _deepest_text(env), "envelope α (interval)": env.alpha_text(),
+            ENVELOPE_MEETS: fmt_bool(meets)}
 
 
-def _converged_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict) -> dict:
-    """Table 5's converged-study cells: the gap fit with the paper's Table 1 ``L0``."""
+def _envelope_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict) -> dict:
+    """Table 5's certified-study cells: the gap fit of the winners' C_L with the paper's Table 1 ``L0``."""
     from theory.fitting import gap_fit
     from theory.paper import paper_table
 
-    conv = _converged(ctx, a, b, 2)
+    env = _envelope(ctx, a, b, 2)
     L0 = next((r["nonlinear_L0"] for r in paper_table("table1") if (r["a"], r["b"]) == (a, b)), None)
-    if conv is None or L0 is None:
-        return {"converged gap α (paper's L0)": _converged_missing(ctx) if conv is None else "no paper L0",
-                "converged R² (log)": "—", "converged agrees with paper": "n/a"}
-    out = gap_fit(conv.depths, conv.C, L0)
+    columns = ("certified gap α (paper's L0)", "certified R² (log)", "certified agrees with paper")
+    if env is None or L0 is None:
+        return dict(zip(columns, (_envelope_missing(ctx) if env is None else "no paper L0", "—", "n/a")))
+    depths = [L for L, C in zip(env.depths, env.C) if np.isfinite(C)]
+    if len(depths) < 3:
+        return dict(zip(columns, (f"C_L decomposed at {len(depths)} depth(s), fewer than 3", "—", "n/a")))
+    out = gap_fit(depths, np.array([C for C in env.C if np.isfinite(C)]), L0)
     if not out.ok:
-        values.update(converged_gap_reason=out.reason)
-        return {"converged gap α (paper's L0)": f"impossible: {out.reason}", "converged R² (log)": "—",
-                "converged agrees with paper": "n/a"}
+        values.update(envelope_gap_reason=out.reason)
+        return dict(zip(columns, (f"impossible: {out.reason}", "—", "n/a")))
     agree = criteria.agrees(out.alpha, out.alpha_se, paper_row["alpha"], paper_row["alpha_se"])
-    values.update(converged_gap_alpha=out.alpha, converged_gap_alpha_se=out.alpha_se, converged_gap_agrees=agree)
-    return {"converged gap α (paper's L0)": fmt(out.alpha, out.alpha_se, 3),
-            "converged R² (log)": f"{out.r_squared:.4f}", "converged agrees with paper": fmt_bool(agree)}
+    values.update(envelope_gap_alpha=out.alpha, envelope_gap_alpha_se=out.alpha_se, envelope_gap_agrees=agree,
+                  envelope_gap_depths=depths)
+    return dict(zip(columns, (f"{fmt(out.alpha, out.alpha_se, 3)} (L = {depths[1]}–{depths[-1]})",
+                              f"{out.r_squared:.4f}", fmt_bool(agree))))
 
 
 def table5(ctx) -> Table:
@@ -426,8 +430,8 @@ def table5(ctx) -> Table:
     from .results import fit_curve
 
     family = ctx.family("nonlinear_lazy")
-    columns = ("(a, b)", "paper α", "paper R²", "converged gap α (paper's L0)", "converged R² (log)",
-               "converged agrees with paper", "lazy contrast: plateau L0 used", "lazy contrast: gap α",
+    columns = ("(a, b)", "paper α", "paper R²", "certified gap α (paper's L0)", "certified R² (log)",
+               "certified agrees with paper", "lazy contrast: plateau L0 used", "lazy contrast: gap α",
                "lazy contrast: R² (log)", "lazy agrees with paper")
     rows = []
     for raw, row in _paper_rows("table5"):
@@ -435,7 +439,7 @@ def table5(ctx) -> Table:
         cells = {"(a, b)": spectrum_label(a, b), "paper α": f"{raw['alpha']} ± {raw['alpha_se']}",
                  "paper R²": raw["r_squared"] if raw["r_squared"] is not None else "not given"}
         values = {"a": a, "b": b}
-        cells.update(_converged_gap_cells(ctx, a, b, row, values))
+        cells.update(_envelope_gap_cells(ctx, a, b, row, values))
         used, gap_alpha, r_squared, agree = _not_run(ctx, "nonlinear_lazy"), "—", "—", None
         s = analysis.nonlinear_summary(ctx, "nonlinear_lazy", a, b) if _run_here(ctx, "nonlinear_lazy", a, b) else None
         if s is not None:
@@ -462,11 +466,12 @@ def table5(ctx) -> Table:
         cells["_values"] = values
         rows.append(cells)
     notes = (f"Lazy contrast: {_sizes(family)}, {family.regime}; there L0 is the plateau fitted to the contrast's own "
-             "R_L (Table 4 fit), since the paper's L0 belong to other sizes. Converged study: the paper's own Table 1 "
-             "L0, as the paper does (its softmax plateaus fit the converged study's sizes), gap fit on the log scale "
-             "to the mean C_L over seeds (`numerics.experiments.reproduce.converged.gap_fit`, ± regression SE). A gap "
-             "fit needs C_L below L0 at every depth (L ≥ 2); where C_L reaches L0 it is reported as impossible."
-             + _converged_note(ctx))
+             "R_L (Table 4 fit), since the paper's L0 belong to other sizes. Certified study: the paper's own Table 1 "
+             "L0, as the paper does (its softmax plateaus fit the study's sizes), gap fit on the log scale to the "
+             "winners' C_L, mean over seeds, at the depths the revised study has decomposed (`theory.fitting.gap_fit`, "
+             "± regression SE). A gap fit needs C_L below L0 at every depth (L ≥ 2); where C_L reaches L0 it is "
+             "reported as impossible."
+             + _envelope_note(ctx))
     return Table("table5", "Softmax attention: gap fit L0 − C_L = c L^-α", columns, tuple(rows), notes)
 
 

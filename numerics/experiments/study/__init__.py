@@ -9,7 +9,7 @@ which gives ``1/L`` only when the layers' errors are exchangeable with a depth-i
 Modules: ``regimes`` (configs, controls, :func:`run_regime_study`), ``verdicts`` (fits and
 names), ``report`` (figures, Markdown), ``consistency`` (the paper's plateaus against the
 bounds), ``sections`` (the regime study, then that check: ``idepth study regime``), ``defaults`` (the measured defaults of :func:`theory.predict_loss`), ``sizes`` (the
-sizes the plateaus imply) and ``converged/`` (the softmax model trained to convergence there).
+sizes the plateaus imply) and ``certified/`` (the best loss each depth reaches there, with its certificates).
 """
 
 from __future__ import annotations

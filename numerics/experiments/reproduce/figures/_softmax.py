@@ -41,38 +41,43 @@ def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, cap
         p.no_data(ax, p.missing(ctx, family_name))
 
 
-def converged_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool], caption_parts: list) -> None:
-    """The converged study's ``quantity`` for the top-2 spectra ``select(a, b)``,
-    with the paper's Table 1 plateau."""
+def envelope_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool], caption_parts: list) -> None:
+    """The certified study's ``quantity`` (``R_L``: the envelope R*_L with the untrained bound B_L dashed;
+    ``C_L``, ``A_minus_C``: the winners' decomposition) for the top-2 spectra ``select(a, b)`` at its main P,
+    with the paper's Table 1 plateau dotted."""
     from theory.paper import paper_table
 
-    table = ctx.converged
+    table = ctx.envelopes
     if table is None:
-        p.no_data(ax, f"no converged-study table ({ctx.converged_error})")
+        p.no_data(ax, f"no certified study ({ctx.envelopes_error})")
         return
-    groups = [g for g in table.groups() if g[2] == 2 and select(g[0], g[1])]
+    groups = [g for g in table.groups(k=2) if g[3] == table.main_P and select(g[0], g[1])]
     colours = p.colours(max(len(groups), 1))
     plateaus = {(float(r["a"]), float(r["b"])): r["nonlinear_L0"] for r in paper_table("table1")}
-    for index, (colour, (a, b, k, N)) in enumerate(zip(colours, groups)):
-        s = table.summary(a, b, k, N=N)
+    drawn = []
+    for index, (colour, (a, b, k, P)) in enumerate(zip(colours, groups)):
+        s = table.summary(a, b, k, P=P)
         mean, se = {"R_L": (s.R, s.R_se), "C_L": (s.C, np.full_like(s.C, np.nan)),
                     "A_minus_C": (s.gap, np.full_like(s.gap, np.nan))}[quantity]
         curve = Curve(quantity, a, b, np.asarray(s.depths), mean[None, :], mean, se, np.full(len(s.depths), s.n_seeds),
                       "seeds")
         marker, style = p.style(index)
-        p.errorbar(ax, curve, colour, s.label, marker=marker, linestyle=style)
+        if not p.errorbar(ax, curve, colour, s.label, marker=marker, linestyle=style):
+            continue
+        drawn.append(s)
+        if quantity == "R_L":
+            ax.plot(s.depths, s.bound, color=colour, lw=0.9, ls="--")
+            caption_parts.append(f"certified {s.label}: R*_1 − R*_{s.depths[-1]} = {s.gain[-1]:+.3f} ± "
+                                 f"{s.gain_se[-1]:.3f}, {s.verdict} (rests on L = {', '.join(map(str, s.checked)) or 'none'})")
         if quantity in ("R_L", "C_L") and (a, b) in plateaus:
             ax.axhline(plateaus[(a, b)], color=colour, lw=0.9, ls=(0, (1, 2)))
-        if quantity == "R_L" and s.fit is not None:
-            caption_parts.append(f"converged {s.label}: R_1 − R_{s.depths[-1]} = {s.gain[-1]:+.3f} ± {s.gain_se[-1]:.3f}, "
-                                 f"α = {s.fit.alpha:.2g} (2σ {s.fit.interval_text()})")
-    p.depth_axis(ax, sorted({L for g in groups for L in table.summary(*g[:3], N=g[3]).depths}) or [1],
-                 logy=False)
-    r = table.rows[0]
-    ax.set_title(f"converged study, top-2 (d = {r['d']}, N = {2 * r['d']}, P = {r['P']})"
-                 + ("\ndotted: the paper's L0" if quantity in ("R_L", "C_L") else ""), fontsize=9)
-    if not groups:
-        p.no_data(ax, "no such spectrum in the converged study")
+    p.depth_axis(ax, sorted({L for s in drawn for L in s.depths}) or [1], logy=False)
+    ax.set_title(f"certified envelope, top-2 ({table.sizes_text()})"
+                 + ("\ndashed: bound B_L; dotted: paper's L0" if quantity == "R_L" else
+                    "\ndotted: the paper's L0" if quantity == "C_L" else ""), fontsize=9)
+    if not drawn:
+        p.no_data(ax, "no such spectrum decomposed in the certified study" if quantity != "R_L" else
+                  "no such spectrum in the certified study")
 
 
 def fig6ab(ctx, *, fixed: str) -> tuple:
@@ -84,7 +89,7 @@ def fig6ab(ctx, *, fixed: str) -> tuple:
     title = f"softmax, top-{family.k}, {fixed} = 0, varying {varying}\n({p.sizes(family)}, {p.regime(family)})"
     fig, (ax, right) = p.subplots(1, 2, figsize=(12.0, 4.6))
     parts: list[str] = []
-    converged_panel(ctx, right, "R_L", lambda a, b: {"a": a, "b": b}[fixed] == 0.0, parts)
+    envelope_panel(ctx, right, "R_L", lambda a, b: {"a": a, "b": b}[fixed] == 0.0, parts)
     right.set_ylabel("held-out loss R_L")
     p.legend(right)
     nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", spectra, title="lazy contrast: " + title, caption_parts=parts)
@@ -101,8 +106,9 @@ def fig6ab(ctx, *, fixed: str) -> tuple:
                              + ", ".join(f"{v:.3g}" for v in gain.mean) + f" at L = {int_list(gain.depths)}")
     ax.set_ylabel("held-out loss R_L")
     p.legend(ax, ncol=1, loc="upper right")
-    caption = (f"R_L against depth, softmax attention on the top-{family.k} task. Right: the converged study (each "
-               "depth trained to its own convergence rule, ±1 SE; dotted: the paper's Table 1 plateau). Left, the lazy "
+    caption = (f"R_L against depth, softmax attention on the top-{family.k} task. Right: the certified envelope R*_L "
+               "(the best loss each depth reaches, mean over seeds ± SE; dashed: the untrained bound B_L; dotted: the "
+               "paper's Table 1 plateau). Left, the lazy "
                f"contrast, {family.regime}; dashed: fit of R_L = L0 + c L^-α (eq. 16); dash-dotted: best single softmax "
                "head (oracle bound). " + "; ".join(parts))
     return fig, caption
@@ -117,13 +123,14 @@ def fig6cd(ctx, *, quantity: str, ylabel: str) -> tuple:
                           title=f"lazy contrast: softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
     ax.set_ylabel(ylabel)
     p.legend(ax)
-    converged_panel(ctx, right, quantity, lambda a, b: True, parts)
+    envelope_panel(ctx, right, quantity, lambda a, b: True, parts)
     right.set_ylabel(ylabel)
     p.legend(right)
     conv = ""
-    if ctx.converged is not None:
-        conv = ("Right: the converged study (mean over seeds; dotted: the paper's Table 1 plateau, which C_L approaches "
-                "in the paper's Fig. 6c). " if quantity == "C_L" else "Right: the converged study (mean over seeds). ")
+    if ctx.envelopes is not None:
+        conv = ("Right: the certified envelope's winners, at the depths the revised study has decomposed (mean over "
+                "seeds" + ("; dotted: the paper's Table 1 plateau, which C_L approaches in the paper's Fig. 6c). "
+                           if quantity == "C_L" else "). "))
     return fig, (f"{ylabel} against depth (eqs. 61-63). {conv}Left: the lazy contrast. "
                  + "; ".join(parts))
 
@@ -301,7 +308,7 @@ def fig13(ctx) -> tuple:
 
 def fig1(ctx) -> tuple:
     """Fig. 1 (eqs. 16, 34, 41-54): linear attention's power law; softmax
-    attention, converged and lazy (with linear attention and its floor)."""
+    attention, the certified envelope and lazy (with linear attention and its floor)."""
     fig, (left, middle, right) = p.subplots(1, 3, figsize=(16.5, 4.8))
     parts: list[str] = []
     family = ctx.family("linear_easy")
@@ -328,12 +335,11 @@ def fig1(ctx) -> tuple:
                    fontsize=9)
     p.legend(left)
 
-    converged_panel(ctx, middle, "R_L", lambda a, b: (a, b) == (0.0, 0.0), parts)
+    envelope_panel(ctx, middle, "R_L", lambda a, b: (a, b) == (0.0, 0.0), parts)
     middle.set_ylabel("held-out loss R_L")
-    r = ctx.converged.rows[0] if ctx.converged is not None else None
-    middle.set_title("softmax, top-2 task: CONVERGED TRAINING\n(each depth to its own convergence rule"
-                     + (f"; d = {r['d']}, N = {2 * r['d']}, P = {r['P']})" if r is not None else ")")
-                     + "\none recipe's finding, not the verdict; dotted: the paper's L0", fontsize=9)
+    sizes = ctx.envelopes.sizes_text() if ctx.envelopes is not None else "no certified study"
+    middle.set_title(f"softmax, top-2 task: CERTIFIED ENVELOPE\n(the best loss each depth reaches; {sizes})"
+                     "\ndashed: untrained bound B_L; dotted: the paper's L0", fontsize=9)
     p.legend(middle)
 
     lazy = ctx.family("nonlinear_lazy")
@@ -358,10 +364,9 @@ def fig1(ctx) -> tuple:
     p.legend(right)
     return fig, ("Overview; each panel's title names its training regime. Left: linear attention on "
                  "the easy task against depth, with the constrained (ζ) and free (2ζ) polynomial laws. Middle: "
-                 "softmax attention on the top-2 task in the converged study (every depth trained to its own "
-                 "convergence rule): that recipe's finding, not the regime of the verdict on the inverse-depth "
-                 "law, which is judged on the certified study (the best loss each depth reaches, "
-                 f"docs/results/certified-study.md: {_certified_verdicts_text(ctx)}). Right: the package's "
+                 "softmax attention on the top-2 task, the certified envelope (the best loss each depth reaches, "
+                 "selected on one held-out set and reported on another) on which the inverse-depth law is judged "
+                 f"(docs/results/certified-study.md: {_certified_verdicts_text(ctx)}). Right: the package's "
                  f"lazy-training contrast ({lazy.regime}), softmax against linear attention and its floor. "
                  + "; ".join(parts))
 

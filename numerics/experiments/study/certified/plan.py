@@ -46,7 +46,7 @@ _TRAVELLING = ("parent_params", "resume_dir")
 _CELL_DECIDES = frozenset({"model", "task", "k", "a", "b", "d", "N", "P", "depth", "seed", "batch_size", "max_steps",
                            "learning_rate", "warmup_steps", "eval_size", "eval_every", "eval_seed", "tol", "window",
                            "dtype", "start", "stream"})
-#: the recipe every candidate of the shipped study trains with, by name: the converged study's
+#: the recipe every candidate of the shipped study trains with, by name: ``converged_study``
 #: (:data:`~numerics.experiments.recipes.CONVERGED_STUDY`: Adam, batch, warm-up then cosine decay, held-out set,
 #: evaluations per run); the plan varies its rates, caps and starts. Every row of the study's table carries it.
 #: A plan with another recipe (``CertifiedPlan.for_recipe``) hashes it into its cells; this one is left out of

@@ -265,7 +265,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
               planned_depths: tuple = (), contrasts=(), contrast_depth: int | None = None) -> list:
     """One :class:`SettingSummary` per setting, over the depths done for every seed it is judged on.
 
-    ``recipe``: the (start, learning rate) of the labelled recipe finding (default the converged study's, cold
+    ``recipe``: the (start, learning rate) of the labelled recipe finding (default the shipped cells' recipe's, cold
     at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict; where two or more seeds have every
     planned depth done, the setting is judged on those seeds alone (seeds added to a plan later join when
     done). ``contrasts`` (:class:`~numerics.experiments.study.certified.contrasts.Contrast`): a recipe with

@@ -1,0 +1,394 @@
+"""The certified study inside a reproduction: the best loss each depth reaches (Tables 1, 4, 5; Figs. 1, 6).
+
+The reproduction does not train the deep softmax models itself (that costs CPU-days); it reads the certified
+study's current verdicts (:func:`numerics.experiments.answer.current_verdicts`: the revised study's where it
+has run every planned depth, the first study's elsewhere) and the revised study's decomposition of its winners
+(``A_L``, ``C_L``, eqs. 61-63), and re-trains a few of the study's candidates to check that the shipped numbers
+come out of this code (:func:`spot_check_configs`).
+
+Per setting, :class:`EnvelopeSummary` holds the envelope ``R*_L`` (mean over seeds of each seed's winner,
+± its bootstrap SE), the paired gains ``g_L = R*_1 − R*_L`` (± paired SE), the untrained bound ``B_L``, the
+verdict with the depths it rests on, and the gain-law α, which is reported only where the law fits
+(χ²/dof ≤ :data:`~numerics.experiments.criteria.GAIN_LAW_MAX_CHI2_DOF`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..criteria import law_contrast
+from ..shipped import not_found_message, results_dir, shipped_path
+from .results import _Labelled
+
+__all__ = ["SHIPPED_SIZES", "SPOT_CHECK_FIELDS", "EnvelopeSummary", "EnvelopeTable", "load_envelopes",
+           "sizes_section", "spot_check_configs"]
+
+#: the size inference among the shipped results (``idepth study sizes``)
+SHIPPED_SIZES = ("sizes", "sizes.json")
+#: what names one candidate of the certified study that a reproduction re-trains (``Scale.certified_checks``)
+SPOT_CHECK_FIELDS = ("a", "b", "k", "P", "depth", "seed", "start", "learning_rate", "steps")
+
+
+def _array(values, n: int) -> np.ndarray:
+    out = np.full(n, np.nan)
+    if values is not None:
+        out[:len(values)] = [math.nan if v is None else float(v) for v in values]
+    return out
+
+
+@dataclass(frozen=True)
+class EnvelopeSummary(_Labelled):
+    """One setting of the certified study: the envelope, its gains, the bound and the verdict.
+
+    Attributes
+    ----------
+    depths : tuple of int
+        The depths done at every seed the setting is judged on.
+    R, R_se : ndarray
+        The envelope ``R*_L``, mean over seeds of each seed's winner (selected on one held-out set, reported
+        on another), and its bootstrap SE over contexts and seeds.
+    gain, gain_se : ndarray
+        ``R*_1 − R*_L`` and its paired SE.
+    bound : ndarray
+        ``B_L``, the untrained cosine heads (eq. 60) on the report contexts.
+    C, gap : ndarray
+        The winners' ``C_L`` and ``A_L − C_L`` (eqs. 61-63), mean over seeds, where the revised study has
+        decomposed them (NaN elsewhere, and ``C`` at L = 1).
+    verdict, reason : str
+        The setting's verdict on ``c/L`` (α = 1) and why; ``checked``: the depths it rests on.
+    alpha, alpha_lo, alpha_hi, chi2, dof : float
+        The envelope's gain-law fit; reported only where ``fit_reported``.
+    recipes : tuple of dict
+        Each training recipe's α and gain, that recipe's finding (never a verdict).
+    study : str
+        ``"revised"`` or ``"first"``: which certified study the numbers come from.
+
+    References
+    ----------
+    Paper eqs. (16), (60), (61)-(63); Tables 1, 4, 5.
+
+    Examples
+    --------
+    >>> s = load_envelopes().summary(0.0, 0.0, 2)  # the shipped verdicts of a source checkout
+    >>> s.depths[:3], s.study, bool(s.gain[1] > 0)
+    ((1, 2, 4), 'revised', True)
+    """
+
+    a: float
+    b: float
+    k: int
+    d: int
+    N: int
+    P: int
+    depths: tuple
+    R: np.ndarray
+    R_se: np.ndarray
+    gain: np.ndarray
+    gain_se: np.ndarray
+    bound: np.ndarray
+    C: np.ndarray
+    gap: np.ndarray
+    n_seeds: int
+    verdict: str
+    reason: str
+    checked: tuple
+    alpha: float
+    alpha_lo: float
+    alpha_hi: float
+    chi2: float
+    dof: int
+    fit_reported: bool
+    alpha_grid: tuple
+    recipes: tuple
+    study: str
+
+    @property
+    def resolved(self) -> bool:
+        """The gain at the deepest depth is above two paired SE."""
+        return bool(self.gain[-1] > 2 * self.gain_se[-1])
+
+    def interval_text(self, lo: float | None = None, hi: float | None = None) -> str:
+        """The α interval ``[lo, hi]`` (default the envelope's), an end at the grid's edge written as unbounded."""
+        lo = self.alpha_lo if lo is None else lo
+        hi = self.alpha_hi if hi is None else hi
+        low = "unbounded below" if lo <= self.alpha_grid[0] else f"{lo:.3g}"
+        high = "unbounded above" if hi >= self.alpha_grid[-1] else f"{hi:.3g}"
+        return f"[{low}, {high}]"
+
+    def alpha_text(self) -> str:
+        """α with its interval where the law fits, else why it is not reported."""
+        if not self.fit_reported:
+            return f"not reported (χ²/dof = {self.chi2:.3g}/{self.dof})"
+        return f"{self.alpha:.3g} {self.interval_text()}"
+
+    def recipe(self, name: str) -> dict | None:
+        """The record of recipe ``name`` (for example ``"cold lr=0.001"``), or None."""
+        return next((r for r in self.recipes if r["name"] == name), None)
+
+    def ratio(self) -> tuple[float, float, float]:
+        """``(g_2 / g_Lmax, its SE from the two gains' SEs, its value at α = 1 by eq. 16)``."""
+        if 2 not in self.depths or len(self.depths) < 3:
+            return math.nan, math.nan, math.nan
+        i = self.depths.index(2)
+        g2, s2, gL, sL = self.gain[i], self.gain_se[i], self.gain[-1], self.gain_se[-1]
+        ratio = g2 / gL
+        se = abs(ratio) * math.hypot(s2 / g2 if g2 else math.inf, sL / gL)
+        return float(ratio), float(se), law_contrast("g2/gLmax", self.depths[-1])
+
+    def at_deepest(self, values: np.ndarray) -> tuple[int, float]:
+        """``(L, value)`` at the deepest depth where ``values`` is finite (``(0, nan)`` if none)."""
+        finite = [(L, float(v)) for L, v in zip(self.depths, values) if np.isfinite(v)]
+        return finite[-1] if finite else (0, math.nan)
+
+
+@dataclass(frozen=True)
+class EnvelopeTable:
+    """The certified study's current settings, read by :func:`load_envelopes`.
+
+    Notes
+    -----
+    No example: instances come from :func:`load_envelopes`.
+    """
+
+    source: Path
+    summaries: tuple
+
+    def groups(self, k: int | None = None) -> list[tuple]:
+        """``(a, b, k, P)`` of every setting (of top-``k`` if given), sorted."""
+        return sorted((s.a, s.b, s.k, s.P) for s in self.summaries if k is None or s.k == k)
+
+    @property
+    def main_P(self) -> int:
+        """The P of the study's main settings (the most common)."""
+        counts: dict = {}
+        for s in self.summaries:
+            counts[s.P] = counts.get(s.P, 0) + 1
+        return max(counts, key=counts.get)
+
+    def has(self, a: float, b: float, k: int) -> bool:
+        return any((s.a, s.b, s.k, s.P) == (a, b, k, self.main_P) for s in self.summaries)
+
+    def summary(self, a: float, b: float, k: int, *, P: int | None = None) -> EnvelopeSummary:
+        """The :class:`EnvelopeSummary` of one setting (default ``P``: the main one); ``KeyError`` naming it."""
+        P = self.main_P if P is None else int(P)
+        found = next((s for s in self.summaries if (s.a, s.b, s.k, s.P) == (float(a), float(b), int(k), P)), None)
+        if found is None:
+            raise KeyError(f"no certified setting at (a, b, k, P) = ({a:g}, {b:g}, {k}, {P}) in {self.source}")
+        return found
+
+    def sizes_text(self) -> str:
+        s = self.summaries[0]
+        return f"d = {s.d}, N = {s.N}, P = {self.main_P}"
+
+    def source_text(self) -> str:
+        studies = sorted({s.study for s in self.summaries})
+        return (f"the certified study's current verdicts (`certified-study.verdicts.json`, {len(self.summaries)} "
+                f"settings, from the {' and '.join(studies)} study)")
+
+
+def _decompositions(results: Path) -> dict:
+    """``{(a, b, k, P, depth): (C_L, A_L − C_L)}`` of the revised study's winners, mean over seeds, at its main
+    k and P (empty without the revised study)."""
+    from ..answer import REVISED_DIR, REVISED_FACTS, VERDICTS_FILE
+
+    path = results / REVISED_FACTS
+    if not path.is_file():
+        return {}
+    try:
+        facts = json.loads(path.read_text(encoding="utf-8"))
+        main = json.loads((results / REVISED_DIR / VERDICTS_FILE).read_text(encoding="utf-8"))["main"]
+    except (OSError, KeyError, ValueError) as exc:
+        raise ValueError(f"{path.parent}: the revised study's facts cannot be read ({' '.join(str(exc).split())})"
+                         ) from None
+    out = {}
+    for row in facts.get("decomposition", []):
+        C, gap = row.get("C"), row.get("A_minus_C")
+        out[float(row["a"]), float(row["b"]), int(main["k"]), int(main["P"]), int(row["depth"])] = (
+            math.nan if C is None else C["value"], math.nan if gap is None else gap["value"])
+    return out
+
+
+def _summary(setting: dict, grid: tuple, decomposition: dict, source: Path) -> EnvelopeSummary:
+    missing = [name for name in ("envelope", "envelope_se", "gains_se", "bound") if name not in setting]
+    if missing:
+        raise ValueError(f"{source}: setting ({setting['a']:g}, {setting['b']:g}), P = {setting['P']} lacks "
+                         f"{', '.join(missing)} (written by an older package: `idepth study certified --report-only` "
+                         "rewrites it)")
+    depths = tuple(int(L) for L in setting["depths"])
+    n = len(depths)
+    R = _array(setting["envelope"], n)
+    a, b = float(setting["a"]), float(setting["b"])
+    # the revised study's winners at its main (k, P), at the depths it has decomposed so far
+    parts = [decomposition.get((a, b, int(setting["k"]), int(setting["P"]), L), (math.nan, math.nan)) for L in depths]
+    return EnvelopeSummary(
+        a=a, b=b, k=int(setting["k"]), d=int(setting["d"]), N=int(setting["N"]), P=int(setting["P"]), depths=depths,
+        R=R, R_se=_array(setting["envelope_se"], n), gain=R[0] - R, gain_se=_array(setting["gains_se"], n),
+        bound=_array(setting["bound"], n), C=np.array([c for c, _ in parts]), gap=np.array([g for _, g in parts]),
+        n_seeds=int(setting["seeds"]), verdict=setting["verdict"], reason=setting["reason"],
+        checked=tuple(setting.get("checked_depths", ())), alpha=float(setting["alpha"]),
+        alpha_lo=float(setting["alpha_lo"]), alpha_hi=float(setting["alpha_hi"]), chi2=float(setting["chi2"]),
+        dof=int(setting["dof"]), fit_reported=bool(setting["fit_reported"]), alpha_grid=grid,
+        recipes=tuple(setting.get("recipes", ())), study=setting.get("study", "first"))
+
+
+def load_envelopes(results: str | Path | None = None) -> EnvelopeTable:
+    """Read the certified study's current settings (default: the shipped results) as an :class:`EnvelopeTable`.
+
+    The one reader of the certified study a reproduction uses; it reads before any training, so a malformed
+    file is refused before minutes are spent.
+
+    Parameters
+    ----------
+    results : path, optional
+        A results directory holding ``certified-study.verdicts.json`` and its ``certified-study.csv`` (and
+        optionally the revised study's ``certified-revised/``); default the shipped results
+        (:mod:`numerics.experiments.shipped`).
+
+    Raises
+    ------
+    FileNotFoundError
+        No verdicts in ``results`` (naming the file); without ``results``, the shipped results not found.
+    ValueError
+        A verdicts file that disagrees with its cells, or a setting written by an older package (naming it).
+
+    References
+    ----------
+    Paper Tables 1, 4, 5 (what the study is read for).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     try:
+    ...         load_envelopes(tmp)
+    ...     except FileNotFoundError as exc:
+    ...         print(str(exc).split(":")[0].endswith("certified-study.verdicts.json"))
+    True
+    """
+    from ..answer import current_verdicts
+
+    path = shipped_path() if results is None else Path(results)
+    record = current_verdicts(path)
+    grid = tuple(record.get("alpha_grid", (0.01, 10.0)))
+    decomposition = _decompositions(path)
+    summaries = tuple(_summary(s, grid, decomposition, path) for s in record["settings"])
+    if not summaries:
+        raise ValueError(f"{path}: the certified verdicts hold no setting")
+    return EnvelopeTable(source=path, summaries=summaries)
+
+
+def spot_check_configs(picks: Sequence[tuple], results: str | Path | None = None) -> list[tuple]:
+    """``[(row, TrainConfig)]``: the certified candidates ``picks`` (each :data:`SPOT_CHECK_FIELDS`), rebuilt
+    exactly from their cells, to re-train and compare with the shipped selection-set loss.
+
+    Only cold-started candidates of the first certified study are rebuilt (a warm start needs its parent's
+    weights). ``row``: a dict of the shipped candidate's fields, ``R_select`` and ``R_select_se`` among them.
+
+    Raises
+    ------
+    ValueError
+        A pick that is not a cold start, not in the table, or whose cell is missing.
+
+    Examples
+    --------
+    >>> [cfg.depth for _, cfg in spot_check_configs([(0.0, 0.0, 2, 64, 1, 0, "cold", 1e-3, 6000)])]  # doctest: +SKIP
+    [1]
+    """
+    from ..study.certified.cells import read_cell
+    from ..study.certified.plan import Candidate, CellConfig
+    from ..study.certified.table import read_csv
+
+    base = shipped_path() if results is None else Path(results)
+    table = base / "certified-study.csv"
+    rows = read_csv(table) if picks else []
+    out = []
+    for pick in picks:
+        a, b, k, P, depth, seed, start, lr, steps = pick
+        if start != "cold":
+            raise ValueError(f"certified_checks: {pick} is not a cold start (a warm start needs its parent's weights)")
+        row = next((r for r in rows if (r.a, r.b, r.k, r.P, r.depth, r.seed, r.start, r.learning_rate, r.steps)
+                    == (a, b, k, P, depth, seed, start, lr, steps) and not r.doubled), None)
+        if row is None:
+            raise ValueError(f"certified_checks: {table} has no candidate at "
+                             f"({', '.join(SPOT_CHECK_FIELDS)}) = {pick}")
+        cell_path = base / "certified" / "cells" / f"{row.cell}.npz"
+        if not cell_path.is_file():
+            raise ValueError(f"certified_checks: the cell of {pick} is missing ({cell_path})")
+        record, _ = read_cell(cell_path)
+        cell = CellConfig.from_dict(record["config"])
+        cfg = cell.train_config(Candidate(start, lr, steps), None)
+        out.append(({**{name: getattr(row, name) for name in SPOT_CHECK_FIELDS}, "R_select": row.R_select,
+                     "R_select_se": row.R_select_se}, cfg))
+    return out
+
+
+def sizes_section(table: EnvelopeTable | None, linear_sizes: tuple, sizes_path: str | Path | None = None) -> str:
+    """The "sizes" part of the consistency section: the size inference against ``linear_sizes`` (Table 3),
+    the certified envelope against Table 1.
+
+    Examples
+    --------
+    >>> print(sizes_section(None, (128, 1024), "/nonexistent.json").splitlines()[0])
+    ### Sizes the paper's numbers imply
+    """
+    from .._markdown import markdown_table
+
+    lines = ["### Sizes the paper's numbers imply", ""]
+    if sizes_path is not None:
+        path = Path(sizes_path)
+    else:
+        path = shipped_path(*SHIPPED_SIZES) if results_dir() is not None else None
+    d_lin, P_lin = linear_sizes
+    if path is None:
+        lines += [f"No size inference: {not_found_message()}.", ""]
+    elif path.is_file():
+        data = json.loads(path.read_text())
+        (d_mix, P_mix), (d_one, P_one) = data["best_mixture"], data["best_single"]
+        chi2 = np.asarray(data["chi2_mixture"])
+        dof = len(data["rows"]) - 2
+        at_linear = ""
+        if d_lin in data["d_values"] and P_lin in data["P_values"]:
+            at_linear = f"{chi2[data['d_values'].index(d_lin), data['P_values'].index(P_lin)]:.3g}"
+        lines += markdown_table(("quantity", "value"), [
+            ("best (d, P) for the paper's 14 softmax plateaus against B_∞",
+             f"({d_mix}, {P_mix}), χ² = {np.nanmin(chi2):.3g} for {dof} dof"),
+            ("best (d, P) against B_1", f"({d_one}, {P_one})"),
+            ("(d, P) the data allow (B_∞)", ", ".join(f"({d}, {P})" for d, P in data["region_mixture"])),
+            (f"χ² at the linear Table 3 sizes (d, P) = ({d_lin}, {P_lin})", at_linear or "not on the grid"),
+            ("source", f"`{path.name}` ({data['n_seeds']} seeds × {data['n_contexts']} contexts per bound; "
+                       "`idepth study sizes`)")]) + [""]
+        softmax_d = {d for d, _ in data["region_mixture"]}
+        different = d_lin not in softmax_d
+        lines += [("**Table 1 compares two columns measured at different sizes**" if different else
+                   "Table 1's two columns may come from the same sizes")
+                  + f": its linear column matches d = {d_lin}, P ≈ {P_lin} (Table 3), its softmax column d ∈ "
+                  f"{sorted(softmax_d)} — at d = {d_lin} no mixture of softmax heads comes near the softmax plateaus "
+                  "(see the table above). The softmax-versus-linear gap of Table 1 is therefore not a comparison at "
+                  "equal sizes.", ""]
+    else:
+        lines += [f"No size inference found at `{path}` (`idepth study sizes --out DIR` writes one).", ""]
+    if table is not None:
+        from theory.paper import paper_table
+
+        rows = []
+        for r in paper_table("table1"):
+            a, b = float(r["a"]), float(r["b"])
+            if not table.has(a, b, 2):
+                continue
+            s = table.summary(a, b, 2)
+            L_C, C = s.at_deepest(s.C)
+            paper = r["nonlinear_L0"]
+            rows.append((f"({a:g}, {b:g})", paper, f"{s.R[-1]:.4g} ± {s.R_se[-1]:.2g} (L = {s.depths[-1]})",
+                         f"{C:.4g} (L = {L_C})" if L_C else "—", f"{s.R[-1] / paper - 1:+.1%}",
+                         f"{C / paper - 1:+.1%}" if L_C else "—"))
+        if rows:
+            lines += [f"The certified envelope at {table.sizes_text()} against the paper's Table 1 softmax plateaus:",
+                      ""] + markdown_table(("(a, b)", "paper L0", "envelope R*_L, deepest L", "C_L, deepest L decomposed",
+                                            "R*_L / paper − 1", "C_L / paper − 1"), rows) + [""]
+    return "\n".join(lines)
