@@ -170,7 +170,7 @@ def reproduce(
 
     # what is read rather than trained is checked before anything is written or trained
     shipped_found = results_dir() is not None
-    envelopes, envelopes_error, checks = _certified_inputs(scale, log) if shipped_found else (None, "", [])
+    envelopes, envelopes_error, checks = _certified_inputs(scale) if shipped_found else (None, "", [])
     out = make_output_dir(out_dir)
     study = (only is None) if study is None else bool(study)
     command = command or "numerics.experiments.reproduce.reproduce(" + ", ".join(
@@ -180,6 +180,8 @@ def reproduce(
     if scale.needs_cluster and execution.backend != "dask":
         log(f"warning: scale {scale.name!r} is sized for a Dask cluster; running it locally will take "
             f"≈ {plan.total_seconds / 3600 / execution.pool_size():.0f} hours")
+    if checks:
+        log(f"re-training {len(checks)} candidate(s) of the certified study to check it")
 
     execution = dataclasses.replace(execution, store_dir=out / "store", cache_dir=out / "cache")
     unavailable = {}
@@ -248,7 +250,7 @@ def reproduce(
                               claims=claims, sweep=summary, wall_time=wall, unavailable=tuple(unavailable))
 
 
-def _certified_inputs(scale: Scale, log) -> tuple:
+def _certified_inputs(scale: Scale) -> tuple:
     """(envelopes or None, why not, spot-check runs) from the shipped certified study.
 
     A shipped study that cannot be read leaves its claims NOT TESTED with the reason; a spot check that
@@ -260,10 +262,7 @@ def _certified_inputs(scale: Scale, log) -> tuple:
         envelopes = load_envelopes()
     except (FileNotFoundError, ValueError) as exc:
         return None, str(exc), []
-    checks = spot_check_configs(scale.certified_checks)
-    if checks:
-        log(f"re-training {len(checks)} candidate(s) of the certified study to check it")
-    return envelopes, "", checks
+    return envelopes, "", spot_check_configs(scale.certified_checks)
 
 
 def _study_configs(scale: Scale) -> list:

@@ -167,7 +167,7 @@ def _certified_progress_text() -> str:
 RECIPE_CONTRAST = "cold lr=0.001"
 
 
-@claim("inverse_depth", kind="contrast", figures=("fig1", "fig6a", "fig6c", "fig6d"), families=("certified study",),
+@claim("inverse_depth", kind="contrast", figures=("fig1", "fig6a", "fig6b"), families=("certified study",),
        paper="Not a claim of the paper: one recipe's finding (cold start, Adam 1e-3, 6000 steps, a candidate of every "
              "certified cell) on the law R_L = L0 + c L^-α with α ≈ 1 (Tables 1, 4). The paper's claim is about the "
              "best loss each depth reaches, judged on the certified envelope (inverse_depth_certified).")

@@ -393,7 +393,9 @@ def _envelope_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
         return {"certified envelope R*_L, deepest L": _envelope_missing(ctx), "envelope α (interval)": "—",
                 ENVELOPE_MEETS: "n/a"}
     lo, hi = criteria.ALPHA_WINDOW
-    meets = env.alpha_lo <= hi and env.alpha_hi >= lo if env.fit_reported else None
+    bounded = env.alpha_lo > env.alpha_grid[0] or env.alpha_hi < env.alpha_grid[-1]
+    # an interval unbounded on both sides says nothing: it neither meets nor misses the window
+    meets = env.alpha_lo <= hi and env.alpha_hi >= lo if env.fit_reported and bounded else None
     values.update(envelope_R=float(env.R[-1]), envelope_alpha=env.alpha if env.fit_reported else None,
                   envelope_alpha_lo=env.alpha_lo, envelope_alpha_hi=env.alpha_hi, envelope_fit_reported=env.fit_reported,
                   envelope_meets=meets)
@@ -421,7 +423,7 @@ def _envelope_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict) 
     agree = criteria.agrees(out.alpha, out.alpha_se, paper_row["alpha"], paper_row["alpha_se"])
     values.update(envelope_gap_alpha=out.alpha, envelope_gap_alpha_se=out.alpha_se, envelope_gap_agrees=agree,
                   envelope_gap_depths=depths)
-    return dict(zip(columns, (f"{fmt(out.alpha, out.alpha_se, 3)} (L = {depths[1]}–{depths[-1]})",
+    return dict(zip(columns, (f"{fmt(out.alpha, out.alpha_se, 3)} (L = {depths[0]}–{depths[-1]})",
                               f"{out.r_squared:.4f}", fmt_bool(agree))))
 
 
