@@ -123,12 +123,12 @@ SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
 #: measured run times per scale (from an empty output directory, regime study included)
 MEASURED_RUN_TIMES: Mapping[str, MeasuredRunTime] = MappingProxyType({
     "quick": MeasuredRunTime(
-        scale="quick", wall_seconds=338, cpu_seconds=653,
+        scale="quick", wall_seconds=411, cpu_seconds=796,
         machine="2 cores, Intel(R) Xeon(R) Processor, AVX2 (X86_V3) per numpy (its AVX-512 kernels disabled)",
-        command="idepth reproduce --scale quick", cores=2, serial_seconds=13, idle=True,
-        also=(MeasuredRunTime(scale="quick", wall_seconds=262, cpu_seconds=503,
+        command="idepth reproduce --scale quick", cores=2, serial_seconds=17, idle=True,
+        also=(MeasuredRunTime(scale="quick", wall_seconds=304, cpu_seconds=581,
                               machine="2 cores, Intel(R) Xeon(R) Processor, AVX-512 (AVX512_SPR) per numpy",
-                              command="idepth reproduce --scale quick", cores=2, serial_seconds=14, idle=True),),
+                              command="idepth reproduce --scale quick", cores=2, serial_seconds=18, idle=True),),
     ),
 })
 
