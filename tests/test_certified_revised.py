@@ -127,7 +127,7 @@ def test_the_revised_sections_say_what_ran_and_what_did_not(revised):
     for heading in ("The L = 2 step at population scale", "The envelope against U_L", "Long caps",
                     "The envelope's decomposition (Fig. 6c/d)"):
         assert heading in text
-    assert facts["coverage"] == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4]}]
+    assert facts["coverage"] == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4], "partial": []}]
     assert {r["depth"] for r in facts["envelope"]} == {1, 2} and [r["depth"] for r in facts["long"]] == [2] * 4
     assert [(r["depth"], r["half"], r["full"]) for r in facts["long_doubling"]] == [(2, 15, 30)]
     assert revised_facts(rows, errors, CertifiedPlan(), root / "x" / "cells") is None
@@ -268,3 +268,18 @@ def test_a_finished_wave_leaves_no_candidate_files(revised):
     root, _ = revised
     leftover = list((root / "store" / "candidates").glob("*/*")) if (root / "store" / "candidates").exists() else []
     assert leftover == []
+
+
+def test_a_depth_some_seeds_have_done_is_named_with_their_count():
+    """A depth done at some seeds is not counted done, and the page and the answer say how many seeds have it."""
+    from numerics.experiments.answer import revised_sentence
+    from numerics.experiments.study.certified.revised import _coverage
+
+    plan = dataclasses.replace(TINY, depths=(1, 2, 4), seeds=(0, 1, 2))
+    setting = (0.0, 0.0, plan.P, plan.k)
+    cells = {setting: {(L, s): [] for L in (1, 2) for s in plan.seeds} | {(4, 0): [], (4, 2): []}}
+    coverage = [c for c in _coverage(plan, cells) if (c["a"], c["b"]) == (0.0, 0.0)]
+    assert coverage == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4], "partial": [[4, 2]]}]
+    facts = {"plan": {"select_size": 65536, "seeds": [0, 1, 2]}, "coverage": coverage, "steps": [], "envelope": [],
+             "long": []}
+    assert "has run (0, 0) at L = 1, 2 (L = 4 at 2 of 3 seeds)" in revised_sentence(facts)

@@ -246,7 +246,10 @@ def revised_sentence(facts: dict) -> str:
     "The revised certified study (2^16-context sets, U_L's heads among the starts) has run (0, 0) at L = 1, 2"
     """
     ran = [c for c in facts["coverage"] if c["done"]]
-    where = "; ".join(f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['done']))}" for c in ran) or "nowhere yet"
+    seeds = len(facts["plan"].get("seeds", ()))
+    where = "; ".join(f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['done']))}"
+                      + "".join(f" (L = {L} at {n} of {seeds} seeds)" for L, n in c.get("partial", []))
+                      for c in ran) or "nowhere yet"
     not_run = sum(1 for c in facts["coverage"] if not c["done"])
     words = [r["gap"]["word"] for r in facts["envelope"]]
     text = (f"The revised certified study ({_power_of_two(facts['plan']['select_size'])}-context sets, U_L's heads "

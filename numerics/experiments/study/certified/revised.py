@@ -139,13 +139,22 @@ def _is_heads(row) -> bool:
 
 
 def _coverage(plan: CertifiedPlan, cells: dict) -> list[dict]:
-    """Per spectrum of the plan: the depths done (every seed's cell) and those not run yet."""
+    """Per spectrum of the plan: the depths done (every seed's cell), those not run yet, and among these the
+    ``partial`` ones, ``[depth, seeds done]``, where some seeds' cells are done."""
     out = []
     for a, b in plan.spectra:
         setting = (float(a), float(b), plan.P, plan.k)
-        done = [L for L in plan.depths if all((L, s) in cells.get(setting, {}) for s in plan.seeds)]
-        out.append({"a": float(a), "b": float(b), "done": done, "todo": [L for L in plan.depths if L not in done]})
+        seeds = {L: sum((L, s) in cells.get(setting, {}) for s in plan.seeds) for L in plan.depths}
+        done = [L for L in plan.depths if seeds[L] == len(plan.seeds)]
+        out.append({"a": float(a), "b": float(b), "done": done, "todo": [L for L in plan.depths if L not in done],
+                    "partial": [[L, seeds[L]] for L in plan.depths if 0 < seeds[L] < len(plan.seeds)]})
     return out
+
+
+def _partial_text(coverage: dict, n_seeds: int) -> str:
+    """`` (L = 128 at 2 of 3 seeds)`` for the depths some seeds have done, or ``""``."""
+    parts = [f"L = {L} at {n} of {n_seeds} seeds" for L, n in coverage.get("partial", [])]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _cost(cells_dir, plan: CertifiedPlan) -> dict:
@@ -326,7 +335,8 @@ def revised_sections(facts: dict | None) -> list[str]:
              "Coverage (a depth is done when every seed's cell is):", ""]
     lines += markdown_table(("spectrum", "depths done", "depths not run yet"),
                             [(f"({c['a']:g}, {c['b']:g})", ", ".join(map(str, c["done"])) or "none",
-                              ", ".join(map(str, c["todo"])) or "none") for c in facts["coverage"]]) + [""]
+                              (", ".join(map(str, c["todo"])) or "none")
+                              + _partial_text(c, len(plan["seeds"]))) for c in facts["coverage"]]) + [""]
     missing = [c for c in facts["coverage"] if c["todo"]]
     if missing:
         lines += ["Not run yet: " + "; ".join(f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['todo']))}"
