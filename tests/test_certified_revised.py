@@ -122,7 +122,7 @@ def test_the_revised_sections_say_what_ran_and_what_did_not(revised):
     plan = dataclasses.replace(TINY, depths=(1, 2, 4))  # a depth the tiny study never ran
     facts = revised_facts(rows, errors, plan, root / "x" / "cells", population_contexts=2048)
     text = "\n".join(revised_sections(facts))
-    assert "Not run yet: (0, 0) at L = 4" in text
+    assert "Not done at every seed yet: (0, 0) at L = 4. The sections below say nothing about those depths." in text
     assert "| (0, 0) | 1, 2 | 4 |" in text
     for heading in ("The L = 2 step at population scale", "The envelope against U_L", "Long caps",
                     "The envelope's decomposition (Fig. 6c/d)"):

@@ -339,8 +339,13 @@ def revised_sections(facts: dict | None) -> list[str]:
                               + _partial_text(c, len(plan["seeds"]))) for c in facts["coverage"]]) + [""]
     missing = [c for c in facts["coverage"] if c["todo"]]
     if missing:
-        lines += ["Not run yet: " + "; ".join(f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['todo']))}"
-                                              for c in missing) + ". Nothing below is concluded about them.", ""]
+        partial = [c for c in missing if c.get("partial")]
+        lines += ["Not done at every seed yet: " + "; ".join(
+            f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['todo']))}" for c in missing)
+            + ". The sections below say nothing about those depths"
+            + (("; a spectrum whose seeds have not all reached them is judged by this page's verdicts on the seeds that "
+                "have every depth (" + ", ".join(f"({c['a']:g}, {c['b']:g})" for c in partial) + ")") if partial else "")
+            + ".", ""]
     hours = facts["cpu_hours"]
     lines += ["CPU hours per part (from the cells' own CPU time, split by each candidate's share of the steps):", ""]
     lines += markdown_table(("part", "CPU hours"), [(name, f"{h:.2f}") for name, h in hours.items()]
