@@ -136,12 +136,14 @@ def reproduce(
 
     Notes
     -----
-    The shipped results (the certified study's verdicts and cells, the size inference) are found through :mod:`numerics.experiments.shipped`: a source
-    checkout's ``docs/results`` or ``IDEPTH_RESULTS``. Without them the run goes on, logs one
-    line saying where to point the variable, and the claims that read them are NOT TESTED
-    with that reason (so are they, naming why, when the shipped certified verdicts cannot be
-    read: :func:`~numerics.experiments.reproduce.envelope.load_envelopes`); ``ReproductionResult.unavailable`` names them (``idepth reproduce``
-    then exits with status 1).
+    The shipped results (the certified study's verdicts and cells, the size inference) are
+    found through :mod:`numerics.experiments.shipped`: a source checkout's ``docs/results`` or
+    ``IDEPTH_RESULTS``. Without them the run goes on, logs one line saying where to point the
+    variable, and the claims that read them are NOT TESTED with that reason;
+    ``ReproductionResult.unavailable`` names them (``idepth reproduce`` then exits with status 1).
+    Shipped certified verdicts that cannot be read
+    (:func:`~numerics.experiments.reproduce.envelope.load_envelopes`) leave those claims NOT
+    TESTED too, naming why.
 
     References
     ----------

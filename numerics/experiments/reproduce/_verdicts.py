@@ -200,7 +200,7 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
         return bool(r["fit_reported"])
 
     def resolved(r) -> bool:
-        return r["gain"] > 2 * r["gain_se"]
+        return r["gain"] > criteria.AGREEMENT_SIGMAS * r["gain_se"]
 
     def meets(r) -> bool:
         return r["alpha_lo"] <= hi and r["alpha_hi"] >= lo

@@ -107,13 +107,18 @@ class EnvelopeSummary(_Labelled):
     recipes: tuple
     study: str
 
+    def ends_bounded(self, lo: float | None = None, hi: float | None = None) -> tuple[bool, bool]:
+        """Whether each end of the α interval ``[lo, hi]`` (default the envelope's) lies inside the fit's grid."""
+        lo = self.alpha_lo if lo is None else lo
+        hi = self.alpha_hi if hi is None else hi
+        return lo > self.alpha_grid[0], hi < self.alpha_grid[-1]
+
     def interval_text(self, lo: float | None = None, hi: float | None = None) -> str:
         """The α interval ``[lo, hi]`` (default the envelope's), an end at the grid's edge written as unbounded."""
         lo = self.alpha_lo if lo is None else lo
         hi = self.alpha_hi if hi is None else hi
-        low = "unbounded below" if lo <= self.alpha_grid[0] else f"{lo:.3g}"
-        high = "unbounded above" if hi >= self.alpha_grid[-1] else f"{hi:.3g}"
-        return f"[{low}, {high}]"
+        below, above = self.ends_bounded(lo, hi)
+        return f"[{f'{lo:.3g}' if below else 'unbounded below'}, {f'{hi:.3g}' if above else 'unbounded above'}]"
 
     def alpha_text(self) -> str:
         """α with its interval where the law fits, else why it is not reported."""

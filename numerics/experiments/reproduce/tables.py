@@ -393,9 +393,8 @@ def _envelope_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
         return {"certified envelope R*_L, deepest L": _envelope_missing(ctx), "envelope α (interval)": "—",
                 ENVELOPE_MEETS: "n/a"}
     lo, hi = criteria.ALPHA_WINDOW
-    bounded = env.alpha_lo > env.alpha_grid[0] or env.alpha_hi < env.alpha_grid[-1]
     # an interval unbounded on both sides says nothing: it neither meets nor misses the window
-    meets = env.alpha_lo <= hi and env.alpha_hi >= lo if env.fit_reported and bounded else None
+    meets = env.alpha_lo <= hi and env.alpha_hi >= lo if env.fit_reported and any(env.ends_bounded()) else None
     values.update(envelope_R=float(env.R[-1]), envelope_alpha=env.alpha if env.fit_reported else None,
                   envelope_alpha_lo=env.alpha_lo, envelope_alpha_hi=env.alpha_hi, envelope_fit_reported=env.fit_reported,
                   envelope_meets=meets)
