@@ -1,6 +1,7 @@
 """The certified study: cells of candidates from several starts, selected on one set, reported on another."""
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -621,7 +622,26 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
                               compute=slow)
     assert "= +0.0020 ± 0.0010 | **not met** |" in page
     assert "| fails at (0, 0) at L = 4 | **not met** |" in page
-    assert "| (0, 0): nesting at L = 4 failed, verdict INCONCLUSIVE | met |" in page
+    checked = ", ".join(map(str, failed.checked)) or "none"
+    assert f"| (0, 0): nesting at L = 4 failed, verdict INCONCLUSIVE on L = {checked} | met |" in page
+    # the rule makes such a verdict INCONCLUSIVE; a summary that broke it (a stand-in with a REPRODUCED verdict
+    # resting on a depth whose nesting failed, or on a depth whose doubling check never ran) misses the target
+    from types import SimpleNamespace
+
+    from numerics.experiments.study.certified.targets import targets_markdown
+
+    def stand_in(checked, doubling_run):
+        return SimpleNamespace(setting=failed.setting, first_shortfall=math.nan, first_shortfall_se=math.nan,
+                               failed=[Certificate("nesting", 4, 1.0, 0.1, 0.2)], checked=checked,
+                               doubling_run=doubling_run, verdict=("REPRODUCED", "test"))
+
+    for checked, doubling_run in (((1, 2, 4), (1, 2, 4)), ((1, 2), (1,)), ((1, 2), (1, 2))):
+        row = [line for line in targets_markdown([stand_in(checked, doubling_run)], {}, TINY, None)
+               if line.startswith("| no verdict rests on")]
+        listed = ", ".join(map(str, checked))
+        mark = "met" if (4 not in checked and set(checked) <= set(doubling_run)) else "**not met**"
+        assert row == [f"| no verdict rests on a depth whose step-doubling check did not run or whose certificate "
+                       f"failed | (0, 0): nesting at L = 4 failed, verdict REPRODUCED on L = {listed} | {mark} |"]
     assert "largest: +4.0% ± 0.7% ((0, 0), L = 2) | **not met** |" in page
     assert "42,000 core-s as run: ≥ 5.8 h; each cell at the least CPU time of its setting and depth: 22,000 core-s, " \
            "≥ 3.1 h | **not met** |" in page

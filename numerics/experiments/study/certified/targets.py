@@ -1,8 +1,8 @@
 """What the certified study set out to reach, measured on its own cells (the page's "Targets" section).
 
 The targets: at (0, 0) the envelope's first depth gain reaches the heads' (``R*_1 − R*_2 ≥ B_1 − B_2``
-within one paired SE); nesting (eq. 60) holds at every depth of every Table 1 spectrum; every
-certificate of a Table 1 spectrum passes, or its verdict is INCONCLUSIVE; ``theory.predict_loss`` (B_L)
+within one paired SE); nesting (eq. 60) holds at every depth of every Table 1 spectrum; no verdict
+rests on a depth whose step-doubling check did not run or whose certificate failed; ``theory.predict_loss`` (B_L)
 is within 3 % of R*_L at L = 1, 2, 4; and the three-seed plan (the Table 1 spectra and the second P)
 runs in three hours on two cores. Each is stated as measured, met or not; none changes a verdict.
 """
@@ -136,12 +136,15 @@ def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None
     where = ", ".join(f"{_spectrum(s.setting)} at L = {L}" for s, L in nesting)
     rows.append(("nesting at every depth of every Table 1 spectrum",
                  "fails at " + where if nesting else "holds at every depth", _mark(not nesting)))
-    blocked = [s for s in main if s.failed]
-    judged = all(s.verdict[0] == "INCONCLUSIVE" for s in blocked)
-    text = ("every certificate passes" if not blocked else
-            "; ".join(f"{_spectrum(s.setting)}: {', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} "
-                      f"failed, verdict {s.verdict[0]}" for s in blocked))
-    rows.append(("every certificate passes, or the verdict is INCONCLUSIVE", text, _mark(judged)))
+    # a verdict rests on the depths whose step-doubling check ran and passed (``SettingSummary.checked``); a
+    # failed certificate there (nesting, reachability) must have made it INCONCLUSIVE
+    unchecked = [(s, L) for s in main for L in s.checked if L not in s.doubling_run]
+    misjudged = [s for s in main if s.verdict[0] != "INCONCLUSIVE" and any(c.depth in s.checked for c in s.failed)]
+    text = "; ".join(f"{_spectrum(s.setting)}: {', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} failed, "
+                     f"verdict {s.verdict[0]} on L = {', '.join(map(str, s.checked)) or 'none'}"
+                     for s in main if s.failed) or "every certificate passes"
+    rows.append(("no verdict rests on a depth whose step-doubling check did not run or whose certificate failed",
+                 text, _mark(not unchecked and not misjudged)))
     rows += _prediction_rows(main, checks)
     if compute is not None:
         rows.append((f"the three-seed plan (first two parts below) in ≤ {HOURS_TARGET:g} h on {CORES} cores",
