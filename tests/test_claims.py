@@ -492,7 +492,7 @@ def smoke(smoke_reproduction, tmp_path_factory):
     # the study's runs and bounds are in the shared store and cache: nothing is trained or sampled again
     execution = Execution(workers=2, progress=False, store_dir=out / "store", cache_dir=out / "cache")
     _, consistency = run_study_sections(SCALE.study, base / "study-again", execution=execution,
-                                        consistency_sizes=_CONSISTENCY_SIZES[SCALE.name], figures=False)
+                                        consistency_sizes=_CONSISTENCY_SIZES[SCALE.name])
     return result, consistency
 
 

@@ -8,14 +8,15 @@ from tolerances import ROUNDOFF, rtol
 
 from numerics.experiments.execution import Execution
 from numerics.experiments.criteria import SIZE_REGION_DELTA
-from numerics.experiments.study.sizes import chi_square, infer_sizes, run_size_inference
+from numerics.experiments.study.sizes import chi_square, infer_sizes, write_size_inference
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     out = tmp_path_factory.mktemp("sizes")
-    return run_size_inference(out, d_values=(4, 8), P_values=(16, 32), n_contexts=64, n_seeds=2,
-                              execution=Execution(progress=False)), out
+    result = infer_sizes((4, 8), (16, 32), n_contexts=64, n_seeds=2,
+                         execution=Execution(progress=False, cache_dir=out / "cache"))
+    return (result, write_size_inference(result, out)), out
 
 
 def test_chi_square_is_the_sum_of_squared_standardised_residuals():

@@ -24,6 +24,7 @@ from numerics.experiments.study import (
     run_regime_study,
     separate_models_average,
     summarise_point,
+    write_regime_study,
 )
 from numerics.tasks import sample
 from theory import PowerLawSpectrum
@@ -218,7 +219,9 @@ def test_regime_configs_share_the_lazy_initialisation_and_freeze_the_gain():
 
 
 def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch):
-    study = run_regime_study("smoke", tmp_path, execution=Execution(workers=2, progress=False))
+    computed = run_regime_study("smoke", tmp_path, execution=Execution(workers=2, progress=False))
+    assert computed.markdown == "" and not (tmp_path / "study.md").exists()  # a run writes no page
+    study = write_regime_study(computed)
     scale = SCALES["smoke"].study
     assert {p.regime for p in study.points} == set(scale.regimes)
     assert study.trained == study.runs > 0
@@ -247,7 +250,7 @@ def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch
 
     monkeypatch.setattr(bounds_module, "compute_bound", must_not_compute)
     monkeypatch.setattr(regimes_module, "_frozen_heads_rows", must_not_compute)
-    again = run_regime_study("smoke", tmp_path, figures=False, execution=Execution(workers=1, progress=False))
+    again = run_regime_study("smoke", tmp_path, execution=Execution(workers=1, progress=False))
     assert again.trained == 0 and again.runs == study.runs
     assert [p.R for p in again.points] == [p.R for p in study.points]
 

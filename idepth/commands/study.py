@@ -4,11 +4,12 @@ A thin layer over :mod:`numerics.experiments.study`:
 
 * ``idepth study regime [--scale smoke|quick|medium|paper] [--out DIR] [--store DIR] [--backend local|dask] [--workers N]``
   -- :func:`numerics.experiments.study.run_study_sections` (the regime study, then the paper's plateaus
-  against the bounds); writes ``DIR/study.md``, ``DIR/consistency.md``, ``DIR/study.json``, ``DIR/figures/``;
+  against the bounds), then :func:`~numerics.experiments.study.write_study_sections`; writes ``DIR/study.md``, ``DIR/consistency.md``, ``DIR/study.json``, ``DIR/figures/``;
 * ``idepth study consistency [--out DIR] [--d 128] [--P 1024,2048] [--contexts N]``
   -- the paper's nonlinear plateaus against the oracle bounds only;
 * ``idepth study sizes [--d 8,12,...] [--P 32,48,...] [--contexts N] [--seeds S] [--out DIR]``
-  -- :func:`numerics.experiments.study.run_size_inference` (which (d, P) the paper's nonlinear plateaus imply);
+  -- :func:`numerics.experiments.study.infer_sizes` (which (d, P) the paper's nonlinear plateaus imply),
+  then :func:`~numerics.experiments.study.write_size_inference`;
 * ``idepth study certified [--out DIR] [--store DIR] [--cells DIR] [--depths 1,2,4] [--backend local|dask] [--workers N]
   [--scheduler ADDR] [--report-only] [--contrast-depth L]`` (without ``--out``: a fresh directory, named on stderr)
   -- :func:`numerics.experiments.study.certified.run_certified_study` (the best loss each depth reaches, from
@@ -263,7 +264,9 @@ def _size_grid() -> tuple:
 
 def run_sizes(args) -> int:
     """Run ``idepth study sizes``."""
-    from numerics.experiments.study import run_size_inference
+    import dataclasses
+
+    from numerics.experiments.study import infer_sizes, write_size_inference
     from numerics.io import check_output_dir
     from theory.validation import check_positive_int
 
@@ -277,8 +280,9 @@ def run_sizes(args) -> int:
     check_positive_int("--seeds", args.seeds, minimum=2)
     execution = execution_from_args(args)
     check_output_dir(args.out, "--out")
-    result, markdown = run_size_inference(args.out, d_values=d_values, P_values=P_values, n_contexts=args.contexts,
-                                          n_seeds=args.seeds, execution=execution)
+    execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or Path(args.out) / "cache")
+    result = infer_sizes(d_values, P_values, n_contexts=args.contexts, n_seeds=args.seeds, execution=execution)
+    markdown = write_size_inference(result, args.out)
     print(markdown)
     print(f"wrote {args.out}/sizes.md, sizes.json, figures/sizes_chi2.png")
     return 0
@@ -378,7 +382,7 @@ def _scale_names() -> tuple:
 
 def run_regime(args) -> int:
     """Run ``idepth study regime``."""
-    from numerics.experiments.study import run_study_sections
+    from numerics.experiments.study import run_study_sections, write_study_sections
     from numerics.io import check_output_dir
 
     execution = execution_from_args(args)
@@ -390,6 +394,7 @@ def run_regime(args) -> int:
     except RuntimeError as exc:
         print(f"idepth study: {exc}", file=sys.stderr)
         return 1
+    study = write_study_sections(study, report)
     print(f"regime: {study.regime_name}")
     print(f"{report.n_below} of {len(report.rows)} paper values are below the oracle bound")
     print(f"wrote {study.out_dir}/study.md and consistency.md ({len(study.figures)} figure files, {study.runs} "

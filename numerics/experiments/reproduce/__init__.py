@@ -81,6 +81,7 @@ def _study_sections(scale: Scale, out: Path, *, execution, log) -> tuple:
         result, consistency = study.run_study_sections(
             scale.study, out / "study", execution=execution,
             consistency_sizes=_CONSISTENCY_SIZES[scale.name])
+        result = study.write_study_sections(result, consistency)
     except RuntimeError as exc:  # a training run of the study failed: the report says so
         note = f"**The regime study did not run**: {' '.join(str(exc).split())}."
         return (f"## Where inverse-depth scaling appears (regime study)\n\n{note}\n",

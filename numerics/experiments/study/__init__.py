@@ -18,10 +18,10 @@ from ..recipes import GAIN_PARAMETERS, LAZY_INIT
 from ..scales import REGIME_DESCRIPTIONS, REGIMES, TRAINED_REGIMES, StudyScale
 from .consistency import ConsistencyReport, ConsistencyRow, paper_consistency
 from .defaults import fit_inverse_depth, make_softmax_defaults
-from .sizes import SizeInference, infer_sizes, run_size_inference
+from .sizes import SizeInference, infer_sizes, write_size_inference
 from .regimes import (RegimeStudy, frozen_heads_control, regime_config, run_regime_study,
-                      separate_models_average)
-from .sections import run_study_sections
+                      separate_models_average, write_regime_study)
+from .sections import run_study_sections, write_study_sections
 from .verdicts import RegimePoint, name_regime, summarise_point
 
 __all__ = [
@@ -43,9 +43,11 @@ __all__ = [
     "run_regime_study",
     "paper_consistency",
     "run_study_sections",
+    "write_study_sections",
+    "write_regime_study",
     "make_softmax_defaults",
     "fit_inverse_depth",
     "SizeInference",
     "infer_sizes",
-    "run_size_inference",
+    "write_size_inference",
 ]

@@ -1,5 +1,6 @@
 """The regimes of the study: the configs of the trained ones (:func:`regime_config`), the two
-controls that need no training, and the study itself (:func:`run_regime_study`)."""
+controls that need no training, and the study itself (:func:`run_regime_study`, which trains; its page is
+:func:`write_regime_study`, which does not)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ __all__ = [
     "frozen_heads_control",
     "separate_models_average",
     "run_regime_study",
+    "write_regime_study",
 ]
 
 
@@ -185,9 +187,10 @@ class RegimeStudy:
     bounds : Mapping
         ``(d, P, N, a, b) -> {'cosine': HeadBound, 'prenorm': HeadBound}``.
     regime_name, markdown : str
-        :func:`name_regime`; the report section (figures relative to ``out_dir``).
+        :func:`name_regime`; the report section (figures relative to ``out_dir``), empty until
+        :func:`write_regime_study` has written it.
     figures : tuple of str
-        PNG and PDF files, relative to ``out_dir``.
+        PNG and PDF files, relative to ``out_dir`` (none until written).
     runs, trained : int
         Training runs in the study's grid; those trained by this call.
 
@@ -204,12 +207,12 @@ class RegimeStudy:
     points: tuple
     bounds: Mapping
     regime_name: str
-    markdown: str
-    figures: tuple
     out_dir: str
     wall_time: float
     runs: int
     trained: int = 0
+    markdown: str = ""
+    figures: tuple = ()
 
     def point(self, regime: str, size: tuple | None = None, spectrum: tuple | None = None) -> RegimePoint:
         """The point of ``regime`` (at ``size`` and ``spectrum``; default the first ones)."""
@@ -288,15 +291,14 @@ def run_regime_study(
     out_dir: str | os.PathLike = "study",
     *,
     execution: Execution | None = None,
-    figures: bool = True,
 ) -> RegimeStudy:
-    """Run the regime study: the trained regimes, the controls, bounds, fits, figures and Markdown.
+    """Run the regime study: the trained regimes, the controls, bounds and fits (no page: :func:`write_regime_study`).
 
-    ``scale`` is a study budget or a reproduction scale's name; ``out_dir`` receives the
-    figures, ``study.json`` and ``study.md``. ``execution`` says where the runs and bounds
-    execute; its ``store_dir`` and ``cache_dir`` (bounds, frozen-head fits) default to
-    ``out_dir/store`` and ``out_dir/cache`` (a reproduction passes its own, so its sections
-    share one value per quantity). Bad input raises ``ValueError``, ``TypeError`` or ``OSError``.
+    ``scale`` is a study budget or a reproduction scale's name; ``out_dir`` is the study's directory
+    (its page goes there). ``execution`` says where the runs and bounds execute; its ``store_dir`` and
+    ``cache_dir`` (bounds, frozen-head fits) default to ``out_dir/store`` and ``out_dir/cache`` (a
+    reproduction passes its own, so its sections share one value per quantity). Bad input raises
+    ``ValueError``, ``TypeError`` or ``OSError``.
 
     References
     ----------
@@ -305,8 +307,8 @@ def run_regime_study(
     Examples
     --------
     >>> import tempfile  # doctest: +SKIP
-    >>> study = run_regime_study("smoke", tempfile.mkdtemp(),
-    ...                          execution=Execution(workers=1))  # doctest: +SKIP
+    >>> study = write_regime_study(run_regime_study("smoke", tempfile.mkdtemp(),
+    ...                                             execution=Execution(workers=1)))  # doctest: +SKIP
     >>> study.regime_name  # doctest: +SKIP
     'flat under lazy training; ...'
     """
@@ -374,13 +376,25 @@ def run_regime_study(
                     R, A, C = _metric_arrays([[measured[key] for key in seed] for seed in keys])
                 points.append(summarise_point(regime, size, spectrum, s.k, depths, R, A, C))
 
-    name = name_regime(points)
-    figure_files = draw_figures(s, points, bounds, out) if figures else ()
-    markdown = study_markdown(s, points, bounds, name, figure_files)
-    result = RegimeStudy(scale=s, points=tuple(points), bounds=bounds, regime_name=name, markdown=markdown,
-                         figures=tuple(figure_files), out_dir=str(out),
-                         wall_time=time.perf_counter() - started, runs=len(Grid.of(unique)) if unique else 0,
-                         trained=summary.executed if summary else 0)
+    return RegimeStudy(scale=s, points=tuple(points), bounds=bounds, regime_name=name_regime(points),
+                       out_dir=str(out), wall_time=time.perf_counter() - started,
+                       runs=len(Grid.of(unique)) if unique else 0, trained=summary.executed if summary else 0)
+
+
+def write_regime_study(result: RegimeStudy, *, figures: bool = True) -> RegimeStudy:
+    """Write the regime study's page into its directory: the figures, ``study.json`` and ``study.md``.
+
+    Returns ``result`` with its ``markdown`` and ``figures`` (file names relative to ``out_dir``). It
+    trains nothing: the numbers are :func:`run_regime_study`'s.
+
+    Notes
+    -----
+    No example: it needs a study's points and bounds (minutes); see :func:`run_regime_study`.
+    """
+    out = make_output_dir(result.out_dir)
+    figure_files = draw_figures(result.scale, result.points, result.bounds, out) if figures else ()
+    markdown = study_markdown(result.scale, result.points, result.bounds, result.regime_name, figure_files)
+    result = dataclasses.replace(result, markdown=markdown, figures=tuple(figure_files))
     write_json(out / "study.json", result.to_dict())
     write_text(out / "study.md", markdown)
     return result

@@ -32,7 +32,7 @@ from ..scales import SIZE_GRID_D, SIZE_GRID_P
 from .consistency import paper_plateaus
 
 __all__ = ["SIZE_GRID_D", "SIZE_GRID_P", "SizeInference", "infer_sizes", "sizes_markdown",
-           "draw_size_map", "run_size_inference"]
+           "draw_size_map", "write_size_inference"]
 
 
 
@@ -208,26 +208,19 @@ def draw_size_map(result: SizeInference, path) -> Path:
     return save_figure(fig, path, dpi=120)
 
 
-def run_size_inference(out_dir, *, d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, n_contexts: int = 2048,
-                       n_seeds: int = 4,
-                       execution: Execution | None = None) -> tuple[SizeInference, str]:
-    """:func:`infer_sizes`, then ``OUT/sizes.md``, ``OUT/sizes.json`` and ``OUT/figures/sizes_chi2.png``.
+def write_size_inference(result: SizeInference, out_dir) -> str:
+    """Write ``OUT/sizes.md``, ``OUT/sizes.json`` and ``OUT/figures/sizes_chi2.png`` of :func:`infer_sizes`'s result.
 
-    What ``idepth study sizes`` calls (the cache defaults to ``OUT/cache``); returns the result
-    and the Markdown.
+    What ``idepth study sizes`` calls after :func:`infer_sizes` (it computes nothing); returns the Markdown.
 
     Notes
     -----
-    No example: it needs hundreds of Monte-Carlo bounds (minutes).
+    No example: it needs a size inference (hundreds of Monte-Carlo bounds, minutes).
     """
     out = make_output_dir(out_dir)
-    execution = as_execution(execution)
-    execution = dataclasses.replace(execution, cache_dir=execution.cache_dir or out / "cache")
-    result = infer_sizes(d_values, P_values, n_contexts=n_contexts, n_seeds=n_seeds,
-                         execution=execution)
     (out / "figures").mkdir(exist_ok=True)
     draw_size_map(result, out / "figures" / "sizes_chi2.png")
     markdown = sizes_markdown(result, "figures/sizes_chi2.png")
     write_text(out / "sizes.md", markdown)
     write_json(out / "sizes.json", result.to_dict())
-    return result, markdown
+    return markdown
