@@ -122,12 +122,15 @@ def test_the_revised_sections_say_what_ran_and_what_did_not(revised):
     plan = dataclasses.replace(TINY, depths=(1, 2, 4))  # a depth the tiny study never ran
     facts = revised_facts(rows, errors, plan, root / "x" / "cells", population_contexts=2048)
     text = "\n".join(revised_sections(facts))
-    assert "Not done at every seed yet: (0, 0) at L = 4. The sections below say nothing about those depths." in text
+    assert ("Not done at every seed yet: (0, 0) at L = 4. The sections below say nothing about those depths, except "
+            "where 2 or more seeds have every depth done: this page's verdicts judge such a spectrum on those seeds "
+            "alone (none now).") in text
     assert "| (0, 0) | 1, 2 | 4 |" in text
     for heading in ("The L = 2 step at population scale", "The envelope against U_L", "Long caps",
                     "The envelope's decomposition (Fig. 6c/d)"):
         assert heading in text
-    assert facts["coverage"] == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4], "partial": []}]
+    assert facts["coverage"] == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4], "partial": [],
+                                  "complete_seeds": 0}]
     assert {r["depth"] for r in facts["envelope"]} == {1, 2} and [r["depth"] for r in facts["long"]] == [2] * 4
     assert [(r["depth"], r["half"], r["full"]) for r in facts["long_doubling"]] == [(2, 15, 30)]
     assert revised_facts(rows, errors, CertifiedPlan(), root / "x" / "cells") is None
@@ -279,7 +282,29 @@ def test_a_depth_some_seeds_have_done_is_named_with_their_count():
     setting = (0.0, 0.0, plan.P, plan.k)
     cells = {setting: {(L, s): [] for L in (1, 2) for s in plan.seeds} | {(4, 0): [], (4, 2): []}}
     coverage = [c for c in _coverage(plan, cells) if (c["a"], c["b"]) == (0.0, 0.0)]
-    assert coverage == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4], "partial": [[4, 2]]}]
+    assert coverage == [{"a": 0.0, "b": 0.0, "done": [1, 2], "todo": [4], "partial": [[4, 2]], "complete_seeds": 2}]
     facts = {"plan": {"select_size": 65536, "seeds": [0, 1, 2]}, "coverage": coverage, "steps": [], "envelope": [],
-             "long": []}
+             "long": [], "cpu_hours": {}}
     assert "has run (0, 0) at L = 1, 2 (L = 4 at 2 of 3 seeds)" in revised_sentence(facts)
+
+
+@pytest.mark.parametrize("finished", [((4, 0),), ((4, 0), (4, 2))])
+def test_the_page_names_a_spectrum_judged_on_its_complete_seeds_by_the_verdicts_own_rule(finished):
+    """The coverage sentence and the verdicts (statistics._judged_cells) agree on which seeds judge a spectrum."""
+    from types import SimpleNamespace
+
+    from numerics.experiments.study.certified.revised import _coverage, revised_sections
+    from numerics.experiments.study.certified.statistics import _judged_cells
+
+    plan = dataclasses.replace(TINY, depths=(1, 2, 4), seeds=(0, 1, 2))
+    cells = {(0.0, 0.0, plan.P, plan.k): {(L, s): [] for L in (1, 2) for s in plan.seeds} | dict.fromkeys(finished, [])}
+    coverage = [c for c in _coverage(plan, cells) if (c["a"], c["b"]) == (0.0, 0.0)]
+    facts = {"plan": {"select_size": 65536, "report_block": 64, "seeds": [0, 1, 2]}, "coverage": coverage,
+             "cpu_hours": {}, "steps": [], "envelope": [], "long": []}
+    text = "\n".join(revised_sections(facts))
+    _, judged = _judged_cells([SimpleNamespace(depth=L, seed=s) for L, s in cells[0.0, 0.0, plan.P, plan.k]],
+                              plan.depths)
+    alone = judged != list(plan.seeds)
+    assert alone == (len(finished) == 2)
+    assert ("verdicts judge such a spectrum on those seeds alone ((0, 0))" in text) == alone
+    assert ("verdicts judge such a spectrum on those seeds alone (none now)" in text) == (not alone)

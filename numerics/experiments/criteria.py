@@ -52,6 +52,7 @@ __all__ = [
     "HOURS_TARGET",
     "SIZE_REGION_DELTA",
     "MIN_CHECKED_DEPTHS",
+    "MIN_COMPLETE_SEEDS",
     "GAIN_LAW_MAX_CHI2_DOF",
     "checked_depths",
     "CONTRASTS",
@@ -96,6 +97,9 @@ SIZE_REGION_DELTA = 5.99
 #: fewest depths whose step-doubling check ran and passed that a certified verdict may rest on: the law's three
 #: parameters (L0, c, α) and two more, so that a misfit can show
 MIN_CHECKED_DEPTHS = 5
+#: fewest seeds with every planned depth done on which a certified setting is judged alone while its other seeds
+#: still run (fewer: the depths every seed has done decide); two, so that the seeds' spread has an estimate
+MIN_COMPLETE_SEEDS = 2
 #: largest χ²/dof at which the certified study reports its gain-law fit (above it no single α describes the gains)
 GAIN_LAW_MAX_CHI2_DOF = 2.0
 

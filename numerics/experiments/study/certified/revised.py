@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._markdown import markdown_table
-from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, standard_error
+from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, standard_error
 from .cells import _files, read_cell
 from .plan import CertifiedPlan
 from .run import SUMMARY_COLUMNS
@@ -139,15 +139,17 @@ def _is_heads(row) -> bool:
 
 
 def _coverage(plan: CertifiedPlan, cells: dict) -> list[dict]:
-    """Per spectrum of the plan: the depths done (every seed's cell), those not run yet, and among these the
-    ``partial`` ones, ``[depth, seeds done]``, where some seeds' cells are done."""
+    """Per spectrum of the plan: the depths done (every seed's cell), those not run yet, among these the
+    ``partial`` ones, ``[depth, seeds done]``, where some seeds' cells are done, and ``complete_seeds``, how
+    many seeds have every depth done."""
     out = []
     for a, b in plan.spectra:
-        setting = (float(a), float(b), plan.P, plan.k)
-        seeds = {L: sum((L, s) in cells.get(setting, {}) for s in plan.seeds) for L in plan.depths}
+        have = cells.get((float(a), float(b), plan.P, plan.k), {})
+        seeds = {L: sum((L, s) in have for s in plan.seeds) for L in plan.depths}
         done = [L for L in plan.depths if seeds[L] == len(plan.seeds)]
         out.append({"a": float(a), "b": float(b), "done": done, "todo": [L for L in plan.depths if L not in done],
-                    "partial": [[L, seeds[L]] for L in plan.depths if 0 < seeds[L] < len(plan.seeds)]})
+                    "partial": [[L, seeds[L]] for L in plan.depths if 0 < seeds[L] < len(plan.seeds)],
+                    "complete_seeds": sum(all((L, s) in have for L in plan.depths) for s in plan.seeds)})
     return out
 
 
@@ -339,13 +341,14 @@ def revised_sections(facts: dict | None) -> list[str]:
                               + _partial_text(c, len(plan["seeds"]))) for c in facts["coverage"]]) + [""]
     missing = [c for c in facts["coverage"] if c["todo"]]
     if missing:
-        partial = [c for c in missing if c.get("partial")]
+        # the rule of statistics._judged_cells: judged on the complete seeds alone where enough seeds are complete
+        alone = [c for c in missing if c.get("partial") and c.get("complete_seeds", 0) >= MIN_COMPLETE_SEEDS]
         lines += ["Not done at every seed yet: " + "; ".join(
             f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['todo']))}" for c in missing)
-            + ". The sections below say nothing about those depths"
-            + (("; a spectrum whose seeds have not all reached them is judged by this page's verdicts on the seeds that "
-                "have every depth (" + ", ".join(f"({c['a']:g}, {c['b']:g})" for c in partial) + ")") if partial else "")
-            + ".", ""]
+            + ". The sections below say nothing about those depths, except where "
+            + f"{MIN_COMPLETE_SEEDS} or more seeds have every depth done: this page's verdicts judge such a spectrum "
+            + "on those seeds alone (" + (", ".join(f"({c['a']:g}, {c['b']:g})" for c in alone) or "none now") + ").",
+            ""]
     hours = facts["cpu_hours"]
     lines += ["CPU hours per part (from the cells' own CPU time, split by each candidate's share of the steps):", ""]
     lines += markdown_table(("part", "CPU hours"), [(name, f"{h:.2f}") for name, h in hours.items()]

@@ -24,6 +24,7 @@ from ...criteria import (
     CERTIFICATE_SES,
     DOUBLING_SES,
     MIN_CHECKED_DEPTHS,
+    MIN_COMPLETE_SEEDS,
     checked_depths,
     standard_error,
 )
@@ -248,7 +249,8 @@ def _replicates(cube: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarra
 def _judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
     """A setting's rows by (depth, seed), and the seeds it is judged on (every function of a setting uses these).
 
-    The seeds: those with every planned depth done, if two or more are; else all of them. Seeds finish in the
+    The seeds: those with every planned depth done, if :data:`~numerics.experiments.criteria.MIN_COMPLETE_SEEDS`
+    or more are; else all of them. Seeds finish in the
     order they were started, not by their results, so judging on the complete ones while others still run
     selects nothing; without two complete seeds the common depths of all seeds decide (and a setting short of
     its planned depths gets no verdict).
@@ -258,7 +260,7 @@ def _judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
         by_cell.setdefault((r.depth, r.seed), []).append(r)
     seeds = sorted({r.seed for r in members})
     complete = [s for s in seeds if planned_depths and all((L, s) in by_cell for L in planned_depths)]
-    return by_cell, complete if len(complete) >= 2 else seeds
+    return by_cell, complete if len(complete) >= MIN_COMPLETE_SEEDS else seeds
 
 
 def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP,
