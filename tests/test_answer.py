@@ -97,10 +97,18 @@ def test_the_answer_states_the_verdict_counts_and_checked_depths_of_the_verdicts
     text = (f"{counts['REPRODUCED']} REPRODUCED, {counts['CONTRADICTED']} CONTRADICTED and {counts['INCONCLUSIVE']} "
             f"INCONCLUSIVE of {len(settings)}")
     assert text in answer.text
-    few = sum(len(s["checked_depths"]) < verdicts["rules"]["min_checked_depths"] for s in settings)
-    if few:
-        assert f"{few} of the {len(settings)} spectra have fewer" in answer.text
+    minimum = verdicts["rules"]["min_checked_depths"]
+    short = [s for s in settings if len(s["checked_depths"]) < minimum]
+    if short:
+        ran = [s for s in short if s["doubling_run"]]
+        assert f"{len(short)} of the {len(settings)} spectra have fewer: the check ran at {len(ran)} of them" \
+            in answer.text
         assert "not settled" in answer.facts["headline"]
+        # a spectrum with enough checked depths is named with them, never among those with fewer
+        for s in settings:
+            where = f"({s['a']:g}, {s['b']:g}) on L = {', '.join(map(str, s['checked_depths']))}"
+            assert (where in answer.text) == (s not in short)
+            assert (f"({s['a']:g}, {s['b']:g}): it ran at L =" in answer.text) == (s in ran)
 
 
 def test_missing_results_name_the_file(tmp_path):

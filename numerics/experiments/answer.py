@@ -358,17 +358,23 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None, revised:
         headline = "no, at every Table 1 spectrum"
     else:
         headline = "not settled by this package's evidence"
+    ran_short = [s for s in unchecked if s.get("doubling_run")]
     checked_where = "; ".join(
         f"({s['a']:g}, {s['b']:g}): it ran at L = {', '.join(map(str, s['doubling_run']))} and passed at "
-        f"{', '.join(map(str, s['checked_depths'])) or 'none'}" for s in ran)
+        f"{', '.join(map(str, s['checked_depths'])) or 'none'}" for s in ran_short)
+    enough = [s for s in main if s not in unchecked]
+    enough_where = "; ".join(f"({s['a']:g}, {s['b']:g}) on L = {', '.join(map(str, s['checked_depths']))}"
+                             for s in enough)
     sentences = [
         f"**Does the paper's α ≈ 1 law hold for the best loss softmax attention reaches at each depth? The package's "
         f"answer: {headline}** (d = {main[0]['d']}, P = {main[0]['P']}, top-{main[0]['k']}, the {n} Table 1 spectra).",
         f"The certified study's verdicts{_sources(main)} are {counts['REPRODUCED']} REPRODUCED, {counts['CONTRADICTED']} "
         f"CONTRADICTED and {counts['INCONCLUSIVE']} INCONCLUSIVE of {n}. A verdict rests only on depths whose "
         f"step-doubling check ran and passed, at least {minimum} of them; "
-        + (f"{len(unchecked)} of the {n} spectra have fewer: the check ran at {len(ran)} of them"
-           + (f" ({checked_where})" if ran else "") + "." if unchecked else "every spectrum has them."),
+        + (f"{len(unchecked)} of the {n} spectra have fewer: the check ran at {len(ran_short)} of them"
+           + (f" ({checked_where})" if ran_short else "") + "."
+           + (f" {len(enough)} {'has' if len(enough) == 1 else 'have'} enough: {enough_where}." if enough else "")
+           if unchecked else "every spectrum has them."),
     ]
     early = [c for s in main for c in s.get("contrasts", []) if c["name"] == "(R2-R16)/(R1-R2)"
              and c["estimate"] == "mean over seeds"]
