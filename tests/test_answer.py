@@ -108,6 +108,8 @@ def test_the_answer_states_the_verdict_counts_and_checked_depths_of_the_verdicts
         for s in settings:
             where = f"({s['a']:g}, {s['b']:g}) on L = {', '.join(map(str, s['checked_depths']))}"
             assert (where in answer.text) == (s not in short)
+            assert (f"{where} ({s['verdict']}: the verdict's contrast is not on them)" in answer.text) == (
+                s not in short and not s["primary"])
             assert (f"({s['a']:g}, {s['b']:g}): it ran at L =" in answer.text) == (s in ran)
 
 
@@ -185,3 +187,23 @@ def test_a_revised_verdicts_file_that_its_cells_do_not_back_is_refused(tmp_path)
 
     with pytest.raises(ValueError, match="certified-revised.*depths 4096"):
         package_answer(_results_with_revised(tmp_path, invent_a_depth))
+
+
+def test_a_spectrum_with_enough_checked_depths_but_no_contrast_on_them_says_so(tmp_path):
+    """Enough checked depths without L = 1 (the verdict's contrast g_2/g_Lmax needs it): named with its verdict."""
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results)
+    verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
+    main = {tuple(s) for s in verdicts["main"]["spectra"]}
+    picked = None
+    for setting in verdicts["settings"]:
+        if ((setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]
+                and setting["k"] == verdicts["main"]["k"] and picked is None):
+            picked = setting
+            setting["checked_depths"] = [L for L in setting["depths"] if L != 1]
+            setting["verdict"], setting["primary"] = "INCONCLUSIVE", None
+    (results / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
+    text = package_answer(results).text
+    where = f"({picked['a']:g}, {picked['b']:g}) on L = {', '.join(map(str, picked['checked_depths']))}"
+    assert f"{where} (INCONCLUSIVE: the verdict's contrast is not on them)" in text

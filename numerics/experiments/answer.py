@@ -364,6 +364,7 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None, revised:
         f"{', '.join(map(str, s['checked_depths'])) or 'none'}" for s in ran_short)
     enough = [s for s in main if s not in unchecked]
     enough_where = "; ".join(f"({s['a']:g}, {s['b']:g}) on L = {', '.join(map(str, s['checked_depths']))}"
+                             + ("" if s.get("primary") else f" ({s['verdict']}: the verdict's contrast is not on them)")
                              for s in enough)
     sentences = [
         f"**Does the paper's α ≈ 1 law hold for the best loss softmax attention reaches at each depth? The package's "

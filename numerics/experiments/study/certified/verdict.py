@@ -186,6 +186,8 @@ def setting_verdict(depths, planned_depths, checked, failed, primary: dict | Non
     ('REPRODUCED', '')
     >>> setting_verdict((1, 2, 4, 8, 16), (1, 2, 4, 8, 16), (1, 2), [], p, doubling_run=(1, 2, 4))
     ('INCONCLUSIVE', 'checks', 'rests on 2 depths whose step-doubling check ran and passed (1, 2), fewer than 5; the check ran at 1, 2, 4 and failed at 4')
+    >>> setting_verdict((1, 2, 4, 8, 16, 32), (1, 2, 4, 8, 16, 32), (2, 4, 8, 16, 32), [], None)[2]
+    'rests on 5 depths whose step-doubling check ran and passed (2, 4, 8, 16, 32), but its contrast g2/gLmax uses L = 1, 2, 32, and the check did not pass at L = 1'
     """
     from ... import criteria  # read at call time: a patched rule is seen (the claims' mutation test)
 
@@ -196,6 +198,12 @@ def setting_verdict(depths, planned_depths, checked, failed, primary: dict | Non
     if planned_depths and depths != planned_depths:
         return "INCONCLUSIVE", "budget", (f"depths {depths[0]}–{depths[-1]} done of {planned_depths[0]}–"
                                           f"{planned_depths[-1]}: the law is about the whole range, the study goes on")
+    if len(checked) >= minimum and primary is None:  # e.g. the check failed at L = 1, which g_2/g_Lmax uses
+        used = _used(VERDICT_CONTRAST, checked[-1])
+        return "INCONCLUSIVE", "checks", (f"rests on {len(checked)} depths whose step-doubling check ran and passed "
+                                          f"({_depth_list(checked)}), but its contrast {VERDICT_CONTRAST} uses L = "
+                                          f"{_depth_list(used)}, and the check did not pass at L = "
+                                          f"{_depth_list([L for L in used if L not in checked])}")
     if len(checked) < minimum or primary is None:
         ran = tuple(doubling_run) if doubling_run is not None else None
         where = ("" if ran is None else "; the check never ran" if not ran else
