@@ -198,12 +198,14 @@ def setting_verdict(depths, planned_depths, checked, failed, primary: dict | Non
     if planned_depths and depths != planned_depths:
         return "INCONCLUSIVE", "budget", (f"depths {depths[0]}–{depths[-1]} done of {planned_depths[0]}–"
                                           f"{planned_depths[-1]}: the law is about the whole range, the study goes on")
-    if len(checked) >= minimum and primary is None:  # e.g. the check failed at L = 1, which g_2/g_Lmax uses
-        used = _used(VERDICT_CONTRAST, checked[-1])
+    # enough checked depths, but not those the contrast uses (e.g. the check failed at L = 1, which g_2/g_Lmax uses)
+    used = _used(VERDICT_CONTRAST, checked[-1]) if checked else ()
+    unpassed = [L for L in used if L not in checked]
+    if len(checked) >= minimum and primary is None and unpassed:
         return "INCONCLUSIVE", "checks", (f"rests on {len(checked)} depths whose step-doubling check ran and passed "
                                           f"({_depth_list(checked)}), but its contrast {VERDICT_CONTRAST} uses L = "
                                           f"{_depth_list(used)}, and the check did not pass at L = "
-                                          f"{_depth_list([L for L in used if L not in checked])}")
+                                          f"{_depth_list(unpassed)}")
     if len(checked) < minimum or primary is None:
         ran = tuple(doubling_run) if doubling_run is not None else None
         where = ("" if ran is None else "; the check never ran" if not ran else
