@@ -207,3 +207,16 @@ def test_a_spectrum_with_enough_checked_depths_but_no_contrast_on_them_says_so(t
     text = package_answer(results).text
     where = f"({picked['a']:g}, {picked['b']:g}) on L = {', '.join(map(str, picked['checked_depths']))}"
     assert f"{where} (INCONCLUSIVE: the verdict's contrast is not on them)" in text
+
+
+@pytest.mark.parametrize("shift", range(0, 14))
+def test_the_cli_help_never_breaks_a_hyphenated_word_of_the_answer(monkeypatch, shift):
+    """Wherever "step-doubling" falls against the help's line width, the help reads it as one word."""
+    from types import SimpleNamespace
+
+    import numerics.experiments.answer as answer_module
+    from idepth.cli import _answer_epilog
+
+    text = "a " * 40 + "b" * shift + " the step-doubling check " + "c " * 40
+    monkeypatch.setattr(answer_module, "package_answer", lambda: SimpleNamespace(text=text))
+    assert " ".join(_answer_epilog().split()) == "the answer: " + " ".join(text.split())
