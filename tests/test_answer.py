@@ -40,17 +40,27 @@ def test_cli_help_ends_with_the_same_answer(answer, capsys):
     assert answer.text.replace("**", "") in " ".join(text.split())
 
 
-def test_the_answer_follows_the_verdicts_file(tmp_path, answer):
+def _first_study_with(tmp_path, edit):
+    """A results directory holding the first study's CSV and verdicts, ``edit(setting)`` applied to each of its
+    main Table 1 settings (the revised study left out); returns the directory."""
     results = tmp_path / "results"
     results.mkdir()
     shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results)
     verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
     main = {tuple(s) for s in verdicts["main"]["spectra"]}
     for setting in verdicts["settings"]:
-        if (setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]:
-            # every depth checked: the verdicts rest on enough checked depths to settle the question
-            setting["verdict"], setting["failed"], setting["checked_depths"] = "REPRODUCED", [], setting["depths"]
+        if ((setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]
+                and setting["k"] == verdicts["main"]["k"]):
+            edit(setting)
     (results / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
+    return results
+
+
+def test_the_answer_follows_the_verdicts_file(tmp_path, answer):
+    def check_every_depth(setting):  # every depth checked: enough checked depths to settle the question
+        setting["verdict"], setting["failed"], setting["checked_depths"] = "REPRODUCED", [], setting["depths"]
+
+    results = _first_study_with(tmp_path, check_every_depth)
     changed = package_answer(results)
     assert changed.facts["counts"]["REPRODUCED"] == 7 and "7 REPRODUCED" in changed.text
     assert changed.facts["headline"] == "yes, at every Table 1 spectrum"
@@ -58,19 +68,16 @@ def test_the_answer_follows_the_verdicts_file(tmp_path, answer):
 
 
 def test_a_contradiction_resting_on_unchecked_depths_does_not_settle_the_question(tmp_path):
-    results = tmp_path / "results"
-    results.mkdir()
-    shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results)
-    verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
-    main = {tuple(s) for s in verdicts["main"]["spectra"]}
-    minimum = verdicts["rules"]["min_checked_depths"]
-    unchecked = 0
-    for setting in verdicts["settings"]:
-        if ((setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]
-                and setting["k"] == verdicts["main"]["k"]):
-            setting["verdict"], setting["failed"] = "CONTRADICTED", []
-            unchecked += len(setting["checked_depths"]) < minimum
-    (results / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
+    minimum = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text()
+                         )["rules"]["min_checked_depths"]
+    edited = []
+
+    def contradict(setting):
+        setting["verdict"], setting["failed"] = "CONTRADICTED", []
+        edited.append(setting)
+
+    results = _first_study_with(tmp_path, contradict)
+    unchecked = sum(len(s["checked_depths"]) < minimum for s in edited)
     changed = package_answer(results)
     assert unchecked > 0 and changed.facts["unchecked_decided"] == unchecked
     assert changed.facts["headline"] == "not settled by this package's evidence"
@@ -191,19 +198,16 @@ def test_a_revised_verdicts_file_that_its_cells_do_not_back_is_refused(tmp_path)
 
 def test_a_spectrum_with_enough_checked_depths_but_no_contrast_on_them_says_so(tmp_path):
     """Enough checked depths without L = 1 (the verdict's contrast g_2/g_Lmax needs it): named with its verdict."""
-    results = tmp_path / "results"
-    results.mkdir()
-    shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results)
-    verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
-    main = {tuple(s) for s in verdicts["main"]["spectra"]}
-    picked = None
-    for setting in verdicts["settings"]:
-        if ((setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]
-                and setting["k"] == verdicts["main"]["k"] and picked is None):
-            picked = setting
+    picked = []
+
+    def drop_depth_one(setting):
+        if not picked:
+            picked.append(setting)
             setting["checked_depths"] = [L for L in setting["depths"] if L != 1]
             setting["verdict"], setting["primary"] = "INCONCLUSIVE", None
-    (results / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
+
+    results = _first_study_with(tmp_path, drop_depth_one)
+    picked = picked[0]
     text = package_answer(results).text
     where = f"({picked['a']:g}, {picked['b']:g}) on L = {', '.join(map(str, picked['checked_depths']))}"
     assert f"{where} (INCONCLUSIVE: the verdict's contrast is not on them)" in text
