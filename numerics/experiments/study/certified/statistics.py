@@ -252,7 +252,7 @@ def _judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
     The seeds: those with every planned depth done, if :data:`~numerics.experiments.criteria.MIN_COMPLETE_SEEDS`
     or more are; else all of them. Seeds finish in the
     order they were started, not by their results, so judging on the complete ones while others still run
-    selects nothing; without two complete seeds the common depths of all seeds decide (and a setting short of
+    selects nothing; with fewer complete seeds the common depths of all seeds decide (and a setting short of
     its planned depths gets no verdict).
     """
     by_cell: dict = {}
