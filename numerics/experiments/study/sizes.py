@@ -15,7 +15,6 @@ ratio; ``dof`` = rows − 2).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
