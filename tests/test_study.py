@@ -14,6 +14,7 @@ from numerics.models import get_model
 from numerics.models._common import layer_norm
 from numerics.experiments import bounds as bounds_module
 from numerics.experiments import criteria
+from numerics.experiments.curves import summarise_seeds
 from numerics.experiments.scales import SCALES
 from numerics.experiments.study import regimes as regimes_module
 from numerics.experiments.study import (
@@ -23,7 +24,6 @@ from numerics.experiments.study import (
     regime_config,
     run_regime_study,
     separate_models_average,
-    summarise_point,
     write_regime_study,
 )
 from numerics.tasks import sample
@@ -121,11 +121,11 @@ def test_exact_inverse_depth_data_is_classified_inverse_depth_and_constant_data_
     R = [[2.0 + 4.0 / L for L in depths]] * 3
     A = [[6.0] * 5] * 3
     C = [[np.nan] + [2.0] * 4] * 3
-    point = summarise_point("lazy", (8, 32, 8), (0.0, 0.0), 2, depths, R, A, C)
+    point = summarise_seeds("lazy", (8, 32, 8), (0.0, 0.0), 2, depths, R, A, C)
     assert point.alpha == pytest.approx(1.0, rel=rtol(APPROX))
     assert point.depth_gain == pytest.approx(6.0 / 2.25, rel=rtol(ROUNDOFF))
     assert point.settles and point.verdict == "inverse-depth"
-    flat = summarise_point("converged", (8, 32, 8), (0.0, 0.0), 2, depths, [[3.0] * 5] * 3, A, C)
+    flat = summarise_seeds("converged", (8, 32, 8), (0.0, 0.0), 2, depths, [[3.0] * 5] * 3, A, C)
     assert flat.verdict == "flat"
     assert name_regime([point, flat]) == "inverse-depth under lazy training; flat at convergence"
 
@@ -135,7 +135,7 @@ def test_a_growing_disagreement_does_not_settle():
     A = [[6.0, 7.0, 9.0, 13.0]] * 3
     C = [[np.nan, 2.0, 2.0, 2.0]] * 3
     R = [[a if L == 1 else c + (a - c) / L for a, c, L in zip(A[0], C[0], depths)]] * 3
-    point = summarise_point("converged", (8, 32, 8), (0.0, 0.0), 2, depths, R, A, C)
+    point = summarise_seeds("converged", (8, 32, 8), (0.0, 0.0), 2, depths, R, A, C)
     assert point.gap_change == pytest.approx((11.0 - 7.0) / 7.0, rel=rtol(ROUNDOFF))
     assert not point.settles and point.verdict != "inverse-depth"
 
@@ -218,26 +218,34 @@ def test_regime_configs_share_the_lazy_initialisation_and_freeze_the_gain():
     assert not converged.frozen
 
 
+def _seed_mean(values):
+    """Mean over seeds of each depth's finite values (NaN where a depth has none, as C_L at L = 1)."""
+    return np.array([np.mean(col[np.isfinite(col)]) if np.any(np.isfinite(col)) else np.nan
+                     for col in np.asarray(values, dtype=float).T])
+
+
 def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch):
     computed = run_regime_study("smoke", tmp_path, execution=Execution(workers=2, progress=False))
     assert computed.markdown == "" and not (tmp_path / "study.md").exists()  # a run writes no page
     study = write_regime_study(computed)
     scale = SCALES["smoke"].study
-    assert {p.regime for p in study.points} == set(scale.regimes)
+    assert {p.name for p in study.points} == set(scale.regimes)
     assert study.trained == study.runs > 0
     for p in study.points:
         assert p.n_seeds >= 3
-        assert len(p.R) == len(p.depths) and np.all(np.isfinite(p.R))
-        assert p.depth_gain == pytest.approx(p.R[0] / p.R[-1], rel=rtol(ROUNDOFF))
-        # every derived field recomputed here from the point's own curves
-        plateau = criteria.last_doubling(p.depths, p.C)[2]
-        gap = criteria.last_doubling(p.depths, np.subtract(p.A, p.C))[2]
-        assert p.plateau_change == pytest.approx(plateau, rel=rtol(ROUNDOFF), nan_ok=True)
+        R = np.asarray(p.R.values)
+        assert R.shape == (p.n_seeds, len(p.depths)) and np.all(np.isfinite(R))
+        assert p.depth_gain == pytest.approx(R[:, 0].mean() / R[:, -1].mean(), rel=rtol(ROUNDOFF))
+        # every derived field recomputed here from the point's own per-seed curves
+        plateau = criteria.last_doubling(p.depths, _seed_mean(p.C.values))[2]
+        gap = criteria.last_doubling(p.depths, _seed_mean(p.gap.values))[2]
+        assert p.C_change == pytest.approx(plateau, rel=rtol(ROUNDOFF), nan_ok=True)
         assert p.gap_change == pytest.approx(gap, rel=rtol(ROUNDOFF), nan_ok=True)
         assert p.settles == bool(plateau < criteria.SETTLING_TOLERANCE and gap < criteria.SETTLING_TOLERANCE)
         assert p.verdict == criteria.classify_depth_dependence(p.depth_gain, p.alpha, p.settles)
-        if np.isfinite(p.alpha_low) and np.isfinite(p.alpha_high):  # a fit at its search bound has no interval
-            assert p.alpha_low <= p.alpha <= p.alpha_high
+        lo, hi = p.alpha_interval
+        if np.isfinite(lo) and np.isfinite(hi):  # a fit at its search bound has no interval
+            assert lo <= p.alpha <= hi
     assert study.regime_name == name_regime(study.points)
     assert "## Where inverse-depth scaling appears" in study.markdown
     assert all((tmp_path / f).stat().st_size > 0 for f in study.figures)
@@ -252,7 +260,7 @@ def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch
     monkeypatch.setattr(regimes_module, "_frozen_heads_rows", must_not_compute)
     again = run_regime_study("smoke", tmp_path, execution=Execution(workers=1, progress=False))
     assert again.trained == 0 and again.runs == study.runs
-    assert [p.R for p in again.points] == [p.R for p in study.points]
+    assert [p.R.mean.tolist() for p in again.points] == [p.R.mean.tolist() for p in study.points]
 
 
 def _idepth(*args):

@@ -14,7 +14,8 @@ from . import analysis
 from .. import criteria
 from ._plot import fit_problem
 from ._registry import REGISTRY, claim, not_tested, verdict
-from .results import int_list, spectrum_label
+from ..curves import spectrum_label
+from .results import int_list
 
 
 def _alpha_excluded(s, lo: float, hi: float) -> bool:

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import criteria
-from .results import Curve, FitSummary, _Labelled, fit_curve
+from ..curves import Curve, CurveSummary, FitSummary, _Labelled, fit_curve, summarise_curves
 
 __all__ = [
-    "NonlinearSummary",
     "LinearEasySummary",
     "LinearDifficultSummary",
     "EasySoftmaxSummary",
@@ -48,50 +47,8 @@ def spectra_of(ctx, family_name: str, *, a: float | None = None, b: float | None
     return tuple(s for s in spectra if (a is None or s[0] == a) and (b is None or s[1] == b))
 
 
-@dataclass(frozen=True, eq=False)
-class NonlinearSummary(_Labelled):
-    """Depth sweep of a softmax model on the difficult task, for one spectrum.
-
-    Attributes
-    ----------
-    R, C, gap : Curve
-        ``R_L``, ``C_L`` and ``A_L − C_L`` (eqs. 61-63); ``fit``: eq. (16).
-    C_change, gap_change : float
-        Relative change over the last doubling (``C_settles``, ...).
-    depth_gain : float
-        ``R_1 / R_{L_max}``; ``alpha_in_target``: alpha in :data:`~numerics.experiments.criteria.ALPHA_WINDOW`.
-
-    References
-    ----------
-    Paper eqs. (16), (61)-(63); Figs. 6a-d.
-
-    Notes
-    -----
-    No example: built by :func:`nonlinear_summary`.
-    """
-
-    family: str
-    a: float
-    b: float
-    R: Curve
-    C: Curve
-    gap: Curve
-    fit: FitSummary
-    C_change: float
-    gap_change: float
-    C_settles: bool | None
-    gap_settles: bool | None
-    depth_gain: float
-    bound: dict | None
-    alpha_in_target: bool | None
-
-    @property
-    def has_data(self) -> bool:
-        return not self.R.empty
-
-
-def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: bool = True) -> NonlinearSummary:
-    """Curves, fit, settling and bound of one spectrum of a softmax family.
+def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: bool = True) -> CurveSummary:
+    """The :class:`~numerics.experiments.curves.CurveSummary` of one spectrum of a softmax family, with its bound.
 
     References
     ----------
@@ -109,27 +66,13 @@ def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: 
     (False, False)
     """
 
-    def compute() -> NonlinearSummary:
+    def compute() -> CurveSummary:
         family = ctx.family(family_name)
         R = ctx.results.curve(family, a, b, "R_L")
-        C = ctx.results.curve(family, a, b, "C_L")
-        gap = ctx.results.curve(family, a, b, "A_minus_C")
-        fit = fit_curve(R)
-        _, _, c_change = criteria.last_doubling(C.depths, C.mean)
-        _, _, g_change = criteria.last_doubling(gap.depths, gap.mean)
-        r1, _ = R.at(min(family.depths))
-        rmax, _ = R.finite().at(int(R.finite().depths.max())) if not R.empty else (math.nan, math.nan)
-        alpha = fit.value("alpha")
-        in_target = None if not fit.ok else bool(criteria.ALPHA_WINDOW[0] <= alpha <= criteria.ALPHA_WINDOW[1])
         bound = ctx.oracle_bound(family, a, b) if (with_bound and not R.empty) else None
-        return NonlinearSummary(
-            family=family_name, a=float(a), b=float(b), R=R, C=C, gap=gap, fit=fit,
-            C_change=c_change, gap_change=g_change,
-            C_settles=criteria.change_settles(c_change),
-            gap_settles=criteria.change_settles(g_change),
-            depth_gain=r1 / rmax if (math.isfinite(r1) and math.isfinite(rmax) and rmax > 0) else math.nan,
-            bound=bound, alpha_in_target=in_target,
-        )
+        return summarise_curves(family_name, R, ctx.results.curve(family, a, b, "C_L"),
+                                ctx.results.curve(family, a, b, "A_minus_C"), size=(family.d, family.P, family.N),
+                                k=family.k, bound=bound)
 
     return ctx.memo(("nonlinear", family_name, float(a), float(b), with_bound), compute)
 

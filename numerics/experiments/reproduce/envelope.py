@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from ..shipped import not_found_message, results_dir, shipped_path
-from .results import _Labelled
+from ..curves import _Labelled
 
 __all__ = ["SHIPPED_SIZES", "SPOT_CHECK_FIELDS", "EnvelopeSummary", "EnvelopeTable", "load_envelopes",
            "sizes_section", "spot_check_configs"]

@@ -15,7 +15,7 @@ from .. import criteria
 from .._markdown import markdown_table
 from ._registry import INCONCLUSIVE_REASONS, REGISTRY, STATUSES, Claim, ClaimRegistry, ClaimSpec
 from ._verdicts import CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, evaluate_claims
-from .results import spectrum_label
+from ..curves import spectrum_label
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",
            "INCONCLUSIVE_REASONS", "STATUSES", "conclusions", "consistency_markdown", "counts_text", "evaluate_claims",

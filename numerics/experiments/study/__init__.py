@@ -6,8 +6,8 @@ which gives ``1/L`` only when the layers' errors are exchangeable with a depth-i
 ``A − C``. This study (not in the paper) measures where that happens, regime by regime
 (:data:`REGIME_DESCRIPTIONS`), next to the oracle bounds of :mod:`numerics.experiments.bounds`.
 
-Modules: ``regimes`` (configs, controls, :func:`run_regime_study`), ``verdicts`` (fits and
-names), ``report`` (figures, Markdown), ``consistency`` (the paper's plateaus against the
+Modules: ``regimes`` (configs, controls, :func:`run_regime_study`, :func:`name_regime`; each depth
+curve's fit and verdict is a :class:`~numerics.experiments.curves.CurveSummary`), ``report`` (figures, Markdown), ``consistency`` (the paper's plateaus against the
 bounds), ``sections`` (the regime study, then that check: ``idepth study regime``), ``defaults`` (the measured defaults of :func:`theory.predict_loss`), ``sizes`` (the
 sizes the plateaus imply) and ``certified/`` (the best loss each depth reaches there, with its certificates).
 """
@@ -19,10 +19,9 @@ from ..scales import REGIME_DESCRIPTIONS, REGIMES, TRAINED_REGIMES, StudyScale
 from .consistency import ConsistencyReport, ConsistencyRow, paper_consistency
 from .defaults import fit_inverse_depth, make_softmax_defaults
 from .sizes import SizeInference, infer_sizes, write_size_inference
-from .regimes import (RegimeStudy, frozen_heads_control, regime_config, run_regime_study,
+from .regimes import (RegimeStudy, frozen_heads_control, name_regime, regime_config, run_regime_study,
                       separate_models_average, write_regime_study)
 from .sections import run_study_sections, write_study_sections
-from .verdicts import RegimePoint, name_regime, summarise_point
 
 __all__ = [
     "REGIMES",
@@ -31,14 +30,12 @@ __all__ = [
     "LAZY_INIT",
     "GAIN_PARAMETERS",
     "StudyScale",
-    "RegimePoint",
     "RegimeStudy",
     "ConsistencyRow",
     "ConsistencyReport",
     "regime_config",
     "frozen_heads_control",
     "separate_models_average",
-    "summarise_point",
     "name_regime",
     "run_regime_study",
     "paper_consistency",

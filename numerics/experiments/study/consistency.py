@@ -176,9 +176,9 @@ def paper_consistency(
             pts = [p for p in (study.points if study is not None else ())
                    if (p.d, p.P, p.a, p.b, p.k) == (sd, sP, r["a"], r["b"], r["k"])]
             if pts:
-                p = min(pts, key=lambda p: min(p.R))
-                package_value = float(min(p.R))
-                where = f"{p.regime.replace('_', ' ')}, N={p.N}, L={p.depths[int(np.argmin(p.R))]}"
+                p = min(pts, key=lambda p: np.nanmin(p.R.mean))
+                package_value = float(np.nanmin(p.R.mean))
+                where = f"{p.name.replace('_', ' ')}, N={p.N}, L={p.depths[int(np.nanargmin(p.R.mean))]}"
                 package_label = f"lowest measured R_L ({where})"
             below, margin = criteria.below_bound(r["value"], hb.mixture_loss, hb.mixture_standard_error)
             ratio = hb.mixture_loss / r["value"]

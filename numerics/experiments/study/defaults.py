@@ -14,10 +14,10 @@ from numerics.io import check_output_file, json_clean, write_json
 from theory.validation import check_choice
 
 from ..criteria import standard_error
+from ..curves import summarise_seeds
 from ..execution import Execution, as_execution
 from ..scales import StudyScale, TRAINED_REGIMES
 from .regimes import _metric_arrays, _scale, regime_config
-from .verdicts import summarise_point
 
 __all__ = ["fit_inverse_depth", "make_softmax_defaults"]
 
@@ -130,13 +130,12 @@ def make_softmax_defaults(
                 R, A, C = _metric_arrays([[by_hash[c.content_hash()]["metrics"] for c in seed]
                                           for seed in runs])
                 L0, c, cov = fit_inverse_depth(depths, R)
-                point = summarise_point(regime, (d, P, N), (a, b), s.k, depths, R, A, C)
+                point = summarise_seeds(regime, (d, P, N), (a, b), s.k, depths, R, A, C)
                 entries.append(json_clean({
                     "a": a, "b": b, "d": d, "N": N, "P": P, "k": s.k, "regime": regime, "L0": L0, "c": c,
-                    "covariance": cov.tolist(), "depths": list(depths), "R_mean": list(point.R),
-                    "R_se": list(point.R_se), "C_at_Lmax": point.C[-1], "A_minus_C_at_Lmax": point.gap[-1],
-                    "alpha_free_fit": point.alpha,
-                    "alpha_interval": [point.alpha_low, point.alpha_high], "verdict": point.verdict,
+                    "covariance": cov.tolist(), "depths": list(depths), "R_mean": point.R.mean.tolist(),
+                    "R_se": point.R.se.tolist(), "C_at_Lmax": float(point.C.mean[-1]), "A_minus_C_at_Lmax": float(point.gap.mean[-1]),
+                    "alpha_free_fit": point.alpha, "alpha_interval": list(point.alpha_interval), "verdict": point.verdict,
                 }))
     if command is None:
         spectra_arg = ";".join(f"{a:g},{b:g}" for a, b in spectra)

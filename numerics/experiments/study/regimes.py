@@ -17,17 +17,18 @@ from numerics.train import TrainConfig
 from theory.validation import check_choice, check_positive_int
 
 from .. import recipes
+from ..curves import CurveSummary, summarise_seeds
 from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
 from ..scales import REGIMES, TRAINED_REGIMES, StudyScale, get_scale
 from .report import draw_figures, study_markdown
-from .verdicts import RegimePoint, name_regime, summarise_point
 
 __all__ = [
     "RegimeStudy",
     "regime_config",
     "frozen_heads_control",
     "separate_models_average",
+    "name_regime",
     "run_regime_study",
     "write_regime_study",
 ]
@@ -178,6 +179,49 @@ def separate_models_average(predictions: np.ndarray, target: np.ndarray, depth: 
             for g in range(n_groups)]
 
 
+_REGIME_PHRASES = {
+    "lazy": "under lazy training",
+    "lazy_long": "under longer lazy training",
+    "converged": "at convergence",
+    "frozen_heads": "for frozen random heads",
+    "separate_models": "for averages of separate models",
+}
+
+
+def name_regime(points: Sequence[CurveSummary]) -> str:
+    """One line naming where inverse-depth scaling appears: each regime by its most common verdict.
+
+    Ties go to the first of inverse-depth, improves, flat.
+
+    References
+    ----------
+    Paper eqs. (16), (63).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from numerics.experiments.curves import summarise_seeds
+    >>> pts = [summarise_seeds("lazy", (8, 32, 8), (0, 0), 2, [1, 2, 4], [[3, 2, 1.5]] * 3, [[3, 3, 3]] * 3,
+    ...                        [[np.nan, 1, 1]] * 3),
+    ...        summarise_seeds("converged", (8, 32, 8), (0, 0), 2, [1, 2, 4], [[3, 3, 3]] * 3, [[3, 3, 3]] * 3,
+    ...                        [[np.nan, 3, 3]] * 3)]
+    >>> name_regime(pts)
+    'inverse-depth under lazy training; flat at convergence'
+    """
+    parts = []
+    for regime in REGIMES:
+        verdicts = [p.verdict for p in points if p.name == regime]
+        if not verdicts:
+            continue
+        kinds = [v if v in ("inverse-depth", "flat") else "improves (not 1/L)" for v in verdicts]
+        order = ["inverse-depth", "improves (not 1/L)", "flat"]
+        best = max(order, key=lambda kind: (kinds.count(kind), -order.index(kind)))
+        count = kinds.count(best)
+        share = "" if count == len(kinds) else f" ({count} of {len(kinds)} points)"
+        parts.append(f"{best} {_REGIME_PHRASES[regime]}{share}")
+    return "; ".join(parts)
+
+
 @dataclass(frozen=True)
 class RegimeStudy:
     """Result of :func:`run_regime_study`.
@@ -186,6 +230,8 @@ class RegimeStudy:
     ----------
     bounds : Mapping
         ``(d, P, N, a, b) -> {'cosine': HeadBound, 'prenorm': HeadBound}``.
+    points : tuple of CurveSummary
+        One per (size, spectrum, regime); ``name`` is the regime.
     regime_name, markdown : str
         :func:`name_regime`; the report section (figures relative to ``out_dir``), empty until
         :func:`write_regime_study` has written it.
@@ -214,12 +260,12 @@ class RegimeStudy:
     markdown: str = ""
     figures: tuple = ()
 
-    def point(self, regime: str, size: tuple | None = None, spectrum: tuple | None = None) -> RegimePoint:
+    def point(self, regime: str, size: tuple | None = None, spectrum: tuple | None = None) -> CurveSummary:
         """The point of ``regime`` (at ``size`` and ``spectrum``; default the first ones)."""
         size = tuple(self.scale.sizes[0] if size is None else size)
         spectrum = tuple(map(float, self.scale.spectra[0] if spectrum is None else spectrum))
         for p in self.points:
-            if p.regime == regime and (p.d, p.P, p.N) == size and (p.a, p.b) == spectrum:
+            if p.name == regime and p.size == size and (p.a, p.b) == spectrum:
                 return p
         raise KeyError(f"no point for regime={regime!r}, size={size}, spectrum={spectrum}")
 
@@ -374,7 +420,7 @@ def run_regime_study(
                 else:
                     keys = [[(regime, size, spectrum, L, seed) for L in depths] for seed in s.seeds]
                     R, A, C = _metric_arrays([[measured[key] for key in seed] for seed in keys])
-                points.append(summarise_point(regime, size, spectrum, s.k, depths, R, A, C))
+                points.append(summarise_seeds(regime, size, spectrum, s.k, depths, R, A, C))
 
     return RegimeStudy(scale=s, points=tuple(points), bounds=bounds, regime_name=name_regime(points),
                        out_dir=str(out), wall_time=time.perf_counter() - started,

@@ -37,19 +37,19 @@ def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
     files = []
     for (d, P, N) in s.sizes:
         for (a, b) in s.all_spectra:
-            pts = [p for p in points if (p.d, p.P, p.N, p.a, p.b) == (d, P, N, a, b)]
+            pts = [p for p in points if (*p.size, p.a, p.b) == (d, P, N, a, b)]
             fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
             for p in pts:
                 L = np.asarray(p.depths, dtype=float)
-                colour, label = _COLOURS[p.regime], p.regime.replace("_", " ")
-                se = np.nan_to_num(np.asarray(p.R_se), nan=0.0)
-                ax.errorbar(L, p.R, yerr=se, fmt="o", color=colour, ms=4, capsize=2, label=label)
+                colour, label = _COLOURS[p.name], p.name.replace("_", " ")
+                se = np.nan_to_num(p.R.se, nan=0.0)
+                ax.errorbar(L, p.R.mean, yerr=se, fmt="o", color=colour, ms=4, capsize=2, label=label)
                 if math.isfinite(p.alpha):
                     grid = np.unique(np.round(np.geomspace(L.min(), L.max(), 60)).astype(int))
                     ax.plot(grid, depth_law(grid, p.L0, p.c, p.alpha), "--", color=colour, lw=1,
                             label=f"{label} fit: α = {p.alpha:.2f}")
-                ax2.plot(L, p.C, "o-", color=colour, ms=3, label=f"C_L {label}")
-                ax2.plot(L, p.gap, "s:", color=colour, ms=3, label=f"A_L − C_L {label}")
+                ax2.plot(L, p.C.mean, "o-", color=colour, ms=3, label=f"C_L {label}")
+                ax2.plot(L, p.gap.mean, "s:", color=colour, ms=3, label=f"A_L − C_L {label}")
             cos, pre = (bounds[(d, P, N, a, b)][sim] for sim in ("cosine", "prenorm"))
             ax.axhline(cos.single_head_loss, color="k", lw=1,
                        label=f"best cosine head {cos.single_head_loss:.3g}")
@@ -114,10 +114,10 @@ def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> st
     lines += markdown_table(
         ("d", "P", "N", "(a, b)", "regime", "R_1", "R_Lmax", "gain", "α [95 % CI]", "ΔC_L", "Δ(A−C)", "settles",
          "verdict"),
-        [(p.d, p.P, p.N, f"({p.a:g}, {p.b:g})", p.regime.replace("_", " "), f"{_fmt(p.R[0], 4)} ± {_fmt(p.R_se[0], 2)}",
-          f"{_fmt(p.R[-1], 4)} ± {_fmt(p.R_se[-1], 2)} (L={p.depths[-1]})",
+        [(*p.size, p.label, p.name.replace("_", " "), f"{_fmt(p.R.mean[0], 4)} ± {_fmt(p.R.se[0], 2)}",
+          f"{_fmt(p.R.mean[-1], 4)} ± {_fmt(p.R.se[-1], 2)} (L={p.depths[-1]})",
           f"{_fmt(p.depth_gain)} ± {_fmt(p.depth_gain_se, 2)}",
-          f"{_fmt(p.alpha)} [{_fmt(p.alpha_low)}, {_fmt(p.alpha_high)}]", f"{_fmt(100 * p.plateau_change, 2)} %",
+          f"{_fmt(p.alpha)} [{', '.join(map(_fmt, p.alpha_interval))}]", f"{_fmt(100 * p.C_change, 2)} %",
           f"{_fmt(100 * p.gap_change, 2)} %", "yes" if p.settles else "no", p.verdict) for p in points])
     lines.append("")
     lines += markdown_table(
@@ -140,14 +140,14 @@ def _study_findings(points, bounds) -> str:
     """Sentences stating the numbers: which regime reaches what, against which bound."""
     out = []
     for p in points:
-        bd = bounds.get((p.d, p.P, p.N, p.a, p.b))
+        bd = bounds.get((*p.size, p.a, p.b))
         if bd is None:
             continue
-        best = min(p.R)
+        best = float(np.nanmin(p.R.mean))
         cos = bd["cosine"]
         rel = best / cos.single_head_loss
         out.append(
-            f"{p.regime.replace('_', ' ')} (d={p.d}, P={p.P}, N={p.N}, ({p.a:g}, {p.b:g})): lowest loss {best:.4g} "
+            f"{p.name.replace('_', ' ')} (d={p.size[0]}, P={p.size[1]}, N={p.size[2]}, {p.label}): lowest loss {best:.4g} "
             f"= {rel:.2f} × the best single cosine head ({cos.single_head_loss:.4g}); {p.verdict}."
         )
     return " ".join(out)

@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import _plot as p
 from .. import analysis
-from ..results import Curve, int_list, spectrum_label
+from ...curves import Curve, spectrum_label
+from ..results import int_list
 from ._linear import panel_grid
 
 
