@@ -8,9 +8,7 @@ held-out SE, for ``A_L − C_L`` ``sqrt(A_se² + C_se²)``; :attr:`Curve.se_kind
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 

@@ -17,7 +17,7 @@ from ..criteria import standard_error
 from ..curves import summarise_seeds
 from ..execution import Execution, as_execution
 from ..scales import StudyScale, TRAINED_REGIMES
-from .regimes import _metric_arrays, _scale, regime_config
+from .regimes import _metric_arrays, _scale, train_regimes
 
 __all__ = ["fit_inverse_depth", "make_softmax_defaults"]
 
@@ -91,8 +91,6 @@ def make_softmax_defaults(
     """
     import sys
 
-    from numerics.experiments.store import load_results
-    from numerics.experiments.sweep import Grid, run_sweep
     from theory import __version__
 
     s = _scale(scale)
@@ -110,25 +108,16 @@ def make_softmax_defaults(
     if execution.progress is None:
         execution = dataclasses.replace(execution, progress=sys.stderr.isatty())
 
-    configs = {(regime, d, P, N, a, b, L, seed):
-               regime_config(regime, d=d, N=N, P=P, depth=L, seed=seed, a=a, b=b, k=s.k, scale=s)
-               for (d, P, N) in s.sizes for (a, b) in spectra for regime in regimes
-               for L in s.depths_of(regime) for seed in s.seeds}
-    unique = sorted(configs.values(), key=lambda c: -c.depth)
-    store = execution.store_dir
-    summary = run_sweep(Grid.of(unique), store, execution=execution)
-    if not summary.ok:
-        raise RuntimeError(f"the defaults sweep did not finish: {summary.failed} failed, {summary.pending} pending")
-    by_hash = {r["hash"]: r for r in load_results(store, status="done")}
+    plan = dataclasses.replace(s, spectra=spectra, extra_spectra=(), regimes=regimes)
+    _, measured, _, _ = train_regimes(plan, execution.store_dir, execution)
 
     entries = []
     for (d, P, N) in s.sizes:
         for (a, b) in spectra:
             for regime in regimes:
                 depths = s.depths_of(regime)
-                runs = [[configs[(regime, d, P, N, a, b, L, seed)] for L in depths] for seed in s.seeds]
-                R, A, C = _metric_arrays([[by_hash[c.content_hash()]["metrics"] for c in seed]
-                                          for seed in runs])
+                R, A, C = _metric_arrays([[measured[(regime, (d, P, N), (a, b), L, seed)] for L in depths]
+                                          for seed in s.seeds])
                 L0, c, cov = fit_inverse_depth(depths, R)
                 point = summarise_seeds(regime, (d, P, N), (a, b), s.k, depths, R, A, C)
                 entries.append(json_clean({

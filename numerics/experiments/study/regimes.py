@@ -30,6 +30,7 @@ __all__ = [
     "separate_models_average",
     "name_regime",
     "run_regime_study",
+    "train_regimes",
     "write_regime_study",
 ]
 
@@ -332,6 +333,35 @@ def _metric_arrays(rows: Sequence[Sequence[Mapping]]) -> tuple:
                  for name in ("R_L", "A_L", "C_L"))
 
 
+def train_regimes(s: StudyScale, store, execution: Execution) -> tuple[dict, dict, int, int]:
+    """Train every run of :func:`trained_configs` through the store (finished runs are not retrained).
+
+    Returns the configs and their metrics by key, the number of distinct runs and how many this call
+    trained. Raises ``RuntimeError`` naming the first failure if a run failed or is still pending.
+    The regime study and the defaults (:func:`~numerics.experiments.study.defaults.make_softmax_defaults`)
+    train through it, so the same key is the same run in both.
+
+    Notes
+    -----
+    No example: it trains (see :func:`run_regime_study`).
+    """
+    from numerics.experiments.store import load_results
+    from numerics.experiments.sweep import Grid, run_sweep
+
+    configs = trained_configs(s)
+    if not configs:
+        return configs, {}, 0, 0
+    grid = Grid.of(sorted(configs.values(), key=lambda c: -c.depth))  # deepest first: shorter tail
+    summary = run_sweep(grid, store, execution=execution)
+    if not summary.ok:
+        failed = load_results(store, status="failed")
+        detail = failed[0]["error"] if failed else "runs still pending"
+        raise RuntimeError(f"the sweep did not finish: {summary.failed} failed, {summary.pending} pending ({detail})")
+    by_hash = {r["hash"]: r for r in load_results(store, status="done")}
+    measured = {key: by_hash[cfg.content_hash()]["metrics"] for key, cfg in configs.items()}
+    return configs, measured, len(grid), summary.executed
+
+
 def run_regime_study(
     scale: str | StudyScale = "quick",
     out_dir: str | os.PathLike = "study",
@@ -358,8 +388,7 @@ def run_regime_study(
     >>> study.regime_name  # doctest: +SKIP
     'flat under lazy training; ...'
     """
-    from numerics.experiments.store import load_arrays, load_results
-    from numerics.experiments.sweep import Grid, run_sweep
+    from numerics.experiments.store import load_arrays
 
     from ..bounds import bound_key, head_bounds
     from ..cache import cached_many
@@ -371,19 +400,7 @@ def run_regime_study(
     cache = execution.cache_dir or out / "cache"
     store = execution.store_dir or out / "store"
     progress = execution.progress
-
-    configs = trained_configs(s)
-    unique = sorted(configs.values(), key=lambda c: -c.depth)  # deepest first: shorter tail
-    summary = None
-    if unique:
-        summary = run_sweep(Grid.of(unique), store, execution=execution)
-        if not summary.ok:
-            failed = load_results(store, status="failed")
-            detail = failed[0]["error"] if failed else "runs still pending"
-            raise RuntimeError(f"the study's sweep did not finish: {summary.failed} failed, "
-                               f"{summary.pending} pending ({detail})")
-    by_hash = {r["hash"]: r for r in load_results(store, status="done")} if unique else {}
-    measured = {key: by_hash[cfg.content_hash()]["metrics"] for key, cfg in configs.items()}
+    configs, measured, runs, trained = train_regimes(s, store, execution)
 
     # oracle bounds (cached): exact cosine and the model's pre-norm similarity at its width N
     cells = [(size, spectrum) for size in s.sizes for spectrum in s.all_spectra]
@@ -423,8 +440,7 @@ def run_regime_study(
                 points.append(summarise_seeds(regime, size, spectrum, s.k, depths, R, A, C))
 
     return RegimeStudy(scale=s, points=tuple(points), bounds=bounds, regime_name=name_regime(points),
-                       out_dir=str(out), wall_time=time.perf_counter() - started,
-                       runs=len(Grid.of(unique)) if unique else 0, trained=summary.executed if summary else 0)
+                       out_dir=str(out), wall_time=time.perf_counter() - started, runs=runs, trained=trained)
 
 
 def write_regime_study(result: RegimeStudy, *, figures: bool = True) -> RegimeStudy:
