@@ -124,7 +124,7 @@ def test_exact_inverse_depth_data_is_classified_inverse_depth_and_constant_data_
     point = summarise_seeds("lazy", (8, 32, 8), (0.0, 0.0), 2, depths, R, A, C)
     assert point.alpha == pytest.approx(1.0, rel=rtol(APPROX))
     assert point.depth_gain == pytest.approx(6.0 / 2.25, rel=rtol(ROUNDOFF))
-    assert point.settles and point.verdict == "inverse-depth"
+    assert point.settled and point.verdict == "inverse-depth"
     flat = summarise_seeds("converged", (8, 32, 8), (0.0, 0.0), 2, depths, [[3.0] * 5] * 3, A, C)
     assert flat.verdict == "flat"
     assert name_regime([point, flat]) == "inverse-depth under lazy training; flat at convergence"
@@ -137,7 +137,7 @@ def test_a_growing_disagreement_does_not_settle():
     R = [[a if L == 1 else c + (a - c) / L for a, c, L in zip(A[0], C[0], depths)]] * 3
     point = summarise_seeds("converged", (8, 32, 8), (0.0, 0.0), 2, depths, R, A, C)
     assert point.gap_change == pytest.approx((11.0 - 7.0) / 7.0, rel=rtol(ROUNDOFF))
-    assert not point.settles and point.verdict != "inverse-depth"
+    assert not point.settled and point.verdict != "inverse-depth"
 
 
 def test_classify_depth_dependence_names_the_three_cases():
@@ -241,8 +241,8 @@ def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch
         gap = criteria.last_doubling(p.depths, _seed_mean(p.gap.values))[2]
         assert p.C_change == pytest.approx(plateau, rel=rtol(ROUNDOFF), nan_ok=True)
         assert p.gap_change == pytest.approx(gap, rel=rtol(ROUNDOFF), nan_ok=True)
-        assert p.settles == bool(plateau < criteria.SETTLING_TOLERANCE and gap < criteria.SETTLING_TOLERANCE)
-        assert p.verdict == criteria.classify_depth_dependence(p.depth_gain, p.alpha, p.settles)
+        assert p.settled == bool(plateau < criteria.SETTLING_TOLERANCE and gap < criteria.SETTLING_TOLERANCE)
+        assert p.verdict == criteria.classify_depth_dependence(p.depth_gain, p.alpha, p.settled)
         lo, hi = p.alpha_interval
         if np.isfinite(lo) and np.isfinite(hi):  # a fit at its search bound has no interval
             assert lo <= p.alpha <= hi

@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["Answer", "package_answer", "answer_from_record", "revised_sentence", "REVISED_FACTS", "REVISED_DIR",
            "check_verdicts_against_table", "current_verdicts", "merge_revised", "START", "END", "replace_block",
-           "results_dir", "write_answer_blocks", "ANSWER_PAGES"]
+           "write_answer_blocks", "ANSWER_PAGES"]
 
 #: the revised certified study's facts, relative to the results directory
 #: (:data:`numerics.experiments.study.certified.revised.FACTS` under ``certified-revised/``)
@@ -55,25 +55,6 @@ class Answer:
 
     text: str
     facts: dict
-
-
-def results_dir() -> Path:
-    """The shipped results the answer is computed from (:func:`numerics.experiments.shipped.results_dir`).
-
-    Raises
-    ------
-    ShippedResultsNotFound
-        Neither a source checkout nor ``IDEPTH_RESULTS`` gives them (the message says where to point it).
-
-    Examples
-    --------
-    >>> from numerics.experiments.shipped import shipped_path
-    >>> results_dir() == shipped_path()  # in a source checkout: its docs/results
-    True
-    """
-    from .shipped import shipped_path
-
-    return shipped_path()
 
 
 def _main_settings(verdicts: dict) -> list[dict]:
@@ -132,7 +113,7 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     Parameters
     ----------
     results : path, optional
-        The ``docs/results`` directory (default :func:`results_dir`): its ``certified-study.verdicts.json``,
+        The ``docs/results`` directory (default :func:`numerics.experiments.shipped.shipped_path`): its ``certified-study.verdicts.json``,
         checked against the cells' table ``certified-study.csv``.
     expressible : path, optional
         The ``U_L`` directory (default ``theory/data/expressible``).
@@ -153,7 +134,9 @@ def package_answer(results: Path | None = None, expressible: Path | None = None)
     -----
     No example: it reads the shipped results files (``tests/test_answer.py`` checks the text).
     """
-    results = Path(results) if results is not None else results_dir()
+    from .shipped import shipped_path
+
+    results = Path(results) if results is not None else shipped_path()
     verdicts = current_verdicts(results)
     revised_path = results / REVISED_FACTS
     revised = json.loads(revised_path.read_text(encoding="utf-8")) if revised_path.is_file() else None

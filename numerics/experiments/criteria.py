@@ -38,7 +38,7 @@ __all__ = [
     "classify_depth_dependence",
     "below_bound",
     "standard_error",
-    "mean_over_seeds",
+    "mean_se",
     "EASY_TARGET",
     "FLOOR_TARGET",
     "WINDOW_MARGIN",
@@ -280,32 +280,23 @@ def standard_error(values, axis: int | None = None):
     return float(se) if axis is None else se
 
 
-def mean_over_seeds(values, within_se=()) -> tuple[float, float]:
-    """The mean of one value per seed and its standard error, the one rule every study uses.
+def mean_se(values, axis: int | None = None):
+    """The mean and its :func:`standard_error`: of every value (two floats) or along ``axis`` (two arrays).
 
-    The SE is :func:`standard_error` of the values, never below ``sqrt(mean(within_se²) / n)`` when the
-    runs' own held-out SEs are given: a few seeds that happen to agree cannot make a mean look more
-    precise than its held-out sets allow. One seed gives a NaN SE (the SE of one value is undefined; the
-    held-out SE alone would hide that the seeds' scatter is unknown); no seed gives NaN for both.
+    The one mean ± SE of the package (over seeds, over held-out contexts, over Monte-Carlo draws); the
+    mean keeps the values' dtype, as ``values.mean()`` does.
 
     Examples
     --------
-    >>> [round(v, 6) for v in mean_over_seeds([1.0, 1.2])]
-    [1.1, 0.1]
-    >>> [round(v, 6) for v in mean_over_seeds([1.0, 1.0], within_se=[0.02, 0.02])]
-    [1.0, 0.014142]
-    >>> mean_over_seeds([1.0], within_se=[0.02])
-    (1.0, nan)
+    >>> mean_se([1.0, 1.2])
+    (1.1, 0.09999999999999998)
+    >>> [v.tolist() for v in mean_se([[1.0, 2.0], [3.0, 6.0]], axis=0)]
+    [[2.0, 4.0], [1.0, 2.0]]
     """
-    values = np.asarray(values, dtype=np.float64).ravel()
-    if values.size == 0:
-        return math.nan, math.nan
-    mean = float(values.mean())
-    if values.size < 2:
-        return mean, math.nan
-    within = np.asarray(within_se, dtype=np.float64).ravel()
-    floor = math.sqrt(float(np.mean(np.square(within))) / values.size) if within.size else 0.0
-    return mean, max(standard_error(values), floor)
+    values = np.asarray(values)
+    if axis is None:
+        return float(values.mean()), standard_error(values)
+    return values.mean(axis=axis), np.asarray(standard_error(values, axis=axis))
 
 
 def depth_gain(R_first: float, R_last: float, se_first: float | None = None, se_last: float | None = None) -> tuple[float, float]:

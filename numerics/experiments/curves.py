@@ -240,7 +240,7 @@ class CurveSummary(_Labelled):
         Eq. (16) fitted to ``R`` (:func:`fit_curve`); ``alpha``, ``L0``, ``c`` and ``alpha_interval`` read it.
     C_change, gap_change : float
         Relative change of ``C_L`` and of ``A_L − C_L`` over the last doubling of depth;
-        ``C_settles``, ``gap_settles`` (None when NaN) and ``settles`` (both) by
+        ``C_settles``, ``gap_settles`` (None when NaN) and ``settled`` (both) by
         :func:`~numerics.experiments.criteria.change_settles`.
     depth_gain, depth_gain_se : float
         ``R_1 / R_{L_max}`` (first planned depth over the deepest with a value) and its delta-method SE.
@@ -259,7 +259,7 @@ class CurveSummary(_Labelled):
     --------
     >>> s = summarise_seeds("lazy", (16, 64, 16), (0.0, 0.0), 2, [1, 2, 4, 8],
     ...                     [[4.0, 3.0, 2.5, 2.25]] * 3, [[4.0, 4.0, 4.0, 4.0]] * 3, [[np.nan, 2.0, 2.0, 2.0]] * 3)
-    >>> round(s.depth_gain, 6), round(s.alpha, 6), s.settles, s.verdict
+    >>> round(s.depth_gain, 6), round(s.alpha, 6), s.settled, s.verdict
     (1.777778, 1.0, True, 'inverse-depth')
     """
 
@@ -308,7 +308,8 @@ class CurveSummary(_Labelled):
         return int(self.R.values.shape[0])
 
     @property
-    def settles(self) -> bool:
+    def settled(self) -> bool:
+        """Both ``C_L`` and ``A_L − C_L`` settle."""
         return bool(self.C_settles and self.gap_settles)
 
     @property
@@ -337,7 +338,7 @@ class CurveSummary(_Labelled):
             "C": self.C.mean.tolist(), "gap": self.gap.mean.tolist(), "depth_gain": self.depth_gain,
             "depth_gain_se": self.depth_gain_se, "alpha": self.alpha, "alpha_low": lo, "alpha_high": hi,
             "L0": self.L0, "c": self.c, "C_change": self.C_change, "gap_change": self.gap_change,
-            "settles": self.settles, "verdict": self.verdict,
+            "settles": self.settled, "verdict": self.verdict,
         })
 
 
@@ -369,11 +370,10 @@ def summarise_curves(name: str, R: Curve, C: Curve, gap: Curve, *, size: tuple |
         gain, gain_se = criteria.depth_gain(first, last, first_se, last_se)
     alpha = fit.value("alpha")
     in_target = None if not fit.ok else bool(criteria.ALPHA_WINDOW[0] <= alpha <= criteria.ALPHA_WINDOW[1])
-    settles = bool(C_settles and gap_settles)
     return CurveSummary(
         name=name, a=R.a, b=R.b, R=R, C=C, gap=gap, fit=fit, C_change=float(C_change), gap_change=float(gap_change),
         C_settles=C_settles, gap_settles=gap_settles, depth_gain=gain, depth_gain_se=gain_se,
-        alpha_in_target=in_target, verdict=criteria.classify_depth_dependence(gain, alpha, settles),
+        alpha_in_target=in_target, verdict=criteria.classify_depth_dependence(gain, alpha, bool(C_settles and gap_settles)),
         size=None if size is None else tuple(int(v) for v in size), k=None if k is None else int(k), bound=bound)
 
 

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .criteria import AGREEMENT_SIGMAS, standard_error
+from .criteria import AGREEMENT_SIGMAS, mean_se
 from .study.certified.plan import CertifiedPlan
 from .study.certified.statistics import BOOTSTRAP, _replicates
 
@@ -383,11 +383,6 @@ def lazy_law(a: float, b: float, plan: CertifiedPlan, depths, *, layers: int = L
     return {key: np.asarray(value) for key, value in out.items()} | {"layers": layers, "contexts": contexts}
 
 
-def _draw_mean_se(values: np.ndarray) -> tuple:
-    values = np.asarray(values, dtype=np.float64)
-    return values.mean(axis=0), np.asarray(standard_error(values, axis=0))
-
-
 def lazy_checks(contrasts, laws: dict, plan: CertifiedPlan, *, rng=0) -> tuple[list, list]:
     """``(rows, fits)``: :class:`LazyRow` per spectrum and depth, :class:`LazyFit` per spectrum of ``laws``.
 
@@ -412,8 +407,8 @@ def lazy_checks(contrasts, laws: dict, plan: CertifiedPlan, *, rng=0) -> tuple[l
         boot = _replicates(cube, rng, BOOTSTRAP)
         ses = boot.std(axis=0, ddof=1)
         index = [list(law_depths).index(L) for L in depths]
-        fixed, fixed_se = _draw_mean_se(law["fixed"][:, index])
-        refit, refit_se = _draw_mean_se(law["refit"][:, index])
+        fixed, fixed_se = mean_se(law["fixed"][:, index], axis=0)
+        refit, refit_se = mean_se(law["refit"][:, index], axis=0)
         for i, L in enumerate(depths):
             rows.append(LazyRow(a, b, int(L), len(seeds), float(means[i]), float(ses[i]), float(fixed[i]),
                                 float(fixed_se[i]), float(refit[i]), float(refit_se[i])))
@@ -421,7 +416,7 @@ def lazy_checks(contrasts, laws: dict, plan: CertifiedPlan, *, rng=0) -> tuple[l
         replicate_fits = np.array([fit_plateau_c(depths, rep, ses) for rep in boot])
         p_se, c_se = replicate_fits.std(axis=0, ddof=1)
         consts = [float(v) for key in ("law_plateau", "law_c", "refit_plateau", "refit_c")
-                  for v in _draw_mean_se(law[key])]
+                  for v in mean_se(law[key], axis=0)]
         fits.append(LazyFit(a, b, plateau, float(p_se), c, float(c_se), *consts, float(np.mean(law["refit_shift"])),
                             int(law["fixed"].shape[0]), int(law["layers"]), int(law["contexts"])))
     return rows, fits

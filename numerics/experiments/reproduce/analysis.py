@@ -375,8 +375,6 @@ def selection_quantiles(ctx, family_name: str, a: float, b: float, depth: int,
         if not per_seed:
             nan = np.full(len(levels), np.nan)
             return nan, nan
-        values = np.vstack(per_seed)
-        se = criteria.standard_error(values, axis=0)
-        return values.mean(axis=0), se
+        return criteria.mean_se(np.vstack(per_seed), axis=0)
 
     return ctx.memo(("selection", family_name, float(a), float(b), int(depth), tuple(levels)), compute)

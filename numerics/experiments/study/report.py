@@ -118,7 +118,7 @@ def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> st
           f"{_fmt(p.R.mean[-1], 4)} ± {_fmt(p.R.se[-1], 2)} (L={p.depths[-1]})",
           f"{_fmt(p.depth_gain)} ± {_fmt(p.depth_gain_se, 2)}",
           f"{_fmt(p.alpha)} [{', '.join(map(_fmt, p.alpha_interval))}]", f"{_fmt(100 * p.C_change, 2)} %",
-          f"{_fmt(100 * p.gap_change, 2)} %", "yes" if p.settles else "no", p.verdict) for p in points])
+          f"{_fmt(100 * p.gap_change, 2)} %", "yes" if p.settled else "no", p.verdict) for p in points])
     lines.append("")
     lines += markdown_table(
         ("d", "P", "N", "(a, b)", "E y*²", "best cosine head", "best cosine mixture", "best pre-norm head (N)"),

@@ -21,13 +21,14 @@ import numpy as np
 from numerics.models import get_model
 from numerics.train import TrainConfig, evaluation_batch, train
 
+from ...criteria import mean_se
 from ...grid import Grid
 from ...recipes import RECIPES
 from ...sweep import run_sweep
 from ..regimes import regime_config
 from .cells import _done, _files, export_cells, import_cells, read_cell
 from .plan import CertifiedPlan, eval_seed
-from .run import CellResult, _errors, _mean_se
+from .run import CellResult, _errors
 
 __all__ = ["CONTRAST_RECIPES", "CONTRAST_SCALE", "Contrast", "contrast_configs", "collect_contrasts", "derive_recipe",
            "run_contrast", "run_contrasts"]
@@ -147,7 +148,7 @@ def run_contrast(config):
     started = time.process_time()
     result = train(config)
     errors = _errors(get_model(config.model), result.params, evaluation_batch(config))
-    mean, se = _mean_se(errors)
+    mean, se = mean_se(errors)
     metrics = {"R_L": mean, "R_L_se": se, "steps": int(result.metrics["steps"]),
                "cpu_time": time.process_time() - started}
     arrays = {"report_errors": errors.astype(np.float32), "loss_curve": np.asarray(result.arrays["loss_curve"])}

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._markdown import markdown_table
-from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, standard_error
+from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, mean_se
 from .cells import _files, read_cell
 from .plan import CertifiedPlan
 from .run import SUMMARY_COLUMNS
@@ -59,8 +59,7 @@ class PairedDifference:
     @classmethod
     def of(cls, per_seed_blocks) -> "PairedDifference":
         blocks = np.mean(np.asarray(per_seed_blocks, dtype=np.float64), axis=0)
-        return cls(float(blocks.mean()), float(standard_error(blocks)),
-                   tuple(float(np.mean(b)) for b in per_seed_blocks))
+        return cls(*mean_se(blocks), tuple(float(np.mean(b)) for b in per_seed_blocks))
 
     @property
     def seeds(self) -> int:
@@ -111,7 +110,7 @@ def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 
         prediction = gain * form_reads(forms, ctx).mean(axis=1)
         errors.append((prediction - ctx.target) ** 2)
     diff = errors[0] - errors[1]
-    return float(diff.mean()), float(standard_error(diff))
+    return mean_se(diff)
 
 
 def _by_cell(rows, errors) -> dict:
@@ -201,7 +200,8 @@ def _decomposition(cells_dir, cell_hash: str, contexts: int, cache_dir) -> dict:
 def _over_seeds(values) -> dict:
     """Mean over seeds, its SE over seeds (the spread of training), and the per-seed values."""
     values = np.asarray(values, dtype=np.float64)
-    return {"value": float(values.mean()), "se": float(standard_error(values)), "per_seed": values.tolist()}
+    value, se = mean_se(values)
+    return {"value": value, "se": se, "per_seed": values.tolist()}
 
 
 def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17,

@@ -26,7 +26,7 @@ from theory import PowerLawSpectrum
 from theory.decomposition import decompose
 from theory.softmax_bounds import softmax_bounds
 
-from ...criteria import standard_error
+from ...criteria import mean_se
 from ...execution import Execution
 from ...grid import Grid
 from ...store import load_arrays
@@ -233,10 +233,6 @@ def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
     return winner_decomposition(get_model(cell.model), weights, batch) | {"contexts": int(contexts)}
 
 
-def _mean_se(errors: np.ndarray) -> tuple[float, float]:
-    return float(errors.mean()), standard_error(errors)
-
-
 def run_cell(cell: CellConfig) -> CellResult:
     """Train and evaluate every candidate of ``cell``; the sweep runner of the certified study.
 
@@ -282,8 +278,8 @@ def run_cell(cell: CellConfig) -> CellResult:
             errors_s, errors_r = np.full(cell.select_size, np.nan), np.full(cell.report_size, np.nan)
         else:
             errors_s, errors_r = _errors(model, params, selection), _errors(model, params, report)
-        summary.append([candidate.learning_rate, candidate.steps, candidate.doubled, diverged, *_mean_se(errors_s),
-                        *_mean_se(errors_r), candidate.steps / max(1, sum(c.steps for c in cell.candidates))])
+        summary.append([candidate.learning_rate, candidate.steps, candidate.doubled, diverged, *mean_se(errors_s),
+                        *mean_se(errors_r), candidate.steps / max(1, sum(c.steps for c in cell.candidates))])
         # block means of the report errors: the same contexts in every cell of the setting, so a bootstrap
         # over blocks keeps the pairing (report_block 1: per context)
         report_errors.append(errors_r.reshape(-1, cell.report_block).mean(axis=1).astype(np.float32))
