@@ -27,6 +27,10 @@ FAMILIES = MappingProxyType({
     "context_updates_k16": "context updates M(m), difficult task, k = 16 (Figs. 11, 12)",
 })
 
+#: the regime study's families of training runs (:meth:`~numerics.experiments.scales.StudyScale.family`): its trained
+#: regimes and the independent L = 1 models it averages
+STUDY_FAMILIES = ("lazy", "lazy_long", "converged", "separate_models")
+
 
 @dataclass(frozen=True)
 class Family:
@@ -35,14 +39,14 @@ class Family:
     Parameters
     ----------
     name : str
-        One of :data:`FAMILIES`.
+        One of :data:`FAMILIES` (a reproduction's) or :data:`STUDY_FAMILIES` (the regime study's).
     model, task, k, d, N, P
         As in :class:`numerics.train.TrainConfig`: top-k of eq. (6), input dimension, hidden
         width, context length.
     spectra : tuple of (a, b)
         Spectrum exponents of eq. (2).
     depths, seeds : tuple of int
-    batch_size, max_steps, learning_rate, schedule, warmup_steps, init, frozen, eval_size, eval_every
+    batch_size, max_steps, learning_rate, schedule, warmup_steps, init, frozen, eval_size, eval_every, dtype
         The recipe, as the :class:`numerics.train.TrainConfig` fields of those names
         (``learning_rate=None``: the model's default; ``init`` as ``(option, value)`` pairs).
     tol, window : float, int or None
@@ -89,9 +93,10 @@ class Family:
     window: int | None = None
     regime: str = ""
     gamma_star_init: bool = False
+    dtype: str = "float32"
 
     def __post_init__(self) -> None:
-        check_choice("family name", self.name, FAMILIES)
+        check_choice("family name", self.name, (*FAMILIES, *STUDY_FAMILIES))
         for name in ("spectra", "depths", "seeds", "init", "frozen"):
             object.__setattr__(self, name, tuple(tuple(v) if isinstance(v, list) else v for v in getattr(self, name)))
         object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
@@ -122,7 +127,7 @@ class Family:
             depth=int(depth), seed=int(seed), batch_size=self.batch_size, max_steps=self.max_steps,
             learning_rate=self.learning_rate, schedule=self.schedule, warmup_steps=self.warmup_steps,
             init=init, eval_size=self.eval_size, eval_every=self.eval_every, tol=self.tol,
-            window=self.window if self.window is not None else self.max_steps + self.eval_every,
+            window=self.window if self.window is not None else self.max_steps + self.eval_every, dtype=self.dtype,
         )
         if self.frozen:
             fields["frozen"] = tuple(self.frozen)

@@ -3,8 +3,8 @@
 A recipe is how a run is trained: the optimiser and schedule overrides (with the initialisation and the
 frozen parameters), the start kinds it may use, and, where the recipe fixes them, its step cap and stopping
 rule. A plan chooses only settings (:class:`~numerics.experiments.setting.Setting`), depths and seeds. The
-reproduction's families (:mod:`numerics.experiments.scales`), the regime study
-(:func:`numerics.experiments.study.regime_config`) and the certified study
+reproduction's families (:mod:`numerics.experiments.scales`), the regime study (whose runs are families too:
+:meth:`~numerics.experiments.scales.StudyScale.family`) and the certified study
 (:class:`numerics.experiments.study.certified.CertifiedPlan`, ``recipe=``) all read them from here, so a run
 that both name is one config with one content hash, trained once.
 

@@ -23,12 +23,13 @@ from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA as _TABLE1_SPECT
 from theory.validation import check_choice, check_positive_int
 
 from . import recipes
-from ._families import FAMILIES, Family
+from ._families import FAMILIES, STUDY_FAMILIES, Family
 from .recipes import GAIN_PARAMETERS, LAZY_INIT
 
 
 __all__ = [
     "FAMILIES",
+    "STUDY_FAMILIES",
     "SIZE_GRID_D",
     "SIZE_GRID_P",
     "REGIMES",
@@ -308,6 +309,39 @@ class StudyScale:
     def all_spectra(self) -> tuple:
         """Every spectrum of the study (:attr:`spectra`, then :attr:`extra_spectra`), once each."""
         return _unique(self.spectra, self.extra_spectra)
+
+    def family(self, regime: str, size: tuple) -> Family:
+        """The training runs of a trained regime (or of the separate models) at one size ``(d, P, N)``.
+
+        Its spectra, depths and seeds are the regime's (:meth:`spectra_of`, :meth:`depths_of`; the
+        separate models are ``L = 1`` models of the converged recipe, seeds ``0 .. separate_models − 1``);
+        its recipe is :data:`~numerics.experiments.recipes.LAZY` with this scale's lazy budget, or
+        :data:`~numerics.experiments.recipes.EQUAL_BUDGET` with its converged cap, warm-up, window and
+        initialisation. Raises ``ValueError`` for a regime that trains no runs.
+
+        Examples
+        --------
+        >>> fam = SCALES["smoke"].study.family("separate_models", (4, 16, 4))
+        >>> fam.depths, len(fam.seeds), fam.learning_rate
+        ((1,), 6, 0.001)
+        """
+        regime = check_choice("regime", regime, (*TRAINED_REGIMES, "separate_models"))
+        d, P, N = size
+        separate = regime == "separate_models"
+        budget = dict(batch_size=self.batch_size, eval_size=self.eval_size, eval_every=self.eval_every,
+                      dtype=self.dtype)
+        if regime in ("lazy", "lazy_long"):
+            steps = self.lazy_steps if regime == "lazy" else self.lazy_long_steps
+            recipe = dict(_family_recipe(recipes.LAZY, self.describe(regime)), max_steps=steps)
+        else:
+            recipe = dict(_family_recipe(recipes.EQUAL_BUDGET, self.describe("converged")), max_steps=self.converged_steps,
+                          warmup_steps=self.converged_warmup, window=self.converged_window)
+            if self.converged_init != "lazy":
+                recipe["init"] = ()  # the model's default initialisation
+        return Family(regime, "nonlinear", "difficult", self.k, d, N, P,
+                      self.spectra_of(regime),
+                      (1,) if separate else self.depths_of(regime),
+                      tuple(range(self.separate_models)) if separate else self.seeds, **budget, **recipe)
 
     def describe(self, regime: str) -> str:
         """Plain-words description of ``regime`` at this scale."""

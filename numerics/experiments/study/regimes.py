@@ -1,4 +1,5 @@
-"""The regimes of the study: the configs of the trained ones (:func:`regime_config`), the two
+"""The regimes of the study: the configs of the trained ones (:func:`regime_config`: a run of the regime's
+:class:`~numerics.experiments.scales.Family`, :meth:`~numerics.experiments.scales.StudyScale.family`), the two
 controls that need no training, and the study itself (:func:`run_regime_study`, which trains; its page is
 :func:`write_regime_study`, which does not)."""
 
@@ -13,10 +14,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from numerics.io import make_output_dir, write_json, write_text
-from numerics.train import TrainConfig
 from theory.validation import check_choice, check_positive_int
 
-from .. import recipes
 from ..curves import CurveSummary, summarise_seeds
 from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
@@ -71,21 +70,9 @@ def regime_config(
     >>> cfg.learning_rate, cfg.schedule, cfg.max_steps
     (0.001, 'warmup_cosine', 20)
     """
-    regime = check_choice("regime", regime, TRAINED_REGIMES)
-    s = _scale(scale)
-    common = dict(
-        model="nonlinear", task="difficult", k=k, a=float(a), b=float(b), d=d, N=N, P=P, depth=depth, seed=seed,
-        batch_size=s.batch_size, eval_size=s.eval_size, eval_every=s.eval_every, dtype=s.dtype,
-    )
-    if regime in ("lazy", "lazy_long"):
-        steps = s.lazy_steps if regime == "lazy" else s.lazy_long_steps
-        return TrainConfig(**common, **recipes.LAZY.train_fields(), max_steps=steps, window=steps + s.eval_every)
-    window = s.converged_steps + s.eval_every if s.converged_window is None else s.converged_window
-    recipe = recipes.EQUAL_BUDGET.train_fields()
-    if s.converged_init != "lazy":  # the model's default initialisation
-        recipe["init"] = {}
-    return TrainConfig(**common, **recipe, max_steps=s.converged_steps, warmup_steps=s.converged_warmup, tol=1e-3,
-                       window=window)
+    check_choice("regime", regime, TRAINED_REGIMES)
+    family = _scale(scale).family(regime, (d, P, N))
+    return dataclasses.replace(family, k=k).config(a, b, depth, seed)
 
 
 def frozen_heads_control(
@@ -310,20 +297,16 @@ def trained_configs(s: StudyScale) -> dict:
     """
     configs = {}
     for size in s.sizes:
-        d, P, N = size
+        families = {regime: s.family(regime, size)
+                    for regime in (*TRAINED_REGIMES, "separate_models") if regime in s.regimes}
         for spectrum in s.all_spectra:
-            a, b = spectrum
-            for regime in ("lazy", "lazy_long", "converged"):
-                if regime not in s.regimes or spectrum not in s.spectra_of(regime):
+            for regime, family in families.items():
+                if spectrum not in family.spectra:
                     continue
-                for depth in s.depths_of(regime):
-                    for seed in s.seeds:
-                        configs[(regime, size, spectrum, depth, seed)] = regime_config(
-                            regime, d=d, N=N, P=P, depth=depth, seed=seed, a=a, b=b, k=s.k, scale=s)
-            if "separate_models" in s.regimes and spectrum in s.spectra_of("separate_models"):
-                for seed in range(s.separate_models):
-                    configs[("separate", size, spectrum, 1, seed)] = regime_config(
-                        "converged", d=d, N=N, P=P, depth=1, seed=seed, a=a, b=b, k=s.k, scale=s)
+                key = "separate" if regime == "separate_models" else regime
+                for depth in family.depths:
+                    for seed in family.seeds:
+                        configs[(key, size, spectrum, depth, seed)] = family.config(*spectrum, depth, seed)
     return configs
 
 
