@@ -12,19 +12,25 @@ from theory.validation import check_choice
 
 from .recipes import START_KINDS
 
-#: every family of runs a reproduction may need, with what it is for
+#: every family of runs a reproduction may need: its model, task and top-k (the same at every scale), and what it is for
 FAMILIES = MappingProxyType({
-    "linear_easy": "linear attention, easy task (Figs. 3a-c, Table 2)",
-    "linear_difficult": "linear attention, difficult task, k = 2 (Figs. 5a-b, Tables 1 and 3)",
-    "linear_difficult_k16": "linear attention, difficult task, k = 16 (Fig. 5b, Table 3)",
-    "nonlinear_easy": "softmax attention, easy task (Figs. 4a-c)",
-    "nonlinear_lazy": "softmax attention, difficult task, k = 2, lazy training (Figs. 1, 6, 7, 13; Tables 1, 4, 5)",
-    "nonlinear_converged": "softmax attention, difficult task, k = 2, trained to convergence (Fig. 6a, verdict)",
-    "nonlinear_k16": "softmax attention, difficult task, k = 16, lazy training (Fig. 14, Table 4)",
-    "single_stream": "single-stream model, difficult task, k = 2 (Fig. 9)",
-    "untied_values": "untied values, difficult task, k = 2 (Fig. 10)",
-    "context_updates": "context updates M(m), difficult task, k = 2 (Figs. 11, 12)",
-    "context_updates_k16": "context updates M(m), difficult task, k = 16 (Figs. 11, 12)",
+    "linear_easy": ("linear", "easy", 2, "linear attention, easy task (Figs. 3a-c, Table 2)"),
+    "linear_difficult": ("linear", "difficult", 2,
+        "linear attention, difficult task, k = 2 (Figs. 5a-b, Tables 1 and 3)"),
+    "linear_difficult_k16": ("linear", "difficult", 16, "linear attention, difficult task, k = 16 (Fig. 5b, Table 3)"),
+    "nonlinear_easy": ("nonlinear", "easy", 2, "softmax attention, easy task (Figs. 4a-c)"),
+    "nonlinear_lazy": ("nonlinear", "difficult", 2,
+        "softmax attention, difficult task, k = 2, lazy training (Figs. 1, 6, 7, 13; Tables 1, 4, 5)"),
+    "nonlinear_converged": ("nonlinear", "difficult", 2,
+        "softmax attention, difficult task, k = 2, trained to convergence (Fig. 6a, verdict)"),
+    "nonlinear_k16": ("nonlinear", "difficult", 16,
+        "softmax attention, difficult task, k = 16, lazy training (Fig. 14, Table 4)"),
+    "single_stream": ("single_stream", "difficult", 2, "single-stream model, difficult task, k = 2 (Fig. 9)"),
+    "untied_values": ("untied_values", "difficult", 2, "untied values, difficult task, k = 2 (Fig. 10)"),
+    "context_updates": ("context_updates", "difficult", 2,
+        "context updates M(m), difficult task, k = 2 (Figs. 11, 12)"),
+    "context_updates_k16": ("context_updates", "difficult", 16,
+        "context updates M(m), difficult task, k = 16 (Figs. 11, 12)"),
 })
 
 #: the regime study's families of training runs (:meth:`~numerics.experiments.scales.StudyScale.family`): its trained

@@ -483,24 +483,9 @@ def _scale(name, description, families, **kwargs) -> Scale:
     return Scale(name, description, {f.name: f for f in families}, **kwargs)
 
 
-#: the model, task and top-k of each family, the same at every scale
-_KINDS = {
-    "linear_easy": ("linear", "easy", 2),
-    "linear_difficult": ("linear", "difficult", 2),
-    "linear_difficult_k16": ("linear", "difficult", 16),
-    "nonlinear_easy": ("nonlinear", "easy", 2),
-    "nonlinear_lazy": ("nonlinear", "difficult", 2),
-    "nonlinear_converged": ("nonlinear", "difficult", 2),
-    "nonlinear_k16": ("nonlinear", "difficult", 16),
-    "single_stream": ("single_stream", "difficult", 2),
-    "untied_values": ("untied_values", "difficult", 2),
-    "context_updates": ("context_updates", "difficult", 2),
-    "context_updates_k16": ("context_updates", "difficult", 16),
-}
-
-
 def _family(name: str, d, N, P, spectra, depths, seeds, **recipe) -> Family:
-    return Family(name, *_KINDS[name], d, N, P, spectra, depths, seeds, **recipe)
+    model, task, k, _ = FAMILIES[name]
+    return Family(name, model, task, k, d, N, P, spectra, depths, seeds, **recipe)
 
 
 def _family_recipe(recipe, regime: str) -> dict:
