@@ -262,6 +262,18 @@ def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch
     assert again.trained == 0 and again.runs == study.runs
     assert [p.R.mean.tolist() for p in again.points] == [p.R.mean.tolist() for p in study.points]
 
+    # the reproduction reads the same runs through its own path (the store's records, StoreResults.curve, the
+    # regime's Family): the same curves give the same summary, number for number, so the two cannot disagree
+    from numerics.experiments.curves import summarise_curves
+    from numerics.experiments.reproduce.results import StoreResults
+
+    results = StoreResults(tmp_path / "store")
+    for regime in ("lazy", "converged"):
+        p = study.point(regime)
+        family = scale.family(regime, p.size)
+        curves = [results.curve(family, p.a, p.b, quantity) for quantity in ("R_L", "C_L", "A_minus_C")]
+        assert summarise_curves(regime, *curves, size=p.size, k=p.k).to_dict() == p.to_dict()
+
 
 def _idepth(*args):
     return subprocess.run(idepth_command(*args), capture_output=True, text=True, timeout=120, cwd=ROOT, env=checkout_env())

@@ -23,7 +23,7 @@ def _say(message: str) -> None:
         pass
 
 
-def api_stubs(app) -> None:
+def api_stubs(app, config=None) -> None:
     from idepth_api import has_api_section
 
     if has_api_section(app.srcdir):
@@ -44,7 +44,7 @@ def finishing(app, exception) -> None:
 
 
 def setup(app):
-    app.connect("builder-inited", api_stubs, priority=100)  # before idepth_api writes them (priority 500)
+    app.connect("config-inited", api_stubs, priority=100)  # before idepth_api writes them (priority 500)
     app.connect("env-before-read-docs", reading, priority=900)  # after any handler that changes the list
     app.connect("write-started", writing)
     app.connect("build-finished", finishing, priority=100)  # before sphinx-mathjax-offline copies it

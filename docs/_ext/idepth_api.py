@@ -1,6 +1,6 @@
 """Sphinx extension: the API reference, one page per public module, function, class and datum.
 
-At ``builder-inited`` it walks the documented packages (:data:`API_PACKAGES`,
+At ``config-inited`` it walks the documented packages (:data:`API_PACKAGES`,
 ``pkgutil.walk_packages``), skips private modules (any dotted component starting
 with ``_``) and writes reStructuredText stubs into ``docs/api/generated/`` (not
 committed; rewritten only where they changed): a page per package listing its
@@ -262,10 +262,14 @@ def has_api_section(srcdir) -> bool:
     return any((Path(srcdir) / "api").glob("index.*"))
 
 
-def write_api_stubs(app) -> None:
-    """``builder-inited``: write the stubs into ``docs/api/generated/``, only those that changed, and
+def write_api_stubs(app, config=None) -> None:
+    """``config-inited``: write the stubs into ``docs/api/generated/``, only those that changed, and
     remove stale ones (an object that left the API). A project without an API section
-    (no ``api/index``) gets no stubs: they would be pages outside every toctree."""
+    (no ``api/index``) gets no stubs: they would be pages outside every toctree.
+
+    It runs before Sphinx lists the source files (a fresh environment lists them before
+    ``builder-inited``): a stale stub removed later would still be read, and autodoc would fail
+    to import the module it names."""
     if not has_api_section(app.srcdir):
         return
     out = Path(app.srcdir) / GENERATED
@@ -416,7 +420,7 @@ def escape_absolute_value_bars(app, what, name, obj, options, lines):
 
 def setup(app):
     app.add_directive("package-api", PackageAPI)
-    app.connect("builder-inited", write_api_stubs)
+    app.connect("config-inited", write_api_stubs)
     app.connect("autodoc-process-docstring", escape_absolute_value_bars, priority=100)
     # before numpydoc (priority 500) rewrites the lines
     app.connect("autodoc-process-docstring", drop_class_docstring_of_data, priority=100)

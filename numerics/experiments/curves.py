@@ -373,7 +373,8 @@ def summarise_curves(name: str, R: Curve, C: Curve, gap: Curve, *, size: tuple |
     return CurveSummary(
         name=name, a=R.a, b=R.b, R=R, C=C, gap=gap, fit=fit, C_change=float(C_change), gap_change=float(gap_change),
         C_settles=C_settles, gap_settles=gap_settles, depth_gain=gain, depth_gain_se=gain_se,
-        alpha_in_target=in_target, verdict=criteria.classify_depth_dependence(gain, alpha, bool(C_settles and gap_settles)),
+        alpha_in_target=in_target,
+        verdict=criteria.classify_depth_dependence(gain, alpha, bool(C_settles and gap_settles)),
         size=None if size is None else tuple(int(v) for v in size), k=None if k is None else int(k), bound=bound)
 
 
