@@ -30,9 +30,8 @@ come from something the bound leaves out (a learned similarity different from
 ``s``: the trained model's layer ``ℓ`` has logits ``r_t r_j x_testᵀ D_ℓ x_j`` with a learned
 ``d × d`` form ``D_ℓ = (W_q^ℓ A)ᵀ(W_k^ℓ A)`` (see :mod:`numerics.models.nonlinear`), which
 need not be a multiple of the identity, so these are not proven bounds of the trained model
-(measured by the converged study, ``idepth study converged``, at d = 16, N = 32, P = 64,
-(a, b) = (0, 0): R_256 = 2.027 ± 0.033 against B_∞ = 2.056 ± 0.022 over exact cosine --
-consistent with the bound, neither below nor clearly above it). A paper number below ``B_∞``
+(the certified study, ``idepth study certified``, sets the best loss training reaches at each depth
+beside ``B_L`` on the same contexts: ``docs/results/certified-revised/certified-study.md``). A paper number below ``B_∞``
 is therefore not by itself a contradiction; it would be one against a bound of the whole
 model class, which this module does not compute.
 

@@ -495,7 +495,7 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (B_L) with the
     envelope at every depth and repeat failed nesting certificates between untrained heads in the
     population (Monte Carlo per setting, cached in ``cache_dir``, default :func:`prediction_cache_dir`;
-    None: not cached). ``contrasts_dir``: the exported contrast runs, whose α the page shows beside the
+    None: not cached; with ``predictions`` the entries this page did not use are removed from it). ``contrasts_dir``: the exported contrast runs, whose α the page shows beside the
     envelope's. ``progress``: called with one line per step. ``contrast_depth``: the deepest depth of the
     descriptive contrasts (:func:`~numerics.experiments.study.certified.statistics.summarise`).
 
@@ -526,7 +526,7 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     main = [s for s in summaries if plan.is_main(s.setting[0], s.setting[1], s.setting[5], s.setting[2])]
     if plan.version >= 2:
         progress("the revised plan's facts: the L = 2 step on fresh contexts, the winners' A_L and C_L (cached)")
-    facts = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir)
+    facts = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir, counts=counts)
     # the package's answer on the shipped (version-1) page, with the revised study's facts beside these results
     # (docs/results/certified-revised/) as package_answer reads them; a version-2 page reports its own sections
     revised_path = Path(out_dir) / REVISED_FACTS
@@ -553,4 +553,8 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
         make_output_dir(out_dir / Path(REVISED_FIGURE).parent)
         draw_revised_figure(facts, out_dir / REVISED_FIGURE)
         draw_decomposition_figure(facts, out_dir / DECOMPOSITION_FIGURE)
+    if predictions and cache_dir is not None:  # every cached value the page reads was used: the rest is stale
+        for path in Path(cache_dir).glob("*.json"):
+            if path.name not in counts.get("used", ()):
+                path.unlink()
     return rows, summaries

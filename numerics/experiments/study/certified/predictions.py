@@ -2,22 +2,25 @@
 
 ``theory.predict_loss`` (B_L) and the population losses of the study's heads take minutes per setting;
 the page needs them at every regeneration. Each result is stored as ``<key>.json``, the key a hash of
-its inputs and of the source of the theory that computes it (``theory/predict.py``,
-``theory/softmax_bounds.py``, ``theory/expressible.py``) and of the plan's head allocation: a changed
+its inputs and of the code of the theory that computes it (``theory/predict.py``,
+``theory/softmax_bounds.py``, ``theory/expressible.py``) and of the plan's head allocation
+(:func:`code_digest`: docstrings and comments left out, so editing them recomputes nothing): a changed
 input or formula gives a new key, so a stale entry is never read (it is recomputed and written,
-atomically, beside the old one).
+atomically, beside the old one; the page, written with its predictions, removes the entries it did not use).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import json
+import textwrap
 from pathlib import Path
 
 from numerics.io import write_json
 
-__all__ = ["SOURCES", "cache_key", "cached"]
+__all__ = ["SOURCES", "cache_key", "cached", "code_digest"]
 
 #: the theory modules whose source is part of every key
 SOURCES = ("predict.py", "softmax_bounds.py", "expressible.py")
@@ -30,10 +33,34 @@ def _source_digest() -> str:
     from .run import oracle_allocation
 
     root = Path(theory.__file__).parent
+    return code_digest(*[(root / name).read_text(encoding="utf-8") for name in SOURCES],
+                       inspect.getsource(oracle_allocation))
+
+
+def code_digest(*sources: str) -> str:
+    r"""A hash of the code of Python ``sources`` (a module's or a function's text), docstrings and comments left out.
+
+    What computes a cached value is its code: a reworded docstring or comment keeps every key (and
+    recomputes nothing); any change to the code, a constant included, gives new keys.
+
+    Examples
+    --------
+    >>> code_digest("def f(x):\n    'Twice x.'\n    return 2 * x  # doubled\n") == code_digest(
+    ...     "def f(x):\n    'Two times x (reworded).'\n    return 2 * x\n")
+    True
+    >>> code_digest("def f(x):\n    return 2 * x\n") == code_digest("def f(x):\n    return 3 * x\n")
+    False
+    """
     digest = hashlib.sha256()
-    for name in SOURCES:
-        digest.update((root / name).read_bytes())
-    digest.update(inspect.getsource(oracle_allocation).encode())
+    for source in sources:
+        tree = ast.parse(textwrap.dedent(source))
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                    and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]  # the docstring (comments never reach the tree)
+        digest.update(ast.dump(tree).encode())
     return digest.hexdigest()
 
 
@@ -57,7 +84,8 @@ def cached(cache_dir, kind: str, inputs: dict, compute, *, counts: dict | None =
     """``compute()`` (a JSON-able dict), read from ``cache_dir/<key>.json`` when there, else computed and written.
 
     ``cache_dir`` None: always computed, nothing written. ``counts`` (optional) counts ``'cached'`` and
-    ``'computed'`` entries, for the progress lines. The file is written atomically.
+    ``'computed'`` entries, for the progress lines, and collects the file names it read or wrote in
+    ``'used'`` (what the page keeps). The file is written atomically.
 
     Examples
     --------
@@ -71,6 +99,8 @@ def cached(cache_dir, kind: str, inputs: dict, compute, *, counts: dict | None =
     if cache_dir is None:
         return compute()
     path = Path(cache_dir) / f"{cache_key(kind, inputs)}.json"
+    if counts is not None:
+        counts.setdefault("used", set()).add(path.name)
     if path.is_file():
         try:
             value = json.loads(path.read_text())["value"]

@@ -180,21 +180,21 @@ def _difference(d: PairedDifference) -> dict:
     return {"value": d.value, "se": d.se, "per_seed": list(d.per_seed), "word": d.word()}
 
 
-def _decomposition(cells_dir, cell_hash: str, contexts: int, cache_dir) -> dict:
+def _decomposition(cells_dir, cell_hash: str, contexts: int, cache_dir, counts: dict | None = None) -> dict:
     """The winner's A_L, C_L of one cell (:func:`~.run.cell_decomposition`), cached under its hash and the code
     that computes it (the decomposition and the models' forward passes)."""
     import theory.decomposition
 
     from numerics import models
 
-    from .predictions import cached
+    from .predictions import cached, code_digest
     from .run import cell_decomposition, winner_decomposition
 
-    code = hashlib.sha256(Path(theory.decomposition.__file__).read_bytes()
-                          + Path(models.__file__).with_name("nonlinear.py").read_bytes()
-                          + inspect.getsource(winner_decomposition).encode()).hexdigest()
+    code = code_digest(Path(theory.decomposition.__file__).read_text(encoding="utf-8"),
+                       Path(models.__file__).with_name("nonlinear.py").read_text(encoding="utf-8"),
+                       inspect.getsource(winner_decomposition))
     return cached(cache_dir, "decomposition", {"cell": cell_hash, "contexts": int(contexts), "code": code},
-                  lambda: cell_decomposition(cells_dir, cell_hash, contexts))
+                  lambda: cell_decomposition(cells_dir, cell_hash, contexts), counts=counts)
 
 
 def _over_seeds(values) -> dict:
@@ -205,7 +205,8 @@ def _over_seeds(values) -> dict:
 
 
 def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17,
-                  decomposition_contexts: int = DECOMPOSITION_CONTEXTS, cache_dir=None) -> dict:
+                  decomposition_contexts: int = DECOMPOSITION_CONTEXTS, cache_dir=None,
+                  counts: dict | None = None) -> dict:
     """What a version-2 study measured, as a JSON-able dict (None for a version-1 plan).
 
     Keys: ``plan`` (sizes and seeds), ``coverage`` (per spectrum, depths done and not run yet), ``cpu_hours``
@@ -213,7 +214,8 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
     ``U_L``'s heads on ``population_contexts`` fresh contexts, z), ``envelope`` (per spectrum and depth done:
     ``R*_L − U_L`` paired), ``long`` (per long-cap candidate: it minus ``U_L``, paired) and ``decomposition``
     (per spectrum and depth done: the winners' ``A_L``, ``C_L`` and ``A_L − C_L``, eq. 63, over seeds, on
-    ``decomposition_contexts`` contexts drawn with the report seed, the same in every cell; cached in ``cache_dir``).
+    ``decomposition_contexts`` contexts drawn with the report seed, the same in every cell; cached in ``cache_dir``,
+    ``counts`` as :func:`~numerics.experiments.study.certified.predictions.cached` keeps them).
 
     Notes
     -----
@@ -244,7 +246,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
             if any(h is None for h in heads):
                 continue
             winners = [_pick(members[L, s], lambda r: r.selected) for s in seeds]
-            parts = [_decomposition(cells_dir, w[0].cell, decomposition_contexts, cache_dir) for w in winners]
+            parts = [_decomposition(cells_dir, w[0].cell, decomposition_contexts, cache_dir, counts) for w in winners]
             facts["decomposition"].append({**where, "depth": L, "contexts": min(p["contexts"] for p in parts),
                                            "context_se": {"A": float(np.mean([p["A_L_se"] for p in parts])),
                                                           "C": None if L == 1 else float(np.mean(
