@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["Answer", "package_answer", "answer_from_record", "revised_sentence", "REVISED_FACTS", "REVISED_DIR",
            "check_verdicts_against_table", "current_verdicts", "merge_revised", "START", "END", "replace_block",
-           "write_answer_blocks", "ANSWER_PAGES"]
+           "write_answer_blocks", "ANSWER_PAGES", "main_settings"]
 
 #: the revised certified study's facts, relative to the results directory
 #: (:data:`numerics.experiments.study.certified.revised.FACTS` under ``certified-revised/``)
@@ -57,10 +57,19 @@ class Answer:
     facts: dict
 
 
-def _main_settings(verdicts: dict) -> list[dict]:
+def main_settings(verdicts: dict) -> list[dict]:
+    """The settings of a verdicts record that its ``main`` names: the paper's spectra at the main P and k.
+
+    Examples
+    --------
+    >>> record = {"main": {"spectra": [[0, 0]], "P": 64, "k": 2},
+    ...           "settings": [{"a": 0.0, "b": 0.0, "P": 64, "k": 2}, {"a": 0.0, "b": 0.0, "P": 32, "k": 2}]}
+    >>> [s["P"] for s in main_settings(record)]
+    [64]
+    """
     main = verdicts["main"]
-    spectra = {tuple(s) for s in main["spectra"]}
-    return [s for s in verdicts["settings"] if (s["a"], s["b"]) in spectra and s["P"] == main["P"]
+    spectra = {(float(a), float(b)) for a, b in main["spectra"]}
+    return [s for s in verdicts["settings"] if (float(s["a"]), float(s["b"])) in spectra and s["P"] == main["P"]
             and s["k"] == main["k"]]
 
 
@@ -207,7 +216,7 @@ def merge_revised(first: dict, revised: dict | None) -> dict:
 
     complete = {}
     if revised is not None:
-        complete = {key(s): s for s in _main_settings(revised) if list(s["depths"]) == list(s["planned_depths"])}
+        complete = {key(s): s for s in main_settings(revised) if list(s["depths"]) == list(s["planned_depths"])}
     settings = [{**complete[key(s)], "study": "revised"} if key(s) in complete else {**s, "study": "first"}
                 for s in first["settings"]]
     sources = {"first": first.get("command", "")}
@@ -301,7 +310,7 @@ def answer_from_record(verdicts: dict, expressible: Path | None = None, revised:
     """
     from theory.expressible import ExpressibleLoss
 
-    main = _main_settings(verdicts)
+    main = main_settings(verdicts)
     if not main:
         raise ValueError("verdicts: no Table 1 spectrum at the study's main P and k")
     minimum = int(verdicts.get("rules", {}).get("min_checked_depths", 0))

@@ -14,7 +14,7 @@ import numpy as np
 from numerics.io import commit, discard, make_output_dir, stage
 
 from ._markdown import markdown_table
-from ._plotting import pyplot
+from ._plotting import depth_ticks, pyplot
 from .criteria import AGREEMENT_SIGMAS
 from .expressible_checks import (
     ENVELOPE_CSV,
@@ -41,14 +41,6 @@ from .study.certified.plan import TABLE1_SPECTRA, CertifiedPlan
 from .study.certified.table import collect
 
 __all__ = ["draw_figure", "expressible_markdown", "write_expressible_checks"]
-
-
-def _depth_axis(ax, depths, ticker) -> None:
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(depths)
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_locator(ticker.NullLocator())
-    ax.tick_params(labelsize=8)
 
 
 def draw_figure(envelope: list, expressible: dict, lazy_rows: list):
@@ -86,7 +78,8 @@ def draw_figure(envelope: list, expressible: dict, lazy_rows: list):
         bottom = min(U.min(), *(env[:, 1] - env[:, 2]))
         pad = 0.12 * (top - bottom)
         ax.set_ylim(bottom - pad, top + 2 * pad)  # L = 1 is far above: its point is off the top, the gaps are the story
-        _depth_axis(ax, L, ticker)
+        depth_ticks(ax, L, label=None)
+        ax.tick_params(labelsize=8)
         ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
         ax.set_title(_label(a, b), fontsize=10)
     for ax in axes.flat[len(spectra):7]:
@@ -101,7 +94,8 @@ def draw_figure(envelope: list, expressible: dict, lazy_rows: list):
         lazy_ax.errorbar(L, [r.trained for r in rows], yerr=[r.trained_se for r in rows], color=colour, marker="o",
                          ms=3, ls="none", capsize=2)
         lazy_ax.plot(L, [r.law_fixed for r in rows], color=colour, lw=1.2, label=f"({a:g}, {b:g})")
-    _depth_axis(lazy_ax, sorted({r.depth for r in lazy_rows})[::2], ticker)
+    depth_ticks(lazy_ax, sorted({r.depth for r in lazy_rows})[::2], label=None)
+    lazy_ax.tick_params(labelsize=8)
     lazy_ax.set_yscale("log")
     lazy_ax.yaxis.set_major_locator(ticker.FixedLocator([0.2, 0.3, 0.5, 1, 2, 3, 5, 10]))
     lazy_ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))

@@ -14,6 +14,7 @@ from . import analysis
 from .. import criteria
 from ._plot import fit_problem
 from ._registry import REGISTRY, claim, not_tested, verdict
+from ..answer import main_settings
 from ..curves import spectrum_label
 from .results import int_list
 
@@ -109,10 +110,8 @@ def _inverse_depth_certified_claim(ctx, consistency) -> dict:
         record = read_verdicts(ctx.certified_verdicts)
     except ValueError as exc:
         return not_tested(criterion, str(exc))
-    main = record["main"]
+    main, settings = record["main"], main_settings(record)
     spectra = {(float(a), float(b)) for a, b in main["spectra"]}
-    settings = [x for x in record["settings"]
-                if (float(x["a"]), float(x["b"])) in spectra and x["P"] == main["P"] and x["k"] == main["k"]]
     if not settings:
         return not_tested(criterion, "the certified study has no setting with every seed at depth 1 yet")
     statuses = [certified_setting_status(x) for x in settings]
@@ -564,9 +563,7 @@ def below_heads(record: dict) -> tuple[float, int, int]:
     >>> below_heads(record)
     (0.020000000000000018, 1, 2)
     """
-    spectra = {(float(a), float(b)) for a, b in record["main"]["spectra"]}
-    main = [s for s in record["settings"] if (float(s["a"]), float(s["b"])) in spectra
-            and s["P"] == record["main"]["P"] and s["k"] == record["main"]["k"]]
+    main = main_settings(record)
     gaps = [(bound - value) / bound for s in main for value, bound in zip(s["envelope"], s["bound"])]
     return (max(gaps) if gaps else math.nan), len(main), len(gaps)
 

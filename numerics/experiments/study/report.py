@@ -11,7 +11,7 @@ from numerics.io import save_figure
 
 from .. import criteria
 from .._markdown import markdown_table
-from .._plotting import pyplot
+from .._plotting import depth_ticks, pyplot
 from ..scales import StudyScale
 
 __all__ = ["draw_figures", "study_markdown"]
@@ -61,11 +61,8 @@ def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
             ax.set_title(f"nonlinear, top-{s.k}: d={d}, P={P}, N={N}, (a, b) = ({a:g}, {b:g})", fontsize=9)
             ylabels = ("loss R_L", "C_L (shared) and A_L − C_L (disagreement)")
             for axis, ylabel in zip((ax, ax2), ylabels):
-                axis.set_xscale("log", base=2)
-                axis.set_xticks(all_depths)
-                axis.set_xticklabels([str(L) for L in all_depths])
+                depth_ticks(axis, all_depths)
                 axis.set_yscale("log")
-                axis.set_xlabel("depth L")
                 axis.set_ylabel(ylabel)
                 axis.legend(fontsize=6, ncol=2)
             fig.tight_layout()

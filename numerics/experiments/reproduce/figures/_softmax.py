@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _plot as p
 from .. import analysis
+from ...answer import main_settings
 from ...curves import Curve, spectrum_label
 from ..results import int_list
 from ._linear import panel_grid
@@ -380,9 +381,7 @@ def _certified_verdicts_text(ctx) -> str:
         record = read_verdicts(getattr(ctx, "certified_verdicts", None))
     except ValueError as exc:
         return f"no verdicts ({exc})"
-    spectra = {(float(a), float(b)) for a, b in record["main"]["spectra"]}
-    main = [s for s in record["settings"] if (float(s["a"]), float(s["b"])) in spectra
-            and s["P"] == record["main"]["P"] and s["k"] == record["main"]["k"]]
+    main = main_settings(record)
     counts = {word: sum(s["verdict"] == word for s in main) for word in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
     return (", ".join(f"{n} {word}" for word, n in counts.items() if n) or "no verdict") + \
         f" of {len(main)} Table 1 spectra"

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...criteria import GAIN_LAW_MAX_CHI2_DOF
 from .statistics import ALPHA_GRID
+from .verdict import _depth_list
 
 #: the ways of getting a depth-L model, from the laziest to the best loss found, as the page names them
 RECIPE_LABELS = {"lazy": "lazy (gain frozen)", "equal_budget": "equal budget", "cold lr=0.001": "cold, lr 1e-3",
@@ -64,11 +65,7 @@ def _checks_text(s) -> str:
     if not s.doubling_run:
         return "never ran"
     failed = [L for L in s.doubling_run if L not in s.checked]
-    return f"ran at {_depths_text(s.doubling_run)}" + (f"; failed at {_depths_text(failed)}" if failed else "")
-
-
-def _depths_text(depths) -> str:
-    return ", ".join(map(str, depths)) if depths else "none"
+    return f"ran at {_depth_list(s.doubling_run)}" + (f"; failed at {_depth_list(failed)}" if failed else "")
 
 
 def _recipe_order(summaries) -> list:

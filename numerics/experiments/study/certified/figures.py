@@ -11,7 +11,7 @@ import numpy as np
 
 from numerics.io import save_figure
 
-from ..._plotting import pyplot
+from ..._plotting import depth_ticks, pyplot
 from ...criteria import GAIN_LAW_MAX_CHI2_DOF
 from ._format import RECIPE_LABELS, _bounded, _contrast, _label, _recipe_order
 from .statistics import ALPHA_GRID
@@ -104,10 +104,7 @@ def draw_answer_figure(summaries, path) -> Path:
         ax.plot(L[checked], R[checked], "o", color="C0", label="R*_L, step-doubling check passed")
         ax.plot(L[~checked], R[~checked], "o", color="C0", markerfacecolor="white",
                 label="R*_L, check not run or failed")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(L)
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        depth_ticks(ax, L, fontsize=8)
         ax.yaxis.set_major_formatter(ticker.ScalarFormatter(useOffset=False))  # as many decimals as the ticks need
         contrast = _contrast(s, "g2/gLmax")
         a, b = s.setting[:2]
@@ -116,7 +113,6 @@ def draw_answer_figure(summaries, path) -> Path:
         ratio = "" if contrast is None else (f"\ng2/g{contrast.L_max} = {contrast.value:.2f} {interval}; "
                                              f"α = 1: {contrast.reference:.3f}")
         ax.set_title(f"(a, b) = ({a:g}, {b:g}): {s.verdict[0]}{ratio}", fontsize=8)
-        ax.set_xlabel("depth L", fontsize=8)
         ax.set_ylabel("held-out loss", fontsize=8)
         ax.tick_params(labelsize=7)
     handles, labels = axes.flat[0].get_legend_handles_labels()
@@ -141,13 +137,9 @@ def draw_certified_figure(summaries, path) -> Path:
         ax.errorbar(L, s.envelope, yerr=s.envelope_se, marker="o", label="envelope R*_L (certified starts)")
         ax.plot(L, s.bound, "k--", label="B_L: heads on the same contexts")
         ax.errorbar(L, s.recipe, yerr=s.recipe_se, marker="s", alpha=0.7, label="recipe: cold, lr 1e-3")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(L)
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        depth_ticks(ax, L)
         ax.yaxis.set_major_formatter(ticker.ScalarFormatter(useOffset=False))  # as many decimals as the ticks need
         ax.set_title(f"{_label(s.setting)}\n{s.verdict[0]}", fontsize=9)
-        ax.set_xlabel("depth L")
         ax.set_ylabel("held-out loss")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.suptitle("error bars: ± one SE of the level, mostly the report set's own sampling error, common to every "
@@ -187,22 +179,11 @@ def draw_revised_figure(facts: dict, path) -> Path | None:
                         marker=markers.get(r["start"], "x"), alpha=0.4 + 0.6 * (steps.index(r["steps"]) + 1) / len(steps),
                         color="C1" if r["start"] == "cold" else "C2",
                         label=f"long cap: {r['start']} lr={r['learning_rate']:g}, S={r['steps']}")
-        _depth_axis(ax, L)
+        depth_ticks(ax, L)
         ax.set_title(f"(a, b) = ({a:g}, {b:g})", fontsize=9)
         ax.set_ylabel("loss − U_L (paired)")
     return _save_with_legend(fig, axes, path, "below 0: a trained model beats the theory's best construction U_L; "
                                               "error bars: ± one paired SE (report contexts)")
-
-
-def _depth_axis(ax, L) -> None:
-    """Depths on a log-2 axis, labelled as numbers."""
-    from matplotlib import ticker
-
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(L)
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_locator(ticker.NullLocator())
-    ax.set_xlabel("depth L")
 
 
 def _save_with_legend(fig, axes, path, title: str) -> Path:
@@ -246,7 +227,7 @@ def draw_decomposition_figure(facts: dict, path) -> Path | None:
                         color=color, label=label)
         ax.axhline(mine[0]["A_minus_C"]["value"], color="C0", ls=":", lw=1,
                    label="A_L − C_L held at its first depth (what c/L needs)")
-        _depth_axis(ax, L)
+        depth_ticks(ax, L)
         ax.set_title(f"(a, b) = ({a:g}, {b:g})", fontsize=9)
         ax.set_ylabel("loss terms of eq. 63")
     return _save_with_legend(fig, axes, path, "R*_L = C_L + (A_L − C_L)/L of the winners; error bars: ± one SE over "

@@ -23,7 +23,6 @@ from ._format import (
     _checks_text,
     _contrast,
     _contrast_text,
-    _depths_text,
     _fit_text,
     _label,
     _num,
@@ -44,6 +43,7 @@ from .statistics import (
 )
 from .table import collect, write_csv
 from .targets import study_compute, targets_markdown
+from .verdict import _depth_list
 
 __all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_answer_figure", "draw_certified_figure",
            "draw_recipe_figure", "read_verdicts", "verdicts_record", "write_certified"]
@@ -154,7 +154,7 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     lines += markdown_table(
         ("setting", "depths done", "step-doubling check", "verdict rests on L =", "`g_2/g_Lmax`, every depth done",
          "`(R_2 − R_16)/(R_1 − R_2)`", "gain-law α", "verdict", "reason"),
-        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", _checks_text(s), _depths_text(s.checked),
+        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", _checks_text(s), _depth_list(s.checked),
           _contrast_text(_contrast(s, "g2/gLmax")), _contrast_text(_contrast(s, "(R2-R16)/(R1-R2)")), _fit_text(s),
           f"**{s.verdict[0]}**", s.verdict[1]) for s in summaries])
     lines += ["", "The contrasts on every depth done include depths whose step-doubling check did not run or failed: "

@@ -380,7 +380,8 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         winners = tuple(tuple(pick(L, s, kinds["envelope"]).start for s in seeds) for L in depths)
         names = {"envelope": "envelope", "bound": "heads", **{k: k for k in kinds if k.startswith("cold")},
                  **{name: name for name in complete}}
-        recipes = tuple(RecipeAlpha(label, *fit(kind)[:3], *gain(kind), *fit(kind)[3:]) for kind, label in names.items())
+        fits = {kind: fit(kind) for kind in names}
+        recipes = tuple(RecipeAlpha(label, *fits[kind][:3], *gain(kind), *fits[kind][3:]) for kind, label in names.items())
         # the verdict's evidence: the depths whose step-doubling check ran and passed, and fit-free contrasts
         checked = checked_depths(depths, doubling_passed(certificates))
         cells = {}
