@@ -41,12 +41,22 @@ def register(subparsers) -> None:
     )
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
-    run_parser = sub.add_parser("run", help="compute U_L at the Table 1 spectra (resumable)")
+    run_parser = sub.add_parser(
+        "run", help="compute U_L at the Table 1 spectra (resumable)",
+        description="Compute U_L at each depth 1-128 (d = 16, P = 64, top-2) for the given spectra and write one "
+                    "file per spectrum into --out (default: theory/data/expressible, which theory.predict_loss "
+                    "reads). A spectrum whose file exists is skipped unless --recompute, so "
+                    "an interrupted run computes only the spectra still missing.")
     run_parser.add_argument("--spectra", help="'a,b;a,b' (default: the paper's Table 1 spectra)")
     run_parser.add_argument("--out", type=Path, help="directory (default: theory/data/expressible of this install)")
     run_parser.add_argument("--recompute", action="store_true", help="recompute spectra whose files exist")
     run_parser.set_defaults(func=run)
-    check_parser = sub.add_parser("check", help="the certified envelope and the lazy recipe against U_L")
+    check_parser = sub.add_parser(
+        "check", help="the certified envelope and the lazy recipe against U_L",
+        description="Compare the certified study's envelope R*_L (its exported cells) and the lazy recipe with the "
+                    "shipped U_L, spectrum by spectrum and depth by depth, and write expressible.md and its figure "
+                    "into the results directory (about 2-3 CPU minutes: the lazy heads' law is drawn afresh). On "
+                    "the checkout's own results it also updates the answer in README.md and docs/index.md.")
     check_parser.add_argument("--out", type=Path, default=None,
                               help="results directory (default: the shipped results: docs/results of this checkout, "
                                    "or $IDEPTH_RESULTS)")
