@@ -36,6 +36,7 @@ __all__ = [
     "last_doubling",
     "depth_gain",
     "classify_depth_dependence",
+    "alpha_in_window",
     "below_bound",
     "standard_error",
     "mean_se",
@@ -317,6 +318,21 @@ def depth_gain(R_first: float, R_last: float, se_first: float | None = None, se_
     return gain, float(gain * math.hypot(se_first / R_first, se_last / R_last))
 
 
+def alpha_in_window(alpha: float) -> bool:
+    """alpha lies in :data:`ALPHA_WINDOW` (the paper's α ≈ 1); False for NaN.
+
+    References
+    ----------
+    Paper eq. (16).
+
+    Examples
+    --------
+    >>> alpha_in_window(0.95), alpha_in_window(0.6), alpha_in_window(float("nan"))
+    (True, False, False)
+    """
+    return bool(ALPHA_WINDOW[0] <= alpha <= ALPHA_WINDOW[1])
+
+
 def classify_depth_dependence(gain: float, alpha: float, settled: bool) -> str:
     """Name a depth curve from its numbers.
 
@@ -337,7 +353,7 @@ def classify_depth_dependence(gain: float, alpha: float, settled: bool) -> str:
     """
     if not (gain >= DEPTH_GAIN_THRESHOLD):
         return "flat"
-    if ALPHA_WINDOW[0] <= alpha <= ALPHA_WINDOW[1] and settled:
+    if alpha_in_window(alpha) and settled:
         return "inverse-depth"
     return f"improves (alpha = {alpha:.2g}{'' if settled else ', not settled'})"
 

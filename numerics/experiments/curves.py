@@ -369,7 +369,7 @@ def summarise_curves(name: str, R: Curve, C: Curve, gap: Curve, *, size: tuple |
     if math.isfinite(first) and math.isfinite(last) and last > 0:
         gain, gain_se = criteria.depth_gain(first, last, first_se, last_se)
     alpha = fit.value("alpha")
-    in_target = None if not fit.ok else bool(criteria.ALPHA_WINDOW[0] <= alpha <= criteria.ALPHA_WINDOW[1])
+    in_target = criteria.alpha_in_window(alpha) if fit.ok else None
     return CurveSummary(
         name=name, a=R.a, b=R.b, R=R, C=C, gap=gap, fit=fit, C_change=float(C_change), gap_change=float(gap_change),
         C_settles=C_settles, gap_settles=gap_settles, depth_gain=gain, depth_gain_se=gain_se,

@@ -325,7 +325,7 @@ class StudyScale:
         >>> fam.depths, len(fam.seeds), fam.learning_rate
         ((1,), 6, 0.001)
         """
-        regime = check_choice("regime", regime, (*TRAINED_REGIMES, "separate_models"))
+        regime = check_choice("regime", regime, STUDY_FAMILIES)
         d, P, N = size
         separate = regime == "separate_models"
         budget = dict(batch_size=self.batch_size, eval_size=self.eval_size, eval_every=self.eval_every,
@@ -334,8 +334,9 @@ class StudyScale:
             steps = self.lazy_steps if regime == "lazy" else self.lazy_long_steps
             recipe = dict(_family_recipe(recipes.LAZY, self.describe(regime)), max_steps=steps)
         else:
-            recipe = dict(_family_recipe(recipes.EQUAL_BUDGET, self.describe("converged")), max_steps=self.converged_steps,
-                          warmup_steps=self.converged_warmup, window=self.converged_window)
+            recipe = dict(_family_recipe(recipes.EQUAL_BUDGET, self.describe("converged")),
+                          max_steps=self.converged_steps, warmup_steps=self.converged_warmup,
+                          window=self.converged_window)
             if self.converged_init != "lazy":
                 recipe["init"] = ()  # the model's default initialisation
         return Family(regime, "nonlinear", "difficult", self.k, d, N, P,

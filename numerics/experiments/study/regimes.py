@@ -19,7 +19,7 @@ from theory.validation import check_choice, check_positive_int
 from ..curves import CurveSummary, summarise_seeds
 from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
-from ..scales import REGIMES, TRAINED_REGIMES, StudyScale, get_scale
+from ..scales import REGIMES, STUDY_FAMILIES, TRAINED_REGIMES, StudyScale, get_scale
 from .report import draw_figures, study_markdown
 
 __all__ = [
@@ -298,7 +298,7 @@ def trained_configs(s: StudyScale) -> dict:
     configs = {}
     for size in s.sizes:
         families = {regime: s.family(regime, size)
-                    for regime in (*TRAINED_REGIMES, "separate_models") if regime in s.regimes}
+                    for regime in STUDY_FAMILIES if regime in s.regimes}
         for spectrum in s.all_spectra:
             for regime, family in families.items():
                 if spectrum not in family.spectra:
