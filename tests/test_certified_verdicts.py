@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from numerics.experiments import criteria
 from numerics.experiments.criteria import CONTRASTS, MIN_CHECKED_DEPTHS, checked_depths, law_contrast
 from numerics.experiments.study.certified.statistics import (
     ALPHA_GRID,
@@ -389,3 +393,25 @@ def test_the_shipped_verdicts_hold_a_verdict_for_each_range_and_the_answer_count
     counts = [atomic.count(word) for word in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")]
     assert (f"atomic range L = 1–16: {counts[0]} REPRODUCED, {counts[1]} CONTRADICTED, {counts[2]} INCONCLUSIVE of "
             f"{len(main)}") in package_answer().text
+
+
+@given(value=st.floats(-10, 10), se=st.floats(0, 5), sigmas=st.sampled_from([1.0, 2.0, 3.0]))
+def test_the_se_comparisons_are_one_rule_antisymmetric_and_complementary(value, se, sigmas):
+    """``exceeds`` and ``at_most`` split every finite pair; "below" is "above" of the negated value."""
+    assert criteria.exceeds(value, se, sigmas) != criteria.at_most(value, se, sigmas)
+    word = criteria.ses_word(value, se, sigmas)
+    assert criteria.ses_word(-value, se, sigmas) == {"above": "below", "below": "above"}.get(word, word)
+    assert (word == "indistinguishable") == (abs(value) <= sigmas * se)
+
+
+@pytest.mark.parametrize("value, se", [(math.nan, 0.1), (0.5, math.nan)])
+def test_a_nan_is_neither_beyond_nor_within_any_number_of_ses(value, se):
+    assert not criteria.exceeds(value, se) and not criteria.at_most(value, se, 1.0)
+    assert criteria.ses_word(value, se) == "indistinguishable"
+
+
+def test_an_alpha_interval_end_at_the_grids_edge_or_nan_is_unbounded():
+    lo, hi = criteria.ALPHA_GRID[0], criteria.ALPHA_GRID[-1]
+    assert criteria.alpha_ends_bounded(lo, hi) == (False, False)
+    assert criteria.alpha_ends_bounded(lo * 1.01, hi / 1.01) == (True, True)
+    assert criteria.alpha_ends_bounded(math.nan, 1.0) == (False, True)

@@ -2,7 +2,8 @@
 
 A scan of the source of ``numerics`` and ``idepth``: no other module defines a name ``criteria`` owns (a
 function or a module-level constant), restates the α window's numbers, compares a depth gain with a
-literal, or writes the standard error of a mean by hand; and no module of ``numerics/experiments`` but
+literal, writes the standard error of a mean by hand, compares a value with a number of SEs (``SIGMAS *``,
+``_SES *``) or an α interval with the α grid's edge; and no module of ``numerics/experiments`` but
 ``criteria`` binds a module-level UPPER_CASE name to a number (a threshold outside the rules' home), except
 the few sizes, seeds and sample counts of :data:`NOT_RULES`, each with the reason it is not a rule. Each scan
 is first shown to find a planted violation, so a scan that sees nothing cannot pass by accident.
@@ -28,6 +29,8 @@ LITERALS = {
     "a depth-gain threshold": re.compile(r"depth_gain\s*[<>]=?\s*[0-9]"),
     "a hand-written standard error": re.compile(r"ddof\s*=\s*1\s*\)*\s*/\s*(np|math)\.sqrt"),
     "a hand-written variance of a mean": re.compile(r"\.var\([^)]*ddof\s*=\s*1"),
+    "a hand-written comparison in SEs": re.compile(r"(SIGMAS|_SES)\s*\*"),
+    "an α-grid edge compared by hand": re.compile(r"[<>]=?\s*[A-Za-z_.]*(ALPHA_GRID|alpha_grid)\["),
 }
 
 
@@ -107,6 +110,11 @@ def test_the_scans_find_planted_violations():
     assert restated_literals("se = x.std(ddof=1) / np.sqrt(n)") == ["a hand-written standard error"]
     assert restated_literals("se = float(np.std(x, ddof=1)) / math.sqrt(len(x))") == ["a hand-written standard error"]
     assert restated_literals("between = values.var(axis=0, ddof=1) / n") == ["a hand-written variance of a mean"]
+    assert restated_literals("worse = delta < -criteria.AGREEMENT_SIGMAS * se") == ["a hand-written comparison in SEs"]
+    assert restated_literals("ok = d.value <= DOUBLING_SES * d.se") == ["a hand-written comparison in SEs"]
+    assert restated_literals("bounded = r.alpha_lo > ALPHA_GRID[0]") == ["an α-grid edge compared by hand"]
+    assert restated_literals("return lo > self.alpha_grid[0]") == ["an α-grid edge compared by hand"]
+    assert restated_literals("text = f'{AGREEMENT_SIGMAS:g} SE'; ax.set_ylim(ALPHA_GRID[0] * 0.8)") == []
     planted = "CERTIFICATE_SES = 2.0\nROUNDOFF: float = 1e-6\nLIMIT = -2 ** 3\nGRID = (1, 2)\nlocal = 3\n"
     assert numeric_constants(planted) == {"CERTIFICATE_SES", "ROUNDOFF", "LIMIT"}
     assert numeric_constants("def f():\n    THRESHOLD = 0.1\n") == set()  # a local is not a module constant

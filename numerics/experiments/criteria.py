@@ -38,6 +38,12 @@ __all__ = [
     "classify_depth_dependence",
     "alpha_in_window",
     "below_bound",
+    "exceeds",
+    "at_most",
+    "ses_word",
+    "certificate_allowance",
+    "ALPHA_GRID",
+    "alpha_ends_bounded",
     "standard_error",
     "mean_se",
     "EASY_TARGET",
@@ -103,6 +109,8 @@ MIN_CHECKED_DEPTHS = 5
 MIN_COMPLETE_SEEDS = 2
 #: largest χ²/dof at which the certified study reports its gain-law fit (above it no single α describes the gains)
 GAIN_LAW_MAX_CHI2_DOF = 2.0
+#: the α grid of the gain-law profile (paper eq. 16); an interval end at its edge does not bound α
+ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
 
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
@@ -372,6 +380,97 @@ def below_bound(value: float, bound: float, bound_se: float, sigmas: float = BOU
     """
     margin = (bound - value) / max(_se(bound_se), 1e-300)
     return bool(margin > sigmas), float(margin)
+
+
+def exceeds(value: float, se: float, sigmas: float = AGREEMENT_SIGMAS) -> bool:
+    """``value > sigmas · se``: more than ``sigmas`` standard errors above 0; False when either is NaN.
+
+    The one "more than z SE" rule: a difference resolved from 0 (a depth gain, ``ΔQ``), a gap one candidate
+    wins by (``sigmas`` = :data:`CERTIFICATE_SES`), a target's shortfall (:data:`FIRST_STEP_SES`). "Below" is
+    ``exceeds(-value, se)``. Its complement for finite numbers is :func:`at_most`.
+
+    References
+    ----------
+    The ``± 2 SE`` of every comparison in the paper's tables and of eq. (60)'s certificates.
+
+    Examples
+    --------
+    >>> exceeds(0.021, 0.01), exceeds(0.019, 0.01), exceeds(-0.021, 0.01), exceeds(float("nan"), 0.01)
+    (True, False, False, False)
+    """
+    return bool(value > sigmas * se)
+
+
+def at_most(value: float, se: float, sigmas: float) -> bool:
+    """``value <= sigmas · se``: at most ``sigmas`` standard errors above 0; False when either is NaN.
+
+    A doubling of the step cap that gains at most :data:`DOUBLING_SES` SE has converged; a first step short of
+    the heads' by at most :data:`FIRST_STEP_SES` SE meets its target.
+
+    References
+    ----------
+    Paper section 3.2 ("trained until the loss has converged"), checked by doubling the step cap.
+
+    Examples
+    --------
+    >>> at_most(0.01, 0.01, 1.0), at_most(0.011, 0.01, 1.0), at_most(float("nan"), 0.01, 1.0)
+    (True, False, False)
+    """
+    return bool(value <= sigmas * se)
+
+
+def ses_word(value: float, se: float, sigmas: float = AGREEMENT_SIGMAS) -> str:
+    """``'above'``, ``'below'`` or ``'indistinguishable'``: whether ``value ± se`` is beyond ``± sigmas`` SEs of 0.
+
+    References
+    ----------
+    The ``± 2 SE`` of every comparison in the paper's tables.
+
+    Examples
+    --------
+    >>> ses_word(0.021, 0.01), ses_word(-0.021, 0.01), ses_word(0.019, 0.01)
+    ('above', 'below', 'indistinguishable')
+    """
+    if exceeds(value, se, sigmas):
+        return "above"
+    if exceeds(-value, se, sigmas):
+        return "below"
+    return "indistinguishable"
+
+
+def certificate_allowance(se: float, reference: float, sigmas: float) -> float:
+    """What a certificate allows: ``sigmas`` paired SEs plus :data:`CERTIFICATE_ROUNDOFF` of the reference.
+
+    The round-off term lets a certificate pass where both sides are one function (SE 0) evaluated twice.
+
+    References
+    ----------
+    Paper eq. (60): nesting ``R*_L ≤ R*_{L/2} + 2 SE``; reachability ``R*_L ≤ B_L + 2 SE``.
+
+    Examples
+    --------
+    >>> certificate_allowance(0.004, 1.0, CERTIFICATE_SES)
+    0.008001
+    """
+    return sigmas * se + CERTIFICATE_ROUNDOFF * abs(reference)
+
+
+def alpha_ends_bounded(lo: float, hi: float, grid: Sequence[float] = ALPHA_GRID) -> tuple[bool, bool]:
+    """Whether each end of the α interval ``[lo, hi]`` lies inside ``grid``'s edges (an end at an edge, or NaN, is
+    unbounded: the gains do not bound α on that side).
+
+    A verdict needs both ends bounded; an interval with neither says nothing about α.
+
+    References
+    ----------
+    Paper eq. (16): the exponent α of the gain law.
+
+    Examples
+    --------
+    >>> alpha_ends_bounded(0.8, 1.3), alpha_ends_bounded(0.01, 1.3), alpha_ends_bounded(float("nan"), 10.0)
+    ((True, True), (False, True), (False, False))
+    """
+    return bool(lo > grid[0]), bool(hi < grid[-1])
 
 
 def checked_depths(depths: Sequence[int], doubling: dict) -> tuple:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .criteria import AGREEMENT_SIGMAS, mean_se
+from .criteria import mean_se, ses_word
 from .study.certified.plan import CertifiedPlan
 from .study.certified.statistics import BOOTSTRAP, _replicates
 
@@ -97,11 +97,7 @@ def verdict(gap: float, se: float) -> str:
     >>> verdict(0.021, 0.01), verdict(-0.021, 0.01), verdict(0.019, 0.01)
     ('U_L below envelope', 'envelope below U_L', 'indistinguishable')
     """
-    if gap > AGREEMENT_SIGMAS * se:
-        return VERDICTS[0]
-    if gap < -AGREEMENT_SIGMAS * se:
-        return VERDICTS[1]
-    return VERDICTS[2]
+    return VERDICTS[("above", "below", "indistinguishable").index(ses_word(gap, se))]
 
 
 def control_variate_gap(envelope_errors, study_bound_errors, expressible_gap: float, expressible_gap_se: float, *,

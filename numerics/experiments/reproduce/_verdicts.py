@@ -200,7 +200,7 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
         return bool(r["fit_reported"])
 
     def resolved(r) -> bool:
-        return r["gain"] > criteria.AGREEMENT_SIGMAS * r["gain_se"]
+        return criteria.exceeds(r["gain"], r["gain_se"])
 
     def meets(r) -> bool:
         return r["alpha_lo"] <= hi and r["alpha_hi"] >= lo
@@ -375,7 +375,7 @@ def _linear_floor_claim(ctx, consistency) -> dict:
     parts = [f"top-{f.k} {s.label} (d = {f.d}, P = {f.P}, L = {s.depth}): plateau {s.plateau:.4g} ± {s.plateau_se:.2g}, "
              f"floor {s.floor:.4g} ± {s.floor_se:.2g} ({apart(s)} signed), finite-P floor {s.finite_floor:.4g} ± {s.finite_floor_se:.2g}" for f, s in summaries]
     def below_floor(s) -> bool:  # more than two SE under the population floor
-        return bool(s.plateau < s.floor - criteria.AGREEMENT_SIGMAS * math.hypot(s.plateau_se, s.floor_se))
+        return criteria.exceeds(s.floor - s.plateau, math.hypot(s.plateau_se, s.floor_se))
 
     holds = [f"top-{f.k} {s.label}" for f, s in summaries if s.within_target and not below_floor(s)]
     ok = len(holds) == len(summaries)
@@ -441,8 +441,8 @@ def _selection_claim(ctx, consistency) -> dict:
             continue
         delta = float(m1[-1] - mL[-1])
         se = math.hypot(float(np.nan_to_num(s1[-1])), float(np.nan_to_num(sL[-1])))
-        verdicts.append(delta > criteria.AGREEMENT_SIGMAS * se)
-        worse.extend([spectrum_label(a, b)] if delta < -criteria.AGREEMENT_SIGMAS * se else [])
+        verdicts.append(criteria.exceeds(delta, se))
+        worse.extend([spectrum_label(a, b)] if criteria.exceeds(-delta, se) else [])
         parts.append(f"{spectrum_label(a, b)}: Q_{shallow}(0.99) = {m1[-1]:.3g}, Q_{deepest}(0.99) = {mL[-1]:.3g}, "
                      f"ΔQ = {delta:.3g} ± {se:.2g}")
     if not verdicts:

@@ -236,7 +236,7 @@ def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> Linea
         deviation = criteria.relative_deviation(plateau, floor)
         finite_floor, finite_se = ctx.finite_p_floor(family, a, b, depth)
         below = (None if not math.isfinite(plateau) else
-                 bool(plateau < finite_floor - criteria.AGREEMENT_SIGMAS * math.hypot(plateau_se, finite_se)))
+                 criteria.exceeds(finite_floor - plateau, math.hypot(plateau_se, finite_se)))
         return LinearDifficultSummary(
             family_name, float(a), float(b), R, depth, plateau, plateau_se, floor, floor_se, deviation,
             None if math.isnan(deviation) else bool(deviation < criteria.FLOOR_TARGET),

@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import criteria
 from ..shipped import not_found_message, results_dir, shipped_path
 from ..curves import _Labelled
 
@@ -111,7 +112,7 @@ class EnvelopeSummary(_Labelled):
         """Whether each end of the α interval ``[lo, hi]`` (default the envelope's) lies inside the fit's grid."""
         lo = self.alpha_lo if lo is None else lo
         hi = self.alpha_hi if hi is None else hi
-        return lo > self.alpha_grid[0], hi < self.alpha_grid[-1]
+        return criteria.alpha_ends_bounded(lo, hi, self.alpha_grid)
 
     def interval_text(self, lo: float | None = None, hi: float | None = None) -> str:
         """The α interval ``[lo, hi]`` (default the envelope's), an end at the grid's edge written as unbounded."""
@@ -264,7 +265,7 @@ def load_envelopes(results: str | Path | None = None) -> EnvelopeTable:
 
     path = shipped_path() if results is None else Path(results)
     record = current_verdicts(path)
-    grid = tuple(record.get("alpha_grid", (0.01, 10.0)))
+    grid = tuple(record.get("alpha_grid", (criteria.ALPHA_GRID[0], criteria.ALPHA_GRID[-1])))
     decomposition = _decompositions(path)
     summaries = tuple(_summary(s, grid, decomposition, path) for s in record["settings"])
     if not summaries:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...criteria import GAIN_LAW_MAX_CHI2_DOF
-from .statistics import ALPHA_GRID
+from ...criteria import GAIN_LAW_MAX_CHI2_DOF, alpha_ends_bounded
 from .verdict import _depth_list
 
 #: the ways of getting a depth-L model, from the laziest to the best loss found, as the page names them
@@ -24,12 +23,13 @@ def _num(value: float, se: float | None = None) -> str:
     return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
 
 
-def _bounded_text(value: float, lo: float, hi: float, grid=(ALPHA_GRID[0], ALPHA_GRID[-1])) -> str:
+def _bounded_text(value: float, lo: float, hi: float) -> str:
     """``value [lo, hi]`` with an end at the grid's edge written "unbounded"."""
     if not np.isfinite(value):
         return "–"
-    low = "unbounded" if not np.isfinite(lo) or lo <= grid[0] else f"{lo:.2f}"
-    high = "unbounded" if not np.isfinite(hi) or hi >= grid[1] else f"{hi:.2f}"
+    below, above = alpha_ends_bounded(lo, hi)
+    low = f"{lo:.2f}" if below else "unbounded"
+    high = f"{hi:.2f}" if above else "unbounded"
     return f"{value:.2f} [{low}, {high}]"
 
 
@@ -76,7 +76,7 @@ def _recipe_order(summaries) -> list:
 
 def _bounded(r) -> bool:
     """Whether ``r``'s α interval is narrower than the whole grid (else the gains do not bound α)."""
-    return bool(np.isfinite(r.alpha) and (r.alpha_lo > ALPHA_GRID[0] or r.alpha_hi < ALPHA_GRID[-1]))
+    return bool(np.isfinite(r.alpha) and any(alpha_ends_bounded(r.alpha_lo, r.alpha_hi)))
 
 
 def _alpha_text(r) -> str:

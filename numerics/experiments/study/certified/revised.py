@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._markdown import markdown_table
-from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, mean_se
+from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, at_most, mean_se, ses_word
 from .cells import _files, read_cell
 from .plan import CertifiedPlan
 from .run import SUMMARY_COLUMNS
@@ -72,11 +72,7 @@ class PairedDifference:
         """``below``, ``above`` or ``indistinguishable`` (beyond ``sigmas`` SE or not); ``equal`` if identically 0."""
         if self.value == 0 and self.se == 0:
             return "equal"
-        if self.value < -sigmas * self.se:
-            return "below"
-        if self.value > sigmas * self.se:
-            return "above"
-        return "indistinguishable"
+        return ses_word(self.value, self.se, sigmas)
 
 
 def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 1 << 17) -> tuple[float, float]:
@@ -273,7 +269,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
                         for cap in (half, full)}
                 d = PairedDifference.of([a[1] - b[1] for a, b in zip(best[half], best[full])])
                 facts["long_doubling"].append({**where, "depth": L, "half": half, "full": full, "gain": _difference(d),
-                                               "converged": bool(d.value <= DOUBLING_SES * d.se)})
+                                               "converged": at_most(d.value, d.se, DOUBLING_SES)})
     return facts
 
 

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...criteria import (
-    CERTIFICATE_ROUNDOFF,
     CERTIFICATE_SES,
     DOUBLING_SES,
     MIN_CHECKED_DEPTHS,
     MIN_COMPLETE_SEEDS,
+    certificate_allowance,
     checked_depths,
+    exceeds,
     standard_error,
 )
 from .depth_checks import _crossover, _long_pairs, doubling_passed
@@ -337,8 +338,8 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
 
         def certificate(name, L, other, ses):  # R*_L against ``other``, within ``ses`` paired SEs and round-off
             e, j = at["envelope", L], at[other]
-            allowed = ses * diff_se(e, j) + CERTIFICATE_ROUNDOFF * abs(means[j])
-            return Certificate(name, L, means[e] - means[j], diff_se(e, j), allowed)
+            return Certificate(name, L, means[e] - means[j], diff_se(e, j),
+                               certificate_allowance(diff_se(e, j), means[j], ses))
 
         certificates = []
         for L in depths:
@@ -349,8 +350,8 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
                 certificates.append(certificate("doubling", L, ("doubled", L), DOUBLING_SES))
             if ("long full", L) in at:  # the envelope holds the long runs: their own doubling is its check
                 h, f = at["long half", L], at["long full", L]
-                allowed = DOUBLING_SES * diff_se(h, f) + CERTIFICATE_ROUNDOFF * abs(means[f])
-                certificates.append(Certificate("doubling", L, means[h] - means[f], diff_se(h, f), allowed))
+                certificates.append(Certificate("doubling", L, means[h] - means[f], diff_se(h, f),
+                                                certificate_allowance(diff_se(h, f), means[f], DOUBLING_SES)))
         t2 = float(t.ppf(0.975, max(1, len(seeds) - 1))) ** 2
 
         def fit(kind):
@@ -646,7 +647,7 @@ class SelectionGap:
     @property
     def significant(self) -> bool:
         """More than :data:`CERTIFICATE_SES` SEs: the per-seed choice is worse than this one candidate."""
-        return self.gap > CERTIFICATE_SES * self.se
+        return exceeds(self.gap, self.se, CERTIFICATE_SES)
 
     @property
     def relative(self) -> float:

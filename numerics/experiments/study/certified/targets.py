@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from ..._markdown import markdown_table
-from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET
+from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET, at_most, exceeds
 from .cells import _files, read_cell
 
 __all__ = ["CORES", "PLAN_SEEDS", "PREDICTION_DEPTHS", "StudyCompute", "study_compute", "targets_markdown"]
@@ -128,8 +128,8 @@ def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None
     for s in origin:
         short, se = s.first_shortfall, s.first_shortfall_se
         rows.append((f"(0, 0): R*_1 − R*_2 ≥ B_1 − B_2 − {FIRST_STEP_SES:g} paired SE",
-                     f"(B_1 − B_2) − (R*_1 − R*_2) = {short:+.4f} ± {se:.4f}", _mark(short <= FIRST_STEP_SES * se)))
-    others = [s for s in main if s not in origin and s.first_shortfall > FIRST_STEP_SES * s.first_shortfall_se]
+                     f"(B_1 − B_2) − (R*_1 − R*_2) = {short:+.4f} ± {se:.4f}", _mark(at_most(short, se, FIRST_STEP_SES))))
+    others = [s for s in main if s not in origin and exceeds(s.first_shortfall, s.first_shortfall_se, FIRST_STEP_SES)]
     rows.append(("the same at the other Table 1 spectra: stated", f"more than {FIRST_STEP_SES:g} SE short at "
                  f"{', '.join(_spectrum(s.setting) for s in others) or 'none'}", "–"))
     nesting = [(s, c.depth) for s in main for c in s.failed if c.name == "nesting"]

@@ -16,13 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...criteria import GAIN_LAW_MAX_CHI2_DOF, law_contrast
+from ...criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF, alpha_ends_bounded, law_contrast
 
 __all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat", "FitVariant", "contrast_bootstrap", "contrast_stat",
            "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha", "setting_verdict"]
 
-#: the α grid of the profile (paper eq. 16)
-ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
 #: the contrast a verdict is judged on (:data:`~numerics.experiments.criteria.CONTRASTS`)
 VERDICT_CONTRAST = "g2/gLmax"
 #: the contrast of the diffuse range: one doubling's gain over the next, ending at the range's deepest depth
@@ -155,7 +153,7 @@ def _judge_contrast(p: dict, depths) -> tuple[str, tuple | None]:
             f"(α = 1: {p['reference']:.3f})")
     if not p["lo"] <= p["reference"] <= p["hi"]:
         return text, None
-    if not (p["alpha_lo"] > ALPHA_GRID[0] and p["alpha_hi"] < ALPHA_GRID[-1]):
+    if not all(alpha_ends_bounded(p["alpha_lo"], p["alpha_hi"])):
         return text, ("INCONCLUSIVE", "resolution", f"{text}: contains the α = 1 value but does not bound α")
     return text, ("REPRODUCED", "", f"{text} contains the α = 1 value")
 
