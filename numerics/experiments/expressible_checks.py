@@ -424,13 +424,6 @@ def _label(a: float, b: float) -> str:
     return f"(a, b) = ({a:g}, {b:g})"
 
 
-def _num(value: float, se: float | None = None, digits: int = 4) -> str:
-    if not math.isfinite(value):
-        return "–"
-    text = f"{value:.{digits}f}"
-    return text if se is None or not math.isfinite(se) else f"{text} ± {se:.{digits}f}"
-
-
 def _csv(records) -> str:
     records = [asdict(r) | ({"verdict": r.verdict} if isinstance(r, EnvelopeRow) else {}) for r in records]
     buffer = io.StringIO()

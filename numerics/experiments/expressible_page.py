@@ -13,7 +13,7 @@ import numpy as np
 
 from numerics.io import commit, discard, make_output_dir, stage
 
-from ._markdown import markdown_table
+from ._markdown import fixed, markdown_table
 from ._plotting import depth_ticks, pyplot
 from .criteria import AGREEMENT_SIGMAS
 from .expressible_checks import (
@@ -28,7 +28,6 @@ from .expressible_checks import (
     VERDICTS,
     _csv,
     _label,
-    _num,
     bound_differences,
     envelope_rows,
     lazy_checks,
@@ -120,13 +119,13 @@ def _envelope_table(rows) -> list[str]:
     """Two tables, so each fits a page: the paired differences with the verdict, then the levels."""
     header = ("spectrum", "L", "envelope − B_L^study", "B_L^study − B_L (population)", "U_L − B_L",
               "envelope − U_L", "U_L's branch", "verdict")
-    body = [(_label(r.a, r.b), r.depth, _num(r.study_gap, r.study_gap_se), _num(r.bound_difference,
-             r.bound_difference_se), _num(r.expressible_gap, r.expressible_gap_se), _num(r.gap, r.gap_se), r.branch,
+    body = [(_label(r.a, r.b), r.depth, fixed(r.study_gap, r.study_gap_se), fixed(r.bound_difference,
+             r.bound_difference_se), fixed(r.expressible_gap, r.expressible_gap_se), fixed(r.gap, r.gap_se), r.branch,
              r.verdict) for r in rows]
     level_header = ("spectrum", "L", "envelope R*_L (study contexts)", "B_L^study (same)", "B_L (U_L's contexts)",
                     "U_L (same)")
-    level_body = [(_label(r.a, r.b), r.depth, _num(r.envelope, r.envelope_se), _num(r.study_bound), _num(r.atomic),
-                   _num(r.expressible, r.expressible_se)) for r in rows]
+    level_body = [(_label(r.a, r.b), r.depth, fixed(r.envelope, r.envelope_se), fixed(r.study_bound), fixed(r.atomic),
+                   fixed(r.expressible, r.expressible_se)) for r in rows]
     return (["The differences and the verdict:", ""] + markdown_table(header, body)
             + ["", "The levels, each on its own contexts:", ""] + markdown_table(level_header, level_body))
 
@@ -134,16 +133,16 @@ def _envelope_table(rows) -> list[str]:
 def _lazy_tables(rows, fits) -> list[str]:
     """The fits against the gain-1 law, the refitted law, then the per-depth rows: three tables that fit a page."""
     header = ("spectrum", "L", "trained lazy R_L", "law, gain 1", "trained − law", "law, gain refitted")
-    body = [(_label(r.a, r.b), r.depth, _num(r.trained, r.trained_se), _num(r.law_fixed, r.law_fixed_se),
-             _num(r.difference, r.difference_se), _num(r.law_refit, r.law_refit_se)) for r in rows]
+    body = [(_label(r.a, r.b), r.depth, fixed(r.trained, r.trained_se), fixed(r.law_fixed, r.law_fixed_se),
+             fixed(r.difference, r.difference_se), fixed(r.law_refit, r.law_refit_se)) for r in rows]
     fit_header = ("spectrum", "trained plateau", "law plateau (gain 1)", "plateau difference", "trained c",
                   "law c (gain 1)", "c difference")
-    fit_body = [(_label(f.a, f.b), _num(f.plateau, f.plateau_se), _num(f.law_plateau, f.law_plateau_se),
-                 _num(*f.plateau_difference), _num(f.c, f.c_se), _num(f.law_c, f.law_c_se), _num(*f.c_difference))
+    fit_body = [(_label(f.a, f.b), fixed(f.plateau, f.plateau_se), fixed(f.law_plateau, f.law_plateau_se),
+                 fixed(*f.plateau_difference), fixed(f.c, f.c_se), fixed(f.law_c, f.law_c_se), fixed(*f.c_difference))
                 for f in fits]
     refit_header = ("spectrum", "refitted law R_∞", "refitted law c", "refitted law L₀")
-    refit_body = [(_label(f.a, f.b), _num(f.refit_plateau, f.refit_plateau_se), _num(f.refit_c, f.refit_c_se),
-                   _num(f.refit_shift, None, 3)) for f in fits]
+    refit_body = [(_label(f.a, f.b), fixed(f.refit_plateau, f.refit_plateau_se), fixed(f.refit_c, f.refit_c_se),
+                   fixed(f.refit_shift, None, 3)) for f in fits]
     return (markdown_table(fit_header, fit_body) + [""] + markdown_table(refit_header, refit_body) + [""]
             + markdown_table(header, body))
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import analysis
 from .. import criteria
-from .._markdown import markdown_table
+from .._markdown import fmt, fmt_bool, markdown_table
 from ..curves import spectrum_label
 
 #: Table 4's columns that name the α window (:data:`~numerics.experiments.criteria.ALPHA_WINDOW`)
@@ -71,33 +71,6 @@ def _json_default(value):
     if hasattr(value, "tolist"):
         return value.tolist()
     return str(value)
-
-
-def fmt(value: float | None, se: float | None = None, digits: int = 4) -> str:
-    """``value ± se`` with ``digits`` significant digits ('—' when missing).
-
-    Examples
-    --------
-    >>> fmt(1.23456, 0.0123), fmt(float("nan")), fmt(2.0)
-    ('1.235 ± 0.012', '—', '2')
-    """
-    if value is None or not math.isfinite(value):
-        return "—"
-    text = f"{value:.{digits}g}"
-    if se is not None and math.isfinite(se) and se > 0:
-        text += f" ± {se:.2g}"
-    return text
-
-
-def fmt_bool(value: bool | None) -> str:
-    """'yes', 'no' or 'n/a'.
-
-    Examples
-    --------
-    >>> fmt_bool(True), fmt_bool(False), fmt_bool(None)
-    ('yes', 'no', 'n/a')
-    """
-    return "n/a" if value is None else ("yes" if value else "no")
 
 
 def _run_here(ctx, family_name: str, a: float, b: float) -> bool:

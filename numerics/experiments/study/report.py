@@ -10,7 +10,7 @@ import numpy as np
 from numerics.io import save_figure
 
 from .. import criteria
-from .._markdown import markdown_table
+from .._markdown import fmt, markdown_table
 from .._plotting import depth_ticks, pyplot
 from ..scales import StudyScale
 
@@ -74,10 +74,6 @@ def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
     return files
 
 
-def _fmt(value: float, digits: int = 3) -> str:
-    return "—" if value is None or not math.isfinite(value) else f"{value:.{digits}g}"
-
-
 def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> str:
     """The ``study.md`` section "Where inverse-depth scaling appears": regimes, points, bounds, figures.
 
@@ -111,11 +107,11 @@ def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> st
     lines += markdown_table(
         ("d", "P", "N", "(a, b)", "regime", "R_1", "R_Lmax", "gain", "α [95 % CI]", "ΔC_L", "Δ(A−C)", "settles",
          "verdict"),
-        [(*p.size, p.label, p.name.replace("_", " "), f"{_fmt(p.R.mean[0], 4)} ± {_fmt(p.R.se[0], 2)}",
-          f"{_fmt(p.R.mean[-1], 4)} ± {_fmt(p.R.se[-1], 2)} (L={p.depths[-1]})",
-          f"{_fmt(p.depth_gain)} ± {_fmt(p.depth_gain_se, 2)}",
-          f"{_fmt(p.alpha)} [{', '.join(map(_fmt, p.alpha_interval))}]", f"{_fmt(100 * p.C_change, 2)} %",
-          f"{_fmt(100 * p.gap_change, 2)} %", "yes" if p.settled else "no", p.verdict) for p in points])
+        [(*p.size, p.label, p.name.replace("_", " "), f"{fmt(p.R.mean[0], digits=4)} ± {fmt(p.R.se[0], digits=2)}",
+          f"{fmt(p.R.mean[-1], digits=4)} ± {fmt(p.R.se[-1], digits=2)} (L={p.depths[-1]})",
+          f"{fmt(p.depth_gain, digits=3)} ± {fmt(p.depth_gain_se, digits=2)}",
+          f"{fmt(p.alpha, digits=3)} [{', '.join(fmt(v, digits=3) for v in p.alpha_interval)}]",
+          f"{fmt(100 * p.C_change, digits=2)} %", f"{fmt(100 * p.gap_change, digits=2)} %", "yes" if p.settled else "no", p.verdict) for p in points])
     lines.append("")
     lines += markdown_table(
         ("d", "P", "N", "(a, b)", "E y*²", "best cosine head", "best cosine mixture", "best pre-norm head (N)"),

@@ -17,12 +17,6 @@ def _label(setting: tuple) -> str:
     return f"(a, b) = ({a:g}, {b:g}), P = {P}, top-{k}"
 
 
-def _num(value: float, se: float | None = None) -> str:
-    if not np.isfinite(value):
-        return "–"
-    return f"{value:.4f}" if se is None else f"{value:.4f} ± {se:.4f}"
-
-
 def _bounded_text(value: float, lo: float, hi: float) -> str:
     """``value [lo, hi]`` with an end at the grid's edge written "unbounded"."""
     if not np.isfinite(value):

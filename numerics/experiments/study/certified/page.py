@@ -14,7 +14,7 @@ from pathlib import Path
 
 from numerics.io import make_output_dir, write_text
 
-from ..._markdown import markdown_table
+from ..._markdown import fixed, markdown_table
 from ...criteria import CERTIFICATE_SES, DOUBLING_SES, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 from .contrasts import collect_contrasts
 from ._format import (
@@ -25,7 +25,6 @@ from ._format import (
     _contrast_text,
     _fit_text,
     _label,
-    _num,
     _recipe_order,
 )
 from .figures import (draw_answer_figure, draw_certified_figure, draw_decomposition_figure, draw_recipe_figure,
@@ -194,9 +193,9 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
         lines += markdown_table(
             ("L", "`R*_L` (envelope)", "best seed", "B_L (same contexts)", "`R*_L − B_L`", "predict_loss / `R*_L` − 1",
              "winners (per seed)", "cold lr=1e-3", "certificates"),
-            [(L, _num(s.envelope[i], s.envelope_se[i]), _num(s.best_seed[i]) if s.best_seed else "–", _num(s.bound[i]),
+            [(L, fixed(s.envelope[i], s.envelope_se[i]), fixed(s.best_seed[i]) if s.best_seed else "–", fixed(s.bound[i]),
               f"{s.envelope[i] - s.bound[i]:+.4f}", _deviation(check, i), ", ".join(s.winners[i]),
-              _num(s.recipe[i], s.recipe_se[i]),
+              fixed(s.recipe[i], s.recipe_se[i]),
               ", ".join(f"{c.name} {'✓' if c.passed else '✗'} ({c.excess:+.4f} vs {c.allowed:.4f})"
                         for c in s.certificates if c.depth == L))
              for i, L in enumerate(s.depths)])
