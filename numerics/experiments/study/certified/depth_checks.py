@@ -6,6 +6,8 @@ has; the statistics compute them.
 
 from __future__ import annotations
 
+from .plan import shipped_U
+
 __all__ = ["doubling_passed"]
 
 
@@ -50,9 +52,6 @@ def _crossover(setting: tuple) -> int | None:
 
     None where no ``U_L`` is shipped (the setting gets no verdicts by range).
     """
-    from theory import PowerLawSpectrum
-    from theory.expressible import shipped_expressible
-
     a, b, k, d, N, P = setting
-    expressible = shipped_expressible(PowerLawSpectrum(a, b, d), P, k)
+    expressible = shipped_U(a, b, d, P, k)
     return None if expressible is None else expressible.crossover_depth()

@@ -444,8 +444,8 @@ class CertifiedPlan:
         doubled = ((float(a), float(b)) in {(float(x), float(y)) for x, y in self.doubling_spectra} and P == self.P
                    and k == self.k)
         long = (float(a), float(b), int(depth)) in {(float(x), float(y), int(L)) for x, y, L in self.long_caps}
-        expressible = self.version >= 2 and bool(self.expressible_rates or self.diverse_rates) and has_expressible(
-            a, b, self.d, P, k)
+        expressible = self.version >= 2 and bool(self.expressible_rates or self.diverse_rates) and shipped_U(
+            a, b, self.d, P, k) is not None
         return CellConfig(
             a=float(a), b=float(b), k=k, d=self.d, N=self.N, P=int(P), depth=int(depth), seed=int(seed),
             candidates=tuple(self.candidates(depth, doubled=doubled, expressible=expressible, long=long)),
@@ -464,18 +464,28 @@ class CertifiedPlan:
         return out
 
 
-def has_expressible(a: float, b: float, d: int, P: int, k: int) -> bool:
-    """Whether ``U_L`` is shipped for the setting (:func:`theory.expressible.shipped_expressible`).
+def shipped_U(a: float, b: float, d: int, P: int, k: int, *, needed_by: str | None = None):
+    """The shipped ``U_L`` of the setting (:func:`theory.expressible.shipped_expressible`); None where none is.
+
+    With ``needed_by`` (what needs it), a setting without one is a ``ValueError`` naming the setting and that.
 
     Examples
     --------
-    >>> has_expressible(0.0, 0.0, 16, 64, 2), has_expressible(0.0, 0.0, 16, 128, 2)
-    (True, False)
+    >>> shipped_U(0.0, 0.0, 16, 64, 2) is not None, shipped_U(0.0, 0.0, 16, 128, 2)
+    (True, None)
+    >>> shipped_U(0.0, 0.0, 16, 128, 2, needed_by="the diverse start")
+    Traceback (most recent call last):
+    ...
+    ValueError: no shipped U_L at a=0 b=0 d=16 P=128 k=2: the diverse start needs one (`idepth expressible run`)
     """
     from theory import PowerLawSpectrum
     from theory.expressible import shipped_expressible
 
-    return shipped_expressible(PowerLawSpectrum(float(a), float(b), int(d)), int(P), int(k)) is not None
+    found = shipped_expressible(PowerLawSpectrum(float(a), float(b), int(d)), int(P), int(k))
+    if found is None and needed_by:
+        raise ValueError(f"no shipped U_L at a={a:g} b={b:g} d={d} P={P} k={k}: {needed_by} needs one "
+                         "(`idepth expressible run`)")
+    return found
 
 
 #: Version 2 of the plan (issue: the verdicts that follow the evidence). Table 1's seven spectra at the main

@@ -30,7 +30,7 @@ import numpy as np
 from ..._markdown import markdown_table
 from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, at_most, mean_se, ses_word
 from .cells import _files, read_cell
-from .plan import CertifiedPlan
+from .plan import CertifiedPlan, shipped_U
 from .run import SUMMARY_COLUMNS
 
 __all__ = ["FACTS", "PairedDifference", "population_step", "revised_facts", "revised_sections"]
@@ -92,12 +92,9 @@ def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 
     True
     """
     from theory import PowerLawSpectrum
-    from theory.expressible import shipped_expressible
     from theory.head_families import draw_contexts, form_reads
 
-    expressible = shipped_expressible(PowerLawSpectrum(a, b, plan.d), plan.P, plan.k)
-    if expressible is None:
-        raise ValueError(f"no shipped U_L at a={a:g} b={b:g} d={plan.d} P={plan.P} k={plan.k}")
+    expressible = shipped_U(a, b, plan.d, plan.P, plan.k, needed_by="the population step")
     seed = int.from_bytes(hashlib.sha256(f"revised population step a={a!r} b={b!r}".encode()).digest()[:4], "big")
     ctx = draw_contexts(PowerLawSpectrum(a, b, plan.d), plan.P, plan.k, contexts, np.random.default_rng(seed))
     errors = []

@@ -33,7 +33,7 @@ from ...store import load_arrays
 from ...sweep import run_sweep
 from .cells import _done, export_cells, import_cells
 from .finished import candidates_dir, forget_finished, load_finished, save_finished
-from .plan import CellConfig, CertifiedPlan, eval_seed
+from .plan import CellConfig, CertifiedPlan, eval_seed, shipped_U
 
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "diverse_forms", "nested_params", "oracle_allocation", "run_cell",
            "run_certified_study", "run_waves", "winner_decomposition"]
@@ -100,14 +100,8 @@ def nested_params(parent: dict, noise: float, rng: np.random.Generator | None) -
 
 
 def _expressible(cell: CellConfig):
-    """The shipped ``U_L`` of the cell's setting (:func:`theory.expressible.shipped_expressible`)."""
-    from theory.expressible import shipped_expressible
-
-    found = shipped_expressible(PowerLawSpectrum(cell.a, cell.b, cell.d), cell.P, cell.k)
-    if found is None:
-        raise ValueError(f"no shipped U_L at a={cell.a:g} b={cell.b:g} d={cell.d} P={cell.P} k={cell.k}: the "
-                         "expressible and diverse starts need one (`idepth expressible run`)")
-    return found
+    """The shipped ``U_L`` of the cell's setting (:func:`~.plan.shipped_U`)."""
+    return shipped_U(cell.a, cell.b, cell.d, cell.P, cell.k, needed_by="the expressible and diverse starts")
 
 
 def diverse_forms(cell: CellConfig, rng: np.random.Generator) -> tuple[np.ndarray, float]:
