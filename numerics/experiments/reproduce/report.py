@@ -16,6 +16,7 @@ from .._markdown import markdown_table
 from ._registry import INCONCLUSIVE_REASONS, REGISTRY, STATUSES, Claim, ClaimRegistry, ClaimSpec
 from ._verdicts import CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, evaluate_claims
 from ..curves import spectrum_label
+from ..study.consistency import consistency_markdown as _consistency_section
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",
            "INCONCLUSIVE_REASONS", "STATUSES", "conclusions", "consistency_markdown", "counts_text", "evaluate_claims",
@@ -122,33 +123,14 @@ def conclusions(claims) -> str:
 
 
 def consistency_markdown(consistency) -> str:
-    """The section "Consistency with the paper", values below the bound as a table.
+    """The section "Consistency with the paper" of ``REPORT.md``: the study's section, the values below the bound as
+    one table (:func:`numerics.experiments.study.consistency.consistency_markdown`).
 
-    Examples
-    --------
-    >>> from numerics.experiments.bounds import HeadBound
-    >>> from numerics.experiments.study import paper_consistency
-    >>> fake = lambda a, b, d, P, k: HeadBound(5.0, 0.1, 10.0, 1.0, 4.0, 0.1, (), (), 60.0, "", P, k, "cosine", 64, 64, d)
-    >>> text = consistency_markdown(paper_consistency(P_values=(1024,), bound=fake))
-    >>> "\\n- The paper's" in text, "| paper value | best mixture ± SE |" in text
-    (False, True)
+    Notes
+    -----
+    Example: the study's function.
     """
-    text = consistency.markdown
-    below = [r for r in consistency.rows if r.below_bound]
-    for r in below:
-        text = text.replace(f"- {r.statement}\n", "", 1)
-    if not below:
-        return text
-    table = ["", f"The {len(below)} paper values below what any non-negative mixture of softmax heads over exact cosine "
-                 "similarity (optimal temperatures and gains) reaches at the sizes stated — unattainable there:", ""]
-    rows = []
-    for r in below:
-        _, margin = criteria.below_bound(float(r.paper_value), r.mixture, r.mixture_se)
-        rows.append((r.source, f"({r.a:g}, {r.b:g})", r.d, r.P, r.paper_value, f"{r.mixture:.4g} ± {r.mixture_se:.2g}",
-                     f"{r.mixture / float(r.paper_value):.3g}", f"{margin:.0f}", f"{r.single_head:.4g}"))
-    table += markdown_table(("source", "(a, b)", "d", "P", "paper value", "best mixture ± SE", "× paper",
-                             "SE above the paper", "best single head"), rows)
-    return text.rstrip() + "\n" + "\n".join(table) + "\n"
+    return _consistency_section(consistency.rows, below_as_table=True)
 
 
 def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, consistency_markdown: str,
