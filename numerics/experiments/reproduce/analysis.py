@@ -298,16 +298,8 @@ def easy_softmax_summary(ctx, a: float, b: float) -> EasySoftmaxSummary:
     def compute() -> EasySoftmaxSummary:
         family = ctx.family("nonlinear_easy")
         depths = tuple(int(x) for x in family.depths)
-        final = np.full(len(depths), np.nan)
-        initial = np.full(len(depths), np.nan)
-        top1 = np.full(len(depths), np.nan)
-        for j, depth in enumerate(depths):
-            values = [ctx.results.metrics(family.config(a, b, depth, seed)) for seed in family.seeds]
-            values = [m for m in values if m]
-            if values:
-                final[j] = np.mean([float(m["R_L"]) for m in values])
-                initial[j] = np.mean([float(m["initial_eval_loss"]) for m in values])
-                top1[j] = np.mean([float(m.get("top1_attention_mass", math.nan)) for m in values])
+        final, initial, top1 = (ctx.results.curve(family, a, b, quantity).mean
+                                for quantity in ("R_L", "initial_eval_loss", "top1_attention_mass"))
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = final / initial
         below = None if not np.isfinite(ratio[0]) else bool(ratio[0] < criteria.EASY_TARGET)
