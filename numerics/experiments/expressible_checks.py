@@ -97,7 +97,7 @@ def verdict(gap: float, se: float) -> str:
     >>> verdict(0.021, 0.01), verdict(-0.021, 0.01), verdict(0.019, 0.01)
     ('U_L below envelope', 'envelope below U_L', 'indistinguishable')
     """
-    return VERDICTS[("above", "below", "indistinguishable").index(ses_word(gap, se))]
+    return dict(zip(("above", "below", "indistinguishable"), VERDICTS))[ses_word(gap, se)]
 
 
 def control_variate_gap(envelope_errors, study_bound_errors, expressible_gap: float, expressible_gap_se: float, *,
