@@ -39,6 +39,8 @@ __all__ = [
     "save_figure",
     "stage",
     "commit",
+    "write_together",
+    "json_text",
     "sha256_file",
     "json_clean",
     "check_output_file",
@@ -125,8 +127,8 @@ def new_file_mode() -> int:
     return 0o666 & ~_umask()
 
 
-def _mkstemp_sibling(path: Path) -> tuple[int, str]:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _mkstemp_sibling(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     try:
         os.fchmod(fd, new_file_mode())
     except BaseException:
@@ -256,6 +258,67 @@ def discard(staged: list[tuple[str, Path]]) -> None:
         _unlink_quietly(tmp_name)
 
 
+def write_together(out_dir: str | os.PathLike, files: Mapping[str, str | bytes | Callable[[Path], Any]]) -> list[Path]:
+    """Write ``files`` (a path relative to ``out_dir`` → its content) so that they replace the old ones together.
+
+    A content is text (written as UTF-8), bytes, or a function that writes the file given a path (a figure's
+    ``savefig``, a drawing function): it gets a temporary sibling of the target with the target's suffix, so a
+    writer that reads the format from the suffix writes the right one. Every file is written complete and
+    fsynced before any target is replaced; a failure or Ctrl-C before that leaves every old file as it was and
+    no temporary behind, and the replacing itself holds Ctrl-C until it is done (:func:`commit`). A function that
+    writes nothing (an empty file) writes no file, and the old one stays. Returns the targets written, in the
+    order of ``files``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     written = write_together(tmp, {"page.md": "# page", "data/x.bin": b"1",
+    ...                                    "y.txt": lambda path: path.write_text("by name"), "z.png": lambda path: None})
+    ...     [p.relative_to(tmp).as_posix() for p in written], (pathlib.Path(tmp) / "y.txt").read_text()
+    (['page.md', 'data/x.bin', 'y.txt'], 'by name')
+    >>> def fails(path):
+    ...     raise RuntimeError("the figure failed")
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = write_together(tmp, {"page.md": "old"})
+    ...     try:
+    ...         write_together(tmp, {"page.md": "new", "figures/figure.png": fails})
+    ...     except RuntimeError:
+    ...         pass
+    ...     (pathlib.Path(tmp) / "page.md").read_text(), sorted(p.name for p in pathlib.Path(tmp).iterdir())
+    ('old', ['page.md'])
+    """
+    created = [d for d in (Path(out_dir), *Path(out_dir).parents) if not d.exists()]
+    out = make_output_dir(out_dir)
+    staged: list[tuple[str, Path]] = []
+    try:
+        for name, content in files.items():
+            target = out / name
+            created += [d for d in (target.parent, *target.parent.parents) if not d.exists()]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, str):
+                content = content.encode("utf-8")
+            if isinstance(content, bytes):
+                staged.append((stage(target, lambda fh, data=content: fh.write(data))[0], target))
+                continue
+            fd, tmp_name = _mkstemp_sibling(target, suffix=f".tmp{target.suffix}")
+            os.close(fd)
+            staged.append((tmp_name, target))
+            content(Path(tmp_name))
+            if os.path.getsize(tmp_name) == 0:  # the function had nothing to write: no file (the old one stays)
+                _unlink_quietly(staged.pop()[0])
+                continue
+            _fsync_file(tmp_name)
+    except BaseException:
+        discard(staged)
+        for directory in sorted(set(created), key=lambda d: len(d.parts), reverse=True):  # the ones made here
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise
+    commit(staged)
+    return [target for _, target in staged]
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None]) -> str:
     """Write ``path`` atomically: ``write(fh)`` into a temporary file in the same directory, fsync, ``os.replace``.
 
@@ -330,8 +393,18 @@ def write_json(path: str | os.PathLike, data: Any, *, indent: int | None = 1, so
     ...     json.loads(write_json(pathlib.Path(tmp) / "x.json", {"x": float("inf")}).read_text())
     {'x': None}
     """
-    text = json.dumps(json_clean(data), indent=indent, sort_keys=sort_keys, allow_nan=False)
-    return write_text(path, text)
+    return write_text(path, json_text(data, indent=indent, sort_keys=sort_keys))
+
+
+def json_text(data: Any, *, indent: int | None = 1, sort_keys: bool = True) -> str:
+    """``json_clean(data)`` as JSON text (NaN as ``null``), as :func:`write_json` writes it.
+
+    Examples
+    --------
+    >>> json_text({"b": float("nan"), "a": 1}, indent=None)
+    '{"a": 1, "b": null}'
+    """
+    return json.dumps(json_clean(data), indent=indent, sort_keys=sort_keys, allow_nan=False)
 
 
 def _probe_writable(directory: Path) -> str | None:

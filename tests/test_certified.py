@@ -291,6 +291,31 @@ def test_cli_writes_the_page_from_exported_cells(tiny_study, tmp_path, capsys):
     assert "certified-study.csv (" in capsys.readouterr().out
 
 
+def test_a_page_whose_figure_fails_leaves_the_old_page_table_and_verdicts_and_no_temporary(tiny_study, tmp_path,
+                                                                                           monkeypatch):
+    from numerics.experiments.study.certified import page as page_module
+
+    cells, out = _exported(tiny_study, tmp_path), tmp_path / "out"
+
+    def write(command):
+        page_module.write_certified(out, cells, CertifiedPlan(), command=command, progress=lambda message: None)
+
+    write("the first command")
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert {Path("certified-study.md"), Path("certified-study.csv"), Path("certified-study.verdicts.json"),
+            Path("figures/certified-study.png")} <= set(before)
+    assert b"the first command" in before[Path("certified-study.md")]
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(page_module, "draw_certified_figure", interrupted)
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C while the figure is drawn
+        write("another command")  # a page it wrote would differ from the old one (its command, the CSV's provenance)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before, "a file of the page was replaced although its figure failed, or a temporary was left"
+
+
 def test_cli_refuses_depths_that_are_not_a_prefix(capsys):
     from idepth import cli
 

@@ -128,15 +128,17 @@ def test_writing_leaves_nothing_when_the_figure_step_raises(monkeypatch, tmp_pat
 
 
 def test_writing_leaves_nothing_when_a_late_file_fails_to_stage(monkeypatch, tmp_path):
+    import numerics.io as nio
+
     _fake_pipeline(monkeypatch)
-    real_stage = page.stage
+    real_stage = nio.stage
 
     def stage(path, write):
         if path.name == checks.PAGE:
             raise OSError("disk full")
         return real_stage(path, write)
 
-    monkeypatch.setattr(page, "stage", stage)
+    monkeypatch.setattr(nio, "stage", stage)  # the page writer (numerics.io.write_together) stages each file
     with pytest.raises(OSError, match="disk full"):
         page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []

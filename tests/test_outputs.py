@@ -339,3 +339,26 @@ def test_an_existing_file_replaced_atomically_takes_the_umask_mode(tmp_path, uma
     target.chmod(0o600)
     nio.write_text(target, "new")
     assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o644
+
+
+# ----------------------------------------------------------------------------- pages written together
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError])
+def test_a_page_whose_last_file_fails_replaces_none_of_its_files_and_leaves_nothing_behind(tmp_path, failure):
+    nio.write_together(tmp_path, {"page.md": "old page", "data.json": "{}"})
+
+    def fails(path):
+        path.write_bytes(b"half a figure")
+        raise failure
+
+    with pytest.raises(failure):
+        nio.write_together(tmp_path, {"page.md": "new page", "data.json": '{"new": 1}', "new/dir/figure.png": fails})
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["data.json", "page.md"], "a temporary or a new directory"
+    assert (tmp_path / "page.md").read_text() == "old page" and (tmp_path / "data.json").read_text() == "{}"
+
+
+def test_a_writer_with_nothing_to_write_keeps_the_old_file(tmp_path):
+    nio.write_together(tmp_path, {"figure.png": b"old"})
+    written = nio.write_together(tmp_path, {"page.md": "page", "figure.png": lambda path: None})
+    assert written == [tmp_path / "page.md"] and (tmp_path / "figure.png").read_bytes() == b"old"

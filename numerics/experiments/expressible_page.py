@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import commit, discard, make_output_dir, stage
+from numerics.io import write_together
 
 from ._markdown import fixed, markdown_table
 from ._plotting import depth_ticks, pyplot
@@ -262,22 +262,12 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
     # everything computed and drawn before anything is written; then all files replace the old ones together
     page = expressible_markdown(envelope, lazy_rows, fits, missing=missing)
     fig = draw_figure(envelope, expressible, lazy_rows)
-    make_output_dir(out_dir / Path(FIGURE).parent)
-    outputs = [(out_dir / FIGURE, lambda fh: fig.savefig(fh, format="png", dpi=100)),
-               (out_dir / ENVELOPE_CSV, lambda fh: fh.write(_csv(envelope).encode())),
-               (out_dir / LAZY_CSV, lambda fh: fh.write(_csv(lazy_rows).encode())),
-               (out_dir / LAZY_FIT_CSV, lambda fh: fh.write(_csv(fits).encode())),
-               (out_dir / PAGE, lambda fh: fh.write(page.encode()))]
-    staged = []
     try:
-        for path, write in outputs:
-            staged.append((stage(path, write)[0], path))
-    except BaseException:
-        discard(staged)
-        raise
+        written = write_together(out_dir, {FIGURE: lambda path: fig.savefig(path, format="png", dpi=100),
+                                           ENVELOPE_CSV: _csv(envelope), LAZY_CSV: _csv(lazy_rows),
+                                           LAZY_FIT_CSV: _csv(fits), PAGE: page})
     finally:
         pyplot().close(fig)
-    commit(staged)
-    for path, _ in outputs:
+    for path in written:
         progress(f"wrote {path}")
-    return [path for path, _ in outputs]
+    return written

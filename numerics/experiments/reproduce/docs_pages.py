@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import struct
 from pathlib import Path
 
@@ -101,7 +100,7 @@ def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
     ...
     ValueError: reproduction_dir no-such-dir has no REPORT.md: run `idepth reproduce` first
     """
-    from numerics.io import atomic_path, write_text
+    from numerics.io import write_together
 
     source, target = Path(reproduction_dir), Path(docs_figures_dir)
     report = source / "REPORT.md"
@@ -116,26 +115,23 @@ def write_figure_pages(reproduction_dir, docs_figures_dir) -> list[Path]:
         figures, claims = data.get("figures", {}), {c["id"]: c for c in data.get("claims", [])}
     else:
         figures, claims = _captions_from_report(report_text), {}
-    target.mkdir(parents=True, exist_ok=True)
-    written, names = [], []
+    files, names = {}, []
     for artefact in ARTEFACTS.values():
         png = source / "figures" / f"{artefact.id}.png"
         if artefact.kind != "figure" or not png.is_file():
             continue
-        with atomic_path(target / png.name) as tmp:
-            shutil.copyfile(png, tmp)
-        page = write_text(target / f"{artefact.id}.md", _page(artefact, png, scale, figures.get(artefact.id, {}), claims))
+        files[png.name] = png.read_bytes()
+        files[f"{artefact.id}.md"] = _page(artefact, png, scale, figures.get(artefact.id, {}), claims)
         names.append(artefact.id)
-        written.append(page)
     if not names:
         raise ValueError(f"reproduction_dir {source} has no figures/*.png")
-    index = write_text(
-        target / "index.md",
+    files["index.md"] = (
         "# Reproduced figures\n\n"
         f"Each page shows one figure of the paper as measured by this package (`idepth reproduce --scale {scale}`)\n"
         "at its own size, with its caption, the verdicts computed about it and the command that regenerates it.\n"
         "The pages are written by `numerics.experiments.reproduce.docs_pages.write_figure_pages(OUT, 'docs/figures')`\n"
         "from a finished reproduction.\n\n"
-        "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(names) + "\n```\n",
+        "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(names) + "\n```\n"
     )
-    return [index, *written]
+    written = write_together(target, files)  # the pages, their figures and the index replace the old ones together
+    return [written[-1], *(path for path in written if path.suffix == ".md" and path.name != "index.md")]

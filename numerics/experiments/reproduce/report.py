@@ -126,9 +126,14 @@ def consistency_markdown(consistency) -> str:
     """The section "Consistency with the paper" of ``REPORT.md``: the study's section, the values below the bound as
     one table (:func:`numerics.experiments.study.consistency.consistency_markdown`).
 
-    Notes
-    -----
-    Example: the study's function.
+    Examples
+    --------
+    >>> from numerics.experiments.bounds import HeadBound
+    >>> from numerics.experiments.study import paper_consistency
+    >>> fake = lambda a, b, d, P, k: HeadBound(5.0, 0.1, 10.0, 1.0, 4.0, 0.1, (), (), 60.0, "", P, k, "cosine", 64, 64, d)
+    >>> text = consistency_markdown(paper_consistency(P_values=(1024,), bound=fake))
+    >>> "\\n- The paper's" in text, "| paper value | best mixture ± SE |" in text
+    (False, True)
     """
     return _consistency_section(consistency.rows, below_as_table=True)
 
@@ -255,14 +260,14 @@ def _claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
 
 
 def write_report(ctx, plan, **kwargs) -> Path:
-    """Write ``OUT/REPORT.md`` (:func:`render_report`) and ``OUT/report.json``.
+    """Write ``OUT/REPORT.md`` (:func:`render_report`) and ``OUT/report.json``, together (REPORT.md replaced last).
 
     Notes
     -----
     No example: it needs a finished reproduction.
     """
-    from numerics.io import write_json, write_text
+    from numerics.io import json_text, write_together
 
     text = render_report(ctx, plan, **kwargs)
-    write_json(ctx.out_dir / "report.json", report_data(kwargs.get("figures", ()), kwargs.get("claims", ())))
-    return write_text(ctx.out_dir / "REPORT.md", text)
+    data = report_data(kwargs.get("figures", ()), kwargs.get("claims", ()))
+    return write_together(ctx.out_dir, {"report.json": json_text(data), "REPORT.md": text})[-1]

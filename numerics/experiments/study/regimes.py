@@ -13,9 +13,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from numerics.io import make_output_dir, write_json, write_text
+from numerics.io import json_text, make_output_dir, save_figure, write_together
 from theory.validation import check_choice, check_positive_int
 
+from .._plotting import pyplot
 from ..curves import CurveSummary, summarise_seeds
 from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
@@ -426,22 +427,30 @@ def run_regime_study(
                        out_dir=str(out), wall_time=time.perf_counter() - started, runs=runs, trained=trained)
 
 
-def write_regime_study(result: RegimeStudy, *, figures: bool = True) -> RegimeStudy:
+def write_regime_study(result: RegimeStudy, *, figures: bool = True, beside: Mapping[str, str] | None = None
+                       ) -> RegimeStudy:
     """Write the regime study's page into its directory: the figures, ``study.json`` and ``study.md``.
 
-    Returns ``result`` with its ``markdown`` and ``figures`` (file names relative to ``out_dir``). It
-    trains nothing: the numbers are :func:`run_regime_study`'s.
+    ``beside``: more pages of the same directory (file name → text), written with it. Every file replaces its
+    old version together with the others (:func:`numerics.io.write_together`). Returns ``result`` with its
+    ``markdown`` and ``figures`` (file names relative to ``out_dir``). It trains nothing: the numbers are
+    :func:`run_regime_study`'s.
 
     Notes
     -----
     No example: it needs a study's points and bounds (minutes); see :func:`run_regime_study`.
     """
-    out = make_output_dir(result.out_dir)
-    figure_files = draw_figures(result.scale, result.points, result.bounds, out) if figures else ()
-    markdown = study_markdown(result.scale, result.points, result.bounds, result.regime_name, figure_files)
-    result = dataclasses.replace(result, markdown=markdown, figures=tuple(figure_files))
-    write_json(out / "study.json", result.to_dict())
-    write_text(out / "study.md", markdown)
+    drawn = draw_figures(result.scale, result.points, result.bounds) if figures else {}
+    try:
+        markdown = study_markdown(result.scale, result.points, result.bounds, result.regime_name, list(drawn))
+        result = dataclasses.replace(result, markdown=markdown, figures=tuple(drawn))
+        write_together(result.out_dir, {**{name: lambda path, fig=fig: save_figure(fig, path, dpi=120, close=False)
+                                           for name, fig in drawn.items()},
+                                        "study.json": json_text(result.to_dict()), "study.md": markdown,
+                                        **(beside or {})})
+    finally:
+        for fig in set(drawn.values()):
+            pyplot().close(fig)
     return result
 
 

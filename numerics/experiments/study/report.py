@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import save_figure
 
 from .. import criteria
 from .._markdown import fmt, markdown_table
@@ -20,10 +19,11 @@ __all__ = ["draw_figures", "study_markdown"]
 _COLOURS = {"lazy": "C0", "lazy_long": "C4", "converged": "C3", "frozen_heads": "C2", "separate_models": "C1"}
 
 
-def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
+def draw_figures(s: StudyScale, points, bounds) -> dict:
     """One figure per (size, spectrum): each regime's ``R_L``, fit and bounds; ``C_L``, ``A_L − C_L``.
 
-    Returns the files written (PNG and PDF), relative to ``out``.
+    Returns ``{file name: figure}``, two names (PNG and PDF, relative to the study's directory) per figure, the
+    figures open: :func:`~numerics.experiments.study.regimes.write_regime_study` writes and closes them.
 
     Notes
     -----
@@ -32,9 +32,7 @@ def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
     from theory.fitting import depth_law
 
     plt = pyplot()
-    fig_dir = out / "figures"
-    fig_dir.mkdir(exist_ok=True)
-    files = []
+    files = {}
     for (d, P, N) in s.sizes:
         for (a, b) in s.all_spectra:
             pts = [p for p in points if (*p.size, p.a, p.b) == (d, P, N, a, b)]
@@ -67,10 +65,7 @@ def draw_figures(s: StudyScale, points, bounds, out: Path) -> list[str]:
                 axis.legend(fontsize=6, ncol=2)
             fig.tight_layout()
             stem = f"regime_d{d}_P{P}_N{N}_a{a:g}_b{b:g}"
-            for ext in ("png", "pdf"):
-                save_figure(fig, fig_dir / f"{stem}.{ext}", dpi=120, close=False)
-                files.append(f"figures/{stem}.{ext}")
-            plt.close(fig)
+            files.update({f"figures/{stem}.{ext}": fig for ext in ("png", "pdf")})
     return files
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from numerics.io import write_text
-
 from ..execution import Execution, as_execution
 from .consistency import ConsistencyReport, paper_consistency
 from .regimes import RegimeStudy, _scale, run_regime_study, write_regime_study
@@ -57,6 +55,4 @@ def write_study_sections(result: RegimeStudy, report: ConsistencyReport, *,
     -----
     No example: it needs a study's results (minutes); see ``idepth study regime --scale smoke``.
     """
-    result = write_regime_study(result, figures=figures)
-    write_text(Path(result.out_dir) / "consistency.md", report.markdown)
-    return result
+    return write_regime_study(result, figures=figures, beside={"consistency.md": report.markdown})

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import make_output_dir, save_figure, write_json, write_text
+from numerics.io import json_text, save_figure, write_together
 
 from .._markdown import markdown_table
 from .._plotting import pyplot
@@ -216,10 +216,7 @@ def write_size_inference(result: SizeInference, out_dir) -> str:
     -----
     No example: it needs a size inference (hundreds of Monte-Carlo bounds, minutes).
     """
-    out = make_output_dir(out_dir)
-    (out / "figures").mkdir(exist_ok=True)
-    draw_size_map(result, out / "figures" / "sizes_chi2.png")
     markdown = sizes_markdown(result, "figures/sizes_chi2.png")
-    write_text(out / "sizes.md", markdown)
-    write_json(out / "sizes.json", result.to_dict())
+    write_together(out_dir, {"figures/sizes_chi2.png": lambda path: draw_size_map(result, path),
+                             "sizes.md": markdown, "sizes.json": json_text(result.to_dict())})
     return markdown

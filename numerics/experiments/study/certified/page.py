@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 
-from numerics.io import make_output_dir, write_text
+from numerics.io import write_together
 
 from ..._markdown import fixed, markdown_table
 from ...criteria import CERTIFICATE_SES, DOUBLING_SES, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
@@ -40,7 +40,7 @@ from .statistics import (
     selection_gaps,
     summarise,
 )
-from .table import collect, write_csv
+from .table import collect, csv_text
 from .targets import study_compute, targets_markdown
 from .verdict import _depth_list
 
@@ -535,23 +535,20 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks, rechecks=rechecks,
                               gaps=gaps, compute=compute, answer=answer, cells_dir=cells_dir, extra=extra)
     progress(f"writing {out_dir}")
-    out_dir = make_output_dir(out_dir)
-    write_csv(rows, out_dir / CSV, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))})
-    write_text(out_dir / PAGE, page)
-    write_text(out_dir / VERDICTS, json.dumps(record, indent=1, allow_nan=True) + "\n")
+    files = {CSV: csv_text(rows, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))}),
+             PAGE: page, VERDICTS: json.dumps(record, indent=1, allow_nan=True) + "\n"}
     if facts is not None:
-        write_text(out_dir / FACTS, json.dumps(facts, indent=1, allow_nan=True) + "\n")
+        files[FACTS] = json.dumps(facts, indent=1, allow_nan=True) + "\n"
     if summaries:
-        make_output_dir(out_dir / Path(FIGURE).parent)
         if answer:  # the figure the answer opens with (a revised plan's page opens with its own sections)
-            draw_answer_figure(main, out_dir / ANSWER_FIGURE)
-        draw_certified_figure(summaries, out_dir / FIGURE)
+            files[ANSWER_FIGURE] = lambda path: draw_answer_figure(main, path)
+        files[FIGURE] = lambda path: draw_certified_figure(summaries, path)
         if any(s.recipes for s in summaries):
-            draw_recipe_figure(summaries, out_dir / RECIPE_FIGURE)
+            files[RECIPE_FIGURE] = lambda path: draw_recipe_figure(summaries, path)
     if facts is not None and facts["envelope"]:
-        make_output_dir(out_dir / Path(REVISED_FIGURE).parent)
-        draw_revised_figure(facts, out_dir / REVISED_FIGURE)
-        draw_decomposition_figure(facts, out_dir / DECOMPOSITION_FIGURE)
+        files[REVISED_FIGURE] = lambda path: draw_revised_figure(facts, path)
+        files[DECOMPOSITION_FIGURE] = lambda path: draw_decomposition_figure(facts, path)
+    write_together(out_dir, files)  # the page, its table, verdicts and figures replace the old ones together
     if predictions and cache_dir is not None:  # every cached value the page reads was used: the rest is stale
         for path in Path(cache_dir).glob("*.json"):
             if path.name not in counts.get("used", ()):

@@ -31,7 +31,7 @@ from .cells import _files, read_cell
 from .plan import RECIPE, STARTS, CellConfig
 from .run import SUMMARY_COLUMNS
 
-__all__ = ["CSV_COLUMNS", "PLAN_FIELDS", "CandidateRow", "Errors", "check_plan_versions", "check_rows", "collect",
+__all__ = ["CSV_COLUMNS", "PLAN_FIELDS", "CandidateRow", "Errors", "check_plan_versions", "check_rows", "collect", "csv_text",
            "read_csv", "write_csv"]
 
 
@@ -207,11 +207,21 @@ def check_rows(rows) -> None:
 
 
 def write_csv(rows, path, *, provenance: dict | None = None) -> Path:
-    """Write ``rows`` (checked first) as CSV, a ``# {json}`` provenance line first; atomic.
+    """Write ``rows`` (checked first) as CSV, a ``# {json}`` provenance line first; atomic (:func:`csv_text`).
 
     Notes
     -----
     No example: it writes a file (``tests/test_certified.py``).
+    """
+    return write_text(path, csv_text(rows, provenance=provenance))
+
+
+def csv_text(rows, *, provenance: dict | None = None) -> str:
+    """The text of ``certified-study.csv`` of ``rows`` (checked first; ``ValueError`` naming a bad row).
+
+    Notes
+    -----
+    No example: rows come from finished cells (``tests/test_certified.py``).
     """
     check_rows(rows)
     # the shipped plan's rows alone: no recipe column (the shipped format); any other recipe: a last column
@@ -224,7 +234,7 @@ def write_csv(rows, path, *, provenance: dict | None = None) -> Path:
     for row in rows:
         values = (getattr(row, name) for name in columns)
         writer.writerow([repr(v) if isinstance(v, float) else str(v) for v in values])
-    return write_text(path, buffer.getvalue())
+    return buffer.getvalue()
 
 
 def _parse(name: str, text: str, line: int):
