@@ -31,6 +31,7 @@ LITERALS = {
     "a hand-written variance of a mean": re.compile(r"\.var\([^)]*ddof\s*=\s*1"),
     "a hand-written comparison in SEs": re.compile(r"(SIGMAS|_SES)\s*\*"),
     "an α-grid edge compared by hand": re.compile(r"[<>]=?\s*[A-Za-z_.]*(ALPHA_GRID|alpha_grid)\["),
+    "a z-score compared with the agreement rule's SEs": re.compile(r"[<>]=?\s*(criteria\.)?AGREEMENT_SIGMAS\b"),
 }
 
 
@@ -114,6 +115,8 @@ def test_the_scans_find_planted_violations():
     assert restated_literals("ok = d.value <= DOUBLING_SES * d.se") == ["a hand-written comparison in SEs"]
     assert restated_literals("bounded = r.alpha_lo > ALPHA_GRID[0]") == ["an α-grid edge compared by hand"]
     assert restated_literals("return lo > self.alpha_grid[0]") == ["an α-grid edge compared by hand"]
+    assert restated_literals('"agrees": bool(abs(z) <= AGREEMENT_SIGMAS)') == [
+        "a z-score compared with the agreement rule's SEs"]
     assert restated_literals("text = f'{AGREEMENT_SIGMAS:g} SE'; ax.set_ylim(ALPHA_GRID[0] * 0.8)") == []
     planted = "CERTIFICATE_SES = 2.0\nROUNDOFF: float = 1e-6\nLIMIT = -2 ** 3\nGRID = (1, 2)\nlocal = 3\n"
     assert numeric_constants(planted) == {"CERTIFICATE_SES", "ROUNDOFF", "LIMIT"}

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._markdown import markdown_table
-from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, at_most, mean_se, ses_word
+from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, agrees, at_most, mean_se, ses_word
 from .cells import _files, read_cell
 from .plan import CertifiedPlan, shipped_U
 from .run import SUMMARY_COLUMNS
@@ -230,7 +230,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
             pop, pop_se = population_step(a, b, plan, contexts=population_contexts)
             z = (d.value - pop) / float(np.hypot(d.se, pop_se))
             facts["steps"].append({**where, "study": _difference(d), "population": pop, "population_se": pop_se,
-                                   "z": z, "agrees": bool(abs(z) <= AGREEMENT_SIGMAS)})
+                                   "z": z, "agrees": bool(agrees(d.value, d.se, pop, pop_se))})
         for L in plan.depths:
             seeds = [s for s in plan.seeds if (L, s) in members]
             if len(seeds) < len(plan.seeds):
