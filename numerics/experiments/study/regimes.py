@@ -13,10 +13,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from numerics.io import json_text, make_output_dir, save_figure, write_together
+from numerics.io import json_text, make_output_dir, write_together
 from theory.validation import check_choice, check_positive_int
 
-from .._plotting import pyplot
 from ..curves import CurveSummary, summarise_seeds
 from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
@@ -441,16 +440,10 @@ def write_regime_study(result: RegimeStudy, *, figures: bool = True, beside: Map
     No example: it needs a study's points and bounds (minutes); see :func:`run_regime_study`.
     """
     drawn = draw_figures(result.scale, result.points, result.bounds) if figures else {}
-    try:
-        markdown = study_markdown(result.scale, result.points, result.bounds, result.regime_name, list(drawn))
-        result = dataclasses.replace(result, markdown=markdown, figures=tuple(drawn))
-        write_together(result.out_dir, {**{name: lambda path, fig=fig: save_figure(fig, path, dpi=120, close=False)
-                                           for name, fig in drawn.items()},
-                                        "study.json": json_text(result.to_dict()), "study.md": markdown,
-                                        **(beside or {})})
-    finally:
-        for fig in set(drawn.values()):
-            pyplot().close(fig)
+    markdown = study_markdown(result.scale, result.points, result.bounds, result.regime_name, list(drawn))
+    result = dataclasses.replace(result, markdown=markdown, figures=tuple(drawn))
+    write_together(result.out_dir, {**drawn, "study.json": json_text(result.to_dict()), "study.md": markdown,
+                                    **(beside or {})})
     return result
 
 

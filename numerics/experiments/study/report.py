@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
 import numpy as np
-
 
 from .. import criteria
 from .._markdown import fmt, markdown_table
@@ -22,8 +22,9 @@ _COLOURS = {"lazy": "C0", "lazy_long": "C4", "converged": "C3", "frozen_heads": 
 def draw_figures(s: StudyScale, points, bounds) -> dict:
     """One figure per (size, spectrum): each regime's ``R_L``, fit and bounds; ``C_L``, ``A_L − C_L``.
 
-    Returns ``{file name: figure}``, two names (PNG and PDF, relative to the study's directory) per figure, the
-    figures open: :func:`~numerics.experiments.study.regimes.write_regime_study` writes and closes them.
+    Returns ``{file name: its bytes}``, a PNG and a PDF (names relative to the study's directory) per figure,
+    for :func:`~numerics.experiments.study.regimes.write_regime_study` to write with the page; each figure is
+    closed once rendered.
 
     Notes
     -----
@@ -65,7 +66,11 @@ def draw_figures(s: StudyScale, points, bounds) -> dict:
                 axis.legend(fontsize=6, ncol=2)
             fig.tight_layout()
             stem = f"regime_d{d}_P{P}_N{N}_a{a:g}_b{b:g}"
-            files.update({f"figures/{stem}.{ext}": fig for ext in ("png", "pdf")})
+            for ext in ("png", "pdf"):
+                buffer = io.BytesIO()
+                fig.savefig(buffer, format=ext, dpi=120)
+                files[f"figures/{stem}.{ext}"] = buffer.getvalue()
+            plt.close(fig)
     return files
 
 
