@@ -308,3 +308,30 @@ def test_the_page_names_a_spectrum_judged_on_its_complete_seeds_by_the_verdicts_
     assert alone == (len(finished) == 2)
     assert ("verdicts judge such a spectrum on those seeds alone ((0, 0))" in text) == alone
     assert ("verdicts judge such a spectrum on those seeds alone (none now)" in text) == (not alone)
+
+
+def test_the_long_cap_convergence_is_the_verdicts_own_doubling_certificate(revised):
+    """The revised page's "converged" column reads the long runs' doubling certificate of the statistics (the
+    joint bootstrap the verdicts use), not a second computation; without it the depth is "not judged"."""
+    from numerics.experiments.study.certified.statistics import summarise
+
+    root, _ = revised
+    rows, errors = collect(root / "x" / "cells")
+    (summary,) = summarise(rows, errors, n_bootstrap=200)
+    a, b, k, d, N, P = summary.setting
+    (long,) = [c for c in summary.certificates if c.pair == "long"]
+    assert long.name == "doubling" and long.depth == 2
+    assert {c.pair for c in summary.certificates if c.name == "doubling"} <= {"long", "doubled"}
+    checks = {(a, b, P, k, long.depth): long}
+    (row,) = revised_facts(rows, errors, TINY, root / "x" / "cells", population_contexts=2048,
+                           long_checks=checks)["long_doubling"]
+    assert row["converged"] is long.passed and row["certificate"] == {"excess": long.excess, "se": long.se,
+                                                                       "allowed": long.allowed}
+    assert row["certificate"]["excess"] == pytest.approx(row["gain"]["value"], rel=1e-6)  # the same two runs
+    failing = {key: dataclasses.replace(c, allowed=c.excess - 1.0) for key, c in checks.items()}
+    (row,) = revised_facts(rows, errors, TINY, root / "x" / "cells", population_contexts=2048,
+                           long_checks=failing)["long_doubling"]
+    assert row["converged"] is False  # whatever the paired difference says: the certificate decides
+    unjudged = revised_facts(rows, errors, TINY, root / "x" / "cells", population_contexts=2048)
+    assert unjudged["long_doubling"][0]["converged"] is None
+    assert "| not judged |" in "\n".join(revised_sections(unjudged))

@@ -525,7 +525,9 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     main = [s for s in summaries if plan.is_main(s.setting[0], s.setting[1], s.setting[5], s.setting[2])]
     if plan.version >= 2:
         progress("the revised plan's facts: the L = 2 step on fresh contexts, the winners' A_L and C_L (cached)")
-    facts = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir, counts=counts)
+    long_checks = {(s.setting[0], s.setting[1], s.setting[5], s.setting[2], c.depth): c for s in summaries
+                   for c in s.certificates if c.pair == "long"}
+    facts = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir, counts=counts, long_checks=long_checks)
     # the package's answer on the shipped (version-1) page, with the revised study's facts beside these results
     # (docs/results/certified-revised/) as package_answer reads them; a version-2 page reports its own sections
     revised_path = Path(out_dir) / REVISED_FACTS

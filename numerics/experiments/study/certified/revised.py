@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._markdown import markdown_table
-from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, agrees, at_most, mean_se, ses_word
+from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, agrees, mean_se, ses_word
 from .cells import _files, read_cell
 from .plan import CertifiedPlan, shipped_U
 from .run import SUMMARY_COLUMNS
@@ -199,13 +199,17 @@ def _over_seeds(values) -> dict:
 
 def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17,
                   decomposition_contexts: int = DECOMPOSITION_CONTEXTS, cache_dir=None,
-                  counts: dict | None = None) -> dict:
+                  counts: dict | None = None, long_checks: dict | None = None) -> dict:
     """What a version-2 study measured, as a JSON-able dict (None for a version-1 plan).
 
     Keys: ``plan`` (sizes and seeds), ``coverage`` (per spectrum, depths done and not run yet), ``cpu_hours``
     (per part), ``steps`` (per spectrum with L = 1, 2 done: the envelope's step, the population step of
     ``U_L``'s heads on ``population_contexts`` fresh contexts, z), ``envelope`` (per spectrum and depth done:
-    ``R*_L − U_L`` paired), ``long`` (per long-cap candidate: it minus ``U_L``, paired) and ``decomposition``
+    ``R*_L − U_L`` paired), ``long`` (per long-cap candidate: it minus ``U_L``, paired), ``long_doubling`` (per
+    long-cap cell: the best run at half the longest cap minus the best at it, paired, and whether the depth's
+    long runs' step-doubling certificate passed: ``long_checks`` maps ``(a, b, P, k, depth)`` to that
+    :class:`~numerics.experiments.study.certified.statistics.Certificate` (``pair = "long"``), the one the
+    verdicts read; None where the statistics did not judge the depth) and ``decomposition``
     (per spectrum and depth done: the winners' ``A_L``, ``C_L`` and ``A_L − C_L``, eq. 63, over seeds, on
     ``decomposition_contexts`` contexts drawn with the report seed, the same in every cell; cached in ``cache_dir``,
     ``counts`` as :func:`~numerics.experiments.study.certified.predictions.cached` keeps them).
@@ -265,9 +269,16 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
                 best = {cap: [_pick(members[L, s], lambda r, cap=cap: r.steps == cap and not r.doubled) for s in seeds]
                         for cap in (half, full)}
                 d = PairedDifference.of([a[1] - b[1] for a, b in zip(best[half], best[full])])
+                check = (long_checks or {}).get((a, b, P, k, L))
                 facts["long_doubling"].append({**where, "depth": L, "half": half, "full": full, "gain": _difference(d),
-                                               "converged": at_most(d.value, d.se, DOUBLING_SES)})
+                                               "certificate": None if check is None else {
+                                                   "excess": check.excess, "se": check.se, "allowed": check.allowed},
+                                               "converged": None if check is None else check.passed})
     return facts
+
+
+def _certificate_text(c: dict | None) -> str:
+    return "–" if c is None else f"{c['excess']:+.4f} ± {c['se']:.4f} (≤ {c['allowed']:.4f})"
 
 
 def _text(d: dict) -> str:
@@ -390,10 +401,15 @@ def revised_sections(facts: dict | None) -> list[str]:
                                  for r in facts["long"]]) + [""]
     if facts.get("long_doubling"):
         lines += ["Are the long runs converged? Per long-cap cell, the best run (chosen on the selection set) at the "
-                  "half cap minus the best at the full cap, paired; converged when doubling gains at most "
-                  f"{DOUBLING_SES:g} SE (this is that depth's step-doubling check: its envelope holds these runs).", ""]
-        lines += markdown_table(("spectrum", "L", "caps", "best(half) − best(full)", "per seed", "converged"),
+                  "half cap minus the best at the full cap, paired over the report contexts (± their SE, the seeds' "
+                  "models fixed). Converged: the long runs' step-doubling certificate, as the verdicts read it (the "
+                  "envelope holds these runs; a depth is checked only where each of its doubling certificates "
+                  "passes): the same difference with the joint bootstrap's SE over contexts and seeds, at most "
+                  f"{DOUBLING_SES:g} SE (and the round-off allowance).", ""]
+        lines += markdown_table(("spectrum", "L", "caps", "best(half) − best(full)", "per seed",
+                                 "certificate: difference ± SE (allowed)", "converged"),
                                 [(f"({r['a']:g}, {r['b']:g})", r["depth"], f"{r['half']} → {r['full']}",
-                                  _text(r["gain"]), _seeds(r["gain"]), "yes" if r["converged"] else "**no**")
+                                  _text(r["gain"]), _seeds(r["gain"]), _certificate_text(r.get("certificate")),
+                                  {True: "yes", False: "**no**"}.get(r["converged"], "not judged"))
                                  for r in facts["long_doubling"]]) + [""]
     return lines

@@ -66,6 +66,9 @@ BOOTSTRAP = 2000
 class Certificate:
     """A certificate at one depth: ``excess`` (what must be small) against ``allowed`` (SEs times its SE).
 
+    ``pair``: what a doubling certificate compares, ``doubled`` (the cell's candidates at twice their cap) or
+    ``long`` (the best long-cap run at the longest cap against the best at half of it); empty for the others.
+
     Examples
     --------
     >>> Certificate("nesting", 4, excess=0.01, se=0.004, allowed=0.008).passed
@@ -77,6 +80,7 @@ class Certificate:
     excess: float
     se: float
     allowed: float
+    pair: str = ""
 
     def __post_init__(self) -> None:
         for name in ("excess", "se", "allowed"):
@@ -85,11 +89,6 @@ class Certificate:
     @property
     def passed(self) -> bool:
         return self.excess <= self.allowed
-
-    @property
-    def ses(self) -> float:
-        """How many SEs the certificate allows."""
-        return DOUBLING_SES if self.name == "doubling" else CERTIFICATE_SES
 
 
 @dataclass(frozen=True)
@@ -336,10 +335,10 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         def diff_se(i, j):
             return float(np.std(boot[:, i] - boot[:, j], ddof=1))
 
-        def certificate(name, L, other, ses):  # R*_L against ``other``, within ``ses`` paired SEs and round-off
+        def certificate(name, L, other, ses, pair=""):  # R*_L against ``other``, within ``ses`` paired SEs
             e, j = at["envelope", L], at[other]
             return Certificate(name, L, means[e] - means[j], diff_se(e, j),
-                               certificate_allowance(diff_se(e, j), means[j], ses))
+                               certificate_allowance(diff_se(e, j), means[j], ses), pair)
 
         certificates = []
         for L in depths:
@@ -347,11 +346,11 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
                 certificates.append(certificate("nesting", L, ("envelope", L // 2), CERTIFICATE_SES))
             certificates.append(certificate("reachability", L, ("bound", L), CERTIFICATE_SES))
             if ("doubled", L) in at:
-                certificates.append(certificate("doubling", L, ("doubled", L), DOUBLING_SES))
+                certificates.append(certificate("doubling", L, ("doubled", L), DOUBLING_SES, "doubled"))
             if ("long full", L) in at:  # the envelope holds the long runs: their own doubling is its check
                 h, f = at["long half", L], at["long full", L]
                 certificates.append(Certificate("doubling", L, means[h] - means[f], diff_se(h, f),
-                                                certificate_allowance(diff_se(h, f), means[f], DOUBLING_SES)))
+                                                certificate_allowance(diff_se(h, f), means[f], DOUBLING_SES), "long"))
         t2 = float(t.ppf(0.975, max(1, len(seeds) - 1))) ** 2
 
         def fit(kind):
