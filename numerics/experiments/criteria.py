@@ -497,7 +497,7 @@ def checked_depths(depths: Sequence[int], doubling: dict) -> tuple:
 def _law_contrasts() -> dict:
     """The fit-free contrasts of a depth curve, each a sympy ratio of the law R_L = L0 + c L^-α (eq. 16)."""
     from theory.fitting import DEPTH_LAW
-    from theory.symbols import L, alpha
+    from theory.symbols import L
 
     lmax = sp.Symbol("L_max", positive=True)
 
