@@ -30,6 +30,7 @@ import numpy as np
 from ..._markdown import markdown_table
 from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, agrees, mean_se, ses_word
 from .cells import _files, read_cell
+from .depth_checks import _long_pairs
 from .plan import CertifiedPlan, shipped_U
 from .run import SUMMARY_COLUMNS
 
@@ -263,10 +264,15 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
                 d = PairedDifference.of([p[1] - h[1] for p, h in zip(picks, heads)])
                 facts["long"].append({**where, "depth": L, "start": start, "learning_rate": lr, "steps": steps,
                                       "gap": _difference(d)})
-            caps = sorted({steps for _, _, steps in kinds})
-            if len(caps) >= 2:  # the longest cap against its half: the envelope's own step-doubling check here
-                half, full = caps[-1] // 2, caps[-1]
-                best = {cap: [_pick(members[L, s], lambda r, cap=cap: r.steps == cap and not r.doubled) for s in seeds]
+            pairs = _long_pairs([r for r, _ in members[L, seeds[0]]])
+            if pairs:  # the longest cap against its half, over the starts run at both: the certificate's runs
+                full = max(steps for _, _, steps in pairs)
+                half, starts = full // 2, {(start, lr) for start, lr, _ in pairs}
+
+                def at_cap(r, cap):
+                    return r.steps == cap and not r.doubled and (r.start, r.learning_rate) in starts
+
+                best = {cap: [_pick(members[L, s], lambda r, cap=cap: at_cap(r, cap)) for s in seeds]
                         for cap in (half, full)}
                 d = PairedDifference.of([a[1] - b[1] for a, b in zip(best[half], best[full])])
                 check = (long_checks or {}).get((a, b, P, k, L))
