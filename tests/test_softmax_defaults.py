@@ -41,6 +41,23 @@ def test_packaged_defaults_load_with_their_provenance(packaged):
         assert np.isfinite(entry.L0) and np.isfinite(entry.c) and entry.L0 >= 0
 
 
+def test_packaged_provenance_is_what_its_command_trains_today(packaged):
+    """The recorded command regenerates the file: its scale still has the sizes, seeds, depths and recipes the
+    file was measured with (a scale changed without regenerating the file fails here)."""
+    import shlex
+
+    from numerics.experiments.scales import get_scale
+
+    prov, words = packaged.provenance, shlex.split(packaged.provenance["command"])
+    study = get_scale(words[words.index("--scale") + 1]).study
+    assert prov["sizes"] == [list(size) for size in study.sizes]
+    assert prov["seeds"] == list(study.seeds)
+    assert prov["depths"] == {r: list(study.depths_of(r)) for r in prov["regimes"]}
+    assert prov["regimes"] == {r: study.describe(r) for r in prov["regimes"]}
+    assert {(e.d, e.P, e.N, e.k) for e in packaged.entries} == {(d, P, N, study.k) for d, P, N in study.sizes}
+    assert sorted(words[words.index("--regimes") + 1].split(",")) == sorted(prov["regimes"])
+
+
 def test_packaged_grid_points_are_reproduced_exactly(packaged):
     for entry in packaged.entries:
         got = packaged.lookup(entry.a, entry.b, d=entry.d, P=entry.P, k=entry.k, regime=entry.regime)

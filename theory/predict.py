@@ -380,11 +380,15 @@ def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
     over ``(a, b)`` inside the measured grid, and refuses other sizes and spectra.
     """
     if calibration is None:
+        from .softmax_defaults import load_softmax_defaults
+
+        shipped = load_softmax_defaults()
         raise ValueError(
             "regime='calibrated' needs calibration=...: a SoftmaxCalibration, a measured theory.decomposition."
             "Decomposition, a theory.fitting.DepthLawFit, a mapping {'A': ..., 'C': ...} or {'L0': ..., 'c': ...}, "
-            "or a regime name of the shipped lazy-training measurements (calibration='lazy': d = 32, P = 128, "
-            "exponent fixed at 1); for a prediction without a measurement use regime='expressible' (the default)")
+            f"or a regime name of the shipped measurements (calibration={shipped.default_regime!r}: "
+            f"{shipped.describe_sizes()}, exponent fixed at 1); for a prediction without a measurement use "
+            "regime='expressible' (the default)")
     if isinstance(calibration, str):
         from .softmax_defaults import load_softmax_defaults, softmax_default
 
@@ -393,7 +397,7 @@ def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
             defaults = load_softmax_defaults()
             raise ValueError(
                 "attention='softmax', task='difficult' needs a calibration or P (context length) to use the measured "
-                f"defaults (which exist for {defaults._describe_sizes()}): pass P=..., or calibration=SoftmaxCalibration(...), "
+                f"defaults (which exist for {defaults.describe_sizes()}): pass P=..., or calibration=SoftmaxCalibration(...), "
                 "a measured theory.decomposition.Decomposition (A_L, C_L at one depth), a theory.fitting.DepthLawFit, "
                 "or a mapping {'A': ..., 'C': ...} or {'L0': ..., 'c': ...}"
             )

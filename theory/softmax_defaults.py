@@ -150,7 +150,14 @@ class SoftmaxDefaults:
         """The ``(d, N, P, k)`` sizes present in the file."""
         return tuple(sorted({(e.d, e.N, e.P, e.k) for e in self.entries}))
 
-    def _describe_sizes(self) -> str:
+    def describe_sizes(self) -> str:
+        """The sizes present in the file, as text (the error messages name them).
+
+        Examples
+        --------
+        >>> load_softmax_defaults().describe_sizes().startswith("(d=")
+        True
+        """
         return ", ".join(f"(d={d}, N={N}, P={P}, k={k})" for d, N, P, k in self.sizes)
 
     def grid(self, *, d: int, P: int, k: int, regime: str | None = None) -> tuple:
@@ -175,7 +182,7 @@ class SoftmaxDefaults:
         if not rows:
             raise ValueError(
                 f"no measured softmax defaults for d={d}, P={P}, k={k} (regime {regime!r}); the defaults file "
-                f"{self.path} has {self._describe_sizes()}: pass a calibration for other sizes"
+                f"{self.path} has {self.describe_sizes()}: pass a calibration for other sizes"
             )
         widths = sorted({e.N for e in rows})
         if len(widths) > 1:  # the file is written with one N per (d, P, k); refuse to guess otherwise

@@ -202,11 +202,6 @@ class LinearDifficultSummary(_Labelled):
     finite_floor_se: float = math.nan
     below_finite: bool | None = None
 
-    @property
-    def explained_below(self) -> bool:
-        """Below the floor beyond the target, not below the finite-P floor."""
-        return bool(self.within_target is False and self.plateau < self.floor and self.below_finite is False)
-
 
 def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> LinearDifficultSummary:
     """Measured plateau (``R`` at the deepest model) against the floor at ``(d, P, k)``.

@@ -147,9 +147,6 @@ class SettingSummary:
     alpha_hi: float
     chi2: float
     dof: int
-    recipe_alpha: float
-    recipe_alpha_lo: float
-    recipe_alpha_hi: float
     gain: float = float("nan")
     gain_se: float = float("nan")
     bound_gain: float = float("nan")
@@ -361,7 +358,6 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             return gain_law_gls(depths[1:], gains, cov, t2) if len(cols) >= 2 else (math.nan,) * 4 + (0,)
 
         alpha, lo, hi, chi2, dof = fit("envelope")
-        r_alpha, r_lo, r_hi, _, _ = fit("recipe")
         se = boot.std(axis=0, ddof=1)
         deepest = depths[-1]
 
@@ -428,8 +424,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             recipe=tuple(means[at["recipe", L]] for L in depths),
             recipe_se=tuple(se[at["recipe", L]] for L in depths),
             winners=winners, certificates=tuple(certificates), alpha=alpha, alpha_lo=lo, alpha_hi=hi, chi2=chi2,
-            dof=dof, recipe_alpha=r_alpha, recipe_alpha_lo=r_lo, recipe_alpha_hi=r_hi,
-            gain=gain("envelope")[0], gain_se=gain("envelope")[1], bound_gain=gain("bound")[0],
+            dof=dof, gain=gain("envelope")[0], gain_se=gain("envelope")[1], bound_gain=gain("bound")[0],
             recipe_gain=gain("recipe")[0], recipe_gain_se=gain("recipe")[1], planned_depths=tuple(planned_depths),
             recipes=recipes, first_shortfall=shortfall, first_shortfall_se=shortfall_se,
             contrasts=tuple(stats), ladder=ladder, variants=variants,

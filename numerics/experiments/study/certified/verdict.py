@@ -125,8 +125,8 @@ class FitVariant:
 
     Examples
     --------
-    >>> FitVariant("diagonal weights", 1.2, 0.8, 2.0, 3.0, 2).contains_one
-    True
+    >>> FitVariant("diagonal weights", 1.2, 0.8, 2.0, 3.0, 2).alpha_hi
+    2.0
     """
 
     name: str
@@ -135,10 +135,6 @@ class FitVariant:
     alpha_hi: float
     chi2: float
     dof: int
-
-    @property
-    def contains_one(self) -> bool:
-        return bool(self.alpha_lo <= 1.0 <= self.alpha_hi)
 
 
 def _depth_list(depths) -> str:
