@@ -99,10 +99,11 @@ def test_predict_loss_refuses_sizes_outside_the_defaults_naming_the_sizes_it_has
     with pytest.raises(ValueError, match=rf"d={d}, N={N}, P={P}, k={k}"):
         predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult", P=P + 1, k=k,
                      calibration=packaged.default_regime)
-    with pytest.raises(ValueError, match="calibration"):
+    named = rf"calibration='{packaged.default_regime}' reads the shipped measurements"
+    with pytest.raises(ValueError, match=rf"{named}, and .*d={d + 1}"):
         predict_loss(4, PowerLawSpectrum(0, 0, d + 1), attention="softmax", task="difficult", P=P, k=k,
                      calibration=packaged.default_regime)
-    with pytest.raises(ValueError, match="calibration"):  # no P: cannot pick defaults
+    with pytest.raises(ValueError, match=rf"{named}, which exist for .*d={d}, N={N}, P={P}, k={k}.*pass P="):  # no P
         predict_loss(4, PowerLawSpectrum(0, 0, d), attention="softmax", task="difficult",
                      calibration=packaged.default_regime)
     with pytest.raises(ValueError, match="calibration="):  # no calibration at all: says what to pass

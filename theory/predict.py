@@ -396,17 +396,17 @@ def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
         if P is None:
             defaults = load_softmax_defaults()
             raise ValueError(
-                "attention='softmax', task='difficult' needs a calibration or P (context length) to use the measured "
-                f"defaults (which exist for {defaults.describe_sizes()}): pass P=..., or calibration=SoftmaxCalibration(...), "
-                "a measured theory.decomposition.Decomposition (A_L, C_L at one depth), a theory.fitting.DepthLawFit, "
-                "or a mapping {'A': ..., 'C': ...} or {'L0': ..., 'c': ...}"
+                f"calibration={regime!r} reads the shipped measurements, which exist for {defaults.describe_sizes()}: "
+                "pass P=... (the context length), or a measured calibration instead: SoftmaxCalibration(...), a "
+                "theory.decomposition.Decomposition (A_L, C_L at one depth), a theory.fitting.DepthLawFit, or a "
+                "mapping {'A': ..., 'C': ...} or {'L0': ..., 'c': ...}"
             )
         P = check_positive_int("P", P)
         k = check_positive_int("k", k)
         try:
             entry = softmax_default(spectrum, P, k, regime=regime)
         except ValueError as exc:
-            raise ValueError(f"no calibration given and {exc}") from None
+            raise ValueError(f"calibration={regime!r} reads the shipped measurements, and {exc}") from None
         defaults = load_softmax_defaults()
         prov = defaults.provenance
         cal = SoftmaxCalibration(
