@@ -153,6 +153,10 @@ class SoftmaxDefaults:
     def describe_sizes(self) -> str:
         """The sizes present in the file, as text (the error messages name them).
 
+        References
+        ----------
+        Paper eqs. (16), (63): the law ``R_L = L0 + c/L`` whose ``(L0, c)`` were measured at these sizes.
+
         Examples
         --------
         >>> load_softmax_defaults().describe_sizes().startswith("(d=")
