@@ -122,14 +122,6 @@ def _heads(text: str | None):
     return CosineHeads(temperatures) if spread == 0 else RandomFormHeads(temperatures, spread)
 
 
-def _shipped_measurements() -> str:
-    """The regimes and sizes of the shipped softmax measurements, read from the file (never typed here)."""
-    from theory.softmax_defaults import load_softmax_defaults
-
-    shipped = load_softmax_defaults()
-    return f"{', '.join(shipped.regimes)}: the shipped training measurements at {shipped.describe_sizes()}"
-
-
 def register(subparsers) -> None:
     """Add the ``predict`` sub-command."""
     p = subparsers.add_parser(
@@ -175,7 +167,8 @@ def register(subparsers) -> None:
                                                    "results when they exist)")
     case.add_argument("--seed", type=int, help="Monte-Carlo seed (default 0)")
     case.add_argument("--calibration", help="softmax/difficult: 'A=..,C=..' (measured at one depth), 'L0=..,c=..', "
-                                             f"or a measured regime's name ({_shipped_measurements()})")
+                                             "or a regime of the shipped training measurements, e.g. 'lazy' "
+                                             "(at other sizes it is refused, naming the sizes they have)")
     case.add_argument("--regime",
                       help="softmax/difficult: expressible (default: U_L, the best expressible loss found, an upper "
                            "bound on the optimum), heads (B_L: cosine heads only), exchangeable (with --heads) or "
