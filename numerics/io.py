@@ -43,6 +43,7 @@ __all__ = [
     "json_text",
     "sha256_file",
     "json_clean",
+    "significant",
     "check_output_file",
     "check_output_dir",
     "make_output_dir",
@@ -380,6 +381,26 @@ def json_clean(value: Any) -> Any:
         return int(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    return value
+
+
+def significant(value: Any, digits: int = 8) -> Any:
+    """``value`` with every float rounded to ``digits`` significant digits (containers rebuilt, the rest kept).
+
+    A results record holds its numbers to the digits that mean something on every machine: the last digits of a
+    fit differ between LAPACK kernels, which would make a regenerated record differ from the shipped one.
+
+    Examples
+    --------
+    >>> significant({"chi2": [18.256764362874662, 18.256764362874737], "n": 3, "nan": float("nan")})
+    {'chi2': [18.256764, 18.256764], 'n': 3, 'nan': nan}
+    """
+    if isinstance(value, Mapping):
+        return {k: significant(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(significant(v, digits) for v in value)
+    if isinstance(value, float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(f"{value:.{digits}g}")
     return value
 
 

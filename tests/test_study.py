@@ -13,10 +13,10 @@ from numerics.experiments.execution import Execution
 from numerics.models import get_model
 from numerics.models._common import layer_norm
 from numerics.experiments import bounds as bounds_module
+from numerics.experiments import cache as cache_module
 from numerics.experiments import criteria
 from numerics.experiments.curves import summarise_seeds
 from numerics.experiments.scales import SCALES
-from numerics.experiments.study import regimes as regimes_module
 from numerics.experiments.study import (
     fit_inverse_depth,
     name_regime,
@@ -188,10 +188,10 @@ def test_paper_consistency_caches_its_bounds(tmp_path, monkeypatch):
     cells = {(r.a, r.b, r.k) for r in first.rows}
     assert len(list(tmp_path.glob("oracle-bound-*.json"))) == len(cells)
 
-    def must_not_compute(key):
+    def must_not_compute(cache_dir, kind, key, code, value):
         raise AssertionError(f"bound recomputed although cached: {key}")
 
-    monkeypatch.setattr(bounds_module, "compute_bound", must_not_compute)
+    monkeypatch.setattr(cache_module, "_save", must_not_compute)  # a value is saved only when it was computed
     again = paper_consistency(d=4, P_values=(16,), n_contexts=64, execution=cached)
     assert [r.mixture for r in again.rows] == [r.mixture for r in first.rows]
     with pytest.raises(AssertionError, match="recomputed"):  # and a new size is computed, not invented
@@ -256,8 +256,7 @@ def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch
     def must_not_compute(*args, **kwargs):
         raise AssertionError("recomputed although cached")
 
-    monkeypatch.setattr(bounds_module, "compute_bound", must_not_compute)
-    monkeypatch.setattr(regimes_module, "_frozen_heads_rows", must_not_compute)
+    monkeypatch.setattr(cache_module, "_save", must_not_compute)  # a value is saved only when it was computed
     again = run_regime_study("smoke", tmp_path, execution=Execution(workers=1, progress=False))
     assert again.trained == 0 and again.runs == study.runs
     assert [p.R.mean.tolist() for p in again.points] == [p.R.mean.tolist() for p in study.points]

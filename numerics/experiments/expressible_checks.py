@@ -26,7 +26,8 @@ import numpy as np
 
 from .criteria import mean_se, ses_word
 from .study.certified.plan import CertifiedPlan
-from .study.certified.statistics import BOOTSTRAP, _replicates
+from .study.certified.bootstrap import replicates
+from .study.certified.statistics import BOOTSTRAP
 
 __all__ = ["EnvelopeRow", "LazyRow", "LazyFit", "control_variate_gap", "verdict", "summary_at", "fit_plateau_c",
            "lazy_law", "PAGE", "FIGURE", "VERDICTS"]
@@ -120,7 +121,7 @@ def control_variate_gap(envelope_errors, study_bound_errors, expressible_gap: fl
     """
     diff = np.atleast_2d(np.asarray(envelope_errors, dtype=np.float64) - np.asarray(study_bound_errors, dtype=np.float64))
     study_gap = float(diff.mean())
-    boot = _replicates(diff[None], np.random.default_rng(rng), n_bootstrap)[:, 0]
+    boot = replicates(diff[None], np.random.default_rng(rng), n_bootstrap)[:, 0]
     study_se = float(np.std(boot, ddof=1)) if n_bootstrap > 1 else 0.0
     gap = study_gap + float(bound_difference) - float(expressible_gap)
     return gap, math.hypot(study_se, float(bound_difference_se), float(expressible_gap_se)), study_gap, study_se
@@ -175,7 +176,7 @@ def envelope_rows(rows, errors, expressible: dict, plan: CertifiedPlan, *, bound
             gap, gap_se, study_gap, study_se = control_variate_gap(env, bound, loss.difference[j],
                                                                    loss.difference_se[j], bound_difference=bd,
                                                                    bound_difference_se=bd_se, rng=rng)
-            env_boot = _replicates(env[None], rng, BOOTSTRAP)[:, 0]
+            env_boot = replicates(env[None], rng, BOOTSTRAP)[:, 0]
             out.append(EnvelopeRow(a, b, int(L), len(seeds), float(env.mean()), float(np.std(env_boot, ddof=1)),
                                    float(bound.mean()), study_gap, study_se, float(bd), float(bd_se),
                                    float(loss.loss[j]), float(loss.loss_se[j]), float(loss.atomic[j]),
@@ -400,7 +401,7 @@ def lazy_checks(contrasts, laws: dict, plan: CertifiedPlan, *, rng=0) -> tuple[l
             continue
         cube = np.asarray([[runs[L, s] for s in seeds] for L in depths], dtype=np.float64)
         means = cube.mean(axis=(1, 2))
-        boot = _replicates(cube, rng, BOOTSTRAP)
+        boot = replicates(cube, rng, BOOTSTRAP)
         ses = boot.std(axis=0, ddof=1)
         index = [list(law_depths).index(L) for L in depths]
         fixed, fixed_se = mean_se(law["fixed"][:, index], axis=0)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..cache import cached
+from ..cache import cached, function_digest
 from .results import StoreResults
 from ..scales import Family, Scale
 
@@ -131,7 +131,8 @@ class ReproductionContext:
         exact for an isotropic input, Monte Carlo otherwise."""
         key = self._floor_key(family, a, b, d, P, samples)
         return self.memo(("floor", tuple(sorted(key.items()))),
-                         lambda: cached(self.cache_dir, "linear-floor", key, lambda: _linear_floor_value(key)))
+                         lambda: cached(self.cache_dir, "linear-floor", key, lambda: _linear_floor_value(key),
+                                        code=function_digest(_linear_floor_value)))
 
     def _finite_p_key(self, family: Family, a: float, b: float, depth: int | None = None) -> dict:
         return {"a": float(a), "b": float(b), "d": family.d, "P": family.P, "k": family.k,
@@ -144,7 +145,8 @@ class ReproductionContext:
         key = self._finite_p_key(family, a, b, depth)
         value = self.memo(("finite-p-floor", tuple(sorted(key.items()))),
                           lambda: cached(self.cache_dir, "linear-floor-finite-p", key,
-                                         lambda: _finite_p_floor_value(key)))
+                                         lambda: _finite_p_floor_value(key),
+                                         code=function_digest(_finite_p_floor_value)))
         return value["floor"], value["standard_error"]
 
     def prefetch(self, workers: int = 1) -> int:

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 
-from numerics.io import write_together
+from numerics.io import significant, write_together
 
 from ..._markdown import fixed, markdown_table
 from ...criteria import CERTIFICATE_SES, DOUBLING_SES, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
@@ -416,10 +416,12 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
                          "fit_reported": r.fit_reported} for r in s.recipes],
             "crossover": s.crossover, "ranges": s.ranges,
         })
-    return {"command": command, "main": {"spectra": [list(x) for x in plan.spectra], "P": plan.P, "k": plan.k},
+    # the numbers to 8 significant digits: their last digits (fits, LAPACK) differ between machines
+    return significant({"command": command, "main": {"spectra": [list(x) for x in plan.spectra], "P": plan.P,
+                                                     "k": plan.k},
             "plan": {"depths": list(plan.depths), "doubling_spectra": [list(x) for x in plan.doubling_spectra]},
             "rules": {"min_checked_depths": MIN_CHECKED_DEPTHS, "gain_law_max_chi2_dof": GAIN_LAW_MAX_CHI2_DOF},
-            "alpha_grid": [float(ALPHA_GRID[0]), float(ALPHA_GRID[-1])], "settings": settings}
+            "alpha_grid": [float(ALPHA_GRID[0]), float(ALPHA_GRID[-1])], "settings": settings})
 
 
 def read_verdicts(path=None) -> dict:

@@ -21,9 +21,7 @@ it). The decomposition's ± is the SE over seeds (the spread of training).
 from __future__ import annotations
 
 import hashlib
-import inspect
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -107,6 +105,23 @@ def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 
     return mean_se(diff)
 
 
+def _cached_step(a: float, b: float, plan: CertifiedPlan, contexts: int, cache_dir, counts) -> tuple[float, float]:
+    """:func:`population_step`, cached under the setting, the contexts and the heads it evaluates (U_L's at
+    L = 1, 2: new shipped heads give a new key) and its code, so a page regenerates it identically anywhere."""
+    from ...cache import cached, function_digest
+
+    expressible = shipped_U(a, b, plan.d, plan.P, plan.k, needed_by="the population step")
+    heads = hashlib.sha256()
+    for depth in (1, 2):
+        forms, gain = expressible.forms(depth)
+        heads.update(np.ascontiguousarray(forms, dtype=np.float64).tobytes() + np.float64(gain).tobytes())
+    key = {"a": a, "b": b, "d": plan.d, "P": plan.P, "k": plan.k, "contexts": int(contexts),
+           "heads": heads.hexdigest()}
+    value = cached(cache_dir, "population-step", key, lambda: list(population_step(a, b, plan, contexts=contexts)),
+                   code=function_digest(population_step), counts=counts)
+    return value[0], value[1]
+
+
 def _by_cell(rows, errors) -> dict:
     """``{(a, b, P, k): {(depth, seed): [(row, report blocks)]}}``."""
     out: dict = {}
@@ -174,21 +189,31 @@ def _difference(d: PairedDifference) -> dict:
     return {"value": d.value, "se": d.se, "per_seed": list(d.per_seed), "word": d.word()}
 
 
+def decomposition_code() -> str:
+    """The digest of the code behind a cached decomposition: the cell's read-back and decomposition, and the
+    softmax models' forward passes (reached through the cell's model name, so named here).
+
+    Examples
+    --------
+    >>> decomposition_code() == decomposition_code()
+    True
+    """
+    from numerics.models import nonlinear, nonlinear_rms
+
+    from ...cache import function_digest
+    from .run import cell_decomposition
+
+    return function_digest(cell_decomposition, nonlinear.forward, nonlinear_rms.forward)
+
+
 def _decomposition(cells_dir, cell_hash: str, contexts: int, cache_dir, counts: dict | None = None) -> dict:
     """The winner's A_L, C_L of one cell (:func:`~.run.cell_decomposition`), cached under its hash and the code
     that computes it (the decomposition and the models' forward passes)."""
-    import theory.decomposition
+    from ...cache import cached
+    from .run import cell_decomposition
 
-    from numerics import models
-
-    from .predictions import cached, code_digest
-    from .run import cell_decomposition, winner_decomposition
-
-    code = code_digest(Path(theory.decomposition.__file__).read_text(encoding="utf-8"),
-                       Path(models.__file__).with_name("nonlinear.py").read_text(encoding="utf-8"),
-                       inspect.getsource(winner_decomposition))
-    return cached(cache_dir, "decomposition", {"cell": cell_hash, "contexts": int(contexts), "code": code},
-                  lambda: cell_decomposition(cells_dir, cell_hash, contexts), counts=counts)
+    return cached(cache_dir, "decomposition", {"cell": cell_hash, "contexts": int(contexts)},
+                  lambda: cell_decomposition(cells_dir, cell_hash, contexts), code=decomposition_code(), counts=counts)
 
 
 def _over_seeds(values) -> dict:
@@ -213,7 +238,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
     verdicts read; None where the statistics did not judge the depth) and ``decomposition``
     (per spectrum and depth done: the winners' ``A_L``, ``C_L`` and ``A_L − C_L``, eq. 63, over seeds, on
     ``decomposition_contexts`` contexts drawn with the report seed, the same in every cell; cached in ``cache_dir``,
-    ``counts`` as :func:`~numerics.experiments.study.certified.predictions.cached` keeps them).
+    ``counts`` as :func:`numerics.experiments.cache.cached` keeps them).
 
     Notes
     -----
@@ -232,7 +257,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
         if len(seeds) == len(plan.seeds):
             d = PairedDifference.of([_pick(members[1, s], lambda r: r.selected)[1]
                                      - _pick(members[2, s], lambda r: r.selected)[1] for s in seeds])
-            pop, pop_se = population_step(a, b, plan, contexts=population_contexts)
+            pop, pop_se = _cached_step(a, b, plan, population_contexts, cache_dir, counts)
             z = (d.value - pop) / float(np.hypot(d.se, pop_se))
             facts["steps"].append({**where, "study": _difference(d), "population": pop, "population_se": pop_se,
                                    "z": z, "agrees": bool(agrees(d.value, d.se, pop, pop_se))})

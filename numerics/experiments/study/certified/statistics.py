@@ -29,6 +29,7 @@ from ...criteria import (
     exceeds,
     standard_error,
 )
+from .bootstrap import replicates
 from .depth_checks import _crossover, _long_pairs, doubling_passed
 from .table import Errors
 from .verdict import (
@@ -227,22 +228,6 @@ class SettingSummary:
         return verdict, reason
 
 
-def _replicates(cube: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
-    """Bootstrap means of ``cube`` (items, seeds, contexts) over seeds and contexts: (n, items).
-
-    Each replicate draws its seeds, then its contexts (with replacement); the weighted sums are one product.
-    """
-    items, seeds, contexts = cube.shape
-    drawn = np.empty((seeds, n))
-    weights = np.empty((contexts, n))
-    for r in range(n):
-        drawn[:, r] = np.bincount(rng.integers(seeds, size=seeds), minlength=seeds)
-        weights[:, r] = np.bincount(rng.integers(contexts, size=contexts), minlength=contexts)
-    # float64: a certificate between two equal functions has an SE of round-off size, which float32 would inflate
-    per_seed = (cube.reshape(items * seeds, contexts) @ weights).reshape(items, seeds, n)
-    return np.einsum("isn,sn->ni", per_seed, drawn) / (seeds * contexts)
-
-
 def _judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
     """A setting's rows by (depth, seed), and the seeds it is judged on (every function of a setting uses these).
 
@@ -327,7 +312,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         at = {label: i for i, label in enumerate(cube)}
         cube = np.asarray(list(cube.values()), dtype=np.float64)
         means = cube.mean(axis=(1, 2))
-        boot = _replicates(cube, rng, n_bootstrap)
+        boot = replicates(cube, rng, n_bootstrap)
 
         def diff_se(i, j):
             return float(np.std(boot[:, i] - boot[:, j], ddof=1))
@@ -487,7 +472,8 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
     oracle start wrote into the weights (:func:`~numerics.experiments.study.certified.run.oracle_allocation`,
     fitted on ``plan.bound_contexts`` contexts). The fresh contexts have a stream of their own, fixed by the
     setting. ``cache_dir``: the Monte-Carlo values are read from / written to it
-    (:func:`~numerics.experiments.study.certified.predictions.cached`); ``counts`` counts them.
+    (:func:`numerics.experiments.cache.cached`, keyed on the code of ``theory``'s B_L and heads' losses);
+    ``counts`` counts them.
 
     Notes
     -----
@@ -497,7 +483,7 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
     from theory.predict import INTERVAL_Z
     from theory.softmax_bounds import allocation_losses
 
-    from .predictions import cached
+    from ...cache import cached
 
     a, b, k, d, N, P = summary.setting
     spectrum = PowerLawSpectrum(a, b, d)
@@ -515,7 +501,7 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
                 "predicted_se": [float(v) / INTERVAL_Z for v in half_width],
                 "heads": [float(v) for v in means], "heads_se": [float(v) for v in ses]}
 
-    values = cached(cache_dir, "prediction", inputs, compute, counts=counts)
+    values = cached(cache_dir, "prediction", inputs, compute, code=prediction_code(), counts=counts)
     reach = {c.depth: c for c in summary.certificates if c.name == "reachability"}
     return PredictionCheck(
         depths=summary.depths, predicted=tuple(values["predicted"]), predicted_se=tuple(values["predicted_se"]),
@@ -533,6 +519,23 @@ def _heads(setting: tuple, plan, depths) -> list:
     return [oracle_allocation(CellConfig(a=a, b=b, k=k, d=d, N=N, P=P, depth=L, seed=0, candidates=(),
                                          bound_depths=plan.depths, bound_contexts=plan.bound_contexts))
             for L in depths]
+
+
+def prediction_code() -> str:
+    """The digest of the code behind a cached prediction: ``predict_loss``'s B_L branch (not its other regimes or
+    its argument checks), the heads' population losses and the plan's head allocation.
+
+    Examples
+    --------
+    >>> prediction_code() == prediction_code()
+    True
+    """
+    from theory.predict import _softmax_heads
+    from theory.softmax_bounds import allocation_losses
+
+    from ...cache import function_digest
+
+    return function_digest(_softmax_heads, allocation_losses, _heads, _fresh_rng)
 
 
 def _fresh_rng(setting: tuple, role: int) -> np.random.Generator:
@@ -588,7 +591,7 @@ def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples:
     from theory import PowerLawSpectrum
     from theory.softmax_bounds import allocation_loss_difference
 
-    from .predictions import cached
+    from ...cache import cached, function_digest
 
     members = [r for r in rows if r.setting == summary.setting]
     _, seeds = _judged_cells(members, summary.planned_depths)  # the summary's own
@@ -611,7 +614,7 @@ def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples:
 
         inputs = {"setting": list(summary.setting), "depth": c.depth, "n_samples": n_samples, "n_sets": n_sets,
                   "bound_depths": list(plan.depths), "bound_contexts": plan.bound_contexts}
-        values = cached(cache_dir, "nesting-recheck", inputs, compute, counts=counts)
+        values = cached(cache_dir, "nesting-recheck", inputs, compute, code=function_digest(compute), counts=counts)
         out.append(HeadsRecheck(summary.setting, c.depth, c.excess, c.se, values["difference"], values["se"]))
     return tuple(out)
 

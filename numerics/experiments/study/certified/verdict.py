@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .bootstrap import context_weights, seed_counts, weighted_sums
 from ...criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF, alpha_ends_bounded, law_contrast
 
 __all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat", "FitVariant", "contrast_bootstrap", "contrast_stat",
@@ -303,10 +304,9 @@ def contrast_bootstrap(cells: dict, depths, seeds, rng: np.random.Generator, n: 
     keys = [(L, s) for L in depths for s in seeds]
     blocks = [np.asarray(cells[key][0], dtype=np.float64) for key in keys]
     contexts = blocks[0].shape[1]
-    weights = np.stack([np.bincount(rng.integers(contexts, size=contexts), minlength=contexts) for _ in range(n)],
-                       axis=1).astype(np.float32)  # (contexts, n) counts
-    # every candidate's report loss in every replicate
-    report = (np.concatenate(blocks).astype(np.float32) @ weights).astype(np.float64) / contexts
+    weights = context_weights(rng, contexts, n)
+    # every candidate's report loss in every replicate (exact sums: the same bits on every machine)
+    report = weighted_sums(np.concatenate(blocks), weights) / contexts
     value = np.empty((len(depths), len(seeds), n))
     selected = np.empty_like(value)
     point = np.empty((len(depths), len(seeds)))
@@ -323,8 +323,7 @@ def contrast_bootstrap(cells: dict, depths, seeds, rng: np.random.Generator, n: 
         point[i, j] = block[winner].mean()
         point_select[i, j] = select[winner]
         row += len(block)
-    draws = rng.integers(len(seeds), size=(n, len(seeds)))
-    counts = np.stack([np.bincount(d, minlength=len(seeds)) for d in draws], axis=1)  # (seeds, n)
+    counts = seed_counts(rng, len(seeds), n)
     mean = np.einsum("dsn,sn->nd", value, counts / len(seeds))
     masked = np.where(counts[None] > 0, selected, np.inf)
     best = np.take_along_axis(value, np.argmin(masked, axis=1)[:, None, :], axis=1)[:, 0, :].T
@@ -346,6 +345,9 @@ def _correlated_noise(block: np.ndarray, rng: np.random.Generator, n: int) -> np
         return out
     cov = np.atleast_2d(np.cov(block[finite])) / block.shape[1]
     values, vectors = np.linalg.eigh(cov)
+    # an eigenvector's sign is LAPACK's choice, which differs between CPU kernels: fix it (largest entry > 0) so
+    # that a seed gives the same noise on every machine
+    vectors = vectors * np.where(vectors[np.abs(vectors).argmax(axis=0), np.arange(vectors.shape[1])] < 0, -1.0, 1.0)
     root = vectors * np.sqrt(np.clip(values, 0.0, None))
     out[finite] = root @ rng.standard_normal((root.shape[1], n))
     return out
