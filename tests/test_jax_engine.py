@@ -270,3 +270,15 @@ def test_numpy_runs_keep_their_content_hashes():
     assert config.content_hash() == hashlib.sha256(text.encode("utf-8")).hexdigest()
     if jax_available():
         assert TrainConfig(model="nonlinear", d=2, N=2, P=4, engine="jax").content_hash() != config.content_hash()
+
+
+def test_idepth_train_engine_jax_without_jax_exits_2_naming_the_extra(tmp_path, capsys, monkeypatch):
+    import idepth.cli as cli
+
+    monkeypatch.setattr(cli, "COMMANDS", ["train"])
+    monkeypatch.setattr(engines, "jax_available", lambda: False)
+    code = cli.main(["train", "--engine", "jax", "--model", "nonlinear", "--d", "3", "--N", "4", "--P", "8",
+                     "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and JAX_EXTRA in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "run").exists()

@@ -60,7 +60,7 @@ try:
 except ImportError:  # the engine is refused by TrainConfig before it is used
     jax = jnp = lax = None
 
-__all__ = ["JaxBatch", "JaxTrainer", "device_description", "forward", "loss_and_grad", "sample_batch"]
+__all__ = ["GROUP_FIELDS", "JaxBatch", "JaxTrainer", "device_description", "forward", "loss_and_grad", "sample_batch"]
 
 #: the fold-in constant of the training batches (the numpy engine's ``spawn_key=(1,)``)
 _TRAIN_STREAM = 1
