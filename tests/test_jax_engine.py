@@ -188,6 +188,17 @@ def test_an_interrupted_jax_run_resumes_to_the_same_result(tmp_path):
 
 
 @needs_jax
+def test_a_non_finite_jax_step_stops_the_run_naming_the_step():
+    from numerics.train import TrainingDiverged
+
+    # the CLI test's law and shape; a float32 gain of 1e30 makes the first training loss infinite
+    config = TrainConfig(model="nonlinear", engine="jax", d=3, N=4, P=8, depth=2, batch_size=8, max_steps=12,
+                         eval_every=4, eval_size=16, warmup_steps=1, init={"readout_gain": 1e30})
+    with pytest.raises(TrainingDiverged, match="diverged at step 0: the training loss or gradient is not finite"):
+        train(config)
+
+
+@needs_jax
 def test_lockstep_candidates_in_one_vmapped_step_end_where_each_ends_alone():
     from numerics.lockstep import train_lockstep
 
