@@ -18,6 +18,7 @@ import numpy as np
 from theory.data_law import check_stream
 from theory.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
+from .engines import check_engine
 from .models import MODELS
 from .optim import SCHEDULES
 
@@ -92,6 +93,11 @@ class TrainConfig:
         initial weights given to :func:`train` as ``initial_params`` (string keys; JSON scalars or
         lists of them as values, e.g. ``{"kind": "nested", "parent": "<content hash>"}``): it enters
         the content hash, so two warm starts are two runs. Omitted from the hash when ``None``.
+    engine : {'numpy', 'jax'}
+        What computes a step (:mod:`numerics.engines`): the numpy engine (default) or the JAX
+        engine (``pip install -e ".[jax]"``; the models ``"nonlinear"`` and ``"nonlinear_rms"``),
+        which draws its batches from its own stream of the same law (so ``stream`` does not apply
+        to it). Omitted from the content hash when ``"numpy"``.
 
     References
     ----------
@@ -140,6 +146,7 @@ class TrainConfig:
     frozen: tuple[str, ...] = ()
     start: Mapping[str, Any] | None = None
     stream: int = 1
+    engine: str = "numpy"
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -174,6 +181,7 @@ class TrainConfig:
         set_("frozen", _check_frozen(model, self.frozen))
         set_("start", _freeze_start(self.start))
         set_("stream", check_stream(self.stream))
+        set_("engine", check_engine(self.engine, self.model))
 
     # -- serialisation -------------------------------------------------------------
 
@@ -271,7 +279,7 @@ class TrainConfig:
 
 
 #: fields left out of the content hash at these values (added after stores were written)
-_UNHASHED_DEFAULTS = {"start": None, "stream": 1}
+_UNHASHED_DEFAULTS = {"start": None, "stream": 1, "engine": "numpy"}
 
 
 def _freeze_start(start: object) -> tuple | None:

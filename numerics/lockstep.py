@@ -11,6 +11,14 @@ of once per run, and the runs see common random numbers, which sharpens comparis
 them (different starts or learning rates of one cell of a study). A run that has finished
 (converged, stopped, at its cap) drops out; a run whose loss is not finite stops alone, with
 its :class:`~numerics.train.TrainingDiverged` in its place of the result list.
+
+With ``engine="jax"`` (every config of the group) the ``K`` runs are the candidates of one
+:class:`~numerics.engines.jax_engine.JaxTrainer`: one jitted step, ``vmap``-ed over the candidates,
+draws the shared batch on the device and takes every active candidate's Adam step; a finished
+candidate stays in the vmapped state with its update masked. The runs must then also share one
+shape and model (:data:`numerics.engines.jax_engine.GROUP_FIELDS`). Each run's result equals its
+single JAX run's (same batches, same step) to round-off, not bitwise: XLA may fuse a vmapped
+step differently.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ DATA_LAW_FIELDS = ("task", "a", "b", "c_lambda", "c_omega", "d", "P", "k", "batc
 def _same_data_law(configs: Sequence[TrainConfig]) -> None:
     first = configs[0]
     for i, config in enumerate(configs[1:], start=1):
-        for name in DATA_LAW_FIELDS + tuple(f for f in ("stream",) if hasattr(first, f)):
+        for name in DATA_LAW_FIELDS + tuple(f for f in ("stream", "engine") if hasattr(first, f)):
             if getattr(config, name) != getattr(first, name):
                 raise ValueError(f"lockstep runs must share the data law: configs[{i}].{name} = "
                                  f"{getattr(config, name)!r} differs from configs[0].{name} = {getattr(first, name)!r}")
@@ -94,6 +102,13 @@ def train_lockstep(configs: Sequence[TrainConfig], *, initial_params: Sequence[M
             eval_batches[key] = evaluation_batch(config)
         runs.append(ModelRun(config, eval_batch=eval_batches[key], initial_params=start))
     stream = runs[0]  # every run's own batch stream is this one (same seed): draw from one of them
+    jax_group = None
+    if configs[0].engine == "jax":  # one vmapped device step for all candidates
+        from .engines.jax_engine import JaxTrainer
+
+        jax_group = JaxTrainer(configs, [run.params for run in runs], [run.state for run in runs])
+        for i, run in enumerate(runs):
+            run.attach_jax(jax_group, i)
     active = []
     def stopped(i: int, result) -> None:
         out[i] = result
@@ -110,14 +125,24 @@ def train_lockstep(configs: Sequence[TrainConfig], *, initial_params: Sequence[M
             stopped(i, run.result())
         else:
             active.append(i)
+    if jax_group is not None:
+        for i in set(range(len(runs))) - set(active):
+            jax_group.retire(i)  # stopped at its first evaluation: it reads no losses
     bar = tqdm(total=max(c.max_steps for c in configs), disable=not progress, desc=f"lockstep x{len(configs)}",
                unit="step")
     try:
         while active:
-            batch = stream.draw_batch()
+            if jax_group is not None:
+                # the active runs advance together, so they are all at one step
+                jax_group.step(runs[active[0]].steps_done, [i in active for i in range(len(runs))])
+            else:
+                batch = stream.draw_batch()
             for i in list(active):
                 try:
-                    runs[i].advance(batch)
+                    if jax_group is not None:
+                        runs[i].took_jax_step()
+                    else:
+                        runs[i].advance(batch)
                 except TrainingDiverged as exc:
                     active.remove(i)
                     stopped(i, exc)

@@ -569,12 +569,15 @@ class ModelRun:
             self.spent = (training.elapsed, training.cpu_time)
         self.steps_done = self.first_step
         self.done = False
+        self._jax = None  # (JaxTrainer, index) once the JAX engine holds the weights (engine="jax")
 
     def draw_batch(self):
-        """The run's next training batch from its own stream (eqs. 1-6)."""
+        """The run's next training batch from its own stream (eqs. 1-6); None for the JAX engine, which draws its own."""
         from numerics.tasks import sample
 
         c = self.config
+        if c.engine == "jax":
+            return None
         return sample(c.task, self.spectrum, c.P, c.batch_size, self.rng_batches, k=c.k, dtype=c.numpy_dtype,
                       stream=c.stream)
 
@@ -624,7 +627,15 @@ class ModelRun:
         self.done = self.stopped_by_callback or self.converged or self.steps_done >= self.config.max_steps
 
     def advance(self, batch) -> None:
-        """One Adam step on ``batch``, then the evaluation and convergence test when one is due."""
+        """One Adam step on ``batch``, then the evaluation and convergence test when one is due.
+
+        With ``config.engine == "jax"`` the batch is drawn inside the JAX engine's step (``batch`` is
+        None, :meth:`draw_batch`'s value) and the step runs on JAX's device.
+        """
+        if self.config.engine == "jax":
+            self.jax_trainer().step(self.steps_done)
+            self.took_jax_step()
+            return
         config, step = self.config, self.steps_done
         with np.errstate(over="ignore", invalid="ignore"):  # a non-finite loss is caught just below
             loss, grads = self.model.loss_and_grad(self.params, batch)
@@ -640,14 +651,49 @@ class ModelRun:
         self.params, self.state = adam_update(
             self.params, grads, self.state, learning_rate_at(step, config), config.beta1, config.beta2, config.eps
         )
-        self.steps_done = done = step + 1
+        self._finish_step(step + 1)
+
+    def jax_trainer(self):
+        """The JAX engine holding this run's weights on the device (a group of one unless :meth:`attach_jax` gave one)."""
+        if self._jax is None:
+            from .engines.jax_engine import JaxTrainer
+
+            self._jax = (JaxTrainer([self.config], [self.params], [self.state]), 0)
+        return self._jax[0]
+
+    def attach_jax(self, trainer, index: int) -> None:
+        """Let candidate ``index`` of a lockstep :class:`~numerics.engines.jax_engine.JaxTrainer` hold this run's weights."""
+        self._jax = (trainer, index)
+
+    def took_jax_step(self) -> None:
+        """Bookkeeping after the JAX engine took this run's step ``steps_done`` (the evaluation when one is due)."""
+        self._finish_step(self.steps_done + 1)
+
+    def _pull_jax(self) -> None:
+        """Weights, Adam state and training losses from the JAX device; a non-finite step raises TrainingDiverged."""
+        trainer, index = self._jax
+        steps, losses, finite = trainer.pull_losses(index)
+        self.train_losses[steps] = losses
+        if not finite.all():
+            bad = int(steps[np.argmin(finite)])
+            trainer.retire(index)
+            raise TrainingDiverged(bad, self.last_good, self.ckpt, "the training loss or gradient")
+        self.params, self.state = trainer.weights(index), trainer.adam_state(index)
+
+    def _finish_step(self, done: int) -> None:
+        config = self.config
+        self.steps_done = done
         if done % config.eval_every == 0 or done == config.max_steps:
+            if self._jax is not None:
+                self._pull_jax()
             recent = float(np.mean(self.train_losses[max(0, done - config.eval_every) : done]))
             if self._evaluate(done, recent):
                 self.stopped_by_callback = True
             elif self._has_converged():
                 self.converged = True
         self.done = self.stopped_by_callback or self.converged or done >= config.max_steps
+        if self.done and self._jax is not None:
+            self._jax[0].retire(self._jax[1])
 
     def result(self) -> TrainResult:
         """The trained model evaluated on the held-out set, in one diagnostics pass (and saved to ``checkpoint_dir``).

@@ -193,7 +193,7 @@ EXPLICIT = dict(model="context_updates", task="easy", k=3, a=0.25, b=1.5, d=5, N
                 batch_size=5, max_steps=11, learning_rate=0.002, schedule="warmup_constant", warmup_steps=2,
                 beta1=0.8, beta2=0.99, eps=1e-7, grad_clip=2.5, init={"qk_scale": 2.0}, eval_size=12, eval_every=4,
                 eval_seed=3, tol=0.01, window=50, dtype="float64", c_lambda=2.0, c_omega=0.5,
-                frozen=("W_v", "W_y"), stream=2)
+                frozen=("W_v", "W_y"), stream=2, engine="numpy")  # jax: nonlinear models only (test_jax_engine)
 
 
 def _train_parser():

@@ -60,6 +60,8 @@ FIELD_HELP = {
     "tol": "converged when the evaluation loss has not improved by this relative amount ...",
     "window": "... over this many steps",
     "dtype": "floating-point type",
+    "engine": "what computes a step: numpy (default) or jax (pip install -e \".[jax]\"; models nonlinear and "
+              "nonlinear_rms; JAX's default device, a GPU when present)",
 }
 
 GROUPS = (
@@ -67,15 +69,16 @@ GROUPS = (
     ("model (paper eqs. 7-12, appendix C)", ("model", "N", "depth", "init", "frozen")),
     ("optimisation and stopping", ("seed", "max_steps", "batch_size", "learning_rate", "schedule", "warmup_steps",
                                    "beta1", "beta2", "eps", "grad_clip", "eval_size", "eval_every", "eval_seed",
-                                   "tol", "window", "dtype")),
+                                   "tol", "window", "dtype", "engine")),
 )
 
 
 def _choices() -> dict:
+    from numerics.engines import ENGINES
     from numerics.models import MODELS
     from numerics.train import DTYPES, SCHEDULES, TASKS
 
-    return {"task": TASKS, "schedule": SCHEDULES, "dtype": DTYPES, "model": tuple(MODELS)}
+    return {"task": TASKS, "schedule": SCHEDULES, "dtype": DTYPES, "model": tuple(MODELS), "engine": ENGINES}
 
 
 def _base_type(hint):
@@ -220,6 +223,10 @@ def run(args: argparse.Namespace) -> int:
     _check_out(out, args.force, args.resume)
     if args.resume and checkpoint_status(out) is None and not (out.is_dir() and any(out.iterdir())):
         print(f"idepth train: nothing to resume in {out}; starting at step 0", file=sys.stderr)
+    if config.engine == "jax" and not args.quiet:
+        from numerics.engines.jax_engine import device_description
+
+        print(f"engine: jax on {device_description()}")
     try:
         result = train(config, progress=not args.quiet, checkpoint_dir=out, resume=args.resume)
     except TrainingDiverged as exc:
