@@ -82,11 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _answer_epilog() -> str:
-    """The package's answer (numerics.experiments.answer), wrapped; a pointer where the results are not found."""
+    """The package's answer (numerics.experiments.study.answer), wrapped; a pointer where the results are not found."""
     import textwrap
 
     try:
-        from numerics.experiments.answer import package_answer
+        from numerics.experiments.study.answer import package_answer
 
         text = package_answer().text.replace("**", "")
     except (OSError, ValueError, KeyError) as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics.experiments.answer import END, START, package_answer, replace_block
+from numerics.experiments.study.answer import END, START, package_answer, replace_block
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -218,7 +218,7 @@ def test_the_cli_help_never_breaks_a_hyphenated_word_of_the_answer(monkeypatch, 
     """Wherever "step-doubling" falls against the help's line width, the help reads it as one word."""
     from types import SimpleNamespace
 
-    import numerics.experiments.answer as answer_module
+    import numerics.experiments.study.answer as answer_module
     from idepth.cli import _answer_epilog
 
     text = "a " * 40 + "b" * shift + " the step-doubling check " + "c " * 40

@@ -67,6 +67,16 @@ def test_the_digest_follows_the_code_a_value_reaches_through_calls_imports_and_c
     assert probe(message="x is negative") != base  # an error message of a function the value runs through
 
 
+def test_moving_the_code_to_another_module_keeps_its_key(tmp_path, probe):
+    base = probe()
+    moved = _probe(tmp_path, name="numerics._digest_probe_moved")
+    try:
+        # top imports middle from numerics._digest_probe (the first copy): the same code, reached the same way
+        assert function_digest(moved.top) == base
+    finally:
+        sys.modules.pop("numerics._digest_probe_moved", None)
+
+
 def test_editing_code_the_value_does_not_reach_keeps_its_key(probe):
     base = probe()
     assert probe(unrelated="x * 5") == base

@@ -206,7 +206,7 @@ def test_the_revised_page_and_its_facts_file_are_written_together(revised, tmp_p
 
 
 def test_a_report_into_the_shipped_results_updates_the_answer_and_elsewhere_does_not(monkeypatch, tmp_path):
-    import numerics.experiments.answer as answer
+    import numerics.experiments.study.answer as answer
     import numerics.experiments.shipped as shipped
     from idepth.commands.study import _update_answer
 
@@ -275,7 +275,7 @@ def test_a_finished_wave_leaves_no_candidate_files(revised):
 
 def test_a_depth_some_seeds_have_done_is_named_with_their_count():
     """A depth done at some seeds is not counted done, and the page and the answer say how many seeds have it."""
-    from numerics.experiments.answer import revised_sentence
+    from numerics.experiments.study.answer import revised_sentence
     from numerics.experiments.study.certified.revised import _coverage
 
     plan = dataclasses.replace(TINY, depths=(1, 2, 4), seeds=(0, 1, 2))

@@ -113,7 +113,7 @@ def shipped():
 @pytest.fixture(scope="module")
 def current():
     """The verdicts the report and figures read: the first study's, with the revised study's where complete."""
-    from numerics.experiments.answer import current_verdicts
+    from numerics.experiments.study.answer import current_verdicts
 
     return current_verdicts(SHIPPED)
 
@@ -198,7 +198,7 @@ def test_a_contrast_depth_not_run_is_refused_in_one_line(tmp_path, capsys):
 
 
 def test_a_verdicts_file_whose_settings_disagree_with_the_cells_is_refused(tmp_path, shipped):
-    from numerics.experiments.answer import package_answer
+    from numerics.experiments.study.answer import package_answer
 
     results = tmp_path / "results"
     results.mkdir()
@@ -240,14 +240,16 @@ def test_the_reports_headline_on_the_certified_claim_follows_the_verdicts_file(c
         assert "adequately powered" not in text and f"undecided ({' and '.join(kinds)} not sufficient)" in text
 
 
-def test_the_certified_page_opens_with_the_answer_and_its_table_says_what_the_file_says(shipped):
-    from numerics.experiments.answer import END, START, package_answer
+def test_the_first_study_page_points_to_the_evidence_page_states_no_answer_and_its_table_says_what_the_file_says(
+        shipped):
+    from numerics.experiments.study.answer import START
+    from numerics.experiments.study.certified.page import SUPERSEDED
 
     page = (SHIPPED / "certified-study.md").read_text()
     head = page.split("## Method", 1)[0]
-    assert head.index(START) < head.index("figures/certified-answer.png") < head.index("## Verdicts")
-    # the package's answer: the verdicts file's, with the revised study's sentence where its facts are shipped
-    assert head.split(START, 1)[1].split(END, 1)[0].strip() == package_answer(SHIPPED).text
+    assert head.index(f"**Superseded.** {SUPERSEDED}") < head.index("## Verdicts")
+    assert (SHIPPED / "certified-revised" / "certified-study.md").is_file()  # the link's target
+    assert START not in page and "certified-answer.png" not in page  # no verdicts but its own
     for s in shipped["settings"]:
         label = f"(a, b) = ({s['a']:g}, {s['b']:g}), P = {s['P']}, top-{s['k']}"
         row = next(line for line in head.splitlines() if line.startswith(f"| {label} |"))
@@ -364,7 +366,7 @@ def test_the_ranges_split_at_the_shipped_crossover_depth():
 
 
 def test_the_shipped_verdicts_hold_a_verdict_for_each_range_and_the_answer_counts_them():
-    from numerics.experiments.answer import package_answer
+    from numerics.experiments.study.answer import package_answer
     from numerics.experiments.study.certified.page import read_verdicts
 
     record = read_verdicts()

@@ -1,4 +1,4 @@
-"""The checks of U_L and the exchangeable law against trained models (numerics.experiments.expressible_checks).
+"""The checks of U_L and the exchangeable law against trained models (numerics.experiments.study.expressible_checks).
 
 Fast fakes only: no training, no Monte Carlo of the study's heads.
 """
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from numerics.experiments import expressible_checks as checks
-from numerics.experiments import expressible_page as page
+from numerics.experiments.study import expressible_checks as checks
+from numerics.experiments.study import expressible_page as page
 from numerics.experiments.criteria import AGREEMENT_SIGMAS
 from numerics.experiments.study.certified.plan import RECIPE, CertifiedPlan
 from numerics.experiments.study.certified.table import CandidateRow, Errors

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from numerics.experiments.expressible import SETTINGS, _settings_dict, data_dir, file_name
+from numerics.experiments.study.expressible import SETTINGS, _settings_dict, data_dir, file_name
 from theory.paper import TABLE1_SPECTRA
 
 

@@ -15,7 +15,7 @@ import pytest
 from numerics.experiments.execution import Execution
 from numerics.experiments.recipes import GAIN_PARAMETERS, RECIPES, Recipe, register, unregister
 from numerics.experiments.scales import SCALES
-from numerics.experiments.setting import Setting
+from numerics.experiments.recipes import Setting
 from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
 from numerics.experiments.study.certified.table import collect, read_csv, write_csv
 

@@ -27,7 +27,7 @@ from numerics.experiments.execution import Execution
 from numerics.experiments.reproduce import ARTEFACTS, get_scale, make_plan, parse_only, reproduce
 from numerics.io import make_output_dir
 from numerics.experiments import criteria
-from numerics.experiments.curves import Curve, fit_curve
+from numerics.experiments.study.curves import Curve, fit_curve
 from numerics.experiments.sweep import HOLD_AFTER_COMMIT_VARIABLE
 from theory.paper import paper_table
 
@@ -439,7 +439,7 @@ def test_fits_that_do_not_determine_alpha_are_not_drawn_and_the_legend_says_why(
     from theory.fitting import fit_depth_law
 
     from numerics.experiments.reproduce._plot import fit_problem, plot_fit as _plot_fit
-    from numerics.experiments.curves import FitSummary
+    from numerics.experiments.study.curves import FitSummary
 
     depths = np.array([1, 2, 4, 8])
     flat = FitSummary(fit_depth_law(depths, 2.0 + 1e-3 * np.array([1.0, -1.0, 1.0, -1.0]), None))
@@ -473,7 +473,7 @@ def test_fig3a_and_fig3b_draw_the_slopes_zeta_and_two_zeta_and_fig3b_says_which_
     # fig3b names each of the paper's spectra at b = 2 that this scale does not run, and why it is absent
     from theory.paper import paper_table
 
-    from numerics.experiments.curves import spectrum_label
+    from numerics.experiments.study.curves import spectrum_label
 
     ctx = drawn[0]
     absent = [spectrum_label(r["a"], r["b"]) for r in paper_table("table2")

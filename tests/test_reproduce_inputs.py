@@ -188,7 +188,7 @@ def test_the_not_judged_text_is_computed_from_the_scale(tmp_path):
 # ------------------------------------------------------------------------------------------- shipped results
 
 def test_outside_a_checkout_without_the_variable_no_shipped_results_are_found(outside_a_checkout):
-    from numerics.experiments.answer import package_answer
+    from numerics.experiments.study.answer import package_answer
     from numerics.experiments.reproduce.envelope import sizes_section
     from numerics.experiments.study.certified.page import read_verdicts
 
@@ -205,7 +205,7 @@ def test_outside_a_checkout_without_the_variable_no_shipped_results_are_found(ou
 
 
 def test_outside_a_checkout_the_variable_points_every_reader_at_the_results(outside_a_checkout, monkeypatch):
-    from numerics.experiments.answer import package_answer
+    from numerics.experiments.study.answer import package_answer
     from numerics.experiments.reproduce.envelope import sizes_section
     from numerics.experiments.study.certified.page import read_verdicts
 

@@ -15,7 +15,7 @@ from numerics.models._common import layer_norm
 from numerics.experiments import bounds as bounds_module
 from numerics.experiments import cache as cache_module
 from numerics.experiments import criteria
-from numerics.experiments.curves import summarise_seeds
+from numerics.experiments.study.curves import summarise_seeds
 from numerics.experiments.scales import SCALES
 from numerics.experiments.study import (
     fit_inverse_depth,
@@ -263,7 +263,7 @@ def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch
 
     # the reproduction reads the same runs through its own path (the store's records, StoreResults.curve, the
     # regime's Family): the same curves give the same summary, number for number, so the two cannot disagree
-    from numerics.experiments.curves import summarise_curves
+    from numerics.experiments.study.curves import summarise_curves
     from numerics.experiments.reproduce.results import StoreResults
 
     results = StoreResults(tmp_path / "store")

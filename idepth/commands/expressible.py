@@ -65,7 +65,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "run":
-        from numerics.experiments.expressible import TABLE1_SPECTRA, run_expressible
+        from numerics.experiments.study.expressible import TABLE1_SPECTRA, run_expressible
         from numerics.io import check_output_dir
 
         spectra = _spectra(args.spectra) if args.spectra else list(TABLE1_SPECTRA)
@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
         run_expressible(spectra, args.out, recompute=args.recompute,
                         progress=lambda message: print(message, file=sys.stderr, flush=True))
         return 0
-    from numerics.experiments.answer import write_answer_blocks
-    from numerics.experiments.expressible_page import write_expressible_checks
+    from numerics.experiments.study.answer import write_answer_blocks
+    from numerics.experiments.study.expressible_page import write_expressible_checks
     from numerics.experiments.shipped import checkout_root, shipped_path
 
     out = args.out if args.out is not None else shipped_path()

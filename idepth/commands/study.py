@@ -357,9 +357,9 @@ def _update_answer(out) -> None:
     """Rewrite the checkout's answer blocks when ``out`` is its shipped results (or the revised study's, inside).
 
     The answer (README.md, docs/index.md, the certified page) is computed from those files
-    (:func:`numerics.experiments.answer.write_answer_blocks`), so it follows them when they change.
+    (:func:`numerics.experiments.study.answer.write_answer_blocks`), so it follows them when they change.
     """
-    from numerics.experiments.answer import write_answer_blocks
+    from numerics.experiments.study.answer import write_answer_blocks
     from numerics.experiments.shipped import ShippedResultsNotFound, checkout_root, shipped_path
 
     if checkout_root() is None:

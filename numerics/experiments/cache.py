@@ -110,6 +110,18 @@ def _stable_repr(value) -> str:
     return repr(value)
 
 
+def _without_annotations(tree: ast.AST) -> ast.AST:
+    """``tree`` without its type annotations: they name types, they compute nothing."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            node.annotation = None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+        elif isinstance(node, ast.AnnAssign):
+            node.annotation = ast.Constant(None)
+    return tree
+
+
 def _chains(tree: ast.AST):
     """Every ``name`` and ``name.attr.attr`` read in ``tree``, as (name, [attr, ...])."""
     for node in ast.walk(tree):
@@ -153,8 +165,9 @@ def function_digest(*functions) -> str:
             source = textwrap.dedent(inspect.getsource(obj))
         except (OSError, TypeError) as error:
             raise ValueError(f"function_digest: no source for {obj!r} ({error})") from None
-        tree = ast.parse(source)
-        seen[id(obj)] = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')} {code_digest(source)}"
+        tree = _without_annotations(ast.parse(source))
+        # the code, not where it lives: moving a function to another module keeps its values' keys
+        seen[id(obj)] = code_digest(source)
         names = _namespace(obj, tree)
         for name, chain in _chains(tree):
             if name not in names or hasattr(builtins, name) and names[name] is getattr(builtins, name):

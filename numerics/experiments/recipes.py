@@ -2,7 +2,7 @@
 
 A recipe is how a run is trained: the optimiser and schedule overrides (with the initialisation and the
 frozen parameters), the start kinds it may use, and, where the recipe fixes them, its step cap and stopping
-rule. A plan chooses only settings (:class:`~numerics.experiments.setting.Setting`), depths and seeds. The
+rule. A plan chooses only settings (:class:`Setting`, below), depths and seeds. The
 reproduction's families (:mod:`numerics.experiments.scales`), the regime study (whose runs are families too:
 :meth:`~numerics.experiments.scales.StudyScale.family`) and the certified study
 (:class:`numerics.experiments.study.certified.CertifiedPlan`, ``recipe=``) all read them from here, so a run
@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from theory.validation import check_positive_int
+
 __all__ = [
+    "Setting",
     "CONVERGED_STUDY",
     "EASY",
     "EQUAL_BUDGET",
@@ -292,3 +295,50 @@ def get_recipe(recipe: "Recipe | str") -> Recipe:
 
 
 _BUILTIN = frozenset(_REGISTRY)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Model, spectrum ``(a, b)`` (eq. 2), top-``k``, embedding ``d``, width ``N`` and context length ``P``.
+
+    Examples
+    --------
+    >>> s = Setting("nonlinear", 0.0, 0.25, k=2, d=16, N=32, P=64)
+    >>> s.train_fields()["P"], s.check("converged_study")
+    (64, None)
+    >>> Setting("nonlinear", 0, 0, k=2, d=16, N=8, P=64).check("converged_study")
+    Traceback (most recent call last):
+    ...
+    ValueError: N must be > d = 16 for the oracle start of recipe 'converged_study' (its heads need it with LayerNorm); got N=8
+    """
+
+    model: str
+    a: float
+    b: float
+    k: int = 2
+    d: int = 16
+    N: int = 32
+    P: int = 64
+
+    def __post_init__(self) -> None:
+        from numerics.models import MODELS
+
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {', '.join(MODELS)}; got {self.model!r}")
+        for name in ("a", "b"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"{name} must be a real number >= 0 (the spectrum's exponent); got {value!r}")
+            object.__setattr__(self, name, float(value))
+        for name in ("k", "d", "N", "P"):
+            check_positive_int(name, getattr(self, name))
+        if self.k > self.P:
+            raise ValueError(f"k must be <= P = {self.P}; got k={self.k}")
+
+    def check(self, recipe: Recipe | str, starts=None) -> None:
+        """``ValueError`` unless ``recipe``'s start kinds (or ``starts`` of them) apply to this setting."""
+        get_recipe(recipe).check(self.model, self.d, self.N, starts)
+
+    def train_fields(self) -> dict:
+        """The setting as ``TrainConfig`` keywords."""
+        return dict(model=self.model, a=self.a, b=self.b, k=self.k, d=self.d, N=self.N, P=self.P)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .._plotting import pyplot
-from ..curves import Curve, FitSummary
+from ..study.curves import Curve, FitSummary
 
 __all__ = ["Figure", "STYLES", "fit_problem"]
 

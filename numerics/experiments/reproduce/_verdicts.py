@@ -14,8 +14,8 @@ from . import analysis
 from .. import criteria
 from ._plot import fit_problem
 from ._registry import REGISTRY, claim, not_tested, verdict
-from ..answer import main_settings
-from ..curves import spectrum_label
+from ..study.answer import main_settings
+from ..study.curves import spectrum_label
 from .results import int_list
 
 
@@ -96,7 +96,8 @@ def _inverse_depth_certified_claim(ctx, consistency) -> dict:
 
     from ..criteria import MIN_CHECKED_DEPTHS
 
-    criterion = ("certified study (docs/results/certified-study.md: every depth 1, 2, 4, … trained from several starts, "
+    criterion = ("revised certified study (`idepth study certified --plan revised`, "
+                 "docs/results/certified-revised/certified-study.md: every depth 1, 2, 4, … trained from several starts, "
                  "the winner selected on one held-out set and reported on another, with nesting, reachability and "
                  "step-doubling certificates): for each Table 1 spectrum at the study's main P, on the depths whose "
                  f"step-doubling check ran and passed (at least {MIN_CHECKED_DEPTHS}), the fit-free contrast g_2/g_Lmax "
@@ -581,9 +582,9 @@ def _below_heads_text(ctx) -> str:
         return ""
     where = f"the {n_settings} Table 1 spectra at P = {record['main']['P']}, {n_depths} depths"
     if largest <= 0:
-        return (f" (the certified study, docs/results/certified-study.md, finds no trained model below the average of "
+        return (f" (the certified study, docs/results/certified-revised/certified-study.md, finds no trained model below the average of "
                 f"the same cosine heads B_L on the same contexts: {where})")
-    return (f" (the certified study, docs/results/certified-study.md, finds its best trained models at most "
+    return (f" (the certified study, docs/results/certified-revised/certified-study.md, finds its best trained models at most "
             f"{100 * largest:.1f} % below the average of the same cosine heads B_L on the same contexts: {where})")
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import criteria
-from ..curves import Curve, CurveSummary, FitSummary, _Labelled, fit_curve, summarise_curves
+from ..study.curves import Curve, CurveSummary, FitSummary, _Labelled, fit_curve, summarise_curves
 
 __all__ = [
     "LinearEasySummary",
@@ -48,7 +48,7 @@ def spectra_of(ctx, family_name: str, *, a: float | None = None, b: float | None
 
 
 def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: bool = True) -> CurveSummary:
-    """The :class:`~numerics.experiments.curves.CurveSummary` of one spectrum of a softmax family, with its bound.
+    """The :class:`~numerics.experiments.study.curves.CurveSummary` of one spectrum of a softmax family, with its bound.
 
     References
     ----------

@@ -1,7 +1,7 @@
 """The certified study inside a reproduction: the best loss each depth reaches (Tables 1, 4, 5; Figs. 1, 6).
 
 The reproduction does not train the deep softmax models itself (that costs CPU-days); it reads the certified
-study's current verdicts (:func:`numerics.experiments.answer.current_verdicts`: the revised study's where it
+study's current verdicts (:func:`numerics.experiments.study.answer.current_verdicts`: the revised study's where it
 has run every planned depth, the first study's elsewhere) and the revised study's decomposition of its winners
 (``A_L``, ``C_L``, eqs. 61-63), and re-trains a few of the study's candidates to check that the shipped numbers
 come out of this code (:func:`spot_check_configs`).
@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import criteria
 from ..shipped import not_found_message, results_dir, shipped_path
-from ..curves import _Labelled
+from ..study.curves import _Labelled
 
 __all__ = ["SHIPPED_SIZES", "SPOT_CHECK_FIELDS", "EnvelopeSummary", "EnvelopeTable", "load_envelopes",
            "sizes_section", "spot_check_configs"]
@@ -185,7 +185,7 @@ class EnvelopeTable:
 def _decompositions(results: Path) -> dict:
     """``{(a, b, k, P, depth): (C_L, A_L − C_L)}`` of the revised study's winners, mean over seeds, at its main
     k and P (empty without the revised study)."""
-    from ..answer import REVISED_DIR, REVISED_FACTS, VERDICTS_FILE
+    from ..study.answer import REVISED_DIR, REVISED_FACTS, VERDICTS_FILE
 
     path = results / REVISED_FACTS
     if not path.is_file():
@@ -261,7 +261,7 @@ def load_envelopes(results: str | Path | None = None) -> EnvelopeTable:
     ...         print("certified-study.verdicts.json not found" in str(exc))
     True
     """
-    from ..answer import current_verdicts
+    from ..study.answer import current_verdicts
 
     path = shipped_path() if results is None else Path(results)
     record = current_verdicts(path)

@@ -15,7 +15,7 @@ from .. import criteria
 from .._markdown import markdown_table
 from ._registry import INCONCLUSIVE_REASONS, REGISTRY, STATUSES, Claim, ClaimRegistry, ClaimSpec
 from ._verdicts import CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, evaluate_claims
-from ..curves import spectrum_label
+from ..study.curves import spectrum_label
 from ..study.consistency import consistency_markdown as _consistency_section
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",

@@ -1,7 +1,7 @@
 """A reproduction's finished runs (:class:`StoreResults`) as curves against depth.
 
-:meth:`StoreResults.curve` gives one quantity of one spectrum as a :class:`~numerics.experiments.curves.Curve`
-(:meth:`~numerics.experiments.curves.Curve.over_seeds`: standard errors over seeds; with one seed, the run's
+:meth:`StoreResults.curve` gives one quantity of one spectrum as a :class:`~numerics.experiments.study.curves.Curve`
+(:meth:`~numerics.experiments.study.curves.Curve.over_seeds`: standard errors over seeds; with one seed, the run's
 held-out SE, for ``A_L − C_L`` ``sqrt(A_se² + C_se²)``; :attr:`Curve.se_kind` says which).
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..curves import Curve
+from ..study.curves import Curve
 
 __all__ = ["StoreResults", "int_list"]
 

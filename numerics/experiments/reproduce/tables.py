@@ -17,7 +17,7 @@ import numpy as np
 from . import analysis
 from .. import criteria
 from .._markdown import fmt, fmt_bool, markdown_table
-from ..curves import spectrum_label
+from ..study.curves import spectrum_label
 
 #: Table 4's columns that name the α window (:data:`~numerics.experiments.criteria.ALPHA_WINDOW`)
 ENVELOPE_MEETS = "envelope α interval meets [{:g}, {:g}]".format(*criteria.ALPHA_WINDOW)
@@ -401,7 +401,7 @@ def _envelope_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict) 
 
 def table5(ctx) -> Table:
     """Table 5 (eqs. 92-93): the gap fit ``L0 − C_L = c L^(−alpha)``."""
-    from ..curves import fit_curve
+    from ..study.curves import fit_curve
 
     family = ctx.family("nonlinear_lazy")
     columns = ("(a, b)", "paper α", "paper R²", "certified gap α (paper's L0)", "certified R² (log)",

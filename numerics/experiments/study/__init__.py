@@ -7,21 +7,39 @@ which gives ``1/L`` only when the layers' errors are exchangeable with a depth-i
 (:data:`REGIME_DESCRIPTIONS`), next to the oracle bounds of :mod:`numerics.experiments.bounds`.
 
 Modules: ``regimes`` (configs, controls, :func:`run_regime_study`, :func:`name_regime`; each depth
-curve's fit and verdict is a :class:`~numerics.experiments.curves.CurveSummary`), ``report`` (figures, Markdown), ``consistency`` (the paper's plateaus against the
+curve's fit and verdict is a :class:`~numerics.experiments.study.curves.CurveSummary`), ``report`` (figures, Markdown), ``consistency`` (the paper's plateaus against the
 bounds), ``sections`` (the regime study, then that check: ``idepth study regime``), ``defaults`` (the measured defaults of :func:`theory.predict_loss`), ``sizes`` (the
 sizes the plateaus imply) and ``certified/`` (the best loss each depth reaches there, with its certificates).
 """
 
 from __future__ import annotations
 
-from ..recipes import GAIN_PARAMETERS, LAZY_INIT
-from ..scales import REGIME_DESCRIPTIONS, REGIMES, TRAINED_REGIMES, StudyScale
-from .consistency import ConsistencyReport, ConsistencyRow, paper_consistency
-from .defaults import fit_inverse_depth, make_softmax_defaults
-from .sizes import SizeInference, infer_sizes, write_size_inference
-from .regimes import (RegimeStudy, frozen_heads_control, name_regime, regime_config, run_regime_study,
-                      separate_models_average, write_regime_study)
-from .sections import run_study_sections, write_study_sections
+import importlib
+
+#: where each public name lives; a submodule is imported only when one of its names is used, so that
+#: ``study.answer`` or ``study.curves`` (read by ``idepth --help`` and the reproduction) load no training code
+_HOMES = {
+    "GAIN_PARAMETERS": "..recipes", "LAZY_INIT": "..recipes",
+    "REGIME_DESCRIPTIONS": "..scales", "REGIMES": "..scales", "TRAINED_REGIMES": "..scales", "StudyScale": "..scales",
+    "ConsistencyReport": ".consistency", "ConsistencyRow": ".consistency", "paper_consistency": ".consistency",
+    "fit_inverse_depth": ".defaults", "make_softmax_defaults": ".defaults",
+    "SizeInference": ".sizes", "infer_sizes": ".sizes", "write_size_inference": ".sizes",
+    "RegimeStudy": ".regimes", "frozen_heads_control": ".regimes", "name_regime": ".regimes",
+    "regime_config": ".regimes", "run_regime_study": ".regimes", "separate_models_average": ".regimes",
+    "write_regime_study": ".regimes",
+    "run_study_sections": ".sections", "write_study_sections": ".sections",
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name], __name__), name)
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_HOMES))
+
 
 __all__ = [
     "REGIMES",

@@ -14,7 +14,7 @@ from numerics.io import check_output_file, json_clean, write_json
 from theory.validation import check_choice
 
 from ..criteria import standard_error
-from ..curves import summarise_seeds
+from .curves import summarise_seeds
 from ..execution import Execution, as_execution
 from ..scales import StudyScale, TRAINED_REGIMES
 from .regimes import _metric_arrays, _scale, train_regimes

@@ -16,7 +16,7 @@ import numpy as np
 from numerics.io import json_text, make_output_dir, write_together
 from theory.validation import check_choice, check_positive_int
 
-from ..curves import CurveSummary, summarise_seeds
+from .curves import CurveSummary, summarise_seeds
 from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
 from ..scales import REGIMES, STUDY_FAMILIES, TRAINED_REGIMES, StudyScale, get_scale
@@ -188,7 +188,7 @@ def name_regime(points: Sequence[CurveSummary]) -> str:
     Examples
     --------
     >>> import numpy as np
-    >>> from numerics.experiments.curves import summarise_seeds
+    >>> from numerics.experiments.study.curves import summarise_seeds
     >>> pts = [summarise_seeds("lazy", (8, 32, 8), (0, 0), 2, [1, 2, 4], [[3, 2, 1.5]] * 3, [[3, 3, 3]] * 3,
     ...                        [[np.nan, 1, 1]] * 3),
     ...        summarise_seeds("converged", (8, 32, 8), (0, 0), 2, [1, 2, 4], [[3, 3, 3]] * 3, [[3, 3, 3]] * 3,

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _plot as p
 from .. import analysis
-from ...curves import spectrum_label
+from ...study.curves import spectrum_label
 
 #: Fig. 3a fixes a = 2 and varies b; Fig. 3b fixes b = 2 and varies a
 _PANEL_EXPONENT = 2.0

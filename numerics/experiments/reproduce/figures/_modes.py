@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _plot as p
 from .. import analysis
-from ...curves import spectrum_label
+from ...study.curves import spectrum_label
 
 #: the normalised reducible mode loss of Fig. 7b, ℓ_k the normalised mode loss
 _REDUCIBLE = "(ℓ_k(L) − ℓ_k(L_max)) / (ℓ_k(1) − ℓ_k(L_max))"

@@ -10,8 +10,8 @@ import numpy as np
 
 from .. import _plot as p
 from .. import analysis
-from ...answer import main_settings
-from ...curves import Curve, spectrum_label
+from ...study.answer import main_settings
+from ...study.curves import Curve, spectrum_label
 from ..results import int_list
 from ._linear import panel_grid
 
@@ -368,7 +368,7 @@ def fig1(ctx) -> tuple:
                  "the easy task against depth, with the constrained (ζ) and free (2ζ) polynomial laws. Middle: "
                  "softmax attention on the top-2 task, the certified envelope (the best loss each depth reaches, "
                  "selected on one held-out set and reported on another) on which the inverse-depth law is judged "
-                 f"(docs/results/certified-study.md: {_certified_verdicts_text(ctx)}). Right: the package's "
+                 f"(docs/results/certified-revised/certified-study.md: {_certified_verdicts_text(ctx)}). Right: the package's "
                  f"lazy-training contrast ({lazy.regime}), softmax against linear attention and its floor. "
                  + "; ".join(parts))
 

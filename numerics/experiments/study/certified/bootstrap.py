@@ -16,10 +16,6 @@ import numpy as np
 
 __all__ = ["context_weights", "replicates", "seed_counts", "weighted_sums"]
 
-#: float64 integers are exact up to 2**53
-_EXACT_BITS = 53
-
-
 def context_weights(rng: np.random.Generator, contexts: int, n: int) -> np.ndarray:
     """``(contexts, n)`` multinomial counts: replicate ``r`` draws ``contexts`` contexts with replacement.
 
@@ -79,7 +75,8 @@ def weighted_sums(values: np.ndarray, weights: np.ndarray, *, headroom: int = 1,
         total = float(weights.sum(axis=0).max()) * int(headroom)
         largest = np.where(finite, np.abs(np.where(np.isfinite(values), values, 0.0)).max(axis=1), 0.0)
         largest = np.repeat(largest.reshape(-1, block).max(axis=1), block)[finite]
-        room = np.floor(np.log2(2.0 ** _EXACT_BITS / (np.maximum(largest, np.finfo(float).tiny) * max(total, 1.0))))
+        exact = 2.0 ** (np.finfo(np.float64).nmant + 1)  # float64 holds every integer up to 2**53
+        room = np.floor(np.log2(exact / (np.maximum(largest, np.finfo(float).tiny) * max(total, 1.0))))
         scale = np.exp2(np.minimum(room, 1000.0))[:, None]
         out[finite] = (np.rint(values[finite] * scale) @ weights) / scale
     return out

@@ -13,10 +13,10 @@ from numerics.io import save_figure
 
 from ..._plotting import depth_ticks, pyplot
 from ...criteria import GAIN_LAW_MAX_CHI2_DOF
-from ._format import RECIPE_LABELS, _bounded, _contrast, _label, _recipe_order
+from ._format import RECIPE_LABELS, _bounded, _label, _recipe_order
 from .statistics import ALPHA_GRID
 
-__all__ = ["draw_answer_figure", "draw_certified_figure", "draw_decomposition_figure", "draw_recipe_figure",
+__all__ = ["draw_certified_figure", "draw_decomposition_figure", "draw_recipe_figure",
            "draw_revised_figure"]
 
 
@@ -71,54 +71,6 @@ def draw_recipe_figure(summaries, path) -> Path:
                  f"(χ²/dof > {GAIN_LAW_MAX_CHI2_DOF:g})", fontsize=9)
     height = 3.0 * axes.shape[0] + 0.9
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / height))  # room for the two-line title
-    return save_figure(fig, path)
-
-
-def draw_answer_figure(summaries, path) -> Path:
-    """The envelope of each main setting against the α = 1 law through its ends: the figure the page opens with.
-
-    Per panel: ``R*_L`` (mean over seeds) against L, filled where the step-doubling check ran and passed,
-    open elsewhere; dashed: ``L0 + c/L`` through ``R*_1`` and ``R*_Lmax`` (eq. 16 at α = 1); the title gives
-    ``g_2/g_Lmax`` with its interval and its α = 1 value.
-
-    References
-    ----------
-    Paper eq. (16).
-
-    Notes
-    -----
-    No example: it writes a figure (``tests/test_certified.py``).
-    """
-    from matplotlib import ticker
-
-    fig, axes = _panels(len(summaries), 3.6, 2.9, 0.9)
-    for ax, s in zip(axes.flat, summaries):
-        L = np.asarray(s.depths, dtype=float)
-        R = np.asarray(s.envelope)
-        checked = np.isin(s.depths, s.checked)
-        # eq. (16) at α = 1 through the two ends: R_1 = L0 + c, R_Lmax = L0 + c / Lmax
-        c = (R[0] - R[-1]) / (1.0 - 1.0 / L[-1])
-        grid = np.geomspace(L[0], L[-1], 200)
-        ax.plot(grid, R[0] - c + c / grid, "k--", lw=1.0, label="α = 1: L0 + c/L through the ends")
-        ax.plot(L, R, "-", color="C0", lw=0.8)
-        ax.plot(L[checked], R[checked], "o", color="C0", label="R*_L, step-doubling check passed")
-        ax.plot(L[~checked], R[~checked], "o", color="C0", markerfacecolor="white",
-                label="R*_L, check not run or failed")
-        depth_ticks(ax, L, fontsize=8)
-        ax.yaxis.set_major_formatter(ticker.ScalarFormatter(useOffset=False))  # as many decimals as the ticks need
-        contrast = _contrast(s, "g2/gLmax")
-        a, b = s.setting[:2]
-        interval = (f"[{contrast.lo:.2f}, {contrast.hi:.2f}]" if contrast is not None and contrast.resolved
-                    else "unbounded")
-        ratio = "" if contrast is None else (f"\ng2/g{contrast.L_max} = {contrast.value:.2f} {interval}; "
-                                             f"α = 1: {contrast.reference:.3f}")
-        ax.set_title(f"(a, b) = ({a:g}, {b:g}): {s.verdict[0]}{ratio}", fontsize=8)
-        ax.set_ylabel("held-out loss", fontsize=8)
-        ax.tick_params(labelsize=7)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    height = 2.9 * axes.shape[0] + 0.9
-    fig.tight_layout(rect=(0, 0.55 / height, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
     return save_figure(fig, path)
 
 

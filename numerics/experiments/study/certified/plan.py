@@ -25,8 +25,7 @@ from numerics.train import TrainConfig
 from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA, table_spectra
 from theory.validation import check_positive, check_positive_int
 
-from ...recipes import CONVERGED_STUDY, Recipe, get_recipe
-from ...setting import Setting
+from ...recipes import CONVERGED_STUDY, Recipe, Setting, get_recipe
 
 __all__ = ["PLAN_VERSIONS", "RECIPE", "REVISED_PLAN", "STARTS", "Candidate", "CellConfig", "CertifiedPlan",
            "eval_seed"]
