@@ -19,6 +19,9 @@ A thin layer over :mod:`numerics.experiments.study`:
 
 ``idepth study run PLAN [OPTIONS]`` runs a named plan (``certified``, ``regimes``, ``defaults``,
 ``plateaus`` = consistency then sizes) with that plan's options: one entry, one ``--help`` listing the plans.
+``idepth study page PLAN [--cells DIR] [--out DIR]`` writes a plan's page from its exported cells, training nothing
+(``certified``: the revised study, the evidence; ``certified-v1``: the first study); a directory without cells, or
+no shipped results found, is exit 2 naming where it looked.
 
 Exit status: 0 on success, 1 when training runs failed, 2 on bad input (one line on stderr).
 """
@@ -153,6 +156,7 @@ def register(subparsers) -> None:
     add_execution_flags(defaults)
     defaults.set_defaults(func=run_defaults)
     _add_run(actions)
+    _add_page(actions)
     _name_the_actions(subparsers, parser, actions)
 
 
@@ -182,6 +186,47 @@ def _add_run(actions) -> None:
     run.add_argument("plan", metavar="PLAN", nargs="?", choices=tuple(PLANS), help=f"one of {', '.join(PLANS)}")
     run.add_argument("options", nargs=argparse.REMAINDER, help="the plan's options")
     run.set_defaults(func=lambda args: run_plan(args, actions))
+
+
+#: the plans whose page is written from exported results without training, and where those results live in a
+#: checkout (relative to its docs/results): ``certified`` is the revised study, the evidence; ``certified-v1`` the first
+PAGE_PLANS = {"certified": ("revised", "certified-revised"), "certified-v1": ("original", ".")}
+
+
+def _add_page(actions) -> None:
+    """``idepth study page PLAN``: a plan's page from its exported results, no training."""
+    page = actions.add_parser(
+        "page", help=f"write a plan's page from its exported results, no training: {', '.join(PAGE_PLANS)}",
+        description="Write the page of a named plan from its exported cells, training nothing: certified (the "
+                    "revised certified study, the evidence of the package's answer) or certified-v1 (the first "
+                    "study). The cells are read from --cells (default: the shipped results, docs/results of a "
+                    "checkout or IDEPTH_RESULTS); the page goes to --out (default: beside them, so the shipped page "
+                    "is refreshed). The other plans write their pages as they run (idepth study run PLAN).",
+    )
+    page.add_argument("plan", metavar="PLAN", choices=tuple(PAGE_PLANS), help=f"one of {', '.join(PAGE_PLANS)}")
+    page.add_argument("--cells", metavar="DIR", default=None,
+                      help="the study's results directory (its cells/ and contrasts/; default the shipped one)")
+    page.add_argument("--out", metavar="DIR", default=None, help="where the page goes (default: --cells)")
+    page.add_argument("--no-progress", action="store_true", help="no progress lines")
+    page.set_defaults(func=run_page)
+
+
+def run_page(args) -> int:
+    """Run ``idepth study page PLAN``: ``idepth study certified --report-only`` for that plan, the inputs checked
+    first (a results directory without cells, or no shipped results found, is exit 2 naming where it looked)."""
+    import argparse
+
+    from numerics.experiments.shipped import shipped_path
+
+    which, relative = PAGE_PLANS[args.plan]
+    cells = Path(args.cells) if args.cells is not None else shipped_path() / relative  # names where it looked
+    if not any((cells / "cells").glob("*.npz")):
+        raise ValueError(f"--cells: no exported cells in {cells / 'cells'} (plan {args.plan!r})")
+    out = Path(args.out) if args.out is not None else cells
+    return run_certified_command(argparse.Namespace(
+        plan=which, spectra=None, cells=str(cells), store=None, depths=None, report_only=True, contrast_depth=None,
+        out=str(out), backend="local", workers=1, scheduler=None, store_dir=None, cache_dir=None,
+        no_progress=args.no_progress, progress=None, page_command="idepth study page " + " ".join(sys.argv[3:])))
 
 
 def _shared_options(actions, steps) -> list[str]:
@@ -341,7 +386,8 @@ def run_certified_command(args) -> int:
             run_contrasts(plan, f"{execution.store_dir}-contrasts", execution=execution, out_dir=contrasts)
         run_certified_study(plan, execution.store_dir, execution=execution, depths=depths, cells_dir=cells,
                             frontier_dir=frontier)
-    command = "idepth study certified " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study certified"
+    command = getattr(args, "page_command", None) or (
+        "idepth study certified " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "idepth study certified")
     rows, summaries = write_certified(out, cells, plan, command=command, contrasts_dir=contrasts, progress=progress,
                                       contrast_depth=args.contrast_depth)
     print(f"wrote {out}/certified-study.csv ({len(rows)} candidates), certified-study.md")

@@ -503,6 +503,9 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     cache_dir = prediction_cache_dir(cells_dir) if cache_dir == "default" else cache_dir
     progress(f"reading the exported cells in {cells_dir}")
     rows, errors = collect(cells_dir)
+    if not rows:  # an empty page would read as a study with nothing done: refuse, naming where it looked
+        raise ValueError(f"no exported cells in {Path(cells_dir)} (a certified study's cells/ directory: "
+                         "docs/results/certified/cells or docs/results/certified-revised/cells in a checkout)")
     contrasts = collect_contrasts(contrasts_dir) if contrasts_dir is not None else []
     progress(f"{len(rows)} candidates, {len(contrasts)} contrast runs; the statistics of each setting (bootstrap)")
     summaries = summarise(rows, errors, planned_depths=plan.depths, contrasts=contrasts, contrast_depth=contrast_depth)

@@ -35,7 +35,7 @@ from .cells import _done, export_cells, import_cells
 from .finished import candidates_dir, forget_finished, load_finished, save_finished
 from .plan import CellConfig, CertifiedPlan, eval_seed, shipped_U
 
-__all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "diverse_forms", "nested_params", "oracle_allocation", "run_cell",
+__all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "diverse_forms", "nested_params", "oracle_allocation", "oracle_heads", "run_cell",
            "run_certified_study", "run_waves", "winner_decomposition"]
 
 #: the columns of a cell's ``summary``, a row per candidate (``step_share``: its share of the cell's steps)
@@ -75,7 +75,20 @@ def oracle_allocation(cell: CellConfig):
     >>> sum(oracle_allocation(cell).counts)
     2
     """
-    return _bounds(cell.a, cell.b, cell.k, cell.d, cell.P, cell.bound_depths, cell.bound_contexts).allocation(cell.depth)
+    return oracle_heads(cell.a, cell.b, cell.k, cell.d, cell.P, cell.depth, cell.bound_depths, cell.bound_contexts)
+
+
+def oracle_heads(a: float, b: float, k: int, d: int, P: int, depth: int, bound_depths, bound_contexts: int):
+    """The heads behind ``B_depth`` of a setting (a ``HeadAllocation``), fitted as :func:`oracle_allocation` fits a
+    cell's: what the page's predictions evaluate, without building a cell.
+
+    Examples
+    --------
+    >>> sum(oracle_heads(0.0, 0.0, 2, 4, 16, 2, (1, 2), 256).counts)
+    2
+    """
+    return _bounds(float(a), float(b), int(k), int(d), int(P), tuple(int(L) for L in bound_depths),
+                   int(bound_contexts)).allocation(int(depth))
 
 
 def nested_params(parent: dict, noise: float, rng: np.random.Generator | None) -> dict:

@@ -512,13 +512,10 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
 
 def _heads(setting: tuple, plan, depths) -> list:
     """The heads the plan's oracle start wrote into the weights at each of ``depths`` (``HeadAllocation``)."""
-    from .plan import CellConfig
-    from .run import oracle_allocation
+    from .run import oracle_heads
 
     a, b, k, d, N, P = setting
-    return [oracle_allocation(CellConfig(a=a, b=b, k=k, d=d, N=N, P=P, depth=L, seed=0, candidates=(),
-                                         bound_depths=plan.depths, bound_contexts=plan.bound_contexts))
-            for L in depths]
+    return [oracle_heads(a, b, k, d, P, L, plan.depths, plan.bound_contexts) for L in depths]
 
 
 def prediction_code() -> str:
