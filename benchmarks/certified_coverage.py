@@ -37,7 +37,8 @@ from scipy.stats import t as student_t
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from numerics.experiments.study.certified.plan import CertifiedPlan  # noqa: E402
-from numerics.experiments.study.certified.statistics import _replicates, gain_law_gls  # noqa: E402
+from numerics.experiments.study.certified.bootstrap import replicates  # noqa: E402
+from numerics.experiments.study.certified.statistics import gain_law_gls  # noqa: E402
 from numerics.experiments.study.certified.table import collect  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +106,7 @@ def intervals(cube: np.ndarray, depths: tuple, n_bootstrap: int, rng: np.random.
     """α and its interval under each rule of :data:`RULES`, fitted as the study fits: ``{rule: (α, lo, hi)}``."""
     seeds = cube.shape[1]
     means = cube.mean(axis=(1, 2))
-    boot = _replicates(cube, rng, n_bootstrap)
+    boot = replicates(cube, rng, n_bootstrap)
     covariance = np.cov((boot[:, [0]] - boot[:, 1:]).T, ddof=1)
     quantiles = {"t(seeds-1)": student_t.ppf(0.975, seeds - 1),
                  "satterthwaite": student_t.ppf(0.975, satterthwaite_dof(cube)),
