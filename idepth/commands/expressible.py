@@ -75,10 +75,13 @@ def run(args: argparse.Namespace) -> int:
                         progress=lambda message: print(message, file=sys.stderr, flush=True))
         return 0
     from numerics.experiments.answer import write_answer_blocks
-    from numerics.experiments.expressible_page import write_expressible_checks
+    from numerics.experiments.expressible_page import check_results_dir, write_expressible_checks
     from numerics.experiments.shipped import checkout_root, shipped_path
 
-    out = args.out if args.out is not None else shipped_path()
+    if args.out is not None:
+        out = check_results_dir(args.out, "--out")  # before the Monte Carlo (CPU minutes)
+    else:
+        out = check_results_dir(shipped_path(), "the shipped results (docs/results, or $IDEPTH_RESULTS)")
     write_expressible_checks(out, progress=lambda message: print(message, file=sys.stderr, flush=True))
     if args.out is None and checkout_root() is not None:
         # the checkout's own results: the answer stated in README.md and docs/index.md follows them
