@@ -269,6 +269,8 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
     plan = plan or CertifiedPlan()
     certified_dir = Path(certified_dir) if certified_dir is not None else out_dir / "certified"
     expressible_dir = Path(expressible_dir) if expressible_dir is not None else data_dir()
+    rows, errors = collect(certified_dir / "cells")  # a corrupt cell is named before anything else is said or done
+    contrasts = collect_contrasts(certified_dir / "contrasts")
     expressible, missing = {}, []
     for a, b in spectra:
         path = expressible_dir / file_name(a, b, SETTINGS)
@@ -278,8 +280,6 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
             missing.append((float(a), float(b)))
     progress(f"U_L shipped at {len(expressible)} of {len(spectra)} spectra" +
              (f" (missing: {', '.join(_label(a, b) for a, b in missing)})" if missing else ""))
-    rows, errors = collect(certified_dir / "cells")
-    contrasts = collect_contrasts(certified_dir / "contrasts")
     progress(f"certified study: {len(rows)} candidates, {len(contrasts)} contrast runs")
     shifts, laws = {}, {}
     for (a, b), loss in expressible.items():
