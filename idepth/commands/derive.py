@@ -35,9 +35,13 @@ def run(args: argparse.Namespace) -> int:
         from numerics.io import make_output_dir
 
         make_output_dir(directory, "--out")  # checked (a file in the way, nothing writable), then created
+    from ._working import working
+
+    names = args.only or "every"
     try:
         if args.check:
-            differing = check_pages(directory, args.only)
+            with working("idepth derive", f"deriving {names if isinstance(names, str) else ', '.join(names)} page(s)"):
+                differing = check_pages(directory, args.only)
             if differing:
                 for name in differing:
                     page = directory / (name + ".md")
@@ -46,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             print(f"idepth derive: {len(args.only or ()) or 'all'} page(s) up to date in {directory}")
             return 0
-        for path in write_pages(directory, args.only):
+        with working("idepth derive", f"deriving {names if isinstance(names, str) else ', '.join(names)} page(s)"):
+            written = write_pages(directory, args.only)
+        for path in written:
             print(f"wrote {path}")
         return 0
     except DerivationError as exc:
