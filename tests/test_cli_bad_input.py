@@ -165,3 +165,14 @@ def test_derive_creates_a_missing_output_directory(tmp_path, capsys):
     out = tmp_path / "new" / "pages"
     assert cli.main(["derive", "--out", str(out), "--only", "modewise"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["modewise.md"]
+
+
+def test_a_scheduler_that_does_not_answer_leaves_no_output_directory(tmp_path, capsys):
+    """Nothing listens on port 1: refused after the connection timeout (10 s), and the --out it made is gone."""
+    pytest.importorskip("distributed")
+    out = tmp_path / "reproduction"
+    status = cli.main(["reproduce", "--backend", "dask", "--scheduler", "tcp://127.0.0.1:1", "--no-calibration",
+                       "--no-progress", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and err[-1].startswith("idepth reproduce: error: dask scheduler 'tcp://127.0.0.1:1' did not answer")
+    assert not out.exists()
