@@ -176,3 +176,12 @@ def test_a_scheduler_that_does_not_answer_leaves_no_output_directory(tmp_path, c
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and err[-1].startswith("idepth reproduce: error: dask scheduler 'tcp://127.0.0.1:1' did not answer")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("calibration, named", [({"L0": "two", "c": 1.0}, "plateau"), ({"A": "x", "C": 1.0}, "A"),
+                                                ({"A": 3.0, "C": None}, "C"), ({"L0": 2.0, "c": [1]}, "coefficient")])
+def test_a_calibration_value_that_is_no_number_is_refused_naming_it(calibration, named):
+    from theory import PowerLawSpectrum, predict_loss
+
+    with pytest.raises(ValueError, match=rf"calibration {named} must be a finite number"):
+        predict_loss(4, PowerLawSpectrum(0, 0, 16), attention="softmax", task="difficult", P=64, calibration=calibration)

@@ -129,7 +129,11 @@ class SoftmaxCalibration:
     def __post_init__(self) -> None:
         for name in ("plateau", "coefficient"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not np.isfinite(float(value)):
+            try:
+                finite = not isinstance(value, bool) and np.isfinite(float(value))
+            except (TypeError, ValueError):  # a string, None, a list: not a number at all
+                finite = False
+            if not finite:
                 raise ValueError(f"calibration {name} must be a finite number; got {value!r}")
             object.__setattr__(self, name, float(value))
         if self.plateau < 0:
@@ -287,6 +291,11 @@ def _calibration(value) -> SoftmaxCalibration:
     if isinstance(value, Mapping):
         keys = set(value)
         if keys == {"A", "C"}:
+            for name in ("A", "C"):
+                try:
+                    SoftmaxCalibration(plateau=0.0, coefficient=value[name])  # a finite number, or refused
+                except ValueError:
+                    raise ValueError(f"calibration {name} must be a finite number; got {value[name]!r}") from None
             return SoftmaxCalibration(plateau=value["C"], coefficient=value["A"] - value["C"], source="A, C supplied")
         if keys == {"L0", "c"}:
             return SoftmaxCalibration(plateau=value["L0"], coefficient=value["c"], source="L0, c supplied")
