@@ -185,3 +185,23 @@ def test_a_calibration_value_that_is_no_number_is_refused_naming_it(calibration,
 
     with pytest.raises(ValueError, match=rf"calibration {named} must be a finite number"):
         predict_loss(4, PowerLawSpectrum(0, 0, 16), attention="softmax", task="difficult", P=64, calibration=calibration)
+
+
+def test_outside_a_checkout_expressible_check_names_the_variable_or_the_directory_it_looked_in(monkeypatch, tmp_path,
+                                                                                                capsys):
+    """A non-editable install has no docs/results: without IDEPTH_RESULTS the command says to set it; with it set
+    to a directory that holds no certified study, it names that directory. Both before any work."""
+    from numerics.experiments import shipped
+
+    monkeypatch.setattr(shipped, "checkout_root", lambda: None)
+    monkeypatch.delenv(shipped.RESULTS_VARIABLE, raising=False)
+    assert cli.main(["expressible", "check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "shipped results not found: set IDEPTH_RESULTS=" in err[0]
+    monkeypatch.setenv(shipped.RESULTS_VARIABLE, str(tmp_path))
+    assert cli.main(["expressible", "check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"'{tmp_path.resolve()}' holds no certified study" in err[0]
+    monkeypatch.setenv(shipped.RESULTS_VARIABLE, str(tmp_path / "none"))
+    assert cli.main(["expressible", "check"]) == 2
+    assert "IDEPTH_RESULTS must name a directory" in capsys.readouterr().err
