@@ -592,7 +592,14 @@ def savefig(fig: Any, path: str | os.PathLike, *, dpi: int = 130, fmt: str | Non
 
 class FigureTextSize(tuple):
     """``(points, dpi, width)``: a PNG's smallest text in points (None: not recorded), its dots per inch and its
-    width in pixels; the text is ``points * dpi / 72`` pixels tall at the natural size (:func:`figure_text_size`)."""
+    width in pixels; the text is ``points * dpi / 72`` pixels tall at the natural size (:func:`figure_text_size`).
+
+    Examples
+    --------
+    >>> size = FigureTextSize(7.0, 130.0, 2145)  # 7 pt at 130 dpi: 12.6 px tall at the natural 2145 px
+    >>> round(size.pixels(size.width), 1), round(size.pixels(800), 1)
+    (12.6, 4.7)
+    """
 
     __slots__ = ()
 
