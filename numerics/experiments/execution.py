@@ -53,7 +53,7 @@ class Execution:
     scheduler : str, optional
         Address of a running Dask scheduler (``tcp://host:8786``); only with ``backend='dask'``.
     progress : bool, optional
-        ``None``: a bar on a terminal, a record every 30 s otherwise (:mod:`numerics.progress`);
+        ``None``: a bar on a terminal, a record every 10 s otherwise (:mod:`numerics.progress`);
         ``True``: a bar; ``False``: silent.
     store_dir, cache_dir : path, optional
         The sweep store a study trains into and its Monte-Carlo cache
