@@ -129,6 +129,8 @@ OUT_OF_RANGE = [
     (["train", "--out", "OUT", "--lr", "inf"], ("learning_rate must be finite",)),
     (["train", "--out", "OUT", "--d", "4", "--N", "2"], ("N must be >= d",)),
     (["reproduce", "--workers", "0", "--out", "OUT"], ("workers", ">= 1")),
+    (["diagnose", "TMP", "--seed", "-1"], ("--seed", "non-negative")),  # numpy's own message named nothing
+    (["diagnose", "TMP", "--contexts", "0"], ("--contexts", ">= 1")),
     (["reproduce", "--backend", "dask", "--scheduler", "localhost", "--out", "OUT"], ("scheduler", "port")),
     (["expressible", "run", "--spectra=-1,0", "--out", "OUT"], ("--spectra", ">= 0")),
     # the recipe measured flat (α = 0.05 at (0, 0)) is no calibration of plateau + c/L: refused, saying so
