@@ -335,3 +335,42 @@ def test_the_readable_width_puts_a_figures_smallest_text_at_9px():
     assert width == 1528 and size.pixels(width) >= module.MIN_TEXT_PX > size.pixels(width - 1)
     assert size.pixels(800) == pytest.approx(4.71, abs=0.01)  # the 800 px the page showed it at: under 5 px
     assert module.readable_width(FigureTextSize(None, 130.0, 2145)) is None
+
+
+def test_a_recorded_figure_is_given_the_width_at_which_its_smallest_text_is_9px(tmp_path):
+    """A one-page Sphinx project with the extension: the figure (7 pt text at 144 dpi, 1440 px wide: 14 px text)
+    gets min-width 926 px (9 px text) and keeps its natural width; an unrecorded PNG is left as Sphinx writes it;
+    their containers scroll sideways. No browser needed."""
+    import sys
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from numerics.io import figure_text_size, savefig
+
+    source = tmp_path / "src"
+    source.mkdir()
+    fig, ax = plt.subplots(figsize=(10, 3))
+    ax.set_xlabel("depth L", fontsize=7)
+    ax.tick_params(labelsize=8)
+    savefig(fig, source / "recorded.png", dpi=144)
+    fig.savefig(source / "plain.png", dpi=144)  # matplotlib's own: no record
+    plt.close(fig)
+    # the PNG stores dots per metre as an integer: 144 dpi comes back as 143.99
+    assert figure_text_size(source / "recorded.png") == (7.0, pytest.approx(144.0, abs=0.01), 1440)
+    (source / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'docs' / '_ext')!r})\n"
+                                    "extensions = ['readable_figures']\n", encoding="utf-8")
+    (source / "index.rst").write_text("Page\n====\n\n.. image:: recorded.png\n   :width: 1440px\n\n"
+                                      "A paragraph.\n\n.. image:: plain.png\n", encoding="utf-8")
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", str(source), str(tmp_path / "html")],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    page = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
+    images = {re.search(r'src="_images/(\w+)\.png"', tag).group(1): tag for tag in re.findall(r"<img [^>]*>", page)}
+    assert 'style="width: 1440px; min-width: 926px"' in images["recorded"] and "idepth-readable" in images["recorded"]
+    assert "min-width" not in images["plain"] and "idepth-readable" not in images["plain"]
+    assert page.count("idepth-scroll") == 2  # both images' containers scroll sideways
+    width = _readable_figures().readable_width(figure_text_size(source / "recorded.png"))
+    assert width == 926 and figure_text_size(source / "recorded.png").pixels(width) >= 9.0

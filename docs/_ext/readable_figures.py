@@ -65,12 +65,16 @@ def mark_containers(app, doctree) -> None:
         groups = list(table.findall(nodes.tgroup))
         if groups and int(groups[0].get("cols", 0)) >= WIDE_COLUMNS and WIDE_CLASS not in table["classes"]:
             table["classes"].append(WIDE_CLASS)
-    for image in doctree.findall(nodes.image):
-        parent = image.parent
-        while parent is not None and not isinstance(parent, (nodes.paragraph, nodes.container, nodes.section)):
-            parent = parent.parent
-        if parent is not None and not isinstance(parent, nodes.section) and SCROLL_CLASS not in parent["classes"]:
-            parent["classes"].append(SCROLL_CLASS)
+    for image in list(doctree.findall(nodes.image)):
+        inline = image.parent if isinstance(image.parent, nodes.reference) else image  # a linked image: its link
+        parent = inline.parent
+        if isinstance(parent, (nodes.paragraph, nodes.container, nodes.figure)):
+            if SCROLL_CLASS not in parent["classes"]:
+                parent["classes"].append(SCROLL_CLASS)
+        elif parent is not None:  # an image directive directly in a section: a container of its own around it
+            wrapper = nodes.container(classes=[SCROLL_CLASS])
+            parent.replace(inline, wrapper)
+            wrapper += inline
 
 
 def visit_image(self, node) -> None:
