@@ -25,6 +25,7 @@ SOFTMAX = ["predict", "--attention", "softmax", "--task", "difficult", "--d", "1
 def _refused(argv: list[str], expected: tuple[str, ...], tmp_path, capsys) -> None:
     (tmp_path / "file").write_text("not a directory\n")
     (tmp_path / "junk").write_bytes(b"junk")
+    (tmp_path / "grid.toml").write_text('modle = "nonlinear"\ndepth = [1, 2]\n')  # a typo in a TrainConfig key
     out = tmp_path / "out"
     argv = [str(out) if a == "OUT" else str(tmp_path / "file") if a == "FILE" else
             str(tmp_path / "junk") if a == "JUNK" else a.replace("FILE/", f"{tmp_path / 'file'}/").replace("TMP", str(tmp_path))
@@ -58,6 +59,7 @@ TYPOS = [
     (["reproduce", "--only", "fig2", "--out", "OUT"], ("'fig2'", "fig1")),
     (["derive", "--only", "modwise"], ("--only", "'modwise'", "'modewise'")),
     (["sweep", "run", "FILE", "--out", "OUT", "--backend", "daks"], ("--backend", "'daks'")),
+    (["sweep", "run", "TMP/grid.toml", "--out", "OUT"], ("grid file", "unknown TrainConfig key 'modle'", "model")),
 ]
 
 
