@@ -56,6 +56,7 @@ extensions = [
     # warnings, which this build turns into errors; napoleon accepts and rewrites less strictly.
     "numpydoc",
     "idepth_api",
+    "readable_figures",  # figures never shown narrower than their smallest text allows (9 px)
     "build_phases",  # the phases and their elapsed seconds on stderr, under `idepth docs build` only
 ]
 

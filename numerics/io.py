@@ -8,7 +8,8 @@ creation and CSV export, figures, tables, reports, caches, CLI plots):
   (:func:`os.replace`, atomic on POSIX), on any exception (``KeyboardInterrupt``
   included) it is removed and the target is left as it was;
 * :func:`atomic_write` (bytes through a callback), :func:`write_text`,
-  :func:`write_json` and :func:`save_figure` built on it;
+  :func:`write_json` and :func:`save_figure` built on it (a PNG records the size of its smallest
+  text, :func:`figure_text_size`, so that the documentation can show it readably);
 * :func:`stage` / :func:`commit` for several files that must appear together
   (a checkpoint: all staged first, then renamed in order);
 * :func:`json_clean` -- the one JSON normaliser (numpy scalars to Python,
@@ -37,6 +38,11 @@ __all__ = [
     "write_text",
     "write_json",
     "save_figure",
+    "savefig",
+    "smallest_text_points",
+    "figure_text_size",
+    "FigureTextSize",
+    "TEXT_SIZE_KEY",
     "stage",
     "commit",
     "write_together",
@@ -52,6 +58,8 @@ __all__ = [
 
 #: file suffixes :func:`save_figure` writes (matplotlib's Agg, PDF, SVG and PS back ends)
 FIGURE_FORMATS = ("png", "pdf", "svg", "ps", "eps", "jpg", "jpeg")
+#: the PNG text key under which :func:`savefig` records the figure's smallest font size, in points
+TEXT_SIZE_KEY = "idepth:smallest-text-pt"
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -543,8 +551,150 @@ def make_output_dir(out_dir: str | os.PathLike, name: str = "output directory") 
     return out
 
 
+def smallest_text_points(fig: Any) -> float | None:
+    """The smallest font size, in points, of the text ``fig`` draws (None: it draws no text).
+
+    Every visible, non-empty text counts: titles, axis and tick labels, legends, annotations. The figure is laid
+    out first (without rendering), so tick labels exist. A text shown at ``s`` points in a PNG of ``dpi`` dots
+    per inch is ``s * dpi / 72`` pixels tall at the image's natural size.
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.set_title("title", fontsize=12); _ = ax.legend(handles=ax.plot([0, 1], label="a"), fontsize=7)
+    >>> smallest_text_points(fig)
+    7.0
+    >>> plt.close(fig)
+    """
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    sizes, stack = [], [fig]
+    while stack:  # the artists drawn: an invisible one hides everything it holds (a hidden legend's texts)
+        artist = stack.pop()
+        if not artist.get_visible():
+            continue
+        if isinstance(artist, Text) and artist.get_text().strip():
+            sizes.append(float(artist.get_fontsize()))
+        stack.extend(artist.get_children())
+    return min(sizes) if sizes else None
+
+
+def savefig(fig: Any, path: str | os.PathLike, *, dpi: int = 130, fmt: str | None = None) -> None:
+    """Draw ``fig`` into ``path`` in the format its suffix names; a PNG records its smallest text size.
+
+    ``fmt``: the format when the suffix does not name it (a temporary file). Not atomic by itself:
+    :func:`save_figure` and :func:`write_together`'s writers call it on a temporary file. The
+    record (:data:`TEXT_SIZE_KEY`, read back by :func:`figure_text_size`) lets the documentation show the
+    figure at a width where that text is legible.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots(figsize=(2, 1)); _ = ax.set_xlabel("L", fontsize=8)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     savefig(fig, pathlib.Path(tmp) / "f.png", dpi=100)
+    ...     figure_text_size(pathlib.Path(tmp) / "f.png")
+    FigureTextSize(points=8.0, dpi=100.0, width=200)
+    >>> plt.close(fig)
+    """
+    fmt = fmt or Path(path).suffix.lower().lstrip(".")
+    options: dict = {}
+    if fmt == "png":
+        points = smallest_text_points(fig)
+        if points is not None:
+            options["metadata"] = {TEXT_SIZE_KEY: f"{points:g}"}
+    fig.savefig(path, format=fmt, dpi=dpi, **options)
+
+
+class FigureTextSize(tuple):
+    """``(points, dpi, width)``: a PNG's smallest text in points (None: not recorded), its dots per inch and its
+    width in pixels; the text is ``points * dpi / 72`` pixels tall at the natural size (:func:`figure_text_size`).
+
+    Examples
+    --------
+    >>> size = FigureTextSize(7.0, 130.0, 2145)  # 7 pt at 130 dpi: 12.6 px tall at the natural 2145 px
+    >>> round(size.pixels(size.width), 1), round(size.pixels(800), 1)
+    (12.6, 4.7)
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, points: float | None, dpi: float, width: int):
+        return super().__new__(cls, (points, dpi, width))
+
+    points = property(lambda self: self[0])
+    dpi = property(lambda self: self[1])
+    width = property(lambda self: self[2])
+
+    def pixels(self, displayed_width: float) -> float | None:
+        """Height in screen pixels of the smallest text when the image is shown ``displayed_width`` pixels wide.
+
+        Examples
+        --------
+        >>> FigureTextSize(7.0, 144.0, 1000).pixels(500)
+        7.0
+        """
+        if self.points is None:
+            return None
+        return self.points * self.dpi / 72.0 * displayed_width / self.width
+
+    def __repr__(self) -> str:
+        return f"FigureTextSize(points={self.points!r}, dpi={self.dpi!r}, width={self.width!r})"
+
+
+def figure_text_size(path: str | os.PathLike) -> FigureTextSize:
+    """The smallest text size recorded in a PNG by :func:`savefig`, with the PNG's dpi and width.
+
+    Reads the file's chunks (no imaging library): ``IHDR`` (width), ``pHYs`` (dots per metre; 72 dpi when
+    absent) and the ``tEXt`` chunk :data:`TEXT_SIZE_KEY` (``points`` None when absent: a figure saved before
+    the record existed, or by another program).
+
+    Raises
+    ------
+    ValueError
+        ``path`` is not a PNG file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig = plt.figure(figsize=(2, 1))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     fig.savefig(pathlib.Path(tmp) / "plain.png", dpi=144)
+    ...     figure_text_size(pathlib.Path(tmp) / "plain.png")
+    FigureTextSize(points=None, dpi=144.0, width=288)
+    >>> plt.close(fig)
+    """
+    import struct
+
+    data = Path(path).read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        raise ValueError(f"{path} is not a PNG file")
+    width = struct.unpack(">I", data[16:20])[0]
+    points, dpi, offset = None, 72.0, 8
+    while offset + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[offset:offset + 8])
+        body = data[offset + 8:offset + 8 + length]
+        if kind == b"pHYs" and len(body) == 9 and body[8] == 1:  # unit 1: per metre
+            dpi = round(struct.unpack(">I", body[:4])[0] * 0.0254, 4)
+        elif kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            if key.decode("latin-1") == TEXT_SIZE_KEY:
+                points = float(value.decode("latin-1"))
+        elif kind in (b"IDAT", b"IEND"):  # matplotlib writes its text chunks before the image data
+            break
+        offset += 12 + length
+    return FigureTextSize(points, dpi, width)
+
+
 def save_figure(fig: Any, path: str | os.PathLike, *, dpi: int = 130, close: bool = True) -> Path:
-    """Write a matplotlib figure to ``path`` atomically, in the format its suffix names.
+    """Write a matplotlib figure to ``path`` atomically, in the format its suffix names (:func:`savefig`).
 
     The suffix must be one of :data:`FIGURE_FORMATS` (``ValueError`` otherwise,
     before anything is written), so matplotlib never appends one of its own.
@@ -559,10 +709,9 @@ def save_figure(fig: Any, path: str | os.PathLike, *, dpi: int = 130, close: boo
     '.png'
     """
     path = check_output_file(path, "figure path", suffixes=FIGURE_FORMATS)
-    fmt = path.suffix.lower().lstrip(".")
     try:
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=dpi)
+            savefig(fig, tmp, dpi=dpi, fmt=path.suffix.lower().lstrip("."))
     finally:
         if close:
             import matplotlib.pyplot as plt

@@ -29,8 +29,8 @@ from typing import Any, Callable, TextIO
 
 __all__ = ["RECORD_INTERVAL", "NO_VALUE", "ProgressLog", "progress_bar", "format_duration", "format_value"]
 
-#: seconds between two progress records when the output is not a terminal
-RECORD_INTERVAL = 30.0
+#: seconds between two progress records when the output is not a terminal (no silent stretch over 10 s)
+RECORD_INTERVAL = 10.0
 
 
 #: shown for a value that does not exist yet (the training loss at the evaluation before the first step)

@@ -66,15 +66,15 @@ def _chromium() -> str:
     pytest.skip("chromium is not installed (Debian: apt-get install chromium, or run .ci/install-chromium.sh)")
 
 
-def _run_chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+def _run_chromium(page: Path, profile: Path, *extra: str, budget_ms: int = 10000) -> subprocess.CompletedProcess:
     command = [
         _chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
         # any host name lookup fails: math must typeset from the local files alone
         "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--virtual-time-budget=10000", "--window-size=1280,1800", *extra, page.as_uri(),
+        f"--virtual-time-budget={budget_ms}", "--window-size=1280,1800", *extra, page.as_uri(),
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+    return subprocess.run(command, capture_output=True, text=True, timeout=max(120, budget_ms / 1000))
 
 
 def _visible_text(dom: str) -> str:
@@ -202,11 +202,12 @@ def test_math_typesets_offline_in_headless_chromium(site, page, tmp_path):
 
 
 #: run in each copied page once it has loaded: the window's width, the page's scroll width, and the right edge of
-#: every image, written into the DOM that --dump-dom prints
+#: every image (of its scrolling container, when it has one), written into the DOM that --dump-dom prints
 _LAYOUT_PROBE = """<script>window.addEventListener('load', () => { const pre = document.createElement('pre');
 pre.id = 'idepth-layout'; pre.textContent = JSON.stringify({width: window.innerWidth,
 scroll: document.documentElement.scrollWidth, images: [...document.querySelectorAll('img')].map(
-i => [i.getAttribute('src'), Math.ceil(i.getBoundingClientRect().right)])}); document.body.appendChild(pre); });
+i => [i.getAttribute('src'), Math.ceil((i.closest('.idepth-scroll') || i).getBoundingClientRect().right)])});
+document.body.appendChild(pre); });
 </script>"""
 
 
@@ -224,7 +225,152 @@ def test_every_figure_and_results_page_fits_a_1280px_window(site, tmp_path):
         assert match, f"{page.name}: the layout probe did not run"
         layout = json.loads(html.unescape(match.group(1)))
         assert layout["width"] == 1280
+        # an image wider than its scrolling container (a figure shown wide enough for its text to be legible,
+        # docs/_ext/readable_figures.py) is cut by the container, which scrolls to it, not by the window
         wide = [src for src, right in layout["images"] if right > layout["width"]]
         if wide or layout["scroll"] > layout["width"]:
             too_wide.append((str(page.relative_to(site)), layout["scroll"], wide))
     assert not too_wide, f"pages wider than a 1280 px window (page, scroll width, images cut): {too_wide}"
+
+
+#: a page that opens each page of a list in a 1280 x 1800 frame, one after the other, and measures it once loaded and
+#: typeset: the right edge of the text column (``div.body`` less its padding), every table's width and right edge,
+#: every image's source, natural and displayed width; the results go into the DOM that --dump-dom prints
+_MEASURE_DRIVER = """<!doctype html><html><body><iframe id="frame" style="width:1280px;height:1800px;border:0"></iframe>
+<pre id="idepth-measures"></pre><script>
+const pages = PAGES, results = {}, frame = document.getElementById('frame');
+function measure(doc) {
+  const body = doc.querySelector('div.body') || doc.body, box = body.getBoundingClientRect();
+  const column = box.right - parseFloat(doc.defaultView.getComputedStyle(body).paddingRight);
+  return {width: doc.defaultView.innerWidth, column: column,
+    tables: [...doc.querySelectorAll('table')].map(t => [t.getBoundingClientRect().width, t.getBoundingClientRect().right]),
+    images: [...doc.querySelectorAll('img')].map(i => [i.getAttribute('src'), i.naturalWidth, i.getBoundingClientRect().width])};
+}
+async function run() {
+  for (const page of pages) {
+    await new Promise(resolve => { frame.onload = resolve; frame.src = page; });
+    const win = frame.contentWindow;
+    if (win.MathJax && win.MathJax.startup && win.MathJax.startup.promise) {
+      try { await win.MathJax.startup.promise; } catch (error) {}
+    }
+    results[page] = measure(frame.contentDocument);
+  }
+  document.getElementById('idepth-measures').textContent = JSON.stringify(results);
+}
+window.addEventListener('load', run);
+</script></body></html>"""
+
+
+def _measure_pages(site: Path, pages: list[Path], tmp_path: Path) -> dict:
+    """:data:`_MEASURE_DRIVER`'s measures of ``pages`` (relative path -> measures), in one headless Chromium."""
+    names = [page.relative_to(site).as_posix() for page in pages]
+    driver = site / "_measure_driver.html"
+    driver.write_text(_MEASURE_DRIVER.replace("PAGES", json.dumps(names)), encoding="utf-8")
+    try:
+        # virtual time: the pages load one after the other in the same frame (about 0.1 s each, unloaded)
+        dump = _run_chromium(driver, tmp_path / "profile-measure", "--allow-file-access-from-files", "--dump-dom",
+                             budget_ms=600_000)
+    finally:
+        driver.unlink()
+    assert dump.returncode == 0, dump.stderr[-2000:]
+    match = re.search(r'<pre id="idepth-measures">(.*?)</pre>', dump.stdout, flags=re.S)
+    assert match and match.group(1), "the measuring page did not finish"
+    return json.loads(html.unescape(match.group(1)))
+
+
+def _readable_figures():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readable_figures", ROOT / "docs" / "_ext" / "readable_figures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.browser
+def test_every_page_at_1280px_has_no_table_wider_than_its_column_and_no_figure_text_under_9px(site, tmp_path):
+    """Every built page with a table or an image (the others have nothing to measure), at a 1280 px window.
+
+    A figure's smallest text is ``points * dpi / 72 * displayed / natural`` pixels tall, from the size the PNG
+    records (:func:`numerics.io.figure_text_size`, written by :func:`numerics.io.savefig`); a PNG without the
+    record cannot be judged and is listed as such (regenerate it with the command on its page).
+    """
+    from numerics.io import figure_text_size
+
+    minimum = _readable_figures().MIN_TEXT_PX
+    pages = sorted(page for page in site.rglob("*.html")
+                   if not any(part.startswith("_") for part in page.relative_to(site).parts)
+                   and re.search(r"<table|<img", page.read_text(encoding="utf-8")))
+    assert len(pages) >= 30, "pages with tables and figures missing from the build"
+    measures = _measure_pages(site, pages, tmp_path)
+    assert sorted(measures) == sorted(page.relative_to(site).as_posix() for page in pages)
+    wide_tables, small_text, unrecorded = [], [], []
+    for name, page in measures.items():
+        assert page["width"] == 1280
+        for width, right in page["tables"]:
+            if right > page["column"] + 1:  # one pixel of rounding
+                wide_tables.append((name, round(width), f"{right - page['column']:.0f} px past the column"))
+        for source, natural, displayed in page["images"]:
+            path = (site / name).parent / source
+            if path.suffix.lower() != ".png" or "_images" not in path.parts:  # the theme's icons are no figures
+                continue
+            size = figure_text_size(path)
+            assert size.width == natural, f"{name}: {source} is {natural} px wide in the browser, {size.width} on disk"
+            if size.points is None:
+                unrecorded.append((name, path.name))
+            elif size.pixels(displayed) < minimum - 1e-6:
+                small_text.append((name, path.name, f"{size.pixels(displayed):.1f} px"))
+    assert not wide_tables, f"tables wider than the text column at 1280 px (page, width, overflow): {wide_tables}"
+    assert not small_text, f"figures whose smallest text is under {minimum:g} px at 1280 px: {small_text}"
+    assert not unrecorded, f"figures that record no text size (saved before numerics.io.savefig recorded it): {unrecorded}"
+
+
+def test_the_readable_width_puts_a_figures_smallest_text_at_9px():
+    """7 pt text at 130 dpi is 12.6 px at the natural size: a 2145 px figure (fig1) needs 1528 px for 9 px."""
+    from numerics.io import FigureTextSize
+
+    module = _readable_figures()
+    size = FigureTextSize(7.0, 130.0, 2145)
+    width = module.readable_width(size)
+    assert width == 1528 and size.pixels(width) >= module.MIN_TEXT_PX > size.pixels(width - 1)
+    assert size.pixels(800) == pytest.approx(4.71, abs=0.01)  # the 800 px the page showed it at: under 5 px
+    assert module.readable_width(FigureTextSize(None, 130.0, 2145)) is None
+
+
+def test_a_recorded_figure_is_given_the_width_at_which_its_smallest_text_is_9px(tmp_path):
+    """A one-page Sphinx project with the extension: the figure (7 pt text at 144 dpi, 1440 px wide: 14 px text)
+    gets min-width 926 px (9 px text) and keeps its natural width; an unrecorded PNG is left as Sphinx writes it;
+    their containers scroll sideways. No browser needed."""
+    import sys
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from numerics.io import figure_text_size, savefig
+
+    source = tmp_path / "src"
+    source.mkdir()
+    fig, ax = plt.subplots(figsize=(10, 3))
+    ax.set_xlabel("depth L", fontsize=7)
+    ax.tick_params(labelsize=8)
+    savefig(fig, source / "recorded.png", dpi=144)
+    fig.savefig(source / "plain.png", dpi=144)  # matplotlib's own: no record
+    plt.close(fig)
+    # the PNG stores dots per metre as an integer: 144 dpi comes back as 143.99
+    assert figure_text_size(source / "recorded.png") == (7.0, pytest.approx(144.0, abs=0.01), 1440)
+    (source / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'docs' / '_ext')!r})\n"
+                                    "extensions = ['readable_figures']\n", encoding="utf-8")
+    (source / "index.rst").write_text("Page\n====\n\n.. image:: recorded.png\n   :width: 1440px\n\n"
+                                      "A paragraph.\n\n.. image:: plain.png\n", encoding="utf-8")
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", str(source), str(tmp_path / "html")],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    page = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
+    images = {re.search(r'src="_images/(\w+)\.png"', tag).group(1): tag for tag in re.findall(r"<img [^>]*>", page)}
+    assert 'style="width: 1440px; min-width: 926px"' in images["recorded"] and "idepth-readable" in images["recorded"]
+    assert "min-width" not in images["plain"] and "idepth-readable" not in images["plain"]
+    assert page.count("idepth-scroll") == 2  # both images' containers scroll sideways
+    width = _readable_figures().readable_width(figure_text_size(source / "recorded.png"))
+    assert width == 926 and figure_text_size(source / "recorded.png").pixels(width) >= 9.0

@@ -105,6 +105,33 @@ def test_lazy_law_has_the_fixed_gain_form_plateau_plus_v_over_depth():
                                          rel=rtol(ROUNDOFF))
 
 
+def _certified(tmp_path):
+    """A certified study's directory beside ``tmp_path`` with one (fake) cell: the page's inputs are checked first."""
+    cells = tmp_path.parent / f"{tmp_path.name}-certified" / "cells"
+    cells.mkdir(parents=True, exist_ok=True)
+    (cells / "one.npz").write_bytes(b"")
+    return cells.parent
+
+
+def test_a_results_directory_without_the_certified_cells_is_refused_before_any_work(monkeypatch, tmp_path):
+    """`idepth expressible check --out /nonexistent` ran 176 s, then failed on a numpy error: now it is refused at once."""
+    def never(*args, **kwargs):
+        raise AssertionError("no work may start")
+
+    monkeypatch.setattr(page, "bound_differences", never)
+    monkeypatch.setattr(page, "collect", never)
+    for out, why in ((tmp_path / "missing", "holds no certified study"), (tmp_path, "holds no certified study")):
+        with pytest.raises(ValueError, match=why):
+            page.write_expressible_checks(out, progress=lambda _: None)
+    (tmp_path / "certified" / "cells").mkdir(parents=True)
+    with pytest.raises(ValueError, match="is empty"):
+        page.write_expressible_checks(tmp_path, progress=lambda _: None)
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ValueError, match="existing file, not a directory"):
+        page.write_expressible_checks(tmp_path / "a-file", progress=lambda _: None)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a-file", "cells", "certified"]  # nothing written
+
+
 def _fake_pipeline(monkeypatch):
     """Every expensive or file-reading step of ``write_expressible_checks`` replaced by a tiny fake."""
     monkeypatch.setattr(page, "collect", lambda path: ([], Errors((), np.zeros((0, 4), np.float32))))
@@ -122,7 +149,8 @@ def test_writing_leaves_nothing_when_the_figure_step_raises(monkeypatch, tmp_pat
 
     monkeypatch.setattr(page, "draw_figure", broken)
     with pytest.raises(RuntimeError, match="figure failed"):
-        page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
+        page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
+                                      certified_dir=_certified(tmp_path))
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["expressible.md"]
     assert (tmp_path / "expressible.md").read_text() == "the old page"
 
@@ -140,13 +168,15 @@ def test_writing_leaves_nothing_when_a_late_file_fails_to_stage(monkeypatch, tmp
 
     monkeypatch.setattr(nio, "stage", stage)  # the page writer (numerics.io.write_together) stages each file
     with pytest.raises(OSError, match="disk full"):
-        page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
+        page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
+                                      certified_dir=_certified(tmp_path))
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
 def test_writing_writes_the_page_figure_and_tables(monkeypatch, tmp_path):
     _fake_pipeline(monkeypatch)
-    written = page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None)
+    written = page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
+                                      certified_dir=_certified(tmp_path))
     assert all(p.is_file() and p.stat().st_size > 0 for p in written)
     text = (tmp_path / checks.PAGE).read_text()
     assert checks.FIGURE in text and "No shipped U_L yet" in text

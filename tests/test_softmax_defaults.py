@@ -81,6 +81,14 @@ def test_predict_loss_can_select_another_measured_regime_by_name(packaged):
     for regime in packaged.regimes:
         for entry in (e for e in packaged.entries if e.regime == regime):
             spectrum = PowerLawSpectrum(entry.a, entry.b, entry.d)
+            if entry.extra.get("verdict", "inverse-depth") != "inverse-depth":
+                # measured as not following plateau + c/L (the 'converged' recipe is flat): refused, naming the
+                # recorded verdict and the free-exponent α, not silently fitted with c/L
+                alpha = f"{entry.extra['alpha_free_fit']:.2f}"
+                with pytest.raises(ValueError, match=rf"'{entry.extra['verdict']}', measured α = {alpha}"):
+                    predict_loss(4, spectrum, attention="softmax", task="difficult", P=entry.P, k=entry.k,
+                                 calibration=regime)
+                continue
             if entry.c < 0:  # a measured loss that rises with depth is no calibration of plateau + c/L: refused
                 with pytest.raises(ValueError, match="coefficient"):
                     predict_loss(4, spectrum, attention="softmax", task="difficult", P=entry.P, k=entry.k,
@@ -92,6 +100,17 @@ def test_predict_loss_can_select_another_measured_regime_by_name(packaged):
     with pytest.raises(ValueError, match="regime"):
         predict_loss(4, PowerLawSpectrum(entry.a, entry.b, entry.d), attention="softmax", task="difficult",
                      P=entry.P, k=entry.k, calibration="no-such-regime")
+    assert {e.extra.get("verdict") for e in packaged.entries if e.regime == "converged"} == {"flat"}  # refused above
+
+
+def test_an_interpolation_touching_a_point_off_the_law_is_refused(packaged):
+    """(0, 0.25) lies between the grid points (0, 0) and (0, 0.5): 'converged' is flat at both, both are named."""
+    with pytest.raises(ValueError, match=r"\(a, b\) = \(0, 0\): 'flat'.*\(a, b\) = \(0, 0.5\): 'flat'"):
+        predict_loss(4, PowerLawSpectrum(0, 0.25, packaged.sizes[0][0]), attention="softmax", task="difficult",
+                     P=packaged.sizes[0][2], k=packaged.sizes[0][3], calibration="converged")
+    lazy = predict_loss(4, PowerLawSpectrum(0, 0.25, packaged.sizes[0][0]), attention="softmax", task="difficult",
+                        P=packaged.sizes[0][2], k=packaged.sizes[0][3], calibration="lazy")
+    assert np.isfinite(float(lazy.loss))
 
 
 def test_predict_loss_refuses_sizes_outside_the_defaults_naming_the_sizes_it_has(packaged):

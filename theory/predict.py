@@ -129,7 +129,11 @@ class SoftmaxCalibration:
     def __post_init__(self) -> None:
         for name in ("plateau", "coefficient"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not np.isfinite(float(value)):
+            try:
+                finite = not isinstance(value, bool) and np.isfinite(float(value))
+            except (TypeError, ValueError):  # a string, None, a list: not a number at all
+                finite = False
+            if not finite:
                 raise ValueError(f"calibration {name} must be a finite number; got {value!r}")
             object.__setattr__(self, name, float(value))
         if self.plateau < 0:
@@ -287,6 +291,11 @@ def _calibration(value) -> SoftmaxCalibration:
     if isinstance(value, Mapping):
         keys = set(value)
         if keys == {"A", "C"}:
+            for name in ("A", "C"):
+                try:
+                    SoftmaxCalibration(plateau=0.0, coefficient=value[name])  # a finite number, or refused
+                except ValueError:
+                    raise ValueError(f"calibration {name} must be a finite number; got {value[name]!r}") from None
             return SoftmaxCalibration(plateau=value["C"], coefficient=value["A"] - value["C"], source="A, C supplied")
         if keys == {"L0", "c"}:
             return SoftmaxCalibration(plateau=value["L0"], coefficient=value["c"], source="L0, c supplied")
@@ -393,8 +402,13 @@ def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
         from .softmax_defaults import load_softmax_defaults, softmax_default
 
         regime = calibration
+        defaults = load_softmax_defaults()
+        if regime not in defaults.regimes:  # a typo, or a file name: say what a name may be before anything else
+            raise ValueError(
+                f"calibration={regime!r} is not a regime of the shipped measurements ({', '.join(map(repr, defaults.regimes))}"
+                f", in {defaults.path}); a measured calibration is a SoftmaxCalibration(...), a theory.decomposition."
+                "Decomposition, a theory.fitting.DepthLawFit, or a mapping {'A': ..., 'C': ...} or {'L0': ..., 'c': ...}")
         if P is None:
-            defaults = load_softmax_defaults()
             raise ValueError(
                 f"calibration={regime!r} reads the shipped measurements, which exist for {defaults.describe_sizes()}: "
                 "pass P=... (the context length), or a measured calibration instead: SoftmaxCalibration(...), a "
@@ -615,8 +629,11 @@ def predict_loss(
         ``regime='calibrated'``: :class:`SoftmaxCalibration`, a measured
         :class:`~theory.decomposition.Decomposition`, a :class:`~theory.fitting.DepthLawFit`,
         a mapping ``{'A', 'C'}`` / ``{'L0', 'c'}``, or the name of a regime of the shipped
-        lazy-training measurements (``'lazy'``: ``theory/data/softmax_defaults.json``, d = 32,
-        P = 128, exponent fixed at 1; sizes or spectra outside the file are refused).
+        training measurements (``'lazy'``: ``theory/data/softmax_defaults.json``, at the sizes
+        that file records, :meth:`~theory.softmax_defaults.SoftmaxDefaults.describe_sizes`;
+        exponent fixed at 1). Sizes or spectra outside the file are refused, and so is a regime
+        whose measurements there are recorded as not following ``L0 + c/L`` (``'converged'``:
+        flat), naming the recorded verdict and free-exponent α.
     width : int, optional
         ``regime='heads'``: the hidden width N of the pre-norm similarity; default exact cosine.
     norm : {'layer', 'rms'}, optional

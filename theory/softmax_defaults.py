@@ -386,7 +386,8 @@ def softmax_default(spectrum, P: int, k: int = 2, *, regime: str | None = None, 
     Raises
     ------
     ValueError
-        A general spectrum, other prefactors, or sizes/spectra outside the grid.
+        A general spectrum, other prefactors, or sizes/spectra outside the grid; or a regime whose measurements
+        at this spectrum are recorded as not following ``L0 + c/L`` (their verdict and free-exponent α are named).
 
     References
     ----------
@@ -414,4 +415,45 @@ def softmax_default(spectrum, P: int, k: int = 2, *, regime: str | None = None, 
             "the measured softmax defaults are for c_lambda = c_omega = 1 (eq. 2 as the paper uses it); "
             f"got c_lambda={spectrum.c_lambda:g}, c_omega={spectrum.c_omega:g}: pass a calibration"
         )
-    return defaults.lookup(spectrum.a, spectrum.b, d=spectrum.d, P=P, k=k, regime=regime)
+    entry = defaults.lookup(spectrum.a, spectrum.b, d=spectrum.d, P=P, k=k, regime=regime)
+    _check_law_fits(defaults, entry, spectrum, P, k)
+    return entry
+
+
+#: the verdict the measurements record for a spectrum whose loss follows ``L0 + c/L`` (``numerics`` names it)
+LAW_FITS = "inverse-depth"
+
+
+def _check_law_fits(defaults: SoftmaxDefaults, entry: SoftmaxDefault, spectrum, P: int, k: int) -> None:
+    """Refuse an entry (or an interpolation between entries) measured as not following ``L0 + c/L``.
+
+    The file records, per grid point, the study's verdict on the free-exponent fit (``verdict``,
+    ``alpha_free_fit``, ``alpha_interval``); a prediction ``L0 + c/L`` read from a point whose verdict is not
+    :data:`LAW_FITS` would state a law the measurement did not find. Points without a recorded verdict pass.
+    """
+    rows = defaults.grid(d=spectrum.d, P=P, k=k, regime=entry.regime)
+    if entry.interpolated:
+        coords = np.array([[e.a, e.b] for e in rows])
+        weights = _linear_weights(coords, np.array([entry.a, entry.b]))
+        used = [rows[i] for i in np.flatnonzero(weights > 0)] if weights is not None else list(rows)
+    else:
+        used = [entry]
+    failing = [e for e in used if e.extra.get("verdict", LAW_FITS) != LAW_FITS]
+    if failing:
+        def describe(e: SoftmaxDefault) -> str:
+            alpha, interval = e.extra.get("alpha_free_fit"), e.extra.get("alpha_interval")
+            fit = f"measured α = {alpha:.2f}" if isinstance(alpha, (int, float)) else "no α recorded"
+            if isinstance(interval, (list, tuple)) and len(interval) == 2:
+                fit += f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+            return f"(a, b) = ({e.a:g}, {e.b:g}): {e.extra['verdict']!r}, {fit}"
+
+        raise ValueError(
+            f"regime {entry.regime!r} is not described by L0 + c/L at this spectrum: the measurements it would be read "
+            f"from are recorded as not following the law ({'; '.join(map(describe, failing))}; regimes whose law fits: "
+            f"{', '.join(map(repr, _fitting_regimes(defaults))) or 'none'}); use regime='expressible' or a calibration "
+            "of your own")
+
+
+def _fitting_regimes(defaults: SoftmaxDefaults) -> tuple:
+    return tuple(r for r in defaults.regimes
+                 if all(e.extra.get("verdict", LAW_FITS) == LAW_FITS for e in defaults.entries if e.regime == r))

@@ -42,7 +42,7 @@ def add_execution_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--scheduler", metavar="ADDR", default=None,
                        help="address of a running Dask scheduler, e.g. tcp://host:8786 (with --backend dask)")
     group.add_argument("--no-progress", action="store_true",
-                       help="no progress output (bars on a terminal, otherwise a one-line record every 30 s)")
+                       help="no progress output (bars on a terminal, otherwise a one-line record every 10 s)")
 
 
 def execution_from_args(args: argparse.Namespace, **fields):

@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     parser.add_argument("--only", choices=NAMES, metavar="NAME", action="append",
                         help=f"restrict to one derivation (repeatable); one of: {', '.join(NAMES)}")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="directory of the pages (default: docs/derivations of this checkout)")
+                        help="directory of the pages, created if missing (default: docs/derivations of this checkout)")
     parser.set_defaults(func=run)
 
 
@@ -32,12 +32,16 @@ def run(args: argparse.Namespace) -> int:
 
     directory = args.out if args.out is not None else default_pages_dir()
     if not args.check:
-        from numerics.io import check_output_dir
+        from numerics.io import make_output_dir
 
-        check_output_dir(directory, "--out")
+        make_output_dir(directory, "--out")  # checked (a file in the way, nothing writable), then created
+    from ._working import working
+
+    names = args.only or "every"
     try:
         if args.check:
-            differing = check_pages(directory, args.only)
+            with working("idepth derive", f"deriving {names if isinstance(names, str) else ', '.join(names)} page(s)"):
+                differing = check_pages(directory, args.only)
             if differing:
                 for name in differing:
                     page = directory / (name + ".md")
@@ -46,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             print(f"idepth derive: {len(args.only or ()) or 'all'} page(s) up to date in {directory}")
             return 0
-        for path in write_pages(directory, args.only):
+        with working("idepth derive", f"deriving {names if isinstance(names, str) else ', '.join(names)} page(s)"):
+            written = write_pages(directory, args.only)
+        for path in written:
             print(f"wrote {path}")
         return 0
     except DerivationError as exc:

@@ -118,8 +118,12 @@ def run(args: argparse.Namespace) -> int:
     from numerics.io import FIGURE_FORMATS, check_output_file
     from numerics.train import TrainResult
 
+    from theory.validation import check_generator, check_positive_int
+
     if args.plot is not None:  # before any work: nothing is computed for a plot that cannot be written
         check_output_file(args.plot, "--plot", suffixes=FIGURE_FORMATS)
+    check_positive_int("--contexts", args.contexts)
+    rng = check_generator(args.seed, "--seed", allow_seed=True)  # a negative seed: numpy's message names nothing
     status = checkpoint_status(args.checkpoint)
     incomplete = status is not None and status.get("complete") is False
     if incomplete and not args.allow_incomplete:
@@ -129,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             "or pass --allow-incomplete to diagnose it as it is"
         )
     result = TrainResult.load(args.checkpoint)
-    diag = diagnose(result, n_contexts=args.contexts, rng=np.random.default_rng(args.seed))
+    diag = diagnose(result, n_contexts=args.contexts, rng=rng)
     if incomplete:
         print(f"INCOMPLETE CHECKPOINT (--allow-incomplete): training stopped at step {status.get('step', '?')} of "
               f"{status.get('max_steps', '?')}; these are the weights of that step, not of a finished run\n")

@@ -71,15 +71,24 @@ def run(args: argparse.Namespace) -> int:
         spectra = _spectra(args.spectra) if args.spectra else list(TABLE1_SPECTRA)
         if args.out is not None:
             check_output_dir(args.out, "--out")
-        run_expressible(spectra, args.out, recompute=args.recompute,
-                        progress=lambda message: print(message, file=sys.stderr, flush=True))
+        from ._working import working
+
+        with working("idepth expressible run", "computing U_L"):  # its own lines come per spectrum, minutes apart
+            run_expressible(spectra, args.out, recompute=args.recompute,
+                            progress=lambda message: print(message, file=sys.stderr, flush=True))
         return 0
     from numerics.experiments.study.answer import write_answer_blocks
-    from numerics.experiments.study.expressible_page import write_expressible_checks
+    from numerics.experiments.study.expressible_page import check_results_dir, write_expressible_checks
     from numerics.experiments.shipped import checkout_root, shipped_path
 
-    out = args.out if args.out is not None else shipped_path()
-    write_expressible_checks(out, progress=lambda message: print(message, file=sys.stderr, flush=True))
+    if args.out is not None:
+        out = check_results_dir(args.out, "--out")  # before the Monte Carlo (CPU minutes)
+    else:
+        out = check_results_dir(shipped_path(), "the shipped results (docs/results, or $IDEPTH_RESULTS)")
+    from ._working import working
+
+    with working("idepth expressible check", "checking"):  # its own lines come per spectrum, tens of seconds apart
+        write_expressible_checks(out, progress=lambda message: print(message, file=sys.stderr, flush=True))
     if args.out is None and checkout_root() is not None:
         # the checkout's own results: the answer stated in README.md and docs/index.md follows them
         for path in write_answer_blocks():

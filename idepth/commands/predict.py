@@ -214,8 +214,11 @@ def run(args) -> int:
     options = dict(polynomial=args.polynomial, gamma=args.gamma, P=args.P, k=args.k, floor_method=args.floor_method,
                    n_samples=args.samples, rng=args.seed, calibration=_calibration(args.calibration),
                    regime=args.regime, norm=args.norm, width=args.width, heads=_heads(args.heads))
-    prediction = predict_loss(parse_depths(args.depth), spectrum, attention=args.attention, task=args.task,
-                              **{name: value for name, value in options.items() if value is not None})
+    from ._working import working
+
+    with working("idepth predict", "computing"):  # Monte Carlo (B_L, floors, U_L afresh) takes tens of seconds
+        prediction = predict_loss(parse_depths(args.depth), spectrum, attention=args.attention, task=args.task,
+                                  **{name: value for name, value in options.items() if value is not None})
     if args.plot is not None:
         plot_prediction(prediction, args.plot, title=repr(spectrum))
     if args.json:

@@ -73,6 +73,17 @@ def _argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
+def _remove_empty_tree(path) -> None:
+    """Remove ``path`` if it holds nothing but empty directories (what a failed start leaves); else leave it."""
+    import os
+
+    for root, _, _ in sorted(os.walk(path), key=lambda entry: -len(entry[0])):
+        try:
+            os.rmdir(root)
+        except OSError:  # not empty: something was written, keep it
+            return
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the reproduction; print where the report is; return the exit status (:data:`EXIT_STATUSES`)."""
     import sys
@@ -85,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     execution = execution_from_args(args)
     check_output_dir(args.out, "--out")
     command = command_line(_argv(args))
+    created = not Path(args.out).exists()
     try:
         result = reproduce(
             args.scale, args.only, args.out, execution=execution, study=False if args.no_study else None,
@@ -95,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"idepth reproduce: interrupted; the finished runs are kept in {Path(args.out) / 'store'}, so the same "
               f"command continues: {command}", file=sys.stderr)
         return 130
+    except Exception:
+        if created:  # refused before anything was stored (a scheduler that does not answer): leave no empty --out
+            _remove_empty_tree(Path(args.out))
+        raise
     from numerics.experiments.reproduce.report import counts_text
     from numerics.experiments.shipped import not_found_message
 

@@ -85,8 +85,9 @@ def _execution(args: argparse.Namespace):
             raise ValueError(f"--dask-local is only used with --backend dask; got --dask-local {args.dask_local} "
                              f"with --backend {args.backend}")
     if args.backend == "dask" and args.scheduler is not None and (args.workers, args.dask_local) != (None, None):
-        raise ValueError("with --scheduler the cluster decides the workers: do not also give "
-                         f"--workers ({args.workers!r}) or --dask-local ({args.dask_local!r})")
+        given = " and ".join(f"{flag} {value}" for flag, value in (("--workers", args.workers),
+                                                                   ("--dask-local", args.dask_local)) if value is not None)
+        raise ValueError(f"with --scheduler the cluster decides the workers: do not also give {given}")
     return execution_from_args(args, workers=args.workers if args.dask_local is None else args.dask_local)
 
 

@@ -8,8 +8,12 @@ down (library functions take ``execution=None``, the defaults); the backends are
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+#: a Dask scheduler address: an optional protocol, a host name or [IPv6] address, and a port
+_SCHEDULER_ADDRESS = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}$")
 
 __all__ = ["BACKENDS", "Execution", "as_execution", "usable_cores"]
 
@@ -49,7 +53,7 @@ class Execution:
     scheduler : str, optional
         Address of a running Dask scheduler (``tcp://host:8786``); only with ``backend='dask'``.
     progress : bool, optional
-        ``None``: a bar on a terminal, a record every 30 s otherwise (:mod:`numerics.progress`);
+        ``None``: a bar on a terminal, a record every 10 s otherwise (:mod:`numerics.progress`);
         ``True``: a bar; ``False``: silent.
     store_dir, cache_dir : path, optional
         The sweep store a study trains into and its Monte-Carlo cache
@@ -92,6 +96,11 @@ class Execution:
             if self.backend != "dask":
                 raise ValueError("scheduler is only used with backend='dask'; "
                                  f"got scheduler={self.scheduler!r} with backend={self.backend!r}")
+            if not _SCHEDULER_ADDRESS.match(self.scheduler.strip()):
+                # checked here, before any work: dask.distributed refuses it only once a client is built, and a
+                # half-built client then blocks its process's exit for 20 s
+                raise ValueError("scheduler must be an address with a port, like 'tcp://host:8786' or 'host:8786'; "
+                                 f"got {self.scheduler!r}")
         if self.progress is not None and not isinstance(self.progress, bool):
             raise TypeError(f"progress must be True, False or None; got {self.progress!r}")
         for name in ("store_dir", "cache_dir"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import write_together
+from numerics.io import savefig, write_together
 
 from .._markdown import fixed, markdown_table
 from .._plotting import depth_ticks, pyplot
@@ -39,7 +39,38 @@ from .certified.contrasts import collect_contrasts
 from .certified.plan import TABLE1_SPECTRA, CertifiedPlan
 from .certified.table import collect
 
-__all__ = ["draw_figure", "expressible_markdown", "write_expressible_checks"]
+__all__ = ["check_results_dir", "draw_figure", "expressible_markdown", "write_expressible_checks"]
+
+
+def check_results_dir(out_dir, name: str = "out_dir", *, certified_dir=None) -> Path:
+    """``out_dir`` as a path if it is a writable results directory holding the certified study's cells.
+
+    The checks run before any Monte Carlo (the lazy heads' law takes CPU minutes): ``out_dir`` must be a
+    writable directory, and the certified study's exported cells (``certified_dir/cells``, default
+    ``out_dir/certified/cells``) must be there, since every row of the page compares one of them.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the path and what it lacks.
+
+    Examples
+    --------
+    >>> check_results_dir("/no/such/results", "--out")
+    Traceback (most recent call last):
+    ...
+    ValueError: --out '/no/such/results' holds no certified study: '/no/such/results/certified/cells' is not a directory (a results directory is docs/results of a checkout, or $IDEPTH_RESULTS, holding certified/cells)
+    """
+    from numerics.io import check_output_dir
+
+    out = check_output_dir(out_dir, name)
+    cells = (Path(certified_dir) if certified_dir is not None else out / "certified") / "cells"
+    if not cells.is_dir():
+        raise ValueError(f"{name} {str(out)!r} holds no certified study: {str(cells)!r} is not a directory (a results "
+                         "directory is docs/results of a checkout, or $IDEPTH_RESULTS, holding certified/cells)")
+    if not any(cells.iterdir()):
+        raise ValueError(f"{name} {str(out)!r} holds no certified study: {str(cells)!r} is empty")
+    return out
 
 
 def draw_figure(envelope: list, expressible: dict, lazy_rows: list):
@@ -234,10 +265,12 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
         from ..shipped import shipped_path
 
         out_dir = shipped_path()
-    out_dir = Path(out_dir)
+    out_dir = check_results_dir(out_dir, "out_dir", certified_dir=certified_dir)  # before any Monte Carlo
     plan = plan or CertifiedPlan()
     certified_dir = Path(certified_dir) if certified_dir is not None else out_dir / "certified"
     expressible_dir = Path(expressible_dir) if expressible_dir is not None else data_dir()
+    rows, errors = collect(certified_dir / "cells")  # a corrupt cell is named before anything else is said or done
+    contrasts = collect_contrasts(certified_dir / "contrasts")
     expressible, missing = {}, []
     for a, b in spectra:
         path = expressible_dir / file_name(a, b, SETTINGS)
@@ -247,8 +280,6 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
             missing.append((float(a), float(b)))
     progress(f"U_L shipped at {len(expressible)} of {len(spectra)} spectra" +
              (f" (missing: {', '.join(_label(a, b) for a, b in missing)})" if missing else ""))
-    rows, errors = collect(certified_dir / "cells")
-    contrasts = collect_contrasts(certified_dir / "contrasts")
     progress(f"certified study: {len(rows)} candidates, {len(contrasts)} contrast runs")
     shifts, laws = {}, {}
     for (a, b), loss in expressible.items():
@@ -263,7 +294,7 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
     page = expressible_markdown(envelope, lazy_rows, fits, missing=missing)
     fig = draw_figure(envelope, expressible, lazy_rows)
     try:
-        written = write_together(out_dir, {FIGURE: lambda path: fig.savefig(path, format="png", dpi=100),
+        written = write_together(out_dir, {FIGURE: lambda path: savefig(fig, path, dpi=100),
                                            ENVELOPE_CSV: _csv(envelope), LAZY_CSV: _csv(lazy_rows),
                                            LAZY_FIT_CSV: _csv(fits), PAGE: page})
     finally:
