@@ -78,7 +78,7 @@ def register(subparsers) -> None:
     consistency.add_argument("--contexts", type=int, default=8192, help="Monte-Carlo contexts per bound (default 8192)")
     consistency.add_argument("--workers", type=int, default=1, help="processes computing bounds (default 1)")
     consistency.add_argument("--no-progress", action="store_true",
-                             help="no progress output (a bar on a terminal, otherwise a one-line record every 30 s)")
+                             help="no progress output (a bar on a terminal, otherwise a one-line record every 10 s)")
     consistency.set_defaults(func=run_consistency)
 
     sizes = actions.add_parser(

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from numerics.io import savefig
+
 from .. import criteria
 from .._markdown import fmt, markdown_table
 from .._plotting import depth_ticks, pyplot
@@ -68,7 +70,7 @@ def draw_figures(s: StudyScale, points, bounds) -> dict:
             stem = f"regime_d{d}_P{P}_N{N}_a{a:g}_b{b:g}"
             for ext in ("png", "pdf"):
                 buffer = io.BytesIO()
-                fig.savefig(buffer, format=ext, dpi=120)
+                savefig(fig, buffer, dpi=120, fmt=ext)  # a PNG records its smallest text size
                 files[f"figures/{stem}.{ext}"] = buffer.getvalue()
             plt.close(fig)
     return files
