@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.lazy_epilog = _answer_epilog  # computed only when the help is shown: --version stays fast
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    # 100 columns, as the answer below is wrapped: each command's help on one or two lines
+    parser.formatter_class = lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=100, max_help_position=16)
     parser.add_argument("--version", action="version", version="%(prog)s " + _version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -88,7 +89,7 @@ def _answer_epilog() -> str:
     try:
         from numerics.experiments.study.answer import package_answer
 
-        text = package_answer().text.replace("**", "")
+        text = package_answer().help_text()
     except (OSError, ValueError, KeyError) as exc:
         text = f"The package's answer is computed from the shipped results ({exc})."
     # no break inside a hyphenated word ("step-doubling"): the answer reads the same as in the README

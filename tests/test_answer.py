@@ -33,11 +33,21 @@ def test_docs_index_states_the_same_answer(answer):
     assert _block((ROOT / "docs" / "index.md").read_text(encoding="utf-8")) == answer.text
 
 
-def test_cli_help_ends_with_the_same_answer(answer, capsys):
+def test_cli_help_ends_with_the_same_headline_and_the_evidence_page_in_at_most_30_lines(answer, capsys):
     from idepth.cli import build_parser
+    from numerics.experiments.study.answer import EVIDENCE
 
     text = build_parser().format_help()
-    assert answer.text.replace("**", "") in " ".join(text.split())
+    assert " ".join(answer.help_text().split()) in " ".join(text.split()) and EVIDENCE in text
+    assert len(text.splitlines()) <= 30
+
+
+def test_the_answer_block_is_a_headline_a_table_and_at_most_150_words_of_prose(answer):
+    lines = answer.text.splitlines()
+    table = [line for line in lines if line.startswith("|")]
+    assert len(table) == 2 + len(answer.rows) and len(answer.notes) <= 2
+    prose = " ".join(line for line in lines if not line.startswith("|"))
+    assert len(prose.split()) <= 150
 
 
 def _first_study_with(tmp_path, edit):
@@ -62,8 +72,8 @@ def test_the_answer_follows_the_verdicts_file(tmp_path, answer):
 
     results = _first_study_with(tmp_path, check_every_depth)
     changed = package_answer(results)
-    assert changed.facts["counts"]["REPRODUCED"] == 7 and "7 REPRODUCED" in changed.text
-    assert changed.facts["headline"] == "yes, at every Table 1 spectrum"
+    assert changed.facts["counts"]["REPRODUCED"] == 7 and changed.facts["settled"]
+    assert changed.headline.startswith("Yes") and all(r.verdict == "REPRODUCED" and not r.why for r in changed.rows)
     assert changed.text != answer.text
 
 
@@ -79,8 +89,9 @@ def test_a_contradiction_resting_on_unchecked_depths_does_not_settle_the_questio
     results = _first_study_with(tmp_path, contradict)
     unchecked = sum(len(s["checked_depths"]) < minimum for s in edited)
     changed = package_answer(results)
-    assert unchecked > 0 and changed.facts["unchecked_decided"] == unchecked
-    assert changed.facts["headline"] == "not settled by this package's evidence"
+    assert unchecked > 0 and changed.facts["unchecked"] == unchecked and not changed.facts["settled"]
+    assert changed.headline.startswith("Not settled")
+    assert sum(bool(r.why) for r in changed.rows if r.verdict == "CONTRADICTED") >= unchecked
 
 
 def _shipped_main_settings() -> tuple[dict, list[dict]]:
@@ -97,27 +108,27 @@ def _shipped_main_settings() -> tuple[dict, list[dict]]:
     return verdicts, settings
 
 
-def test_the_answer_states_the_verdict_counts_and_checked_depths_of_the_verdicts_files(answer):
-    """The words follow the verdicts files: their counts, and how many spectra rest on too few checked depths."""
+def test_each_row_is_its_spectrums_verdict_alpha_interval_and_checked_depths_in_the_verdicts_files(answer):
+    """The rows follow the verdicts files (read here independently of current_verdicts)."""
     verdicts, settings = _shipped_main_settings()
+    grid = verdicts["alpha_grid"]
+    assert [r.spectrum for r in answer.rows] == [(s["a"], s["b"]) for s in settings]
+    for row, s in zip(answer.rows, settings):
+        assert row.verdict == s["verdict"] and list(row.depths) == s["checked_depths"]
+        primary = s["primary"]
+        if primary is None:
+            assert row.alpha is None
+        else:
+            lo, hi = row.alpha
+            assert (lo is None) == (primary["alpha_lo"] <= grid[0]) and (hi is None) == (primary["alpha_hi"] >= grid[1])
+            assert lo is None or lo == primary["alpha_lo"]
+            assert hi is None or hi == primary["alpha_hi"]
+        short = len(s["checked_depths"]) < verdicts["rules"]["min_checked_depths"]
+        assert bool(row.why) == (s["verdict"] == "INCONCLUSIVE" or short)
     counts = {w: sum(s["verdict"] == w for s in settings) for w in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
-    text = (f"{counts['REPRODUCED']} REPRODUCED, {counts['CONTRADICTED']} CONTRADICTED and {counts['INCONCLUSIVE']} "
-            f"INCONCLUSIVE of {len(settings)}")
-    assert text in answer.text
-    minimum = verdicts["rules"]["min_checked_depths"]
-    short = [s for s in settings if len(s["checked_depths"]) < minimum]
-    if short:
-        ran = [s for s in short if s["doubling_run"]]
-        assert f"{len(short)} of the {len(settings)} spectra have fewer: the check ran at {len(ran)} of them" \
-            in answer.text
-        assert "not settled" in answer.facts["headline"]
-        # a spectrum with enough checked depths is named with them, never among those with fewer
-        for s in settings:
-            where = f"({s['a']:g}, {s['b']:g}) on L = {', '.join(map(str, s['checked_depths']))}"
-            assert (where in answer.text) == (s not in short)
-            assert (f"{where} ({s['verdict']}: the verdict's contrast is not on them)" in answer.text) == (
-                s not in short and not s["primary"])
-            assert (f"({s['a']:g}, {s['b']:g}): it ran at L =" in answer.text) == (s in ran)
+    assert answer.facts["counts"] == counts
+    assert answer.headline.startswith("Not settled") == (counts["REPRODUCED"] < len(settings) or not
+                                                         answer.facts["settled"])
 
 
 def test_missing_results_name_the_file(tmp_path):
@@ -130,28 +141,20 @@ def test_replace_block_refuses_text_without_markers():
         replace_block("no block here", "x")
 
 
-def test_the_revised_study_adds_its_sentence_when_its_facts_exist(tmp_path, answer):
+def test_the_notes_are_the_revised_facts_numbers_when_they_exist(tmp_path):
     results = tmp_path / "results"
     (results / "certified-revised").mkdir(parents=True)
     for name in ("certified-study.csv", "certified-study.verdicts.json"):
         shutil.copy(ROOT / "docs" / "results" / name, results)
     gap = {"value": -0.01, "se": 0.002, "per_seed": [-0.01], "word": "below"}
-    facts = {"plan": {"select_size": 65536}, "coverage": [{"a": 0.0, "b": 0.0, "done": [1, 2, 4], "todo": [8]},
-                                                          {"a": 0.0, "b": 0.5, "done": [], "todo": [1]}],
-             "steps": [{"a": 0.0, "b": 0.0, "z": 2.5, "agrees": False}],
-             "envelope": [{"gap": gap}, {"gap": {**gap, "word": "indistinguishable"}}],
-             "long": [{"gap": gap, "steps": 24000, "depth": 4}],
+    facts = {"envelope": [{"gap": gap}, {"gap": {**gap, "word": "indistinguishable"}}],
              "decomposition": [{"a": 0.0, "b": 0.0, "depth": L, "A_minus_C": None if v is None else {"value": v}}
                                for L, v in ((1, None), (2, 1.5), (4, 4.5))]}
     (results / "certified-revised" / "certified-revised.json").write_text(json.dumps(facts))
-    text = package_answer(results).text
-    assert "The revised certified study (2^16-context sets" in text and "(0, 0) at L = 1, 2, 4 (1 spectrum not yet)" in text
-    assert "within 2 SE at 0 of 1 spectra" in text and "below U_L at 1 of 2 spectrum-depth pairs" in text
-    assert "1 of 1 long-cap runs (24000 steps at L = 4) go more than 2 SE below U_L (by up to 0.0100 ± 0.0020" in text
-    assert "A_L − C_L (eq. 63; flat in L under the c/L law) spans a factor of 3.0–3.0 across the depths done at 1 " \
-           "spectrum (widest at (0, 0): 1.50–4.50)" in text
-    if not (ROOT / "docs" / "results" / "certified-revised" / "certified-revised.json").is_file():
-        assert "revised" not in answer.text
+    notes = package_answer(results).notes
+    assert len(notes) == 2 and "at 1 of 2 spectrum–depth pairs" in notes[0] and "3.0–3.0" in notes[1]
+    (results / "certified-revised" / "certified-revised.json").unlink()
+    assert package_answer(results).notes == ()
 
 
 def _results_with_revised(tmp_path: Path, change=None) -> Path:
@@ -183,9 +186,8 @@ def test_a_revised_spectrum_with_every_depth_replaces_the_first_studys_verdict(t
     shutil.rmtree(results / "certified-revised")
     first = package_answer(results)
     assert changed.facts["counts"]["REPRODUCED"] == first.facts["counts"]["REPRODUCED"] + 2
-    assert "(the revised study's at (0, 0), (0, 0.25), where it has run every depth; the first study's at the other 5)" \
-        in changed.text
-    assert "revised study's" not in first.text
+    assert [r.verdict for r in changed.rows[:2]] == ["REPRODUCED", "REPRODUCED"]
+    assert changed.rows[2:] == first.rows[2:]
 
 
 def test_a_revised_verdicts_file_that_its_cells_do_not_back_is_refused(tmp_path):
@@ -208,9 +210,10 @@ def test_a_spectrum_with_enough_checked_depths_but_no_contrast_on_them_says_so(t
 
     results = _first_study_with(tmp_path, drop_depth_one)
     picked = picked[0]
-    text = package_answer(results).text
-    where = f"({picked['a']:g}, {picked['b']:g}) on L = {', '.join(map(str, picked['checked_depths']))}"
-    assert f"{where} (INCONCLUSIVE: the verdict's contrast is not on them)" in text
+    row = next(r for r in package_answer(results).rows if r.spectrum == (picked["a"], picked["b"]))
+    assert row.verdict == "INCONCLUSIVE" and list(row.depths) == picked["checked_depths"]
+    if len(picked["checked_depths"]) >= 5:
+        assert "L = 1" in row.why
 
 
 @pytest.mark.parametrize("shift", range(0, 14))
@@ -222,5 +225,5 @@ def test_the_cli_help_never_breaks_a_hyphenated_word_of_the_answer(monkeypatch, 
     from idepth.cli import _answer_epilog
 
     text = "a " * 40 + "b" * shift + " the step-doubling check " + "c " * 40
-    monkeypatch.setattr(answer_module, "package_answer", lambda: SimpleNamespace(text=text))
+    monkeypatch.setattr(answer_module, "package_answer", lambda: SimpleNamespace(help_text=lambda: text))
     assert " ".join(_answer_epilog().split()) == "the answer: " + " ".join(text.split())

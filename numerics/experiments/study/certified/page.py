@@ -51,6 +51,24 @@ PAGE = "certified-study.md"
 CSV = "certified-study.csv"
 FIGURE = "figures/certified-study.png"
 RECIPE_FIGURE = "figures/certified-recipes.png"
+#: the terms of the package's answer (README.md, docs/index.md), defined where its evidence is: the revised page
+GLOSSARY = (
+    ("envelope `R*_L`", "the best loss found at depth L: per seed, the candidate with the least selection-set loss, "
+                        "reported on an independent report set; mean over seeds"),
+    ("REPRODUCED / CONTRADICTED / INCONCLUSIVE", "the fit-free contrast's bootstrap interval contains the value the "
+     "α = 1 law (eq. 16) gives and bounds α / excludes it under every check / neither, or the checks below fail"),
+    ("contrast `g_2/g_Lmax`", "the gains `g_L = R*_1 − R*_L` at L = 2 and at the deepest checked depth, a ratio that "
+                              "depends on α only; its interval implies the **α interval**"),
+    ("step-doubling check", "a depth passes when training its candidates for twice the steps lowers the envelope "
+                            f"by at most {DOUBLING_SES:g} SE (`criteria.DOUBLING_SES`)"),
+    ("depths it rests on", "the depths whose step-doubling check ran and passed; a verdict needs at least "
+                           f"{MIN_CHECKED_DEPTHS} (`criteria.MIN_CHECKED_DEPTHS`)"),
+    ("`U_L`", "the best model of depth L built by hand (L chosen heads and a gain, `theory.expressible`): an upper "
+              "bound on the optimum"),
+    ("`R*_∞`", "the infinite-mixture limit (`theory.mixture_limit`): a lower bound on every depth's optimum"),
+    ("`A_L − C_L`", "the winners' layer disagreement of eq. (63), `R_L = C_L + (A_L − C_L)/L`; i.i.d. heads keep it "
+                    "constant in L"),
+)
 #: the line the shipped version-1 page opens with: where the current evidence is (never its verdicts)
 SUPERSEDED = ("The package's answer rests on the revised certified study (plan version 2: 2^16-context selection and "
               "report sets, U_L's heads among the starts, every depth's step-doubling check), "
@@ -108,6 +126,8 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     lines = [f"# {title}", ""]
     if superseded_by:
         lines += [f"**Superseded.** {superseded_by}", ""]
+    if plan.version >= 2:  # the evidence page: the answer's terms, defined before they are used
+        lines += ["**Terms.** " + "; ".join(f"{term}: {meaning}" for term, meaning in GLOSSARY) + ".", ""]
     # a revised plan opens with what it measured (coverage, the L = 2 step, U_L): its verdicts need every depth
     lead, extra = (list(extra), []) if plan.version >= 2 else ([], list(extra))
     lines += lead
