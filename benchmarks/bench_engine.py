@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_sampler import simd_extensions  # noqa: E402  (the one home of the SIMD report)
+from bench_sampler import cpu_model, simd_extensions  # noqa: E402  (the one home of the machine report)
 
 from numerics.engines import jax_available  # noqa: E402
 from numerics.io import write_json  # noqa: E402
@@ -128,7 +128,7 @@ def bench_size(size: tuple, repeats: int, seconds: float, stream: int) -> dict:
 
 def environment() -> dict:
     env = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
-           "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "numpy_simd": simd_extensions(),
+           "cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "numpy_simd": simd_extensions(),
            "xla_flags": os.environ.get("XLA_FLAGS", "")}
     if jax_available():
         import jax
@@ -139,16 +139,6 @@ def environment() -> dict:
     else:
         env.update(jax=None, device="cpu (numpy only: jax not installed)", platform="cpu")
     return env
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main(argv=None) -> int:

@@ -23,24 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_sampler import cpu_model  # noqa: E402  (the one home of the machine report)
 
 DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128)
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _simd() -> str:
@@ -72,7 +64,7 @@ def main(argv=None) -> int:
     import theory
 
     spectrum = PowerLawSpectrum(args.a, args.b, 16)
-    print(f"CPU: {_cpu()}; numpy SIMD found: {_simd()}; threads: OPENBLAS_NUM_THREADS="
+    print(f"CPU: {cpu_model()}; numpy SIMD found: {_simd()}; threads: OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; load before: {os.getloadavg()}")
     shipped = _time(lambda: predict_loss(DEPTHS, spectrum, attention="softmax", task="difficult", P=64))
     computed = _time(lambda: predict_loss(DEPTHS, spectrum, attention="softmax", task="difficult", P=64,

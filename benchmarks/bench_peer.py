@@ -122,7 +122,7 @@ except ImportError:  # pragma: no cover - the jax peer is skipped, said in main(
     jax = None
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sampler import simd_extensions  # noqa: E402  (the one home of the SIMD report)
+from bench_sampler import cpu_model, simd_extensions  # noqa: E402  (the one home of the machine report)
 
 #: the sizes (d, N, P, L, batch) of the speed table plus its large point
 DEFAULT_SIZES = ((16, 32, 64, 16, 256), (16, 32, 64, 128, 256), (32, 64, 128, 32, 256), (128, 128, 1024, 16, 128))
@@ -638,7 +638,7 @@ def environment() -> dict:
         "torch_num_threads": torch.get_num_threads(),
         "torch_num_interop_threads": torch.get_num_interop_threads(),
         "machine": platform.machine(),
-        "processor": _cpu_model(),
+        "processor": cpu_model(),
         "cpu_count": os.cpu_count(),
         "thread_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")},
         "numpy_simd": simd_extensions(),
@@ -672,16 +672,6 @@ def _jaxlib_version() -> str:
     import jaxlib
 
     return getattr(jaxlib, "__version__", "unknown")
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def write_json_atomically(path: str, data: dict) -> None:

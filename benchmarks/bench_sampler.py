@@ -61,6 +61,19 @@ def simd_extensions() -> dict:
     return {"baseline": list(__cpu_baseline__), "found": found, "not_found": not_found}
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere): every benchmark's record."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def measure(size: tuple, spectrum_exponents: tuple, repeats: int) -> dict:
     d, N, P, L, B = size
     model = get_model("nonlinear")
