@@ -106,7 +106,7 @@ def test_diagnose_of_a_missing_or_broken_checkpoint_exits_2(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     _one_line_error(capsys, cli.main(["diagnose", str(tmp_path / "empty")]), "metrics.json")
     assert cli.main(["train", *TINY_ARGS, "--out", str(tmp_path / "run"), "--quiet"]) == 0
-    _one_line_error(capsys, cli.main(["diagnose", str(tmp_path / "run"), "--contexts", "0"]), "n_contexts")
+    _one_line_error(capsys, cli.main(["diagnose", str(tmp_path / "run"), "--contexts", "0"]), "--contexts")
 
 
 def _corrupt(directory, name, content: bytes, *, rehash: bool = False):

@@ -25,7 +25,7 @@ from _checkout import checkout_env, idepth_command
 from idepth.cli import main
 from numerics.experiments.execution import Execution
 from numerics.experiments.reproduce import ARTEFACTS, get_scale, make_plan, parse_only, reproduce
-from numerics.io import make_output_dir
+from numerics.io import figure_text_size, make_output_dir
 from numerics.experiments import criteria
 from numerics.experiments.study.curves import Curve, fit_curve
 from numerics.experiments.sweep import HOLD_AFTER_COMMIT_VARIABLE
@@ -530,9 +530,11 @@ def test_docs_figure_pages_give_each_figure_its_size_caption_and_verdict_and_sca
     fig13 = (tmp_path / "fig13.md").read_text()
     assert f"**{claims['selection_tail'].mark}**" in fig13
     css = (ROOT / "docs" / "_static" / "custom.css").read_text()
-    # the PNG's own width is declared (a click opens it at that size) and the box scales it down to the
-    # text column, so that no panel is cut at 1280 px (the browser suite measures it)
-    assert "div.idepth-figure img { max-width: 100%; height: auto; }" in css
+    # the PNG's own width is declared (a click opens it at that size); the box scales it down to its scrolling
+    # container, never below the width at which its smallest text is 9 px (docs/_ext/readable_figures.py sets
+    # that min-width from the PNG's record), so no panel is cut at 1280 px (the browser suite measures it)
+    assert ".idepth-scroll img { max-width: 100%; height: auto; }" in css and "overflow-x: auto" in css
+    assert all(figure_text_size(tmp_path / f"{page.stem}.png").points is not None for page in pages[1:])
 
 
 # ------------------------------------------------------------------------------------------- a report a reader can act on
