@@ -22,7 +22,7 @@ the LayerNorm model at ``N > d``), so its population loss is an upper bound on t
   pairs are ``L = 2``): the deviations of the heads from their mean cancel, so the ``V/L`` term of
   i.i.d. heads (the exchangeable law) is not paid; base, ``σ`` and ``ρ`` are chosen on the fit set;
 * **quadrature** -- an equal-weight ``L``-point quadrature of a measure of forms (the Frank-Wolfe
-  measure of the infinite-mixture limit, when one is given or shipped): kernel herding
+  measure of the infinite-mixture limit, when one is given): kernel herding
   (:func:`herd`) followed by single-head swaps;
 
 and the **nested** copy of the depth-``L/2`` winner (each head twice: the same function), so the
@@ -513,7 +513,7 @@ def _gain(G: np.ndarray, h: np.ndarray, counts: np.ndarray) -> float:
 
 def best_expressible(depths, spectrum, P: int, k: int = 2, *, n_fit: int = 1 << 15, n_select: int = 1 << 15,
                      n_report: int = 1 << 17, pool: int = 48, sigmas=DEFAULT_SIGMAS, n_class_temperatures: int = 4,
-                     measure="shipped", rng=0, progress=None) -> ExpressibleLoss:
+                     measure=None, rng=0, progress=None) -> ExpressibleLoss:
     """``U_L``: the best expressible loss found at each depth (an upper bound on ``R*_L``), with its branch.
 
     Parameters
@@ -534,10 +534,10 @@ def best_expressible(depths, spectrum, P: int, k: int = 2, *, n_fit: int = 1 << 
     n_class_temperatures : int
         Diffuse classes are formed at the ``n`` temperatures of largest weight in the best
         non-negative mixture of cosine heads (fitted on the fit set).
-    measure : ``"shipped"``, None, or an object with ``forms`` (m, d, d) and ``weights`` (m,)
-        The measure of forms the quadrature branch herds from: ``"shipped"`` (default) reads
-        ``theory.mixture_limit.shipped_infinite_mixture`` when that module and a file for the setting
-        exist, None turns the branch off.
+    measure : object with ``forms`` (m, d, d) and ``weights`` (m,), optional
+        The measure of forms the quadrature branch herds from, e.g. the Frank-Wolfe measure
+        ``theory.mixture_limit.shipped_infinite_mixture(spectrum, P, k)``; None (default) leaves the
+        branch out.
     rng : int or numpy.random.Generator
         Seeds the three context sets, the dictionary and the balanced branch's per-depth streams.
     progress : callable, optional
@@ -578,7 +578,7 @@ def best_expressible(depths, spectrum, P: int, k: int = 2, *, n_fit: int = 1 << 
         raise ValueError(f"sigmas must be non-empty and > 0; got {sigmas}")
     rng = check_generator(rng, "rng", allow_seed=True)
     d = spectrum.d
-    measure = _measure(measure, spectrum, P, k, d)
+    measure = _measure(measure, d)
     say = progress or (lambda message: None)
     fit_rng, select_rng, report_rng, dict_rng, balanced_rng = rng.spawn(5)
     balanced_seed = int(balanced_rng.integers(2**31))
@@ -713,6 +713,37 @@ def best_expressible(depths, spectrum, P: int, k: int = 2, *, n_fit: int = 1 << 
                  "n_report": n_report})
 
 
+#: head-context reads per second of :func:`theory.head_families.form_reads`, seconds per drawn context and per depth's searches,
+#: on one core of the machine the package was developed on (a time estimate, not a measurement to cite)
+_READS_PER_SECOND, _SECONDS_PER_CONTEXT, _SECONDS_PER_SEARCH = 2e6, 1e-4, 2.0
+
+
+def estimated_seconds(depths, *, n_fit: int = 1 << 15, n_select: int = 1 << 15, n_report: int = 1 << 17,
+                      pool: int = 48, n_classes: int = 12) -> float:
+    """A rough single-core estimate of :func:`best_expressible`'s run time (for a progress line).
+
+    Counts the head reads of every branch (the dictionary on the fit set; the balanced grid, the
+    refined searches and every candidate's heads on the selection and report sets, over each depth's
+    halving chain) and the contexts drawn.
+
+    References
+    ----------
+    Paper eq. (60) (each read is one head ``u_D`` on one context).
+
+    Examples
+    --------
+    >>> estimated_seconds([1, 2, 4], n_fit=4096, n_select=4096, n_report=8192) < estimated_seconds([1, 2, 4])
+    True
+    """
+    chain = _halving_closure(int(L) for L in check_depths(depths, "depths"))
+    dictionary = 64 + pool * n_classes
+    balanced_grid = 5 * len(BALANCED_SIGMAS) + len(BALANCED_ANTISYMMETRIC)
+    fit_reads = n_fit * (dictionary + sum(balanced_grid * L + (4 * REFINE_STEPS if L <= 2 else 0) for L in chain))
+    large_reads = (n_select + n_report) * (min(dictionary, 64 + 8 * len(chain)) + 4 * sum(chain))
+    searches = _SECONDS_PER_SEARCH * len(chain)  # the form-law fit and the local searches of each depth
+    return (fit_reads + large_reads) / _READS_PER_SECOND + (n_fit + n_select + n_report) * _SECONDS_PER_CONTEXT + searches
+
+
 def _halving_closure(depths) -> list:
     """The depths and every depth of their halving chains ``L, L/2, L/4, ...`` (while even), sorted."""
     out = set()
@@ -725,20 +756,10 @@ def _halving_closure(depths) -> list:
     return sorted(out)
 
 
-def _measure(measure, spectrum, P: int, k: int, d: int):
+def _measure(measure, d: int):
     """``(forms (m, d, d), weights (m,))`` of the quadrature branch's measure, or None."""
     if measure is None:
         return None
-    if isinstance(measure, str):
-        if measure != "shipped":
-            raise ValueError(f"measure must be 'shipped', None, or an object with forms and weights; got {measure!r}")
-        try:
-            from theory.mixture_limit import shipped_infinite_mixture
-        except ImportError:  # the infinite-mixture module is not installed: no measure to herd from
-            return None
-        measure = shipped_infinite_mixture(spectrum, P, k)
-        if measure is None:
-            return None
     forms = np.asarray(getattr(measure, "forms", None), dtype=np.float64)
     weights = np.asarray(getattr(measure, "weights", None), dtype=np.float64)
     if forms.ndim != 3 or forms.shape[1:] != (d, d) or weights.shape != forms.shape[:1] or np.any(weights < 0):
