@@ -57,7 +57,7 @@ import numpy as np
 
 from theory.head_families import Contexts, draw_contexts, form_reads, mixture_limit
 from theory.spectra import as_spectrum
-from theory.validation import check_generator, check_positive_int, check_top_k
+from theory.validation import check_dtype, check_generator, check_positive_int, check_top_k
 
 __all__ = ["InfiniteMixture", "KernelSpectrum", "infinite_mixture", "shipped_infinite_mixture", "kernel_spectrum",
            "herding_excess", "read_gradient", "load_infinite_mixture", "weights_fit_size", "ORACLE_DEFAULTS", "best_response", "data_file_name", "fit_size_curve",
@@ -250,7 +250,7 @@ class InfiniteMixture:
 
 # --------------------------------------------------------------------------- the best-response oracle
 
-def read_gradient(forms, contexts: Contexts, residual, *, rows=None) -> tuple[np.ndarray, np.ndarray]:
+def read_gradient(forms, contexts: Contexts, residual, *, rows=None, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
     """``φ(D) = mean_n r_n u_D(n)`` for a batch of forms, and its analytic gradient with respect to ``D``.
 
     ``∂u_D/∂D = x̂_test (Σ_j p_j (y_j − u_D) x̂_j)ᵀ`` with ``p = softmax_j(x̂_testᵀ D x̂_j)``, so
@@ -265,6 +265,8 @@ def read_gradient(forms, contexts: Contexts, residual, *, rows=None) -> tuple[np
         ``r``, one value per context.
     rows : array_like of int, optional
         Use only these contexts (a minibatch).
+    dtype : {numpy.float32, numpy.float64}
+        Precision of the logits and the softmax (float64 for the finite-difference check).
 
     Returns
     -------
@@ -282,7 +284,8 @@ def read_gradient(forms, contexts: Contexts, residual, *, rows=None) -> tuple[np
     >>> bool(np.isclose(phi[0], form_reads(3 * np.eye(4)[None], c, dtype=np.float64).mean(), rtol=1e-5))
     True
     """
-    D = np.asarray(forms, dtype=np.float32)
+    dtype = check_dtype(dtype)
+    D = np.asarray(forms, dtype=dtype)
     n_all, P, d = contexts.context_unit.shape
     if D.ndim != 3 or D.shape[1:] != (d, d):
         raise ValueError(f"forms must have shape (B, {d}, {d}); got {D.shape}")
@@ -296,10 +299,10 @@ def read_gradient(forms, contexts: Contexts, residual, *, rows=None) -> tuple[np
     chunk = max(1, _CHUNK_FLOATS // (B * P))
     for start in range(0, idx.size, chunk):
         sel = idx[start:start + chunk]
-        X = contexts.context_unit[sel].astype(np.float32)
-        T = contexts.test_unit[sel].astype(np.float32)
-        Y = contexts.labels[sel].astype(np.float32)
-        rr = r[sel].astype(np.float32)
+        X = contexts.context_unit[sel].astype(dtype)
+        T = contexts.test_unit[sel].astype(dtype)
+        Y = contexts.labels[sel].astype(dtype)
+        rr = r[sel].astype(dtype)
         S = np.matmul(np.einsum("nd,bde->nbe", T, D), X.transpose(0, 2, 1))  # (n, B, P) logits x̂_testᵀ D x̂_j
         S -= S.max(axis=2, keepdims=True)
         np.exp(S, out=S)
@@ -620,9 +623,9 @@ def _warm_start_forms(spectrum, P: int, k: int, d: int) -> np.ndarray:
 
 def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES["n_fit"],
                      n_report: int = DEFAULT_SIZES["n_report"], iterations: int = 30, tol: float = 1e-4,
-                     seed: int = 0, oracle: dict | None = None, warm_start: bool = True, checkpoint=None,
-                     progress=None, compare_expressible: bool = True,
-                     _interrupt_after: int | None = None) -> InfiniteMixture:
+                     seed: int = 0, oracle: dict | None = None, warm_start: bool = True, initial_forms=None,
+                     checkpoint=None, progress=None, compare_expressible: bool = True,
+                     _target=None, _interrupt_after: int | None = None) -> InfiniteMixture:
     """``R*_∞`` bracketed: fully corrective Frank–Wolfe over measures of forms, with the gain fitted.
 
     Parameters
@@ -651,6 +654,8 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
     warm_start : bool
         Start from the non-negative mixture of cosine heads and the shipped ``U_L``'s deepest model
         (when shipped) instead of the empty measure.
+    initial_forms : array_like, shape (m, d, d), optional
+        Start from the non-negative mixture of these forms instead (overrides ``warm_start``).
     compare_expressible : bool
         Evaluate the shipped ``U_L`` model at its deepest depth on the report set (paired difference).
 
@@ -695,8 +700,15 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
                "seeds": {"fit": seed, "report": seed + 1, "oracle": seed + 2}, "oracle": options}
     path = None if checkpoint is None else Path(checkpoint)
 
-    fit = _compact(draw_contexts(spectrum, P, k, n_fit, seed))
-    report = _compact(draw_contexts(spectrum, P, k, n_report, seed + 1))
+    def draw(n: int, rng_or_seed) -> Contexts:
+        contexts = _compact(draw_contexts(spectrum, P, k, n, rng_or_seed))
+        if _target is not None:  # test hook: a target whose optimal measure is known
+            contexts = Contexts(contexts.context_unit, contexts.test_unit, contexts.labels,
+                                np.asarray(_target(contexts), dtype=np.float64))
+        return contexts
+
+    fit = draw(n_fit, seed)
+    report = draw(n_report, seed + 1)
     rng = np.random.default_rng(seed + 2)
     forms = np.zeros((0, d, d))
     coef = np.zeros(0)
@@ -710,7 +722,11 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
             history = list(state["history"])
             cpu_before = float(state["cpu_seconds"])
             rng.bit_generator.state = state["state"]["rng"]
-    if not history and warm_start:
+    if not history and initial_forms is not None:
+        forms = np.asarray(initial_forms, dtype=np.float64)
+        if forms.ndim != 3 or forms.shape[1:] != (d, d) or forms.shape[0] == 0:
+            raise ValueError(f"initial_forms must have shape (m, {d}, {d}) with m >= 1; got {forms.shape}")
+    elif not history and warm_start:
         # start from the cosine heads and U_L's deepest model (their non-negative mixture is already below
         # U_L in-sample): Frank–Wolfe from the empty measure spends its first dozens of atoms getting there
         forms = _warm_start_forms(spectrum, P, k, d)
@@ -742,7 +758,7 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
         weights = coef / gain if gain > 0 else coef
         # a fresh search pool each iteration: the oracle never sees the fit set except to choose among its
         # candidates, so the atoms do not chase the fit set's noise
-        pool = _compact(draw_contexts(spectrum, P, k, options["pool"], rng))
+        pool = draw(options["pool"], rng)
         pool_residual = (form_reads(forms, pool) @ coef if coef.size else 0.0) - pool.target
         D, phi = best_response(pool, pool_residual, select=(fit, residual), atoms=forms, weights=weights, rng=rng,
                                **search)
