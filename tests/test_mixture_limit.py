@@ -11,6 +11,7 @@ from tests.tolerances import FINITE_DIFF, MC_SIGMAS, ROUNDOFF, rtol
 from theory import PowerLawSpectrum
 from theory import mixture_limit as ml
 from theory.head_families import draw_contexts, form_reads
+from theory.head_kernel import herding_excess, kernel_spectrum
 
 SPECTRUM = PowerLawSpectrum(0, 0, 4)
 P, K = 8, 2
@@ -96,7 +97,7 @@ def test_kernel_eigenvalues_of_m_atoms_have_rank_at_most_m_and_sum_to_the_iid_va
     rng = np.random.default_rng(0)
     reads = rng.standard_normal((1000, 5))
     w = np.array([0.1, 0.2, 0.3, 0.4, 0.0])
-    ks = ml.kernel_spectrum(reads, w)
+    ks = kernel_spectrum(reads, w)
     assert ks.eigenvalues.size == 5 and np.sum(ks.eigenvalues > 1e-12 * ks.eigenvalues[0]) <= 4
     mean = reads @ w
     variance = float(np.mean(((reads - mean[:, None]) ** 2) @ w))       # E Var_μ(u): the i.i.d. V
@@ -108,7 +109,7 @@ def test_decay_fit_recovers_a_known_exponent_with_interval_coverage():
     for seed in range(trials):
         rng = np.random.default_rng(seed)
         reads = rng.standard_normal((4000, 24)) * np.arange(1, 25) ** (-s_true / 2)
-        ks = ml.kernel_spectrum(reads, np.ones(24), fit_range=(1, 12))
+        ks = kernel_spectrum(reads, np.ones(24), fit_range=(1, 12))
         covered += ks.decay_interval[0] <= s_true <= ks.decay_interval[1]
     assert covered >= 16                                                  # nominal 95 %: at least 80 % of 20
     assert ks.alpha_predicted == pytest.approx(min(max(ks.decay, 1.0), 2.0))
@@ -119,8 +120,8 @@ def test_herding_reaches_the_mean_faster_than_iid_draws():
     reads = rng.standard_normal((2000, 8))
     w = np.ones(8) / 8
     depths = [8, 64]
-    herd = ml.herding_excess(reads, w, depths)
-    variance = ml.kernel_spectrum(reads, w).eigenvalues.sum()
+    herd = herding_excess(reads, w, depths)
+    variance = kernel_spectrum(reads, w).eigenvalues.sum()
     assert np.all(herd <= variance / np.array(depths))
     assert herd[1] < 1e-2 * variance / 64                                  # 8 atoms: equal counts reach μ exactly
 
