@@ -15,7 +15,11 @@ a convex problem in ``ν = g μ`` (a non-negative measure) whose value is below 
   Adam search: restarts at cosine heads ``τ I``, at random general forms and at perturbed atoms of the
   current measure; the gradient ``∂u_D/∂D = x̂_test (Σ_j p_j (y_j − u_D) x̂_j)ᵀ`` is analytic), then
   re-fits every atom's weight and the gain jointly (non-negative least squares on ``c = g w``, the
-  *fully corrective* step) and drops atoms of weight 0.
+  *fully corrective* step) and drops atoms of weight 0. The oracle searches on a *fresh* pool of
+  contexts each iteration (the residual is a function of the context, so it is evaluated there) and
+  only compares its candidates on the fit set: an oracle run on the fit set itself fits its noise
+  (a cold head's ``d²`` entries can flip many near-ties at once). The run starts from the non-negative mixture of cosine heads and of
+  the shipped ``U_L``'s deepest model (``warm_start``); an optional *sliding* step moves all atoms.
 * **Upper estimate**: the fitted mixture is a fixed model of the convex hull, so its loss on an
   independent *report* set estimates a value ``≥ R*_∞`` (up to its standard error, stated).
 * **Lower estimate**: the fit-set optimum minus the Frank–Wolfe duality gap ``2 g δ`` with
