@@ -180,6 +180,11 @@ class InfiniteMixture:
         """Number of atoms ``m``."""
         return int(self.weights.size)
 
+    @property
+    def crossover_depth(self) -> float:
+        """The kernel's effective rank ``(Σλ)²/Σλ²``: beyond about this depth balanced points reach ``L^{-2}``."""
+        return float("nan") if self.kernel is None else float(self.kernel.effective_rank)
+
     def to_dict(self) -> dict:
         """A JSON-able dict (arrays as nested lists)."""
         out = {key: getattr(self, key) for key in ("gain", "upper", "upper_se", "lower", "fit_loss", "gap",
