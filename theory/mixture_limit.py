@@ -18,8 +18,9 @@ a convex problem in ``ν = g μ`` (a non-negative measure) whose value is below 
   *fully corrective* step) and drops atoms of weight 0. The oracle searches on a *fresh* pool of
   contexts each iteration (the residual is a function of the context, so it is evaluated there) and
   only compares its candidates on the fit set: an oracle run on the fit set itself fits its noise
-  (a cold head's ``d²`` entries can flip many near-ties at once). The run starts from the non-negative mixture of cosine heads and of
-  the shipped ``U_L``'s deepest model (``warm_start``); an optional *sliding* step moves all atoms.
+  (a cold head's ``d²`` entries can flip many near-ties at once). The run starts from the non-negative
+  mixture of cosine heads and of the shipped ``U_L``'s deepest model (``warm_start``); an optional
+  *sliding* step moves all atoms.
 * **Upper estimate**: the fitted mixture is a fixed model of the convex hull, so its loss on an
   independent *report* set estimates a value ``≥ R*_∞`` (up to its standard error, stated).
 * **Lower estimate**: the fit-set optimum minus the Frank–Wolfe duality gap ``2 g δ`` with
@@ -64,8 +65,9 @@ from theory.head_kernel import KernelSpectrum, herding_excess, kernel_spectrum
 from theory.spectra import as_spectrum
 from theory.validation import check_dtype, check_generator, check_positive_int, check_top_k
 
-__all__ = ["InfiniteMixture", "infinite_mixture", "shipped_infinite_mixture", "read_gradient", "load_infinite_mixture", "weights_fit_size", "ORACLE_DEFAULTS", "best_response", "data_file_name", "fit_size_curve",
-           "SHIPPED_DIR", "DEFAULT_SIZES", "compute_spectra", "default_out_dir"]
+__all__ = ["InfiniteMixture", "infinite_mixture", "shipped_infinite_mixture", "read_gradient",
+           "load_infinite_mixture", "weights_fit_size", "ORACLE_DEFAULTS", "best_response", "data_file_name",
+           "fit_size_curve", "SHIPPED_DIR", "DEFAULT_SIZES", "compute_spectra", "default_out_dir"]
 
 #: where the shipped results live, inside the ``theory`` package (written by ``idepth bracket compute``)
 SHIPPED_DIR = ("data", "mixture_limit")
@@ -187,9 +189,9 @@ class InfiniteMixture:
 
     def to_dict(self) -> dict:
         """A JSON-able dict (arrays as nested lists)."""
-        out = {key: getattr(self, key) for key in ("gain", "upper", "upper_se", "lower", "fit_loss", "gap",
-                                                   "alpha_predicted", "herding", "versus_expressible", "fit_size", "setting",
-                                                   "cpu_seconds", "final")}
+        keys = ("gain", "upper", "upper_se", "lower", "fit_loss", "gap", "alpha_predicted", "herding",
+                "versus_expressible", "fit_size", "setting", "cpu_seconds", "final")
+        out = {key: getattr(self, key) for key in keys}
         out.update(forms=np.asarray(self.forms).tolist(), weights=np.asarray(self.weights).tolist(),
                    alpha_interval=list(self.alpha_interval), history=[dict(h) for h in self.history],
                    kernel=None if self.kernel is None else
@@ -383,7 +385,10 @@ def _subset(contexts: Contexts, rows) -> Contexts:
 
 def _slide(forms: np.ndarray, coef: np.ndarray, contexts: Contexts, steps: int, batch: int,
            rng: np.random.Generator) -> np.ndarray:
-    """Adam on all atoms' forms at fixed coefficients ``c`` (sliding Frank–Wolfe): ``∇_{D_j} F = 2 c_j E[r ∂u_j]``."""
+    """Adam on all atoms' forms at fixed coefficients ``c`` (sliding Frank–Wolfe).
+
+    ``∇_{D_j} F = 2 c_j E[r ∂u_j]``.
+    """
     D = forms.astype(np.float64).copy()
     m = np.zeros_like(D)
     v = np.zeros_like(D)
@@ -436,7 +441,7 @@ def _se(values: np.ndarray) -> float:
 
 
 def _warm_start_forms(spectrum, P: int, k: int, d: int) -> np.ndarray:
-    """Cosine heads ``τ I`` at 24 temperatures ``1 … 1000`` and the distinct forms of the shipped ``U_L``'s deepest model."""
+    """Cosine heads ``τ I`` at 24 temperatures ``1 … 1000`` and the distinct forms of ``U_L``'s deepest model."""
     forms = [tau * np.eye(d) for tau in np.geomspace(1.0, 1000.0, 24)]
     if hasattr(spectrum, "a"):
         from theory.expressible import shipped_expressible  # the shipped U_L, read only
@@ -522,7 +527,8 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
     search = {key: options[key] for key in ("n_random", "n_perturbed", "steps", "batch", "polish", "polish_steps")}
     d = spectrum.d
     setting = {"a": getattr(spectrum, "a", None), "b": getattr(spectrum, "b", None), "d": d, "P": P, "k": k,
-               "n_fit": n_fit, "n_report": n_report, "iterations": iterations, "tol": tol, "warm_start": bool(warm_start),
+               "n_fit": n_fit, "n_report": n_report, "iterations": iterations, "tol": tol,
+               "warm_start": bool(warm_start),
                "seeds": {"fit": seed, "report": seed + 1, "oracle": seed + 2}, "oracle": options}
     path = None if checkpoint is None else Path(checkpoint)
 
@@ -620,8 +626,9 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
             done_now = len(history)
             per = elapsed / max(done_now - resumed_at, 1)
             left = per * (iterations - done_now)
+            previous_gap = history[-2]["gap"] if done_now > 1 else float("inf")
             progress(f"iteration {done_now}/{iterations}: {coef.size} atoms, fit {fit_loss:.5f}, "
-                     f"report {report_loss:.5f}, previous gap {history[-2]['gap'] if done_now > 1 else float('inf'):.2e}, "
+                     f"report {report_loss:.5f}, previous gap {previous_gap:.2e}, "
                      f"elapsed {elapsed:.0f} s, at most ~{left:.0f} s left")
         if _interrupt_after is not None and len(history) >= _interrupt_after:
             raise KeyboardInterrupt(f"interrupted after iteration {len(history)} (test hook)")
