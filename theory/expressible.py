@@ -20,7 +20,8 @@ the LayerNorm model at ``N > d``), so its population loss is an upper bound on t
 * **balanced** (``L >= 2``) -- sum-zero perturbations of one base: ``τ_ℓ (I + σ S_ℓ + ρ A_ℓ)`` with
   ``Σ_ℓ S_ℓ = Σ_ℓ A_ℓ = 0`` (:func:`balanced_forms`; symmetric ``S``, antisymmetric ``A``; antithetic
   pairs are ``L = 2``): the deviations of the heads from their mean cancel, so the ``V/L`` term of
-  i.i.d. heads (the exchangeable law) is not paid; base, ``σ`` and ``ρ`` are chosen on the fit set;
+  i.i.d. heads (the exchangeable law) is not paid; ``τ`` (continuous), ``σ``, ``ρ`` and the draw of
+  the directions are chosen on the fit set;
 * **quadrature** -- an equal-weight ``L``-point quadrature of a measure of forms (the Frank-Wolfe
   measure of the infinite-mixture limit, when one is given): kernel herding
   (:func:`herd`) followed by single-head swaps;
@@ -72,9 +73,13 @@ __all__ = ["BRANCHES", "Dictionary", "ExpressibleLoss", "ExpressibleModel", "bal
 #: the branches a depth's winner can come from (see the module docstring); ties go to the earlier one
 BRANCHES = ("atomic", "diffuse", "combination", "nested", "refined", "balanced", "quadrature")
 #: spreads σ of the sum-zero symmetric perturbations searched by the balanced branch
-BALANCED_SIGMAS = (0.125, 0.25, 0.5, 1.0)
+BALANCED_SIGMAS = (0.125, 0.25, 0.5)
 #: antisymmetric spreads ρ searched by the balanced branch, as multiples of the chosen σ
 BALANCED_ANTISYMMETRIC = (0.25, 0.5, 1.0)
+#: golden-section steps of the balanced branch's common temperature (per σ)
+BALANCED_TEMPERATURE_STEPS = 10
+#: draws of the sum-zero directions tried at the chosen (τ, σ, ρ) (seeds ``seed, seed + 1, ...``)
+BALANCED_DRAWS = 3
 #: golden-section steps of the refined branch's continuous temperature search (per coordinate and round)
 REFINE_STEPS = 24
 #: spreads σ of the random-form classes in the default dictionary
@@ -737,7 +742,7 @@ def estimated_seconds(depths, *, n_fit: int = 1 << 15, n_select: int = 1 << 15, 
     """
     chain = _halving_closure(int(L) for L in check_depths(depths, "depths"))
     dictionary = 64 + pool * n_classes
-    balanced_grid = 5 * len(BALANCED_SIGMAS) + len(BALANCED_ANTISYMMETRIC)
+    balanced_grid = len(BALANCED_SIGMAS) * (BALANCED_TEMPERATURE_STEPS + 4) + len(BALANCED_ANTISYMMETRIC) + BALANCED_DRAWS
     fit_reads = n_fit * (dictionary + sum(balanced_grid * L + (4 * REFINE_STEPS if L <= 2 else 0) for L in chain))
     large_reads = (n_select + n_report) * (min(dictionary, 64 + 8 * len(chain)) + 4 * sum(chain))
     searches = _SECONDS_PER_SEARCH * len(chain)  # the form-law fit and the local searches of each depth
@@ -828,25 +833,48 @@ def _golden(f, lo: float, hi: float, steps: int) -> float:
 
 
 def _balanced(L: int, class_taus, atomic_taus: np.ndarray, seed: int, fit: Contexts) -> dict:
-    """The balanced branch at depth ``L >= 2``: base temperatures, ``σ`` then ``ρ`` chosen on the fit set."""
+    """The balanced branch at depth ``L >= 2``, chosen on the fit set.
+
+    For each ``σ`` of :data:`BALANCED_SIGMAS` a common temperature ``τ`` by golden-section search on
+    ``log τ`` (from half to four times the best cosine temperature: perturbed heads want a colder base);
+    the atomic winner's temperatures as a second base; then ``ρ`` (:data:`BALANCED_ANTISYMMETRIC`), then
+    :data:`BALANCED_DRAWS` draws of the directions.
+    """
     d = fit.test_unit.shape[1]
-    bases = [[float(t)] * L for t in class_taus]
-    if len(set(atomic_taus.tolist())) > 1:
-        bases.append([float(t) for t in atomic_taus])
+
+    def value(alloc: dict) -> float:
+        forms = balanced_forms(alloc["temperatures"], alloc["sigma"], alloc["antisymmetric"], alloc["seed"], d)
+        return _fit_loss(_summed_reads(forms, fit), fit.target)
+
+    centre = float(np.median(atomic_taus))
     best = None
-    for taus in bases:
-        for sigma in BALANCED_SIGMAS:
-            alloc = {"kind": "balanced", "temperatures": taus, "sigma": sigma, "antisymmetric": 0.0, "seed": seed}
-            value = _fit_loss(_summed_reads(balanced_forms(taus, sigma, 0.0, seed, d), fit), fit.target)
-            if best is None or value < best[1]:
-                best = (alloc, value)
+    for sigma in BALANCED_SIGMAS:
+        def at(log_tau: float, sigma=sigma) -> float:
+            return value({"temperatures": [float(np.exp(log_tau))] * L, "sigma": sigma, "antisymmetric": 0.0,
+                          "seed": seed})
+
+        log_tau = _golden(at, np.log(centre / 2.0), np.log(centre * 4.0), BALANCED_TEMPERATURE_STEPS)
+        alloc = {"kind": "balanced", "temperatures": [float(np.exp(log_tau))] * L, "sigma": sigma,
+                 "antisymmetric": 0.0, "seed": seed}
+        candidates = [alloc]
+        if len(set(atomic_taus.tolist())) > 1:
+            candidates.append({**alloc, "temperatures": [float(t) for t in atomic_taus]})
+        for candidate in candidates:
+            v = value(candidate)
+            if best is None or v < best[1]:
+                best = (candidate, v)
     chosen = best[0]
     for share in BALANCED_ANTISYMMETRIC:
-        rho = share * chosen["sigma"]
-        value = _fit_loss(_summed_reads(balanced_forms(chosen["temperatures"], chosen["sigma"], rho, seed, d), fit),
-                          fit.target)
-        if value < best[1]:
-            best = ({**chosen, "antisymmetric": rho}, value)
+        candidate = {**chosen, "antisymmetric": share * chosen["sigma"]}
+        v = value(candidate)
+        if v < best[1]:
+            best = (candidate, v)
+    chosen = best[0]
+    for draw in range(1, BALANCED_DRAWS):
+        candidate = {**chosen, "seed": seed + draw}
+        v = value(candidate)
+        if v < best[1]:
+            best = (candidate, v)
     return best[0]
 
 
