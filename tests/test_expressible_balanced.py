@@ -169,3 +169,14 @@ def test_a_model_re_evaluated_with_independent_code_reproduces_the_reported_loss
         err = (model.gain * hf.form_reads(model.forms, fresh).mean(axis=1) - fresh.target) ** 2
         se = np.hypot(err.std(ddof=1) / np.sqrt(err.size), model.loss_se)
         assert abs(err.mean() - model.loss) <= MC_SIGMAS * se, (L, err.mean(), model.loss, se)
+
+
+def test_balanced_and_quadrature_winners_count_as_diverse_heads_for_the_crossover_depth():
+    from dataclasses import replace
+
+    from theory.expressible import shipped_expressible
+
+    shipped = shipped_expressible(PowerLawSpectrum(0, 0, 16), 64)
+    branches = ("atomic", "refined", "atomic", "balanced", "combination", "quadrature", "balanced", "balanced")
+    assert replace(shipped, branch=branches).crossover_depth() == shipped.depths[3]
+    assert replace(shipped, branch=branches[:-1] + ("nested",)).crossover_depth() is None

@@ -67,11 +67,13 @@ from theory.softmax_bounds import average_of_heads, default_temperatures
 from theory.spectra import as_spectrum
 from theory.validation import check_depths, check_generator, check_positive_int, check_top_k
 
-__all__ = ["BRANCHES", "Dictionary", "ExpressibleLoss", "ExpressibleModel", "balanced_forms", "best_expressible",
+__all__ = ["BRANCHES", "DIVERSE_BRANCHES", "Dictionary", "ExpressibleLoss", "ExpressibleModel", "balanced_forms", "best_expressible",
            "data_file_name", "estimated_seconds", "herd", "shipped_expressible", "SHIPPED_DIR", "family_laws"]
 
 #: the branches a depth's winner can come from (see the module docstring); ties go to the earlier one
 BRANCHES = ("atomic", "diffuse", "combination", "nested", "refined", "balanced", "quadrature")
+#: the branches whose winners hold heads of forms other than cosine ``τ I`` (see ``crossover_depth``)
+DIVERSE_BRANCHES = ("diffuse", "combination", "balanced", "quadrature")
 #: spreads σ of the sum-zero symmetric perturbations searched by the balanced branch
 BALANCED_SIGMAS = (0.125, 0.25, 0.5)
 #: antisymmetric spreads ρ searched by the balanced branch, as multiples of the chosen σ
@@ -206,8 +208,11 @@ class ExpressibleLoss:
     branch : tuple of str
         Which of :data:`BRANCHES` won at each depth.
     allocations : tuple of dict
-        The winner at each depth: ``{"columns": [...], "counts": [...], "gain": g}`` over
-        :attr:`dictionary`'s columns.
+        The winner at each depth, with its ``"gain"``: ``{"columns": [...], "counts": [...]}`` over
+        :attr:`dictionary`'s columns, or a recipe with a ``"kind"``: ``"cosine"`` (``"temperatures"``),
+        ``"balanced"`` (the arguments of :func:`balanced_forms`) or ``"forms"`` (explicit ``"forms"`` and
+        their ``"counts"``); ``"repeat": r`` repeats each head ``r`` times (a nested copy).
+        :meth:`forms` and :meth:`model` rebuild the ``L`` forms.
     branch_losses : tuple of dict
         Every candidate's report-set loss and paired difference from ``B_L`` per depth.
     mixture, mixture_se, kkt_residual : float
@@ -253,8 +258,8 @@ class ExpressibleLoss:
         """The first depth from which diverse heads win at every deeper depth: where the atomic range ends.
 
         The smallest depth ``L_c`` of :attr:`depths` such that the branch at ``L_c`` and every deeper depth is
-        ``diffuse`` or ``combination`` (heads of random forms in the winner); None if the deepest depth's
-        winner is atomic or nested. Below ``L_c`` a few cosine temperatures are the best found (they saturate
+        one of :data:`DIVERSE_BRANCHES` (heads of non-cosine forms in the winner); None if the deepest depth's
+        winner is atomic, refined or nested. Below ``L_c`` a few cosine temperatures are the best found (they saturate
         after a few heads); from ``L_c`` on, the exchangeable-heads law ``plateau + c/L`` of a diffuse branch.
 
         Examples
@@ -263,7 +268,7 @@ class ExpressibleLoss:
         >>> shipped_expressible(PowerLawSpectrum(0, 0, 16), 64).crossover_depth()
         32
         """
-        diverse = [branch in ("diffuse", "combination") for branch in self.branch]
+        diverse = [branch in DIVERSE_BRANCHES for branch in self.branch]
         if not diverse or not diverse[-1]:
             return None
         first = len(diverse)
