@@ -180,3 +180,21 @@ def test_balanced_and_quadrature_winners_count_as_diverse_heads_for_the_crossove
     branches = ("atomic", "refined", "atomic", "balanced", "combination", "quadrature", "balanced", "balanced")
     assert replace(shipped, branch=branches).crossover_depth() == shipped.depths[3]
     assert replace(shipped, branch=branches[:-1] + ("nested",)).crossover_depth() is None
+
+
+def test_cli_predict_prints_the_bracket_and_each_depths_branch():
+    import subprocess
+
+    from _checkout import ROOT, checkout_env, idepth_command
+
+    out = subprocess.run(idepth_command("predict", "--attention", "softmax", "--task", "difficult", "--a", "0", "--b",
+                                        "0", "--d", "16", "--P", "64", "--depth", "1,16"),
+                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=checkout_env())
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("# R*_inf") for line in lines)
+    header = next(line for line in lines if line.split()[:2] == ["L", "R_L"])
+    assert header.split()[-1] == "branch"
+    expected = predict_loss([1, 16], PowerLawSpectrum(0, 0, 16), attention="softmax", task="difficult", P=64)
+    rows = [line.split() for line in lines if line.split() and line.split()[0] in ("1", "16")]
+    assert [row[-1] for row in rows] == expected.branch.tolist()

@@ -15,10 +15,13 @@ softmax    easy        0 for every L ≥ 1 (one layer retrieves the exact match,
                        section 3.2 / Fig. 4)
 softmax    difficult   ``regime="expressible"`` (default): ``U_L``, the best expressible
                        loss found at each depth -- the lower envelope of the cosine-atom,
-                       diffuse-form and combined head branches (:mod:`theory.expressible`),
-                       an upper bound on the optimum ``R*_L``; read from the shipped
-                       results at d = 16, P = 64, top-2 for the Table 1 spectra, computed
-                       otherwise;
+                       diffuse-form, combined, refined, balanced and quadrature head
+                       branches (:mod:`theory.expressible`), an upper bound on the optimum
+                       ``R*_L``, with its model (``result.model(L)``) and the other side of
+                       the bracket, the infinite-mixture limit ``R*_∞``
+                       (:mod:`theory.mixture_limit`: ``plateau``, ``plateau_gap``,
+                       ``alpha_predicted``); read from the shipped results at d = 16,
+                       P = 64, top-2 for the Table 1 spectra, computed otherwise;
                        ``regime="heads"``: ``B_L``, the best equal-weight average of L cosine
                        heads (eq. 60, :mod:`theory.softmax_bounds`), also an upper bound;
                        ``regime="exchangeable"`` with ``heads=`` a head distribution
@@ -743,6 +746,12 @@ def predict_loss(
         ``attention``, ``task``, ``kind`` (what the number is), ``law`` (with its equations),
         ``plateau`` (``R_∞``), ``coefficient`` and ``exponent`` of the asymptote when the law
         has one, ``validity_window``/``in_window`` (linear/easy), ``assumptions`` (in words).
+        Softmax/difficult ``'expressible'``: ``branch`` (per depth), ``plateau`` = the upper
+        estimate of ``R*_∞``, ``plateau_gap`` (to its lower estimate), ``alpha_predicted`` and
+        ``alpha_interval`` (None where no limit is shipped), and ``model(L)``: ``U_L``'s ``L``
+        forms and gain. A depth's value depends only on that depth (its halving chain), not
+        on the other depths asked; depths without shipped data are computed, with a progress
+        line on stderr giving a time estimate and the shipped files.
 
     Raises
     ------
