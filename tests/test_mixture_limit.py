@@ -219,3 +219,14 @@ def test_confirming_the_gap_only_widens_the_bracket_and_runs_once(tmp_path):
     assert again.gap == confirmed.gap and again.cpu_seconds == confirmed.cpu_seconds
     with pytest.raises(ValueError, match="checks"):
         ml.confirm_gap(path, checks=0)
+
+
+def test_result_files_are_as_readable_as_any_file_the_user_creates(tmp_path):
+    import os
+
+    path = tmp_path / "run.json"
+    ml.infinite_mixture(SPECTRUM, P, K, n_fit=128, n_report=128, iterations=1, oracle=SMALL, warm_start=False,
+                        compare_expressible=False, checkpoint=path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
