@@ -71,7 +71,8 @@ __all__ = ["InfiniteMixture", "infinite_mixture", "shipped_infinite_mixture", "r
 
 #: where the shipped results live, inside the ``theory`` package (written by ``idepth bracket compute``)
 SHIPPED_DIR = ("data", "mixture_limit")
-#: fit and report set sizes of the shipped runs (chosen from the fit-size curve, ``fit_size_curve.json``)
+#: fit and report set sizes of the shipped runs: the largest fit set the per-spectrum CPU budget allows, since the
+#: weights' fit-size curve every result ships (``InfiniteMixture.fit_size``) still falls up to it at (0, 0)
 DEFAULT_SIZES = {"n_fit": 1 << 16, "n_report": 1 << 16}
 #: the oracle's and the sliding step's options (:func:`best_response`; ``pool``: fresh search contexts per
 #: iteration; every ``slide_every`` iterations all atoms move ``slide_steps`` Adam steps, 0: never)

@@ -32,7 +32,7 @@ def register(subparsers) -> None:
             "per spectrum (d = 16, P = 64, top-2) and writes one JSON per spectrum: the forms, weights and gain, "
             "the upper estimate (report-set loss +- SE), the lower estimate (fit loss minus the duality gap), the "
             "head kernel's eigenvalues and the depth exponent they predict. Resumable: an interrupted spectrum "
-            "continues from its last iteration; only a finished run is marked final (about 10-15 CPU minutes per "
+            "continues from its last iteration; only a finished run is marked final (a few CPU minutes per "
             "spectrum)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
