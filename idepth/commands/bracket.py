@@ -62,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     spectra = _spectra(args.spectra) if args.spectra else [tuple(s) for s in TABLE1_SPECTRA]
     if args.gap_checks < 1:
         raise ValueError(f"--gap-checks must be an integer >= 1; got {args.gap_checks}")
+    if args.out is not None:
+        from numerics.io import check_output_dir
+
+        check_output_dir(args.out, "--out")  # a directory that cannot be written fails before any work
     options = {} if args.iterations is None else {"iterations": args.iterations}
     compute_spectra(spectra, args.out, recompute=args.recompute, gap_checks=args.gap_checks,
                     progress=lambda message: print(message, file=sys.stderr, flush=True), **options)
