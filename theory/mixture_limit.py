@@ -601,6 +601,14 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
         pool_residual = (form_reads(forms, pool) @ coef if coef.size else 0.0) - pool.target
         D, phi = best_response(pool, pool_residual, select=(fit, residual), atoms=forms, weights=weights, rng=rng,
                                **search)
+        if gain > 0 and 2 * gain * max(0.0, -phi) <= tol and len(history) < iterations:
+            # the oracle is a stochastic search: a call that finds nothing must be confirmed before the run stops
+            pool = draw(options["pool"], rng)
+            pool_residual = form_reads(forms, pool) @ coef - pool.target
+            D2, phi2 = best_response(pool, pool_residual, select=(fit, residual), atoms=forms, weights=weights,
+                                     rng=rng, **search)
+            if phi2 < phi:
+                D, phi = D2, phi2
         delta = max(0.0, -phi)
         # the gap of the current iterate: with E[r u_j] = 0 on the atoms, any measure of mass g has loss >= F − 2gδ;
         # before the first atom (g = 0) the step's own mass is unknown, so the gap is reported as inf
