@@ -206,3 +206,27 @@ def test_cli_bad_input_is_one_line_and_status_2(argv, words, capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert words in err[-1] and err[-1].startswith("idepth bracket: error:")
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_confirming_the_gap_only_widens_the_bracket_and_runs_once(tmp_path):
+    path = tmp_path / "run.json"
+    mix = ml.infinite_mixture(SPECTRUM, P, K, n_fit=256, n_report=256, iterations=2, oracle=SMALL, warm_start=False,
+                              compare_expressible=False, checkpoint=path)
+    confirmed = ml.confirm_gap(path, checks=2)
+    assert confirmed.gap >= mix.gap and confirmed.lower == pytest.approx(confirmed.fit_loss - confirmed.gap)
+    assert len(confirmed.setting["gap_checks"]["oracle_phi"]) == 2
+    again = ml.confirm_gap(path, checks=2)
+    assert again.gap == confirmed.gap and again.cpu_seconds == confirmed.cpu_seconds
+    with pytest.raises(ValueError, match="checks"):
+        ml.confirm_gap(path, checks=0)
+
+
+def test_result_files_are_as_readable_as_any_file_the_user_creates(tmp_path):
+    import os
+
+    path = tmp_path / "run.json"
+    ml.infinite_mixture(SPECTRUM, P, K, n_fit=128, n_report=128, iterations=1, oracle=SMALL, warm_start=False,
+                        compare_expressible=False, checkpoint=path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask

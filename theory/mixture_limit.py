@@ -54,7 +54,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -67,11 +67,12 @@ from theory.validation import check_dtype, check_generator, check_positive_int, 
 
 __all__ = ["InfiniteMixture", "infinite_mixture", "shipped_infinite_mixture", "read_gradient",
            "load_infinite_mixture", "weights_fit_size", "ORACLE_DEFAULTS", "best_response", "data_file_name",
-           "fit_size_curve", "SHIPPED_DIR", "DEFAULT_SIZES", "compute_spectra", "default_out_dir"]
+           "fit_size_curve", "SHIPPED_DIR", "DEFAULT_SIZES", "compute_spectra", "default_out_dir", "confirm_gap"]
 
 #: where the shipped results live, inside the ``theory`` package (written by ``idepth bracket compute``)
 SHIPPED_DIR = ("data", "mixture_limit")
-#: fit and report set sizes of the shipped runs (chosen from the fit-size curve, ``fit_size_curve.json``)
+#: fit and report set sizes of the shipped runs: the largest fit set the per-spectrum CPU budget allows, since the
+#: weights' fit-size curve every result ships (``InfiniteMixture.fit_size``) still falls up to it at (0, 0)
 DEFAULT_SIZES = {"n_fit": 1 << 16, "n_report": 1 << 16}
 #: the oracle's and the sliding step's options (:func:`best_response`; ``pool``: fresh search contexts per
 #: iteration; every ``slide_every`` iterations all atoms move ``slide_steps`` Adam steps, 0: never)
@@ -122,7 +123,8 @@ class InfiniteMixture:
     fit_loss : float
         The mixture's loss on the fit set.
     gap : float
-        The final Frank–Wolfe duality gap ``2 g δ``.
+        The final Frank–Wolfe duality gap ``2 g δ``: the largest over the last iterate's oracle call and
+        the further calls of :func:`confirm_gap` (when run; ``setting["gap_checks"]``).
     alpha_predicted : float
         The depth exponent the kernel spectrum predicts for ``R*_L − R*_∞`` (:class:`KernelSpectrum`).
     alpha_interval : tuple of float
@@ -412,6 +414,9 @@ def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as readable as any file the user creates (mkstemp makes it 0600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -532,6 +537,8 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
                "seeds": {"fit": seed, "report": seed + 1, "oracle": seed + 2}, "oracle": options}
     path = None if checkpoint is None else Path(checkpoint)
 
+    cpu0 = time.process_time()  # from here: drawing the sets and the warm start count too
+
     def draw(n: int, rng_or_seed) -> Contexts:
         contexts = _compact(draw_contexts(spectrum, P, k, n, rng_or_seed))
         if _target is not None:  # test hook: a target whose optimal measure is known
@@ -568,7 +575,7 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
         lim = mixture_limit(U_fit, fit.target)
         keep = lim.weights > 0
         forms, coef, U_fit, U_rep = forms[keep], lim.weights[keep], U_fit[:, keep], U_rep[:, keep]
-    cpu0, wall0 = time.process_time(), time.time()
+    wall0 = time.time()
     resumed_at = len(history)
     y = fit.target
 
@@ -594,6 +601,14 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
         pool_residual = (form_reads(forms, pool) @ coef if coef.size else 0.0) - pool.target
         D, phi = best_response(pool, pool_residual, select=(fit, residual), atoms=forms, weights=weights, rng=rng,
                                **search)
+        if gain > 0 and 2 * gain * max(0.0, -phi) <= tol and len(history) < iterations:
+            # the oracle is a stochastic search: a call that finds nothing must be confirmed before the run stops
+            pool = draw(options["pool"], rng)
+            pool_residual = form_reads(forms, pool) @ coef - pool.target
+            D2, phi2 = best_response(pool, pool_residual, select=(fit, residual), atoms=forms, weights=weights,
+                                     rng=rng, **search)
+            if phi2 < phi:
+                D, phi = D2, phi2
         delta = max(0.0, -phi)
         # the gap of the current iterate: with E[r u_j] = 0 on the atoms, any measure of mass g has loss >= F − 2gδ;
         # before the first atom (g = 0) the step's own mass is unknown, so the gap is reported as inf
@@ -738,6 +753,80 @@ def fit_size_curve(spectrum, P: int, k: int = 2, *, sizes=(1 << 12, 1 << 13, 1 <
             "runs": runs}
 
 
+def confirm_gap(path, *, checks: int = 3, progress=None) -> InfiniteMixture:
+    """Re-run the oracle ``checks`` more times at a final result's measure and keep the largest gap found.
+
+    The duality gap of :func:`infinite_mixture` comes from the one oracle call at its last iterate; the
+    oracle is a stochastic search, and a call that finds nothing reads a gap of 0. This runs ``checks``
+    further calls (fresh search pools, candidates compared on the same fit set, their own seed), sets
+    ``gap`` to the largest of all, ``lower = fit_loss − gap``, records the calls in
+    ``setting["gap_checks"]`` and rewrites the file atomically. A file already confirmed with at least
+    ``checks`` calls is returned unchanged.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A final result file of :func:`infinite_mixture` (power-law spectrum).
+    checks : int
+        Further oracle calls.
+    progress : callable, optional
+
+    Returns
+    -------
+    InfiniteMixture
+
+    References
+    ----------
+    Paper eqs. (59)-(63); derivation page ``bracket``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from theory import PowerLawSpectrum
+    >>> small = dict(steps=2, polish_steps=1, n_random=1, n_perturbed=0, batch=64, pool=128)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = pathlib.Path(tmp) / "r.json"
+    ...     m = infinite_mixture(PowerLawSpectrum(0, 0, 4), 8, 2, n_fit=128, n_report=128, iterations=1,
+    ...                          oracle=small, warm_start=False, compare_expressible=False, checkpoint=p)
+    ...     c = confirm_gap(p, checks=1)
+    ...     c.gap >= m.gap, c.lower <= m.lower, c.setting["gap_checks"]["checks"]
+    (True, True, 1)
+    """
+    from theory.spectra import PowerLawSpectrum
+
+    checks = check_positive_int("checks", checks)
+    path = Path(path)
+    mix = load_infinite_mixture(path)
+    setting = dict(mix.setting)
+    if setting.get("gap_checks", {}).get("checks", 0) >= checks:
+        return mix
+    if setting.get("a") is None:
+        raise ValueError(f"path {path.name} is not a power-law result; confirm_gap rebuilds its contexts from (a, b)")
+    spectrum = PowerLawSpectrum(setting["a"], setting["b"], setting["d"])
+    P, k, seeds, options = setting["P"], setting["k"], setting["seeds"], setting["oracle"]
+    search = {key: options[key] for key in ("n_random", "n_perturbed", "steps", "batch", "polish", "polish_steps")}
+    fit = _compact(draw_contexts(spectrum, P, k, setting["n_fit"], seeds["fit"]))
+    coef = mix.weights * mix.gain
+    residual = form_reads(mix.forms, fit) @ coef - fit.target
+    rng = np.random.default_rng(seeds["oracle"] + 1000)
+    cpu0 = time.process_time()
+    phis = []
+    for i in range(checks):
+        pool = _compact(draw_contexts(spectrum, P, k, options["pool"], rng))
+        pool_residual = form_reads(mix.forms, pool) @ coef - pool.target
+        _, phi = best_response(pool, pool_residual, select=(fit, residual), atoms=mix.forms, weights=mix.weights,
+                               rng=rng, **search)
+        phis.append(phi)
+        if progress is not None:
+            progress(f"gap check {i + 1}/{checks}: 2 g δ = {2 * mix.gain * max(0.0, -phi):.4f}")
+    gap = max(mix.gap, 2 * mix.gain * max(0.0, -min(phis)))
+    setting["gap_checks"] = {"checks": checks, "oracle_phi": phis, "last_iterate_gap": mix.gap}
+    confirmed = replace(mix, gap=gap, lower=mix.fit_loss - gap, setting=setting,
+                        cpu_seconds=mix.cpu_seconds + time.process_time() - cpu0)
+    _write_atomic(path, json.dumps(confirmed.to_dict()))
+    return confirmed
+
+
 def default_out_dir() -> Path:
     """``theory/data/mixture_limit`` of this install (what :func:`shipped_infinite_mixture` reads).
 
@@ -754,11 +843,13 @@ def default_out_dir() -> Path:
 
 
 def compute_spectra(spectra, out_dir=None, *, d: int = 16, P: int = 64, k: int = 2, recompute: bool = False,
-                    progress=None, **options) -> list[Path]:
+                    gap_checks: int = 3, progress=None, **options) -> list[Path]:
     """Run :func:`infinite_mixture` for each ``(a, b)`` and write ``out_dir/<name>.json`` (resumable).
 
-    A spectrum whose final file exists is skipped unless ``recompute``; an unfinished file (``"final":
-    false``) is resumed when its options match, else restarted. ``options`` go to :func:`infinite_mixture`.
+    A spectrum whose final file exists is not recomputed unless ``recompute``; an unfinished file
+    (``"final": false``) is resumed when its options match, else restarted. Every result then gets
+    ``gap_checks`` further oracle calls (:func:`confirm_gap`, skipped when already done). ``options``
+    go to :func:`infinite_mixture`.
 
     Parameters
     ----------
@@ -768,6 +859,8 @@ def compute_spectra(spectra, out_dir=None, *, d: int = 16, P: int = 64, k: int =
         Default: :func:`default_out_dir`.
     d, P, k : int
     recompute : bool
+    gap_checks : int
+        Further oracle calls at each final measure (:func:`confirm_gap`).
     progress : callable, optional
 
     Returns
@@ -785,29 +878,29 @@ def compute_spectra(spectra, out_dir=None, *, d: int = 16, P: int = 64, k: int =
     >>> small = dict(steps=2, polish_steps=1, n_random=1, n_perturbed=0, batch=64, pool=128)
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     paths = compute_spectra([(0, 0)], tmp, d=4, P=8, n_fit=128, n_report=128, iterations=1, oracle=small,
-    ...                             warm_start=False, compare_expressible=False)
+    ...                             gap_checks=1, warm_start=False, compare_expressible=False)
     ...     [p.name for p in paths], load_infinite_mixture(paths[0]).final
     (['a0_b0_d4_P8_k2.json'], True)
     """
     from theory.spectra import PowerLawSpectrum
 
+    gap_checks = check_positive_int("gap_checks", gap_checks)
     out = default_out_dir() if out_dir is None else Path(out_dir)
     written = []
     for a, b in spectra:
         spectrum = PowerLawSpectrum(a, b, d)
         path = out / data_file_name(a, b, d, P, k)
-        if path.is_file() and not recompute:
-            if json.loads(path.read_text(encoding="utf-8")).get("final"):
-                if progress is not None:
-                    progress(f"({a:g}, {b:g}): final file exists, skipped ({path})")
-                written.append(path)
-                continue
-        elif path.is_file() and recompute:
-            path.unlink()
-        if progress is not None:
-            progress(f"({a:g}, {b:g}): Frank–Wolfe into {path}")
         say = None if progress is None else (lambda line, a=a, b=b: progress(f"({a:g}, {b:g}) {line}"))
-        mix = infinite_mixture(spectrum, P, k, checkpoint=path, progress=say, **options)
+        if path.is_file() and recompute:
+            path.unlink()
+        if path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("final"):
+            if progress is not None:
+                progress(f"({a:g}, {b:g}): final file exists, Frank–Wolfe skipped ({path})")
+        else:
+            if progress is not None:
+                progress(f"({a:g}, {b:g}): Frank–Wolfe into {path}")
+            infinite_mixture(spectrum, P, k, checkpoint=path, progress=say, **options)
+        mix = confirm_gap(path, checks=gap_checks, progress=say)
         if progress is not None:
             progress(f"({a:g}, {b:g}): upper {mix.upper:.5f} ± {mix.upper_se:.5f}, fit {mix.fit_loss:.5f}, "
                      f"gap {mix.gap:.4f}, lower {mix.lower:.5f}, α predicted {mix.alpha_predicted:.2f}, "
