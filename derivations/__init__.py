@@ -56,6 +56,7 @@ NAMES = (
     "modewise",
     "ensemble",
     "exchangeable_heads",
+    "bracket",
     "context_updates",
 )
 

@@ -19,7 +19,7 @@ import os
 import sys
 
 #: sub-command modules, in the order shown by ``idepth --help``
-COMMANDS = ("predict", "expressible", "sweep", "derive", "docs", "train", "diagnose", "study", "reproduce")
+COMMANDS = ("predict", "expressible", "bracket", "sweep", "derive", "docs", "train", "diagnose", "study", "reproduce")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -15,10 +15,13 @@ softmax    easy        0 for every L ≥ 1 (one layer retrieves the exact match,
                        section 3.2 / Fig. 4)
 softmax    difficult   ``regime="expressible"`` (default): ``U_L``, the best expressible
                        loss found at each depth -- the lower envelope of the cosine-atom,
-                       diffuse-form and combined head branches (:mod:`theory.expressible`),
-                       an upper bound on the optimum ``R*_L``; read from the shipped
-                       results at d = 16, P = 64, top-2 for the Table 1 spectra, computed
-                       otherwise;
+                       diffuse-form, combined, refined, balanced and quadrature head
+                       branches (:mod:`theory.expressible`), an upper bound on the optimum
+                       ``R*_L``, with its model (``result.model(L)``) and the other side of
+                       the bracket, the infinite-mixture limit ``R*_∞``
+                       (:mod:`theory.mixture_limit`: ``plateau``, ``plateau_gap``,
+                       ``alpha_predicted``); read from the shipped results at d = 16,
+                       P = 64, top-2 for the Table 1 spectra, computed otherwise;
                        ``regime="heads"``: ``B_L``, the best equal-weight average of L cosine
                        heads (eq. 60, :mod:`theory.softmax_bounds`), also an upper bound;
                        ``regime="exchangeable"`` with ``heads=`` a head distribution
@@ -202,6 +205,16 @@ class LossPrediction:
         Whether each depth lies inside the validity window.
     assumptions : tuple of str
         Everything the number rests on, in words.
+    branch : ndarray of str or None
+        Softmax/difficult ``regime='expressible'``: the branch of ``U_L``'s model at each depth
+        (:data:`theory.expressible.BRANCHES`; ``nested`` where a shallower depth's model, each head
+        repeated, gives the value).
+    plateau_gap : float or None
+        Softmax/difficult ``regime='expressible'``: ``plateau`` (the upper estimate of ``R*_∞``, the
+        infinite-mixture limit) minus its lower estimate; None where no limit is shipped.
+    alpha_predicted : float or None
+        The exponent of ``R*_L − R*_∞`` predicted by the head kernel's spectrum, with
+        ``alpha_interval`` (low, high); None where no limit is shipped.
     kind : str
         What the number is (:data:`KINDS`), e.g. ``"U_L: best expressible loss found (an upper
         bound on the optimum R*_L)"`` for the default softmax prediction on the difficult task (the
@@ -241,6 +254,39 @@ class LossPrediction:
     upper: np.ndarray | None = None
     assumptions: tuple = field(default_factory=tuple)
     kind: str = ""
+    branch: np.ndarray | None = None
+    plateau_gap: float | None = None
+    alpha_predicted: float | None = None
+    alpha_interval: tuple | None = None
+    models: Mapping | None = field(default=None, repr=False)
+
+    def model(self, depth: int):
+        """``U_L``'s model at ``depth`` (softmax/difficult, ``regime='expressible'``): its ``L`` forms and gain.
+
+        Returns
+        -------
+        theory.expressible.ExpressibleModel
+            ``forms`` (L, d, d) and ``gain``: ``ŷ = g (1/L) Σ_ℓ u_{D_ℓ}`` (paper eq. 60), whose loss on the
+            report set is :attr:`loss` at that depth.
+
+        Raises
+        ------
+        ValueError
+            A case without models, or a depth not predicted.
+
+        Examples
+        --------
+        >>> from theory import PowerLawSpectrum
+        >>> u = predict_loss([1, 4], PowerLawSpectrum(0, 0, 16), attention="softmax", task="difficult", P=64)
+        >>> u.model(4).forms.shape
+        (4, 16, 16)
+        """
+        if self.models is None:
+            raise ValueError("model(depth) applies to attention='softmax', task='difficult', regime='expressible' "
+                             f"only; this prediction is {self.attention}/{self.task} ({self.kind})")
+        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or int(depth) not in self.models:
+            raise ValueError(f"depth must be one of the predicted depths {sorted(self.models)}; got {depth!r}")
+        return self.models[int(depth)]
 
     def __repr__(self) -> str:
         def numbers(values, limit=8):
@@ -252,6 +298,11 @@ class LossPrediction:
                  f"  L:    {numbers(self.depth)}", f"  R_L:  {numbers(self.loss)}"]
         if self.lower is not None:
             lines.append(f"  95 %: {numbers(self.lower)} .. {numbers(self.upper)}")
+        if self.plateau_gap is not None:
+            lines.append(f"  R*_inf: {self.plateau:.6g} (upper), {self.plateau_gap:.2g} above its lower estimate")
+        if self.alpha_predicted is not None and self.alpha_interval is not None:
+            lines.append(f"  alpha predicted: {self.alpha_predicted:.3g} [{self.alpha_interval[0]:.3g}, "
+                         f"{self.alpha_interval[1]:.3g}]")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -272,6 +323,10 @@ class LossPrediction:
             "validity_window": None if window is None else {"lower": window.lower, "upper": window.upper, "statement": window.statement},
             "in_window": None if self.in_window is None else self.in_window.tolist(),
             "assumptions": list(self.assumptions),
+            "branch": None if self.branch is None else self.branch.tolist(),
+            "plateau_gap": self.plateau_gap,
+            "alpha_predicted": self.alpha_predicted,
+            "alpha_interval": None if self.alpha_interval is None else list(self.alpha_interval),
         }
 
 
@@ -451,16 +506,18 @@ def _softmax_difficult(depths, calibration, spectrum=None, P=None, k=2):
     )
 
 
-def _doubling_envelope(depths: np.ndarray, loss: np.ndarray) -> np.ndarray:
+def _doubling_envelope(depths: np.ndarray, loss: np.ndarray, *, with_origin: bool = False):
     """Running minimum along doubling chains: a depth-L/2 model with every layer twice is a depth-L model
-    with the same function (the nested construction), so an expressible loss never rises along L, 2L, 4L..."""
+    with the same function (the nested construction), so an expressible loss never rises along L, 2L, 4L...
+    With ``with_origin``, also the index of the depth whose value each entry takes."""
     out = np.array(loss, dtype=np.float64)
+    origin = np.arange(out.size)
     index = {int(L): i for i, L in enumerate(depths)}
     for i in np.argsort(depths):
         half = index.get(int(depths[i]) // 2) if depths[i] % 2 == 0 else None
-        if half is not None:
-            out[i] = min(out[i], out[half])
-    return out
+        if half is not None and out[half] < out[i]:
+            out[i], origin[i] = out[half], origin[half]
+    return (out, origin) if with_origin else out
 
 
 def _softmax_heads(depths, spectrum, P, k, n_samples, rng, norm, width):
@@ -494,41 +551,98 @@ def _softmax_heads(depths, spectrum, P, k, n_samples, rng, norm, width):
 
 
 def _softmax_expressible(depths, spectrum, P, k, n_samples, rng):
-    from .expressible import best_expressible, shipped_expressible
+    import sys
+
+    from .expressible import ExpressibleModel, _halving_closure, best_expressible, estimated_seconds, shipped_expressible
 
     if P is None:
         raise ValueError("P (context length) is required for regime='expressible' (the loss depends on P)")
-    unique = np.unique(depths)
+    asked = np.unique(depths)
+    # every depth of the asked depths' halving chains, so a depth's value (its own and its nested copies')
+    # does not depend on which other depths are asked
+    unique = np.array(_halving_closure(asked.tolist()), dtype=np.int64)
     shipped = shipped_expressible(spectrum, P, k) if rng is None and n_samples is None else None
-    if shipped is not None and set(unique.tolist()) <= set(shipped.depths):
-        result, source = shipped, (f"shipped results theory/data/expressible ({shipped.setting['n_report']} report "
-                                   "contexts; regenerate with: idepth expressible run)")
-    else:
+    # each depth from one source, whatever else is asked: the shipped file where it has the depth, else computed
+    from_file = [int(L) for L in unique if shipped is not None and int(L) in shipped.depths]
+    missing = [int(L) for L in unique if int(L) not in from_file]
+    sources, results = [], {}
+    if from_file:
+        sources.append(f"depths {from_file}: shipped results theory/data/expressible ({shipped.setting['n_report']} "
+                       "report contexts; regenerate with: idepth expressible run)")
+        results.update({L: shipped for L in from_file})
+    if missing:
         n = check_positive_int("n_samples", 4096 if n_samples is None else n_samples, minimum=256)
-        result = best_expressible(unique, spectrum, P, k, n_fit=n, n_select=n, n_report=2 * n, pool=32,
-                                  rng=0 if rng is None else rng)
-        source = f"computed now: {n} fit + {n} selection + {2 * n} report contexts, 32 random forms per class"
-    at = {L: result.at(int(L)) for L in unique}
-    values = _doubling_envelope(unique, np.array([at[L][0] for L in unique]))
+        sizes = dict(n_fit=n, n_select=n, n_report=2 * n, pool=32)
+        print(f"predict_loss: computing U_L at depths {missing} ({n} fit + {n} selection + {2 * n} report contexts; "
+              f"about {estimated_seconds(missing, **sizes):.0f} s on one core){_shipped_note(spectrum, P, k)}",
+              file=sys.stderr, flush=True)
+        limit = _infinite_mixture(spectrum, P, k)  # its Frank-Wolfe measure feeds the quadrature branch
+        computed = best_expressible(missing, spectrum, P, k, **sizes, measure=limit, rng=0 if rng is None else rng)
+        sources.append(f"depths {missing}: computed now: {n} fit + {n} selection + {2 * n} report contexts, "
+                       "32 random forms per class")
+        results.update({L: computed for L in missing})
+    at = {L: results[int(L)].at(int(L)) for L in unique}
+    values, origin = _doubling_envelope(unique, np.array([at[L][0] for L in unique]), with_origin=True)
+    models, branches, ses = {}, {}, {}
+    for i, L in enumerate(unique):
+        source = int(unique[origin[i]])
+        model = results[source].model(source)
+        if source != int(L):  # the shallower model with each head repeated: the same function
+            model = ExpressibleModel(forms=np.repeat(model.forms, int(L) // source, axis=0), gain=model.gain,
+                                     branch="nested", loss=model.loss, loss_se=model.loss_se)
+        models[int(L)], branches[int(L)], ses[int(L)] = model, model.branch, at[source][1]
     position = np.searchsorted(unique, depths)
     loss = values[position]
-    se = np.array([at[L][1] for L in unique])[position]
-    branch = dict(zip(result.depths, result.branch))
+    se = np.array([ses[int(L)] for L in unique])[position]
+    models = {int(L): models[int(L)] for L in asked}
+    limit = _infinite_mixture(spectrum, P, k)
+    first = results[int(unique[0])]
+    if limit is not None:
+        plateau, gap = float(limit.upper), float(limit.upper - limit.lower)
+        alpha, interval = float(limit.alpha_predicted), tuple(float(v) for v in limit.alpha_interval)
+        limit_words = (f"plateau = R*_inf's upper estimate {plateau:.6g} ± {float(limit.upper_se):.2g} (the Frank-Wolfe "
+                       f"mixture on its report set), its lower estimate {float(limit.lower):.6g} (fit-set optimum minus "
+                       f"the Frank-Wolfe gap; theory.mixture_limit); alpha predicted by the head kernel's spectrum "
+                       f"{alpha:.3g} [{interval[0]:.3g}, {interval[1]:.3g}]")
+    else:
+        plateau, gap, alpha, interval = first.mixture, None, None, None
+        limit_words = (f"no infinite-mixture limit is shipped for this setting: plateau = the mixture limit over U_L's "
+                       f"dictionary ({first.mixture:.6g} ± {first.mixture_se:.2g}), an upper estimate of R*_inf only; "
+                       "plateau_gap and alpha_predicted are None")
     return dict(
         loss=loss, lower=loss - INTERVAL_Z * se, upper=loss + INTERVAL_Z * se,
-        law="U_L: lower envelope of the atomic (cosine), diffuse (random forms) and combined head branches "
+        law="U_L: lower envelope of the atomic (cosine), diffuse (random forms), combined, refined (continuous "
+            "temperature), balanced (sum-zero forms) and quadrature (herded limit measure) head branches "
             "(eq. 60; theory.expressible.best_expressible)",
-        plateau=result.mixture, coefficient=None, exponent=None,
+        plateau=plateau, plateau_gap=gap, alpha_predicted=alpha, alpha_interval=interval, coefficient=None,
+        exponent=None, branch=np.array([branches[int(L)] for L in unique])[position], models=models,
         assumptions=(
             "each layer of the controlled model (M(0), fixed H_x, eqs. 59-60) is a softmax head over a learned "
-            "quadratic form; every candidate is written as weights of the LayerNorm model at N > d, so U_L is a "
-            "loss the model reaches: an upper bound on the optimum R*_L, not a trained loss",
-            f"source: {source}; the winning branch by depth: "
-            + ", ".join(f"L={int(L)}: {branch[int(L)]}" for L in unique),
-            f"interval = ±1.96 report-set SE; plateau = the mixture limit over the dictionary "
-            f"({result.mixture:.6g} ± {result.mixture_se:.2g}); non-increasing along doublings by nesting",
+            "quadratic form; every candidate is L explicit forms and a gain (result.model(L)), written as weights of "
+            "the LayerNorm model at N > d, so U_L is a loss the model reaches: an upper bound on the optimum R*_L, "
+            "not a trained loss",
+            "source: " + "; ".join(sources) + "; the winning branch by depth: "
+            + ", ".join(f"L={int(L)}: {branches[int(L)]}" for L in asked),
+            "interval = ±1.96 report-set SE; non-increasing along doublings by nesting; " + limit_words,
         ),
     )
+
+
+def _infinite_mixture(spectrum, P, k):
+    """The shipped infinite-mixture limit R*_∞ of the setting (theory.mixture_limit), or None."""
+    from .mixture_limit import shipped_infinite_mixture
+
+    return shipped_infinite_mixture(spectrum, P, k)
+
+
+def _shipped_note(spectrum, P, k) -> str:
+    """Why a softmax U_L is computed: the shipped sizes, named (never a silent extrapolation)."""
+    from .expressible import SHIPPED_DIR
+    from importlib import resources
+
+    names = sorted(entry.name for entry in resources.files("theory").joinpath(*SHIPPED_DIR).iterdir()
+                   if entry.name.endswith(".json"))
+    return f"; shipped: {', '.join(n[:-5] for n in names)} at depths 1-128 by doubling" if names else ""
 
 
 def _softmax_exchangeable(depths, spectrum, P, k, n_samples, rng, heads):
@@ -649,6 +763,12 @@ def predict_loss(
         ``attention``, ``task``, ``kind`` (what the number is), ``law`` (with its equations),
         ``plateau`` (``R_∞``), ``coefficient`` and ``exponent`` of the asymptote when the law
         has one, ``validity_window``/``in_window`` (linear/easy), ``assumptions`` (in words).
+        Softmax/difficult ``'expressible'``: ``branch`` (per depth), ``plateau`` = the upper
+        estimate of ``R*_∞``, ``plateau_gap`` (to its lower estimate), ``alpha_predicted`` and
+        ``alpha_interval`` (None where no limit is shipped), and ``model(L)``: ``U_L``'s ``L``
+        forms and gain. A depth's value depends only on that depth (its halving chain), not
+        on the other depths asked; depths without shipped data are computed, with a progress
+        line on stderr giving a time estimate and the shipped files.
 
     Raises
     ------
@@ -737,7 +857,7 @@ def predict_loss(
             raise ValueError(f"calibration coefficient must be >= 0 (the loss falls with depth); got {parts['coefficient']!r}")
     parts["kind"] = KINDS.get((attention, task), KINDS.get((attention, task, variant.split(",")[0]), ""))
     shape = () if scalar else depths.shape  # a scalar depth gives 0-d arrays, as numpy ufuncs do
-    for key in ("loss", "lower", "upper", "in_window"):
+    for key in ("loss", "lower", "upper", "in_window", "branch"):
         if parts.get(key) is not None:
             parts[key] = _readonly(np.reshape(parts[key], shape))
     return LossPrediction(depth=_readonly(np.reshape(depths, shape)), attention=attention, task=task, **parts)

@@ -203,6 +203,8 @@ def _spectrum(args):
 
 
 def run(args) -> int:
+    import numpy as np
+
     from numerics.io import FIGURE_FORMATS, check_output_file
     from numerics.plotting import plot_prediction
     from theory.predict import predict_loss
@@ -231,16 +233,31 @@ def run(args) -> int:
         print(f"# asymptote: {prediction.plateau:.6g} + {prediction.coefficient:.6g} · L^(-{prediction.exponent:.6g})")
     if prediction.validity_window is not None:
         print(f"# validity window: {prediction.validity_window.statement}")
+    if prediction.branch is not None:  # the bracket: U_L above, the infinite-mixture limit below
+        if prediction.plateau_gap is not None:
+            print(f"# R*_inf (infinite-mixture limit): upper estimate {prediction.plateau:.6g}, lower estimate "
+                  f"{prediction.plateau - prediction.plateau_gap:.6g} (gap {prediction.plateau_gap:.2g})")
+        else:
+            print(f"# R*_inf: no limit shipped here; plateau {prediction.plateau:.6g} is an upper estimate only")
+        if prediction.alpha_predicted is not None:
+            low, high = prediction.alpha_interval
+            print(f"# alpha predicted by the head kernel's spectrum: {prediction.alpha_predicted:.3g} "
+                  f"[{low:.3g}, {high:.3g}]")
     has_interval = prediction.lower is not None
-    header = f"{'L':>6}  {'R_L':>14}" + (f"  {'lower':>14}  {'upper':>14}" if has_interval else "")
+    depths = np.atleast_1d(prediction.depth)
+    columns = {"R_L": np.atleast_1d(prediction.loss)}
+    if has_interval:
+        columns.update(lower=np.atleast_1d(prediction.lower), upper=np.atleast_1d(prediction.upper))
+    header = f"{'L':>6}" + "".join(f"  {name:>14}" for name in columns)
     header += "  in window" if prediction.in_window is not None else ""
+    header += "  branch" if prediction.branch is not None else ""
     print(header)
-    for i, L in enumerate(prediction.depth):
-        line = f"{L:>6d}  {prediction.loss[i]:>14.8g}"
-        if has_interval:
-            line += f"  {prediction.lower[i]:>14.8g}  {prediction.upper[i]:>14.8g}"
+    for i, L in enumerate(depths):
+        line = f"{L:>6d}" + "".join(f"  {values[i]:>14.8g}" for values in columns.values())
         if prediction.in_window is not None:
-            line += f"  {'yes' if prediction.in_window[i] else 'no'}"
+            line += f"  {'yes' if np.atleast_1d(prediction.in_window)[i] else 'no'}"
+        if prediction.branch is not None:
+            line += f"  {np.atleast_1d(prediction.branch)[i]}"
         print(line)
     for assumption in prediction.assumptions:
         print(f"# assumes: {assumption}")

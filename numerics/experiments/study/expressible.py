@@ -109,6 +109,7 @@ def run_expressible(spectra, out: Path | None = None, settings: ExpressibleSetti
     """
     from theory import PowerLawSpectrum, __version__
     from theory.expressible import best_expressible, family_laws
+    from theory.mixture_limit import shipped_infinite_mixture
 
     out = Path(out) if out is not None else data_dir()
     out.mkdir(parents=True, exist_ok=True)
@@ -125,6 +126,7 @@ def run_expressible(spectra, out: Path | None = None, settings: ExpressibleSetti
             result = best_expressible(settings.depths, spectrum, settings.P, settings.k, n_fit=settings.n_fit,
                                       n_select=settings.n_select, n_report=settings.n_report, pool=settings.pool,
                                       sigmas=settings.sigmas, n_class_temperatures=settings.n_class_temperatures,
+                                      measure=shipped_infinite_mixture(spectrum, settings.P, settings.k),
                                       rng=settings.seed, progress=say)
             stored = {"a": a, "b": b, "settings": _settings_dict(settings), "result": result.to_dict(),
                       "cpu_seconds": time.process_time() - start, "package_version": __version__}

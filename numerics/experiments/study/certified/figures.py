@@ -16,7 +16,7 @@ from ...criteria import GAIN_LAW_MAX_CHI2_DOF
 from ._format import RECIPE_LABELS, _bounded, _label, _recipe_order
 from .statistics import ALPHA_GRID
 
-__all__ = ["draw_certified_figure", "draw_decomposition_figure", "draw_recipe_figure",
+__all__ = ["draw_certified_figure", "draw_decomposition_figure", "draw_excess_figure", "draw_recipe_figure",
            "draw_revised_figure"]
 
 
@@ -184,3 +184,68 @@ def draw_decomposition_figure(facts: dict, path) -> Path | None:
         ax.set_ylabel("loss terms of eq. 63")
     return _save_with_legend(fig, axes, path, "R*_L = C_L + (A_L − C_L)/L of the winners; error bars: ± one SE over "
                                               "seeds")
+
+
+def draw_excess_figure(rows, path) -> Path:
+    """The excess over the infinite-mixture limit, ``R_L − R*_∞``, against L on log–log axes, one panel a spectrum.
+
+    ``rows`` (one a spectrum, from :func:`~numerics.experiments.study.certified.excess.excess_rows`): the trained
+    envelope ``R*_L`` with its SE, ``U_L`` (models built by hand) and ``R*_∞``'s bracket. ``R*_∞`` lies between
+    its lower estimate (the fit-set optimum minus the Frank–Wolfe gap) and the least of its upper estimate (the
+    fitted mixture's report-set loss) and every ``U_L`` (each depth is a mixture of heads, so ``R*_∞ ≤ U_L``):
+    :func:`~numerics.experiments.study.certified.excess.plateau_bracket`. Each curve's excess is therefore a
+    band: its markers are the excess over the lower end (the largest it can be), the band reaches down to the
+    excess over the upper end (clipped at the panel's floor where it is not positive). A power law
+    ``c L^-α`` is a straight line: dashed, α = 1 through the envelope's L = 1 marker; dotted, the α the head
+    kernel's eigen-decay predicts for balanced heads.
+
+    References
+    ----------
+    Paper eq. (16) (``R_L = L0 + c L^-α``); eqs. (59)-(63) (the model as an average of heads).
+
+    Notes
+    -----
+    No example: it writes a figure (``tests/test_certified_excess.py``).
+    """
+    from .excess import plateau_bracket
+
+    fig, axes = _panels(len(rows), 3.8, 3.1, 1.0)
+    for ax, row in zip(axes.flat, rows):
+        ax.set_title(row["label"], fontsize=10)
+        if row.get("plateau") is None:
+            ax.text(0.5, 0.5, "R*_∞ not shipped\n(idepth bracket compute)", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=9)
+            ax.axis("off")
+            continue
+        depth_ticks(ax, row["depths"])
+        L = np.asarray(row["depths"], dtype=float)
+        low, high = plateau_bracket(row)
+        curves = [("trained envelope R*_L", "C0", "o", np.asarray(row["envelope"]), np.asarray(row["envelope_se"]))]
+        if row.get("U") is not None:
+            curves.append(("U_L (built by hand)", "C1", "s", np.asarray(row["U"]), np.asarray(row["U_se"])))
+        top = np.concatenate([R - low for _, _, _, R, _ in curves])
+        floor = max(float(np.min(top[top > 0])) / 30.0, 1e-6) if np.any(top > 0) else 1e-4
+        for name, colour, marker, R, se in curves:
+            most, least = R - low, R - high
+            ax.fill_between(L, np.maximum(least, floor), np.maximum(most, floor), color=colour, alpha=0.18, lw=0)
+            ax.errorbar(L, np.maximum(most, floor), yerr=np.minimum(se, 0.999 * np.maximum(most, floor)),
+                        fmt=marker + "-", color=colour, ms=4, lw=1, capsize=2, label=name)
+        first = row["envelope"][0] - low
+        if first > 0:
+            ax.plot(L, first / L, "k--", lw=0.9, label="α = 1")
+            alpha = row.get("alpha_predicted")
+            if alpha is not None and np.isfinite(alpha):
+                ax.plot(L, first * L ** -alpha, "k:", lw=1.1, label="α predicted by the head kernel")
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=floor * 0.8)
+        ax.set_ylabel("R_L − R*_∞")
+    handles, labels = [], []
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=9)
+    height = 3.1 * axes.shape[0] + 1.0
+    fig.tight_layout(rect=(0, 0.7 / height, 1, 1))
+    return save_figure(fig, path)

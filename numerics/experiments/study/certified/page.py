@@ -27,7 +27,8 @@ from ._format import (
     _label,
     _recipe_order,
 )
-from .figures import (draw_certified_figure, draw_decomposition_figure, draw_recipe_figure,
+from .excess import EXCESS_FIGURE, excess_rows, excess_section
+from .figures import (draw_certified_figure, draw_excess_figure, draw_decomposition_figure, draw_recipe_figure,
                       draw_revised_figure)
 from .plan import CertifiedPlan
 from .revised import FACTS, revised_facts, revised_sections
@@ -549,6 +550,8 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     # the shipped version-1 page points to the revised study, the evidence the package's answer rests on
     superseded = SUPERSEDED if plan == CertifiedPlan() else None
     extra = revised_sections(facts)
+    excess = excess_rows(summaries, plan) if facts is not None else []  # the bracket: the revised page's section
+    extra = extra + excess_section(excess)
     page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks, rechecks=rechecks,
                               gaps=gaps, compute=compute, superseded_by=superseded, cells_dir=cells_dir,
                               extra=extra)
@@ -564,6 +567,8 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     if facts is not None and facts["envelope"]:
         files[REVISED_FIGURE] = lambda path: draw_revised_figure(facts, path)
         files[DECOMPOSITION_FIGURE] = lambda path: draw_decomposition_figure(facts, path)
+    if excess:
+        files[EXCESS_FIGURE] = lambda path: draw_excess_figure(excess, path)
     write_together(out_dir, files)  # the page, its table, verdicts and figures replace the old ones together
     if predictions and cache_dir is not None:  # every cached value the page reads was used: the rest is stale
         for path in Path(cache_dir).glob("*.json"):
