@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-HELP = "R*_inf, the infinite-mixture limit bracketed from both sides (Frank-Wolfe over forms): compute and ship it"
+HELP = "R*_inf, the infinite-mixture limit, bracketed from both sides (Frank-Wolfe): compute, ship"
 
 
 def _spectra(text: str) -> list[tuple[float, float]]:

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-HELP = "diagnose a trained checkpoint: R, A, C, attention mass, mode-wise loss, selection error"
+HELP = "diagnose a checkpoint: R, A, C, attention mass, mode-wise loss, selection error"
 
 
 def register(subparsers) -> None:
