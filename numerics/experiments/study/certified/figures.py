@@ -238,7 +238,7 @@ def draw_excess_figure(rows, path) -> Path:
                 ax.plot(L, first * L ** -alpha, "k:", lw=1.1, label="α predicted by the head kernel")
         ax.set_yscale("log")
         ax.set_ylim(bottom=floor * 0.8)
-        ax.set_ylabel("R_L − R*_∞")
+        ax.set_ylabel(r"$R_L - R^*_\infty$")
     handles, labels = [], []
     for ax in axes.flat:
         for h, label in zip(*ax.get_legend_handles_labels()):
