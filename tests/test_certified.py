@@ -291,6 +291,22 @@ def test_cli_writes_the_page_from_exported_cells(tiny_study, tmp_path, capsys):
     assert "certified-study.csv (" in capsys.readouterr().out
 
 
+def test_a_page_regenerated_from_the_same_cells_is_byte_identical(tiny_study, tmp_path):
+    """Every bootstrap and Monte-Carlo draw of a page is seeded from the plan and cached: regenerating it gives the
+    same bytes, the verdicts record, the table and the figures included."""
+    from numerics.experiments.study.certified import page as page_module
+
+    cells = _exported(tiny_study, tmp_path)
+    written = []
+    for name in ("first", "second"):
+        page_module.write_certified(tmp_path / name, cells, CertifiedPlan(), command="the same command",
+                                    progress=lambda message: None)
+        written.append({p.relative_to(tmp_path / name): p.read_bytes() for p in (tmp_path / name).rglob("*")
+                        if p.is_file()})
+    assert Path("certified-study.verdicts.json") in written[0] and Path("figures/certified-study.png") in written[0]
+    assert written[0] == written[1]
+
+
 def test_a_page_whose_figure_fails_leaves_the_old_page_table_and_verdicts_and_no_temporary(tiny_study, tmp_path,
                                                                                            monkeypatch):
     from numerics.experiments.study.certified import page as page_module
