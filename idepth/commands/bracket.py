@@ -6,20 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._parsing import spectra as parse_spectra
+
 HELP = "R*_inf, the infinite-mixture limit, bracketed from both sides (Frank-Wolfe): compute, ship"
-
-
-def _spectra(text: str) -> list[tuple[float, float]]:
-    out = []
-    for item in text.split(";"):
-        try:
-            a, b = (float(v) for v in item.split(","))
-        except ValueError:
-            raise ValueError(f"--spectra must look like 'a,b;a,b' (e.g. '0,0;0,0.25'); got {text!r}") from None
-        if a < 0 or b < 0:
-            raise ValueError(f"--spectra exponents must be >= 0; got ({a:g}, {b:g})")
-        out.append((a, b))
-    return out
 
 
 def register(subparsers) -> None:
@@ -59,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from theory.mixture_limit import compute_spectra
     from theory.paper import TABLE1_SPECTRA
 
-    spectra = _spectra(args.spectra) if args.spectra else [tuple(s) for s in TABLE1_SPECTRA]
+    spectra = parse_spectra(args.spectra) if args.spectra else [tuple(s) for s in TABLE1_SPECTRA]
     if args.gap_checks < 1:
         raise ValueError(f"--gap-checks must be an integer >= 1; got {args.gap_checks}")
     if args.out is not None:

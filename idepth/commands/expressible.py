@@ -6,20 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._parsing import spectra as parse_spectra
+
 HELP = "U_L, the best expressible loss at each depth: compute and ship it (run), or check trained models (check)"
-
-
-def _spectra(text: str) -> list[tuple[float, float]]:
-    out = []
-    for item in text.split(";"):
-        try:
-            a, b = (float(v) for v in item.split(","))
-        except ValueError:
-            raise ValueError(f"--spectra must look like 'a,b;a,b' (e.g. '0,0;0,0.25'); got {text!r}") from None
-        if a < 0 or b < 0:
-            raise ValueError(f"--spectra exponents must be >= 0; got ({a:g}, {b:g})")
-        out.append((a, b))
-    return out
 
 
 def register(subparsers) -> None:
@@ -68,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         from numerics.experiments.study.expressible import TABLE1_SPECTRA, run_expressible
         from numerics.io import check_output_dir
 
-        spectra = _spectra(args.spectra) if args.spectra else list(TABLE1_SPECTRA)
+        spectra = parse_spectra(args.spectra) if args.spectra else list(TABLE1_SPECTRA)
         if args.out is not None:
             check_output_dir(args.out, "--out")
         from ._working import working

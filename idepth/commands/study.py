@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from ._execution import add_execution_flags, execution_from_args
+from ._parsing import spectra as parse_spectra
 
 HELP = "the package's studies of where inverse-depth scaling appears and of the paper's numbers"
 
@@ -278,22 +279,6 @@ def _name_the_actions(subparsers, parser, actions) -> None:
             choice.help = f"{HELP}: {names}"
 
 
-def _spectra(text: str) -> list[tuple[float, float]]:
-    out = []
-    for part in text.split(";"):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            a, b = (float(x) for x in part.split(","))
-        except ValueError:
-            raise ValueError(f"--spectra must look like 'a,b;a,b' (e.g. '0,0;0.5,0'); got {text!r}") from None
-        out.append((a, b))
-    if not out:
-        raise ValueError(f"--spectra must list at least one 'a,b'; got {text!r}")
-    return out
-
-
 def _ints(text: str, name: str) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in text.split(",") if x.strip())
@@ -355,7 +340,7 @@ def run_certified_command(args) -> int:
     revised = args.plan == "revised"
     plan = REVISED_PLAN if revised else CertifiedPlan()
     if args.spectra is not None:
-        wanted = _spectra(args.spectra)
+        wanted = parse_spectra(args.spectra)
         known = {(float(a), float(b)) for a, b in plan.spectra}
         unknown = [f"{a:g},{b:g}" for a, b in wanted if (a, b) not in known]
         if unknown:
@@ -476,7 +461,7 @@ def run_defaults(args) -> int:
     check_output_file(args.out, "--out", suffixes=("json",))
     if args.store is not None:
         check_output_dir(args.store, "--store")
-    spectra = None if args.spectra is None else _spectra(args.spectra)
+    spectra = None if args.spectra is None else parse_spectra(args.spectra)
     regimes = tuple(r.strip() for r in args.regimes.split(",") if r.strip())
     try:  # without --store, the library trains into a temporary store it removes afterwards
         data = make_softmax_defaults(
