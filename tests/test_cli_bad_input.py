@@ -209,3 +209,12 @@ def test_outside_a_checkout_expressible_check_names_the_variable_or_the_director
     monkeypatch.setenv(shipped.RESULTS_VARIABLE, str(tmp_path / "none"))
     assert cli.main(["expressible", "check"]) == 2
     assert "IDEPTH_RESULTS must name a directory" in capsys.readouterr().err
+
+
+def test_a_softmax_prediction_too_large_to_compute_is_refused_before_any_work_naming_the_shipped_sizes(capsys):
+    """The CLI's default d (1024, the linear tables') has no shipped U_L: computing it would need 128 GiB."""
+    from idepth import cli
+
+    assert cli.main(["predict", "--attention", "softmax", "--task", "difficult", "--P", "64", "--depth", "1,4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "d = 1024" in err[0] and "GiB" in err[0] and "d16_P64_k2" in err[0]

@@ -51,6 +51,8 @@ __all__ = ["INTERVAL_Z", "ATTENTIONS", "TASKS", "POLYNOMIALS", "REGIMES", "KEYWO
 ATTENTIONS = ("linear", "softmax")
 #: a prediction's interval is ± this many SE (the two-sided 95 % normal quantile)
 INTERVAL_Z = 1.959963984540054
+#: the most memory ``regime='expressible'`` may use when it computes U_L where nothing is shipped (its contexts)
+COMPUTE_MEMORY_BYTES = 4 * 2**30
 #: how the softmax/difficult loss is predicted (see the module table); the first is the default
 REGIMES = ("expressible", "heads", "exchangeable", "calibrated")
 #: regime names that were renamed: the old name is refused with an error naming the new one
@@ -573,6 +575,12 @@ def _softmax_expressible(depths, spectrum, P, k, n_samples, rng):
     if missing:
         n = check_positive_int("n_samples", 4096 if n_samples is None else n_samples, minimum=256)
         sizes = dict(n_fit=n, n_select=n, n_report=2 * n, pool=32)
+        # each context holds a d x d rotation (eq. 3): the report set alone is 2n of them, in float64
+        needed = 2 * (2 * n) * spectrum.d ** 2 * 8
+        if needed > COMPUTE_MEMORY_BYTES:
+            raise ValueError(f"computing U_L at d = {spectrum.d} (depths {missing}) needs about {needed / 2**30:.0f} GiB "
+                             f"for its {2 * n} report contexts (at most {COMPUTE_MEMORY_BYTES / 2**30:.0f} GiB); "
+                             f"pass a smaller d or n_samples{_shipped_note(spectrum, P, k)}")
         print(f"predict_loss: computing U_L at depths {missing} ({n} fit + {n} selection + {2 * n} report contexts; "
               f"about {estimated_seconds(missing, **sizes):.0f} s on one core){_shipped_note(spectrum, P, k)}",
               file=sys.stderr, flush=True)
