@@ -29,7 +29,17 @@ def test_results_named_by_the_variable_without_the_plans_cells_are_refused(tmp_p
 
     monkeypatch.setenv(RESULTS_VARIABLE, str(tmp_path))
     assert cli.main(["study", "page", "certified-v1"]) == 2
-    assert str(tmp_path.resolve() / "cells") in capsys.readouterr().err
+    assert str(tmp_path.resolve() / "certified" / "cells") in capsys.readouterr().err
+
+
+def test_each_page_plan_names_shipped_results_that_hold_its_cells():
+    """The defaults point at the checkout's cells: docs/results/certified/cells (v1) and certified-revised/cells."""
+    from idepth.commands.study import PAGE_PLANS
+    from numerics.experiments.shipped import shipped_path
+
+    for plan, (_, results, page) in PAGE_PLANS.items():
+        assert any((shipped_path() / results / "cells").glob("*.npz")), plan
+        assert (shipped_path() / page / "certified-study.md").is_file(), plan
 
 
 def test_an_unknown_plan_is_refused_naming_the_plans(capsys):

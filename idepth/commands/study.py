@@ -189,9 +189,11 @@ def _add_run(actions) -> None:
     run.set_defaults(func=lambda args: run_plan(args, actions))
 
 
-#: the plans whose page is written from exported results without training, and where those results live in a
-#: checkout (relative to its docs/results): ``certified`` is the revised study, the evidence; ``certified-v1`` the first
-PAGE_PLANS = {"certified": ("revised", "certified-revised"), "certified-v1": ("original", ".")}
+#: the plans whose page is written from exported results without training: the plan, and where its results (cells/,
+#: contrasts/) and its page live in a checkout, relative to docs/results; ``certified`` is the revised study, the
+#: evidence; ``certified-v1`` the first
+PAGE_PLANS = {"certified": ("revised", "certified-revised", "certified-revised"),
+              "certified-v1": ("original", "certified", ".")}
 
 
 def _add_page(actions) -> None:
@@ -207,7 +209,8 @@ def _add_page(actions) -> None:
     page.add_argument("plan", metavar="PLAN", choices=tuple(PAGE_PLANS), help=f"one of {', '.join(PAGE_PLANS)}")
     page.add_argument("--cells", metavar="DIR", default=None,
                       help="the study's results directory (its cells/ and contrasts/; default the shipped one)")
-    page.add_argument("--out", metavar="DIR", default=None, help="where the page goes (default: --cells)")
+    page.add_argument("--out", metavar="DIR", default=None,
+                      help="where the page goes (default: the shipped page's directory, or --cells when given)")
     page.add_argument("--no-progress", action="store_true", help="no progress lines")
     page.set_defaults(func=run_page)
 
@@ -219,11 +222,11 @@ def run_page(args) -> int:
 
     from numerics.experiments.shipped import shipped_path
 
-    which, relative = PAGE_PLANS[args.plan]
-    cells = Path(args.cells) if args.cells is not None else shipped_path() / relative  # names where it looked
+    which, results, page = PAGE_PLANS[args.plan]
+    cells = Path(args.cells) if args.cells is not None else shipped_path() / results  # names where it looked
     if not any((cells / "cells").glob("*.npz")):
         raise ValueError(f"--cells: no exported cells in {cells / 'cells'} (plan {args.plan!r})")
-    out = Path(args.out) if args.out is not None else cells
+    out = Path(args.out) if args.out is not None else (cells if args.cells is not None else shipped_path() / page)
     return run_certified_command(argparse.Namespace(
         plan=which, spectra=None, cells=str(cells), store=None, depths=None, report_only=True, contrast_depth=None,
         out=str(out), backend="local", workers=1, scheduler=None, store_dir=None, cache_dir=None,
