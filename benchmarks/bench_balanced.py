@@ -33,27 +33,11 @@ import numpy as np  # noqa: E402
 
 from numerics.models import nonlinear  # noqa: E402
 from theory import PowerLawSpectrum  # noqa: E402
-from theory.data_law import eigenbasis_normal, haar_rotations, rotate, select_top_k, teacher_labels, top_k_mean  # noqa: E402
 from theory.expressible import ExpressibleLoss, _golden, data_file_name  # noqa: E402
-from theory.head_families import Contexts, form_reads  # noqa: E402
+from theory.head_families import draw_contexts, form_reads  # noqa: E402
 
 REVISED = Path(__file__).resolve().parents[1] / "docs" / "results" / "certified-revised"
 D, P, K = 16, 64, 2
-
-
-def draw_raw(spectrum, n, rng):
-    """``draw_contexts`` keeping the raw inputs (the trained models' LayerNorm sees their norms)."""
-    lam, omega = np.asarray(spectrum.eigenvalues), np.asarray(spectrum.teacher_eigenvalues)
-    x = eigenbasis_normal(rng, (n, P + 1, spectrum.d), lam, np.float64)
-    beta = eigenbasis_normal(rng, (n, spectrum.d), omega, np.float64)
-    if not (np.all(lam == lam[0]) and np.all(omega == omega[0])):
-        O = haar_rotations(spectrum.d, n, rng)
-        x, beta = rotate(O, x), rotate(O, beta)
-    labels = teacher_labels(x[:, :P], beta)
-    unit = x / np.linalg.norm(x, axis=2, keepdims=True)
-    cosine = np.einsum("npd,nd->np", unit[:, :P], unit[:, P])
-    target = top_k_mean(labels, select_top_k(cosine, K, ordered=False))
-    return Contexts(np.ascontiguousarray(unit[:, :P]), np.ascontiguousarray(unit[:, P]), labels, target), x
 
 
 def summed(forms, contexts, block=64):
@@ -107,8 +91,8 @@ def one_spectrum(a, b, new_dir, old_dir, seed):
     new = ExpressibleLoss.from_dict(json.loads((Path(new_dir) / name).read_text())["result"])
     old = ExpressibleLoss.from_dict(json.loads((Path(old_dir) / name).read_text())["result"])
     rng = np.random.default_rng([44, seed])
-    fit, _ = draw_raw(spectrum, 1 << 15, rng)
-    ev, raw = draw_raw(spectrum, 1 << 17, rng)
+    fit, _ = draw_contexts(spectrum, P, K, 1 << 15, rng, with_inputs=True)
+    ev, raw = draw_contexts(spectrum, P, K, 1 << 17, rng, with_inputs=True)
     eye = np.eye(D)
     out = {"a": a, "b": b, "n_fit": fit.n, "n_eval": ev.n, "depths": {}}
     new_err, old_err = {}, {}

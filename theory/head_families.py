@@ -100,7 +100,7 @@ class Contexts:
         return int(self.target.size)
 
 
-def draw_contexts(spectrum, P: int, k: int, n: int, rng) -> Contexts:
+def draw_contexts(spectrum, P: int, k: int, n: int, rng, *, with_inputs: bool = False):
     """``n`` fresh contexts of the top-k task, in the model's (rotated) frame.
 
     Parameters
@@ -113,9 +113,13 @@ def draw_contexts(spectrum, P: int, k: int, n: int, rng) -> Contexts:
         Number of contexts.
     rng : numpy.random.Generator or int
 
+    with_inputs : bool
+        Also return the raw inputs ``x`` (n, P + 1, d) the contexts were made from (a model whose pre-norm sees
+        their norms needs them); the draws are the same either way.
+
     Returns
     -------
-    Contexts
+    Contexts, or ``(Contexts, x)`` with ``with_inputs``
 
     References
     ----------
@@ -127,6 +131,9 @@ def draw_contexts(spectrum, P: int, k: int, n: int, rng) -> Contexts:
     >>> c = draw_contexts(PowerLawSpectrum(0, 0, 4), 8, 2, 16, 0)
     >>> c.context_unit.shape, c.target.shape
     ((16, 8, 4), (16,))
+    >>> same, x = draw_contexts(PowerLawSpectrum(0, 0, 4), 8, 2, 16, 0, with_inputs=True)
+    >>> x.shape, bool((same.target == c.target).all())
+    ((16, 9, 4), True)
     """
     spectrum = as_spectrum(spectrum)
     P = check_positive_int("P", P)
@@ -143,7 +150,8 @@ def draw_contexts(spectrum, P: int, k: int, n: int, rng) -> Contexts:
     unit = x / np.linalg.norm(x, axis=2, keepdims=True)
     cosine = np.einsum("npd,nd->np", unit[:, :P], unit[:, P])
     target = top_k_mean(labels, select_top_k(cosine, k, ordered=False))
-    return Contexts(np.ascontiguousarray(unit[:, :P]), np.ascontiguousarray(unit[:, P]), labels, target)
+    contexts = Contexts(np.ascontiguousarray(unit[:, :P]), np.ascontiguousarray(unit[:, P]), labels, target)
+    return (contexts, x) if with_inputs else contexts
 
 
 def form_reads(forms, contexts: Contexts, *, dtype=np.float32) -> np.ndarray:
