@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 __all__ = ["NOT_FOUND_NOTE", "RESULTS_VARIABLE", "ShippedResultsNotFound", "checkout_root", "not_found_message",
-           "results_dir", "shipped_path"]
+           "checkout_relative", "results_dir", "shipped_path"]
 
 #: the environment variable naming a ``docs/results`` directory (for an install outside a checkout)
 RESULTS_VARIABLE = "IDEPTH_RESULTS"
@@ -116,3 +116,20 @@ def shipped_path(*parts: str) -> Path:
     if directory is None:
         raise ShippedResultsNotFound(not_found_message())
     return directory.joinpath(*parts)
+
+
+def checkout_relative(path) -> str:
+    """``path`` as a page names it: relative to the source checkout when inside it, else as given (POSIX).
+
+    A page regenerated on another machine, or from another working directory, then names the same path.
+
+    Examples
+    --------
+    >>> checkout_relative("some/relative/dir")
+    'some/relative/dir'
+    """
+    root = checkout_root()
+    resolved = Path(path).resolve()
+    if root is not None and resolved.is_relative_to(root.resolve()):
+        return resolved.relative_to(root.resolve()).as_posix()
+    return Path(path).as_posix()
