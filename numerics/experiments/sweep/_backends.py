@@ -271,7 +271,7 @@ class _LocalBackend:
             return failed_outcome(run_hash, exc)
 
     def restart(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self.close()
         self._executor = local_pool(self.workers)
 
     def close(self, wait: bool = True) -> None:
