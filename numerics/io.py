@@ -47,6 +47,7 @@ __all__ = [
     "commit",
     "write_together",
     "json_text",
+    "probe_writable",
     "sha256_file",
     "json_clean",
     "significant",
@@ -436,11 +437,30 @@ def json_text(data: Any, *, indent: int | None = 1, sort_keys: bool = True) -> s
     return json.dumps(json_clean(data), indent=indent, sort_keys=sort_keys, allow_nan=False)
 
 
-def _probe_writable(directory: Path) -> str | None:
+def probe_writable(directory: str | os.PathLike) -> str | None:
     """None if a file can be created in ``directory`` (created and removed for real), else why not.
 
     :func:`os.access` is not enough: for root it says every directory is writable
     (permission bits do not bind root); only a real write answers for every case.
+
+    Parameters
+    ----------
+    directory : str or path-like
+        An existing directory.
+
+    Returns
+    -------
+    str or None
+        ``None`` when writable, else the reason (the error's ``strerror``, e.g. ``'Read-only file system'``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     probe_writable(tmp) is None
+    True
+    >>> probe_writable("/nonexistent/directory")
+    'No such file or directory'
     """
     try:
         fd, name = tempfile.mkstemp(prefix=".idepth-write-probe-", dir=directory)
@@ -484,7 +504,7 @@ def check_output_file(path: str | os.PathLike, name: str = "path", *, suffixes: 
     if not parent.is_dir():
         what = "is a file" if parent.exists() else "does not exist"
         raise ValueError(f"{name} {str(path)!r}: the directory {str(parent)!r} {what}")
-    why = _probe_writable(parent)
+    why = probe_writable(parent)
     if why is not None:
         raise ValueError(f"{name} {str(path)!r}: the directory {str(parent)!r} is not writable ({why})")
     return path
@@ -515,7 +535,7 @@ def check_output_dir(path: str | os.PathLike, name: str = "directory") -> Path:
         existing = existing.parent
     if not existing.is_dir():
         raise ValueError(f"{name} {str(path)!r}: {str(existing)!r} is a file, not a directory")
-    why = _probe_writable(existing)
+    why = probe_writable(existing)
     if why is not None:
         where = "" if existing == path else f": {str(existing)!r}"
         raise ValueError(f"{name} {str(path)!r}{where} is not writable ({why})")

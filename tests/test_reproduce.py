@@ -180,7 +180,7 @@ def test_an_unwritable_output_directory_is_refused(tmp_path, monkeypatch, capsys
     import numerics.io as io_module
 
     # root can write anywhere: a directory that refuses the write probe stands for a read-only one
-    monkeypatch.setattr(io_module, "_probe_writable", lambda directory: "Read-only file system")
+    monkeypatch.setattr(io_module, "probe_writable", lambda directory: "Read-only file system")
     status = main(["reproduce", "--scale", "smoke", "--out", str(tmp_path / "ro"), "--no-progress"])
     err = capsys.readouterr().err
     assert status == 2 and "not writable" in err and err.count("\n") == 1, err

@@ -111,7 +111,7 @@ def hold_value(key: dict) -> dict:
 def probe_runner(config: ToyConfig) -> ToyResult:
     """Reports the worker's BLAS pinning (see numerics.experiments.sweep._backends._init_worker)."""
     metrics = {name: os.environ.get(name) for name in sw.BLAS_THREAD_VARIABLES}
-    metrics["numpy_imported_before_pinning"] = sw._WORKER_STATE.get("numpy_imported_before_pinning")
+    metrics["numpy_imported_before_pinning"] = sw.WORKER_STATE.get("numpy_imported_before_pinning")
     return ToyResult(metrics, {})
 
 

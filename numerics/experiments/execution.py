@@ -110,11 +110,8 @@ class Execution:
             if not isinstance(value, (str, os.PathLike)) or not str(value):
                 raise TypeError(f"{name} must be a directory path; got {value!r}")
             object.__setattr__(self, name, Path(value))
-        if isinstance(self.connect_timeout, bool):
-            raise TypeError("connect_timeout must be a number of seconds > 0; "
-                            f"got {self.connect_timeout!r}")
-        timeout = check_positive("connect_timeout", self.connect_timeout)
-        object.__setattr__(self, "connect_timeout", timeout)
+        # check_positive refuses a bool too (TypeError), as it does any non-number
+        object.__setattr__(self, "connect_timeout", check_positive("connect_timeout", self.connect_timeout))
 
     def pool_size(self, default: int | None = None) -> int:
         """Local processes for work done here: ``workers``, else ``default``, else all usable cores.

@@ -13,10 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-__all__ = ["Grid", "grid_from_dict", "load_grid"]
+__all__ = ["Grid", "grid_from_dict", "load_grid", "one_line"]
 
 
-def _one_line(text: object) -> str:
+def one_line(text: object) -> str:
+    """``str(text)`` on one line, runs of white space folded: an error quoted inside another message.
+
+    Examples
+    --------
+    >>> one_line(ValueError("bad value" + chr(10) + "    at line 2"))
+    'bad value at line 2'
+    """
     return " ".join(str(text).split())
 
 
@@ -107,7 +114,7 @@ class Grid:
                 try:
                     config = self.config_type.from_dict(dict(zip(names, values)))
                 except (TypeError, ValueError) as exc:
-                    raise type(exc)(f"{_one_line(exc)}{_where(index, len(self.subgrids))}") from None
+                    raise type(exc)(f"{one_line(exc)}{_where(index, len(self.subgrids))}") from None
                 unique.setdefault(config.content_hash(), config)
         return tuple(unique.values())
 
@@ -215,6 +222,6 @@ def load_grid(path: str | os.PathLike, *, config_type: Any = None) -> Grid:
             data = tomllib.load(fh)
         return grid_from_dict(data, config_type=config_type)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"grid file {path}: invalid TOML: {_one_line(exc)}") from None
+        raise ValueError(f"grid file {path}: invalid TOML: {one_line(exc)}") from None
     except (ValueError, TypeError) as exc:
-        raise type(exc)(f"grid file {path}: {_one_line(exc)}") from None
+        raise type(exc)(f"grid file {path}: {one_line(exc)}") from None

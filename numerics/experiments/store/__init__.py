@@ -9,13 +9,14 @@ hashes include it): :class:`StoreVersionError`.
 One writer, the sweep driver (:class:`ResultsStore`), holds a ``flock`` on ``DIR`` and commits
 each finished run in its own transaction (WAL; ``synchronous=FULL`` for runs), so a killed
 driver loses no committed run; workers never touch the file, so ``DIR`` must be local to the
-driver. Readers (:func:`load_results`, :func:`load_arrays`, :func:`export_csv`) open it read-only,
-also during a sweep. numpy is imported only to encode arrays (workers pin BLAS threads first).
+driver; :func:`writable_store` checks a directory before any work. Readers (:func:`load_results`,
+:func:`load_arrays`, :func:`export_csv`) open it read-only, also during a sweep. numpy is
+imported only to encode arrays (workers pin BLAS threads first).
 """
 
 from ._encoding import RunOutcome, decode_array, encode_array
 from ._layout import METRIC_COLUMNS, SCHEMA_VERSION, STATUSES, STORE_FILENAME
-from ._layout import StoreLockedError, StoreRunnerError, StoreVersionError, check_store, store_path
+from ._layout import StoreLockedError, StoreRunnerError, StoreVersionError, check_store, store_path, writable_store
 from ._readers import export_csv, load_arrays, load_results
 from ._writer import ResultsStore
 
@@ -31,6 +32,7 @@ __all__ = [
     "RunOutcome",
     "store_path",
     "check_store",
+    "writable_store",
     "encode_array",
     "decode_array",
     "load_results",

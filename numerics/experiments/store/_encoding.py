@@ -1,13 +1,10 @@
-"""How a run's results are encoded for the store: arrays as ``.npy`` bytes, metrics as SQL columns."""
+"""How a run's results travel to the store: arrays as ``.npy`` bytes, a run's outcome as :class:`RunOutcome`."""
 
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping
-
-from ._layout import METRIC_COLUMNS
 
 
 def encode_array(array: Any) -> bytes:
@@ -40,21 +37,6 @@ def decode_array(npy: bytes) -> Any:
     import numpy as np
 
     return np.load(io.BytesIO(npy), allow_pickle=False)
-
-
-def _metric_column(name: str, value: Any) -> Any:
-    """A metric as stored in its SQL column: NaN / missing / non-numbers -> NULL."""
-    if value is None or isinstance(value, str):
-        return None
-    if name == "converged":
-        return int(bool(value))
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    if not math.isfinite(number):
-        return None
-    return int(value) if METRIC_COLUMNS[name] == "INTEGER" else number
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ CREATE TABLE arrays (
 """
 
 #: columns of ``runs`` returned by :func:`load_results` (besides ``config`` and ``metrics``)
-_RESULT_COLUMNS = (
+RESULT_COLUMNS = (
     "hash", "status", "error", "attempts", "queued_at", "started_at", "finished_at",
     "wall_time", "host", "pid", *METRIC_COLUMNS,
 )
@@ -70,8 +70,31 @@ class StoreLockedError(ValueError):
     """Another process is writing to the sweep directory."""
 
 
-def _check_status(argument: str, value: str | None, *, optional: bool = False) -> None:
-    """Refuse a run status outside :data:`STATUSES` (and ``None``, unless ``optional``)."""
+def check_status(argument: str, value: str | None, *, optional: bool = False) -> None:
+    """Refuse a run status outside :data:`STATUSES` (and ``None``, unless ``optional``).
+
+    Parameters
+    ----------
+    argument : str
+        The argument's name, for the error message.
+    value : str or None
+        The status given.
+    optional : bool, default False
+        Accept ``None`` (no status: every run).
+
+    Raises
+    ------
+    ValueError
+        Naming ``argument``, the value and the statuses allowed.
+
+    Examples
+    --------
+    >>> check_status("status", "done")
+    >>> check_status("status", "finished")
+    Traceback (most recent call last):
+    ...
+    ValueError: status must be one of 'pending', 'running', 'done', 'failed'; got 'finished'
+    """
     if value in STATUSES or (optional and value is None):
         return
     allowed = ", ".join(map(repr, STATUSES)) + (" or None" if optional else "")
@@ -103,15 +126,15 @@ def _connect_readonly(path: Path, *, immutable: bool = False) -> sqlite3.Connect
     if not path.is_file():
         raise FileNotFoundError(f"no sweep results store at {path} (run 'idepth sweep run' first)")
     # immutable: read the main file only, creating no -wal/-shm files; right for ``meta``,
-    # which is written once, when the store is created (already checkpointed, see _create_store)
+    # which is written once, when the store is created (already checkpointed, see create_store)
     if not immutable:
-        from numerics.io import _probe_writable
+        from numerics.io import probe_writable
 
         wal = path.with_name(path.name + "-wal")
         # a read-only file system: ?mode=ro would need to create the -shm file; with no WAL
         # content left (the last writer checkpointed it) the main file is the whole store
         has_wal = wal.is_file() and wal.stat().st_size > 0
-        immutable = _probe_writable(path.parent) is not None and not has_wal
+        immutable = probe_writable(path.parent) is not None and not has_wal
     query = "?immutable=1" if immutable else "?mode=ro"
     conn = sqlite3.connect(path.resolve().as_uri() + query, uri=True, timeout=30.0)
     conn.row_factory = sqlite3.Row
@@ -154,13 +177,32 @@ def check_store(path: str | os.PathLike, *, for_writing: bool = False) -> Path:
     ...     check_store(tmp, for_writing=True).name
     'results.sqlite'
     """
-    conn, path = _open_for_reading(path, immutable=True, for_writing=for_writing)
+    conn, path = open_for_reading(path, immutable=True, for_writing=for_writing)
     conn.close()
     return path
 
 
-def _writable_store(directory: Path) -> Path:
-    """``directory``'s store file; refuses a file in its place and a store this version may not write."""
+def writable_store(directory: str | os.PathLike) -> Path:
+    """The store file of the sweep directory ``directory``, once checked that this package may write it there.
+
+    Read-only (nothing is created or locked): called before any work, so that a wrong directory is
+    refused before a sweep starts. The directory and its store may not exist yet.
+
+    Raises
+    ------
+    NotADirectoryError
+        ``directory`` is an existing file.
+    StoreVersionError
+        The directory holds a store of another schema or package version (:func:`check_store`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     writable_store(Path(tmp) / "new").relative_to(tmp).as_posix()
+    'new/results.sqlite'
+    """
+    directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"sweep directory {directory} is an existing file, not a directory")
     path = directory / STORE_FILENAME
@@ -169,8 +211,20 @@ def _writable_store(directory: Path) -> Path:
     return path
 
 
-def _create_store(path: Path) -> None:
-    """Create an empty store atomically (renamed into place; called with the directory lock held)."""
+def create_store(path: Path) -> None:
+    """Create an empty store at ``path``: the tables, schema and package version (the writer's first step).
+
+    Written to a temporary file and renamed into place, so a killed driver never leaves half a
+    store; the caller holds the directory's lock (:class:`ResultsStore` does).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     create_store(Path(tmp) / STORE_FILENAME)
+    ...     check_store(tmp).name
+    'results.sqlite'
+    """
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # from a driver killed while creating
         stale.unlink()
     with atomic_path(path) as tmp_path:
@@ -194,8 +248,23 @@ def _create_store(path: Path) -> None:
             conn.close()  # checkpoints and removes the temporary WAL
 
 
-def _open_for_reading(path: str | os.PathLike, *, immutable: bool = False,
-                      for_writing: bool = False) -> tuple[sqlite3.Connection, Path]:
+def open_for_reading(path: str | os.PathLike, *, immutable: bool = False,
+                     for_writing: bool = False) -> tuple[sqlite3.Connection, Path]:
+    """A read-only connection to the store of ``path`` (rows as :class:`sqlite3.Row`) and the store file.
+
+    The store's versions are checked first (:func:`check_store`); ``immutable`` reads the main
+    file only (no ``-wal``/``-shm`` files). The caller closes the connection.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     create_store(Path(tmp) / STORE_FILENAME)
+    ...     conn, path = open_for_reading(tmp)
+    ...     conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0], path.name
+    ...     conn.close()
+    (0, 'results.sqlite')
+    """
     path = store_path(path)
     conn = _connect_readonly(path, immutable=immutable)
     try:

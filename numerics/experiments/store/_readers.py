@@ -12,11 +12,11 @@ from typing import Any, Mapping, Sequence
 from numerics.io import atomic_path
 
 from ._encoding import decode_array
-from ._layout import _RESULT_COLUMNS, _check_status, _open_for_reading
+from ._layout import RESULT_COLUMNS, check_status, open_for_reading
 
 
 def _row_to_dict(row: sqlite3.Row) -> dict[str, Any]:
-    record = {name: row[name] for name in _RESULT_COLUMNS}
+    record = {name: row[name] for name in RESULT_COLUMNS}
     if record["converged"] is not None:
         record["converged"] = bool(record["converged"])
     record["config"] = json.loads(row["config_json"])
@@ -46,8 +46,8 @@ def load_results(path: str | os.PathLike, *, as_frame: bool = False, status: str
     >>> [(r["status"], r["R_L"], r["steps"], r["config"]["depth"]) for r in rows]
     [('done', 0.5, 10, 2)]
     """
-    _check_status("status", status, optional=True)
-    conn, _ = _open_for_reading(path)
+    check_status("status", status, optional=True)
+    conn, _ = open_for_reading(path)
     try:
         query = "SELECT * FROM runs" + (" WHERE status = ?" if status else "") + " ORDER BY id"
         records = [_row_to_dict(row) for row in conn.execute(query, (status,) if status else ())]
@@ -83,7 +83,7 @@ def load_arrays(path: str | os.PathLike, run_hash: str, names: Sequence[str] | N
     """
     if not isinstance(run_hash, str):
         raise TypeError(f"run_hash must be a str; got {run_hash!r} ({type(run_hash).__name__})")
-    conn, path = _open_for_reading(path)
+    conn, path = open_for_reading(path)
     try:
         if conn.execute("SELECT 1 FROM runs WHERE hash = ?", (run_hash,)).fetchone() is None:
             raise KeyError(f"no run with hash {run_hash!r} in {path}")
@@ -140,7 +140,7 @@ def export_csv(path: str | os.PathLike, csv_path: str | os.PathLike) -> int:
         extra += sorted({key for record in records for key in record if key.startswith(prefix)})
     with atomic_path(csv_path) as tmp_path:
         with open(tmp_path, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=[*_RESULT_COLUMNS, *extra], restval="")
+            writer = csv.DictWriter(fh, fieldnames=[*RESULT_COLUMNS, *extra], restval="")
             writer.writeheader()
             for record in records:
                 writer.writerow({key: _csv_cell(value) for key, value in record.items()})

@@ -5,15 +5,31 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
-from ._encoding import RunOutcome, _metric_column
+from ._encoding import RunOutcome
 from ._layout import METRIC_COLUMNS, STATUSES, StoreLockedError, StoreRunnerError
-from ._layout import _check_status, _create_store, _writable_store
+from ._layout import check_status, create_store, writable_store
+
+
+def _metric_column(name: str, value: Any) -> Any:
+    """A metric as stored in its SQL column: NaN / missing / non-numbers -> NULL."""
+    if value is None or isinstance(value, str):
+        return None
+    if name == "converged":
+        return int(bool(value))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(number):
+        return None
+    return int(value) if METRIC_COLUMNS[name] == "INTEGER" else number
 
 
 class ResultsStore:
@@ -36,7 +52,7 @@ class ResultsStore:
 
     def __init__(self, directory: str | os.PathLike):
         directory = Path(directory)
-        self.path = _writable_store(directory)
+        self.path = writable_store(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self._lock_fd = os.open(directory, os.O_RDONLY)
         try:
@@ -48,7 +64,7 @@ class ResultsStore:
             ) from None
         try:
             if not self.path.exists():
-                _create_store(self.path)
+                create_store(self.path)
             self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             self._conn.execute("PRAGMA foreign_keys=ON")
         except BaseException:
@@ -146,7 +162,7 @@ class ResultsStore:
 
     def reset(self, hashes: Iterable[str], *, from_status: str) -> int:
         """Turn the runs of ``hashes`` in ``from_status`` back to ``pending``, error cleared; return how many."""
-        _check_status("from_status", from_status)
+        check_status("from_status", from_status)
         now = time.time()
         with self._transaction():
             return sum(

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 from ..execution import BACKENDS, Execution
 from ..grid import Grid, grid_from_dict, load_grid
-# _WORKER_STATE and HOLD_AFTER_COMMIT_VARIABLE: test hooks, read by tests through this module
-from ._backends import _WORKER_STATE, BLAS_THREAD_VARIABLES, local_pool  # noqa: F401
+# WORKER_STATE and HOLD_AFTER_COMMIT_VARIABLE: test hooks, read by tests through this module
+from ._backends import BLAS_THREAD_VARIABLES, WORKER_STATE, local_pool  # noqa: F401
 from ._run import HOLD_AFTER_COMMIT_VARIABLE, SweepSummary, run_sweep, runner_name  # noqa: F401
 from ._status import RunSummary, SweepStatus, sweep_status
 

@@ -1,7 +1,8 @@
 """The sweep's backends: local worker processes pinned to one BLAS thread, or a Dask cluster.
 
 :func:`local_pool` is the one way the experiments layer starts local workers (the sweep's and
-:func:`numerics.experiments.cache.cached_many`'s); :func:`_execute` runs one config in a worker.
+:func:`numerics.experiments.cache.cached_many`'s); :func:`open_backend` connects the sweep driver to
+local workers or a Dask cluster, where :func:`_execute` runs one config.
 No numpy at import time: workers import this module before they pin BLAS threads.
 """
 
@@ -22,7 +23,8 @@ import uuid
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import store as _store
-from ..grid import _one_line
+from ..execution import Execution
+from ..grid import one_line
 from ..store import RunOutcome
 
 #: environment variables set to 1 in every local worker before numpy is imported
@@ -33,8 +35,9 @@ BLAS_THREAD_VARIABLES = (
 Runner = Callable[[Any], Any]
 
 
-#: set in each local worker by :func:`_init_worker` (read by tests)
-_WORKER_STATE: dict[str, Any] = {}
+#: set in each local worker by :func:`_init_worker`: whether numpy was imported before the BLAS threads
+#: were pinned, and the thread limit in force (a test hook, read through :mod:`numerics.experiments.sweep`)
+WORKER_STATE: dict[str, Any] = {}
 
 
 def _init_worker(parent_pid: int) -> None:
@@ -46,7 +49,7 @@ def _init_worker(parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    _WORKER_STATE["numpy_imported_before_pinning"] = "numpy" in sys.modules
+    WORKER_STATE["numpy_imported_before_pinning"] = "numpy" in sys.modules
     for name in BLAS_THREAD_VARIABLES:
         os.environ[name] = "1"
     try:  # effective even if numpy was imported before (e.g. by a driver script spawn re-imports)
@@ -54,7 +57,7 @@ def _init_worker(parent_pid: int) -> None:
     except ImportError:
         pass
     else:
-        _WORKER_STATE["threadpool_limits"] = threadpool_limits(limits=1)
+        WORKER_STATE["threadpool_limits"] = threadpool_limits(limits=1)
     try:  # a worker's progress bars need no lock shared between processes; tqdm's default one is a named
         # semaphore, which a worker ended by LocalPool.stop would leave to the resource tracker, whose
         # "leaked semaphore objects" warning would then follow the driver's one line on Ctrl-C
@@ -97,7 +100,7 @@ def _execute(runner: Runner, run_hash: str, config: Any) -> RunOutcome:
         arrays = {str(name): _store.encode_array(value) for name, value in dict(result.arrays).items()}
     except Exception as exc:  # a failing run is recorded, never stops the sweep
         metrics, arrays = {}, {}
-        error, tb = f"{type(exc).__name__}: {_one_line(exc)}", traceback.format_exc()
+        error, tb = f"{type(exc).__name__}: {one_line(exc)}", traceback.format_exc()
     return RunOutcome(
         run_hash=run_hash, ok=error is None, metrics=metrics, arrays=arrays, error=error, traceback=tb,
         started_at=started, finished_at=time.time(), wall_time=time.perf_counter() - clock,
@@ -105,16 +108,28 @@ def _execute(runner: Runner, run_hash: str, config: Any) -> RunOutcome:
     )
 
 
-def _failed(run_hash: str, exc: BaseException | None, message: str | None = None) -> RunOutcome:
-    """A failed outcome created by the driver (the run produced no outcome of its own)."""
+def failed_outcome(run_hash: str, exc: BaseException | None, message: str | None = None) -> RunOutcome:
+    """A ``failed`` :class:`RunOutcome` made by the driver for a run that returned none of its own.
+
+    Its error is ``message``, or ``"Type: message"`` of ``exc`` (whose traceback it keeps); it
+    names no worker (``pid`` 0) and took no time.
+
+    Examples
+    --------
+    >>> outcome = failed_outcome("ab12", KeyError("gone"))
+    >>> outcome.ok, outcome.error
+    (False, "KeyError: 'gone'")
+    >>> failed_outcome("ab12", None, "WorkerDied: twice").error
+    'WorkerDied: twice'
+    """
     now = time.time()
-    error = message or f"{type(exc).__name__}: {_one_line(exc)}"
+    error = message or f"{type(exc).__name__}: {one_line(exc)}"
     tb = "".join(traceback.format_exception(exc)) if exc is not None else None
     return RunOutcome(run_hash, False, {}, {}, error, tb, now, now, 0.0, socket.gethostname(), 0)
 
 
-class _WorkerLost(Exception):
-    """The local pool broke while a run was in flight."""
+class WorkerLost(Exception):
+    """The local pool broke while a run was in flight: the driver restarts it and re-runs the runs it held."""
 
 
 @contextlib.contextmanager
@@ -236,7 +251,7 @@ class _LocalBackend:
         try:
             return self._executor.submit(_execute, self._runner, run_hash, config)
         except cf.process.BrokenProcessPool as exc:
-            raise _WorkerLost(_one_line(exc)) from exc
+            raise WorkerLost(one_line(exc)) from exc
 
     @staticmethod
     def wait_any(futures):
@@ -251,12 +266,12 @@ class _LocalBackend:
         try:
             return future.result()
         except cf.process.BrokenProcessPool as exc:
-            raise _WorkerLost(_one_line(exc)) from exc
+            raise WorkerLost(one_line(exc)) from exc
         except Exception as exc:  # e.g. the config could not be pickled to the worker
-            return _failed(run_hash, exc)
+            return failed_outcome(run_hash, exc)
 
     def restart(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self.close()
         self._executor = local_pool(self.workers)
 
     def close(self, wait: bool = True) -> None:
@@ -278,7 +293,7 @@ class _DaskBackend:
                 self._client = distributed.Client(scheduler, timeout=f"{timeout}s", set_as_default=False)
             except (OSError, TimeoutError) as exc:
                 raise ValueError(f"dask scheduler {scheduler!r} did not answer within {timeout:g} s "
-                                 f"({_one_line(exc) or type(exc).__name__})") from None
+                                 f"({one_line(exc) or type(exc).__name__})") from None
         else:
             self._cluster = distributed.LocalCluster(
                 n_workers=local_workers, threads_per_worker=1, processes=True,
@@ -306,7 +321,7 @@ class _DaskBackend:
             raise
         except Exception as exc:  # KilledWorker (dask re-ran it allowed-failures times), or the
             # task could not even start on the worker (e.g. the package is not installed there)
-            return _failed(run_hash, exc)
+            return failed_outcome(run_hash, exc)
 
     def restart(self) -> None:  # pragma: no cover - dask recovers lost workers itself
         raise RuntimeError("dask backend does not restart")
@@ -316,3 +331,25 @@ class _DaskBackend:
         if self._cluster is not None:
             self._cluster.close()
 
+
+
+def open_backend(execution: Execution, runner: Runner):
+    """The backend ``execution`` names, connected: a local pool, a local Dask cluster or a scheduler's.
+
+    Either one offers what the driver calls: ``submit(run_hash, config)``, ``wait_any``,
+    ``wait_all``, ``outcome(future, run_hash)`` (a :class:`RunOutcome`; :class:`WorkerLost` when
+    the local pool broke), ``restart``, ``close(wait)`` and ``workers``.
+
+    Examples
+    --------
+    >>> with preserved_environment(BLAS_THREAD_VARIABLES):  # workers start on the first submit
+    ...     backend = open_backend(Execution(workers=1, progress=False), os.getenv)
+    ...     backend.workers
+    ...     backend.close()
+    1
+    """
+    if execution.backend == "local":
+        return _LocalBackend(execution.pool_size(), runner)
+    local_workers = None if execution.scheduler is not None else execution.pool_size()
+    return _DaskBackend(runner, scheduler=execution.scheduler, local_workers=local_workers,
+                        timeout=float(execution.connect_timeout))

@@ -15,18 +15,9 @@ from typing import Any, Mapping, Sequence
 
 from .. import store as _store
 from ..execution import Execution, as_execution
-from ..grid import Grid, _one_line, grid_from_dict, load_grid
-from ..store import ResultsStore, RunOutcome
-from ..store._layout import _writable_store
-from ._backends import (
-    BLAS_THREAD_VARIABLES,
-    Runner,
-    _DaskBackend,
-    _failed,
-    _LocalBackend,
-    _WorkerLost,
-    preserved_environment,
-)
+from ..grid import Grid, grid_from_dict, load_grid, one_line
+from ..store import ResultsStore, RunOutcome, writable_store
+from ._backends import BLAS_THREAD_VARIABLES, Runner, WorkerLost, failed_outcome, open_backend, preserved_environment
 
 
 def runner_name(runner: Runner) -> str:
@@ -165,14 +156,14 @@ def run_sweep(
             pickle.dumps(runner)
         except Exception as exc:
             raise TypeError(f"runner must be picklable (a module-level function) for backend='local'; "
-                            f"got {runner!r} ({_one_line(exc)})") from None
+                            f"got {runner!r} ({one_line(exc)})") from None
     from theory.validation import check_positive_int
 
     if max_in_flight is not None:
         max_in_flight = check_positive_int("max_in_flight", max_in_flight)
     max_worker_deaths = check_positive_int("max_worker_deaths", max_worker_deaths)
     out_dir = Path(out_dir)
-    _writable_store(out_dir)
+    writable_store(out_dir)
     hashes = [config.content_hash() for config in configs]
     run_costs = _run_costs(costs, hashes)
 
@@ -182,21 +173,12 @@ def run_sweep(
                     max_worker_deaths, started, run_costs)
 
 
-def _backend(execution: Execution, runner: Runner):
-    """The backend ``execution`` names, connected: a local pool, a local Dask cluster or a scheduler's."""
-    if execution.backend == "local":
-        return _LocalBackend(execution.pool_size(), runner)
-    local_workers = None if execution.scheduler is not None else execution.pool_size()
-    return _DaskBackend(runner, scheduler=execution.scheduler, local_workers=local_workers,
-                        timeout=float(execution.connect_timeout))
-
-
 def _run(configs, hashes, out_dir, execution, retry_failed, runner, max_in_flight, max_worker_deaths,
          started, run_costs=None) -> SweepSummary:
     from numerics.progress import progress_bar
 
     store_file = out_dir / _store.STORE_FILENAME
-    executor = _backend(execution, runner)
+    executor = open_backend(execution, runner)
     clean_exit = False
     try:
         with ResultsStore(out_dir) as results:
@@ -267,7 +249,7 @@ def _drive(executor, results: ResultsStore, todo, bar, failed: int, max_in_fligh
         while source and room > 0:
             try:
                 future = executor.submit(*source[0])
-            except _WorkerLost:  # a worker died before this submission
+            except WorkerLost:  # a worker died before this submission
                 healthy = False
                 break
             item = source.popleft()
@@ -306,7 +288,7 @@ def _drive(executor, results: ResultsStore, todo, bar, failed: int, max_in_fligh
                 item = in_flight.pop(future)
                 try:
                     commit(executor.outcome(future, item[0]))
-                except _WorkerLost:
+                except WorkerLost:
                     lost.append(item)
             if not lost:
                 continue
@@ -315,14 +297,14 @@ def _drive(executor, results: ResultsStore, todo, bar, failed: int, max_in_fligh
             for future, item in list(in_flight.items()):
                 try:
                     commit(executor.outcome(future, item[0]))
-                except _WorkerLost:
+                except WorkerLost:
                     lost.append(item)
             in_flight.clear()
             if len(lost) == 1:  # all other runs returned: this run's worker died
                 run_hash, _ = lost[0]
                 deaths[run_hash] += 1
                 if deaths[run_hash] >= max_deaths:
-                    commit(_failed(run_hash, None, f"WorkerDied: the worker process died {deaths[run_hash]} "
+                    commit(failed_outcome(run_hash, None, f"WorkerDied: the worker process died {deaths[run_hash]} "
                                                    "times while running this config alone"))
                 else:
                     suspects.appendleft(lost[0])
