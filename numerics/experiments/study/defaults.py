@@ -17,7 +17,7 @@ from ..criteria import standard_error
 from .curves import summarise_seeds
 from ..execution import Execution, as_execution
 from ..scales import StudyScale, TRAINED_REGIMES
-from .regimes import _metric_arrays, _scale, train_regimes
+from .regimes import metric_arrays, train_regimes
 
 __all__ = ["fit_inverse_depth", "make_softmax_defaults"]
 
@@ -93,7 +93,7 @@ def make_softmax_defaults(
 
     from theory import __version__
 
-    s = _scale(scale)
+    s = StudyScale.of(scale)
     regimes = tuple(check_choice("regime", r, TRAINED_REGIMES) for r in regimes)
     if default_regime not in regimes:
         raise ValueError(f"default_regime must be one of the regimes {regimes}; got {default_regime!r}")
@@ -116,7 +116,7 @@ def make_softmax_defaults(
         for (a, b) in spectra:
             for regime in regimes:
                 depths = s.depths_of(regime)
-                R, A, C = _metric_arrays([[measured[(regime, (d, P, N), (a, b), L, seed)] for L in depths]
+                R, A, C = metric_arrays([[measured[(regime, (d, P, N), (a, b), L, seed)] for L in depths]
                                           for seed in s.seeds])
                 L0, c, cov = fit_inverse_depth(depths, R)
                 point = summarise_seeds(regime, (d, P, N), (a, b), s.k, depths, R, A, C)
