@@ -74,11 +74,8 @@ def _csv(records) -> str:
     return buffer.getvalue()
 
 
-def draw_figure(expressible: dict, lazy_rows: list):
-    """The figure (not written): one panel per spectrum with U_L, the eighth the lazy recipe against its law.
-
-    Per spectrum, on U_L's report contexts: B_L (its atomic branch), U_L with its SE paired against B_L and
-    the α = 1 law ``plateau + c/L`` through U_L's first and last depth.
+def draw_figure(lazy_rows: list):
+    """The figure (not written): per spectrum, the lazy recipe's trained ``R_L`` (dots) and its law, gain 1 (lines).
 
     Notes
     -----
@@ -86,56 +83,22 @@ def draw_figure(expressible: dict, lazy_rows: list):
     """
     from matplotlib import ticker
 
-    fig, axes = pyplot().subplots(2, 4, figsize=(12.5, 7.2))
-    spectra = list(expressible)
-    for ax, (a, b) in zip(axes.flat, spectra):
-        loss = expressible[a, b]
-        L = np.asarray(loss.depths, dtype=np.float64)
-        U, B = np.asarray(loss.loss), np.asarray(loss.atomic)
-        ax.plot(L, B, "k--", lw=1.2, label="B_L (best cosine-head allocation)")
-        ax.errorbar(L, U, yerr=loss.difference_se, color="C0", marker="o", ms=4, capsize=2,
-                    label="U_L (best expressible found)")
-        c = (U[0] - U[-1]) / (1.0 / L[0] - 1.0 / L[-1])
-        fine = np.geomspace(L[0], L[-1], 64)
-        ax.plot(fine, U[-1] + c * (1.0 / fine - 1.0 / L[-1]), ":", color="C0", lw=1.2,
-                label=f"α = 1: plateau + c/L through U_{L[0]:g}, U_{L[-1]:g}")
-        top, bottom = max(U[1:].max(), B[1:].max()), U.min()
-        pad = 0.12 * (top - bottom)
-        ax.set_ylim(bottom - pad, top + 2 * pad)  # L = 1 is far above: its point is off the top, the gaps are the story
-        depth_ticks(ax, L, label=None)
-        ax.tick_params(labelsize=8)
-        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3f"))
-        ax.set_title(_label(a, b), fontsize=10)
-    for ax in axes.flat[len(spectra):7]:
-        ax.axis("off")
-    lazy_ax = axes.flat[7]
-    for i, (a, b) in enumerate(spectra):
+    fig, ax = pyplot().subplots(figsize=(6.4, 4.4))
+    for i, (a, b) in enumerate(dict.fromkeys((r.a, r.b) for r in lazy_rows)):
         rows = sorted((r for r in lazy_rows if (r.a, r.b) == (a, b)), key=lambda r: r.depth)
-        if not rows:
-            continue
-        L = [r.depth for r in rows]
-        colour = ("C1", "C2", "C4", "C5", "C6", "C8", "C9")[i % 7]  # not the other panels' C0 (U_L)
-        lazy_ax.errorbar(L, [r.trained for r in rows], yerr=[r.trained_se for r in rows], color=colour, marker="o",
-                         ms=3, ls="none", capsize=2)
-        lazy_ax.plot(L, [r.law_fixed for r in rows], color=colour, lw=1.2, label=f"({a:g}, {b:g})")
-    depth_ticks(lazy_ax, sorted({r.depth for r in lazy_rows})[::2], label=None)
-    lazy_ax.tick_params(labelsize=8)
-    lazy_ax.set_yscale("log")
-    lazy_ax.yaxis.set_major_locator(ticker.FixedLocator([0.2, 0.3, 0.5, 1, 2, 3, 5, 10]))
-    lazy_ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    lazy_ax.yaxis.set_minor_formatter(ticker.NullFormatter())
-    lazy_ax.set_title("lazy recipe: trained (dots) vs\nits exchangeable law, gain 1 (lines)", fontsize=9)
-    for ax in axes.flat:
-        ax.set(xlabel="depth L" if ax in axes[1] else "", ylabel="loss" if ax in axes[:, 0] else "")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    level = np.median([se / v for loss in expressible.values() for v, se in zip(loss.loss, loss.loss_se)] or [np.nan])
-    fig.suptitle("U_L on its report contexts (L = 1 may lie above the top)\nError bars: SE paired against B_L; the "
-                 f"level's own context SE (≈ {100 * level:.1f} %) is common to every curve", fontsize=10)
-    fig.tight_layout(rect=(0, 0.11, 1, 0.95))
-    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.06), ncol=4, fontsize=9, frameon=False)
-    lazy_handles, lazy_labels = lazy_ax.get_legend_handles_labels()
-    fig.legend(lazy_handles, lazy_labels, loc="lower center", ncol=8, fontsize=9, frameon=False,
-               title="lazy panel, (a, b):", title_fontsize=9, alignment="left")
+        L, colour = [r.depth for r in rows], f"C{i % 10}"
+        ax.errorbar(L, [r.trained for r in rows], yerr=[r.trained_se for r in rows], color=colour, marker="o",
+                    ms=3, ls="none", capsize=2)
+        ax.plot(L, [r.law_fixed for r in rows], color=colour, lw=1.2, label=f"({a:g}, {b:g})")
+    depth_ticks(ax, sorted({r.depth for r in lazy_rows}))
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(ticker.FixedLocator([0.2, 0.3, 0.5, 1, 2, 3, 5, 10]))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set(ylabel="loss", title="lazy recipe: trained (dots) vs its exchangeable law, gain 1 (lines)")
+    if lazy_rows:
+        ax.legend(title="(a, b)", fontsize=8, ncol=2)
+    fig.tight_layout()
     return fig
 
 
@@ -164,11 +127,11 @@ def expressible_markdown(lazy_rows, fits, *, missing=(), command: str = "idepth 
     law = (f"{fits[0].layers} layers, {fits[0].draws} independent draws, {fits[0].contexts} fresh contexts each"
            if fits else "–")
     return render_page([
-        Section("Checks against trained models: U_L and the exchangeable law", (
+        Section("Checks against trained models: the lazy recipe and its exchangeable law", (
             " ".join(_opening(fits, list(missing))),
             f"Regenerated by `{command}` from the certified study's contrast runs (`docs/results/certified/`) and "
             "the shipped U_L (`theory/data/expressible/`); nothing is trained."),
-            figures=(("U_L, B_L and the lazy recipe", FIGURE),), level=1),
+            figures=(("the lazy recipe against its exchangeable law", FIGURE),), level=1),
         Section("The lazy recipe against its exchangeable law", (
             f"Trained: the certified contrasts' lazy runs (gain frozen at 1, lr {LAZY['learning_rate']:g}), "
             "report-set loss, mean over seeds, joint-bootstrap SE; plateau + c/L fitted by weighted least squares, "
@@ -197,7 +160,7 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
     """Compute the lazy recipe's check and write the page, its figure and two CSV tables; nothing is written on failure.
 
     ``certified_dir``: the certified study's files (default ``out_dir/certified``: its ``contrasts/``);
-    ``expressible_dir``: the shipped U_L (default ``theory/data/expressible``), whose depths the law is drawn at.
+    ``expressible_dir``: the shipped U_L (default ``theory/data/expressible``), at whose depths the law is drawn.
     A spectrum without a shipped U_L is left out and named on the page. Returns the written paths.
 
     Notes
@@ -236,7 +199,7 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
     lazy_rows, fits = lazy_checks(contrasts, laws, plan, rng=1)
     # everything computed and drawn before anything is written; then all files replace the old ones together
     page = expressible_markdown(lazy_rows, fits, missing=missing)
-    fig = draw_figure(expressible, lazy_rows)
+    fig = draw_figure(lazy_rows)
     try:
         written = write_together(out_dir, {FIGURE: lambda path: savefig(fig, path, dpi=100),
                                            LAZY_CSV: _csv(lazy_rows), LAZY_FIT_CSV: _csv(fits), PAGE: page})
