@@ -11,12 +11,13 @@ import pytest
 from numerics.experiments.study import expressible_checks as checks
 from numerics.experiments.study import expressible_page as page
 from numerics.experiments.study.certified.plan import CertifiedPlan
+from numerics.experiments.study.defaults import fit_inverse_depth
 from tests.tolerances import ROUNDOFF, rtol
 
 
 def test_plateau_and_c_fit_recovers_an_exact_inverse_depth_law():
     L = np.array([1, 2, 4, 8, 16, 32, 64, 128])
-    plateau, c = checks.fit_plateau_c(L, 2.15 + 0.87 / L, np.linspace(0.01, 0.05, L.size))
+    plateau, c = fit_inverse_depth(L, 2.15 + 0.87 / L, np.linspace(0.01, 0.05, L.size))[:2]
     assert (plateau, c) == pytest.approx((2.15, 0.87), rel=rtol(ROUNDOFF))
 
 

@@ -42,26 +42,5 @@ def __dir__():
     return sorted(list(globals()) + list(_HOMES))
 
 
-__all__ = [
-    "REGIMES",
-    "TRAINED_REGIMES",
-    "REGIME_DESCRIPTIONS",
-    "LAZY_INIT",
-    "GAIN_PARAMETERS",
-    "StudyScale",
-    "RegimeStudy",
-    "ConsistencyRow",
-    "ConsistencyReport",
-    "regime_config",
-    "frozen_heads_control",
-    "separate_models_average",
-    "name_regime",
-    "run_regime_study",
-    "paper_consistency",
-    "write_regime_study",
-    "make_softmax_defaults",
-    "fit_inverse_depth",
-    "SizeInference",
-    "infer_sizes",
-    "write_size_inference",
-]
+#: every public name, each from its home (:data:`_HOMES`)
+__all__ = list(_HOMES)

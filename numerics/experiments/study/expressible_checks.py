@@ -22,8 +22,9 @@ from ..criteria import mean_se
 from .certified.plan import CertifiedPlan
 from .certified.bootstrap import replicates
 from .certified.statistics import BOOTSTRAP
+from .defaults import fit_inverse_depth
 
-__all__ = ["LazyRow", "LazyFit", "fit_plateau_c", "lazy_law", "lazy_checks", "PAGE", "FIGURE"]
+__all__ = ["LazyRow", "LazyFit", "lazy_law", "lazy_checks", "PAGE", "FIGURE"]
 
 #: the page, figure and tables (relative to the output directory)
 PAGE = "expressible.md"
@@ -113,22 +114,6 @@ class LazyFit:
         return self.c - self.law_c, math.hypot(self.c_se, self.law_c_se)
 
 
-def fit_plateau_c(depths, values, ses) -> tuple[float, float]:
-    """Weighted least squares of ``values ≈ plateau + c/L`` (weights ``1/se²``): ``(plateau, c)``.
-
-    Examples
-    --------
-    >>> L = np.array([1.0, 2.0, 4.0, 8.0])
-    >>> [round(v, 6) for v in fit_plateau_c(L, 2.0 + 0.5 / L, np.ones(4))]
-    [2.0, 0.5]
-    """
-    x = 1.0 / np.asarray(depths, dtype=np.float64)
-    w = 1.0 / np.asarray(ses, dtype=np.float64) ** 2
-    design = np.stack([np.ones_like(x), x], axis=1) * np.sqrt(w)[:, None]
-    coef, *_ = np.linalg.lstsq(design, np.asarray(values, dtype=np.float64) * np.sqrt(w), rcond=None)
-    return float(coef[0]), float(coef[1])
-
-
 def lazy_law(a: float, b: float, plan: CertifiedPlan, depths, *, layers: int = LAW_LAYERS, draws: int = LAW_DRAWS,
              contexts: int = LAW_CONTEXTS, seed: int = LAW_SEED) -> dict:
     """The exchangeable law of the lazy recipe's initial heads at (a, b), over ``draws`` independent models.
@@ -199,8 +184,8 @@ def lazy_checks(contrasts, laws: dict, plan: CertifiedPlan, *, rng=0) -> tuple[l
         for i, L in enumerate(depths):
             rows.append(LazyRow(a, b, int(L), len(seeds), float(means[i]), float(ses[i]), float(fixed[i]),
                                 float(fixed_se[i]), float(refit[i]), float(refit_se[i])))
-        plateau, c = fit_plateau_c(depths, means, ses)
-        replicate_fits = np.array([fit_plateau_c(depths, rep, ses) for rep in boot])
+        plateau, c, _ = fit_inverse_depth(depths, means, ses)
+        replicate_fits = np.array([fit_inverse_depth(depths, rep, ses)[:2] for rep in boot])
         p_se, c_se = replicate_fits.std(axis=0, ddof=1)
         consts = [float(v) for key in ("law_plateau", "law_c", "refit_plateau", "refit_c")
                   for v in mean_se(law[key], axis=0)]
