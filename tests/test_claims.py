@@ -484,15 +484,15 @@ def smoke(smoke_reproduction, tmp_path_factory):
     reproduce's arguments."""
     from numerics.experiments.reproduce import _CONSISTENCY_SIZES
     from numerics.experiments.execution import Execution
-    from numerics.experiments.study import run_study_sections
+    from numerics.experiments.study import run_regime_study
 
     base = tmp_path_factory.mktemp("claims")
     result = smoke_reproduction
     out = result.out_dir
     # the study's runs and bounds are in the shared store and cache: nothing is trained or sampled again
     execution = Execution(workers=2, progress=False, store_dir=out / "store", cache_dir=out / "cache")
-    _, consistency = run_study_sections(SCALE.study, base / "study-again", execution=execution,
-                                        consistency_sizes=_CONSISTENCY_SIZES[SCALE.name])
+    consistency = run_regime_study(SCALE.study, base / "study-again", execution=execution,
+                                   consistency=_CONSISTENCY_SIZES[SCALE.name]).consistency
     return result, consistency
 
 

@@ -74,7 +74,7 @@ MISSING = [
     (["sweep", "status", "TMP/none"], ("no sweep results store",)),
     (["diagnose", "TMP/none"], ("checkpoint directory", "does not exist")),
     (["expressible", "check", "--out", "TMP/none"], ("--out", "holds no certified study")),
-    (["expressible", "check", "--out", "TMP"], ("--out", "holds no certified study", "certified/cells")),
+    (["expressible", "check", "--out", "TMP"], ("--out", "holds no certified study", "certified/contrasts")),
 ]
 
 
@@ -100,8 +100,8 @@ def test_a_corrupt_input_is_refused_naming_the_file(argv, expected, tmp_path, ca
     (tmp_path / "checkpoint").mkdir()
     for name in ("params.npz", "arrays.npz", "config.json", "metrics.json"):
         (tmp_path / "checkpoint" / name).write_bytes(b"junk")
-    (tmp_path / "results" / "certified" / "cells").mkdir(parents=True)
-    (tmp_path / "results" / "certified" / "cells" / "cell.npz").write_bytes(b"junk")
+    (tmp_path / "results" / "certified" / "contrasts").mkdir(parents=True)
+    (tmp_path / "results" / "certified" / "contrasts" / "run.npz").write_bytes(b"junk")
     _refused(argv, expected, tmp_path, capsys)
 
 

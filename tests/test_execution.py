@@ -136,10 +136,10 @@ def test_the_cli_hands_the_library_one_execution_of_its_flags(tmp_path, monkeypa
     from numerics.experiments import study
 
     received = []
-    done = SimpleNamespace(regime_name="r", out_dir=tmp_path, figures=(), runs=0, wall_time=0.0)
-    monkeypatch.setattr(study, "run_study_sections", lambda scale, out, **kwargs: received.append(kwargs) or (
-        done, SimpleNamespace(n_below=0, rows=())))
-    monkeypatch.setattr(study, "write_study_sections", lambda result, report: result)
+    done = SimpleNamespace(regime_name="r", out_dir=tmp_path, figures=(), runs=0, wall_time=0.0,
+                           consistency=SimpleNamespace(n_below=0, rows=()))
+    monkeypatch.setattr(study, "run_regime_study", lambda scale, out, **kwargs: received.append(kwargs) or done)
+    monkeypatch.setattr(study, "write_regime_study", lambda result: result)
     store = tmp_path / "store"
     assert main(["study", "regime", "--scale", "smoke", "--out", str(tmp_path / "out"), "--store", str(store),
                  "--backend", "dask", "--scheduler", SCHEDULER, "--workers", "3", "--no-progress"]) == 0

@@ -1,4 +1,4 @@
-"""Size inference for the paper's nonlinear plateaus (numerics.experiments.study.sizes)."""
+"""Size inference for the paper's nonlinear plateaus (numerics.experiments.study.plateaus)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from tolerances import ROUNDOFF, rtol
 
 from numerics.experiments.execution import Execution
 from numerics.experiments.criteria import SIZE_REGION_DELTA
-from numerics.experiments.study.sizes import chi_square, infer_sizes, write_size_inference
+from numerics.experiments.study.plateaus import chi_square, infer_sizes, write_size_inference
 
 
 @pytest.fixture(scope="module")

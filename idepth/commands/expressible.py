@@ -22,7 +22,8 @@ def register(subparsers) -> None:
             "each a model of the class, so U_L is an upper bound on the optimum R*_L. 'run' computes it at the "
             "paper's Table 1 spectra (d = 16, P = 64, top-2, depths 1-128; a few CPU minutes per spectrum, "
             "resumable) into theory/data/expressible/, which theory.predict_loss reads; 'check' compares the "
-            "certified study's envelope and the lazy recipe with it (docs/results/expressible.md)."
+            "certified study's lazy recipe with the exchangeable law of its initial heads at U_L's depths "
+            "(docs/results/expressible.md; the revised certified study pairs its envelope with U_L per cell)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  idepth expressible run\n  idepth expressible run --spectra '0,0;0,0.25' --out /tmp/u\n"
@@ -41,11 +42,12 @@ def register(subparsers) -> None:
     run_parser.add_argument("--recompute", action="store_true", help="recompute spectra whose files exist")
     run_parser.set_defaults(func=run)
     check_parser = sub.add_parser(
-        "check", help="the certified envelope and the lazy recipe against U_L",
-        description="Compare the certified study's envelope R*_L (its exported cells) and the lazy recipe with the "
-                    "shipped U_L, spectrum by spectrum and depth by depth, and write expressible.md and its figure "
-                    "into the results directory (about 2-3 CPU minutes: the lazy heads' law is drawn afresh). On "
-                    "the checkout's own results it also updates the answer in README.md and docs/index.md.")
+        "check", help="the certified study's lazy recipe against the exchangeable law of its initial heads",
+        description="Compare the certified study's lazy recipe (its exported contrast runs) with the exchangeable "
+                    "law of its own initial heads, spectrum by spectrum and depth by depth (the depths of the "
+                    "shipped U_L), and write expressible.md, its figure and tables into the results directory (a few "
+                    "CPU minutes: the lazy heads' law is drawn afresh). On the checkout's own results it also "
+                    "updates the answer in README.md and docs/index.md.")
     check_parser.add_argument("--out", type=Path, default=None,
                               help="results directory (default: the shipped results: docs/results of this checkout, "
                                    "or $IDEPTH_RESULTS)")

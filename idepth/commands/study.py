@@ -3,8 +3,9 @@
 A thin layer over :mod:`numerics.experiments.study`:
 
 * ``idepth study regime [--scale smoke|quick|medium|paper] [--out DIR] [--store DIR] [--backend local|dask] [--workers N]``
-  -- :func:`numerics.experiments.study.run_study_sections` (the regime study, then the paper's plateaus
-  against the bounds), then :func:`~numerics.experiments.study.write_study_sections`; writes ``DIR/study.md``, ``DIR/consistency.md``, ``DIR/study.json``, ``DIR/figures/``;
+  -- :func:`numerics.experiments.study.run_regime_study` (the regime study, then the paper's plateaus
+  against the bounds), then :func:`~numerics.experiments.study.write_regime_study`; writes ``DIR/study.md``,
+  ``DIR/consistency.md``, ``DIR/study.json``, ``DIR/figures/``;
 * ``idepth study consistency [--out DIR] [--d 128] [--P 1024,2048] [--contexts N]``
   -- the paper's nonlinear plateaus against the oracle bounds only;
 * ``idepth study sizes [--d 8,12,...] [--P 32,48,...] [--contexts N] [--seeds S] [--out DIR]``
@@ -416,7 +417,7 @@ def _scale_names() -> tuple:
 
 def run_regime(args) -> int:
     """Run ``idepth study regime``."""
-    from numerics.experiments.study import run_study_sections, write_study_sections
+    from numerics.experiments.study import run_regime_study, write_regime_study
     from numerics.io import check_output_dir
 
     execution = execution_from_args(args)
@@ -424,11 +425,12 @@ def run_regime(args) -> int:
     if args.store is not None:
         check_output_dir(args.store, "--store")
     try:
-        study, report = run_study_sections(args.scale, args.out, execution=execution)
+        study = run_regime_study(args.scale, args.out, execution=execution, consistency={})
     except RuntimeError as exc:
         print(f"idepth study: {exc}", file=sys.stderr)
         return 1
-    study = write_study_sections(study, report)
+    study = write_regime_study(study)
+    report = study.consistency
     print(f"regime: {study.regime_name}")
     print(f"{report.n_below} of {len(report.rows)} paper values are below the oracle bound")
     print(f"wrote {study.out_dir}/study.md and consistency.md ({len(study.figures)} figure files, {study.runs} "

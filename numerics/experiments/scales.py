@@ -116,7 +116,7 @@ class MeasuredRunTime:
         return text
 
 
-#: input dimensions of the default grid of ``idepth study sizes`` (:mod:`numerics.experiments.study.sizes`)
+#: input dimensions of the default grid of ``idepth study sizes`` (:mod:`numerics.experiments.study.plateaus`)
 SIZE_GRID_D = (8, 12, 16, 24, 32, 64)
 #: context lengths of that grid
 SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
@@ -292,6 +292,17 @@ class StudyScale:
                 f"StudyScale.separate_depths up to {max(self.separate_depths)} need at least that many separate models; "
                 f"got separate_models={self.separate_models}"
             )
+
+    @classmethod
+    def of(cls, scale: "str | StudyScale | Scale") -> "StudyScale":
+        """The study budget of ``scale``: a :class:`StudyScale` itself, or a reproduction scale's (or its name's).
+
+        Examples
+        --------
+        >>> StudyScale.of("smoke") is SCALES["smoke"].study
+        True
+        """
+        return scale if isinstance(scale, StudyScale) else get_scale(scale).study
 
     def depths_of(self, regime: str) -> tuple:
         """The depth grid of ``regime``."""

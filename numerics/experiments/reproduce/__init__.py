@@ -78,10 +78,9 @@ def _study_sections(scale: Scale, out: Path, *, execution, log) -> tuple:
 
     log(f"regime study (numerics.experiments.study, scale {scale.name!r}) ...")
     try:
-        result, consistency = study.run_study_sections(
-            scale.study, out / "study", execution=execution,
-            consistency_sizes=_CONSISTENCY_SIZES[scale.name])
-        result = study.write_study_sections(result, consistency)
+        result = study.write_regime_study(study.run_regime_study(
+            scale.study, out / "study", execution=execution, consistency=_CONSISTENCY_SIZES[scale.name]))
+        consistency = result.consistency
     except RuntimeError as exc:  # a training run of the study failed: the report says so
         note = f"**The regime study did not run**: {' '.join(str(exc).split())}."
         return (f"## Where inverse-depth scaling appears (regime study)\n\n{note}\n",

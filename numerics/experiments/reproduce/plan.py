@@ -371,7 +371,7 @@ def analysis_seconds(scale: str | Scale, artefacts: Sequence[str] | None = None,
     0.0
     """
     from ..scales import CONSISTENCY_SIZES
-    from ..study.consistency import paper_plateaus
+    from ..study.plateaus import paper_plateaus
     from .context import FINITE_P_SEEDS
     from .tables import PAPER_D
 

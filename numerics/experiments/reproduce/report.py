@@ -16,7 +16,7 @@ from .._markdown import markdown_table
 from ._registry import INCONCLUSIVE_REASONS, REGISTRY, STATUSES, Claim, ClaimRegistry, ClaimSpec
 from ._verdicts import CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, evaluate_claims
 from ..study.curves import spectrum_label
-from ..study.consistency import consistency_markdown as _consistency_section
+from ..study.plateaus import consistency_markdown as _consistency_section
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",
            "INCONCLUSIVE_REASONS", "STATUSES", "conclusions", "consistency_markdown", "counts_text", "evaluate_claims",
@@ -124,7 +124,7 @@ def conclusions(claims) -> str:
 
 def consistency_markdown(consistency) -> str:
     """The section "Consistency with the paper" of ``REPORT.md``: the study's section, the values below the bound as
-    one table (:func:`numerics.experiments.study.consistency.consistency_markdown`).
+    one table (:func:`numerics.experiments.study.plateaus.consistency_markdown`).
 
     Examples
     --------

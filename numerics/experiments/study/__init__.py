@@ -6,10 +6,12 @@ which gives ``1/L`` only when the layers' errors are exchangeable with a depth-i
 ``A − C``. This study (not in the paper) measures where that happens, regime by regime
 (:data:`REGIME_DESCRIPTIONS`), next to the oracle bounds of :mod:`numerics.experiments.bounds`.
 
-Modules: ``regimes`` (configs, controls, :func:`run_regime_study`, :func:`name_regime`; each depth
-curve's fit and verdict is a :class:`~numerics.experiments.study.curves.CurveSummary`), ``report`` (figures, Markdown), ``consistency`` (the paper's plateaus against the
-bounds), ``sections`` (the regime study, then that check: ``idepth study regime``), ``defaults`` (the measured defaults of :func:`theory.predict_loss`), ``sizes`` (the
-sizes the plateaus imply) and ``certified/`` (the best loss each depth reaches there, with its certificates).
+Modules: ``regimes`` (configs, controls, :func:`run_regime_study`, which can also check the paper's plateaus,
+and :func:`name_regime`; each depth curve's fit and verdict is a
+:class:`~numerics.experiments.study.curves.CurveSummary`), ``report`` (its figures and page), ``plateaus`` (the
+paper's plateaus against the bounds, and the sizes they imply), ``render`` (the one section vocabulary of these
+pages), ``defaults`` (the measured defaults of :func:`theory.predict_loss`) and ``certified/`` (the best loss each
+depth reaches there, with its certificates).
 """
 
 from __future__ import annotations
@@ -21,13 +23,12 @@ import importlib
 _HOMES = {
     "GAIN_PARAMETERS": "..recipes", "LAZY_INIT": "..recipes",
     "REGIME_DESCRIPTIONS": "..scales", "REGIMES": "..scales", "TRAINED_REGIMES": "..scales", "StudyScale": "..scales",
-    "ConsistencyReport": ".consistency", "ConsistencyRow": ".consistency", "paper_consistency": ".consistency",
+    "ConsistencyReport": ".plateaus", "ConsistencyRow": ".plateaus", "paper_consistency": ".plateaus",
+    "SizeInference": ".plateaus", "infer_sizes": ".plateaus", "write_size_inference": ".plateaus",
     "fit_inverse_depth": ".defaults", "make_softmax_defaults": ".defaults",
-    "SizeInference": ".sizes", "infer_sizes": ".sizes", "write_size_inference": ".sizes",
     "RegimeStudy": ".regimes", "frozen_heads_control": ".regimes", "name_regime": ".regimes",
     "regime_config": ".regimes", "run_regime_study": ".regimes", "separate_models_average": ".regimes",
     "write_regime_study": ".regimes",
-    "run_study_sections": ".sections", "write_study_sections": ".sections",
 }
 
 
@@ -41,28 +42,5 @@ def __dir__():
     return sorted(list(globals()) + list(_HOMES))
 
 
-__all__ = [
-    "REGIMES",
-    "TRAINED_REGIMES",
-    "REGIME_DESCRIPTIONS",
-    "LAZY_INIT",
-    "GAIN_PARAMETERS",
-    "StudyScale",
-    "RegimeStudy",
-    "ConsistencyRow",
-    "ConsistencyReport",
-    "regime_config",
-    "frozen_heads_control",
-    "separate_models_average",
-    "name_regime",
-    "run_regime_study",
-    "paper_consistency",
-    "run_study_sections",
-    "write_study_sections",
-    "write_regime_study",
-    "make_softmax_defaults",
-    "fit_inverse_depth",
-    "SizeInference",
-    "infer_sizes",
-    "write_size_inference",
-]
+#: every public name, each from its home (:data:`_HOMES`)
+__all__ = list(_HOMES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import os
@@ -17,17 +18,18 @@ from ..criteria import standard_error
 from .curves import summarise_seeds
 from ..execution import Execution, as_execution
 from ..scales import StudyScale, TRAINED_REGIMES
-from .regimes import _metric_arrays, _scale, train_regimes
+from .regimes import metric_arrays, train_regimes
 
 __all__ = ["fit_inverse_depth", "make_softmax_defaults"]
 
 
-def fit_inverse_depth(depths: Sequence[int], losses) -> tuple[float, float, np.ndarray]:
+def fit_inverse_depth(depths: Sequence[int], losses, ses=None) -> tuple[float, float, np.ndarray]:
     """Least-squares ``(L0, c)`` of ``R_L = L0 + c/L`` (paper eq. 63 read with fixed A, C; eq. 16 with alpha = 1).
 
-    ``losses`` may be (seeds x depths): the seed means are fitted. Returns ``L0``, ``c``
-    and their covariance ``s² (XᵀX)⁻¹`` (``s²`` from the residuals) plus, with two seeds or more, the
-    seed scatter of the means (:func:`~numerics.experiments.criteria.standard_error`; one curve has none).
+    ``losses`` may be (seeds x depths): the seed means are fitted, with weights ``1/ses²`` if ``ses`` (one per
+    depth) is given. Returns ``L0``, ``c`` and their covariance ``s² (XᵀWX)⁻¹`` (``s²`` from the weighted
+    residuals) plus, with two seeds or more, the seed scatter of the means
+    (:func:`~numerics.experiments.criteria.standard_error`; one curve has none).
 
     References
     ----------
@@ -38,12 +40,17 @@ def fit_inverse_depth(depths: Sequence[int], losses) -> tuple[float, float, np.n
     >>> L0, c, cov = fit_inverse_depth([1, 2, 4, 8], [3.0, 2.0, 1.5, 1.25])
     >>> round(L0, 9), round(c, 9)
     (1.0, 2.0)
+    >>> [round(v, 9) for v in fit_inverse_depth([1, 2, 4], [2.5, 1.75, 1.375], ses=[0.1, 0.2, 0.3])[:2]]
+    [1.0, 1.5]
     """
     depths = np.asarray(depths, dtype=np.float64)
     values = np.atleast_2d(np.asarray(losses, dtype=np.float64))
     mean = values.mean(axis=0)
     # the design of R = C + (A − C)/L in (C, A − C): columns [1, 1/L]
     X = np.column_stack([np.ones_like(depths), 1.0 / depths])
+    w = np.ones_like(depths) if ses is None else 1.0 / np.asarray(ses, dtype=np.float64) ** 2
+    if ses is not None:  # rows scaled by √w: ordinary least squares of the scaled rows is the weighted fit
+        X, mean = X * np.sqrt(w)[:, None], mean * np.sqrt(w)
     coef, *_ = np.linalg.lstsq(X, mean, rcond=None)
     resid = mean - X @ coef
     dof = max(len(depths) - 2, 1)
@@ -51,7 +58,7 @@ def fit_inverse_depth(depths: Sequence[int], losses) -> tuple[float, float, np.n
     XtX_inv = np.linalg.inv(X.T @ X)
     cov = s2 * XtX_inv
     if values.shape[0] > 1:  # seed scatter of the means (undefined for one curve), propagated through the linear fit
-        var_mean = standard_error(values, axis=0) ** 2
+        var_mean = w * standard_error(values, axis=0) ** 2
         H = XtX_inv @ X.T
         cov = cov + H @ np.diag(var_mean) @ H.T
     return float(coef[0]), float(coef[1]), cov
@@ -93,30 +100,28 @@ def make_softmax_defaults(
 
     from theory import __version__
 
-    s = _scale(scale)
+    s = StudyScale.of(scale)
     regimes = tuple(check_choice("regime", r, TRAINED_REGIMES) for r in regimes)
     if default_regime not in regimes:
         raise ValueError(f"default_regime must be one of the regimes {regimes}; got {default_regime!r}")
     spectra = tuple((float(a), float(b)) for a, b in (s.all_spectra if spectra is None else spectra))
     out_path = check_output_file(out_path, "out_path", suffixes=("json",))
     execution = as_execution(execution)
-    if execution.store_dir is None:
-        with tempfile.TemporaryDirectory(prefix="idepth-defaults-store-") as tmp:
-            return make_softmax_defaults(out_path, scale=scale, spectra=spectra, regimes=regimes,
-                                         default_regime=default_regime, command=command,
-                                         execution=dataclasses.replace(execution, store_dir=tmp))
     if execution.progress is None:
         execution = dataclasses.replace(execution, progress=sys.stderr.isatty())
-
     plan = dataclasses.replace(s, spectra=spectra, extra_spectra=(), regimes=regimes)
-    _, measured, _, _ = train_regimes(plan, execution.store_dir, execution)
+    with contextlib.ExitStack() as stack:  # without a store: a temporary one, removed afterwards
+        if execution.store_dir is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="idepth-defaults-store-"))
+            execution = dataclasses.replace(execution, store_dir=tmp)
+        _, measured, _, _ = train_regimes(plan, execution.store_dir, execution)
 
     entries = []
     for (d, P, N) in s.sizes:
         for (a, b) in spectra:
             for regime in regimes:
                 depths = s.depths_of(regime)
-                R, A, C = _metric_arrays([[measured[(regime, (d, P, N), (a, b), L, seed)] for L in depths]
+                R, A, C = metric_arrays([[measured[(regime, (d, P, N), (a, b), L, seed)] for L in depths]
                                           for seed in s.seeds])
                 L0, c, cov = fit_inverse_depth(depths, R)
                 point = summarise_seeds(regime, (d, P, N), (a, b), s.k, depths, R, A, C)

@@ -19,7 +19,8 @@ from theory.validation import check_choice, check_positive_int
 from .curves import CurveSummary, summarise_seeds
 from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
-from ..scales import REGIMES, STUDY_FAMILIES, TRAINED_REGIMES, StudyScale, get_scale
+from ..scales import REGIMES, STUDY_FAMILIES, TRAINED_REGIMES, StudyScale
+from .plateaus import paper_consistency
 from .report import draw_figures, study_markdown
 
 __all__ = [
@@ -30,15 +31,10 @@ __all__ = [
     "name_regime",
     "run_regime_study",
     "train_regimes",
+    "trained_configs",
+    "metric_arrays",
     "write_regime_study",
 ]
-
-
-def _scale(scale) -> StudyScale:
-    """The study budget of ``scale``: a :class:`StudyScale` or a reproduction scale's name."""
-    if isinstance(scale, StudyScale):
-        return scale
-    return get_scale(scale).study
 
 
 def regime_config(
@@ -71,7 +67,7 @@ def regime_config(
     (0.001, 'warmup_cosine', 20)
     """
     check_choice("regime", regime, TRAINED_REGIMES)
-    family = _scale(scale).family(regime, (d, P, N))
+    family = StudyScale.of(scale).family(regime, (d, P, N))
     return dataclasses.replace(family, k=k).config(a, b, depth, seed)
 
 
@@ -102,7 +98,7 @@ def frozen_heads_control(
     from numerics.train import evaluation_batch, random_streams
     from theory.decomposition import decompose
 
-    s = _scale(scale)
+    s = StudyScale.of(scale)
     depths = [check_positive_int("depth", L) for L in depths]
     L_max = max(depths)
     config = regime_config("converged", d=d, N=N, P=P, depth=L_max, seed=seed, a=a, b=b, k=k, scale=s)
@@ -227,6 +223,9 @@ class RegimeStudy:
         PNG and PDF files, relative to ``out_dir`` (none until written).
     runs, trained : int
         Training runs in the study's grid; those trained by this call.
+    consistency : ConsistencyReport or None
+        The paper's plateaus against the bounds (:func:`~numerics.experiments.study.plateaus.paper_consistency`),
+        if the study was asked to check them; not part of :meth:`to_dict`.
 
     Notes
     -----
@@ -247,6 +246,7 @@ class RegimeStudy:
     trained: int = 0
     markdown: str = ""
     figures: tuple = ()
+    consistency: object = None
 
     def point(self, regime: str, size: tuple | None = None, spectrum: tuple | None = None) -> CurveSummary:
         """The point of ``regime`` (at ``size`` and ``spectrum``; default the first ones)."""
@@ -310,8 +310,14 @@ def trained_configs(s: StudyScale) -> dict:
     return configs
 
 
-def _metric_arrays(rows: Sequence[Sequence[Mapping]]) -> tuple:
-    """``R_L``, ``A_L``, ``C_L`` of metrics given seeds x depths (None read as NaN)."""
+def metric_arrays(rows: Sequence[Sequence[Mapping]]) -> tuple:
+    """``R_L``, ``A_L``, ``C_L`` of metrics given seeds x depths (None read as NaN): three nested lists.
+
+    Examples
+    --------
+    >>> metric_arrays([[{"R_L": 2.0, "A_L": 3.0, "C_L": None}]])
+    ([[2.0]], [[3.0]], [[nan]])
+    """
     return tuple([[np.nan if r.get(name) is None else r[name] for r in seed] for seed in rows]
                  for name in ("R_L", "A_L", "C_L"))
 
@@ -350,14 +356,18 @@ def run_regime_study(
     out_dir: str | os.PathLike = "study",
     *,
     execution: Execution | None = None,
+    consistency: Mapping | None = None,
 ) -> RegimeStudy:
     """Run the regime study: the trained regimes, the controls, bounds and fits (no page: :func:`write_regime_study`).
 
     ``scale`` is a study budget or a reproduction scale's name; ``out_dir`` is the study's directory
     (its page goes there). ``execution`` says where the runs and bounds execute; its ``store_dir`` and
     ``cache_dir`` (bounds, frozen-head fits) default to ``out_dir/store`` and ``out_dir/cache`` (a
-    reproduction passes its own, so its sections share one value per quantity). Bad input raises
-    ``ValueError``, ``TypeError`` or ``OSError``.
+    reproduction passes its own, so its sections share one value per quantity). ``consistency``: then check
+    the paper's plateaus against the bounds (:func:`~numerics.experiments.study.plateaus.paper_consistency`, its
+    ``d``, ``P_values``, ``paper_size_contexts``; ``{}``: its defaults) with the study's bound contexts, cache and
+    pool, so a bound in both has one value; ``None``: not checked. Bad input raises ``ValueError``, ``TypeError``
+    or ``OSError``.
 
     References
     ----------
@@ -377,7 +387,7 @@ def run_regime_study(
     from ..cache import cached_many
 
     started = time.perf_counter()
-    s = _scale(scale)
+    s = StudyScale.of(scale)
     execution = as_execution(execution)
     out = make_output_dir(out_dir)
     cache = execution.cache_dir or out / "cache"
@@ -419,19 +429,25 @@ def run_regime_study(
                     R, A, C = _separate_point(s, size, spectrum, configs, store, load_arrays)
                 else:
                     keys = [[(regime, size, spectrum, L, seed) for L in depths] for seed in s.seeds]
-                    R, A, C = _metric_arrays([[measured[key] for key in seed] for seed in keys])
+                    R, A, C = metric_arrays([[measured[key] for key in seed] for seed in keys])
                 points.append(summarise_seeds(regime, size, spectrum, s.k, depths, R, A, C))
 
-    return RegimeStudy(scale=s, points=tuple(points), bounds=bounds, regime_name=name_regime(points),
-                       out_dir=str(out), wall_time=time.perf_counter() - started, runs=runs, trained=trained)
+    study = RegimeStudy(scale=s, points=tuple(points), bounds=bounds, regime_name=name_regime(points),
+                        out_dir=str(out), wall_time=time.perf_counter() - started, runs=runs, trained=trained)
+    if consistency is None:
+        return study
+    # its bounds (the d = 128 ones cost most) are computed by the pool, like the study's
+    pool = dataclasses.replace(execution, cache_dir=cache, workers=execution.pool_size())
+    return dataclasses.replace(study, consistency=paper_consistency(study=study, n_contexts=s.bound_contexts,
+                                                                    execution=pool, **consistency))
 
 
-def write_regime_study(result: RegimeStudy, *, figures: bool = True, beside: Mapping[str, str] | None = None
-                       ) -> RegimeStudy:
-    """Write the regime study's page into its directory: the figures, ``study.json`` and ``study.md``.
+def write_regime_study(result: RegimeStudy, *, figures: bool = True) -> RegimeStudy:
+    """Write the regime study's page into its directory: the figures, ``study.json`` and ``study.md`` (and
+    ``consistency.md`` if the study checked the paper's plateaus).
 
-    ``beside``: more pages of the same directory (file name → text), written with it. Every file replaces its
-    old version together with the others (:func:`numerics.io.write_together`). Returns ``result`` with its
+    Every file replaces its old version together with the others (:func:`numerics.io.write_together`). Returns
+    ``result`` with its
     ``markdown`` and ``figures`` (file names relative to ``out_dir``). It trains nothing: the numbers are
     :func:`run_regime_study`'s.
 
@@ -443,7 +459,8 @@ def write_regime_study(result: RegimeStudy, *, figures: bool = True, beside: Map
     markdown = study_markdown(result.scale, result.points, result.bounds, result.regime_name, list(drawn))
     result = dataclasses.replace(result, markdown=markdown, figures=tuple(drawn))
     write_together(result.out_dir, {**drawn, "study.json": json_text(result.to_dict()), "study.md": markdown,
-                                    **(beside or {})})
+                                    **({} if result.consistency is None
+                                       else {"consistency.md": result.consistency.markdown})})
     return result
 
 
@@ -457,7 +474,7 @@ def _separate_point(s: StudyScale, size, spectrum, configs, store, load_arrays):
     predictions = np.asarray([a["eval_prediction"] for a in arrays])
     groups = {L: separate_models_average(predictions, target, L) for L in s.separate_depths}
     # group g of each depth (disjoint), reused cyclically only if there are fewer groups than seeds
-    return _metric_arrays([[groups[L][g % len(groups[L])] for L in s.separate_depths]
+    return metric_arrays([[groups[L][g % len(groups[L])] for L in s.separate_depths]
                            for g in range(len(s.seeds))])
 
 

@@ -1,4 +1,6 @@
-"""Figures and Markdown of the regime study (the ``study.md`` section of a report)."""
+"""Figures and Markdown of the regime study (the ``study.md`` section of a report; its page is
+:class:`~numerics.experiments.study.render.Section` values and one
+:func:`~numerics.experiments.study.render.render_page`)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ import numpy as np
 from numerics.io import savefig
 
 from .. import criteria
-from .._markdown import fmt, markdown_table
+from .._markdown import fmt
 from .._plotting import depth_ticks, pyplot
 from ..scales import StudyScale
+from .render import Section, render_page
 
 __all__ = ["draw_figures", "study_markdown"]
 
@@ -83,52 +86,40 @@ def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> st
     -----
     No example: it needs a study's points and bounds (minutes); see ``run_regime_study``.
     """
-    lines = [
-        "## Where inverse-depth scaling appears",
-        "",
-        f"**Regime: {name}.**",
-        "",
-        f"Nonlinear model (eqs. 9-10, M(0)), top-{s.k} task, the package's engine and sweep layer; "
-        f"{len(s.seeds)} seeds per point (separate models: {len(s.seeds)} disjoint groups); depths {list(s.depths)} "
-        f"(converged: {list(s.converged_depths)}; separate models: {list(s.separate_depths)}). Regimes:",
-        "",
-    ]
-    for regime in s.regimes:
-        lines.append(f"- **{regime.replace('_', ' ')}** — {s.describe(regime)}.")
-    lines += [
-        "",
-        "Depth gain = R_1 / R_{L_max}; α fitted to R_L = L0 + c L^(−α) (eq. 16) with its 95 % interval; "
-        f"'settles' = C_L and A_L − C_L change by less than {criteria.SETTLING_TOLERANCE:.0%} over the last doubling "
-        f"of depth. Verdict: 'flat' if the depth gain is below {criteria.DEPTH_GAIN_THRESHOLD}, 'inverse-depth' if "
-        f"α ∈ [{criteria.ALPHA_WINDOW[0]}, {criteria.ALPHA_WINDOW[1]}] and it settles. "
-        "Bounds (Monte Carlo, ± SE): best single softmax head over exact cosine "
-        "similarity with optimal temperature and gain, best non-negative mixture of such heads (what an average of "
-        "layers can express, eq. 60), and the best head over the model's own pre-norm similarity at width N.",
-        "",
-    ]
-    lines += markdown_table(
-        ("d", "P", "N", "(a, b)", "regime", "R_1", "R_Lmax", "gain", "α [95 % CI]", "ΔC_L", "Δ(A−C)", "settles",
-         "verdict"),
-        [(*p.size, p.label, p.name.replace("_", " "), f"{fmt(p.R.mean[0], digits=4)} ± {fmt(p.R.se[0], digits=2)}",
-          f"{fmt(p.R.mean[-1], digits=4)} ± {fmt(p.R.se[-1], digits=2)} (L={p.depths[-1]})",
-          f"{fmt(p.depth_gain, digits=3)} ± {fmt(p.depth_gain_se, digits=2)}",
-          f"{fmt(p.alpha, digits=3)} [{', '.join(fmt(v, digits=3) for v in p.alpha_interval)}]",
-          f"{fmt(100 * p.C_change, digits=2)} %", f"{fmt(100 * p.gap_change, digits=2)} %", "yes" if p.settled else "no", p.verdict) for p in points])
-    lines.append("")
-    lines += markdown_table(
-        ("d", "P", "N", "(a, b)", "E y*²", "best cosine head", "best cosine mixture", "best pre-norm head (N)"),
-        [(d, P, N, f"({a:g}, {b:g})", f"{bd['cosine'].target_second_moment:.4g}",
-          f"{bd['cosine'].single_head_loss:.4g} ± {bd['cosine'].single_head_standard_error:.2g} "
-          f"(τ = {bd['cosine'].temperature:.3g})",
-          f"{bd['cosine'].mixture_loss:.4g} ± {bd['cosine'].mixture_standard_error:.2g}",
-          f"{bd['prenorm'].single_head_loss:.4g} ± {bd['prenorm'].single_head_standard_error:.2g}")
-         for (d, P, N, a, b), bd in bounds.items()])
-    lines += ["", _study_findings(points, bounds), ""]
-    for f in figure_files:
-        if f.endswith(".png"):
-            lines.append(f"![{Path(f).stem}]({f})")
-    lines.append("")
-    return "\n".join(lines)
+    regimes = "\n".join(f"- **{regime.replace('_', ' ')}** — {s.describe(regime)}." for regime in s.regimes)
+    rules = ("Depth gain = R_1 / R_{L_max}; α fitted to R_L = L0 + c L^(−α) (eq. 16) with its 95 % interval; "
+             f"'settles' = C_L and A_L − C_L change by less than {criteria.SETTLING_TOLERANCE:.0%} over the last "
+             f"doubling of depth. Verdict: 'flat' if the depth gain is below {criteria.DEPTH_GAIN_THRESHOLD}, "
+             f"'inverse-depth' if α ∈ [{criteria.ALPHA_WINDOW[0]}, {criteria.ALPHA_WINDOW[1]}] and it settles. "
+             "Bounds (Monte Carlo, ± SE): best single softmax head over exact cosine "
+             "similarity with optimal temperature and gain, best non-negative mixture of such heads (what an average "
+             "of layers can express, eq. 60), and the best head over the model's own pre-norm similarity at width N.")
+    curves = (("d", "P", "N", "(a, b)", "regime", "R_1", "R_Lmax", "gain", "α [95 % CI]", "ΔC_L", "Δ(A−C)", "settles",
+               "verdict"),
+              [(*p.size, p.label, p.name.replace("_", " "), f"{fmt(p.R.mean[0], digits=4)} ± {fmt(p.R.se[0], digits=2)}",
+                f"{fmt(p.R.mean[-1], digits=4)} ± {fmt(p.R.se[-1], digits=2)} (L={p.depths[-1]})",
+                f"{fmt(p.depth_gain, digits=3)} ± {fmt(p.depth_gain_se, digits=2)}",
+                f"{fmt(p.alpha, digits=3)} [{', '.join(fmt(v, digits=3) for v in p.alpha_interval)}]",
+                f"{fmt(100 * p.C_change, digits=2)} %", f"{fmt(100 * p.gap_change, digits=2)} %",
+                "yes" if p.settled else "no", p.verdict) for p in points])
+    oracle = (("d", "P", "N", "(a, b)", "E y*²", "best cosine head", "best cosine mixture", "best pre-norm head (N)"),
+              [(d, P, N, f"({a:g}, {b:g})", f"{bd['cosine'].target_second_moment:.4g}",
+                f"{bd['cosine'].single_head_loss:.4g} ± {bd['cosine'].single_head_standard_error:.2g} "
+                f"(τ = {bd['cosine'].temperature:.3g})",
+                f"{bd['cosine'].mixture_loss:.4g} ± {bd['cosine'].mixture_standard_error:.2g}",
+                f"{bd['prenorm'].single_head_loss:.4g} ± {bd['prenorm'].single_head_standard_error:.2g}")
+               for (d, P, N, a, b), bd in bounds.items()])
+    return render_page([
+        Section("Where inverse-depth scaling appears", (
+            f"**Regime: {name}.**",
+            f"Nonlinear model (eqs. 9-10, M(0)), top-{s.k} task, the package's engine and sweep layer; "
+            f"{len(s.seeds)} seeds per point (separate models: {len(s.seeds)} disjoint groups); depths {list(s.depths)} "
+            f"(converged: {list(s.converged_depths)}; separate models: {list(s.separate_depths)}). Regimes:",
+            regimes, rules), curves),
+        Section(table=oracle),
+        Section(paragraphs=(_study_findings(points, bounds),),
+                figures=tuple((Path(f).stem, f) for f in figure_files if f.endswith(".png"))),
+    ])
 
 
 def _study_findings(points, bounds) -> str:
