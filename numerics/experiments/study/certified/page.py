@@ -17,15 +17,15 @@ from numerics.io import significant, write_together
 from ..._markdown import fixed, markdown_table
 from ...criteria import CERTIFICATE_SES, DOUBLING_SES, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 from .contrasts import collect_contrasts
-from ._format import (
+from .formatting import (
     RECIPE_LABELS,
-    _alpha_text,
-    _checks_text,
-    _contrast,
-    _contrast_text,
-    _fit_text,
-    _label,
-    _recipe_order,
+    alpha_text,
+    checks_text,
+    contrast_text,
+    find_contrast,
+    fit_text,
+    recipe_order,
+    setting_label,
 )
 from .excess import EXCESS_FIGURE, excess_rows, excess_section
 from .figures import (draw_certified_figure, draw_excess_figure, draw_decomposition_figure, draw_recipe_figure,
@@ -43,7 +43,7 @@ from .statistics import (
 )
 from .table import collect, csv_text
 from .targets import study_compute, targets_markdown
-from .verdict import _depth_list
+from .verdict import depth_list
 
 __all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_certified_figure",
            "draw_recipe_figure", "read_verdicts", "verdicts_record", "write_certified"]
@@ -70,24 +70,22 @@ GLOSSARY = (
     ("`A_L − C_L`", "the winners' layer disagreement of eq. (63), `R_L = C_L + (A_L − C_L)/L`; i.i.d. heads keep it "
                     "constant in L"),
 )
-#: the line the shipped version-1 page opens with: where the current evidence is (never its verdicts)
-SUPERSEDED = ("The package's answer rests on the revised certified study (plan version 2: 2^16-context selection and "
-              "report sets, U_L's heads among the starts, every depth's step-doubling check), "
-              "[`docs/results/certified-revised/certified-study.md`](certified-revised/certified-study.md), "
-              "`idepth study certified --plan revised`. The verdicts below are this plan's (version 1) own; its "
-              "P = 128 and top-16 settings and its recipe contrasts are only here.")
 REVISED_FIGURE = "figures/certified-revised.png"
 #: the revised plan's figure of the winners' A_L and C_L (eq. 63, Fig. 6c/d)
 DECOMPOSITION_FIGURE = "figures/certified-decomposition.png"
 VERDICTS = "certified-study.verdicts.json"
 #: the verdicts of the shipped study among the shipped results (the reproduction's central claim reads them)
 SHIPPED_VERDICTS = (VERDICTS,)
+#: the page's title (the revised study is the second plan of the certified study)
+TITLE = "Revised certified study (plan version 2): the best loss each depth reaches"
+
+
 def _training_text(plan: CertifiedPlan) -> str:
-    """What each cell trains, as the Method section says it (version 1 or 2 of the plan)."""
+    """What each cell trains, as the Method section says it (U_L's starts, doubled and long caps where planned)."""
     text = (f"cold start at learning rates {list(plan.cold_rates)} for {plan.cold_steps} steps; the heads of B_L "
             f"(untrained, and trained at {list(plan.warm_rates)} for {plan.warm_steps} steps); the depth-L/2 winner "
             "with every layer duplicated (untrained, and perturbed then trained likewise)")
-    if plan.version >= 2:
+    if plan.expressible_rates or plan.diverse_rates:
         text += (f"; U_L's heads (untrained, and trained at {list(plan.expressible_rates)} for {plan.warm_steps} "
                  f"steps); diverse random forms of U_L's classes with U_L's gain, trained at {list(plan.diverse_rates)} "
                  f"for {plan.diverse_steps} steps; in every cell the candidates "
@@ -104,34 +102,26 @@ def _training_text(plan: CertifiedPlan) -> str:
 
 
 def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str, checks=None,
-                       rechecks=(), gaps=None, compute=None, superseded_by: str | None = None,
-                       cells_dir="docs/results/certified/cells", extra=()) -> str:
+                       rechecks=(), gaps=None, compute=None, cells_dir="docs/results/certified/cells", extra=()) -> str:
     """The docs page of the certified study (Markdown).
 
-    It opens with ``superseded_by`` where a newer study replaces it (a pointer, never that study's verdicts),
-    then the verdicts, then the method. ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates
+    It opens with the terms of the package's answer (:data:`GLOSSARY`) and ``extra``, then the verdicts, then
+    the method. ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates
     between untrained heads, repeated in the population
     (:class:`~numerics.experiments.study.certified.statistics.HeadsRecheck`); ``gaps``: ``{setting:
     (SelectionGap per depth)}``, where single candidates beat the per-seed winners; ``compute``: the study's CPU
     time (:class:`~numerics.experiments.study.certified.targets.StudyCompute`), for the time target;
-    ``cells_dir``: where the cells were read (named in the Method); ``extra``: lines placed after the verdicts
-    (the revised plan's sections, :func:`~numerics.experiments.study.certified.revised.revised_sections`).
+    ``cells_dir``: where the cells were read (named in the Method); ``extra``: lines placed before the verdicts
+    (what the study measured, :func:`~numerics.experiments.study.certified.revised.revised_sections`).
 
     Examples
     --------
-    >>> "Certified study" in certified_markdown([], CertifiedPlan(), n_rows=0, command="idepth study certified")
+    >>> certified_markdown([], CertifiedPlan(), n_rows=0, command="idepth study certified").startswith(f"# {TITLE}")
     True
     """
-    title = ("Certified study: the best loss each depth reaches" if plan.version == 1 else
-             f"Revised certified study (plan version {plan.version}): the best loss each depth reaches")
-    lines = [f"# {title}", ""]
-    if superseded_by:
-        lines += [f"**Superseded.** {superseded_by}", ""]
-    if plan.version >= 2:  # the evidence page: the answer's terms, defined before they are used
-        lines += ["**Terms.** " + "; ".join(f"{term}: {meaning}" for term, meaning in GLOSSARY) + ".", ""]
-    # a revised plan opens with what it measured (coverage, the L = 2 step, U_L): its verdicts need every depth
-    lead, extra = (list(extra), []) if plan.version >= 2 else ([], list(extra))
-    lines += lead
+    # the evidence page: the answer's terms, defined before they are used, then what the study measured
+    lines = [f"# {TITLE}", "", "**Terms.** " + "; ".join(f"{term}: {meaning}" for term, meaning in GLOSSARY) + ".", ""]
+    lines += extra
     method = [
         "## Method", "",
         f"Generated by `{command}` from the study's exported cells (`{Path(cells_dir).as_posix()}/`); "
@@ -163,26 +153,25 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
         "independent events and are not compared with a count expected by chance.", "",
     ]
     if not summaries:
-        lines += list(extra) + method + ["No setting has every depth done yet.", ""]
+        lines += method + ["No setting has every depth done yet.", ""]
         return "\n".join(lines)
     lines += ["## Verdicts on the paper's c/L law (α = 1)", ""]
     lines += markdown_table(
         ("setting", "depths done", "step-doubling check", "verdict rests on L =", "`g_2/g_Lmax`, every depth done",
          "`(R_2 − R_16)/(R_1 − R_2)`", "gain-law α", "verdict", "reason"),
-        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", _checks_text(s), _depth_list(s.checked),
-          _contrast_text(_contrast(s, "g2/gLmax")), _contrast_text(_contrast(s, "(R2-R16)/(R1-R2)")), _fit_text(s),
+        [(setting_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", checks_text(s), depth_list(s.checked),
+          contrast_text(find_contrast(s, "g2/gLmax")), contrast_text(find_contrast(s, "(R2-R16)/(R1-R2)")), fit_text(s),
           f"**{s.verdict[0]}**", s.verdict[1]) for s in summaries])
     lines += ["", "The contrasts on every depth done include depths whose step-doubling check did not run or failed: "
               "they describe the envelope as measured, they do not decide a verdict. Best seed against mean over "
               "seeds (`g_2/g_Lmax`, every depth done):", ""]
     lines += markdown_table(
         ("setting", "mean over seeds", "best seed (chosen on the selection set)", "best seed per depth"),
-        [(_label(s.setting), _contrast_text(_contrast(s, "g2/gLmax")),
-          _contrast_text(_contrast(s, "g2/gLmax", "best seed")), ", ".join(map(str, s.best_seed_ids)))
+        [(setting_label(s.setting), contrast_text(find_contrast(s, "g2/gLmax")),
+          contrast_text(find_contrast(s, "g2/gLmax", "best seed")), ", ".join(map(str, s.best_seed_ids)))
          for s in summaries])
     lines.append("")
     lines += _ranges_section(summaries)
-    lines += list(extra)
     lines += method
     lines += _doubling_caveat(summaries)
     lines += targets_markdown(summaries, checks or {}, plan, compute)
@@ -193,13 +182,13 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     lines += markdown_table(
         ("setting", "L_max", "envelope `R*_1 − R*_Lmax`", "heads `B_1 − B_Lmax`",
          "recipe `R_1 − R_Lmax` (cold lr=1e-3; that recipe's finding)"),
-        [(_label(s.setting), s.depths[-1], f"{s.gain:+.4f} ± {s.gain_se:.4f}", f"{s.bound_gain:+.4f}",
+        [(setting_label(s.setting), s.depths[-1], f"{s.gain:+.4f} ± {s.gain_se:.4f}", f"{s.bound_gain:+.4f}",
           f"{s.recipe_gain:+.4f} ± {s.recipe_gain_se:.4f}") for s in summaries])
     lines.append("")
     lines += _recipe_section(summaries)
     lines += _prediction_section(summaries, checks or {})
     for s in summaries:
-        lines += [f"## {_label(s.setting)}", ""]
+        lines += [f"## {setting_label(s.setting)}", ""]
         a, b, k, _, _, P = s.setting
         planned = len(plan.seeds_for(a, b, P, k))
         if s.seeds < planned:
@@ -239,7 +228,7 @@ def _ranges_section(summaries) -> list[str]:
              "needs the best seed's interval to exclude the α = 1 value.", ""]
     lines += markdown_table(
         ("setting", "range", "depths", "contrast, mean over seeds", "best seed", "verdict", "reason"),
-        [(_label(s.setting), r["range"], f"{r['depths'][0]}–{r['depths'][-1]}",
+        [(setting_label(s.setting), r["range"], f"{r['depths'][0]}–{r['depths'][-1]}",
           _range_contrast(r, "mean over seeds"), _range_contrast(r, "best seed"), f"**{r['verdict']}**", r["reason"])
          for s, r in rows])
     return lines + [""]
@@ -263,7 +252,7 @@ def _doubling_caveat(summaries) -> list[str]:
         return []
     lines = ["**Convergence.** "]
     if failed:
-        where = "; ".join(f"{_label(setting)} at L = {L}" for setting, L in failed)
+        where = "; ".join(f"{setting_label(setting)} at L = {L}" for setting, L in failed)
         lines[0] += (f"The step-doubling check fails at {where}: there, twice the plan's step cap still improves the "
                      "envelope, so those depths are not shown to have converged. ")
     if unchecked:
@@ -291,7 +280,7 @@ def _failures_section(summaries, rechecks) -> list[str]:
     for name in dict.fromkeys(c.name for c in certificates):
         kind = [c for c in certificates if c.name == name]
         rows.append((name, len(kind), sum(not c.passed for c in kind),
-                     "; ".join(f"{_label(s.setting)}: L = {', '.join(str(c.depth) for c in s.failed if c.name == name)}"
+                     "; ".join(f"{setting_label(s.setting)}: L = {', '.join(str(c.depth) for c in s.failed if c.name == name)}"
                                for s in summaries if any(c.name == name for c in s.failed)) or "–"))
     lines += markdown_table(("certificate", "checked", "failed", "where"), rows) + [""]
     if rechecks:
@@ -302,7 +291,7 @@ def _failures_section(summaries, rechecks) -> list[str]:
         lines += markdown_table(
             ("setting", "L", "report set: `R*_L − R*_{L/2}`", "population: `B_L − B_{L/2}` (same heads)",
              "report − population"),
-            [(_label(r.setting), r.depth, f"{r.report:+.4f} ± {r.report_se:.4f}",
+            [(setting_label(r.setting), r.depth, f"{r.report:+.4f} ± {r.report_se:.4f}",
               f"{r.population:+.4f} ± {r.population_se:.4f}", f"{r.sigmas:+.1f} SE") for r in rechecks])
         lines.append("")
     return lines
@@ -328,7 +317,7 @@ def _selection_section(summaries, gaps: dict) -> list[str]:
             continue
         worst = max(per_depth, key=lambda g: g.gap)
         flagged = ", ".join(str(g.depth) for g in per_depth if g.significant) or "none"
-        rows.append((_label(s.setting), flagged, f"L = {worst.depth}, {worst.label}: "
+        rows.append((setting_label(s.setting), flagged, f"L = {worst.depth}, {worst.label}: "
                      f"{worst.gap:+.4f} ± {worst.se:.4f} ({worst.relative:+.1%})"))
     lines += markdown_table(("setting", "depths with a gap > 2 SE",
                              "the largest gap: L, candidate, `R*_L − R_c` (relative)"), rows)
@@ -363,7 +352,7 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
         cells = [_deviation(check, s.depths.index(L)) if L in s.depths else "–" for L in (1, 2, 4)]
         deep = [i for i, L in enumerate(s.depths) if L > 4]
         worst = max(deep, key=lambda i: abs(check.deviation[i])) if deep else None
-        rows.append((_label(s.setting), *cells,
+        rows.append((setting_label(s.setting), *cells,
                      "–" if worst is None else f"{_deviation(check, worst)} ({s.depths[worst]})"))
     lines += markdown_table(("setting", "L = 1", "L = 2", "L = 4", "L > 4: the largest deviation (depth)"), rows)
     return lines + [""]
@@ -371,7 +360,7 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
 
 def _recipe_section(summaries) -> list:
     """The depth law (α, interval) of each training recipe beside the envelope's, per setting: each recipe's finding."""
-    order = _recipe_order(summaries)
+    order = recipe_order(summaries)
     if not order:
         return []
     lines = ["## The depth law by training recipe: each recipe's finding", "",
@@ -385,7 +374,7 @@ def _recipe_section(summaries) -> list:
     by_name = [{r.name: r for r in s.recipes} for s in summaries]
     lines += markdown_table(
         ("setting", "depths", *(RECIPE_LABELS.get(n, n) for n in order)),
-        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", *(_alpha_text(named[n]) if n in named else "–"
+        [(setting_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", *(alpha_text(named[n]) if n in named else "–"
                                                                  for n in order))
          for s, named in zip(summaries, by_name)])
     lines += ["", f"![α by training recipe, per setting]({RECIPE_FIGURE})", ""]
@@ -542,18 +531,16 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     gaps = {s.setting: selection_gaps(s, rows, errors) for s in summaries}
     compute = study_compute(cells_dir, contrasts_dir, plan)
     record = verdicts_record(summaries, plan, command=command)
-    if plan.version >= 2:
+    if plan.expressible_rates or plan.diverse_rates:
         progress("the revised plan's facts: the L = 2 step on fresh contexts, the winners' A_L and C_L (cached)")
     long_checks = {(s.setting[0], s.setting[1], s.setting[5], s.setting[2], c.depth): c for s in summaries
                    for c in s.certificates if c.pair == "long"}
     facts = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir, counts=counts, long_checks=long_checks)
-    # the shipped version-1 page points to the revised study, the evidence the package's answer rests on
-    superseded = SUPERSEDED if plan == CertifiedPlan() else None
     extra = revised_sections(facts)
     excess = excess_rows(summaries, plan) if facts is not None else []  # the bracket: the revised page's section
     extra = extra + excess_section(excess)
     page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks, rechecks=rechecks,
-                              gaps=gaps, compute=compute, superseded_by=superseded, cells_dir=cells_dir,
+                              gaps=gaps, compute=compute, cells_dir=cells_dir,
                               extra=extra)
     progress(f"writing {out_dir}")
     files = {CSV: csv_text(rows, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))}),

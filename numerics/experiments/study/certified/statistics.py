@@ -30,7 +30,6 @@ from ...criteria import (
     standard_error,
 )
 from .bootstrap import replicates
-from .depth_checks import _crossover, _long_pairs, doubling_passed
 from .table import Errors
 from .verdict import (
     ALPHA_GRID,
@@ -39,10 +38,13 @@ from .verdict import (
     FitVariant,
     contrast_bootstrap,
     contrast_stat,
+    crossover_depth,
+    doubling_passed,
     fit_reported,
     gain_law_gls,
     gain_law_variants,
     implied_alpha,
+    long_pairs,
     range_contrast,
     range_depths,
     range_verdict,
@@ -301,7 +303,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             doubled = [[r for r in by_cell[L, s] if r.doubled or r.steps == 0] for s in seeds]
             if all(any(r.doubled for r in d) for d in doubled):
                 cube["doubled", L] = [errors.values[index[id(min(d, key=lambda r: r.R_select))]] for d in doubled]
-            pairs = _long_pairs(by_cell[L, seeds[0]])
+            pairs = long_pairs(by_cell[L, seeds[0]])
             if pairs:  # long caps: the best at the longest cap against the best at half of it, same starts
                 top = max(steps for _, _, steps in pairs)
                 for label, cap in (("long half", top // 2), ("long full", top)):
@@ -385,7 +387,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         point, reps = curves["mean over seeds"]
         ladder = tuple(contrast_stat("g2/gLmax", "mean over seeds", depths, point, reps, L, set(checked), t1)
                        for L in depths if L >= 4)
-        crossover = _crossover(setting)
+        crossover = crossover_depth(setting)
         range_stats = []
         for name, range_planned in range_depths(planned_depths or depths, crossover).items():
             spec = range_contrast(name, range_planned)

@@ -27,7 +27,7 @@ import numpy as np
 from numerics.io import write_text
 
 from ...recipes import RECIPES
-from .cells import _files, read_cell
+from .cells import cell_files, read_cell
 from .plan import RECIPE, STARTS, CellConfig
 from .run import SUMMARY_COLUMNS
 
@@ -159,7 +159,7 @@ def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
     No example: it needs exported cells (``tests/test_certified.py``).
     """
     rows, errors, configs = [], [], []
-    for path in _files(cells_dir):
+    for path in cell_files(cells_dir):
         record, arrays = read_cell(path)
         configs.append(record["config"])
         rows += _rows_of_cell(record, arrays)
