@@ -105,17 +105,23 @@ def test_a_contrast_at_a_depth_that_was_not_run_names_it():
 
 # ------------------------------------------------------------------------------- the shipped files
 
+#: the study's shipped results (the first study's record is data no code reads)
+STUDY = SHIPPED / "certified-revised"
+
+
 @pytest.fixture(scope="module")
 def shipped():
-    return json.loads((SHIPPED / "certified-study.verdicts.json").read_text())
+    return json.loads((STUDY / "certified-study.verdicts.json").read_text())
 
 
 @pytest.fixture(scope="module")
 def current():
-    """The verdicts the report and figures read: the first study's, with the revised study's where complete."""
-    from numerics.experiments.study.answer import current_verdicts
+    """The verdicts the report and figures read: the study's record, through its one reader."""
+    from numerics.experiments.study.certified.page import read_verdicts
 
-    return current_verdicts(SHIPPED)
+    record = read_verdicts()
+    assert record == json.loads((STUDY / "certified-study.verdicts.json").read_text())
+    return record
 
 
 def test_every_shipped_verdict_names_the_depths_it_rests_on_and_the_checks_that_ran(shipped):
@@ -204,11 +210,11 @@ def test_a_verdicts_file_whose_settings_disagree_with_the_cells_is_refused(tmp_p
     from numerics.experiments.study.answer import package_answer
 
     results = tmp_path / "results"
-    results.mkdir()
-    shutil.copy(SHIPPED / "certified-study.csv", results)
+    (results / "certified-revised").mkdir(parents=True)
+    shutil.copy(STUDY / "certified-study.csv", results / "certified-revised")
     changed = json.loads(json.dumps(shipped))
     changed["settings"][0]["depths"] = changed["settings"][0]["depths"] + [256]
-    (results / "certified-study.verdicts.json").write_text(json.dumps(changed))
+    (results / "certified-revised" / "certified-study.verdicts.json").write_text(json.dumps(changed))
     with pytest.raises(ValueError, match=r"setting \(a, b\) = \(0, 0\), k = 2, P = 64 rests on depths 256"):
         package_answer(results)
 
@@ -300,9 +306,9 @@ def test_fig1_neither_titles_nor_captions_a_verdict_the_verdicts_file_does_not_g
 def test_a_verdicts_file_beside_cells_it_disagrees_with_is_refused_on_reading(tmp_path, shipped):
     from numerics.experiments.study.certified.page import read_verdicts
 
-    shutil.copy(SHIPPED / "certified-study.csv", tmp_path)
+    shutil.copy(STUDY / "certified-study.csv", tmp_path)
     changed = json.loads(json.dumps(shipped))
-    changed["settings"][1]["P"] = 256
+    changed["settings"][0]["P"] = 256
     (tmp_path / "certified-study.verdicts.json").write_text(json.dumps(changed))
     with pytest.raises(ValueError, match=r"setting \(a, b\) = \(0, 0\), k = 2, P = 256 is not in the cells"):
         read_verdicts(tmp_path / "certified-study.verdicts.json")

@@ -75,7 +75,7 @@ REVISED_FIGURE = "figures/certified-revised.png"
 DECOMPOSITION_FIGURE = "figures/certified-decomposition.png"
 VERDICTS = "certified-study.verdicts.json"
 #: the verdicts of the shipped study among the shipped results (the reproduction's central claim reads them)
-SHIPPED_VERDICTS = (VERDICTS,)
+SHIPPED_VERDICTS = ("certified-revised", VERDICTS)
 #: the page's title (the revised study is the second plan of the certified study)
 TITLE = "Revised certified study (plan version 2): the best loss each depth reaches"
 
@@ -430,12 +430,9 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
 
 
 def read_verdicts(path=None) -> dict:
-    """Read a ``certified-study.verdicts.json`` (default: the package's current verdicts, those of
-    :data:`SHIPPED_VERDICTS` among the shipped results, :mod:`numerics.experiments.shipped`, where the revised
-    study has not replaced them: :func:`numerics.experiments.study.answer.current_verdicts`), checked against its cells.
-
-    Where the cells' table ``certified-study.csv`` lies beside it, every setting and depth of the verdicts must be
-    in it (:func:`numerics.experiments.study.answer.check_verdicts_against_table`).
+    """Read a ``certified-study.verdicts.json`` (default: the shipped study's, :data:`SHIPPED_VERDICTS` among the
+    shipped results, :mod:`numerics.experiments.shipped`), checked against the cells' table beside it
+    (:func:`numerics.experiments.study.answer.read_record`, the record's one reader).
 
     Raises
     ------
@@ -450,7 +447,7 @@ def read_verdicts(path=None) -> dict:
     ...
     ValueError: no certified-study verdicts at /nonexistent.json (`idepth study certified --report-only` writes them)
     """
-    from ..answer import _csv_settings, check_verdicts_against_table, current_verdicts
+    from ..answer import read_record
 
     if path is None:
         from ...shipped import ShippedResultsNotFound, shipped_path
@@ -459,23 +456,13 @@ def read_verdicts(path=None) -> dict:
             path = shipped_path(*SHIPPED_VERDICTS)
         except ShippedResultsNotFound as exc:
             raise ValueError(str(exc)) from None
-        if path.is_file():
-            try:
-                return current_verdicts(path.parent)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{path.parent}: the certified verdicts cannot be read ({exc})") from None
-    path = Path(path)
     try:
-        record = json.loads(Path(path).read_text())
+        return read_record(path)
     except FileNotFoundError:
         raise ValueError(f"no certified-study verdicts at {path} (`idepth study certified --report-only` writes them)"
                          ) from None
-    except (OSError, ValueError) as exc:
+    except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path} is not a certified-study verdicts file ({exc})") from None
-    table = Path(path).with_name(CSV)
-    if table.is_file():
-        check_verdicts_against_table(record, _csv_settings(table), source=str(path))
-    return record
 
 
 def _silent(message: str) -> None:
