@@ -301,11 +301,11 @@ def test_a_depth_some_seeds_have_done_is_named_with_their_count():
 
 @pytest.mark.parametrize("finished", [((4, 0),), ((4, 0), (4, 2))])
 def test_the_page_names_a_spectrum_judged_on_its_complete_seeds_by_the_verdicts_own_rule(finished):
-    """The coverage sentence and the verdicts (statistics._judged_cells) agree on which seeds judge a spectrum."""
+    """The coverage sentence and the verdicts (statistics.judged_cells) agree on which seeds judge a spectrum."""
     from types import SimpleNamespace
 
     from numerics.experiments.study.certified.revised import _coverage, revised_sections
-    from numerics.experiments.study.certified.statistics import _judged_cells
+    from numerics.experiments.study.certified.statistics import judged_cells
 
     plan = dataclasses.replace(TINY, depths=(1, 2, 4), seeds=(0, 1, 2))
     cells = {(0.0, 0.0, plan.P, plan.k): {(L, s): [] for L in (1, 2) for s in plan.seeds} | dict.fromkeys(finished, [])}
@@ -313,7 +313,7 @@ def test_the_page_names_a_spectrum_judged_on_its_complete_seeds_by_the_verdicts_
     facts = {"plan": {"select_size": 65536, "report_block": 64, "seeds": [0, 1, 2]}, "coverage": coverage,
              "cpu_hours": {}, "steps": [], "envelope": [], "long": []}
     text = "\n".join(revised_sections(facts))
-    _, judged = _judged_cells([SimpleNamespace(depth=L, seed=s) for L, s in cells[0.0, 0.0, plan.P, plan.k]],
+    _, judged = judged_cells([SimpleNamespace(depth=L, seed=s) for L, s in cells[0.0, 0.0, plan.P, plan.k]],
                               plan.depths)
     alone = judged != list(plan.seeds)
     assert alone == (len(finished) == 2)

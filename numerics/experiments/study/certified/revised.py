@@ -378,7 +378,7 @@ def revised_sections(facts: dict | None) -> list[str]:
                               + _partial_text(c, len(plan["seeds"]))) for c in facts["coverage"]]) + [""]
     missing = [c for c in facts["coverage"] if c["todo"]]
     if missing:
-        # the rule of statistics._judged_cells: judged on the complete seeds alone where enough seeds are complete
+        # the rule of statistics.judged_cells: judged on the complete seeds alone where enough seeds are complete
         alone = [c for c in missing if c.get("partial") and c.get("complete_seeds", 0) >= MIN_COMPLETE_SEEDS]
         lines += ["Not done at every seed yet: " + "; ".join(
             f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['todo']))}" for c in missing)
