@@ -50,19 +50,26 @@ def test_the_answer_block_is_a_headline_a_table_and_at_most_150_words_of_prose(a
     assert len(prose.split()) <= 150
 
 
-def _first_study_with(tmp_path, edit):
-    """A results directory holding the first study's CSV and verdicts, ``edit(setting)`` applied to each of its
-    main Table 1 settings (the revised study left out); returns the directory."""
+STUDY = ROOT / "docs" / "results" / "certified-revised"
+
+
+def _study_with(tmp_path, edit=None, *, settings="main"):
+    """A results directory holding the study's CSV and verdicts record (under ``certified-revised/``), ``edit``
+    applied to each of its main Table 1 settings (or to the record itself with ``settings=None``)."""
     results = tmp_path / "results"
-    results.mkdir()
-    shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results)
-    verdicts = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text())
-    main = {tuple(s) for s in verdicts["main"]["spectra"]}
-    for setting in verdicts["settings"]:
-        if ((setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]
-                and setting["k"] == verdicts["main"]["k"]):
-            edit(setting)
-    (results / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
+    (results / "certified-revised").mkdir(parents=True)
+    for name in ("certified-study.csv", "certified-revised.json"):
+        shutil.copy(STUDY / name, results / "certified-revised")
+    verdicts = json.loads((STUDY / "certified-study.verdicts.json").read_text())
+    if edit is not None and settings is None:
+        edit(verdicts)
+    elif edit is not None:
+        main = {tuple(s) for s in verdicts["main"]["spectra"]}
+        for setting in verdicts["settings"]:
+            if ((setting["a"], setting["b"]) in main and setting["P"] == verdicts["main"]["P"]
+                    and setting["k"] == verdicts["main"]["k"]):
+                edit(setting)
+    (results / "certified-revised" / "certified-study.verdicts.json").write_text(json.dumps(verdicts))
     return results
 
 
@@ -70,7 +77,7 @@ def test_the_answer_follows_the_verdicts_file(tmp_path, answer):
     def check_every_depth(setting):  # every depth checked: enough checked depths to settle the question
         setting["verdict"], setting["failed"], setting["checked_depths"] = "REPRODUCED", [], setting["depths"]
 
-    results = _first_study_with(tmp_path, check_every_depth)
+    results = _study_with(tmp_path, check_every_depth)
     changed = package_answer(results)
     assert changed.facts["counts"]["REPRODUCED"] == 7 and changed.facts["settled"]
     assert changed.headline.startswith("Yes") and all(r.verdict == "REPRODUCED" and not r.why for r in changed.rows)
@@ -78,15 +85,14 @@ def test_the_answer_follows_the_verdicts_file(tmp_path, answer):
 
 
 def test_a_contradiction_resting_on_unchecked_depths_does_not_settle_the_question(tmp_path):
-    minimum = json.loads((ROOT / "docs" / "results" / "certified-study.verdicts.json").read_text()
-                         )["rules"]["min_checked_depths"]
+    minimum = json.loads((STUDY / "certified-study.verdicts.json").read_text())["rules"]["min_checked_depths"]
     edited = []
 
     def contradict(setting):
         setting["verdict"], setting["failed"] = "CONTRADICTED", []
         edited.append(setting)
 
-    results = _first_study_with(tmp_path, contradict)
+    results = _study_with(tmp_path, contradict)
     unchecked = sum(len(s["checked_depths"]) < minimum for s in edited)
     changed = package_answer(results)
     assert unchecked > 0 and changed.facts["unchecked"] == unchecked and not changed.facts["settled"]
@@ -95,21 +101,16 @@ def test_a_contradiction_resting_on_unchecked_depths_does_not_settle_the_questio
 
 
 def _shipped_main_settings() -> tuple[dict, list[dict]]:
-    """The first study's verdicts record and its main settings, each replaced by the revised study's where that
-    one has every planned depth (written here independently of ``current_verdicts``)."""
-    results = ROOT / "docs" / "results"
-    verdicts = json.loads((results / "certified-study.verdicts.json").read_text())
+    """The study's verdicts record and its main settings (read here with ``json``, independently of the answer)."""
+    verdicts = json.loads((STUDY / "certified-study.verdicts.json").read_text())
     main = {tuple(s) for s in verdicts["main"]["spectra"]}
-    revised_path = results / "certified-revised" / "certified-study.verdicts.json"
-    revised = json.loads(revised_path.read_text())["settings"] if revised_path.is_file() else []
-    done = {(s["a"], s["b"], s["P"], s["k"]): s for s in revised if s["depths"] == s["planned_depths"]}
-    settings = [done.get((s["a"], s["b"], s["P"], s["k"]), s) for s in verdicts["settings"]
+    settings = [s for s in verdicts["settings"]
                 if (s["a"], s["b"]) in main and s["P"] == verdicts["main"]["P"] and s["k"] == verdicts["main"]["k"]]
     return verdicts, settings
 
 
 def test_each_row_is_its_spectrums_verdict_alpha_interval_and_checked_depths_in_the_verdicts_files(answer):
-    """The rows follow the verdicts files (read here independently of current_verdicts)."""
+    """The rows follow the verdicts record (read here independently of the answer's reader)."""
     verdicts, settings = _shipped_main_settings()
     grid = verdicts["alpha_grid"]
     assert [r.spectrum for r in answer.rows] == [(s["a"], s["b"]) for s in settings]
@@ -142,10 +143,7 @@ def test_replace_block_refuses_text_without_markers():
 
 
 def test_the_notes_are_the_revised_facts_numbers_when_they_exist(tmp_path):
-    results = tmp_path / "results"
-    (results / "certified-revised").mkdir(parents=True)
-    for name in ("certified-study.csv", "certified-study.verdicts.json"):
-        shutil.copy(ROOT / "docs" / "results" / name, results)
+    results = _study_with(tmp_path)
     gap = {"value": -0.01, "se": 0.002, "per_seed": [-0.01], "word": "below"}
     facts = {"envelope": [{"gap": gap}, {"gap": {**gap, "word": "indistinguishable"}}],
              "decomposition": [{"a": 0.0, "b": 0.0, "depth": L, "A_minus_C": None if v is None else {"value": v}}
@@ -157,45 +155,31 @@ def test_the_notes_are_the_revised_facts_numbers_when_they_exist(tmp_path):
     assert package_answer(results).notes == ()
 
 
-def _results_with_revised(tmp_path: Path, change=None) -> Path:
-    """A copy of the shipped verdicts and tables of both studies (the revised one's passed through ``change``)."""
-    results = tmp_path / "results"
-    (results / "certified-revised").mkdir(parents=True)
-    for name in ("certified-study.csv", "certified-study.verdicts.json"):
-        shutil.copy(ROOT / "docs" / "results" / name, results)
-    shutil.copy(ROOT / "docs" / "results" / "certified-study.csv", results / "certified-revised")
-    first = json.loads((results / "certified-study.verdicts.json").read_text())
-    revised = json.loads(json.dumps(first))
-    if change is not None:
-        change(revised)
-    (results / "certified-revised" / "certified-study.verdicts.json").write_text(json.dumps(revised))
-    return results
+def test_the_answer_reads_the_studys_record_alone(tmp_path, answer):
+    """The first study's record beside it (data no code reads) changes nothing, whatever it says."""
+    results = _study_with(tmp_path)
+    first = json.loads((STUDY / "certified-study.verdicts.json").read_text())
+    for setting in first["settings"]:
+        setting["verdict"], setting["failed"], setting["checked_depths"] = "CONTRADICTED", [], setting["depths"]
+    (results / "certified-study.verdicts.json").write_text(json.dumps(first))
+    assert package_answer(results).text == answer.text
 
 
-def test_a_revised_spectrum_with_every_depth_replaces_the_first_studys_verdict(tmp_path):
-    def two_spectra_reproduced_the_others_short(record):
-        main = [s for s in record["settings"] if s["P"] == record["main"]["P"] and s["k"] == record["main"]["k"]
-                and [s["a"], s["b"]] in record["main"]["spectra"]]
-        for s in main[:2]:
-            s["verdict"], s["failed"], s["checked_depths"] = "REPRODUCED", [], s["depths"]
-        for s in main[2:]:  # not every planned depth: the first study's verdict stays
-            s["verdict"], s["depths"] = "REPRODUCED", s["depths"][:-1]
-
-    results = _results_with_revised(tmp_path, two_spectra_reproduced_the_others_short)
-    changed = package_answer(results)
-    shutil.rmtree(results / "certified-revised")
-    first = package_answer(results)
-    assert changed.facts["counts"]["REPRODUCED"] == first.facts["counts"]["REPRODUCED"] + 2
-    assert [r.verdict for r in changed.rows[:2]] == ["REPRODUCED", "REPRODUCED"]
-    assert changed.rows[2:] == first.rows[2:]
-
-
-def test_a_revised_verdicts_file_that_its_cells_do_not_back_is_refused(tmp_path):
+def test_a_verdicts_record_that_its_cells_do_not_back_is_refused(tmp_path):
     def invent_a_depth(record):
         record["settings"][0]["depths"] = record["settings"][0]["depths"] + [4096]
 
     with pytest.raises(ValueError, match="certified-revised.*depths 4096"):
-        package_answer(_results_with_revised(tmp_path, invent_a_depth))
+        package_answer(_study_with(tmp_path, invent_a_depth, settings=None))
+
+
+def test_a_table_without_the_recipe_column_is_refused_naming_it(tmp_path):
+    results = _study_with(tmp_path)
+    table = results / "certified-revised" / "certified-study.csv"
+    lines = table.read_text().splitlines()
+    table.write_text("\n".join(line.rsplit(",", 1)[0] for line in lines) + "\n")
+    with pytest.raises(ValueError, match="missing columns recipe"):
+        package_answer(results)
 
 
 def test_a_spectrum_with_enough_checked_depths_but_no_contrast_on_them_says_so(tmp_path):
@@ -206,9 +190,9 @@ def test_a_spectrum_with_enough_checked_depths_but_no_contrast_on_them_says_so(t
         if not picked:
             picked.append(setting)
             setting["checked_depths"] = [L for L in setting["depths"] if L != 1]
-            setting["verdict"], setting["primary"] = "INCONCLUSIVE", None
+            setting["verdict"], setting["primary"], setting["kind"] = "INCONCLUSIVE", None, "checks"
 
-    results = _first_study_with(tmp_path, drop_depth_one)
+    results = _study_with(tmp_path, drop_depth_one)
     picked = picked[0]
     row = next(r for r in package_answer(results).rows if r.spectrum == (picked["a"], picked["b"]))
     assert row.verdict == "INCONCLUSIVE" and list(row.depths) == picked["checked_depths"]

@@ -121,7 +121,8 @@ def test_exported_cells_continue_the_study_in_a_new_store(tiny_study, tmp_path):
     (shallow,) = [h for h, c in first.items() if c.depth == 2]
     assert [p.stem for p in files["frontier_dir"].glob("*.npz")] == [shallow]  # only the frontier keeps weights
     record, arrays = read_cell(files["cells_dir"] / f"{shallow}.npz")
-    assert record["hash"] == shallow and not any(name.startswith("winner_") for name in arrays)
+    # every exported cell keeps its winner's weights (a later evaluation on more contexts needs no retraining)
+    assert record["hash"] == shallow and any(name.startswith("winner_") for name in arrays)
     # a new session: a fresh store, the exported files only
     run_certified_study(TINY, tmp_path / "second", **files, execution=ONE_WORKER)
     old = {r["hash"]: r for r in load_results(tmp_path / "first", status="done")}
@@ -208,18 +209,23 @@ def test_every_row_carries_the_certified_plans_recipe_and_a_row_without_one_is_r
 
     rows, _ = collect(_exported(tiny_study, tmp_path))
     assert {r.recipe for r in rows} == {CertifiedPlan().recipe.name} == {"converged_study"}
-    # the shipped table has no recipe column: the reader gives every row the certified plan's recipe
-    shipped = read_csv(Path(__file__).resolve().parents[1] / "docs" / "results" / "certified-study.csv")
-    assert {r.recipe for r in shipped} == {"converged_study"}
+    # the shipped tables carry the recipe column (one layout): every row the certified plan's recipe
+    for name in ("certified-study.csv", "certified-revised/certified-study.csv"):
+        shipped = read_csv(Path(__file__).resolve().parents[1] / "docs" / "results" / name)
+        assert {r.recipe for r in shipped} == {"converged_study"}
     for missing in (None, "", "cold"):
         with pytest.raises(ValueError, match=f"row 0: recipe must be one of .*; got {missing!r}"):
             check_rows([dataclasses.replace(rows[0], recipe=missing)] + rows[1:])
     with pytest.raises(ValueError, match="recipe: one cell trains with one recipe; got 'converged_study', 'lazy'"):
         write_csv([dataclasses.replace(rows[0], recipe="lazy")] + rows[1:], tmp_path / "t.csv")
     assert not (tmp_path / "t.csv").exists()
-    # the shipped recipe's rows are written without a recipe column (the shipped format), another's with one
+    # every table is written with the recipe column, last; one without it is refused naming it
     write_csv(rows, tmp_path / "shipped.csv")
-    assert "recipe" not in (tmp_path / "shipped.csv").read_text().splitlines()[0].split(",")
+    lines = (tmp_path / "shipped.csv").read_text().splitlines()
+    assert lines[0].split(",")[-1] == "recipe" and read_csv(tmp_path / "shipped.csv") == rows
+    (tmp_path / "bare.csv").write_text("\n".join(line.rsplit(",", 1)[0] for line in lines) + "\n")
+    with pytest.raises(ValueError, match="missing columns recipe"):
+        read_csv(tmp_path / "bare.csv")
     lazy = [dataclasses.replace(r, recipe="lazy") for r in rows]
     write_csv(lazy, tmp_path / "lazy.csv")
     assert (tmp_path / "lazy.csv").read_text().splitlines()[0].split(",")[-1] == "recipe"
@@ -534,7 +540,8 @@ def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(
     import dataclasses
 
     from numerics.experiments.study.certified.page import certified_markdown
-    from numerics.experiments.study.certified.statistics import selection_gaps, summarise
+    from numerics.experiments.study.certified.selection import selection_gaps
+    from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import Errors, collect
 
     rows, errors = collect(_exported(tiny_study, tmp_path))

@@ -69,11 +69,11 @@ def test_exported_contrasts_continue_in_a_new_store_without_retraining(study, tm
 
 
 def test_every_exported_run_records_the_recipe_it_was_trained_with(study):
-    from numerics.experiments.study.certified.cells import _files, read_cell
+    from numerics.experiments.study.certified.cells import cell_files, read_cell
 
     root, _ = study
     lazy = {c.content_hash() for c in contrast_configs(TINY, scale=SCALE) if c.learning_rate == 1e-4}
-    records = [read_cell(path)[0] for path in _files(root / "contrasts")]
+    records = [read_cell(path)[0] for path in cell_files(root / "contrasts")]
     assert {r["recipe"] for r in records} == set(CONTRAST_RECIPES)
     assert all((r["recipe"] == "lazy") == (r["hash"] in lazy) for r in records)
     assert {(r.run_hash, r.recipe) for r in collect_contrasts(root / "contrasts")} == {
@@ -83,11 +83,11 @@ def test_every_exported_run_records_the_recipe_it_was_trained_with(study):
 def test_a_run_without_a_recorded_recipe_gets_the_one_it_follows_and_an_unknown_one_is_refused(study, tmp_path):
     import json
 
-    from numerics.experiments.study.certified.cells import _RECORD, _files, _write_npz, read_cell
+    from numerics.experiments.study.certified.cells import _RECORD, _write_npz, cell_files, read_cell
     from numerics.train import TrainConfig
 
     root, _ = study
-    path = _files(root / "contrasts")[0]
+    path = cell_files(root / "contrasts")[0]
     record, arrays = read_cell(path)
     assert derive_recipe(TrainConfig.from_dict(record["config"])) == record["recipe"]
     legacy = {k: v for k, v in record.items() if k != "recipe"}

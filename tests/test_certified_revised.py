@@ -81,14 +81,27 @@ def test_cells_of_two_plan_versions_are_refused(revised, tmp_path):
         collect(tmp_path / "cells")
 
 
-def test_version_one_cells_keep_their_hashes():
-    for path in sorted(SHIPPED_CELLS.glob("*.npz"))[:5]:
+def test_the_first_studys_cells_are_read_as_data():
+    """Its plan is retired: a cell dict without the format's fields reads, its evaluation sets at eval_size."""
+    paths = sorted(SHIPPED_CELLS.glob("*.npz"))
+    assert len(paths) == 424
+    for path in paths[:5]:
         record, _ = read_cell(path)
-        assert CellConfig.from_dict(record["config"]).content_hash() == record["hash"]
+        assert "version" not in record["config"]
+        cell = CellConfig.from_dict(record["config"])
+        assert cell.select_size == cell.report_size == cell.eval_size == 4096 and cell.report_block == 1
+    rows, errors = collect(SHIPPED_CELLS)
+    assert len({r.cell for r in rows}) == 424 and errors.values.shape[0] == len(rows)
 
 
-@pytest.mark.parametrize("plan, cells", [(CertifiedPlan(), SHIPPED_CELLS),
-                                         (REVISED_PLAN, SHIPPED_CELLS.parents[1] / "certified-revised" / "cells")])
+def test_a_cell_of_an_unknown_format_is_refused_naming_the_field():
+    record, _ = read_cell(sorted((SHIPPED_CELLS.parents[1] / "certified-revised" / "cells").glob("*.npz"))[0])
+    assert record["config"]["version"] == 2
+    with pytest.raises(ValueError, match="version must be 1 or 2"):
+        CellConfig.from_dict({**record["config"], "version": 3})
+
+
+@pytest.mark.parametrize("plan, cells", [(REVISED_PLAN, SHIPPED_CELLS.parents[1] / "certified-revised" / "cells")])
 def test_the_plans_build_every_shipped_cell_hash_for_hash(plan, cells):
     """Nothing already trained is retrained: each shipped cell is the plan's cell, with the plan's recipe."""
     paths = sorted(cells.glob("*.npz"))
@@ -103,7 +116,6 @@ def test_the_plans_build_every_shipped_cell_hash_for_hash(plan, cells):
 @pytest.mark.parametrize("changes, match", [
     (dict(select_size=4096), "select_size = 4096 is smaller than the plan's minimum"),
     (dict(report_block=100), "report_block must divide report_size"),
-    (dict(version=3), "version must be one of"),
     (dict(doubled_kinds=(("warm", 1e-3),)), "start must be one of"),
 ])
 def test_the_revised_plan_refuses_bad_fields(changes, match):
@@ -111,9 +123,12 @@ def test_the_revised_plan_refuses_bad_fields(changes, match):
         dataclasses.replace(REVISED_PLAN, **changes)
 
 
-def test_version_one_refuses_the_revised_candidates():
-    with pytest.raises(ValueError, match="need version=2"):
-        CertifiedPlan(expressible_rates=(3e-4,))
+def test_the_candidates_follow_the_plans_fields_not_a_version():
+    """U_L's starts are in a cell where the plan has their rates and U_L is shipped for the setting."""
+    with_U = CertifiedPlan(expressible_rates=(3e-4,)).cell(0.0, 0.0, 64, 1, 0)
+    without = CertifiedPlan().cell(0.0, 0.0, 64, 1, 0)
+    assert "expressible" in {c.start for c in with_U.candidates}
+    assert "expressible" not in {c.start for c in without.candidates}
 
 
 def test_the_revised_sections_say_what_ran_and_what_did_not(revised):
@@ -286,11 +301,11 @@ def test_a_depth_some_seeds_have_done_is_named_with_their_count():
 
 @pytest.mark.parametrize("finished", [((4, 0),), ((4, 0), (4, 2))])
 def test_the_page_names_a_spectrum_judged_on_its_complete_seeds_by_the_verdicts_own_rule(finished):
-    """The coverage sentence and the verdicts (statistics._judged_cells) agree on which seeds judge a spectrum."""
+    """The coverage sentence and the verdicts (statistics.judged_cells) agree on which seeds judge a spectrum."""
     from types import SimpleNamespace
 
     from numerics.experiments.study.certified.revised import _coverage, revised_sections
-    from numerics.experiments.study.certified.statistics import _judged_cells
+    from numerics.experiments.study.certified.statistics import judged_cells
 
     plan = dataclasses.replace(TINY, depths=(1, 2, 4), seeds=(0, 1, 2))
     cells = {(0.0, 0.0, plan.P, plan.k): {(L, s): [] for L in (1, 2) for s in plan.seeds} | dict.fromkeys(finished, [])}
@@ -298,7 +313,7 @@ def test_the_page_names_a_spectrum_judged_on_its_complete_seeds_by_the_verdicts_
     facts = {"plan": {"select_size": 65536, "report_block": 64, "seeds": [0, 1, 2]}, "coverage": coverage,
              "cpu_hours": {}, "steps": [], "envelope": [], "long": []}
     text = "\n".join(revised_sections(facts))
-    _, judged = _judged_cells([SimpleNamespace(depth=L, seed=s) for L, s in cells[0.0, 0.0, plan.P, plan.k]],
+    _, judged = judged_cells([SimpleNamespace(depth=L, seed=s) for L, s in cells[0.0, 0.0, plan.P, plan.k]],
                               plan.depths)
     alone = judged != list(plan.seeds)
     assert alone == (len(finished) == 2)

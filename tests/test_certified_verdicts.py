@@ -105,17 +105,23 @@ def test_a_contrast_at_a_depth_that_was_not_run_names_it():
 
 # ------------------------------------------------------------------------------- the shipped files
 
+#: the study's shipped results (the first study's record is data no code reads)
+STUDY = SHIPPED / "certified-revised"
+
+
 @pytest.fixture(scope="module")
 def shipped():
-    return json.loads((SHIPPED / "certified-study.verdicts.json").read_text())
+    return json.loads((STUDY / "certified-study.verdicts.json").read_text())
 
 
 @pytest.fixture(scope="module")
 def current():
-    """The verdicts the report and figures read: the first study's, with the revised study's where complete."""
-    from numerics.experiments.study.answer import current_verdicts
+    """The verdicts the report and figures read: the study's record, through its one reader."""
+    from numerics.experiments.study.certified.page import read_verdicts
 
-    return current_verdicts(SHIPPED)
+    record = read_verdicts()
+    assert record == json.loads((STUDY / "certified-study.verdicts.json").read_text())
+    return record
 
 
 def test_every_shipped_verdict_names_the_depths_it_rests_on_and_the_checks_that_ran(shipped):
@@ -141,16 +147,16 @@ def test_no_shipped_setting_is_contradicted_on_an_unchecked_depth(shipped):
 
 
 def _small_cells(tmp_path, setting=(0.0, 0.0, 2, 64)):
-    """The shipped cells of one setting, with the shipped prediction cache beside them."""
+    """The shipped cells of one setting of the study (the revised one), with the shipped prediction cache beside them."""
     from numerics.experiments.study.certified.cells import read_cell
 
     root = tmp_path / "certified"
     (root / "cells").mkdir(parents=True)
-    for path in sorted((SHIPPED / "certified" / "cells").glob("*.npz")):
+    for path in sorted((SHIPPED / "certified-revised" / "cells").glob("*.npz")):
         config = read_cell(path)[0]["config"]
         if (config["a"], config["b"], config["k"], config["P"]) == setting:
             shutil.copy(path, root / "cells")
-    shutil.copytree(SHIPPED / "certified" / "predictions", root / "predictions")
+    shutil.copytree(SHIPPED / "certified-revised" / "predictions", root / "predictions")
     return root
 
 
@@ -166,9 +172,12 @@ def test_report_only_reads_the_predictions_cache_and_writes_to_a_fresh_directory
     assert len(fresh) == 1 and f"writing to the fresh directory {fresh[0].name}" in err
     assert "predictions: 1 read from the cache, 0 computed" in err  # nothing recomputed: no Monte Carlo
     after = sorted(p.name for p in (root / "predictions").iterdir())
-    assert len(after) == 1 and set(after) < set(before)  # the entry it read is kept, those it did not use go
+    assert after and set(after) < set(before)  # the entries it read are kept, those it did not use go
+    assert sum(name.startswith("prediction-") for name in after) == 1
     record = json.loads((fresh[0] / "certified-study.verdicts.json").read_text())
-    assert [s["verdict"] for s in record["settings"]] == ["INCONCLUSIVE"]
+    shipped = json.loads((SHIPPED / "certified-revised" / "certified-study.verdicts.json").read_text())
+    assert [s["verdict"] for s in record["settings"]] == [s["verdict"] for s in shipped["settings"]
+                                                          if (s["a"], s["b"]) == (0.0, 0.0)]
 
 
 def test_cells_of_two_plan_versions_are_refused_in_one_line(tmp_path, capsys):
@@ -201,11 +210,11 @@ def test_a_verdicts_file_whose_settings_disagree_with_the_cells_is_refused(tmp_p
     from numerics.experiments.study.answer import package_answer
 
     results = tmp_path / "results"
-    results.mkdir()
-    shutil.copy(SHIPPED / "certified-study.csv", results)
+    (results / "certified-revised").mkdir(parents=True)
+    shutil.copy(STUDY / "certified-study.csv", results / "certified-revised")
     changed = json.loads(json.dumps(shipped))
     changed["settings"][0]["depths"] = changed["settings"][0]["depths"] + [256]
-    (results / "certified-study.verdicts.json").write_text(json.dumps(changed))
+    (results / "certified-revised" / "certified-study.verdicts.json").write_text(json.dumps(changed))
     with pytest.raises(ValueError, match=r"setting \(a, b\) = \(0, 0\), k = 2, P = 64 rests on depths 256"):
         package_answer(results)
 
@@ -240,17 +249,17 @@ def test_the_reports_headline_on_the_certified_claim_follows_the_verdicts_file(c
         assert "adequately powered" not in text and f"undecided ({' and '.join(kinds)} not sufficient)" in text
 
 
-def test_the_first_study_page_points_to_the_evidence_page_states_no_answer_and_its_table_says_what_the_file_says(
-        shipped):
+def test_the_evidence_page_states_no_answer_block_and_its_table_says_what_the_file_says():
+    """One evidence page (the first study's left the docs with its plan): its verdict table is its record's."""
     from numerics.experiments.study.answer import START
-    from numerics.experiments.study.certified.page import SUPERSEDED
 
-    page = (SHIPPED / "certified-study.md").read_text()
+    assert not (SHIPPED / "certified-study.md").exists()
+    page = (SHIPPED / "certified-revised" / "certified-study.md").read_text()
+    record = json.loads((SHIPPED / "certified-revised" / "certified-study.verdicts.json").read_text())
     head = page.split("## Method", 1)[0]
-    assert head.index(f"**Superseded.** {SUPERSEDED}") < head.index("## Verdicts")
-    assert (SHIPPED / "certified-revised" / "certified-study.md").is_file()  # the link's target
+    assert "Superseded" not in page
     assert START not in page and "certified-answer.png" not in page  # no verdicts but its own
-    for s in shipped["settings"]:
+    for s in record["settings"]:
         label = f"(a, b) = ({s['a']:g}, {s['b']:g}), P = {s['P']}, top-{s['k']}"
         row = next(line for line in head.splitlines() if line.startswith(f"| {label} |"))
         assert f"**{s['verdict']}**" in row and f"| {', '.join(map(str, s['checked_depths'])) or 'none'} |" in row
@@ -297,9 +306,9 @@ def test_fig1_neither_titles_nor_captions_a_verdict_the_verdicts_file_does_not_g
 def test_a_verdicts_file_beside_cells_it_disagrees_with_is_refused_on_reading(tmp_path, shipped):
     from numerics.experiments.study.certified.page import read_verdicts
 
-    shutil.copy(SHIPPED / "certified-study.csv", tmp_path)
+    shutil.copy(STUDY / "certified-study.csv", tmp_path)
     changed = json.loads(json.dumps(shipped))
-    changed["settings"][1]["P"] = 256
+    changed["settings"][0]["P"] = 256
     (tmp_path / "certified-study.verdicts.json").write_text(json.dumps(changed))
     with pytest.raises(ValueError, match=r"setting \(a, b\) = \(0, 0\), k = 2, P = 256 is not in the cells"):
         read_verdicts(tmp_path / "certified-study.verdicts.json")

@@ -80,7 +80,7 @@ def test_the_shipped_envelopes_are_the_verdicts_files_numbers():
     assert len(table.summaries) == len(record["settings"]) and table.main_P == record["main"]["P"]
     for setting in record["settings"]:
         s = table.summary(setting["a"], setting["b"], setting["k"], P=setting["P"])
-        assert s.depths == tuple(setting["depths"]) and s.verdict == setting["verdict"] and s.study == setting["study"]
+        assert s.depths == tuple(setting["depths"]) and s.verdict == setting["verdict"] and s.study == "revised"
         np.testing.assert_array_equal(s.R, setting["envelope"])
         np.testing.assert_allclose(s.gain, np.asarray(setting["envelope"][0]) - setting["envelope"], rtol=0, atol=0)
         assert s.gain_se[0] == 0.0 and np.all(s.gain_se[1:] > 0) and np.all(s.R_se > 0)
@@ -95,20 +95,20 @@ def test_the_decomposition_is_the_revised_studys_and_only_at_its_main_setting():
     s = table.summary(0.0, 0.0, 2)
     i = s.depths.index(4)
     assert s.C[i] == row["C"]["value"] and s.gap[i] == row["A_minus_C"]["value"] and np.isnan(s.C[0])
-    other = table.summary(0.0, 0.0, 2, P=128)  # the first study's second P: no decomposition there
-    assert np.all(np.isnan(other.C)) and np.all(np.isnan(other.gap))
+    with pytest.raises(KeyError, match="no certified setting"):  # the first study's second P: not read
+        table.summary(0.0, 0.0, 2, P=128)
 
 
 def test_no_verdicts_and_verdicts_from_an_older_package_are_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="certified-study.verdicts.json"):
         load_envelopes(tmp_path)
     results = tmp_path / "results"
-    results.mkdir()
+    (results / "certified-revised").mkdir(parents=True)
     for name in ("certified-study.verdicts.json", "certified-study.csv"):
-        shutil.copy(shipped_path(name), results / name)
-    record = json.loads((results / "certified-study.verdicts.json").read_text())
+        shutil.copy(shipped_path("certified-revised", name), results / "certified-revised" / name)
+    record = json.loads((results / "certified-revised" / "certified-study.verdicts.json").read_text())
     del record["settings"][0]["gains_se"]
-    (results / "certified-study.verdicts.json").write_text(json.dumps(record))
+    (results / "certified-revised" / "certified-study.verdicts.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match=r"setting \(0, 0\), P = 64 lacks gains_se"):
         load_envelopes(results)
 

@@ -86,7 +86,7 @@ def _results_copy(root: Path) -> Path:
 def test_certified_results_that_cannot_be_read_leave_their_claims_not_tested_naming_why(
         outside_a_checkout, monkeypatch, case, fragment):
     results = _results_copy(outside_a_checkout)
-    path = results / "certified-study.verdicts.json"
+    path = results / "certified-revised" / "certified-study.verdicts.json"
     record = json.loads(path.read_text())
     if case == "a setting the cells do not hold":
         record["settings"][0]["P"] = 999

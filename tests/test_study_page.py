@@ -28,18 +28,21 @@ def test_results_named_by_the_variable_without_the_plans_cells_are_refused(tmp_p
     from numerics.experiments.shipped import RESULTS_VARIABLE
 
     monkeypatch.setenv(RESULTS_VARIABLE, str(tmp_path))
-    assert cli.main(["study", "page", "certified-v1"]) == 2
-    assert str(tmp_path.resolve() / "certified" / "cells") in capsys.readouterr().err
+    assert cli.main(["study", "page", "certified"]) == 2
+    assert str(tmp_path.resolve() / "certified-revised" / "cells") in capsys.readouterr().err
 
 
 def test_each_page_plan_names_shipped_results_that_hold_its_cells():
-    """The defaults point at the checkout's cells: docs/results/certified/cells (v1) and certified-revised/cells."""
+    """The defaults point at the checkout's cells: docs/results/certified-revised/cells (the first study's page is
+    retired: its cells stay as data, no page plan writes from them)."""
     from idepth.commands.study import PAGE_PLANS
     from numerics.experiments.shipped import shipped_path
 
     for plan, (_, results, page) in PAGE_PLANS.items():
         assert any((shipped_path() / results / "cells").glob("*.npz")), plan
         assert (shipped_path() / page / "certified-study.md").is_file(), plan
+    assert set(PAGE_PLANS) == {"certified"}
+    assert not (shipped_path() / "certified-study.md").exists()  # the superseded page left the docs
 
 
 def test_an_unknown_plan_is_refused_naming_the_plans(capsys):
@@ -47,7 +50,7 @@ def test_an_unknown_plan_is_refused_naming_the_plans(capsys):
         cli.main(["study", "page", "certfied"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "certified" in err and "certified-v1" in err
+    assert "certified" in err and "certified-v1" not in err
 
 
 def test_the_page_writer_refuses_a_directory_without_cells(tmp_path):

@@ -21,7 +21,7 @@ A thin layer over :mod:`numerics.experiments.study`:
 ``idepth study run PLAN [OPTIONS]`` runs a named plan (``certified``, ``regimes``, ``defaults``,
 ``plateaus`` = consistency then sizes) with that plan's options: one entry, one ``--help`` listing the plans.
 ``idepth study page PLAN [--cells DIR] [--out DIR]`` writes a plan's page from its exported cells, training nothing
-(``certified``: the revised study, the evidence; ``certified-v1``: the first study); a directory without cells, or
+(``certified``: the revised study, the evidence); a directory without cells, or
 no shipped results found, is exit 2 naming where it looked.
 
 Exit status: 0 on success, 1 when training runs failed, 2 on bad input (one line on stderr).
@@ -102,13 +102,13 @@ def register(subparsers) -> None:
 
     certified = actions.add_parser(
         "certified", help="the best loss each depth reaches (several starts, certificates) and the verdict on it",
-        description="For every Table 1 spectrum at d=16, N=32, P=64, top-2 (5 seeds), and at P=128 (two spectra) "
-                    "and top-16 (Table 4's four) with 3 seeds, depth 1-128, train the softmax model from several starts in lockstep (cold at lr 3e-4 and 1e-3, "
-                    "the heads of the bound B_L, the depth-L/2 winner duplicated), select on one held-out set, "
+        description="For every Table 1 spectrum at d=16, N=32, P=64, top-2 (3 seeds), depth 1-128, train the "
+                    "softmax model from several starts in lockstep (cold at lr 3e-4 and 1e-3, the heads of the bound "
+                    "B_L, the depth-L/2 winner duplicated, U_L's heads, diverse heads; several at twice their caps, "
+                    "long caps at (0, 0) and (0, 0.25), L = 4 and 16), select on one held-out set of 2^16 contexts, "
                     "report on another, check nesting, reachability and step doubling, and judge the paper's c/L "
-                    "law on the envelope. Beside it, the lazy and equal-budget recipes are trained at the same "
-                    "sizes on the same report sets (their α against the envelope's). Cells and contrast runs are "
-                    "exported to --cells as they finish (a later session continues from them); writes "
+                    "law on the envelope. Cells are exported to --cells as they finish (a later session continues "
+                    "from them); writes "
                     "DIR/certified-study.csv (one row per candidate), DIR/certified-study.md, "
                     "DIR/figures/certified-study.png and DIR/figures/certified-recipes.png. CPU time: the page's "
                     "Targets section, summed from the cells' own CPU time (many core-hours: run it in the background; "
@@ -118,19 +118,15 @@ def register(subparsers) -> None:
                                 "directory, named on stderr, so that the shipped docs/results page is never "
                                 "overwritten by accident; --out docs/results updates it)")
     certified.add_argument("--store", metavar="DIR", default=None,
-                           help="working store (default store-certified, or store-certified-revised with --plan "
-                                "revised; the contrast runs' store is DIR-contrasts; "
-                                "both rebuilt from --cells when missing)")
-    certified.add_argument("--plan", choices=("original", "revised"), default="original",
-                           help="original: the shipped study (plan version 1, 4096-context sets); revised: version 2 "
-                                "(2^16-context sets, U_L and diverse starts, a doubled cap in every cell, long caps at "
-                                "(0, 0) and (0, 0.25), L = 4 and 16; Table 1's spectra, 3 seeds; no contrast runs)")
+                           help="working store (default store-certified-revised; rebuilt from --cells when missing)")
+    certified.add_argument("--plan", choices=("revised",), default="revised",
+                           help="the plan: revised, the only one (the first study's plan was retired: "
+                                "docs/changelog.md)")
     certified.add_argument("--spectra", default=None, metavar="'a,b;a,b'",
                            help="run only these of the plan's spectra (in this order; default all)")
     certified.add_argument("--cells", metavar="DIR", default=None,
                            help="exported cells (DIR/cells), frontier weights (DIR/frontier) and contrast runs "
-                                "(DIR/contrasts); default docs/results/certified (--plan original) or "
-                                "docs/results/certified-revised (--plan revised)")
+                                "(DIR/contrasts); default docs/results/certified-revised")
     certified.add_argument("--depths", default=None, metavar="1,2,4",
                            help="stop after these depths (a prefix of 1,2,4,...,128; default all)")
     certified.add_argument("--report-only", action="store_true", help="no training: the page from the exported cells")
@@ -192,9 +188,8 @@ def _add_run(actions) -> None:
 
 #: the plans whose page is written from exported results without training: the plan, and where its results (cells/,
 #: contrasts/) and its page live in a checkout, relative to docs/results; ``certified`` is the revised study, the
-#: evidence; ``certified-v1`` the first
-PAGE_PLANS = {"certified": ("revised", "certified-revised", "certified-revised"),
-              "certified-v1": ("original", "certified", ".")}
+#: evidence (the first study's page was retired with its plan: its cells stay in docs/results/certified/cells)
+PAGE_PLANS = {"certified": ("revised", "certified-revised", "certified-revised")}
 
 
 def _add_page(actions) -> None:
@@ -202,8 +197,7 @@ def _add_page(actions) -> None:
     page = actions.add_parser(
         "page", help=f"write a plan's page from its exported results, no training: {', '.join(PAGE_PLANS)}",
         description="Write the page of a named plan from its exported cells, training nothing: certified (the "
-                    "revised certified study, the evidence of the package's answer) or certified-v1 (the first "
-                    "study). The cells are read from --cells (default: the shipped results, docs/results of a "
+                    "revised certified study, the evidence of the package's answer). The cells are read from --cells (default: the shipped results, docs/results of a "
                     "checkout or IDEPTH_RESULTS); the page goes to --out (default: beside them, so the shipped page "
                     "is refreshed). The other plans write their pages as they run (idepth study run PLAN).",
     )
@@ -336,13 +330,11 @@ def run_certified_command(args) -> int:
     """Run ``idepth study certified``."""
     import dataclasses
 
-    from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
-    from numerics.experiments.study.certified.contrasts import run_contrasts
+    from numerics.experiments.study.certified import run_certified_study
     from numerics.experiments.study.certified.page import write_certified
     from numerics.experiments.study.certified.plan import REVISED_PLAN
 
-    revised = args.plan == "revised"
-    plan = REVISED_PLAN if revised else CertifiedPlan()
+    plan = REVISED_PLAN
     if args.spectra is not None:
         wanted = parse_spectra(args.spectra)
         known = {(float(a), float(b)) for a, b in plan.spectra}
@@ -352,9 +344,9 @@ def run_certified_command(args) -> int:
                              f"({'; '.join(f'{a:g},{b:g}' for a, b in plan.spectra)})")
         plan = dataclasses.replace(plan, spectra=tuple(wanted))
     if args.cells is None:
-        args.cells = "docs/results/certified-revised" if revised else "docs/results/certified"
+        args.cells = "docs/results/certified-revised"
     if args.store is None:
-        args.store = "store-certified-revised" if revised else "store-certified"
+        args.store = "store-certified-revised"
     depths = None if args.depths is None else _ints(args.depths, "--depths")
     if depths is not None and tuple(depths) != plan.depths[: len(depths)]:
         raise ValueError(f"--depths must be a prefix of {','.join(map(str, plan.depths))}; got {args.depths!r}")
@@ -371,8 +363,6 @@ def run_certified_command(args) -> int:
         print(f"idepth study certified: no --out given: writing to the fresh directory {out} (--out docs/results "
               "updates the shipped page)", file=sys.stderr)
     if not args.report_only:
-        if not revised:  # the contrasts first: a few percent of the study's cost, and every depth of them at once
-            run_contrasts(plan, f"{execution.store_dir}-contrasts", execution=execution, out_dir=contrasts)
         run_certified_study(plan, execution.store_dir, execution=execution, depths=depths, cells_dir=cells,
                             frontier_dir=frontier)
     command = getattr(args, "page_command", None) or (

@@ -1,8 +1,8 @@
 """The certified study inside a reproduction: the best loss each depth reaches (Tables 1, 4, 5; Figs. 1, 6).
 
 The reproduction does not train the deep softmax models itself (that costs CPU-days); it reads the certified
-study's current verdicts (:func:`numerics.experiments.study.answer.current_verdicts`: the revised study's where it
-has run every planned depth, the first study's elsewhere) and the revised study's decomposition of its winners
+study's verdicts record (:func:`numerics.experiments.study.answer.read_record`, under ``certified-revised/``) and
+the study's decomposition of its winners
 (``A_L``, ``C_L``, eqs. 61-63), and re-trains a few of the study's candidates to check that the shipped numbers
 come out of this code (:func:`spot_check_configs`).
 
@@ -224,7 +224,7 @@ def _summary(setting: dict, grid: tuple, decomposition: dict, source: Path) -> E
         checked=tuple(setting.get("checked_depths", ())), alpha=float(setting["alpha"]),
         alpha_lo=float(setting["alpha_lo"]), alpha_hi=float(setting["alpha_hi"]), chi2=float(setting["chi2"]),
         dof=int(setting["dof"]), fit_reported=bool(setting["fit_reported"]), alpha_grid=grid,
-        recipes=tuple(setting.get("recipes", ())), study=setting.get("study", "first"))
+        recipes=tuple(setting.get("recipes", ())), study=setting.get("study", "revised"))
 
 
 def load_envelopes(results: str | Path | None = None) -> EnvelopeTable:
@@ -236,9 +236,8 @@ def load_envelopes(results: str | Path | None = None) -> EnvelopeTable:
     Parameters
     ----------
     results : path, optional
-        A results directory holding ``certified-study.verdicts.json`` and its ``certified-study.csv`` (and
-        optionally the revised study's ``certified-revised/``); default the shipped results
-        (:mod:`numerics.experiments.shipped`).
+        A results directory holding the study's ``certified-revised/certified-study.verdicts.json`` and its
+        ``certified-study.csv``; default the shipped results (:mod:`numerics.experiments.shipped`).
 
     Raises
     ------
@@ -261,10 +260,10 @@ def load_envelopes(results: str | Path | None = None) -> EnvelopeTable:
     ...         print("certified-study.verdicts.json not found" in str(exc))
     True
     """
-    from ..study.answer import current_verdicts
+    from ..study.answer import REVISED_DIR, VERDICTS_FILE, read_record
 
     path = shipped_path() if results is None else Path(results)
-    record = current_verdicts(path)
+    record = read_record(path / REVISED_DIR / VERDICTS_FILE)
     grid = tuple(record.get("alpha_grid", (criteria.ALPHA_GRID[0], criteria.ALPHA_GRID[-1])))
     decomposition = _decompositions(path)
     summaries = tuple(_summary(s, grid, decomposition, path) for s in record["settings"])

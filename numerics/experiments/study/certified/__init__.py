@@ -2,11 +2,11 @@
 
 Split by job: ``plan`` (cells and candidates), ``run`` (a cell in lockstep; depths in waves through
 the store), ``cells`` (finished cells as files), ``table`` (the CSV), ``statistics`` (certificates,
-each setting's summary), ``verdict`` (the depths a verdict rests on, fit-free contrasts, the gain law's
+each setting's summary), ``verdict`` (the depths a verdict rests on: doubling checks, long-cap pairs, the crossover; fit-free contrasts, the gain law's
 variants, the verdict rule), ``contrasts``
 (training recipes beside the envelope), ``targets`` (what the study set out to reach, measured, and its
-CPU time), ``revised`` (what plan version 2 adds: the L = 2 step at population scale, the envelope against
-U_L, the long caps, coverage and cost), ``page`` (the text), ``figures`` and ``_format`` (how both write numbers).
+CPU time), ``revised`` (what the U_L starts add: the L = 2 step at population scale, the envelope against
+U_L, the long caps, coverage and cost), ``page`` (the text), ``figures`` and ``formatting`` (how both write numbers).
 """
 
 from .plan import STARTS, Candidate, CellConfig, CertifiedPlan, eval_seed

@@ -1,7 +1,8 @@
 """The certified study's cells as files that travel with the repository (the store is a working copy).
 
 Only committed files outlive a session: every finished cell goes to ``CELLS_DIR/<hash>.npz`` (with the
-winner's weights from plan version 2 on, so a later evaluation on more contexts needs no retraining), the winners of the *frontier* (cells whose next depth is not done) to
+winner's weights, so a later evaluation on more contexts needs no retraining; the first study's cells kept none),
+the winners of the *frontier* (cells whose next depth is not done) to
 ``FRONTIER_DIR/<hash>.npz``; :func:`import_cells` writes them back into a store, so a new session
 continues without retraining a finished cell.
 """
@@ -20,7 +21,7 @@ from numerics.io import atomic_write
 from ...store import ResultsStore, RunOutcome, encode_array, load_arrays, load_results, store_path
 from ...sweep import runner_name
 
-__all__ = ["export_cells", "import_cells", "read_cell"]
+__all__ = ["cell_files", "export_cells", "finished_hashes", "import_cells", "read_cell"]
 
 _RECORD = "_record"
 _WINNER = "winner_"
@@ -31,13 +32,25 @@ def _write_npz(path: Path, arrays: dict) -> None:
     atomic_write(path, lambda fh: np.savez_compressed(fh, **arrays))
 
 
-def _files(directory) -> list:
-    """The ``.npz`` files of ``directory``, sorted (none if it does not exist)."""
+def cell_files(directory) -> list:
+    """The ``.npz`` files of ``directory``, sorted (none if it does not exist).
+
+    Examples
+    --------
+    >>> cell_files("/nonexistent")
+    []
+    """
     return sorted(Path(directory).glob("*.npz"))
 
 
-def _done(store_dir) -> set:
-    """The hashes of the finished runs of the store at ``store_dir`` (none without a store)."""
+def finished_hashes(store_dir) -> set:
+    """The hashes of the finished runs of the store at ``store_dir`` (none without a store).
+
+    Examples
+    --------
+    >>> finished_hashes("/nonexistent")
+    set()
+    """
     return {r["hash"] for r in load_results(store_dir, status="done")} if store_path(store_dir).is_file() else set()
 
 
@@ -101,9 +114,7 @@ def export_cells(store_dir, cells_dir, frontier_dir, children: dict | None = Non
             meta = {"hash": run_hash, "config": record["config"], "metrics": record["metrics"]}
             if recipes and run_hash in recipes:
                 meta["recipe"] = recipes[run_hash]
-            keep_winner = record["config"].get("version", 1) >= 2
-            kept = {k: v for k, v in arrays.items() if keep_winner or not k.startswith(_WINNER)}
-            _write_npz(target, {**kept, _RECORD: np.array(json.dumps(meta, sort_keys=True))})
+            _write_npz(target, {**arrays, _RECORD: np.array(json.dumps(meta, sort_keys=True))})
             written += 1
         if wanted is not None:
             _write_npz(wanted, {k: v for k, v in arrays.items() if k.startswith(_WINNER)})
@@ -119,8 +130,8 @@ def import_cells(cells_dir, frontier_dir, store_dir, runner) -> int:
     -----
     No example: it needs exported cells (``tests/test_certified.py``).
     """
-    done = _done(store_dir)
-    todo = [f for f in _files(cells_dir) if f.stem not in done]
+    done = finished_hashes(store_dir)
+    todo = [f for f in cell_files(cells_dir) if f.stem not in done]
     if not todo:
         return 0
     with ResultsStore(store_dir) as store:

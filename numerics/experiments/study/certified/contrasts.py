@@ -26,9 +26,9 @@ from ...grid import Grid
 from ...recipes import RECIPES
 from ...sweep import run_sweep
 from ..regimes import regime_config
-from .cells import _done, _files, export_cells, import_cells, read_cell
+from .cells import cell_files, finished_hashes, export_cells, import_cells, read_cell
 from .plan import CertifiedPlan, eval_seed
-from .run import CellResult, _errors
+from .run import CellResult, context_errors
 
 __all__ = ["CONTRAST_RECIPES", "CONTRAST_SCALE", "Contrast", "contrast_configs", "collect_contrasts", "derive_recipe",
            "run_contrast", "run_contrasts"]
@@ -147,7 +147,7 @@ def run_contrast(config):
     """
     started = time.process_time()
     result = train(config)
-    errors = _errors(get_model(config.model), result.params, evaluation_batch(config))
+    errors = context_errors(get_model(config.model), result.params, evaluation_batch(config))
     mean, se = mean_se(errors)
     metrics = {"R_L": mean, "R_L_se": se, "steps": int(result.metrics["steps"]),
                "cpu_time": time.process_time() - started}
@@ -172,7 +172,7 @@ def run_contrasts(plan: CertifiedPlan, store_dir, *, execution=None, out_dir=Non
     run_sweep(Grid.of(configs), store_dir, execution=execution, runner=run_contrast)
     if out_dir is not None:
         export_cells(store_dir, out_dir, None, recipes={config.content_hash(): recipe for recipe, config in runs})
-    done = _done(store_dir)
+    done = finished_hashes(store_dir)
     return sum(c.content_hash() in done for c in configs)
 
 
@@ -188,7 +188,7 @@ def collect_contrasts(out_dir) -> list[Contrast]:
     []
     """
     out = []
-    for path in _files(out_dir):
+    for path in cell_files(out_dir):
         record, arrays = read_cell(path)
         config = TrainConfig.from_dict(record["config"])
         setting = (config.a, config.b, config.k, config.d, config.N, config.P)

@@ -13,7 +13,7 @@ from numerics.io import save_figure
 
 from ..._plotting import depth_ticks, pyplot
 from ...criteria import GAIN_LAW_MAX_CHI2_DOF
-from ._format import RECIPE_LABELS, _bounded, _label, _recipe_order
+from .formatting import RECIPE_LABELS, bounded, recipe_order, setting_label
 from .statistics import ALPHA_GRID
 
 __all__ = ["draw_certified_figure", "draw_decomposition_figure", "draw_excess_figure", "draw_recipe_figure",
@@ -41,7 +41,7 @@ def draw_recipe_figure(summaries, path) -> Path:
     from matplotlib import ticker
 
     summaries = [s for s in summaries if any(np.isfinite(r.alpha) for r in s.recipes)]
-    order = _recipe_order(summaries)
+    order = recipe_order(summaries)
     fig, axes = _panels(len(summaries), 4.4, 3.0, 0.9, sharey=True)
     x = np.arange(len(order))
     for ax, s in zip(axes.flat, summaries):
@@ -52,17 +52,17 @@ def draw_recipe_figure(summaries, path) -> Path:
                 continue
             colour = "C3" if name == "envelope" else ("C0" if name in ("lazy", "equal_budget") else "C7")
             # an unbounded interval, or a fit no single α describes, is drawn faint, its marker open
-            bounded = _bounded(r) and (r.dof <= 0 or r.fit_reported)
+            resolved = bounded(r) and (r.dof <= 0 or r.fit_reported)
             ax.errorbar([i], [r.alpha], yerr=[[r.alpha - r.alpha_lo], [r.alpha_hi - r.alpha]], fmt="o",
-                        color=colour, capsize=3, alpha=1.0 if bounded else 0.35,
-                        markerfacecolor=colour if bounded else "white")
+                        color=colour, capsize=3, alpha=1.0 if resolved else 0.35,
+                        markerfacecolor=colour if resolved else "white")
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
         ax.set_yscale("log")
         ax.set_ylim(ALPHA_GRID[0] * 0.8, ALPHA_GRID[-1] * 1.25)
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xticks(x)
         ax.set_xticklabels([RECIPE_LABELS.get(n, n) for n in order], rotation=35, ha="right", fontsize=7)
-        ax.set_title(f"{_label(s.setting)}, L = {s.depths[0]}–{s.depths[-1]}", fontsize=9)
+        ax.set_title(f"{setting_label(s.setting)}, L = {s.depths[0]}–{s.depths[-1]}", fontsize=9)
     for ax in axes[:, 0]:
         ax.set_ylabel("α (profile interval)")
     fig.suptitle("depth-law exponent by way of training, each recipe's finding (dashed: the paper's α = 1)\n"
@@ -91,7 +91,7 @@ def draw_certified_figure(summaries, path) -> Path:
         ax.errorbar(L, s.recipe, yerr=s.recipe_se, marker="s", alpha=0.7, label="recipe: cold, lr 1e-3")
         depth_ticks(ax, L)
         ax.yaxis.set_major_formatter(ticker.ScalarFormatter(useOffset=False))  # as many decimals as the ticks need
-        ax.set_title(f"{_label(s.setting)}\n{s.verdict[0]}", fontsize=9)
+        ax.set_title(f"{setting_label(s.setting)}\n{s.verdict[0]}", fontsize=9)
         ax.set_ylabel("held-out loss")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.suptitle("error bars: ± one SE of the level, mostly the report set's own sampling error, common to every "

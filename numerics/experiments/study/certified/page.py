@@ -7,26 +7,25 @@ exported cells; this module only writes it out (Markdown, the CSV through
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 
-from numerics.io import significant, write_together
+from numerics.io import write_together
 
 from ..._markdown import fixed, markdown_table
 from ...shipped import checkout_relative
 from ...criteria import CERTIFICATE_SES, DOUBLING_SES, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 from .contrasts import collect_contrasts
-from ._format import (
+from .formatting import (
     RECIPE_LABELS,
-    _alpha_text,
-    _checks_text,
-    _contrast,
-    _contrast_text,
-    _fit_text,
-    _label,
-    _recipe_order,
+    alpha_text,
+    checks_text,
+    contrast_text,
+    find_contrast,
+    fit_text,
+    recipe_order,
+    setting_label,
 )
 from .excess import EXCESS_FIGURE, excess_rows, excess_section
 from .figures import (draw_certified_figure, draw_excess_figure, draw_decomposition_figure, draw_recipe_figure,
@@ -39,12 +38,13 @@ from .statistics import (
     PREDICT_SAMPLES,
     prediction_check,
     recheck_untrained_nesting,
-    selection_gaps,
     summarise,
 )
+from .selection import selection_gaps
 from .table import collect, csv_text
 from .targets import study_compute, targets_markdown
-from .verdict import _depth_list
+from .record import SHIPPED_VERDICTS, VERDICTS, read_verdicts, verdicts_record
+from .verdict import depth_list
 
 __all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_certified_figure",
            "draw_recipe_figure", "read_verdicts", "verdicts_record", "write_certified"]
@@ -71,24 +71,19 @@ GLOSSARY = (
     ("`A_L − C_L`", "the winners' layer disagreement of eq. (63), `R_L = C_L + (A_L − C_L)/L`; i.i.d. heads keep it "
                     "constant in L"),
 )
-#: the line the shipped version-1 page opens with: where the current evidence is (never its verdicts)
-SUPERSEDED = ("The package's answer rests on the revised certified study (plan version 2: 2^16-context selection and "
-              "report sets, U_L's heads among the starts, every depth's step-doubling check), "
-              "[`docs/results/certified-revised/certified-study.md`](certified-revised/certified-study.md), "
-              "`idepth study certified --plan revised`. The verdicts below are this plan's (version 1) own; its "
-              "P = 128 and top-16 settings and its recipe contrasts are only here.")
 REVISED_FIGURE = "figures/certified-revised.png"
 #: the revised plan's figure of the winners' A_L and C_L (eq. 63, Fig. 6c/d)
 DECOMPOSITION_FIGURE = "figures/certified-decomposition.png"
-VERDICTS = "certified-study.verdicts.json"
-#: the verdicts of the shipped study among the shipped results (the reproduction's central claim reads them)
-SHIPPED_VERDICTS = (VERDICTS,)
+#: the page's title (the revised study is the second plan of the certified study)
+TITLE = "Revised certified study (plan version 2): the best loss each depth reaches"
+
+
 def _training_text(plan: CertifiedPlan) -> str:
-    """What each cell trains, as the Method section says it (version 1 or 2 of the plan)."""
+    """What each cell trains, as the Method section says it (U_L's starts, doubled and long caps where planned)."""
     text = (f"cold start at learning rates {list(plan.cold_rates)} for {plan.cold_steps} steps; the heads of B_L "
             f"(untrained, and trained at {list(plan.warm_rates)} for {plan.warm_steps} steps); the depth-L/2 winner "
             "with every layer duplicated (untrained, and perturbed then trained likewise)")
-    if plan.version >= 2:
+    if plan.expressible_rates or plan.diverse_rates:
         text += (f"; U_L's heads (untrained, and trained at {list(plan.expressible_rates)} for {plan.warm_steps} "
                  f"steps); diverse random forms of U_L's classes with U_L's gain, trained at {list(plan.diverse_rates)} "
                  f"for {plan.diverse_steps} steps; in every cell the candidates "
@@ -105,34 +100,26 @@ def _training_text(plan: CertifiedPlan) -> str:
 
 
 def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str, checks=None,
-                       rechecks=(), gaps=None, compute=None, superseded_by: str | None = None,
-                       cells_dir="docs/results/certified/cells", extra=()) -> str:
+                       rechecks=(), gaps=None, compute=None, cells_dir="docs/results/certified/cells", extra=()) -> str:
     """The docs page of the certified study (Markdown).
 
-    It opens with ``superseded_by`` where a newer study replaces it (a pointer, never that study's verdicts),
-    then the verdicts, then the method. ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates
+    It opens with the terms of the package's answer (:data:`GLOSSARY`) and ``extra``, then the verdicts, then
+    the method. ``checks``: ``{setting: PredictionCheck}``; ``rechecks``: the failed nesting certificates
     between untrained heads, repeated in the population
     (:class:`~numerics.experiments.study.certified.statistics.HeadsRecheck`); ``gaps``: ``{setting:
     (SelectionGap per depth)}``, where single candidates beat the per-seed winners; ``compute``: the study's CPU
     time (:class:`~numerics.experiments.study.certified.targets.StudyCompute`), for the time target;
-    ``cells_dir``: where the cells were read (named in the Method); ``extra``: lines placed after the verdicts
-    (the revised plan's sections, :func:`~numerics.experiments.study.certified.revised.revised_sections`).
+    ``cells_dir``: where the cells were read (named in the Method); ``extra``: lines placed before the verdicts
+    (what the study measured, :func:`~numerics.experiments.study.certified.revised.revised_sections`).
 
     Examples
     --------
-    >>> "Certified study" in certified_markdown([], CertifiedPlan(), n_rows=0, command="idepth study certified")
+    >>> certified_markdown([], CertifiedPlan(), n_rows=0, command="idepth study certified").startswith(f"# {TITLE}")
     True
     """
-    title = ("Certified study: the best loss each depth reaches" if plan.version == 1 else
-             f"Revised certified study (plan version {plan.version}): the best loss each depth reaches")
-    lines = [f"# {title}", ""]
-    if superseded_by:
-        lines += [f"**Superseded.** {superseded_by}", ""]
-    if plan.version >= 2:  # the evidence page: the answer's terms, defined before they are used
-        lines += ["**Terms.** " + "; ".join(f"{term}: {meaning}" for term, meaning in GLOSSARY) + ".", ""]
-    # a revised plan opens with what it measured (coverage, the L = 2 step, U_L): its verdicts need every depth
-    lead, extra = (list(extra), []) if plan.version >= 2 else ([], list(extra))
-    lines += lead
+    # the evidence page: the answer's terms, defined before they are used, then what the study measured
+    lines = [f"# {TITLE}", "", "**Terms.** " + "; ".join(f"{term}: {meaning}" for term, meaning in GLOSSARY) + ".", ""]
+    lines += extra
     method = [
         "## Method", "",
         f"Generated by `{command}` from the study's exported cells (`{checkout_relative(cells_dir)}/`); "
@@ -164,26 +151,25 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
         "independent events and are not compared with a count expected by chance.", "",
     ]
     if not summaries:
-        lines += list(extra) + method + ["No setting has every depth done yet.", ""]
+        lines += method + ["No setting has every depth done yet.", ""]
         return "\n".join(lines)
     lines += ["## Verdicts on the paper's c/L law (α = 1)", ""]
     lines += markdown_table(
         ("setting", "depths done", "step-doubling check", "verdict rests on L =", "`g_2/g_Lmax`, every depth done",
          "`(R_2 − R_16)/(R_1 − R_2)`", "gain-law α", "verdict", "reason"),
-        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", _checks_text(s), _depth_list(s.checked),
-          _contrast_text(_contrast(s, "g2/gLmax")), _contrast_text(_contrast(s, "(R2-R16)/(R1-R2)")), _fit_text(s),
+        [(setting_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", checks_text(s), depth_list(s.checked),
+          contrast_text(find_contrast(s, "g2/gLmax")), contrast_text(find_contrast(s, "(R2-R16)/(R1-R2)")), fit_text(s),
           f"**{s.verdict[0]}**", s.verdict[1]) for s in summaries])
     lines += ["", "The contrasts on every depth done include depths whose step-doubling check did not run or failed: "
               "they describe the envelope as measured, they do not decide a verdict. Best seed against mean over "
               "seeds (`g_2/g_Lmax`, every depth done):", ""]
     lines += markdown_table(
         ("setting", "mean over seeds", "best seed (chosen on the selection set)", "best seed per depth"),
-        [(_label(s.setting), _contrast_text(_contrast(s, "g2/gLmax")),
-          _contrast_text(_contrast(s, "g2/gLmax", "best seed")), ", ".join(map(str, s.best_seed_ids)))
+        [(setting_label(s.setting), contrast_text(find_contrast(s, "g2/gLmax")),
+          contrast_text(find_contrast(s, "g2/gLmax", "best seed")), ", ".join(map(str, s.best_seed_ids)))
          for s in summaries])
     lines.append("")
     lines += _ranges_section(summaries)
-    lines += list(extra)
     lines += method
     lines += _doubling_caveat(summaries)
     lines += targets_markdown(summaries, checks or {}, plan, compute)
@@ -194,13 +180,13 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
     lines += markdown_table(
         ("setting", "L_max", "envelope `R*_1 − R*_Lmax`", "heads `B_1 − B_Lmax`",
          "recipe `R_1 − R_Lmax` (cold lr=1e-3; that recipe's finding)"),
-        [(_label(s.setting), s.depths[-1], f"{s.gain:+.4f} ± {s.gain_se:.4f}", f"{s.bound_gain:+.4f}",
+        [(setting_label(s.setting), s.depths[-1], f"{s.gain:+.4f} ± {s.gain_se:.4f}", f"{s.bound_gain:+.4f}",
           f"{s.recipe_gain:+.4f} ± {s.recipe_gain_se:.4f}") for s in summaries])
     lines.append("")
     lines += _recipe_section(summaries)
     lines += _prediction_section(summaries, checks or {})
     for s in summaries:
-        lines += [f"## {_label(s.setting)}", ""]
+        lines += [f"## {setting_label(s.setting)}", ""]
         a, b, k, _, _, P = s.setting
         planned = len(plan.seeds_for(a, b, P, k))
         if s.seeds < planned:
@@ -240,7 +226,7 @@ def _ranges_section(summaries) -> list[str]:
              "needs the best seed's interval to exclude the α = 1 value.", ""]
     lines += markdown_table(
         ("setting", "range", "depths", "contrast, mean over seeds", "best seed", "verdict", "reason"),
-        [(_label(s.setting), r["range"], f"{r['depths'][0]}–{r['depths'][-1]}",
+        [(setting_label(s.setting), r["range"], f"{r['depths'][0]}–{r['depths'][-1]}",
           _range_contrast(r, "mean over seeds"), _range_contrast(r, "best seed"), f"**{r['verdict']}**", r["reason"])
          for s, r in rows])
     return lines + [""]
@@ -264,7 +250,7 @@ def _doubling_caveat(summaries) -> list[str]:
         return []
     lines = ["**Convergence.** "]
     if failed:
-        where = "; ".join(f"{_label(setting)} at L = {L}" for setting, L in failed)
+        where = "; ".join(f"{setting_label(setting)} at L = {L}" for setting, L in failed)
         lines[0] += (f"The step-doubling check fails at {where}: there, twice the plan's step cap still improves the "
                      "envelope, so those depths are not shown to have converged. ")
     if unchecked:
@@ -292,7 +278,7 @@ def _failures_section(summaries, rechecks) -> list[str]:
     for name in dict.fromkeys(c.name for c in certificates):
         kind = [c for c in certificates if c.name == name]
         rows.append((name, len(kind), sum(not c.passed for c in kind),
-                     "; ".join(f"{_label(s.setting)}: L = {', '.join(str(c.depth) for c in s.failed if c.name == name)}"
+                     "; ".join(f"{setting_label(s.setting)}: L = {', '.join(str(c.depth) for c in s.failed if c.name == name)}"
                                for s in summaries if any(c.name == name for c in s.failed)) or "–"))
     lines += markdown_table(("certificate", "checked", "failed", "where"), rows) + [""]
     if rechecks:
@@ -303,7 +289,7 @@ def _failures_section(summaries, rechecks) -> list[str]:
         lines += markdown_table(
             ("setting", "L", "report set: `R*_L − R*_{L/2}`", "population: `B_L − B_{L/2}` (same heads)",
              "report − population"),
-            [(_label(r.setting), r.depth, f"{r.report:+.4f} ± {r.report_se:.4f}",
+            [(setting_label(r.setting), r.depth, f"{r.report:+.4f} ± {r.report_se:.4f}",
               f"{r.population:+.4f} ± {r.population_se:.4f}", f"{r.sigmas:+.1f} SE") for r in rechecks])
         lines.append("")
     return lines
@@ -329,7 +315,7 @@ def _selection_section(summaries, gaps: dict) -> list[str]:
             continue
         worst = max(per_depth, key=lambda g: g.gap)
         flagged = ", ".join(str(g.depth) for g in per_depth if g.significant) or "none"
-        rows.append((_label(s.setting), flagged, f"L = {worst.depth}, {worst.label}: "
+        rows.append((setting_label(s.setting), flagged, f"L = {worst.depth}, {worst.label}: "
                      f"{worst.gap:+.4f} ± {worst.se:.4f} ({worst.relative:+.1%})"))
     lines += markdown_table(("setting", "depths with a gap > 2 SE",
                              "the largest gap: L, candidate, `R*_L − R_c` (relative)"), rows)
@@ -364,7 +350,7 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
         cells = [_deviation(check, s.depths.index(L)) if L in s.depths else "–" for L in (1, 2, 4)]
         deep = [i for i, L in enumerate(s.depths) if L > 4]
         worst = max(deep, key=lambda i: abs(check.deviation[i])) if deep else None
-        rows.append((_label(s.setting), *cells,
+        rows.append((setting_label(s.setting), *cells,
                      "–" if worst is None else f"{_deviation(check, worst)} ({s.depths[worst]})"))
     lines += markdown_table(("setting", "L = 1", "L = 2", "L = 4", "L > 4: the largest deviation (depth)"), rows)
     return lines + [""]
@@ -372,7 +358,7 @@ def _prediction_section(summaries, checks: dict) -> list[str]:
 
 def _recipe_section(summaries) -> list:
     """The depth law (α, interval) of each training recipe beside the envelope's, per setting: each recipe's finding."""
-    order = _recipe_order(summaries)
+    order = recipe_order(summaries)
     if not order:
         return []
     lines = ["## The depth law by training recipe: each recipe's finding", "",
@@ -386,108 +372,11 @@ def _recipe_section(summaries) -> list:
     by_name = [{r.name: r for r in s.recipes} for s in summaries]
     lines += markdown_table(
         ("setting", "depths", *(RECIPE_LABELS.get(n, n) for n in order)),
-        [(_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", *(_alpha_text(named[n]) if n in named else "–"
+        [(setting_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", *(alpha_text(named[n]) if n in named else "–"
                                                                  for n in order))
          for s, named in zip(summaries, by_name)])
     lines += ["", f"![α by training recipe, per setting]({RECIPE_FIGURE})", ""]
     return lines
-
-
-def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
-    """The numbers behind each setting's verdict, as JSON (what ``certified-study.verdicts.json`` holds).
-
-    Per setting: its sizes, the depths done and planned, the verdict, its kind and reason; where the step-doubling
-    check ran (``doubling_run``), the depths the verdict rests on (``checked_depths``, where it ran and passed)
-    and why each other depth is excluded; the certificates run and those failed; the verdict's contrast
-    (``primary``) and every contrast with its interval and α = 1 value; the gain-law fit's variants on the
-    checked depths; the envelope's α (reported only where ``fit_reported``); the envelope (with its SE and the
-    paired SE of its gains ``R*_1 − R*_L``), bound and best-seed curves; and each recipe's α, labelled as that recipe's finding
-    (:class:`~numerics.experiments.study.certified.statistics.RecipeAlpha`).
-
-    Examples
-    --------
-    >>> verdicts_record([], CertifiedPlan(), command="idepth study certified")["settings"]
-    []
-    """
-    settings = []
-    for s in summaries:
-        a, b, k, d, N, P = s.setting
-        verdict, reason = s.verdict
-        settings.append({
-            "a": a, "b": b, "k": k, "d": d, "N": N, "P": P, "depths": list(s.depths),
-            "planned_depths": list(s.planned_depths), "seeds": s.seeds, "verdict": verdict, "reason": reason,
-            "kind": s.verdict_record[1],
-            "doubling_run": list(s.doubling_run), "checked_depths": list(s.checked),
-            "excluded_depths": {str(L): ("step-doubling check failed" if L in s.doubling_run else
-                                         "no step-doubling check ran") for L in s.depths if L not in s.checked},
-            "certificates_run": sorted({c.name for c in s.certificates}),
-            "failed": [[c.name, c.depth] for c in s.failed],
-            "primary": None if s.primary is None else s.primary.to_dict(),
-            "contrasts": [c.to_dict() for c in s.contrasts],
-            "variants": [dataclasses.asdict(v) for v in s.variants],
-            "alpha": s.alpha, "alpha_lo": s.alpha_lo, "alpha_hi": s.alpha_hi, "chi2": s.chi2, "dof": s.dof,
-            "fit_reported": s.fit_reported,
-            "envelope": list(s.envelope), "envelope_se": list(s.envelope_se), "gains_se": list(s.gains_se),
-            "bound": list(s.bound), "best_seed": list(s.best_seed),
-            "recipes": [{**dataclasses.asdict(r), "kind": "contrast", "finding": "that recipe's finding",
-                         "fit_reported": r.fit_reported} for r in s.recipes],
-            "crossover": s.crossover, "ranges": s.ranges,
-        })
-    # the numbers to 8 significant digits: their last digits (fits, LAPACK) differ between machines
-    return significant({"command": command, "main": {"spectra": [list(x) for x in plan.spectra], "P": plan.P,
-                                                     "k": plan.k},
-            "plan": {"depths": list(plan.depths), "doubling_spectra": [list(x) for x in plan.doubling_spectra]},
-            "rules": {"min_checked_depths": MIN_CHECKED_DEPTHS, "gain_law_max_chi2_dof": GAIN_LAW_MAX_CHI2_DOF},
-            "alpha_grid": [float(ALPHA_GRID[0]), float(ALPHA_GRID[-1])], "settings": settings})
-
-
-def read_verdicts(path=None) -> dict:
-    """Read a ``certified-study.verdicts.json`` (default: the package's current verdicts, those of
-    :data:`SHIPPED_VERDICTS` among the shipped results, :mod:`numerics.experiments.shipped`, where the revised
-    study has not replaced them: :func:`numerics.experiments.study.answer.current_verdicts`), checked against its cells.
-
-    Where the cells' table ``certified-study.csv`` lies beside it, every setting and depth of the verdicts must be
-    in it (:func:`numerics.experiments.study.answer.check_verdicts_against_table`).
-
-    Raises
-    ------
-    ValueError
-        A missing or unreadable file, naming it; a setting the cells beside it do not hold, naming it; without
-        ``path``, the shipped results not found (:func:`numerics.experiments.shipped.not_found_message`).
-
-    Examples
-    --------
-    >>> read_verdicts("/nonexistent.json")
-    Traceback (most recent call last):
-    ...
-    ValueError: no certified-study verdicts at /nonexistent.json (`idepth study certified --report-only` writes them)
-    """
-    from ..answer import _csv_settings, check_verdicts_against_table, current_verdicts
-
-    if path is None:
-        from ...shipped import ShippedResultsNotFound, shipped_path
-
-        try:
-            path = shipped_path(*SHIPPED_VERDICTS)
-        except ShippedResultsNotFound as exc:
-            raise ValueError(str(exc)) from None
-        if path.is_file():
-            try:
-                return current_verdicts(path.parent)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{path.parent}: the certified verdicts cannot be read ({exc})") from None
-    path = Path(path)
-    try:
-        record = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ValueError(f"no certified-study verdicts at {path} (`idepth study certified --report-only` writes them)"
-                         ) from None
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path} is not a certified-study verdicts file ({exc})") from None
-    table = Path(path).with_name(CSV)
-    if table.is_file():
-        check_verdicts_against_table(record, _csv_settings(table), source=str(path))
-    return record
 
 
 def _silent(message: str) -> None:
@@ -543,18 +432,16 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
     gaps = {s.setting: selection_gaps(s, rows, errors) for s in summaries}
     compute = study_compute(cells_dir, contrasts_dir, plan)
     record = verdicts_record(summaries, plan, command=command)
-    if plan.version >= 2:
+    if plan.expressible_rates or plan.diverse_rates:
         progress("the revised plan's facts: the L = 2 step on fresh contexts, the winners' A_L and C_L (cached)")
     long_checks = {(s.setting[0], s.setting[1], s.setting[5], s.setting[2], c.depth): c for s in summaries
                    for c in s.certificates if c.pair == "long"}
     facts = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir, counts=counts, long_checks=long_checks)
-    # the shipped version-1 page points to the revised study, the evidence the package's answer rests on
-    superseded = SUPERSEDED if plan == CertifiedPlan() else None
     extra = revised_sections(facts)
     excess = excess_rows(summaries, plan) if facts is not None else []  # the bracket: the revised page's section
     extra = extra + excess_section(excess)
     page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks, rechecks=rechecks,
-                              gaps=gaps, compute=compute, superseded_by=superseded, cells_dir=cells_dir,
+                              gaps=gaps, compute=compute, cells_dir=cells_dir,
                               extra=extra)
     progress(f"writing {out_dir}")
     files = {CSV: csv_text(rows, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))}),

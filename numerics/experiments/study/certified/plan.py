@@ -7,11 +7,12 @@ starts and proved by certificates, not read off one recipe. A cell's candidates 
 the winner is chosen on the *selection* set and reported on an independent *report* set (no winner's
 curse), both shared by a spectrum and P, so depths are paired.
 
-Two versions of the plan exist. Version 1 (:class:`CertifiedPlan`'s defaults, the shipped 424 cells) selects and
-reports on 4096 contexts. Version 2 (:data:`REVISED_PLAN`) evaluates at population scale (2^16 contexts each),
-adds the theory's ``U_L`` heads (``expressible``, untrained and trained) and diverse random-form heads
-(``diverse``) as starts, doubles the cap of several trained candidates in every cell (the convergence
-check of every depth), runs longer caps at a few cells, and keeps each winner's weights.
+The study (:data:`REVISED_PLAN`, the revised study: 168 cells in ``docs/results/certified-revised/cells``)
+evaluates at population scale (2^16 contexts each), adds the theory's ``U_L`` heads (``expressible``, untrained
+and trained) and diverse random-form heads (``diverse``) as starts, doubles the cap of several trained candidates
+in every cell (the convergence check of every depth), runs longer caps at a few cells, and keeps each winner's
+weights. The first study's 424 cells (``docs/results/certified/cells``) stay readable as data: their config dicts
+simply lack the evaluation fields (:data:`CELL_FORMAT`), which then default to ``eval_size``.
 """
 
 from __future__ import annotations
@@ -27,17 +28,17 @@ from theory.validation import check_positive, check_positive_int
 
 from ...recipes import CONVERGED_STUDY, Recipe, Setting, get_recipe
 
-__all__ = ["PLAN_VERSIONS", "RECIPE", "REVISED_PLAN", "STARTS", "Candidate", "CellConfig", "CertifiedPlan",
+__all__ = ["CELL_FORMAT", "RECIPE", "REVISED_PLAN", "STARTS", "Candidate", "CellConfig", "CertifiedPlan",
            "eval_seed"]
 
 #: the kinds of start a candidate may have: random initialisation, the heads of ``B_L``, the depth-L/2
 #: winner duplicated, the heads of ``U_L`` (:func:`theory.expressible.shipped_expressible`), and L random
 #: forms drawn from ``U_L``'s diffuse classes (with ``U_L``'s gain)
 STARTS = ("cold", "oracle", "nested", "expressible", "diverse")
-#: the versions of the plan (see the module docstring)
-PLAN_VERSIONS = (1, 2)
-#: the fields a version-2 cell adds; a version-1 cell's dict (and so its hash) leaves them out
-_V2_FIELDS = ("version", "select_size", "report_size", "report_block")
+#: the format of a cell's dict, a hash input of every cell since the revised study (the first study's cells were
+#: hashed without it and without ``select_size``, ``report_size`` and ``report_block``: read as data, they are not
+#: rebuilt hash for hash)
+CELL_FORMAT = 2
 #: fields that travel with a cell to its worker but are not hashed (the hash already fixes what they hold)
 _TRAVELLING = ("parent_params", "resume_dir")
 #: the TrainConfig fields a cell and its candidate decide; every other field a recipe sets (schedule, Adam's
@@ -142,7 +143,6 @@ class CellConfig:
     stream: int = 2
     model: str = "nonlinear"
     parent: str | None = None
-    version: int = 1
     select_size: int = 0
     report_size: int = 0
     report_block: int = 1
@@ -151,9 +151,7 @@ class CellConfig:
     resume_dir: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.version not in PLAN_VERSIONS:
-            raise ValueError(f"version must be one of {PLAN_VERSIONS}; got {self.version!r}")
-        for name in ("select_size", "report_size"):  # 0: the plan's eval_size (version 1)
+        for name in ("select_size", "report_size"):  # 0 (or absent, a first-study cell): eval_size
             if getattr(self, name) == 0:
                 object.__setattr__(self, name, self.eval_size)
         check_positive_int("report_block", self.report_block)
@@ -175,9 +173,7 @@ class CellConfig:
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _TRAVELLING}
-        if self.version == 1:  # the shipped version-1 cells were hashed without these fields
-            for name in _V2_FIELDS:
-                out.pop(name)
+        out["version"] = CELL_FORMAT
         if self.recipe is None:  # the shipped study's recipe: its cells were hashed without the field
             out.pop("recipe")
         out["candidates"] = [dataclasses.asdict(c) for c in self.candidates]
@@ -186,7 +182,11 @@ class CellConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "CellConfig":
-        return cls(**data)
+        """The cell of a config dict (a first-study dict, without ``version`` and the evaluation fields, too)."""
+        version = data.get("version", 1)
+        if version not in (1, CELL_FORMAT):
+            raise ValueError(f"version must be 1 or {CELL_FORMAT} (the cell formats); got {version!r}")
+        return cls(**{k: v for k, v in data.items() if k != "version"})
 
     def content_hash(self) -> str:
         from theory import __version__
@@ -241,8 +241,6 @@ class CertifiedPlan:
     batch_size, warmup_steps, evals_per_run, eval_size, bound_contexts, dtype, stream
         Adam on fresh batches of the sampler's stream 2, warm-up then cosine decay to 0; held-out sets
         of ``eval_size`` contexts; ``B_L``'s allocation fitted on ``bound_contexts`` contexts.
-    version : int
-        1 (the shipped study) or 2 (:data:`REVISED_PLAN`); see the module docstring.
     select_size, report_size, report_block
         Contexts of the selection and report sets (0: ``eval_size``) and how many report contexts each
         stored column averages (1: per context). Blocks are the same contexts in every cell of a spectrum
@@ -255,7 +253,7 @@ class CertifiedPlan:
     long_caps, long_steps, long_kinds
         Cells ``(a, b, depth)`` that also train ``long_kinds`` at each cap of ``long_steps``.
     min_eval_size : int
-        The least selection and report set the plan accepts (version 2: 2^16, population scale).
+        The least selection and report set the plan accepts (:data:`REVISED_PLAN`: 2^16, population scale).
 
     Examples
     --------
@@ -288,7 +286,6 @@ class CertifiedPlan:
     bound_contexts: int = 8192
     dtype: str = "float32"
     stream: int = 2
-    version: int = 1
     select_size: int = 0
     report_size: int = 0
     report_block: int = 1
@@ -311,8 +308,6 @@ class CertifiedPlan:
         for name in ("d", "N", "P", "k", "cold_steps", "warm_steps", "batch_size", "eval_size", "bound_contexts",
                      "diverse_steps", "report_block"):
             check_positive_int(name, getattr(self, name))
-        if self.version not in PLAN_VERSIONS:
-            raise ValueError(f"version must be one of {PLAN_VERSIONS}; got {self.version!r}")
         for name in ("select_size", "report_size"):
             if getattr(self, name) == 0:
                 object.__setattr__(self, name, self.eval_size)
@@ -322,10 +317,6 @@ class CertifiedPlan:
                                  f"(min_eval_size = {self.min_eval_size})")
         if self.report_size % self.report_block:
             raise ValueError(f"report_block must divide report_size = {self.report_size}; got {self.report_block}")
-        if self.version == 1 and (self.expressible_rates or self.diverse_rates or self.doubled_kinds or self.long_caps
-                                  or self.report_block != 1):
-            raise ValueError("version 1 is the shipped study: the U_L, diverse, doubled-kind and long-cap candidates "
-                             "and report blocks need version=2")
         for start, lr in tuple(self.doubled_kinds) + tuple(self.long_kinds):
             if start not in STARTS:
                 raise ValueError(f"doubled_kinds/long_kinds: start must be one of {', '.join(STARTS)}; got {start!r}")
@@ -376,7 +367,7 @@ class CertifiedPlan:
         kinds = [kind for kind in STARTS if kind in self.recipe.starts]
         if depth == 1:
             kinds = [kind for kind in kinds if kind != "nested"]
-        if self.version < 2 or not (self.expressible_rates or self.diverse_rates):
+        if not (self.expressible_rates or self.diverse_rates):
             kinds = [kind for kind in kinds if kind not in ("expressible", "diverse")]
         return tuple(kinds)
 
@@ -384,7 +375,7 @@ class CertifiedPlan:
                    long: bool = False) -> list[Candidate]:
         """The candidates of a cell at ``depth``.
 
-        ``doubled``: every trained candidate also at twice its cap (version 1's doubling spectra);
+        ``doubled``: every trained candidate also at twice its cap (at :attr:`doubling_spectra`);
         ``expressible``: ``U_L`` is shipped for the cell's setting (its ``expressible`` and ``diverse``
         starts); ``long``: the cell is one of :attr:`long_caps`.
         """
@@ -443,7 +434,7 @@ class CertifiedPlan:
         doubled = ((float(a), float(b)) in {(float(x), float(y)) for x, y in self.doubling_spectra} and P == self.P
                    and k == self.k)
         long = (float(a), float(b), int(depth)) in {(float(x), float(y), int(L)) for x, y, L in self.long_caps}
-        expressible = self.version >= 2 and bool(self.expressible_rates or self.diverse_rates) and shipped_U(
+        expressible = bool(self.expressible_rates or self.diverse_rates) and shipped_U(
             a, b, self.d, P, k) is not None
         return CellConfig(
             a=float(a), b=float(b), k=k, d=self.d, N=self.N, P=int(P), depth=int(depth), seed=int(seed),
@@ -451,7 +442,7 @@ class CertifiedPlan:
             bound_depths=self.depths, batch_size=self.batch_size, warmup_steps=self.warmup_steps,
             evals_per_run=self.evals_per_run, eval_size=self.eval_size, bound_contexts=self.bound_contexts,
             nested_noise=self.nested_noise, dtype=self.dtype, stream=self.stream,
-            parent=parent if depth > 1 else None, version=self.version, select_size=self.select_size,
+            parent=parent if depth > 1 else None, select_size=self.select_size,
             report_size=self.report_size, report_block=self.report_block, recipe=self.recipe,
         )
 
@@ -487,15 +478,15 @@ def shipped_U(a: float, b: float, d: int, P: int, k: int, *, needed_by: str | No
     return found
 
 
-#: Version 2 of the plan (issue: the verdicts that follow the evidence). Table 1's seven spectra at the main
+#: The certified study's plan, the revised study (issue: the verdicts that follow the evidence). Table 1's seven spectra at the main
 #: sizes, three seeds, depth 1-128. Selection and report sets of 2^16 contexts each (the paired SE of the
-#: L = 2 step about 0.003; report columns are means of 64 contexts, 1024 per cell). Beside version 1's
+#: L = 2 step about 0.003; report columns are means of 64 contexts, 1024 per cell). Beside the first study's
 #: starts: U_L's heads untrained and trained at 3e-4, diverse random forms of U_L's classes trained at
 #: 3e-4 for 6000 steps, and the cold (1e-3), nested and U_L candidates also at twice their caps in every
 #: cell (each depth's convergence check). At (0, 0) and (0, 0.25), L = 4 and 16, the cold (1e-3) and U_L
 #: starts also train for 24k and 48k steps: does any depth-4-32 model go below U_L?
 REVISED_PLAN = CertifiedPlan(
-    version=2, seeds=(0, 1, 2), long_spectra=(), top16_spectra=(), doubling_spectra=(),
+    seeds=(0, 1, 2), long_spectra=(), top16_spectra=(), doubling_spectra=(),
     select_size=1 << 16, report_size=1 << 16, report_block=64, min_eval_size=1 << 16,
     expressible_rates=(3e-4,), diverse_rates=(3e-4,),
     doubled_kinds=(("cold", _RECIPE["learning_rate"]), ("nested", 3e-4), ("expressible", 3e-4)),

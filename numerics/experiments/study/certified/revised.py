@@ -1,4 +1,4 @@
-"""What version 2 of the certified study (:data:`~numerics.experiments.study.certified.plan.REVISED_PLAN`) measures.
+"""What the certified study (:data:`~numerics.experiments.study.certified.plan.REVISED_PLAN`) measures.
 
 Four questions, each answered from the exported cells (and, for the first, an independent draw):
 
@@ -27,14 +27,14 @@ import numpy as np
 
 from ..._markdown import markdown_table
 from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, agrees, mean_se, ses_word
-from .cells import _files, read_cell
-from .depth_checks import _long_pairs
-from .plan import CertifiedPlan, shipped_U
+from .cells import cell_files, read_cell
+from .plan import CELL_FORMAT, CertifiedPlan, shipped_U
 from .run import SUMMARY_COLUMNS
+from .verdict import long_pairs
 
 __all__ = ["FACTS", "PairedDifference", "population_step", "revised_facts", "revised_sections"]
 
-#: the facts file a version-2 study writes beside its page (the answer reads it)
+#: the facts file a study with U_L's starts writes beside its page (the answer reads it)
 FACTS = "certified-revised.json"
 #: report contexts on which a winner's A_L, C_L are computed where its cell did not store them
 DECOMPOSITION_CONTEXTS = 8192
@@ -171,7 +171,7 @@ def _cost(cells_dir, plan: CertifiedPlan) -> dict:
     """CPU hours per part: the candidates every cell trains, the doubled caps, the long caps."""
     col = SUMMARY_COLUMNS.index("step_share")
     parts = {"every cell's candidates": 0.0, "doubled caps (the convergence check)": 0.0, "long caps": 0.0}
-    for path in _files(cells_dir):
+    for path in cell_files(cells_dir):
         record, arrays = read_cell(path)
         cpu = float(record["metrics"]["cpu_time"]) / 3600
         summary = arrays["summary"]
@@ -226,7 +226,7 @@ def _over_seeds(values) -> dict:
 def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17,
                   decomposition_contexts: int = DECOMPOSITION_CONTEXTS, cache_dir=None,
                   counts: dict | None = None, long_checks: dict | None = None) -> dict:
-    """What a version-2 study measured, as a JSON-able dict (None for a version-1 plan).
+    """What a study with U_L's starts measured, as a JSON-able dict (None for a plan without them: nothing to compare).
 
     Keys: ``plan`` (sizes and seeds), ``coverage`` (per spectrum, depths done and not run yet), ``cpu_hours``
     (per part), ``steps`` (per spectrum with L = 1, 2 done: the envelope's step, the population step of
@@ -244,10 +244,10 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
     -----
     No example: it needs exported cells (``tests/test_certified_revised.py``).
     """
-    if plan.version < 2:
+    if not (plan.expressible_rates or plan.diverse_rates):
         return None
     cells = _by_cell(rows, errors)
-    facts = {"plan": {"version": plan.version, "select_size": plan.select_size, "report_block": plan.report_block,
+    facts = {"plan": {"version": CELL_FORMAT, "select_size": plan.select_size, "report_block": plan.report_block,
                       "seeds": list(plan.seeds), "depths": list(plan.depths), "long_steps": list(plan.long_steps)},
              "coverage": _coverage(plan, cells), "cpu_hours": _cost(cells_dir, plan), "population_contexts":
              population_contexts, "steps": [], "envelope": [], "long": [], "long_doubling": [], "decomposition": []}
@@ -289,7 +289,7 @@ def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_co
                 d = PairedDifference.of([p[1] - h[1] for p, h in zip(picks, heads)])
                 facts["long"].append({**where, "depth": L, "start": start, "learning_rate": lr, "steps": steps,
                                       "gap": _difference(d)})
-            pairs = _long_pairs([r for r, _ in members[L, seeds[0]]])
+            pairs = long_pairs([r for r, _ in members[L, seeds[0]]])
             if pairs:  # the longest cap against its half, over the starts run at both: the certificate's runs
                 full = max(steps for _, _, steps in pairs)
                 half, starts = full // 2, {(start, lr) for start, lr, _ in pairs}
@@ -356,7 +356,7 @@ def _decomposition_section(rows: list) -> list[str]:
 
 
 def revised_sections(facts: dict | None) -> list[str]:
-    """The page sections of a version-2 study (Markdown lines) from :func:`revised_facts`; none without facts.
+    """The page sections of a study with U_L's starts (Markdown lines) from :func:`revised_facts`; none without facts.
 
     Notes
     -----
@@ -378,7 +378,7 @@ def revised_sections(facts: dict | None) -> list[str]:
                               + _partial_text(c, len(plan["seeds"]))) for c in facts["coverage"]]) + [""]
     missing = [c for c in facts["coverage"] if c["todo"]]
     if missing:
-        # the rule of statistics._judged_cells: judged on the complete seeds alone where enough seeds are complete
+        # the rule of statistics.judged_cells: judged on the complete seeds alone where enough seeds are complete
         alone = [c for c in missing if c.get("partial") and c.get("complete_seeds", 0) >= MIN_COMPLETE_SEEDS]
         lines += ["Not done at every seed yet: " + "; ".join(
             f"({c['a']:g}, {c['b']:g}) at L = {', '.join(map(str, c['todo']))}" for c in missing)

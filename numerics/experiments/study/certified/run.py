@@ -31,11 +31,11 @@ from ...execution import Execution
 from ...grid import Grid
 from ...store import load_arrays
 from ...sweep import run_sweep
-from .cells import _done, export_cells, import_cells
+from .cells import export_cells, finished_hashes, import_cells
 from .finished import candidates_dir, forget_finished, load_finished, save_finished
 from .plan import CellConfig, CertifiedPlan, eval_seed, shipped_U
 
-__all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "diverse_forms", "nested_params", "oracle_allocation", "oracle_heads", "run_cell",
+__all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "context_errors", "diverse_forms", "nested_params", "oracle_allocation", "oracle_heads", "run_cell",
            "run_certified_study", "run_waves", "winner_decomposition"]
 
 #: the columns of a cell's ``summary``, a row per candidate (``step_share``: its share of the cell's steps)
@@ -172,8 +172,18 @@ def _start(cell: CellConfig, kind: str, perturbed: bool) -> tuple[dict | None, d
     return params, {"kind": "nested", "parent": cell.parent, "noise": noise}
 
 
-def _errors(model, params, batch) -> np.ndarray:
-    """Per-context squared errors ``(ŷ_L − y*)²`` (eq. 12) in float64."""
+def context_errors(model, params, batch) -> np.ndarray:
+    """Per-context squared errors ``(ŷ_L − y*)²`` (eq. 12) in float64, in chunks that bound the memory.
+
+    Examples
+    --------
+    >>> from numerics.models import get_model
+    >>> from numerics.train import TrainConfig, evaluation_batch
+    >>> cfg = TrainConfig(model="nonlinear", task="difficult", d=4, N=8, P=8, depth=1, eval_size=16)
+    >>> model = get_model("nonlinear")
+    >>> context_errors(model, model.init_params(4, 8, 1, np.random.default_rng(0)), evaluation_batch(cfg)).shape
+    (16,)
+    """
     chunk = chunk_size(model, params, batch)
     out = []
     for start in range(0, batch.target.shape[0], chunk):
@@ -216,7 +226,7 @@ def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
 
     Those contexts are the same in every cell of a spectrum (the seed and the data law fix them), so depths and
     seeds stay paired. Asked for the whole report set, the value the runner stored is read back; otherwise (or
-    when it stored none) it is computed from the winner's weights, which cells of plan version 2 keep. A
+    when it stored none) it is computed from the winner's weights, which every cell but the first study's keeps. A
     ``ValueError`` names the cell when it has neither. The result has ``contexts``: how many it rests on.
 
     Notes
@@ -233,7 +243,7 @@ def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
         return {name: metrics[name] for name in ("A_L", "A_L_se", "C_L", "C_L_se")} | {"contexts": cell.report_size}
     weights = {name.removeprefix("winner_"): value for name, value in arrays.items() if name.startswith("winner_")}
     if not weights:
-        raise ValueError(f"cell {cell_hash}: no winner weights (plan version {cell.version}) and no stored A_L")
+        raise ValueError(f"cell {cell_hash}: no winner weights (a cell of the first study) and no stored A_L")
     template = cell.train_config(Candidate("cold", 1e-3, 1), None)
     batch = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report"),
                                                "eval_size": int(contexts)}))
@@ -284,7 +294,7 @@ def run_cell(cell: CellConfig) -> CellResult:
         if params is None:
             errors_s, errors_r = np.full(cell.select_size, np.nan), np.full(cell.report_size, np.nan)
         else:
-            errors_s, errors_r = _errors(model, params, selection), _errors(model, params, report)
+            errors_s, errors_r = context_errors(model, params, selection), context_errors(model, params, report)
         summary.append([candidate.learning_rate, candidate.steps, candidate.doubled, diverged, *mean_se(errors_s),
                         *mean_se(errors_r), candidate.steps / max(1, sum(c.steps for c in cell.candidates))])
         # block means of the report errors: the same contexts in every cell of the setting, so a bootstrap
@@ -367,7 +377,7 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
     if exporting:
         import_cells(cells_dir, frontier_dir, store_dir, run_cell)
     cells, parents = {}, {}
-    finished = _done(store_dir)
+    finished = finished_hashes(store_dir)
     for depth in wanted:
         wave = []
         for a, b, P, k in plan.settings():
@@ -380,7 +390,7 @@ def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = N
                         object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
                 wave.append(((a, b, P, k, seed), cell))
         run_sweep(Grid.of([cell for _, cell in wave]), store_dir, execution=execution, runner=run_cell)
-        done = _done(store_dir)
+        done = finished_hashes(store_dir)
         for key, cell in wave:
             run_hash = cell.content_hash()
             cells[run_hash] = cell

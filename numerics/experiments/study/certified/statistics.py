@@ -26,11 +26,8 @@ from ...criteria import (
     MIN_COMPLETE_SEEDS,
     certificate_allowance,
     checked_depths,
-    exceeds,
-    standard_error,
 )
 from .bootstrap import replicates
-from .depth_checks import _crossover, _long_pairs, doubling_passed
 from .table import Errors
 from .verdict import (
     ALPHA_GRID,
@@ -39,10 +36,13 @@ from .verdict import (
     FitVariant,
     contrast_bootstrap,
     contrast_stat,
+    crossover_depth,
+    doubling_passed,
     fit_reported,
     gain_law_gls,
     gain_law_variants,
     implied_alpha,
+    long_pairs,
     range_contrast,
     range_depths,
     range_verdict,
@@ -52,7 +52,7 @@ from .verdict import (
 __all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "ContrastStat", "FitVariant", "HeadsRecheck", "PredictionCheck",
            "RecipeAlpha", "SettingSummary", "contrast_bootstrap", "contrast_stat", "setting_verdict", "summarise",
            "gain_law_gls", "gain_law_variants", "prediction_check", "recheck_untrained_nesting", "PREDICT_SAMPLES",
-           "HEADS_SETS", "SelectionGap", "selection_gaps", "VERDICT_CONTRAST", "fit_reported", "implied_alpha"]
+           "HEADS_SETS", "VERDICT_CONTRAST", "judged_cells", "fit_reported", "implied_alpha"]
 
 #: Monte-Carlo contexts per set of ``theory.predict_loss`` and of the heads' population loss
 PREDICT_SAMPLES = 16384
@@ -228,7 +228,7 @@ class SettingSummary:
         return verdict, reason
 
 
-def _judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
+def judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
     """A setting's rows by (depth, seed), and the seeds it is judged on (every function of a setting uses these).
 
     The seeds: those with every planned depth done, if :data:`~numerics.experiments.criteria.MIN_COMPLETE_SEEDS`
@@ -236,6 +236,12 @@ def _judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
     order they were started, not by their results, so judging on the complete ones while others still run
     selects nothing; with fewer complete seeds the common depths of all seeds decide (and a setting short of
     its planned depths gets no verdict).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> judged_cells([R(depth=L, seed=s) for L in (1, 2) for s in (0, 1)], (1, 2))[1]
+    [0, 1]
     """
     by_cell: dict = {}
     for r in members:
@@ -275,7 +281,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         settings.setdefault(row.setting, []).append(row)
     out = []
     for setting, members in sorted(settings.items()):
-        by_cell, seeds = _judged_cells(members, planned_depths)
+        by_cell, seeds = judged_cells(members, planned_depths)
         depths = sorted(L for L in {r.depth for r in members} if all((L, s) in by_cell for s in seeds))
         if not depths or depths[0] != 1:
             continue
@@ -301,7 +307,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             doubled = [[r for r in by_cell[L, s] if r.doubled or r.steps == 0] for s in seeds]
             if all(any(r.doubled for r in d) for d in doubled):
                 cube["doubled", L] = [errors.values[index[id(min(d, key=lambda r: r.R_select))]] for d in doubled]
-            pairs = _long_pairs(by_cell[L, seeds[0]])
+            pairs = long_pairs(by_cell[L, seeds[0]])
             if pairs:  # long caps: the best at the longest cap against the best at half of it, same starts
                 top = max(steps for _, _, steps in pairs)
                 for label, cap in (("long half", top // 2), ("long full", top)):
@@ -385,7 +391,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         point, reps = curves["mean over seeds"]
         ladder = tuple(contrast_stat("g2/gLmax", "mean over seeds", depths, point, reps, L, set(checked), t1)
                        for L in depths if L >= 4)
-        crossover = _crossover(setting)
+        crossover = crossover_depth(setting)
         range_stats = []
         for name, range_planned in range_depths(planned_depths or depths, crossover).items():
             spec = range_contrast(name, range_planned)
@@ -591,7 +597,7 @@ def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples:
     from ...cache import cached, function_digest
 
     members = [r for r in rows if r.setting == summary.setting]
-    _, seeds = _judged_cells(members, summary.planned_depths)  # the summary's own
+    _, seeds = judged_cells(members, summary.planned_depths)  # the summary's own
     selected = {(r.depth, r.seed): r for r in members if r.selected}
 
     def untrained_heads(L):
@@ -613,79 +619,4 @@ def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples:
                   "bound_depths": list(plan.depths), "bound_contexts": plan.bound_contexts}
         values = cached(cache_dir, "nesting-recheck", inputs, compute, code=function_digest(compute), counts=counts)
         out.append(HeadsRecheck(summary.setting, c.depth, c.excess, c.se, values["difference"], values["se"]))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class SelectionGap:
-    """At one depth, the fixed candidate that does best against the envelope on the report set.
-
-    ``label``: the candidate (its start, learning rate and step cap, the same in every seed); ``gap`` =
-    ``R*_L − R_c``, mean over the seeds judged (> 0: the candidate is better than the per-seed winners)
-    ± ``se``, its SE over the report contexts (paired; the seeds' models fixed).
-
-    Examples
-    --------
-    >>> g = SelectionGap((0.0, 0.0, 2, 16, 32, 64), 8, "oracle (untrained)", 0.01, 0.004, 2.0)
-    >>> g.significant, round(g.relative, 3)
-    (True, 0.005)
-    """
-
-    setting: tuple
-    depth: int
-    label: str
-    gap: float
-    se: float
-    envelope: float
-
-    @property
-    def significant(self) -> bool:
-        """More than :data:`CERTIFICATE_SES` SEs: the per-seed choice is worse than this one candidate."""
-        return exceeds(self.gap, self.se, CERTIFICATE_SES)
-
-    @property
-    def relative(self) -> float:
-        return self.gap / self.envelope
-
-
-def selection_gaps(summary: SettingSummary, rows, errors: Errors) -> tuple:
-    """Per depth of ``summary``, the :class:`SelectionGap` of its best fixed candidate against the envelope.
-
-    The winner of a cell is chosen on a selection set independent of the report set, so the envelope is an
-    unbiased report of the models chosen (no winner's curse); where candidates lie within the selection set's
-    noise of each other, the choice may be the worse one. A fixed candidate (the same start, rate and cap in
-    every seed) that beats the envelope by more than two SEs shows where that happened: there ``R*_L`` is at
-    most that candidate's loss, below the envelope. The envelope itself, its certificates and the verdict
-    stay as selected (re-selecting on the report set would bring the winner's curse back).
-
-    Notes
-    -----
-    No example: it needs a table (``tests/test_certified.py``).
-
-    References
-    ----------
-    Paper eq. (12) (the loss compared), eqs. (59)-(60) (the model whose candidates are compared).
-    """
-    from .plan import Candidate
-
-    index = {id(row): i for i, row in enumerate(errors.rows)}
-    by_cell, seeds = _judged_cells([r for r in rows if r.setting == summary.setting], summary.planned_depths)
-    out = []
-    for L, envelope in zip(summary.depths, summary.envelope):
-        cells = [by_cell[L, s] for s in seeds]
-        chosen = np.mean([errors.values[index[id(next(r for r in c if r.selected))]] for c in cells], axis=0,
-                         dtype=np.float64)
-        best = None
-        labels = sorted({(r.start, r.learning_rate, r.steps) for r in cells[0] if not r.doubled})  # ties: the first
-        for candidate in labels:
-            picks = [[r for r in c if not r.doubled and (r.start, r.learning_rate, r.steps) == candidate]
-                     for c in cells]
-            if not all(len(p) == 1 and not p[0].diverged for p in picks):
-                continue
-            diff = chosen - np.mean([errors.values[index[id(p[0])]] for p in picks], axis=0, dtype=np.float64)
-            gap = SelectionGap(summary.setting, L, Candidate(*candidate).label, float(diff.mean()),
-                               standard_error(diff), float(envelope))
-            if best is None or gap.gap > best.gap:
-                best = gap
-        out.append(best)
     return tuple(out)

@@ -1,22 +1,16 @@
 """The certified study's table: one row per candidate (the CSV), and the per-context errors behind it.
 
 :func:`collect` reads the exported cells into :class:`CandidateRow` rows and an :class:`Errors` array;
-:func:`write_csv` and :func:`read_csv` are the only writer and reader of ``docs/results/certified-study.csv``.
-Every table is checked (:func:`check_rows`): a known recipe, starts and rates, and in each cell exactly one
-``selected`` row, the envelope's (least selection-set loss among the non-doubling candidates).
-
-Every row carries its recipe's name (:attr:`CandidateRow.recipe`). The shipped CSV and exported cells were
-written by the shipped plan, whose candidates all train with its recipe
-(:data:`~numerics.experiments.study.certified.plan.RECIPE`), so they hold no recipe column: the reader
-takes it from that plan, in one place (:func:`_recipe_of_record`, :func:`read_csv`). A table with rows of
-any other recipe (a plan made with ``CertifiedPlan.for_recipe``) is written with a ``recipe`` column.
+:func:`write_csv` and :func:`read_csv` write and read ``certified-study.csv`` through the one layout and reader of a
+study's table (:mod:`numerics.experiments.study.table`: the recipe column always present). Every table is checked
+(:func:`check_rows`): a known recipe, starts and rates, and in each cell exactly one ``selected`` row, the
+envelope's (least selection-set loss among the non-doubling candidates). An exported cell that names no recipe
+was trained with the plan's (:data:`~numerics.experiments.study.certified.plan.RECIPE`):
+:func:`_recipe_of_record` says so in one place.
 """
 
 from __future__ import annotations
 
-import csv
-import dataclasses
-import io
 import json
 import math
 from dataclasses import dataclass
@@ -27,63 +21,13 @@ import numpy as np
 from numerics.io import write_text
 
 from ...recipes import RECIPES
-from .cells import _files, read_cell
+from ..table import CSV_COLUMNS, CandidateRow, read_rows, table_text
+from .cells import cell_files, read_cell
 from .plan import RECIPE, STARTS, CellConfig
 from .run import SUMMARY_COLUMNS
 
 __all__ = ["CSV_COLUMNS", "PLAN_FIELDS", "CandidateRow", "Errors", "check_plan_versions", "check_rows", "collect", "csv_text",
            "read_csv", "write_csv"]
-
-
-@dataclass(frozen=True)
-class CandidateRow:
-    """One candidate of one cell, as the CSV holds it (losses are eq. 12 on 4096-context held-out sets).
-
-    Examples
-    --------
-    >>> row = CandidateRow(0.0, 0.0, 2, 16, 32, 64, 1, 0, "cold", 1e-3, 6000, False, False, 2.1, 0.03, 2.2, 0.03,
-    ...                    True, "abc", "converged_study")
-    >>> row.group, row.recipe
-    ((0.0, 0.0, 2, 16, 32, 64, 1, 0), 'converged_study')
-    """
-
-    a: float
-    b: float
-    k: int
-    d: int
-    N: int
-    P: int
-    depth: int
-    seed: int
-    start: str
-    learning_rate: float
-    steps: int
-    doubled: bool
-    diverged: bool
-    R_select: float
-    R_select_se: float
-    R_L: float
-    R_L_se: float
-    selected: bool
-    cell: str
-    recipe: str
-
-    @property
-    def group(self) -> tuple:
-        """(a, b, k, d, N, P, depth, seed): the cell the row belongs to."""
-        return (self.a, self.b, self.k, self.d, self.N, self.P, self.depth, self.seed)
-
-    @property
-    def setting(self) -> tuple:
-        """(a, b, k, d, N, P): what the envelope's depth law is fitted over."""
-        return (self.a, self.b, self.k, self.d, self.N, self.P)
-
-
-#: the CSV's columns: every field but ``recipe``, which is the certified plan's for every row
-CSV_COLUMNS = tuple(f.name for f in dataclasses.fields(CandidateRow) if f.name != "recipe")
-_TYPES = {f.name: f.type for f in dataclasses.fields(CandidateRow)}
-#: how a CSV cell of each column type is read
-_READERS = {"float": float, "int": int, "str": str, "bool": {"True": True, "False": False}.__getitem__}
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,7 +103,7 @@ def collect(cells_dir) -> tuple[list[CandidateRow], Errors]:
     No example: it needs exported cells (``tests/test_certified.py``).
     """
     rows, errors, configs = [], [], []
-    for path in _files(cells_dir):
+    for path in cell_files(cells_dir):
         record, arrays = read_cell(path)
         configs.append(record["config"])
         rows += _rows_of_cell(record, arrays)
@@ -224,24 +168,7 @@ def csv_text(rows, *, provenance: dict | None = None) -> str:
     No example: rows come from finished cells (``tests/test_certified.py``).
     """
     check_rows(rows)
-    # the shipped plan's rows alone: no recipe column (the shipped format); any other recipe: a last column
-    columns = CSV_COLUMNS if {row.recipe for row in rows} <= {RECIPE} else CSV_COLUMNS + ("recipe",)
-    buffer = io.StringIO()
-    if provenance:
-        buffer.write("# " + json.dumps(provenance, sort_keys=True) + "\n")
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        values = (getattr(row, name) for name in columns)
-        writer.writerow([repr(v) if isinstance(v, float) else str(v) for v in values])
-    return buffer.getvalue()
-
-
-def _parse(name: str, text: str, line: int):
-    try:
-        return _READERS[_TYPES[name]](text)
-    except (KeyError, ValueError):
-        raise ValueError(f"line {line}: column {name!r} must be a {_TYPES[name]}; got {text!r}") from None
+    return table_text(rows, provenance=provenance)
 
 
 def read_csv(path) -> list[CandidateRow]:
@@ -256,14 +183,6 @@ def read_csv(path) -> list[CandidateRow]:
     -----
     No example: it reads a file (``tests/test_certified.py``).
     """
-    lines = [line for line in Path(path).read_text().splitlines() if not line.startswith("#")]
-    reader = csv.DictReader(lines)
-    missing = [name for name in CSV_COLUMNS if name not in (reader.fieldnames or ())]
-    if missing:
-        raise ValueError(f"{path}: not a certified-study table: missing columns {', '.join(missing)}")
-    # without a recipe column every row is the certified plan's candidate (the only writer of this table)
-    has_recipe = "recipe" in (reader.fieldnames or ())
-    rows = [CandidateRow(**{name: _parse(name, record[name], n) for name in CSV_COLUMNS},
-                         recipe=record["recipe"] if has_recipe else RECIPE) for n, record in enumerate(reader, start=2)]
+    rows = read_rows(path)
     check_rows(rows)
     return rows

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..._markdown import markdown_table
 from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET, at_most, exceeds
-from .cells import _files, read_cell
+from .cells import cell_files, read_cell
 
 __all__ = ["CORES", "PLAN_SEEDS", "PREDICTION_DEPTHS", "StudyCompute", "study_compute", "targets_markdown"]
 
@@ -78,7 +78,7 @@ def study_compute(cells_dir, contrasts_dir, plan) -> StudyCompute:
               f"the second P = {plan.long_P}", "Table 1 spectra, the later seeds", "top-16")
     runs, core = [0] * len(labels), [0.0] * len(labels)
     seen: dict = {}  # (a, b, k, P, depth) -> (CPU times of every seed, how many of them are plan cells)
-    for path in _files(cells_dir):
+    for path in cell_files(cells_dir):
         record, _ = read_cell(path)
         config, cpu = record["config"], float(record["metrics"]["cpu_time"])
         i = _part(config, plan)
@@ -90,7 +90,7 @@ def study_compute(cells_dir, contrasts_dir, plan) -> StudyCompute:
     parts = [(label, n, c) for label, n, c in zip(labels, runs, core)]
     floor = sum(min(times) * in_plan for times, in_plan in seen.values())
     if contrasts_dir is not None:
-        records = [read_cell(path)[0] for path in _files(contrasts_dir)]
+        records = [read_cell(path)[0] for path in cell_files(contrasts_dir)]
         parts.append(("contrast runs (lazy, equal budget)", len(records),
                       sum(float(r["metrics"]["cpu_time"]) for r in records)))
     return StudyCompute(tuple(parts), floor_core_seconds=floor)

@@ -1,7 +1,8 @@
 """The certified study's verdict: checked depths, fit-free contrasts with their intervals, the gain law's variants.
 
 A verdict rests only on the depths whose step-doubling check ran and passed
-(:func:`~numerics.experiments.criteria.checked_depths`) and is judged on a fit-free contrast of the envelope
+(:func:`~numerics.experiments.criteria.checked_depths` of :func:`doubling_passed`; the long-cap pairs
+:func:`long_pairs`; the ranges split at :func:`crossover_depth`) and is judged on a fit-free contrast of the envelope
 (:data:`~numerics.experiments.criteria.CONTRASTS`) against its value under ``R_L = L0 + c/L`` (paper eq. 16 at
 α = 1), with a bootstrap interval (:func:`contrast_bootstrap`, :func:`contrast_stat`). The gain-law fit
 (:func:`gain_law_gls`) is reported only where it fits, and a CONTRADICTED verdict must hold under each of its
@@ -17,10 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bootstrap import context_weights, seed_counts, weighted_sums
+from .plan import shipped_U
 from ...criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF, alpha_ends_bounded, law_contrast
 
-__all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat", "FitVariant", "contrast_bootstrap", "contrast_stat",
-           "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha", "setting_verdict"]
+__all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat",
+           "FitVariant", "contrast_bootstrap", "contrast_stat", "crossover_depth", "depth_list", "doubling_passed",
+           "long_pairs", "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha", "setting_verdict"]
 
 #: the contrast a verdict is judged on (:data:`~numerics.experiments.criteria.CONTRASTS`)
 VERDICT_CONTRAST = "g2/gLmax"
@@ -138,7 +141,14 @@ class FitVariant:
     dof: int
 
 
-def _depth_list(depths) -> str:
+def depth_list(depths) -> str:
+    """Depths as the page and the verdicts' reasons list them (``none`` for no depth).
+
+    Examples
+    --------
+    >>> depth_list((1, 2, 4)), depth_list(())
+    ('1, 2, 4', 'none')
+    """
     return ", ".join(map(str, depths)) if depths else "none"
 
 
@@ -146,7 +156,7 @@ def _judge_contrast(p: dict, depths) -> tuple[str, tuple | None]:
     """``(text, verdict)`` of a contrast on ``depths``: the verdict where its interval holds the α = 1 value
     (REPRODUCED, or INCONCLUSIVE ``resolution`` when it does not bound α), else None (the caller's variants decide).
     """
-    text = (f"{p['name']} = {p['value']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}] on L = {_depth_list(depths)} "
+    text = (f"{p['name']} = {p['value']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}] on L = {depth_list(depths)} "
             f"(α = 1: {p['reference']:.3f})")
     if not p["lo"] <= p["reference"] <= p["hi"]:
         return text, None
@@ -198,16 +208,16 @@ def setting_verdict(depths, planned_depths, checked, failed, primary: dict | Non
     unpassed = [L for L in used if L not in checked]
     if len(checked) >= minimum and primary is None and unpassed:
         return "INCONCLUSIVE", "checks", (f"rests on {len(checked)} depths whose step-doubling check ran and passed "
-                                          f"({_depth_list(checked)}), but its contrast {VERDICT_CONTRAST} uses L = "
-                                          f"{_depth_list(used)}, and the check did not pass at L = "
-                                          f"{_depth_list(unpassed)}")
+                                          f"({depth_list(checked)}), but its contrast {VERDICT_CONTRAST} uses L = "
+                                          f"{depth_list(used)}, and the check did not pass at L = "
+                                          f"{depth_list(unpassed)}")
     if len(checked) < minimum or primary is None:
         ran = tuple(doubling_run) if doubling_run is not None else None
         where = ("" if ran is None else "; the check never ran" if not ran else
-                 f"; the check ran at {_depth_list(ran)}" + (f" and failed at {_depth_list([L for L in ran if L not in checked])}"
+                 f"; the check ran at {depth_list(ran)}" + (f" and failed at {depth_list([L for L in ran if L not in checked])}"
                                                              if set(ran) - set(checked) else ""))
         return "INCONCLUSIVE", "checks", (f"rests on {len(checked)} depths whose step-doubling check ran and passed "
-                                          f"({_depth_list(checked)}), fewer than {minimum}{where}")
+                                          f"({depth_list(checked)}), fewer than {minimum}{where}")
     blocking = [(name, depth) for name, depth in failed if depth in checked]
     if blocking:
         names = ", ".join(f"{name} at L = {depth}" for name, depth in blocking)
@@ -391,12 +401,12 @@ def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: in
     """
     depths = tuple(int(L) for L in depths)
     if int(L_max) not in depths:
-        raise ValueError(f"L_max: depth {L_max} was not run (depths done: {_depth_list(depths)})")
+        raise ValueError(f"L_max: depth {L_max} was not run (depths done: {depth_list(depths)})")
     used = _used(name, L_max)
     missing = [L for L in used if L not in depths]
     if missing:
         raise ValueError(f"depth: the contrast {name} needs depth {missing[0]}, which was not run (depths done: "
-                         f"{_depth_list(depths)})")
+                         f"{depth_list(depths)})")
     at = {L: i for i, L in enumerate(depths)}
     checked = all(L in checked_set for L in used)
     value = float(_contrast_value(name, {L: point[at[L]] for L in used}, int(L_max)))
@@ -493,16 +503,16 @@ def range_verdict(range_name: str, depths, done, checked, failed, contrasts: dic
     depths, done, checked = tuple(depths), tuple(done), tuple(checked)
     missing = [L for L in depths if L not in done]
     if missing:
-        return "INCONCLUSIVE", "budget", f"L = {_depth_list(missing)} not done yet"
+        return "INCONCLUSIVE", "budget", f"L = {depth_list(missing)} not done yet"
     unchecked = [L for L in depths if L not in checked]
     if unchecked:
-        return "INCONCLUSIVE", "checks", f"the step-doubling check did not run or failed at L = {_depth_list(unchecked)}"
+        return "INCONCLUSIVE", "checks", f"the step-doubling check did not run or failed at L = {depth_list(unchecked)}"
     blocking = [(name, L) for name, L in failed if L in depths]
     if blocking:
         return "INCONCLUSIVE", "training", "certificates fail: " + ", ".join(f"{n} at L = {L}" for n, L in blocking)
     primary = contrasts.get("mean over seeds")
     if primary is None:
-        return "INCONCLUSIVE", "checks", f"the range L = {_depth_list(depths)} is too short for a contrast"
+        return "INCONCLUSIVE", "checks", f"the range L = {depth_list(depths)} is too short for a contrast"
     text, covering = _judge_contrast(primary, depths)
     if covering is not None:
         return covering
@@ -510,3 +520,53 @@ def range_verdict(range_name: str, depths, done, checked, failed, contrasts: dic
     if best is None or best["lo"] <= best["reference"] <= best["hi"]:
         return "INCONCLUSIVE", "variants", f"{text} excludes the α = 1 value, but the best seed's interval does not"
     return "CONTRADICTED", "", f"{text} excludes the α = 1 value, and so does the best seed's"
+
+def long_pairs(members) -> list:
+    """``(start, learning_rate, cap)`` of the longest-cap candidates whose half cap also ran (same start and rate).
+
+    A cell with long caps (:attr:`~numerics.experiments.study.certified.plan.CertifiedPlan.long_caps`) trains some
+    starts at S and 2S beyond the plan's usual caps; none elsewhere (the usual candidates of one start share a cap).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> rows = [R(start="cold", learning_rate=1e-3, steps=s, doubled=False) for s in (6000, 24000, 48000)]
+    >>> long_pairs(rows)
+    [('cold', 0.001, 48000)]
+    """
+    caps = {(r.start, r.learning_rate, r.steps) for r in members if not r.doubled and r.steps > 0}
+    if not caps:
+        return []
+    top = max(steps for _, _, steps in caps)
+    return sorted((a, b, top) for a, b, steps in caps if steps == top and (a, b, top // 2) in caps)
+
+
+def doubling_passed(certificates) -> dict:
+    """``{depth: passed}`` of the step-doubling certificates: a depth with several passes only if every one does.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as C
+    >>> doubling_passed([C(name="doubling", depth=4, passed=True), C(name="doubling", depth=4, passed=False)])
+    {4: False}
+    """
+    out: dict = {}
+    for c in certificates:
+        if c.name == "doubling":
+            out[c.depth] = out.get(c.depth, True) and c.passed
+    return out
+
+
+def crossover_depth(setting: tuple) -> int | None:
+    """The crossover depth of the setting's shipped ``U_L`` (:meth:`theory.expressible.ExpressibleLoss.crossover_depth`).
+
+    None where no ``U_L`` is shipped (the setting gets no verdicts by range).
+
+    Examples
+    --------
+    >>> crossover_depth((0.0, 0.0, 2, 16, 32, 128)) is None
+    True
+    """
+    a, b, k, d, N, P = setting
+    expressible = shipped_U(a, b, d, P, k)
+    return None if expressible is None else expressible.crossover_depth()
