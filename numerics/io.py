@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 __all__ = [
     "atomic_path",
+    "fresh_directory",
     "new_file_mode",
     "atomic_write",
     "write_text",
@@ -737,4 +738,27 @@ def save_figure(fig: Any, path: str | os.PathLike, *, dpi: int = 130, close: boo
             import matplotlib.pyplot as plt
 
             plt.close(fig)
+    return path
+
+
+def fresh_directory(prefix: str, parent=".") -> Path:
+    """A directory name ``prefix-<UTC time>`` under ``parent`` that does not exist yet (not created).
+
+    A run with no output directory given writes there, so no earlier output is ever overwritten by accident.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = fresh_directory("study", tmp)
+    ...     path.name.startswith("study-"), path.exists()
+    (True, False)
+    """
+    import time
+
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    path, n = Path(parent) / f"{prefix}-{stamp}", 1
+    while path.exists():
+        n += 1
+        path = Path(parent) / f"{prefix}-{stamp}-{n}"
     return path

@@ -1,5 +1,6 @@
 """Claims about the regime study, the oracle bounds and the paper-consistency check (numerics.experiments.study, numerics.experiments.bounds)."""
 
+import re
 import subprocess
 
 import numpy as np
@@ -295,32 +296,27 @@ def _study_parsers():
     return top, cli._subcommands(top.choices["study"])
 
 
-def test_study_help_names_every_registered_action_including_certified(capsys):
+def test_study_help_names_every_registered_action_and_every_plan(capsys):
     import idepth.cli as cli
+    from idepth.commands.study import PLANS
 
     top, actions = _study_parsers()
-    assert "certified" in actions.choices and len(actions.choices) >= 6
+    assert {"run", "page", "certified"} <= set(actions.choices)
     with pytest.raises(SystemExit):
         cli.main(["study", "--help"])
-    description = " ".join(capsys.readouterr().out.split()).split("positional arguments")[0]
-    assert f"Actions: {', '.join(actions.choices)} " in description
+    listing = capsys.readouterr().out.split("positional arguments")[1]
+    assert all(re.search(rf"^    {name}\b", listing, re.M) for name in actions.choices)
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     study_line = " ".join(capsys.readouterr().out.split()).split(" study ")[1].split(" reproduce ")[0]
-    assert study_line.endswith(", ".join(actions.choices))
+    assert study_line.endswith(f"run PLAN ({', '.join(PLANS)}), page PLAN")
 
 
-def test_the_study_help_follows_the_actions_registered_not_a_typed_list():
-    import argparse
-
+def test_the_study_help_follows_the_plans_registered_not_a_typed_list(monkeypatch):
+    import idepth.cli as cli
     from idepth.commands import study
 
-    parser = argparse.ArgumentParser(prog="idepth")
-    subparsers = parser.add_subparsers()
-    command = subparsers.add_parser("study", help=study.HELP, description="Studies.")
-    actions = command.add_subparsers()
-    for name in ("alpha", "beta"):
-        actions.add_parser(name, help=name)
-    study._name_the_actions(subparsers, command, actions)
-    assert command.description.startswith("Studies. Actions: alpha, beta ")
-    assert subparsers._choices_actions[0].help == f"{study.HELP}: alpha, beta"
+    monkeypatch.setitem(study.PLANS, "extra", ("a plan added", lambda p: None, lambda args: 0))
+    top = cli._subcommands(cli.build_parser())
+    assert "extra" in top._choices_actions[[a.dest for a in top._choices_actions].index("study")].help
+    assert "extra" in cli._subcommands(cli._subcommands(top.choices["study"]).choices["run"]).choices

@@ -38,7 +38,7 @@ def test_each_page_plan_names_shipped_results_that_hold_its_cells():
     from idepth.commands.study import PAGE_PLANS
     from numerics.experiments.shipped import shipped_path
 
-    for plan, (_, results, page) in PAGE_PLANS.items():
+    for plan, (results, page) in PAGE_PLANS.items():
         assert any((shipped_path() / results / "cells").glob("*.npz")), plan
         assert (shipped_path() / page / "certified-study.md").is_file(), plan
     assert set(PAGE_PLANS) == {"certified"}

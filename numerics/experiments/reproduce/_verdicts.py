@@ -96,7 +96,7 @@ def _inverse_depth_certified_claim(ctx, consistency) -> dict:
 
     from ..criteria import MIN_CHECKED_DEPTHS
 
-    criterion = ("revised certified study (`idepth study certified --plan revised`, "
+    criterion = ("revised certified study (`idepth study run certified`, "
                  "docs/results/certified-revised/certified-study.md: every depth 1, 2, 4, … trained from several starts, "
                  "the winner selected on one held-out set and reported on another, with nesting, reachability and "
                  "step-doubling certificates): for each Table 1 spectrum at the study's main P, on the depths whose "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Answer", "AnswerRow", "EVIDENCE", "package_answer", "answer_from_record", "REVISED_FACTS", "REVISED_DIR",
-           "check_verdicts_against_table", "read_record", "START", "END", "replace_block", "write_answer_blocks",
+           "check_verdicts_against_table", "read_record", "START", "END", "refresh", "replace_block", "write_answer_blocks",
            "ANSWER_PAGES", "main_settings"]
 
 #: the revised certified study's facts, relative to the results directory
@@ -334,6 +334,31 @@ def replace_block(text: str, answer: str) -> str:
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{START}\n{answer}\n{END}{tail}"
+
+
+def refresh(out) -> list[Path]:
+    """Rewrite the checkout's answer blocks (:func:`write_answer_blocks`) when ``out``, where a study page was just
+    written, is the shipped results directory or inside it; return the files changed (none outside a checkout).
+
+    The answer is computed from the shipped verdicts record, so it follows the page whenever the page changes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     refresh(tmp)  # not the shipped results: nothing to rewrite
+    []
+    """
+    from ..shipped import ShippedResultsNotFound, checkout_root, shipped_path
+
+    if checkout_root() is None:
+        return []
+    try:
+        shipped = shipped_path().resolve()
+    except ShippedResultsNotFound:
+        return []
+    target = Path(out).resolve()
+    return write_answer_blocks() if target == shipped or shipped in target.parents else []
 
 
 def write_answer_blocks(root: Path | None = None, answer: Answer | None = None) -> list[Path]:

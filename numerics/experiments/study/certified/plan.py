@@ -399,6 +399,51 @@ class CertifiedPlan:
                     if c.trained and (c.start, c.learning_rate) in kinds and c.steps not in self.long_steps]
         return out
 
+    def only(self, spectra=None) -> "CertifiedPlan":
+        """This plan restricted to ``spectra`` (a sequence of (a, b), in that order; None: all of them).
+
+        Raises
+        ------
+        ValueError
+            A spectrum the plan does not hold (naming ``--spectra`` and the plan's spectra).
+
+        Examples
+        --------
+        >>> REVISED_PLAN.only([(0, 0.5)]).spectra
+        ((0.0, 0.5),)
+        >>> REVISED_PLAN.only([(2, 0)])
+        Traceback (most recent call last):
+        ...
+        ValueError: --spectra: 2,0 not in the plan's spectra (0,0; 0,0.25; 0,0.5; 0,1; 0.25,0; 0.5,0; 1,0)
+        """
+        if spectra is None:
+            return self
+        wanted = tuple((float(a), float(b)) for a, b in spectra)
+        known = {(float(a), float(b)) for a, b in self.spectra}
+        unknown = [f"{a:g},{b:g}" for a, b in wanted if (a, b) not in known]
+        if unknown:
+            raise ValueError(f"--spectra: {'; '.join(unknown)} not in the plan's spectra "
+                             f"({'; '.join(f'{a:g},{b:g}' for a, b in self.spectra)})")
+        return dataclasses.replace(self, spectra=wanted)
+
+    def depth_prefix(self, depths) -> tuple:
+        """``depths`` as a tuple, checked to be a prefix of the plan's depths (a run that stops after them).
+
+        Examples
+        --------
+        >>> REVISED_PLAN.depth_prefix([1, 2, 4])
+        (1, 2, 4)
+        >>> REVISED_PLAN.depth_prefix([2, 4])
+        Traceback (most recent call last):
+        ...
+        ValueError: --depths must be a prefix of 1,2,4,8,16,32,64,128; got 2,4
+        """
+        depths = tuple(int(L) for L in depths)
+        if not depths or depths != tuple(self.depths[: len(depths)]):
+            raise ValueError(f"--depths must be a prefix of {','.join(map(str, self.depths))}; "
+                             f"got {','.join(map(str, depths))}")
+        return depths
+
     def settings(self) -> list[tuple[float, float, int, int]]:
         """Every (a, b, P, k) of the study: the main P first, then the second P, then top-16."""
         main = [(float(a), float(b), self.P, self.k) for a, b in self.spectra]
