@@ -127,3 +127,14 @@ def test_cli_closure_refuses_a_spectrum_without_shipped_data(capsys):
     assert main(["bracket", "closure", "--spectra", "0.3,0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("idepth bracket: error: --spectra") and "(0.3, 0)" in err[0]
+
+
+def test_the_bracket_page_has_the_closure_section_with_one_row_per_spectrum():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "derivations" / "bracket.md").read_text(encoding="utf-8")
+    section = page.split("## What would close the bracket", 1)[1]
+    closure, versus = section.split("### The upper estimate against $U_{128}$", 1)
+    for part in (closure, versus):
+        rows = [line for line in part.splitlines() if line.startswith("| (")]
+        assert [row.split(" | ")[0] for row in rows] == [f"| ({a:g}, {b:g})" for a, b in TABLE1_SPECTRA]
