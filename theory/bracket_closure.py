@@ -81,6 +81,14 @@ def _rate(x, y, what: str) -> dict:
     return out
 
 
+def _reach(now: float, ratio: float, exponent: float) -> float:
+    """``now · ratio^{1/exponent}``: where ``c x^{-e}`` falls by ``ratio`` (inf past the float range)."""
+    try:
+        return float(now * ratio ** (1.0 / exponent))
+    except OverflowError:
+        return math.inf
+
+
 def bracket_closure(mix, *, split: float = SPLIT) -> dict:
     """The width of a shipped ``R*_∞`` bracket, its two parts, their measured rates and what would close it.
 
@@ -170,11 +178,11 @@ def bracket_closure(mix, *, split: float = SPLIT) -> dict:
     else:
         gr, orate = out["gap_rate"], out["overfit_rate"]
         if gr["measured"]:
-            out["iterations_needed"] = float(len(history) * (out["gap"] / share) ** (1.0 / gr["exponent"]))
+            out["iterations_needed"] = _reach(len(history), out["gap"] / share, gr["exponent"])
         else:
             notes.append("gap: " + gr["reason"])
         if orate["measured"]:
-            out["fit_size_needed"] = float(sizes[-1] * (curve[-1] / share) ** (1.0 / orate["exponent"]))
+            out["fit_size_needed"] = _reach(sizes[-1], curve[-1] / share, orate["exponent"])
         else:
             notes.append("overfit: " + orate["reason"])
         out["fit_size_needed_atoms"] = float(out["overfit_per_atom"] * atoms / share)
