@@ -138,3 +138,19 @@ def test_the_bracket_page_has_the_closure_section_with_one_row_per_spectrum():
     for part in (closure, versus):
         rows = [line for line in part.splitlines() if line.startswith("| (")]
         assert [row.split(" | ")[0] for row in rows] == [f"| ({a:g}, {b:g})" for a, b in TABLE1_SPECTRA]
+
+
+def test_the_continued_run_does_not_follow_the_shipped_gap_rate():
+    import json
+
+    from theory.bracket_closure import continued_gap
+
+    check = json.loads((ml.default_out_dir() / "checks" / "a0_b0_d16_P64_k2_continued.json").read_text())
+    out = continued_gap(_shipped(0, 0), check)
+    assert out["iterations"] == 35 and not out["rate"]["measured"] and not out["joint_rate"]["measured"]
+    assert out["measured"] > out["predicted"]            # the gap stays above where the shipped fit puts it
+    assert out["fit_loss_drop"] > 0 and out["cpu_seconds"] < 15 * 60
+    with pytest.raises(ValueError, match="last"):
+        continued_gap(_shipped(0, 0), check, last=0)
+    with pytest.raises(ValueError, match="continuation"):
+        continued_gap(_shipped(0, 0), {"history": []})

@@ -40,7 +40,7 @@ import numpy as np
 
 from theory.validation import check_positive_int
 
-__all__ = ["bracket_closure", "CONTEXTS_PER_ATOM", "FLAT", "MEASURED_SES", "SPLIT"]
+__all__ = ["bracket_closure", "continued_gap", "CONTEXTS_PER_ATOM", "FLAT", "MEASURED_SES", "SPLIT"]
 
 #: the overfit's rate is fitted on the fit-set sizes with at least this many contexts per atom
 CONTEXTS_PER_ATOM = 16
@@ -205,3 +205,64 @@ def bracket_closure(mix, *, split: float = SPLIT) -> dict:
         out["cpu_basis"] = "the iterations needed at the shipped set size (overfit rate not measured)"
     out["note"] = "; ".join(notes)
     return out
+
+
+def continued_gap(mix, continuation: dict, *, last: int = 10) -> dict:
+    """Frank–Wolfe continued from a shipped measure: does its gap fall at the rate the shipped history gave?
+
+    Parameters
+    ----------
+    mix : theory.mixture_limit.InfiniteMixture
+        The shipped result the continuation started from.
+    continuation : dict
+        A check file (``theory/data/mixture_limit/checks/*_continued.json``): its ``history`` holds the
+        continuation's iterations, numbered from 1.
+    last : int
+        The number of final gaps averaged for the comparison with the shipped rate's prediction.
+
+    Returns
+    -------
+    dict
+        ``iterations`` (continued, with a measured gap); ``rate`` (over the continuation alone, iterations
+        counted on from the shipped run's) and ``joint_rate`` (shipped and continued together), each as in
+        :func:`bracket_closure`; ``predicted`` (``C t^{-p}`` of the shipped fit at the last iteration) and
+        ``measured`` (the mean of the ``last`` gaps); ``fit_loss_drop`` and ``report_loss_drop`` over the
+        continuation; ``cpu_seconds`` and ``cpu_per_iteration``.
+
+    References
+    ----------
+    Paper eqs. (59)-(63); derivation page ``bracket``.
+
+    Examples
+    --------
+    >>> import json
+    >>> from theory import PowerLawSpectrum
+    >>> from theory.mixture_limit import default_out_dir, shipped_infinite_mixture
+    >>> check = json.loads((default_out_dir() / "checks" / "a0_b0_d16_P64_k2_continued.json").read_text())
+    >>> out = continued_gap(shipped_infinite_mixture(PowerLawSpectrum(0, 0, 16), 64), check)
+    >>> out["iterations"], out["rate"]["measured"], round(out["predicted"], 3), round(out["measured"], 3)
+    (35, False, 0.04, 0.057)
+    """
+    last = check_positive_int("last", last)
+    shipped = [h for h in mix.history if h.get("gap") is not None]
+    more = [h for h in continuation.get("history", ()) if h.get("gap") is not None]
+    if len(shipped) < 2 or len(more) < 2:
+        raise ValueError("continuation must hold a history of >= 2 iterations with a measured gap, after a shipped "
+                         "mix with >= 2")
+    offset = len(mix.history)
+    t_more = np.array([h["iteration"] + offset for h in more], dtype=np.float64)
+    g_more = np.array([h["gap"] for h in more], dtype=np.float64)
+    t_ship = np.array([h["iteration"] for h in shipped], dtype=np.float64)
+    g_ship = np.array([h["gap"] for h in shipped], dtype=np.float64)
+    rate = _rate(t_more, g_more, "continued gaps")
+    joint = _rate(np.r_[t_ship, t_more], np.r_[g_ship, g_more], "shipped and continued gaps")
+    fitted = _rate(t_ship, g_ship, "per-iteration gaps")
+    seconds = [h["seconds"] for h in continuation["history"]]
+    history = continuation["history"]
+    return {"iterations": len(more), "rate": rate, "joint_rate": joint,
+            "predicted": float(fitted["constant"] * t_more[-1] ** (-fitted["exponent"])),
+            "measured": float(g_more[-last:].mean()), "last": min(last, len(more)),
+            "fit_loss_drop": float(mix.fit_loss - history[-1]["fit_loss"]),
+            "report_loss_drop": float(mix.upper - history[-1]["report_loss"]),
+            "cpu_seconds": float(continuation["cpu_seconds"]),
+            "cpu_per_iteration": float((seconds[-1] - seconds[0]) / (len(seconds) - 1))}

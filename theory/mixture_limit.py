@@ -64,7 +64,7 @@ from pathlib import Path
 
 import numpy as np
 
-from theory.bracket_closure import bracket_closure  # noqa: F401 (re-exported: what would close the bracket)
+from theory.bracket_closure import bracket_closure, continued_gap  # noqa: F401 (re-exported: closing the bracket)
 from theory.fw_oracle import best_response, read_gradient, slide_atoms  # noqa: F401 (read_gradient re-exported)
 from theory.head_families import Contexts, draw_contexts, form_reads, mixture_limit
 from theory.head_kernel import herding_excess, kernel_spectrum
@@ -75,7 +75,7 @@ from theory.validation import check_positive_int, check_top_k
 __all__ = ["InfiniteMixture", "infinite_mixture", "shipped_infinite_mixture", "read_gradient",
            "load_infinite_mixture", "weights_fit_size", "ORACLE_DEFAULTS", "best_response", "data_file_name",
            "fit_size_curve", "SHIPPED_DIR", "DEFAULT_SIZES", "compute_spectra", "default_out_dir", "confirm_gap",
-           "bracket_closure"]
+           "bracket_closure", "continued_gap"]
 
 #: where the shipped results live, inside the ``theory`` package (written by ``idepth bracket compute``)
 SHIPPED_DIR = ("data", "mixture_limit")
