@@ -190,10 +190,37 @@ def _subset(contexts: Contexts, rows) -> Contexts:
 
 
 def slide_atoms(forms: np.ndarray, coef: np.ndarray, contexts: Contexts, steps: int, batch: int,
-           rng: np.random.Generator) -> np.ndarray:
-    """Adam on all atoms' forms at fixed coefficients ``c`` (sliding Frank–Wolfe).
+                rng: np.random.Generator) -> np.ndarray:
+    """Adam on all atoms' forms at fixed coefficients ``c`` (the sliding step of Frank–Wolfe).
 
-    ``∇_{D_j} F = 2 c_j E[r ∂u_j]``.
+    The loss ``F = E(Σ_j c_j u_{D_j} − y*)²`` has ``∇_{D_j} F = 2 c_j E[r ∂u_j]`` with ``r`` the residual; each
+    step uses a minibatch of ``batch`` contexts.
+
+    Parameters
+    ----------
+    forms : ndarray, shape (m, d, d)
+    coef : ndarray, shape (m,)
+        ``c = g w``, held fixed.
+    contexts : Contexts
+    steps, batch : int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray, shape (m, d, d)
+        The moved forms (``forms`` is not changed).
+
+    References
+    ----------
+    Paper eq. (60) (the mixture read through ``g E_μ u_D``).
+
+    Examples
+    --------
+    >>> from theory import PowerLawSpectrum
+    >>> c = draw_contexts(PowerLawSpectrum(0, 0, 4), 8, 2, 128, 0)
+    >>> moved = slide_atoms(4 * np.eye(4)[None], np.ones(1), c, 2, 64, np.random.default_rng(0))
+    >>> moved.shape, bool(np.isfinite(moved).all())
+    ((1, 4, 4), True)
     """
     D = forms.astype(np.float64).copy()
     m = np.zeros_like(D)
