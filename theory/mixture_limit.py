@@ -46,6 +46,10 @@ of ``m`` and its interval from a jackknife over blocks of report contexts (:func
 atomically (a temporary sibling, then ``os.replace``) with ``"final": false``; a rerun with the same
 options resumes from it (otherwise it restarts), and only the end of the run writes ``"final": true``.
 :func:`shipped_infinite_mixture` refuses a file that is not final.
+
+**Where the parts live**: the best-response oracle in :mod:`theory.fw_oracle`, the result record and its
+file in :mod:`theory.mixture_result`, what would close the bracket in :mod:`theory.bracket_closure`; their
+public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -54,20 +58,24 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
+from theory.bracket_closure import bracket_closure, continued_gap  # noqa: F401 (re-exported: closing the bracket)
+from theory.fw_oracle import best_response, read_gradient, slide_atoms  # noqa: F401 (read_gradient re-exported)
 from theory.head_families import Contexts, draw_contexts, form_reads, mixture_limit
-from theory.head_kernel import KernelSpectrum, herding_excess, kernel_spectrum
+from theory.head_kernel import herding_excess, kernel_spectrum
+from theory.mixture_result import InfiniteMixture, load_infinite_mixture
 from theory.spectra import as_spectrum
-from theory.validation import check_dtype, check_generator, check_positive_int, check_top_k
+from theory.validation import check_positive_int, check_top_k
 
 __all__ = ["InfiniteMixture", "infinite_mixture", "shipped_infinite_mixture", "read_gradient",
            "load_infinite_mixture", "weights_fit_size", "ORACLE_DEFAULTS", "best_response", "data_file_name",
-           "fit_size_curve", "SHIPPED_DIR", "DEFAULT_SIZES", "compute_spectra", "default_out_dir", "confirm_gap"]
+           "fit_size_curve", "SHIPPED_DIR", "DEFAULT_SIZES", "compute_spectra", "default_out_dir", "confirm_gap",
+           "bracket_closure", "continued_gap"]
 
 #: where the shipped results live, inside the ``theory`` package (written by ``idepth bracket compute``)
 SHIPPED_DIR = ("data", "mixture_limit")
@@ -80,10 +88,6 @@ ORACLE_DEFAULTS = {"n_random": 8, "n_perturbed": 8, "steps": 64, "batch": 1024, 
                    "pool": 1 << 15, "slide_every": 0, "slide_steps": 20}
 #: fewest contexts in the fit and the report sets
 MIN_CONTEXTS = 64
-#: starting temperatures of the oracle's cosine restarts (the range the shipped U_L's heads use)
-_RESTART_TAUS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
-#: floats of the (chunk, restarts, P) softmax held at a time in the oracle
-_CHUNK_FLOATS = 1 << 22
 
 
 def data_file_name(a: float, b: float, d: int, P: int, k: int) -> str:
@@ -99,312 +103,6 @@ def data_file_name(a: float, b: float, d: int, P: int, k: int) -> str:
     'a0_b0.25_d16_P64_k2.json'
     """
     return f"a{a:g}_b{b:g}_d{d}_P{P}_k{k}.json"
-
-
-# --------------------------------------------------------------------------- results
-
-@dataclass(frozen=True)
-class InfiniteMixture:
-    """The fitted measure of forms ``μ = Σ_j w_j δ_{D_j}`` and gain ``g`` bracketing ``R*_∞``.
-
-    Attributes
-    ----------
-    forms : ndarray, shape (m, d, d)
-        The atoms ``D_j`` (general, not only symmetric forms).
-    weights : ndarray, shape (m,)
-        ``w_j > 0``, summing to 1.
-    gain : float
-        ``g``.
-    upper, upper_se : float
-        The mixture's loss on the independent report set and its SE: an estimate of a value ``≥ R*_∞``.
-    lower : float
-        ``fit_loss − gap``: below the fit-set optimum over measures of mass ``g`` up to the oracle's
-        reach; the in-sample optimum itself is biased low (module docstring).
-    fit_loss : float
-        The mixture's loss on the fit set.
-    gap : float
-        The final Frank–Wolfe duality gap ``2 g δ``: the largest over the last iterate's oracle call and
-        the further calls of :func:`confirm_gap` (when run; ``setting["gap_checks"]``).
-    alpha_predicted : float
-        The depth exponent the kernel spectrum predicts for ``R*_L − R*_∞`` (:class:`KernelSpectrum`).
-    alpha_interval : tuple of float
-    kernel : KernelSpectrum or None
-    herding : dict
-        ``{"depths": [...], "excess": [...]}``: ``g²`` times the squared quadrature error of equal-weight
-        kernel herding of ``μ`` at each depth (report set), the balanced-points excess step (iii) names.
-    fit_size : dict
-        The final atoms' weights and gain re-fitted on the first ``n`` fit contexts, for each ``n``:
-        in-sample and report-set loss (:func:`weights_fit_size`; the atoms come from fresh search pools,
-        so the weights are what sees the fit set).
-    versus_expressible : dict
-        The report-set loss of the shipped ``U_L`` model at its deepest depth and the paired difference
-        ``upper − U_L`` with its SE (empty when no ``U_L`` is shipped).
-    history : tuple of dict
-        Per iteration: ``iteration``, ``atoms``, ``fit_loss``, ``report_loss``, ``gap``, ``gain``, ``seconds``.
-    setting : dict
-        ``a``, ``b``, ``d``, ``P``, ``k``, the set sizes, the seeds and the oracle's options.
-    cpu_seconds : float
-        Process CPU time of the computation (summed over resumed parts).
-    final : bool
-        True only for a finished run.
-
-    References
-    ----------
-    Paper eqs. (59)-(63); derivation page ``bracket``.
-
-    Examples
-    --------
-    >>> m = InfiniteMixture(forms=np.eye(2)[None], weights=np.ones(1), gain=1.0, upper=1.0, upper_se=0.1,
-    ...                     lower=0.9, fit_loss=0.95, gap=0.05, alpha_predicted=1.0, alpha_interval=(1.0, 1.0))
-    >>> InfiniteMixture.from_dict(m.to_dict()).gap
-    0.05
-    """
-
-    forms: np.ndarray
-    weights: np.ndarray
-    gain: float
-    upper: float
-    upper_se: float
-    lower: float
-    fit_loss: float
-    gap: float
-    alpha_predicted: float
-    alpha_interval: tuple
-    kernel: KernelSpectrum | None = None
-    herding: dict = field(default_factory=dict)
-    versus_expressible: dict = field(default_factory=dict)
-    fit_size: dict = field(default_factory=dict)
-    history: tuple = ()
-    setting: dict = field(default_factory=dict)
-    cpu_seconds: float = 0.0
-    final: bool = False
-
-    @property
-    def atoms(self) -> int:
-        """Number of atoms ``m``."""
-        return int(self.weights.size)
-
-    @property
-    def crossover_depth(self) -> float:
-        """The kernel's effective rank ``(Σλ)²/Σλ²``: beyond about this depth balanced points reach ``L^{-2}``."""
-        return float("nan") if self.kernel is None else float(self.kernel.effective_rank)
-
-    def to_dict(self) -> dict:
-        """A JSON-able dict (arrays as nested lists)."""
-        keys = ("gain", "upper", "upper_se", "lower", "fit_loss", "gap", "alpha_predicted", "herding",
-                "versus_expressible", "fit_size", "setting", "cpu_seconds", "final")
-        out = {key: getattr(self, key) for key in keys}
-        out.update(forms=np.asarray(self.forms).tolist(), weights=np.asarray(self.weights).tolist(),
-                   alpha_interval=list(self.alpha_interval), history=[dict(h) for h in self.history],
-                   kernel=None if self.kernel is None else
-                   {**asdict(self.kernel), "eigenvalues": np.asarray(self.kernel.eigenvalues).tolist(),
-                    "decay_interval": list(self.kernel.decay_interval), "fit_range": list(self.kernel.fit_range),
-                    "alpha_interval": list(self.kernel.alpha_interval)})
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "InfiniteMixture":
-        """Rebuild from :meth:`to_dict` output."""
-        data = dict(data)
-        kernel = data.pop("kernel", None)
-        if kernel is not None:
-            kernel = KernelSpectrum(**{**kernel, "eigenvalues": np.asarray(kernel["eigenvalues"]),
-                                       "decay_interval": tuple(kernel["decay_interval"]),
-                                       "fit_range": tuple(kernel["fit_range"]),
-                                       "alpha_interval": tuple(kernel["alpha_interval"])})
-        return cls(**{**data, "forms": np.asarray(data["forms"], dtype=np.float64),
-                      "weights": np.asarray(data["weights"], dtype=np.float64),
-                      "alpha_interval": tuple(data["alpha_interval"]), "history": tuple(data.get("history", ())),
-                      "kernel": kernel})
-
-
-# --------------------------------------------------------------------------- the best-response oracle
-
-def read_gradient(forms, contexts: Contexts, residual, *, rows=None, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
-    """``φ(D) = mean_n r_n u_D(n)`` for a batch of forms, and its analytic gradient with respect to ``D``.
-
-    ``∂u_D/∂D = x̂_test (Σ_j p_j (y_j − u_D) x̂_j)ᵀ`` with ``p = softmax_j(x̂_testᵀ D x̂_j)``, so
-    ``∇φ = mean_n r_n x̂_test (Σ_j p_j (y_j − u_D) x̂_j)ᵀ``. Logits and softmax in float32, the
-    means accumulated in float64.
-
-    Parameters
-    ----------
-    forms : array_like, shape (B, d, d)
-    contexts : Contexts
-    residual : array_like, shape (n,)
-        ``r``, one value per context.
-    rows : array_like of int, optional
-        Use only these contexts (a minibatch).
-    dtype : {numpy.float32, numpy.float64}
-        Precision of the logits and the softmax (float64 for the finite-difference check).
-
-    Returns
-    -------
-    (phi, grad) : ndarray (B,) float64, ndarray (B, d, d) float64
-
-    References
-    ----------
-    Paper eqs. (9)-(10), (60) (the head and its logits).
-
-    Examples
-    --------
-    >>> from theory import PowerLawSpectrum
-    >>> c = draw_contexts(PowerLawSpectrum(0, 0, 4), 8, 2, 64, 0)
-    >>> phi, grad = read_gradient(3 * np.eye(4)[None], c, np.ones(64))
-    >>> bool(np.isclose(phi[0], form_reads(3 * np.eye(4)[None], c, dtype=np.float64).mean(), rtol=1e-5))
-    True
-    """
-    dtype = check_dtype(dtype)
-    D = np.asarray(forms, dtype=dtype)
-    n_all, P, d = contexts.context_unit.shape
-    if D.ndim != 3 or D.shape[1:] != (d, d):
-        raise ValueError(f"forms must have shape (B, {d}, {d}); got {D.shape}")
-    r = np.asarray(residual, dtype=np.float64)
-    if r.shape != (n_all,):
-        raise ValueError(f"residual must have shape ({n_all},) (one value per context); got {r.shape}")
-    idx = np.arange(n_all) if rows is None else np.asarray(rows)
-    B = D.shape[0]
-    phi = np.zeros(B)
-    grad = np.zeros((B, d, d))
-    chunk = max(1, _CHUNK_FLOATS // (B * P))
-    for start in range(0, idx.size, chunk):
-        sel = idx[start:start + chunk]
-        X = contexts.context_unit[sel].astype(dtype)
-        T = contexts.test_unit[sel].astype(dtype)
-        Y = contexts.labels[sel].astype(dtype)
-        rr = r[sel].astype(dtype)
-        S = np.matmul(np.einsum("nd,bde->nbe", T, D), X.transpose(0, 2, 1))  # (n, B, P) logits x̂_testᵀ D x̂_j
-        S -= S.max(axis=2, keepdims=True)
-        np.exp(S, out=S)
-        S /= S.sum(axis=2, keepdims=True)
-        u = np.einsum("nbp,np->nb", S, Y)
-        phi += r[sel] @ u.astype(np.float64)
-        S *= Y[:, None, :] - u[:, :, None]
-        S *= rr[:, None, None]
-        V = np.matmul(S, X)  # (n, B, d): r Σ_j p_j (y_j − u) x̂_j
-        grad += np.einsum("nd,nbe->bde", T.astype(np.float64), V.astype(np.float64))
-    return phi / idx.size, grad / idx.size
-
-
-def _adam(D0: np.ndarray, contexts: Contexts, residual: np.ndarray, steps: int, lr: np.ndarray, batch: int | None,
-          rng: np.random.Generator) -> np.ndarray:
-    """Batched Adam on ``φ`` from each start (per-start step sizes ``lr``, cosine-decayed to lr/20)."""
-    D = D0.astype(np.float64).copy()
-    m = np.zeros_like(D)
-    v = np.zeros_like(D)
-    b1, b2, eps = 0.9, 0.999, 1e-12
-    n = contexts.n
-    for t in range(1, steps + 1):
-        rows = None if batch is None or batch >= n else rng.choice(n, size=batch, replace=False)
-        _, g = read_gradient(D, contexts, residual, rows=rows)
-        m = b1 * m + (1 - b1) * g
-        v = b2 * v + (1 - b2) * g * g
-        rate = lr * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * (t - 1) / steps)))
-        D -= rate[:, None, None] * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
-    return D
-
-
-def _restarts(atoms: np.ndarray, weights: np.ndarray, d: int, n_random: int, n_perturbed: int,
-              rng: np.random.Generator) -> np.ndarray:
-    """Starting forms: cosine heads τ I, random general forms τ(I + σ Z/√d), perturbed heavy atoms."""
-    starts = [tau * np.eye(d) for tau in _RESTART_TAUS]
-    for _ in range(n_random):
-        tau = float(np.exp(rng.uniform(np.log(2.0), np.log(256.0))))
-        sigma = float(rng.uniform(0.1, 1.0))
-        starts.append(tau * (np.eye(d) + sigma * rng.standard_normal((d, d)) / np.sqrt(d)))
-    if atoms.shape[0]:
-        order = np.argsort(-weights)
-        for i in range(n_perturbed):
-            A = atoms[order[i % order.size]]
-            scale = np.linalg.norm(A) / d
-            starts.append(A + float(rng.uniform(0.05, 0.5)) * scale * rng.standard_normal((d, d)))
-    return np.stack(starts)
-
-
-def best_response(contexts: Contexts, residual, *, select=None, atoms=None, weights=None, rng=0,
-                  n_random: int = 8, n_perturbed: int = 8, steps: int = 64, batch: int = 1024, polish: int = 3,
-                  polish_steps: int = 16) -> tuple[np.ndarray, float]:
-    """The form ``D`` minimising ``φ(D) = E[r u_D]`` found by a batched multi-restart Adam search.
-
-    Restarts: cosine heads ``τ I`` at the temperatures ``2 … 256``, ``n_random`` random general forms
-    ``τ(I + σ Z/√d)``, ``n_perturbed`` perturbations of the heaviest ``atoms``. All restarts run ``steps``
-    Adam steps together on minibatches of ``batch`` of ``contexts`` (the search pool); the ``polish``
-    best then run ``polish_steps`` steps on minibatches of ``4 batch``; the candidate with the lowest
-    ``φ`` on ``select`` (an independent set, e.g. the Frank–Wolfe fit set; default the pool) is returned
-    with that ``φ``. A heuristic: the returned ``φ`` is an upper bound on ``min_D φ``, so a gap computed
-    from it is a lower bound on the true gap.
-
-    Parameters
-    ----------
-    contexts : Contexts
-        The search pool.
-    residual : array_like, shape (n,)
-        ``r`` on the pool.
-    select : (Contexts, array_like), optional
-        Contexts and residual on which the candidates are compared and ``φ`` is returned.
-    atoms : ndarray (m, d, d), optional
-    weights : ndarray (m,), optional
-    rng : numpy.random.Generator or int
-    n_random, n_perturbed, steps, batch, polish, polish_steps : int
-
-    Returns
-    -------
-    (form, phi) : ndarray (d, d), float
-
-    References
-    ----------
-    Paper eqs. (9)-(10), (60); derivation page ``bracket``.
-
-    Examples
-    --------
-    >>> from theory import PowerLawSpectrum
-    >>> c = draw_contexts(PowerLawSpectrum(0, 0, 4), 8, 2, 128, 0)
-    >>> D, phi = best_response(c, -c.target, steps=5, polish_steps=2, n_random=1, n_perturbed=0)
-    >>> D.shape, phi < 0
-    ((4, 4), True)
-    """
-    rng = check_generator(rng, "rng", allow_seed=True)
-    d = contexts.test_unit.shape[1]
-    r = np.asarray(residual, dtype=np.float64)
-    atoms = np.zeros((0, d, d)) if atoms is None else np.asarray(atoms, dtype=np.float64)
-    weights = np.zeros(0) if weights is None else np.asarray(weights, dtype=np.float64)
-    starts = _restarts(atoms, weights, d, n_random, n_perturbed, rng)
-    lr = 0.03 * np.maximum(np.linalg.norm(starts, axis=(1, 2)) / np.sqrt(d), 1.0)
-    D = _adam(starts, contexts, r, steps, lr, batch, rng)
-    phi, _ = read_gradient(D, contexts, r)
-    top = np.argsort(phi)[:polish]
-    D2 = _adam(D[top], contexts, r, polish_steps, lr[top] / 5, 4 * batch, rng)
-    candidates = np.concatenate([D[top], D2])
-    sel_contexts, sel_residual = (contexts, r) if select is None else select
-    values, _ = read_gradient(candidates, sel_contexts, sel_residual)
-    best = int(np.argmin(values))
-    return candidates[best], float(values[best])
-
-
-def _subset(contexts: Contexts, rows) -> Contexts:
-    return Contexts(contexts.context_unit[rows], contexts.test_unit[rows], contexts.labels[rows], contexts.target[rows])
-
-
-def _slide(forms: np.ndarray, coef: np.ndarray, contexts: Contexts, steps: int, batch: int,
-           rng: np.random.Generator) -> np.ndarray:
-    """Adam on all atoms' forms at fixed coefficients ``c`` (sliding Frank–Wolfe).
-
-    ``∇_{D_j} F = 2 c_j E[r ∂u_j]``.
-    """
-    D = forms.astype(np.float64).copy()
-    m = np.zeros_like(D)
-    v = np.zeros_like(D)
-    b1, b2, eps = 0.9, 0.999, 1e-12
-    lr = 0.005 * np.maximum(np.linalg.norm(D, axis=(1, 2)) / np.sqrt(D.shape[1]), 1.0)
-    for t in range(1, steps + 1):
-        sub = _subset(contexts, rng.choice(contexts.n, size=min(batch, contexts.n), replace=False))
-        r = form_reads(D, sub) @ coef - sub.target
-        _, g = read_gradient(D, sub, r)
-        g *= coef[:, None, None]
-        m = b1 * m + (1 - b1) * g
-        v = b2 * v + (1 - b2) * g * g
-        D -= lr[:, None, None] * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
-    return D
 
 
 # --------------------------------------------------------------------------- Frank–Wolfe
@@ -625,7 +323,7 @@ def infinite_mixture(spectrum, P: int, k: int = 2, *, n_fit: int = DEFAULT_SIZES
         keep = lim.weights > 0
         forms, coef, U_fit, U_rep = forms[keep], lim.weights[keep], U_fit[:, keep], U_rep[:, keep]
         if options["slide_every"] and (len(history) + 1) % options["slide_every"] == 0:
-            forms = _slide(forms, coef, pool, options["slide_steps"], options["batch"], rng)
+            forms = slide_atoms(forms, coef, pool, options["slide_steps"], options["batch"], rng)
             U_fit, U_rep = form_reads(forms, fit), form_reads(forms, report)
             lim = mixture_limit(U_fit, y)
             keep = lim.weights > 0
@@ -936,28 +634,3 @@ def shipped_infinite_mixture(spectrum, P: int, k: int = 2) -> "InfiniteMixture |
     if not entry.is_file():
         return None
     return load_infinite_mixture(entry)
-
-
-def load_infinite_mixture(path) -> InfiniteMixture:
-    """Read a result file written by :func:`infinite_mixture`; a file that is not final is refused.
-
-    References
-    ----------
-    Paper eqs. (59)-(63); derivation page ``bracket``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     p = pathlib.Path(tmp) / "x.json"; _ = p.write_text('{"final": false}')
-    ...     load_infinite_mixture(p)
-    Traceback (most recent call last):
-    ...
-    ValueError: path x.json is not a final result (an unfinished or interrupted run); rerun idepth bracket compute
-    """
-    data = json.loads(Path(str(path)).read_text(encoding="utf-8")) if not hasattr(path, "read_text") \
-        else json.loads(path.read_text(encoding="utf-8"))
-    if not data.get("final"):
-        raise ValueError(f"path {Path(str(path)).name} is not a final result (an unfinished or interrupted run); "
-                         "rerun idepth bracket compute")
-    return InfiniteMixture.from_dict(data)

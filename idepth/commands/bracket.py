@@ -1,4 +1,5 @@
-"""``idepth bracket``: the infinite-mixture limit R*_∞ (Frank–Wolfe over measures of forms), shipped as data."""
+"""``idepth bracket``: the infinite-mixture limit R*_∞ (Frank–Wolfe over measures of forms), shipped as data,
+and what would close its bracket (``closure``)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ def register(subparsers) -> None:
             "the upper estimate (report-set loss +- SE), the lower estimate (fit loss minus the duality gap), the "
             "head kernel's eigenvalues and the depth exponent they predict. Resumable: an interrupted spectrum "
             "continues from its last iteration; only a finished run is marked final (a few CPU minutes per "
-            "spectrum)."
+            "spectrum). 'closure' reads the shipped brackets: what would close each one (the width's two parts, "
+            "their measured rates, the iterations and fit-set size they need, the CPU hours)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  idepth bracket compute\n  idepth bracket compute --spectra '0,0;0,0.25' "
-               "--out theory/data/mixture_limit",
+               "--out theory/data/mixture_limit\n  idepth bracket closure",
     )
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
@@ -42,6 +44,15 @@ def register(subparsers) -> None:
                          help="further oracle calls at each final measure; the largest gap found is kept (default 3)")
     compute.add_argument("--recompute", action="store_true", help="recompute spectra whose final files exist")
     compute.set_defaults(func=run)
+    closure = sub.add_parser(
+        "closure", help="what would close the shipped bracket: width, its parts, their rates, the cost",
+        description="Per shipped spectrum: the width (upper - lower) split into overfit (report minus fit loss) and "
+                    "the Frank-Wolfe gap, the target U_128 - upper (paired), the measured rates (gap ~ t^-p over the "
+                    "iterations, overfit ~ n^-q over the fit-set sizes; 'n/a' where not measured), the iterations "
+                    "and fit-set size each part needs to reach half the target, and the CPU hours "
+                    "(theory.mixture_limit.bracket_closure; derivation page 'bracket').")
+    closure.add_argument("--spectra", help="'a,b;a,b' (default: the paper's Table 1 spectra)")
+    closure.set_defaults(func=run_closure)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,4 +69,32 @@ def run(args: argparse.Namespace) -> int:
     options = {} if args.iterations is None else {"iterations": args.iterations}
     compute_spectra(spectra, args.out, recompute=args.recompute, gap_checks=args.gap_checks,
                     progress=lambda message: print(message, file=sys.stderr, flush=True), **options)
+    return 0
+
+
+def _cell(value, spec: str, width: int = 11) -> str:
+    return format("n/a" if value is None else format(value, spec), f"<{width}")
+
+
+def run_closure(args: argparse.Namespace) -> int:
+    from theory.mixture_limit import bracket_closure, shipped_infinite_mixture
+    from theory.paper import TABLE1_SPECTRA
+    from theory.spectra import PowerLawSpectrum
+
+    spectra = parse_spectra(args.spectra) if args.spectra else [tuple(s) for s in TABLE1_SPECTRA]
+    mixes = [shipped_infinite_mixture(PowerLawSpectrum(a, b, 16), 64, 2) for a, b in spectra]
+    missing = [f"({a:g}, {b:g})" for (a, b), mix in zip(spectra, mixes) if mix is None]
+    if missing:
+        raise ValueError(f"--spectra {', '.join(missing)} have no shipped R*_inf bracket; run idepth bracket compute")
+    print("(a, b)      width   overfit gap     target  gap p         overfit q     iterations  n needed    CPU h")
+    for (a, b), mix in zip(spectra, mixes):
+        c = bracket_closure(mix)
+        p, q = c["gap_rate"], c["overfit_rate"]
+        print(f"{f'({a:g}, {b:g})':<11} {c['width']:<7.4f} {c['overfit']:<7.4f} {c['gap']:<7.4f} "
+              f"{c['target']:<7.4f} {p['exponent']:5.2f}+-{p['exponent_se']:4.2f}{'' if p['measured'] else '*':1} "
+              f"{q['exponent']:5.2f}+-{q['exponent_se']:4.2f}{'' if q['measured'] else '*':1} "
+              f"{_cell(c['iterations_needed'], '.3g')} {_cell(c['fit_size_needed'], '.3g')} "
+              f"{_cell(c['cpu_hours'], '.3g', 0)}")
+    print("* rate not measured (exponent not above 2 SE). target = U_128 - upper, paired; each part must reach half "
+          "of it.")
     return 0
