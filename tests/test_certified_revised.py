@@ -191,14 +191,16 @@ def test_a_paired_difference_is_judged_at_two_standard_errors():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--plan", "revised", "--spectra", "9,9", "--report-only"], "--spectra: 9,9 not in the plan's spectra"),
-    (["--plan", "later"], "invalid choice: 'later'"),
+    (["run", "certified", "--spectra", "9,9", "--report-only"], "--spectra: 9,9 not in the plan's spectra"),
+    (["run", "later"], "invalid choice: 'later'"),
+    (["certified", "--depths", "2,4", "--report-only"], "--depths must be a prefix of 1,2,4"),
 ])
-def test_the_cli_refuses_a_bad_plan_or_spectrum_in_one_line(args, needle, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "idepth", "study", "certified", *args, "--out", str(tmp_path / "o")],
+def test_the_cli_refuses_a_bad_plan_spectrum_or_depth_list_in_one_line(args, needle, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "idepth", "study", *args, "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2
-    assert needle in done.stderr and "Traceback" not in done.stderr
+    assert needle in done.stderr and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
 
 
 def test_the_revised_page_and_its_facts_file_are_written_together(revised, tmp_path):
@@ -223,15 +225,12 @@ def test_the_revised_page_and_its_facts_file_are_written_together(revised, tmp_p
 def test_a_report_into_the_shipped_results_updates_the_answer_and_elsewhere_does_not(monkeypatch, tmp_path):
     import numerics.experiments.study.answer as answer
     import numerics.experiments.shipped as shipped
-    from idepth.commands.study import _update_answer
-
     calls = []
     monkeypatch.setattr(shipped, "shipped_path", lambda: tmp_path / "results")
-    monkeypatch.setattr(answer, "write_answer_blocks", lambda: calls.append(1) or [])
-    _update_answer(tmp_path / "elsewhere")
-    assert calls == []
-    _update_answer(tmp_path / "results" / "certified-revised")
-    _update_answer(tmp_path / "results")
+    monkeypatch.setattr(answer, "write_answer_blocks", lambda: calls.append(1) or ["README.md"])
+    assert answer.refresh(tmp_path / "elsewhere") == [] and calls == []
+    assert answer.refresh(tmp_path / "results" / "certified-revised") == ["README.md"]
+    answer.refresh(tmp_path / "results")
     assert calls == [1, 1]
 
 
