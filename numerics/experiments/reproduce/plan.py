@@ -256,9 +256,9 @@ class Plan:
         for name in self.families:
             family = self.scale.families[name]
             lines.append(f"  {name}: {family.n_runs} runs — {family.describe()}")
-        from ..scales import MEASURED_RUN_TIMES
+        from ..scales import measured_run_time
 
-        measured = MEASURED_RUN_TIMES.get(self.scale.name)
+        measured = measured_run_time(self.scale.name)
         whole = measured is not None and set(self.artefacts) == set(ARTEFACTS)  # the measured figure, not a second one
 
         def on_workers(seconds: float) -> str:

@@ -166,14 +166,14 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
         ran = (f"{sweep_summary.executed} trained now, {sweep_summary.skipped} reused from the store, "
                f"{sweep_summary.failed} failed, {sweep_summary.pending} pending; {sweep_summary.backend} backend, "
                f"{sweep_summary.workers} worker(s)")
-    from ..scales import MEASURED_RUN_TIMES
+    from ..scales import measured_run_time
 
     cpu_text = "" if cpu_time is None else (
         f" and {cpu_time:.0f} s of CPU time (user + system of this process and its local worker processes)")
     runs_text = (f"summed over the {done} finished runs in the store: {run_cpu:.0f} s of CPU time in the workers"
                  + (f" ({no_cpu} run(s) trained by an older version recorded none)" if no_cpu else "")
                  + f" and {run_wall:.0f} s of worker wall time")
-    measured = MEASURED_RUN_TIMES.get(ctx.scale.name)
+    measured = measured_run_time(ctx.scale.name)
     reference = (f" Measured reference for scale {ctx.scale.name} (from an empty directory): {measured.text()}."
                  if measured is not None else "")
     lines += [f"**Run time**: {wall_time:.0f} s wall{cpu_text} for this reproduction. Training runs: "
