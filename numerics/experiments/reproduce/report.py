@@ -19,8 +19,8 @@ from ..study.curves import spectrum_label
 from ..study.consistency import consistency_markdown as _consistency_section
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",
-           "INCONCLUSIVE_REASONS", "STATUSES", "conclusions", "consistency_markdown", "counts_text", "evaluate_claims",
-           "render_report", "report_data", "verdict_counts", "write_report"]
+           "INCONCLUSIVE_REASONS", "STATUSES", "claim_bullets", "conclusions", "consistency_markdown", "counts_text",
+           "evaluate_claims", "render_report", "report_data", "verdict_counts", "write_report"]
 
 
 def _scale_section(ctx, plan) -> list[str]:
@@ -186,7 +186,7 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
                           ("contrast", "### The package's own contrasts (not claims of the paper)")):
         lines += [heading, ""]
         for claim in (c for c in claims if c.kind == kind):
-            lines += _claim_bullets(_claim_data(claim, {}))
+            lines += claim_bullets(_claim_data(claim, {}))
         lines.append("")
     counts = verdict_counts(claims)
     lines += [f"Verdicts: {counts_text(claims)}.", ""]
@@ -244,8 +244,15 @@ def _claim_data(c, about: dict) -> dict:
             "table": c.table_markdown, "evidence": c.evidence, "figures": list(about.get(c.id, ()))}
 
 
-def _claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
-    """A claim of :func:`report_data` as the report's Markdown bullets."""
+def claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
+    """A claim of :func:`report_data` as the report's Markdown bullets (``escape`` applied to its texts).
+
+    Examples
+    --------
+    >>> claim = report_data([], [Claim("modewise", "p", "c", "inconclusive", "e", reason="budget")])["claims"][0]
+    >>> claim_bullets(claim)
+    ['- **INCONCLUSIVE** — p', '  - criterion: c', '  - measured: e', '  - why inconclusive: budget']
+    """
     lines = [f"- **{claim['mark']}**{lead} {escape(claim['paper'])}", f"  - criterion: {escape(claim['criterion'])}",
              f"  - measured: {escape(claim['evidence'])}"]
     if claim.get("table"):
