@@ -61,18 +61,15 @@ def simd_level() -> str:
     >>> isinstance(simd_level(), str)
     True
     """
-    try:
-        from numpy._core._multiarray_umath import __cpu_baseline__ as baseline
-        from numpy._core._multiarray_umath import __cpu_dispatch__ as dispatch
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # numpy < 2
+    import importlib
+
+    for module in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):  # numpy >= 2, numpy < 2
         try:
-            from numpy.core._multiarray_umath import __cpu_baseline__ as baseline
-            from numpy.core._multiarray_umath import __cpu_dispatch__ as dispatch
-            from numpy.core._multiarray_umath import __cpu_features__ as features
+            umath = importlib.import_module(module)
         except ImportError:
-            return "unknown SIMD"
-    return simd_level_of(set(baseline) | set(dispatch), features)
+            continue
+        return simd_level_of(set(umath.__cpu_baseline__) | set(umath.__cpu_dispatch__), umath.__cpu_features__)
+    return "unknown SIMD"
 
 
 def simd_level_of(targets, features) -> str:

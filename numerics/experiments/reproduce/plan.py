@@ -207,8 +207,8 @@ class Plan:
     ----------
     configs : tuple of numerics.train.TrainConfig
         The distinct training runs of the ``families`` the ``artefacts`` need.
-    run_seconds : tuple of float
-        :func:`estimate_run_seconds` of each; ``estimated_seconds``: the sum.
+    estimated_seconds : float
+        The sum of their :func:`estimate_run_seconds`.
     study_seconds : mapping of str to float
         The same for the studies besides (:func:`study_seconds`).
 
@@ -225,12 +225,6 @@ class Plan:
     configs: tuple
     estimated_seconds: float
     study_seconds: Mapping = field(default_factory=lambda: MappingProxyType({}))
-    run_seconds: tuple = ()
-
-    def run_costs(self) -> dict:
-        """``{content hash: estimated seconds}`` of the plan's runs."""
-        seconds = self.run_seconds or tuple(estimate_run_seconds(c) for c in self.configs)
-        return {config.content_hash(): value for config, value in zip(self.configs, seconds)}
 
     @property
     def total_seconds(self) -> float:
@@ -318,10 +312,9 @@ def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Pl
         for config in scale.families[name].configs():
             unique.setdefault(config.content_hash(), config)
     configs = tuple(unique.values())
-    run_seconds = tuple(estimate_run_seconds(c) for c in configs)
     studies = MappingProxyType(study_seconds(scale) if only is None else {})
     return Plan(scale=scale, artefacts=ids, families=ordered, configs=configs,
-                estimated_seconds=sum(run_seconds), study_seconds=studies, run_seconds=run_seconds)
+                estimated_seconds=sum(estimate_run_seconds(c) for c in configs), study_seconds=studies)
 
 
 def study_seconds(scale: str | Scale) -> dict:
