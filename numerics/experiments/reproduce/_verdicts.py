@@ -311,13 +311,9 @@ def _linear_easy_claim(ctx, consistency) -> dict:
     summaries = [analysis.linear_easy_summary(ctx, a, b) for a, b in family.spectra]
     tested = [s for s in summaries if s.resolvable and s.fit.ok]
     unresolved = [s for s in summaries if not s.resolvable]
-    parts = []
-    for s in summaries:
-        if s.fit.ok:
-            parts.append(f"{s.label}: α = {s.fit.value('alpha'):.3f} ± {s.fit.se('alpha'):.3f} (ζ = {s.zeta:.3g}, "
-                         f"2ζ = {2 * s.zeta:.3g}; depths {int_list(s.fit_depths)})" + ("" if s.resolvable else " [not resolvable]"))
-        else:
-            parts.append(f"{s.label}: no fit ({s.fit.reason})")
+    parts = [f"{s.label}: α = {s.fit.value('alpha'):.3f} ± {s.fit.se('alpha'):.3f} (ζ = {s.zeta:.3g}, 2ζ = "
+             f"{2 * s.zeta:.3g}; depths {int_list(s.fit_depths)})" + ("" if s.resolvable else " [not resolvable]")
+             if s.fit.ok else f"{s.label}: no fit ({s.fit.reason})" for s in summaries]
     from .figures._linear import unrun_table2_rows
 
     not_run = unrun_table2_rows(ctx)

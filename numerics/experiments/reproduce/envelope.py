@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -155,11 +156,8 @@ class EnvelopeTable:
 
     @property
     def main_P(self) -> int:
-        """The P of the study's main settings (the most common)."""
-        counts: dict = {}
-        for s in self.summaries:
-            counts[s.P] = counts.get(s.P, 0) + 1
-        return max(counts, key=counts.get)
+        """The P of the study's main settings (the most common; of equally common ones, the first)."""
+        return Counter(s.P for s in self.summaries).most_common(1)[0][0]
 
     def find(self, a: float, b: float, k: int, *, P: int | None = None) -> EnvelopeSummary | None:
         """The :class:`EnvelopeSummary` of one setting (default ``P``: the main one), or None."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections import Counter
 from pathlib import Path
 
 from .. import criteria
@@ -74,11 +75,8 @@ def counts_text(claims) -> str:
     """
     def part(kind: str) -> str:
         mine = [c for c in claims if c.kind == kind]
-        marks: dict = {}
-        for status in STATUSES:  # in the order of the statuses, then of the claims
-            for c in mine:
-                if c.status == status:
-                    marks[c.mark] = marks.get(c.mark, 0) + 1
+        # in the order of the statuses, then of the claims (a stable sort; a Counter keeps the first-seen order)
+        marks = Counter(c.mark for c in sorted(mine, key=lambda c: STATUSES.index(c.status)))
         counts = ", ".join(f"{n} {mark}" for mark, n in marks.items()) or "none"
         return f"({len(mine)}): {counts}"
 

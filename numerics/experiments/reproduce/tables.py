@@ -64,13 +64,8 @@ class Table:
         """The rows (cells and raw values) as JSON."""
         return json.dumps({"id": self.id, "title": self.title, "columns": list(self.columns),
                            "rows": [dict(r) for r in self.rows], "notes": self.notes},
-                          indent=1, default=_json_default, allow_nan=True)
-
-
-def _json_default(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
+                          indent=1, default=lambda value: value.tolist() if hasattr(value, "tolist") else str(value),
+                          allow_nan=True)
 
 
 def _run_here(ctx, family_name: str, a: float, b: float) -> bool:
