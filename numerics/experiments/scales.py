@@ -61,7 +61,8 @@ class MeasuredRunTime:
     ``idepth reproduce --help``, the printed plan and the report quote :meth:`text`. Wall clock, user +
     system time, ``load_average`` the mean 1-minute load during the run (other jobs slow it), ``cores`` the
     machine's and ``serial_seconds`` what the main process did alone (figures, report). On idle cores the run
-    takes about ``cpu_seconds / cores + serial_seconds`` (:meth:`idle_seconds`).
+    takes about ``cpu_seconds / cores + serial_seconds`` (:meth:`idle_seconds`). ``idle``: no other job ran (the
+    mean load at most its own workers plus 0.5); ``also``: the same job on other machines, quoted after this one.
 
     Examples
     --------
@@ -72,10 +73,6 @@ class MeasuredRunTime:
     >>> avx512 = MeasuredRunTime("quick", 270, 510, "AVX-512", "idepth reproduce", idle=True)
     >>> MeasuredRunTime("quick", 360, 680, "AVX2", "idepth reproduce", idle=True, also=(avx512,)).text()
     '6 min wall, 11 min CPU (360 s, 680 s) on AVX2, idle; on AVX-512: 4 min wall, 8 min CPU (270 s, 510 s), idle'
-
-    ``idle``: measured with no other job on the machine (the mean load during the run at most its own workers
-    plus 0.5);
-    ``also``: the same job measured on other machines (another SIMD level), quoted after this one.
     """
 
     scale: str
@@ -526,11 +523,6 @@ _STUDY_FULL = StudyScale(
 _STUDY_PAPER = dataclasses.replace(_STUDY_FULL, sizes=tuple(size for size in _STUDY_FULL.sizes if size[0] == 16))
 
 
-def _measured_text(scale: str) -> str:
-    measured = measured_run_time(scale)
-    return "none here (benchmarks/results is in a source checkout only)" if measured is None else measured.text()
-
-
 def _scale(name, description, families, **kwargs) -> Scale:
     return Scale(name, description, {f.name: f for f in families}, **kwargs)
 
@@ -596,7 +588,9 @@ def _quick() -> Scale:
     # lr 3e-3: at 1e-2 the L = 8 models stopped further above the floor
     linear_difficult = dict(linear, batch_size=32, max_steps=1000, learning_rate=3e-3)
     depths = (1, 2, 4, 8, 16, 32)
-    return _scale("quick", f"default; measured: {_measured_text('quick')}, regime study included", [
+    measured = measured_run_time("quick")  # benchmarks/results: in a source checkout only
+    measured = measured.text() if measured else "none here"
+    return _scale("quick", f"default; measured: {measured}, regime study included", [
         # L = 16 is left out: at lr 1e-2 it trained unstably here
         _family("linear_easy", 16, 16, 512, _TABLE2_SPECTRA[:4], (1, 2, 4, 8), (0,), **linear),
         # d = N = 32, P = 128 (Table 1 compares it with the softmax families at _SOFTMAX; the report says so)

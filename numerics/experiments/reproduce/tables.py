@@ -266,8 +266,8 @@ def table3(ctx) -> Table:
                           deviation=s.deviation, within_target=s.within_target, agrees=s.agrees,
                           finite_floor=s.finite_floor, finite_floor_se=s.finite_floor_se, below_finite=s.below_finite)
         else:
-            cells.update(_absent(_not_run(ctx, family_name), ("package theory (same d, P)", "finite-P floor (same d, P)",
-                                 "measured plateau", "deviation"),
+            cells.update(_absent(_not_run(ctx, family_name), ("package theory (same d, P)",
+                                 "finite-P floor (same d, P)", "measured plateau", "deviation"),
                                  ("within 10 %", "agrees (2 SE)", "above the finite-P floor")))
         rows.append({**cells, "_values": values})
     k2, k16 = ctx.family("linear_difficult"), ctx.family("linear_difficult_k16")
