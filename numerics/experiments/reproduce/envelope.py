@@ -160,7 +160,14 @@ class EnvelopeTable:
         return Counter(s.P for s in self.summaries).most_common(1)[0][0]
 
     def find(self, a: float, b: float, k: int, *, P: int | None = None) -> EnvelopeSummary | None:
-        """The :class:`EnvelopeSummary` of one setting (default ``P``: the main one), or None."""
+        """The :class:`EnvelopeSummary` of one setting (default ``P``: the main one), or None.
+
+        Examples
+        --------
+        >>> table = load_envelopes()  # the shipped verdicts of a source checkout
+        >>> table.find(0.0, 0.0, 2).P == table.main_P, table.find(9.0, 9.0, 2)
+        (True, None)
+        """
         P = self.main_P if P is None else int(P)
         return next((s for s in self.summaries if (s.a, s.b, s.k, s.P) == (float(a), float(b), int(k), P)), None)
 
