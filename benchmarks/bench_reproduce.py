@@ -11,8 +11,8 @@ load of the run, so at most that on idle cores); the ratio of the printed estima
 wall time says how good the cost model is.
 
 The record is written atomically to ``--json`` (default ``benchmarks/results/reproduce_quick.json``);
-``numerics.experiments.scales.MEASURED_RUN_TIMES`` and the README quote its numbers (a test checks
-that they agree). Regenerate with::
+``numerics.experiments.scales.measured_run_time`` reads every ``reproduce_<scale>*.json`` there (the one
+source of the run time the README, ``idepth reproduce --help``, the plan and the report quote). Regenerate with::
 
     python benchmarks/bench_reproduce.py                  # about 10 minutes on 2 idle cores
     python benchmarks/bench_reproduce.py --scale smoke --json /tmp/smoke.json   # the pipeline only
@@ -136,6 +136,8 @@ def measure(scale: str, out_dir: Path, extra: list[str]) -> dict:
         "command": "idepth " + " ".join(command[3:]).replace(str(out_dir), "OUT"),
         "scale": scale,
         "machine": machine_description(),
+        # numpy's kernels switched off for this run (measuring its AVX2 kernels on an AVX-512 CPU), quoted with it
+        "numpy_disabled_cpu_features": os.environ.get("NPY_DISABLE_CPU_FEATURES") or None,
         "wall_seconds": round(wall, 1),
         "cpu_seconds": round(cpu, 1),
         "cpu_over_cores_seconds": round(cpu / cores, 1),

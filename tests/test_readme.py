@@ -21,24 +21,24 @@ def test_readme_gives_exactly_two_commands_and_ci_runs_the_test_command_verbatim
 
 
 def test_readme_quotes_the_one_measured_run_time_of_the_main_job():
-    from numerics.experiments.scales import MEASURED_RUN_TIMES, get_scale
+    from numerics.experiments.scales import get_scale, measured_run_time
 
     text = " ".join((ROOT / "README.md").read_text().split())
-    measured = MEASURED_RUN_TIMES["quick"].text()
+    measured = measured_run_time("quick").text()
     assert f"measured: {measured}" in text
     assert measured in get_scale("quick").description  # --help, the printed plan and the report quote it
     main_job = text.split("## Layout")[0].split("Install and run the test suite")[0]
     assert "minutes" not in main_job  # no second, unmeasured figure for the main job
 
 
-def test_the_quoted_run_times_are_the_benchmarks_records_with_the_machines_simd_level():
-    """MEASURED_RUN_TIMES is what benchmarks/bench_reproduce.py wrote, not a number typed apart from it: first the
-    run under numpy's AVX2 kernels (``reproduce_quick_avx2.json``), then the one under AVX-512."""
+def test_the_quoted_run_time_is_read_from_the_benchmarks_records_slowest_first():
+    """measured_run_time reads what benchmarks/bench_reproduce.py wrote (the only source): first the run under
+    numpy's AVX2 kernels (``reproduce_quick_avx2.json``, the slower), then the one under AVX-512."""
     import json
 
-    from numerics.experiments.scales import MEASURED_RUN_TIMES
+    from numerics.experiments.scales import measured_run_time
 
-    measured = MEASURED_RUN_TIMES["quick"]
+    measured = measured_run_time("quick")
     results = ROOT / "benchmarks" / "results"
     pairs = [(results / "reproduce_quick_avx2.json", measured)] + [
         (results / "reproduce_quick.json", other) for other in measured.also]
@@ -46,10 +46,10 @@ def test_the_quoted_run_times_are_the_benchmarks_records_with_the_machines_simd_
     for path, quoted in pairs:
         record = json.loads(path.read_text())
         assert record["scale"] == quoted.scale == "quick"
-        assert (round(record["wall_seconds"]), round(record["cpu_seconds"])) == (round(quoted.wall_seconds),
-                                                                                 round(quoted.cpu_seconds))
+        assert (quoted.wall_seconds, quoted.cpu_seconds) == (record["wall_seconds"], record["cpu_seconds"])
         assert record["machine"] in quoted.machine  # cores, CPU and numpy's SIMD level
         cores = int(record["machine"].split(" core")[0])
+        assert quoted.cores == cores
         assert quoted.idle == (record["load_average_during_mean"] <= cores + 0.5), path.name  # its own workers only
         # the printed estimate came from the cost model before training and is compared with the measured time
         assert record["estimate"] is not None
@@ -57,6 +57,8 @@ def test_the_quoted_run_times_are_the_benchmarks_records_with_the_machines_simd_
                                                               / record["wall_seconds"], 3)
     assert "AVX2" in json.loads(pairs[0][0].read_text())["machine"]
     assert "AVX-512" in json.loads(pairs[1][0].read_text())["machine"]
+    assert "AVX-512 kernels disabled" in measured.machine and "disabled" not in measured.also[0].machine
+    assert measured_run_time("smoke") is None  # never measured: nothing quoted
 
 
 def test_readme_states_the_suites_time_idle_and_under_load():

@@ -373,9 +373,9 @@ def test_the_report_gives_cpu_time_as_cpu_time_summed_from_the_runs(smoke):
 
 
 def test_help_plan_and_readme_quote_the_one_measured_run_time(capsys):
-    from numerics.experiments.scales import MEASURED_RUN_TIMES
+    from numerics.experiments.scales import measured_run_time
 
-    measured = MEASURED_RUN_TIMES["quick"].text()
+    measured = measured_run_time("quick").text()
     with pytest.raises(SystemExit):
         main(["reproduce", "--help"])
     assert measured in " ".join(capsys.readouterr().out.split())

@@ -31,7 +31,7 @@ EXIT_STATUSES = {0: "the report is written and every input was found",
 def register(subparsers) -> None:
     """Add the ``reproduce`` sub-command to ``subparsers``."""
     from numerics.experiments.reproduce import ARTEFACTS, SCALES
-    from numerics.experiments.scales import MEASURED_RUN_TIMES
+    from numerics.experiments.scales import measured_run_time
 
     parser = subparsers.add_parser(
         "reproduce",
@@ -45,8 +45,10 @@ def register(subparsers) -> None:
         epilog="scales: " + "; ".join(f"{name}: {scale.description}" for name, scale in SCALES.items())
                + ". Exit status: " + "; ".join(f"{code}: {when}" for code, when in EXIT_STATUSES.items()) + ".",
     )
+    measured = measured_run_time("quick")  # benchmarks/results: a source checkout only
     parser.add_argument("--scale", default="quick", metavar="SCALE",
-                        help=f"one of {', '.join(SCALES)} (default: quick; measured: {MEASURED_RUN_TIMES['quick'].text()})")
+                        help=f"one of {', '.join(SCALES)} (default: quick; measured: "
+                             f"{'none here' if measured is None else measured.text()})")
     parser.add_argument("--only", metavar="ID,...", default=None,
                         help="only these artefacts (comma-separated): " + ", ".join(ARTEFACTS))
     parser.add_argument("--out", metavar="DIR", default="reproduction",

@@ -3,7 +3,7 @@
 A reproduction trains the paper's models in *families* of runs (one model, task, size and
 recipe over spectra, depths and seeds, :mod:`numerics.experiments._families`). A :class:`Scale`
 fixes every family; :data:`SCALES` holds the shipped ones: ``smoke`` (CI only, numbers mean
-nothing), ``quick`` (the default; :data:`MEASURED_RUN_TIMES`), ``medium`` (hours on a
+nothing), ``quick`` (the default; :func:`measured_run_time`), ``medium`` (hours on a
 workstation) and ``paper`` (the linear families at the sizes of Table 3, the softmax ones at
 :data:`INFERRED_SOFTMAX_SIZES`: a Dask cluster). Each scale's description says what it is for.
 
@@ -15,7 +15,9 @@ choice below is this package's and is printed in the report. The recipes are tho
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
@@ -24,6 +26,7 @@ from theory.validation import check_choice, check_positive_int
 
 from . import recipes
 from ._families import FAMILIES, STUDY_FAMILIES, Family
+from .shipped import checkout_root
 from .recipes import GAIN_PARAMETERS, LAZY_INIT
 
 
@@ -42,7 +45,7 @@ __all__ = [
     "Scale",
     "SCALES",
     "MeasuredRunTime",
-    "MEASURED_RUN_TIMES",
+    "measured_run_time",
     "INFERRED_SOFTMAX_SIZES",
     "CONSISTENCY_SIZES",
     "get_scale",
@@ -53,14 +56,13 @@ __all__ = [
 class MeasuredRunTime:
     """One measured run time of a whole reproduction, with the machine state it was measured on.
 
-    The one place a run time is stated: the README (checked by a test), ``idepth reproduce
-    --help``, the printed plan and the report quote :meth:`text`. Measured by
-    ``python benchmarks/bench_reproduce.py`` (``idepth reproduce --scale quick`` from an empty
-    directory; its record ``benchmarks/results/reproduce_quick.json``, checked against this by a test):
-    wall clock, user + system time, ``load_average`` the mean 1-minute load during the run (other jobs
-    slow it), ``cores`` the machine's and ``serial_seconds`` what the main process did alone (figures,
-    report). On idle cores the run takes about ``cpu_seconds / cores + serial_seconds``
-    (:meth:`idle_seconds`).
+    Read from the records ``python benchmarks/bench_reproduce.py`` writes (``idepth reproduce --scale
+    SCALE`` from an empty directory) by :func:`measured_run_time`, the one source of a run time: the README,
+    ``idepth reproduce --help``, the printed plan and the report quote :meth:`text`. Wall clock, user +
+    system time, ``load_average`` the mean 1-minute load during the run (other jobs slow it), ``cores`` the
+    machine's and ``serial_seconds`` what the main process did alone (figures, report). On idle cores the run
+    takes about ``cpu_seconds / cores + serial_seconds`` (:meth:`idle_seconds`). ``idle``: no other job ran (the
+    mean load at most its own workers plus 0.5); ``also``: the same job on other machines, quoted after this one.
 
     Examples
     --------
@@ -71,10 +73,6 @@ class MeasuredRunTime:
     >>> avx512 = MeasuredRunTime("quick", 270, 510, "AVX-512", "idepth reproduce", idle=True)
     >>> MeasuredRunTime("quick", 360, 680, "AVX2", "idepth reproduce", idle=True, also=(avx512,)).text()
     '6 min wall, 11 min CPU (360 s, 680 s) on AVX2, idle; on AVX-512: 4 min wall, 8 min CPU (270 s, 510 s), idle'
-
-    ``idle``: measured with no other job on the machine (the mean load during the run at most its own workers
-    plus 0.5);
-    ``also``: the same job measured on other machines (another SIMD level), quoted after this one.
     """
 
     scale: str
@@ -87,6 +85,33 @@ class MeasuredRunTime:
     serial_seconds: float | None = None
     idle: bool = False
     also: tuple = ()
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> MeasuredRunTime:
+        """The run time of one record of ``benchmarks/bench_reproduce.py``.
+
+        The machine is the record's with numpy's SIMD level named as such, and the kernels the run disabled
+        (``NPY_DISABLE_CPU_FEATURES``, recorded as ``numpy_disabled_cpu_features``).
+
+        Examples
+        --------
+        >>> record = dict(scale="quick", wall_seconds=411.3, cpu_seconds=795.6, cpu_over_cores_seconds=397.8,
+        ...               machine="2 cores, AVX2 (X86_V3)", command="idepth reproduce --scale quick --out OUT",
+        ...               load_average_during_mean=1.75, serial_wall_seconds=17.3,
+        ...               numpy_disabled_cpu_features="X86_V4 AVX512_ICL AVX512_SPR")
+        >>> MeasuredRunTime.from_record(record).text()
+        '7 min wall, 13 min CPU (411 s, 796 s) on 2 cores, AVX2 (X86_V3) per numpy (its AVX-512 kernels disabled), idle'
+        """
+        cores = round(record["cpu_seconds"] / record["cpu_over_cores_seconds"])
+        disabled = record.get("numpy_disabled_cpu_features")
+        machine = record["machine"] + " per numpy" + (
+            "" if not disabled else " (its AVX-512 kernels disabled)" if "AVX512" in disabled
+            else f" ({disabled} disabled)")
+        load = record.get("load_average_during_mean")
+        return cls(scale=record["scale"], wall_seconds=record["wall_seconds"], cpu_seconds=record["cpu_seconds"],
+                   machine=machine, command=record["command"], load_average=load, cores=cores,
+                   serial_seconds=record.get("serial_wall_seconds"),
+                   idle=load is not None and load <= cores + 0.5)  # its own workers only
 
     def _times(self) -> str:
         return (f"{self.wall_seconds / 60:.0f} min wall, {self.cpu_seconds / 60:.0f} min CPU "
@@ -116,22 +141,40 @@ class MeasuredRunTime:
         return text
 
 
+def measured_run_time(scale: str, results: str | Path | None = None) -> MeasuredRunTime | None:
+    """The measured run time of a whole reproduction at ``scale``, or None where none was measured.
+
+    Read from ``results/reproduce_<scale>*.json`` (default: ``benchmarks/results`` of the source checkout;
+    an installed wheel has none), the records ``python benchmarks/bench_reproduce.py`` writes: the slowest
+    first (what a user's machine should expect at most), the others as its :attr:`~MeasuredRunTime.also`.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     record = dict(scale="quick", wall_seconds=300.0, cpu_seconds=580.0, cpu_over_cores_seconds=290.0,
+    ...                   machine="2 cores, AVX-512", command="idepth reproduce", load_average_during_mean=1.7)
+    ...     _ = (Path(tmp) / "reproduce_quick.json").write_text(json.dumps(record))
+    ...     measured_run_time("quick", tmp).text(), measured_run_time("smoke", tmp)
+    ('5 min wall, 10 min CPU (300 s, 580 s) on 2 cores, AVX-512 per numpy, idle', None)
+    """
+    if results is None:
+        root = checkout_root()
+        if root is None:
+            return None
+        results = root / "benchmarks" / "results"
+    records = [json.loads(path.read_text()) for path in sorted(Path(results).glob(f"reproduce_{scale}*.json"))]
+    records = sorted((r for r in records if r.get("scale") == scale), key=lambda r: -r["wall_seconds"])
+    if not records:
+        return None
+    times = [MeasuredRunTime.from_record(record) for record in records]
+    return dataclasses.replace(times[0], also=tuple(times[1:]))
+
+
 #: input dimensions of the default grid of ``idepth study sizes`` (:mod:`numerics.experiments.study.plateaus`)
 SIZE_GRID_D = (8, 12, 16, 24, 32, 64)
 #: context lengths of that grid
 SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
-
-#: measured run times per scale (from an empty output directory, regime study included)
-MEASURED_RUN_TIMES: Mapping[str, MeasuredRunTime] = MappingProxyType({
-    "quick": MeasuredRunTime(
-        scale="quick", wall_seconds=411, cpu_seconds=796,
-        machine="2 cores, Intel(R) Xeon(R) Processor, AVX2 (X86_V3) per numpy (its AVX-512 kernels disabled)",
-        command="idepth reproduce --scale quick", cores=2, serial_seconds=17, idle=True,
-        also=(MeasuredRunTime(scale="quick", wall_seconds=304, cpu_seconds=581,
-                              machine="2 cores, Intel(R) Xeon(R) Processor, AVX-512 (AVX512_SPR) per numpy",
-                              command="idepth reproduce --scale quick", cores=2, serial_seconds=18, idle=True),),
-    ),
-})
 
 #: context lengths at d = 128 at which each scale checks the paper's plateaus (Table 3), and the quick scale's
 #: Monte-Carlo contexts there: at 1024 contexts every paper plateau already lies 7-15 SE below the bound
@@ -556,7 +599,9 @@ def _quick() -> Scale:
     # lr 3e-3: at 1e-2 the L = 8 models stopped further above the floor
     linear_difficult = dict(linear, batch_size=32, max_steps=1000, learning_rate=3e-3)
     depths = (1, 2, 4, 8, 16, 32)
-    return _scale("quick", f"default; measured: {MEASURED_RUN_TIMES['quick'].text()}, regime study included", [
+    measured = measured_run_time("quick")  # benchmarks/results: in a source checkout only
+    measured = measured.text() if measured else "none here"
+    return _scale("quick", f"default; measured: {measured}, regime study included", [
         # L = 16 is left out: at lr 1e-2 it trained unstably here
         _family("linear_easy", 16, 16, 512, _TABLE2_SPECTRA[:4], (1, 2, 4, 8), (0,), **linear),
         # d = N = 32, P = 128 (Table 1 compares it with the softmax families at _SOFTMAX; the report says so)

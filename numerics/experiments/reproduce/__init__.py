@@ -30,7 +30,7 @@ from numerics.io import make_output_dir
 # the study and the sweep layer are imported where used: `idepth reproduce --help` needs neither
 from ..execution import Execution, as_execution
 from ..scales import CONSISTENCY_SIZES as _CONSISTENCY_SIZES, SCALES, Family, Scale, get_scale
-from .plan import ARTEFACTS, Plan, make_plan, parse_only
+from .plan import ARTEFACTS, Plan, estimate_run_seconds, make_plan, parse_only
 
 __all__ = [
     "ARTEFACTS",
@@ -210,8 +210,8 @@ def reproduce(
     from ..sweep import Grid, run_sweep
 
     configs = list(plan.configs) + [cfg for _, cfg in checks] + study_configs
-    if costs is None:
-        costs = _uncalibrated_costs(configs)
+    if costs is None:  # the cost model's seconds on its reference machine
+        costs = {cfg.content_hash(): estimate_run_seconds(cfg) for cfg in configs}
     # dearest first, so that the workers' last runs are short and they finish together
     configs.sort(key=lambda cfg: -costs.get(cfg.content_hash(), 0.0))
     summary = run_sweep(Grid.of(configs), execution.store_dir, execution=execution, costs=costs)
@@ -272,13 +272,6 @@ def _study_configs(scale: Scale) -> list:
     from ..study.regimes import trained_configs
 
     return list(trained_configs(scale.study).values())
-
-
-def _uncalibrated_costs(configs) -> dict:
-    """``{content hash: cost-model seconds}`` of ``configs`` (no calibration: the reference machine's)."""
-    from .plan import estimate_run_seconds
-
-    return {cfg.content_hash(): estimate_run_seconds(cfg) for cfg in configs}
 
 
 def _cpu_seconds() -> float:

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import analysis
 from .. import criteria
+from .._markdown import fmt_bool
 from ._plot import fit_problem
 from ._registry import REGISTRY, claim, not_tested, verdict
 from ..study.answer import main_settings
@@ -197,22 +198,18 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
     def name(s) -> str:
         return f"top-{s.k} {s.label}"
 
-    def fits(r) -> bool:
-        return bool(r["fit_reported"])
+    def finding(r) -> str:  # the law fits, its gain is resolved, its α interval meets the window
+        if not r["fit_reported"]:
+            return "unfitted"
+        if not criteria.exceeds(r["gain"], r["gain_se"]):
+            return "unresolved"
+        return "passing" if r["alpha_lo"] <= hi and r["alpha_hi"] >= lo else "excluded"
 
-    def resolved(r) -> bool:
-        return criteria.exceeds(r["gain"], r["gain_se"])
-
-    def meets(r) -> bool:
-        return r["alpha_lo"] <= hi and r["alpha_hi"] >= lo
-
-    passing = [s for s, r in found if fits(r) and resolved(r) and meets(r)]
-    excluded = [s for s, r in found if fits(r) and resolved(r) and not meets(r)]
-    unfitted = [s for s, r in found if not fits(r)]
-    unresolved = [s for s, r in found if fits(r) and not resolved(r)]
+    passing, excluded, unfitted, unresolved = ([s for s, r in found if finding(r) == kind]
+                                               for kind in ("passing", "excluded", "unfitted", "unresolved"))
     rows = (("setting", "depths", "α", "interval", "χ²/dof", "R_1 − R_Lmax", "law fits"),) + tuple(
         (name(s), f"{s.depths[0]}–{s.depths[-1]}", f"{r['alpha']:.3g}", s.interval_text(r["alpha_lo"], r["alpha_hi"]),
-         f"{r['chi2']:.1f}/{r['dof']}", f"{r['gain']:+.4f} ± {r['gain_se']:.4f}", _yes(fits(r)))
+         f"{r['chi2']:.1f}/{r['dof']}", f"{r['gain']:+.4f} ± {r['gain_se']:.4f}", fmt_bool(bool(r["fit_reported"])))
         for s, r in found)
     evidence = (f"{table.source_text()}, {table.sizes_text()}; the recipe's candidate in every cell, reported on the "
                 "envelope's contexts; each setting in the table below."
@@ -237,10 +234,6 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
             [f"budget: settings not in the certified study ({len(missing)})"] if missing else [])
         outcome = verdict(len(passing) == len(found) and not missing, reason="; ".join(reasons))
     return dict(criterion=criterion, evidence=evidence, summary=summary, table=rows, **outcome)
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
 
 
 @claim("lazy_contrast", kind="contrast", figures=("fig1", "fig6a", "fig6b", "fig6c", "fig6d"),
@@ -318,13 +311,9 @@ def _linear_easy_claim(ctx, consistency) -> dict:
     summaries = [analysis.linear_easy_summary(ctx, a, b) for a, b in family.spectra]
     tested = [s for s in summaries if s.resolvable and s.fit.ok]
     unresolved = [s for s in summaries if not s.resolvable]
-    parts = []
-    for s in summaries:
-        if s.fit.ok:
-            parts.append(f"{s.label}: α = {s.fit.value('alpha'):.3f} ± {s.fit.se('alpha'):.3f} (ζ = {s.zeta:.3g}, "
-                         f"2ζ = {2 * s.zeta:.3g}; depths {int_list(s.fit_depths)})" + ("" if s.resolvable else " [not resolvable]"))
-        else:
-            parts.append(f"{s.label}: no fit ({s.fit.reason})")
+    parts = [f"{s.label}: α = {s.fit.value('alpha'):.3f} ± {s.fit.se('alpha'):.3f} (ζ = {s.zeta:.3g}, 2ζ = "
+             f"{2 * s.zeta:.3g}; depths {int_list(s.fit_depths)})" + ("" if s.resolvable else " [not resolvable]")
+             if s.fit.ok else f"{s.label}: no fit ({s.fit.reason})" for s in summaries]
     from .figures._linear import unrun_table2_rows
 
     not_run = unrun_table2_rows(ctx)

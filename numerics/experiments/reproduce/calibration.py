@@ -26,7 +26,7 @@ from typing import Iterable
 from numerics.models import get_model
 
 from ..execution import usable_cores
-from .plan import Plan, _duration, analysis_seconds, estimate_run_seconds, step_milliseconds
+from .plan import Plan, analysis_seconds, duration_text, estimate_run_seconds, step_milliseconds
 
 __all__ = ["CALIBRATION_SIZES", "Calibration", "RunTiming", "calibrate", "calibrated_estimate", "format_estimate",
            "machine_description", "measure_speeds", "other_load", "run_shape", "simd_level", "time_runs",
@@ -61,18 +61,15 @@ def simd_level() -> str:
     >>> isinstance(simd_level(), str)
     True
     """
-    try:
-        from numpy._core._multiarray_umath import __cpu_baseline__ as baseline
-        from numpy._core._multiarray_umath import __cpu_dispatch__ as dispatch
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # numpy < 2
+    import importlib
+
+    for module in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):  # numpy >= 2, numpy < 2
         try:
-            from numpy.core._multiarray_umath import __cpu_baseline__ as baseline
-            from numpy.core._multiarray_umath import __cpu_dispatch__ as dispatch
-            from numpy.core._multiarray_umath import __cpu_features__ as features
+            umath = importlib.import_module(module)
         except ImportError:
-            return "unknown SIMD"
-    return simd_level_of(set(baseline) | set(dispatch), features)
+            continue
+        return simd_level_of(set(umath.__cpu_baseline__) | set(umath.__cpu_dispatch__), umath.__cpu_features__)
+    return "unknown SIMD"
 
 
 def simd_level_of(targets, features) -> str:
@@ -557,9 +554,9 @@ def format_estimate(plan: Plan, calibration: Calibration, workers: int, *, extra
     cpu = runs + analysis["parallel"] + analysis["serial"]
     wall = runs / parallel + analysis["parallel"] / pooled + analysis["serial"]
     speeds = ", ".join(f"{engine} {value:.2f}x" for engine, value in calibration.speeds.items())
-    line = (f"estimated {_duration(wall)} wall on {workers} {backend} worker{'s' if workers != 1 else ''}, "
-            f"{_duration(cpu)} CPU (training {_duration(runs)}, analysis {_duration(cpu - runs)} of which "
-            f"{_duration(analysis['serial'])} in the main process; calibrated: this CPU runs the engine at "
+    line = (f"estimated {duration_text(wall)} wall on {workers} {backend} worker{'s' if workers != 1 else ''}, "
+            f"{duration_text(cpu)} CPU (training {duration_text(runs)}, analysis {duration_text(cpu - runs)} of which "
+            f"{duration_text(analysis['serial'])} in the main process; calibrated: this CPU runs the engine at "
             f"{calibration.speed:.1f}x the reference of the cost model: {speeds}; {calibration.machine}; measured in "
             f"{calibration.seconds:.0f} s)")
     cores = usable_cores()

@@ -129,10 +129,7 @@ class ReproductionContext:
                      samples: int | None = None) -> dict:
         """Linear floor by degree at the family's sizes (or ``d``, ``P``):
         exact for an isotropic input, Monte Carlo otherwise."""
-        key = self._floor_key(family, a, b, d, P, samples)
-        return self.memo(("floor", tuple(sorted(key.items()))),
-                         lambda: cached(self.cache_dir, "linear-floor", key, lambda: _linear_floor_value(key),
-                                        code=function_digest(_linear_floor_value)))
+        return self._theory("linear-floor", self._floor_key(family, a, b, d, P, samples), _linear_floor_value)
 
     def _finite_p_key(self, family: Family, a: float, b: float, depth: int | None = None) -> dict:
         return {"a": float(a), "b": float(b), "d": family.d, "P": family.P, "k": family.k,
@@ -142,12 +139,14 @@ class ReproductionContext:
     def finite_p_floor(self, family: Family, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
         """``(floor, se)`` of the finite-P floor of degree ``depth``, seeded
         by its own key (:func:`theory.floor.linear_floor_finite_p`)."""
-        key = self._finite_p_key(family, a, b, depth)
-        value = self.memo(("finite-p-floor", tuple(sorted(key.items()))),
-                          lambda: cached(self.cache_dir, "linear-floor-finite-p", key,
-                                         lambda: _finite_p_floor_value(key),
-                                         code=function_digest(_finite_p_floor_value)))
+        value = self._theory("linear-floor-finite-p", self._finite_p_key(family, a, b, depth), _finite_p_floor_value)
         return value["floor"], value["standard_error"]
+
+    def _theory(self, kind: str, key: dict, compute: Callable[[dict], dict]) -> dict:
+        """``compute(key)`` once: in memory, and in ``cache/`` under ``kind``, keyed on ``key`` and on the code of
+        ``compute`` (the entries :meth:`prefetch` fills)."""
+        return self.memo((kind, tuple(sorted(key.items()))),
+                         lambda: cached(self.cache_dir, kind, key, lambda: compute(key), code=function_digest(compute)))
 
     def prefetch(self, workers: int = 1) -> int:
         """Compute the Monte Carlo the artefacts will read, in ``workers`` processes; the number of values.

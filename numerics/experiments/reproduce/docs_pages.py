@@ -52,7 +52,7 @@ def _captions_from_report(report_text: str) -> dict:
 
 
 def _page(artefact, png: Path, scale: str, entry: dict, claims: dict) -> str:
-    from .report import _claim_bullets
+    from .report import claim_bullets
 
     width, _ = png_size(png)
     lines = [
@@ -74,7 +74,7 @@ def _page(artefact, png: Path, scale: str, entry: dict, claims: dict) -> str:
     if verdicts:
         lines += ["Computed from the numbers by the reproduction (`REPORT.md`, section *Verdict*):", ""]
         for claim in verdicts:
-            lines += _claim_bullets(claim, lead=":", escape=_escape)
+            lines += claim_bullets(claim, lead=":", escape=_escape)
         lines.append("")
     elif entry.get("verdicts") is None or "caption" not in entry:
         lines += ["The reproduction this page was made from recorded no verdicts per figure; see its `REPORT.md`.", ""]

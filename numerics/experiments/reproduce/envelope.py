@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -155,19 +156,25 @@ class EnvelopeTable:
 
     @property
     def main_P(self) -> int:
-        """The P of the study's main settings (the most common)."""
-        counts: dict = {}
-        for s in self.summaries:
-            counts[s.P] = counts.get(s.P, 0) + 1
-        return max(counts, key=counts.get)
+        """The P of the study's main settings (the most common; of equally common ones, the first)."""
+        return Counter(s.P for s in self.summaries).most_common(1)[0][0]
 
-    def has(self, a: float, b: float, k: int) -> bool:
-        return any((s.a, s.b, s.k, s.P) == (a, b, k, self.main_P) for s in self.summaries)
+    def find(self, a: float, b: float, k: int, *, P: int | None = None) -> EnvelopeSummary | None:
+        """The :class:`EnvelopeSummary` of one setting (default ``P``: the main one), or None.
+
+        Examples
+        --------
+        >>> table = load_envelopes()  # the shipped verdicts of a source checkout
+        >>> table.find(0.0, 0.0, 2).P == table.main_P, table.find(9.0, 9.0, 2)
+        (True, None)
+        """
+        P = self.main_P if P is None else int(P)
+        return next((s for s in self.summaries if (s.a, s.b, s.k, s.P) == (float(a), float(b), int(k), P)), None)
 
     def summary(self, a: float, b: float, k: int, *, P: int | None = None) -> EnvelopeSummary:
-        """The :class:`EnvelopeSummary` of one setting (default ``P``: the main one); ``KeyError`` naming it."""
+        """:meth:`find`, but a missing setting is a ``KeyError`` naming it."""
         P = self.main_P if P is None else int(P)
-        found = next((s for s in self.summaries if (s.a, s.b, s.k, s.P) == (float(a), float(b), int(k), P)), None)
+        found = self.find(a, b, k, P=P)
         if found is None:
             raise KeyError(f"no certified setting at (a, b, k, P) = ({a:g}, {b:g}, {k}, {P}) in {self.source}")
         return found
@@ -368,9 +375,9 @@ def sizes_section(table: EnvelopeTable | None, linear_sizes: tuple, sizes_path: 
         rows = []
         for r in paper_table("table1"):
             a, b = float(r["a"]), float(r["b"])
-            if not table.has(a, b, 2):
+            s = table.find(a, b, 2)
+            if s is None:
                 continue
-            s = table.summary(a, b, 2)
             L_C, C = s.at_deepest(s.C)
             paper = r["nonlinear_L0"]
             rows.append((f"({a:g}, {b:g})", paper, f"{s.R[-1]:.4g} ± {s.R_se[-1]:.2g} (L = {s.depths[-1]})",

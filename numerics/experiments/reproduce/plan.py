@@ -17,7 +17,7 @@ from numerics.models.cost import StepCost
 from ..scales import Family, Scale, get_scale
 
 __all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds", "step_milliseconds",
-           "study_seconds", "analysis_seconds"]
+           "study_seconds", "analysis_seconds", "duration_text"]
 
 
 @dataclass(frozen=True)
@@ -207,8 +207,8 @@ class Plan:
     ----------
     configs : tuple of numerics.train.TrainConfig
         The distinct training runs of the ``families`` the ``artefacts`` need.
-    run_seconds : tuple of float
-        :func:`estimate_run_seconds` of each; ``estimated_seconds``: the sum.
+    estimated_seconds : float
+        The sum of their :func:`estimate_run_seconds`.
     study_seconds : mapping of str to float
         The same for the studies besides (:func:`study_seconds`).
 
@@ -225,12 +225,6 @@ class Plan:
     configs: tuple
     estimated_seconds: float
     study_seconds: Mapping = field(default_factory=lambda: MappingProxyType({}))
-    run_seconds: tuple = ()
-
-    def run_costs(self) -> dict:
-        """``{content hash: estimated seconds}`` of the plan's runs."""
-        seconds = self.run_seconds or tuple(estimate_run_seconds(c) for c in self.configs)
-        return {config.content_hash(): value for config, value in zip(self.configs, seconds)}
 
     @property
     def total_seconds(self) -> float:
@@ -256,31 +250,38 @@ class Plan:
         for name in self.families:
             family = self.scale.families[name]
             lines.append(f"  {name}: {family.n_runs} runs — {family.describe()}")
-        from ..scales import MEASURED_RUN_TIMES
+        from ..scales import measured_run_time
 
-        measured = MEASURED_RUN_TIMES.get(self.scale.name)
+        measured = measured_run_time(self.scale.name)
         whole = measured is not None and set(self.artefacts) == set(ARTEFACTS)  # the measured figure, not a second one
 
         def on_workers(seconds: float) -> str:
-            return f" (≈ {_duration(seconds / workers)} on {workers} {backend} worker(s))" if workers else ""
+            return f" (≈ {duration_text(seconds / workers)} on {workers} {backend} worker(s))" if workers else ""
 
         if whole:
             line = f"  total: {self.n_runs} distinct training runs; whole reproduction measured: {measured.text()}"
         else:
             line = (f"  total: {self.n_runs} distinct training runs, cost-model estimate ≈ "
-                    f"{_duration(self.estimated_seconds)} of one core" + on_workers(self.estimated_seconds))
+                    f"{duration_text(self.estimated_seconds)} of one core" + on_workers(self.estimated_seconds))
         lines.append(line + "; the store is reused, so a re-run only trains what is missing")
         if self.study_seconds and not whole:
-            parts = ", ".join(f"{name} ≈ {_duration(value)}" for name, value in self.study_seconds.items())
+            parts = ", ".join(f"{name} ≈ {duration_text(value)}" for name, value in self.study_seconds.items())
             lines.append(f"  studies (skipped with --no-study): {parts}; all together ≈ "
-                         f"{_duration(self.total_seconds)} of one core" + on_workers(self.total_seconds))
+                         f"{duration_text(self.total_seconds)} of one core" + on_workers(self.total_seconds))
         if self.scale.needs_cluster:
             lines.append(f"  scale {self.scale.name!r} needs a Dask cluster: run with --backend dask "
                          "--scheduler tcp://HOST:8786")
         return "\n".join(lines)
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """A duration as the plan and the estimate print it: seconds below 2 min, minutes below 2 h, else hours.
+
+    Examples
+    --------
+    >>> duration_text(42.4), duration_text(185), duration_text(9000)
+    ('42 s', '3.1 min', '2 h')
+    """
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 2 * 3600:
@@ -311,10 +312,9 @@ def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Pl
         for config in scale.families[name].configs():
             unique.setdefault(config.content_hash(), config)
     configs = tuple(unique.values())
-    run_seconds = tuple(estimate_run_seconds(c) for c in configs)
     studies = MappingProxyType(study_seconds(scale) if only is None else {})
     return Plan(scale=scale, artefacts=ids, families=ordered, configs=configs,
-                estimated_seconds=sum(run_seconds), study_seconds=studies, run_seconds=run_seconds)
+                estimated_seconds=sum(estimate_run_seconds(c) for c in configs), study_seconds=studies)
 
 
 def study_seconds(scale: str | Scale) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections import Counter
 from pathlib import Path
 
 from .. import criteria
@@ -19,8 +20,8 @@ from ..study.curves import spectrum_label
 from ..study.plateaus import consistency_markdown as _consistency_section
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",
-           "INCONCLUSIVE_REASONS", "STATUSES", "conclusions", "consistency_markdown", "counts_text", "evaluate_claims",
-           "render_report", "report_data", "verdict_counts", "write_report"]
+           "INCONCLUSIVE_REASONS", "STATUSES", "claim_bullets", "conclusions", "consistency_markdown", "counts_text",
+           "evaluate_claims", "render_report", "report_data", "verdict_counts", "write_report"]
 
 
 def _scale_section(ctx, plan) -> list[str]:
@@ -74,11 +75,8 @@ def counts_text(claims) -> str:
     """
     def part(kind: str) -> str:
         mine = [c for c in claims if c.kind == kind]
-        marks: dict = {}
-        for status in STATUSES:  # in the order of the statuses, then of the claims
-            for c in mine:
-                if c.status == status:
-                    marks[c.mark] = marks.get(c.mark, 0) + 1
+        # in the order of the statuses, then of the claims (a stable sort; a Counter keeps the first-seen order)
+        marks = Counter(c.mark for c in sorted(mine, key=lambda c: STATUSES.index(c.status)))
         counts = ", ".join(f"{n} {mark}" for mark, n in marks.items()) or "none"
         return f"({len(mine)}): {counts}"
 
@@ -166,14 +164,14 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
         ran = (f"{sweep_summary.executed} trained now, {sweep_summary.skipped} reused from the store, "
                f"{sweep_summary.failed} failed, {sweep_summary.pending} pending; {sweep_summary.backend} backend, "
                f"{sweep_summary.workers} worker(s)")
-    from ..scales import MEASURED_RUN_TIMES
+    from ..scales import measured_run_time
 
     cpu_text = "" if cpu_time is None else (
         f" and {cpu_time:.0f} s of CPU time (user + system of this process and its local worker processes)")
     runs_text = (f"summed over the {done} finished runs in the store: {run_cpu:.0f} s of CPU time in the workers"
                  + (f" ({no_cpu} run(s) trained by an older version recorded none)" if no_cpu else "")
                  + f" and {run_wall:.0f} s of worker wall time")
-    measured = MEASURED_RUN_TIMES.get(ctx.scale.name)
+    measured = measured_run_time(ctx.scale.name)
     reference = (f" Measured reference for scale {ctx.scale.name} (from an empty directory): {measured.text()}."
                  if measured is not None else "")
     lines += [f"**Run time**: {wall_time:.0f} s wall{cpu_text} for this reproduction. Training runs: "
@@ -186,7 +184,7 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
                           ("contrast", "### The package's own contrasts (not claims of the paper)")):
         lines += [heading, ""]
         for claim in (c for c in claims if c.kind == kind):
-            lines += _claim_bullets(_claim_data(claim, {}))
+            lines += claim_bullets(_claim_data(claim, {}))
         lines.append("")
     counts = verdict_counts(claims)
     lines += [f"Verdicts: {counts_text(claims)}.", ""]
@@ -244,8 +242,15 @@ def _claim_data(c, about: dict) -> dict:
             "table": c.table_markdown, "evidence": c.evidence, "figures": list(about.get(c.id, ()))}
 
 
-def _claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
-    """A claim of :func:`report_data` as the report's Markdown bullets."""
+def claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
+    """A claim of :func:`report_data` as the report's Markdown bullets (``escape`` applied to its texts).
+
+    Examples
+    --------
+    >>> claim = report_data([], [Claim("modewise", "p", "c", "inconclusive", "e", reason="budget")])["claims"][0]
+    >>> claim_bullets(claim)
+    ['- **INCONCLUSIVE** — p', '  - criterion: c', '  - measured: e', '  - why inconclusive: budget']
+    """
     lines = [f"- **{claim['mark']}**{lead} {escape(claim['paper'])}", f"  - criterion: {escape(claim['criterion'])}",
              f"  - measured: {escape(claim['evidence'])}"]
     if claim.get("table"):

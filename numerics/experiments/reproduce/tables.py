@@ -64,13 +64,8 @@ class Table:
         """The rows (cells and raw values) as JSON."""
         return json.dumps({"id": self.id, "title": self.title, "columns": list(self.columns),
                            "rows": [dict(r) for r in self.rows], "notes": self.notes},
-                          indent=1, default=_json_default, allow_nan=True)
-
-
-def _json_default(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
+                          indent=1, default=lambda value: value.tolist() if hasattr(value, "tolist") else str(value),
+                          allow_nan=True)
 
 
 def _run_here(ctx, family_name: str, a: float, b: float) -> bool:
@@ -83,12 +78,14 @@ def _not_run(ctx, family_name: str) -> str:
     return f"not run at scale {ctx.scale.name}"
 
 
+def _absent(why: str, columns: tuple, undecided: tuple = ()) -> dict:
+    """The cells of a measurement not made: ``why`` in ``columns``, "n/a" in the agreement columns ``undecided``."""
+    return {**dict.fromkeys(columns, why), **dict.fromkeys(undecided, "n/a")}
+
+
 def _envelope(ctx, a: float, b: float, k: int):
     """The certified study's summary of ``(a, b, k)`` at its main P, or None."""
-    table = ctx.envelopes
-    if table is None or not table.has(float(a), float(b), int(k)):
-        return None
-    return table.summary(float(a), float(b), int(k))
+    return None if ctx.envelopes is None else ctx.envelopes.find(a, b, k)
 
 
 def _envelope_missing(ctx) -> str:
@@ -143,8 +140,8 @@ def table1(ctx) -> Table:
             values.update(envelope_R=float(env.R[-1]), envelope_R_se=float(env.R_se[-1]),
                           envelope_depth=env.depths[-1], envelope_agrees=agree, certified_verdict=env.verdict)
         else:
-            cells["certified envelope R*_L, deepest L"] = _envelope_missing(ctx)
-            cells["envelope agrees with paper L0"] = cells["certified verdict (depths it rests on)"] = "n/a"
+            cells.update(_absent(_envelope_missing(ctx), ("certified envelope R*_L, deepest L",),
+                                 ("envelope agrees with paper L0", "certified verdict (depths it rests on)")))
         if _run_here(ctx, "nonlinear_lazy", a, b):
             s = analysis.nonlinear_summary(ctx, "nonlinear_lazy", a, b)
             L0, se = s.fit.value("L0"), s.fit.se("L0")
@@ -157,9 +154,8 @@ def table1(ctx) -> Table:
             values.update(softmax_L0=L0, softmax_L0_se=se, bound=bound["single_head_loss"] if bound else None,
                           softmax_agrees=agree)
         else:
-            for c in ("lazy contrast: softmax L0", "oracle single head (lazy sizes)"):
-                cells[c] = _not_run(ctx, "nonlinear_lazy")
-            cells["lazy L0 agrees with paper"] = "n/a"
+            cells.update(_absent(_not_run(ctx, "nonlinear_lazy"), ("lazy contrast: softmax L0",
+                                 "oracle single head (lazy sizes)"), ("lazy L0 agrees with paper",)))
         if _run_here(ctx, "linear_difficult", a, b):
             t = analysis.linear_difficult_summary(ctx, "linear_difficult", a, b)
             cells["theory linear floor (same d, P)"] = fmt(t.floor, t.floor_se)
@@ -168,11 +164,9 @@ def table1(ctx) -> Table:
             values.update(linear_floor=t.floor, linear_plateau=t.plateau, linear_plateau_se=t.plateau_se,
                           linear_agrees=t.agrees)
         else:
-            for c in ("theory linear floor (same d, P)", "measured linear plateau"):
-                cells[c] = _not_run(ctx, "linear_difficult")
-            cells["linear plateau agrees with theory floor"] = "n/a"
-        cells["_values"] = values
-        rows.append(cells)
+            cells.update(_absent(_not_run(ctx, "linear_difficult"), ("theory linear floor (same d, P)",
+                                 "measured linear plateau"), ("linear plateau agrees with theory floor",)))
+        rows.append({**cells, "_values": values})
     notes = (f"Lazy contrast (softmax): {_sizes(lazy)}, {lazy.regime}; L0 from the fit R_L = L0 + c L^-α (eq. 16) to "
              f"the mean over seeds, ± Gauss-Newton SE. Linear: {_sizes(linear)}; plateau = R_L at the deepest model ± "
              "SE; theory floor of the same degree at the same (d, P) (eqs. 47-54). The paper does not state its sizes: "
@@ -213,13 +207,10 @@ def table2(ctx) -> Table:
             cells["agrees with paper α"] = fmt_bool(agree)
             values.update(alpha=alpha, alpha_se=se, between=s.between, agrees_paper=agree, resolvable=resolvable)
         else:
-            cells["measured α"] = _not_run(ctx, "linear_easy")
-            cells["depths fitted"] = "—"
-            cells["ζ ≤ α ≤ 2ζ"] = "n/a"
-            cells["agrees with paper α"] = "n/a"
+            cells.update({"measured α": _not_run(ctx, "linear_easy"), "depths fitted": "—", "ζ ≤ α ≤ 2ζ": "n/a",
+                          "agrees with paper α": "n/a"})
             values.update(resolvable=resolvable)
-        cells["_values"] = values
-        rows.append(cells)
+        rows.append({**cells, "_values": values})
     notes = (f"{_sizes(family)}, {family.regime}. α from R_L = c L^-α (L0 = 0, eqs. 88-89) on the depths inside the "
              "validity window of the constrained law, L ≤ (λ_1/λ_d)/10 (eq. 34: 1 ≪ L ≪ λ_1/λ_d); a row is "
              "resolvable at this d when the window holds at least three grid depths (λ_1/λ_d = d^a, so small a "
@@ -260,8 +251,8 @@ def table3(ctx) -> Table:
             cells["agrees with paper theory"] = fmt_bool(agree)
             values.update(paper_size_floor=floor, paper_size_floor_se=se, paper_theory_agrees=agree)
         else:
-            cells["package theory at d = 128, P = 1024"] = f"not computed at scale {ctx.scale.name}"
-            cells["agrees with paper theory"] = "n/a"
+            cells.update(_absent(f"not computed at scale {ctx.scale.name}", ("package theory at d = 128, P = 1024",),
+                                 ("agrees with paper theory",)))
         if family.k == k and _run_here(ctx, family_name, a, b):
             s = analysis.linear_difficult_summary(ctx, family_name, a, b)
             cells["package theory (same d, P)"] = fmt(s.floor, s.floor_se)
@@ -275,11 +266,10 @@ def table3(ctx) -> Table:
                           deviation=s.deviation, within_target=s.within_target, agrees=s.agrees,
                           finite_floor=s.finite_floor, finite_floor_se=s.finite_floor_se, below_finite=s.below_finite)
         else:
-            for c in ("package theory (same d, P)", "finite-P floor (same d, P)", "measured plateau", "deviation"):
-                cells[c] = _not_run(ctx, family_name)
-            cells["within 10 %"] = cells["agrees (2 SE)"] = cells["above the finite-P floor"] = "n/a"
-        cells["_values"] = values
-        rows.append(cells)
+            cells.update(_absent(_not_run(ctx, family_name), ("package theory (same d, P)",
+                                 "finite-P floor (same d, P)", "measured plateau", "deviation"),
+                                 ("within 10 %", "agrees (2 SE)", "above the finite-P floor")))
+        rows.append({**cells, "_values": values})
     k2, k16 = ctx.family("linear_difficult"), ctx.family("linear_difficult_k16")
     notes = (f"k = 2: {_sizes(k2)}; k = 16: {_sizes(k16)}. Theory: the floor T − hᵀG†h of the best covariance "
              "polynomial of degree L = the deepest model (eqs. 47-54), cosine ranking as in eq. (6): exact "
@@ -311,12 +301,10 @@ def table4(ctx) -> Table:
             s = analysis.nonlinear_summary(ctx, family_name, a, b)
             cells.update(_lazy_fit_cells(s, values, row))
         else:
-            for c in ("lazy contrast: L0", "lazy contrast: α", "lazy contrast: R² (log)"):
-                cells[c] = _not_run(ctx, family_name)
-            cells["lazy α agrees with paper"] = cells[LAZY_IN_WINDOW] = "n/a"
+            cells.update(_absent(_not_run(ctx, family_name), ("lazy contrast: L0", "lazy contrast: α",
+                                 "lazy contrast: R² (log)"), ("lazy α agrees with paper", LAZY_IN_WINDOW)))
         cells.update(_envelope_fit_cells(ctx, a, b, k, values))
-        cells["_values"] = values
-        rows.append(cells)
+        rows.append({**cells, "_values": values})
     listed = {(int(r["k"]), r["a"], r["b"]) for _, r in _paper_rows("table4")}
     for family_name in ("nonlinear_lazy", "nonlinear_k16"):
         family = ctx.family(family_name)
@@ -331,8 +319,7 @@ def table4(ctx) -> Table:
             values = {"k": family.k, "a": a, "b": b, "extra": True}
             cells.update(_lazy_fit_cells(s, values))
             cells.update(_envelope_fit_cells(ctx, a, b, family.k, values))
-            cells["_values"] = values
-            rows.append(cells)
+            rows.append({**cells, "_values": values})
     k2, k16 = ctx.family("nonlinear_lazy"), ctx.family("nonlinear_k16")
     notes = (f"Lazy contrast: top-2: {_sizes(k2)}; top-16: {_sizes(k16)}; {k2.regime}. Fit R_L = L0 + c L^-α (eq. 16) "
              "by least squares on log R (eqs. 88-89) to the mean over seeds; ± Gauss-Newton SE; R² on the log scale "
@@ -437,8 +424,7 @@ def table5(ctx) -> Table:
                 values.update(plateau=plateau, reason=gap.reason)
         cells.update({"lazy contrast: plateau L0 used": used, "lazy contrast: gap α": gap_alpha,
                       "lazy contrast: R² (log)": r_squared, "lazy agrees with paper": fmt_bool(agree)})
-        cells["_values"] = values
-        rows.append(cells)
+        rows.append({**cells, "_values": values})
     notes = (f"Lazy contrast: {_sizes(family)}, {family.regime}; there L0 is the plateau fitted to the contrast's own "
              "R_L (Table 4 fit), since the paper's L0 belong to other sizes. Certified study: the paper's own Table 1 "
              "L0, as the paper does (its softmax plateaus fit the study's sizes), gap fit on the log scale to the "
