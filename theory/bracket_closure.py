@@ -18,7 +18,7 @@ the Frank–Wolfe gap). Its width splits exactly into two parts that fall with d
 A rate counts as measured only when its exponent is positive (above :data:`FLAT`) by more than
 :data:`MEASURED_SES` standard errors of the regression; otherwise no extrapolation is made (the field is ``None`` with the reason).
 
-**The target.** Issue 44 asks for a width no larger than ``U_128 − R*_∞``. With ``R*_∞`` read at the
+**The target.** The bracket should be no wider than ``U_128 − R*_∞``. With ``R*_∞`` read at the
 *lower* estimate that condition is ``upper − lower ≤ U_128 − lower``, i.e. ``upper ≤ U_128``: it does not
 involve the gap at all, and it is the sign of the paired difference ``upper − U_128`` the shipped file
 holds (``met_at_lower``). A width that *resolves* ``U_128``'s distance to the limit must be at most

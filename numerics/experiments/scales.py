@@ -47,7 +47,6 @@ __all__ = [
     "MeasuredRunTime",
     "measured_run_time",
     "INFERRED_SOFTMAX_SIZES",
-    "CONSISTENCY_SIZES",
     "get_scale",
 ]
 
@@ -175,16 +174,6 @@ def measured_run_time(scale: str, results: str | Path | None = None) -> Measured
 SIZE_GRID_D = (8, 12, 16, 24, 32, 64)
 #: context lengths of that grid
 SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
-
-#: context lengths at d = 128 at which each scale checks the paper's plateaus (Table 3), and the quick scale's
-#: Monte-Carlo contexts there: at 1024 contexts every paper plateau already lies 7-15 SE below the bound
-#: (3 SE decide), where the scale's 8192 took most of the quick reproduction's post-training time
-CONSISTENCY_SIZES = {
-    "smoke": dict(d=16, P_values=(64,)),  # exercises the section only; sizes are not the paper's
-    "quick": dict(P_values=(1024,), paper_size_contexts=1024),
-    "medium": dict(P_values=(1024, 2048)),
-    "paper": dict(P_values=(1024, 2048)),
-}
 
 #: the regimes of the study (module table)
 REGIMES = ("lazy", "lazy_long", "converged", "frozen_heads", "separate_models")

@@ -29,8 +29,8 @@ from numerics.io import make_output_dir
 
 # the study and the sweep layer are imported where used: `idepth reproduce --help` needs neither
 from ..execution import Execution, as_execution
-from ..scales import CONSISTENCY_SIZES as _CONSISTENCY_SIZES, SCALES, Family, Scale, get_scale
-from .plan import ARTEFACTS, Plan, estimate_run_seconds, make_plan, parse_only
+from ..scales import SCALES, Family, Scale, get_scale
+from .plan import ARTEFACTS, CONSISTENCY_SIZES as _CONSISTENCY_SIZES, Plan, estimate_run_seconds, make_plan, parse_only
 
 __all__ = [
     "ARTEFACTS",

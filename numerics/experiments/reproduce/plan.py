@@ -16,8 +16,19 @@ from numerics.models.cost import StepCost
 
 from ..scales import Family, Scale, get_scale
 
-__all__ = ["Artefact", "ARTEFACTS", "Plan", "parse_only", "make_plan", "estimate_run_seconds", "step_milliseconds",
+__all__ = ["Artefact", "ARTEFACTS", "CONSISTENCY_SIZES", "Plan", "parse_only", "make_plan", "estimate_run_seconds", "step_milliseconds",
            "study_seconds", "analysis_seconds", "duration_text"]
+
+
+#: context lengths at d = 128 at which each scale checks the paper's plateaus (Table 3), and the quick scale's
+#: Monte-Carlo contexts there: at 1024 contexts every paper plateau already lies 7-15 SE below the bound
+#: (3 SE decide), where the scale's 8192 took most of the quick reproduction's post-training time
+CONSISTENCY_SIZES = {
+    "smoke": dict(d=16, P_values=(64,)),  # exercises the section only; sizes are not the paper's
+    "quick": dict(P_values=(1024,), paper_size_contexts=1024),
+    "medium": dict(P_values=(1024, 2048)),
+    "paper": dict(P_values=(1024, 2048)),
+}
 
 
 @dataclass(frozen=True)
@@ -370,7 +381,6 @@ def analysis_seconds(scale: str | Scale, artefacts: Sequence[str] | None = None,
     >>> analysis_seconds("quick", ["table2"], study=False)["parallel"]
     0.0
     """
-    from ..scales import CONSISTENCY_SIZES
     from ..study.plateaus import paper_plateaus
     from .context import FINITE_P_SEEDS
     from .tables import PAPER_D
