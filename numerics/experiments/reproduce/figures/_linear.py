@@ -7,7 +7,7 @@ import textwrap
 
 import numpy as np
 
-from .. import _plot as p
+from .. import plotting as p
 from .. import analysis
 from ...study.curves import spectrum_label
 

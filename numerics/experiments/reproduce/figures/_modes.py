@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _plot as p
+from .. import plotting as p
 from .. import analysis
 from ...study.curves import spectrum_label
 
