@@ -32,12 +32,10 @@ def _sizes(ctx) -> str:
 def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, caption_parts: list,
                           quantity: str = "R_L") -> None:
     family = ctx.family(family_name)
-    colours = p.colours(len(spectra))
     drawn = False
-    for index, (colour, (a, b)) in enumerate(zip(colours, spectra)):
+    for colour, marker, style, (a, b) in p.styled(spectra):
         s = analysis.nonlinear_summary(ctx, family_name, a, b)
         curve = {"R_L": s.R, "C_L": s.C, "A_minus_C": s.gap}[quantity]
-        marker, style = p.style(index)
         # with dashed fits the data stay solid; the marker tells the spectra apart
         if not p.errorbar(ax, curve, colour, f"{s.label}", marker=marker, linestyle="-" if quantity == "R_L" else style):
             continue
@@ -101,10 +99,10 @@ def excess_panel(ctx, ax, select: Callable[[float, float], bool], caption_parts:
     curves = [np.asarray(r[key]) - low for r, (low, _) in zip(rows, brackets) for key in ("envelope", "U")
               if r[key] is not None]
     floor = excess_floor(curves)
-    for index, (colour, row, (low, high)) in enumerate(zip(p.colours(len(rows)), rows, brackets)):
+    for colour, marker, _, (row, (low, high)) in p.styled(zip(rows, brackets)):
         L, R = np.asarray(row["depths"]), np.asarray(row["envelope"])
-        excess_band(ax, L, R, np.asarray(row["envelope_se"]), low, high, floor, colour=colour,
-                    marker=p.style(index)[0], label=row["label"], band_alpha=0.18 if len(rows) == 1 else 0.08)
+        excess_band(ax, L, R, np.asarray(row["envelope_se"]), low, high, floor, colour=colour, marker=marker,
+                    label=row["label"], band_alpha=0.18 if len(rows) == 1 else 0.08)
         if row["U"] is not None:
             ax.plot(L, np.maximum(np.asarray(row["U"]) - low, floor), color=colour, ls=":", lw=1.1)
         slopes = [local_slope(L, R - plateau, 16, 128) for plateau in (low, high)]
@@ -131,15 +129,13 @@ def envelope_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool
         p.no_data(ax, f"no certified study ({ctx.envelopes_error})")
         return
     groups = [g for g in table.groups(k=2) if g[3] == table.main_P and select(g[0], g[1])]
-    colours = p.colours(max(len(groups), 1))
     plateaus = {(float(r["a"]), float(r["b"])): r["nonlinear_L0"] for r in paper_table("table1")}
     drawn = []
-    for index, (colour, (a, b, k, P)) in enumerate(zip(colours, groups)):
+    for colour, marker, style, (a, b, k, P) in p.styled(groups):
         s = table.summary(a, b, k, P=P)
         mean = {"C_L": s.C, "A_minus_C": s.gap}[quantity]
         curve = Curve(quantity, a, b, np.asarray(s.depths), mean[None, :], mean, np.full_like(mean, np.nan),
                       np.full(len(s.depths), s.n_seeds), "seeds")
-        marker, style = p.style(index)
         if not p.errorbar(ax, curve, colour, s.label, marker=marker, linestyle=style):
             continue
         drawn.append(s)
@@ -347,16 +343,15 @@ def fig13(ctx) -> tuple:
     x = np.arange(len(levels))
     for ax, colour, (a, b) in zip(axes, p.colours(len(spectra)), spectra):
         here = False
-        for index, depth in enumerate((shallow, deepest)):
+        (m1, se1), (mL, seL) = (analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, depth, levels)
+                                for depth in (shallow, deepest))
+        for index, (depth, mean, se) in enumerate(((shallow, m1, se1), (deepest, mL, seL))):
             marker, style = p.style(index)
-            mean, se = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, depth, levels)
             if not np.any(np.isfinite(mean)):
                 continue
             here = drawn = True
             ax.errorbar(x, mean, yerr=np.where(np.isfinite(se), se, 0.0), color=colour if index else "0.35",
                         ls=style, marker=marker, ms=4, capsize=2, label=f"L = {depth}")
-        m1, _ = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, shallow, levels)
-        mL, _ = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, deepest, levels)
         if np.all(np.isfinite(m1)) and np.all(np.isfinite(mL)):
             parts.append(f"{spectrum_label(a, b)}: ΔQ(q) = Q_{shallow} − Q_{deepest} = "
                          + ", ".join(f"{d:.3g}" for d in (m1 - mL)) + f" at q = {', '.join(map(str, levels))}")
@@ -460,10 +455,10 @@ def _training_curves(ctx, array: str) -> tuple:
     family = ctx.family("nonlinear_easy")
     depth = min(family.depths)
     curves = []
-    for index, (colour, (a, b)) in enumerate(zip(p.colours(len(family.spectra)), family.spectra)):
+    for colour, marker, style, (a, b) in p.styled(family.spectra):
         curve = ctx.results.arrays(family.config(a, b, depth, family.seeds[0])).get(array)
         if curve is not None and len(curve):
-            curves.append((colour, *p.style(index), spectrum_label(a, b), np.asarray(curve)))
+            curves.append((colour, marker, style, spectrum_label(a, b), np.asarray(curve)))
     return family, depth, curves
 
 
@@ -492,13 +487,12 @@ def fig4b(ctx) -> tuple:
     family = ctx.family("nonlinear_easy")
     fig, ax = p.subplots(figsize=(6.0, 4.2))
     parts, drawn = [], False
-    for index, (colour, (a, b)) in enumerate(zip(p.colours(len(family.spectra)), family.spectra)):
+    for colour, marker, style, (a, b) in p.styled(family.spectra):
         s = analysis.easy_softmax_summary(ctx, a, b)
         keep = np.isfinite(s.ratio)
         if not np.any(keep):
             continue
         drawn = True
-        marker, style = p.style(index)
         ax.plot(np.asarray(s.depths)[keep], s.ratio[keep], marker=marker, ls=style, color=colour, label=s.label)
         parts.append(f"{s.label}: final/initial = " + ", ".join(f"{r:.3g}" for r in s.ratio[keep])
                      + f" at L = {int_list(np.asarray(s.depths)[keep])}")
