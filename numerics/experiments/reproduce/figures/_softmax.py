@@ -114,7 +114,9 @@ def excess_panel(ctx, ax, select: Callable[[float, float], bool], caption_parts:
     L = np.asarray(rows[0]["depths"], dtype=float)
     top = max(row["envelope"][0] - low for row, (low, _) in zip(rows, brackets))
     ax.plot(L, top / (L / L[0]), color="0.45", ls="--", lw=1.0, label="α = 1 (c/L)")
-    p.depth_axis(ax, sorted({L for row in rows for L in row["depths"]}))
+    depths = sorted({L for row in rows for L in row["depths"]})
+    p.depth_axis(ax, depths)
+    ax.set_xticks(depths)  # every depth labelled, also where a narrow panel would thin the log axis's ticks
     ax.set_ylim(bottom=floor * 0.8)
     ax.set_ylabel("R*_L − R*_∞ (excess over the limit)")
 
