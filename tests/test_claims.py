@@ -661,7 +661,7 @@ def test_three_outcome_verdict_rules():
 def test_a_claim_registered_once_appears_in_every_list_the_report_reads(tmp_path, monkeypatch):
     """The report's claim list, ids, figures and central claims are views of one registry: a claim registered in it
     once appears in the verdict, its counts, the opening paragraph and report.json."""
-    from numerics.experiments.reproduce._plot import Figure
+    from numerics.experiments.reproduce.plotting import Figure
     from numerics.experiments.reproduce._registry import REGISTRY, verdict
 
     assert report_module.CLAIMS == REGISTRY.specs and CLAIM_IDS == REGISTRY.ids == tuple(s.id for s in REGISTRY.specs)

@@ -393,7 +393,7 @@ def drawn(smoke, tmp_path_factory):
     """Every figure of the smoke reproduction redrawn from its store, with the matplotlib figures kept."""
     import shutil
 
-    from numerics.experiments.reproduce import _plot as plot_module
+    from numerics.experiments.reproduce import plotting as plot_module
     from numerics.experiments.reproduce import figures as figures_module
     from numerics.experiments.reproduce.context import ReproductionContext
 
@@ -438,7 +438,7 @@ def test_no_two_data_curves_of_a_panel_share_marker_and_line_style(drawn, artefa
 def test_fits_that_do_not_determine_alpha_are_not_drawn_and_the_legend_says_why():
     from theory.fitting import fit_depth_law
 
-    from numerics.experiments.reproduce._plot import fit_problem, plot_fit as _plot_fit
+    from numerics.experiments.reproduce.plotting import fit_problem, plot_fit as _plot_fit
     from numerics.experiments.study.curves import FitSummary
 
     depths = np.array([1, 2, 4, 8])
@@ -629,7 +629,7 @@ def test_consistency_statements_below_the_bound_are_one_table_not_bullets():
 
 
 def _log_tick_labels(fig) -> list[str]:
-    from numerics.experiments.reproduce._plot import _renderer
+    from numerics.experiments.reproduce.plotting import _renderer
 
     _renderer(fig)
     return [t.get_text() for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) if axis.get_scale() == "log"
@@ -645,7 +645,7 @@ def test_log_axes_are_labelled_with_plain_numbers(drawn, artefact_id):
 
 @pytest.mark.parametrize("artefact_id", FIGURES)
 def test_no_legend_covers_a_data_point(drawn, artefact_id):
-    from numerics.experiments.reproduce._plot import _renderer, legend_covers_data
+    from numerics.experiments.reproduce.plotting import _renderer, legend_covers_data
 
     _, _, kept = drawn
     fig = kept[artefact_id]
@@ -656,7 +656,7 @@ def test_no_legend_covers_a_data_point(drawn, artefact_id):
 @pytest.mark.parametrize("artefact_id", FIGURES)
 def test_every_title_and_axis_label_lies_inside_the_figure(drawn, artefact_id):
     """A label longer than its axis (fig7b's reducible-loss formula once was) is clipped at the figure's edge."""
-    from numerics.experiments.reproduce._plot import _renderer
+    from numerics.experiments.reproduce.plotting import _renderer
 
     _, _, kept = drawn
     fig = kept[artefact_id]
@@ -673,7 +673,7 @@ def test_every_title_and_axis_label_lies_inside_the_figure(drawn, artefact_id):
 
 
 def test_a_legend_over_data_is_detected_and_moved_below_the_panel():
-    from numerics.experiments.reproduce import _plot as plot_module
+    from numerics.experiments.reproduce import plotting as plot_module
 
     plt = plot_module.pyplot()
     fig, ax = plt.subplots(figsize=(4, 3), constrained_layout=True)

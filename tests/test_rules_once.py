@@ -41,7 +41,7 @@ NOT_RULES = {
                   "BOUND_SEED": "the seed the bounds' streams derive from"},
     "reproduce/context.py": {"THEORY_SEED": "the seed of the theory's Monte-Carlo estimates",
                              "FINITE_P_SEEDS": "independent fits of each finite-P floor: a sample size"},
-    "reproduce/_plot.py": {"LEGEND_CLEARANCE": "figure layout"},
+    "reproduce/plotting.py": {"LEGEND_CLEARANCE": "figure layout"},
     "reproduce/calibration.py": {"TIMED_SHARE": "how much of a plan the run-time estimate times: a sample size",
                                  "TIMING_BUDGET": "how long the run-time estimate may time: a sample size"},
     "reproduce/figures/_linear.py": {"_PANEL_EXPONENT": "figure layout"},

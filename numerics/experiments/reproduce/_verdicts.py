@@ -13,7 +13,7 @@ import numpy as np
 from . import analysis
 from .. import criteria
 from .._markdown import fmt_bool
-from ._plot import fit_problem
+from .plotting import fit_problem
 from ._registry import REGISTRY, claim, not_tested, verdict
 from ..study.answer import main_settings
 from ..study.curves import spectrum_label

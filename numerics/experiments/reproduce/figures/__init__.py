@@ -12,8 +12,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable
 
-from .. import _plot as p
-from .._plot import STYLES, Figure, fit_problem
+from .. import plotting as p
+from ..plotting import STYLES, Figure, fit_problem
 from ._linear import fig5a, fig5b, linear_easy_figure
 from ._modes import modewise_figure, reducible_mode_spread
 from ._softmax import fig1, fig4a, fig4b, fig4c, fig6ab, fig6cd, fig11, fig12, fig13, fig14, model_figure

@@ -7,7 +7,7 @@ import textwrap
 
 import numpy as np
 
-from .. import _plot as p
+from .. import plotting as p
 from .. import analysis
 from ...study.curves import spectrum_label
 
@@ -155,10 +155,9 @@ def fig5b(ctx) -> tuple:
 
     fig, ax = p.subplots(figsize=(5.2, 4.8))
     xs, parts = [], []
-    pairs = [(marker, name, spectrum) for marker, name in (("o", "linear_difficult"), ("s", "linear_difficult_k16"))
+    pairs = [(name, spectrum) for name in ("linear_difficult", "linear_difficult_k16")
              for spectrum in ctx.family(name).spectra]
-    for index, (colour, (_, family_name, (a, b))) in enumerate(zip(p.colours(len(pairs)), pairs)):
-        marker = p.style(index)[0]  # points of different spectra may coincide: each its own marker
+    for colour, marker, _, (family_name, (a, b)) in p.styled(pairs):  # points may coincide: each its own marker
         family = ctx.family(family_name)
         s = analysis.linear_difficult_summary(ctx, family_name, a, b)
         if not math.isfinite(s.plateau):

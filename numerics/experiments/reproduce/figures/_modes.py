@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _plot as p
+from .. import plotting as p
 from .. import analysis
 from ...study.curves import spectrum_label
 
@@ -46,14 +46,12 @@ def reducible_mode_spread(ctx, family_name: str, spectrum) -> tuple:
 def _modewise_lines(ax, depths, matrix, *, reducible: bool) -> list:
     d = matrix.shape[1]
     modes = sorted({1, 2, 4, 8, 16, 32, 64, 128, d} & set(range(1, d + 1)))
-    colours = p.colours(len(modes))
     if reducible:
         matrix = _reducible(matrix)
         mean, std = np.nanmean(matrix, axis=1), np.nanstd(matrix, axis=1)
         ax.fill_between(depths, mean - std, mean + std, color="0.8", lw=0,
                         label=f"mean ± std over all {d} modes (the spread tested)")
-    for index, (colour, mode) in enumerate(zip(colours, modes)):
-        marker, style = p.style(index)
+    for colour, marker, style, mode in p.styled(modes):
         ax.plot(depths, matrix[:, mode - 1], marker=marker, ms=3.5, ls=style, color=colour, label=f"mode k = {mode}")
     return modes
 

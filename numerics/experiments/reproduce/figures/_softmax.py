@@ -8,23 +8,34 @@ from typing import Callable
 
 import numpy as np
 
-from .. import _plot as p
+from ..._plotting import excess_band, excess_floor
+from .. import plotting as p
 from .. import analysis
 from ...study.answer import main_settings
 from ...study.curves import Curve, spectrum_label
 from ..results import int_list
 from ._linear import panel_grid
 
+#: what the lines of :func:`excess_panel` are, in a panel's title and in a caption
+EXCESS_KEY = "band: R*_∞'s bracket; dotted: U_L; dashed: α = 1"
+EXCESS_CAPTION = ("the envelope's excess over the infinite-mixture limit R*_∞ (a lower bound on every depth's "
+                  "optimum), R*_L − R*_∞, on log–log axes, where R_L = R*_∞ + c L^-α (eq. 16) is a straight line "
+                  "of slope −α; markers (± SE): the excess over R*_∞'s lower estimate, the band down to the excess over "
+                  "the upper end of its bracket (its upper estimate or U_L); dotted: U_L, the models built by hand "
+                  "(an upper bound on the optimum), over the same low end; dashed grey: α = 1.")
+
+
+def _sizes(ctx) -> str:
+    return ctx.envelopes.sizes_text() if ctx.envelopes is not None else "no certified study"
+
 
 def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, caption_parts: list,
                           quantity: str = "R_L") -> None:
     family = ctx.family(family_name)
-    colours = p.colours(len(spectra))
     drawn = False
-    for index, (colour, (a, b)) in enumerate(zip(colours, spectra)):
+    for colour, marker, style, (a, b) in p.styled(spectra):
         s = analysis.nonlinear_summary(ctx, family_name, a, b)
         curve = {"R_L": s.R, "C_L": s.C, "A_minus_C": s.gap}[quantity]
-        marker, style = p.style(index)
         # with dashed fits the data stay solid; the marker tells the spectra apart
         if not p.errorbar(ax, curve, colour, f"{s.label}", marker=marker, linestyle="-" if quantity == "R_L" else style):
             continue
@@ -43,10 +54,76 @@ def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, cap
         p.no_data(ax, p.missing(ctx, family_name))
 
 
-def envelope_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool], caption_parts: list) -> None:
-    """The certified study's ``quantity`` (``R_L``: the envelope R*_L with the untrained bound B_L dashed;
-    ``C_L``, ``A_minus_C``: the winners' decomposition) for the top-2 spectra ``select(a, b)`` at its main P,
-    with the paper's Table 1 plateau dotted."""
+def certified_excess(ctx) -> list[dict]:
+    """:func:`~numerics.experiments.study.certified.excess.excess_rows` of the certified study the reproduction
+    reads (``ctx.envelopes``, the revised study's settings): per Table 1 spectrum, the envelope with its SE, the
+    shipped ``U_L`` and ``R*_∞``'s bracket. Empty without the certified study.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> certified_excess(SimpleNamespace(envelopes=None))
+    []
+    """
+    from types import SimpleNamespace
+
+    from ...study.certified.excess import excess_rows
+    from ...study.certified.plan import REVISED_PLAN
+
+    if ctx.envelopes is None:
+        return []
+    # excess_rows reads a study summary's setting, depths and envelope: the same numbers the verdicts file holds
+    summaries = [SimpleNamespace(setting=(s.a, s.b, s.k, s.d, s.N, s.P), depths=s.depths, envelope=s.R,
+                                 envelope_se=s.R_se) for s in ctx.envelopes.summaries if s.study == "revised"]
+    return excess_rows(summaries, REVISED_PLAN)
+
+
+def excess_panel(ctx, ax, select: Callable[[float, float], bool], caption_parts: list) -> None:
+    """The certified envelope's excess over the infinite-mixture limit, ``R*_L − R*_∞``, against L on log–log axes,
+    one colour and marker per Table 1 spectrum ``select(a, b)`` with ``R*_∞`` shipped (paper eq. 16 with
+    ``L0 = R*_∞``: a straight line of slope ``−α``).
+
+    ``R*_∞`` is known to lie in a bracket (:func:`~numerics.experiments.study.certified.excess.plateau_bracket`):
+    the markers (± SE) are the excess over its low end, the band reaches down to the excess over its high end;
+    ``U_L``, the models built by hand (an upper bound on the optimum), dotted above; α = 1 dashed grey through the
+    highest excess at the first depth."""
+    from ...study.certified.excess import local_slope, plateau_bracket
+
+    rows = [r for r in certified_excess(ctx) if select(r["a"], r["b"]) and r["plateau"] is not None]
+    if not rows:
+        p.no_data(ax, f"no certified study ({ctx.envelopes_error})" if ctx.envelopes is None else
+                  "no such spectrum with R*_∞ shipped (idepth bracket compute)")
+        p.depth_axis(ax, [1])
+        return
+    brackets = [plateau_bracket(r) for r in rows]
+    curves = [np.asarray(r[key]) - low for r, (low, _) in zip(rows, brackets) for key in ("envelope", "U")
+              if r[key] is not None]
+    floor = excess_floor(curves)
+    for colour, marker, _, (row, (low, high)) in p.styled(zip(rows, brackets)):
+        L, R = np.asarray(row["depths"]), np.asarray(row["envelope"])
+        excess_band(ax, L, R, np.asarray(row["envelope_se"]), low, high, floor, colour=colour, marker=marker,
+                    label=row["label"], band_alpha=0.18 if len(rows) == 1 else 0.08)
+        if row["U"] is not None:
+            ax.plot(L, np.maximum(np.asarray(row["U"]) - low, floor), color=colour, ls=":", lw=1.1)
+        slopes = [local_slope(L, R - plateau, 16, 128) for plateau in (low, high)]
+        caption_parts.append(f"certified {row['label']}: R*_∞ in [{low:.4f}, {high:.4f}], R*_L − R*_∞ at "
+                             f"L = {L[-1]}: {R[-1] - high:.3g} to {R[-1] - low:.3g}, log–log slope over L = 16–128 "
+                             f"{slopes[0]:.2f} / {slopes[1]:.2f} (low / high end)")
+    if any(row["U"] is not None for row in rows):
+        ax.plot([], [], color="0.3", ls=":", lw=1.1, label="U_L, models built by hand")
+    L = np.asarray(rows[0]["depths"], dtype=float)
+    top = max(row["envelope"][0] - low for row, (low, _) in zip(rows, brackets))
+    ax.plot(L, top / (L / L[0]), color="0.45", ls="--", lw=1.0, label="α = 1 (c/L)")
+    depths = sorted({L for row in rows for L in row["depths"]})
+    p.depth_axis(ax, depths)
+    ax.set_xticks(depths)  # every depth labelled, also where a narrow panel would thin the log axis's ticks
+    ax.set_ylim(bottom=floor * 0.8)
+    ax.set_ylabel("R*_L − R*_∞ (excess over the limit)")
+
+
+def envelope_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool]) -> None:
+    """The certified study's winners' decomposition (``quantity``: ``C_L`` or ``A_minus_C``, eqs. 61-63) for the
+    top-2 spectra ``select(a, b)`` at its main P, with the paper's Table 1 plateau dotted under ``C_L``."""
     from theory.paper import paper_table
 
     table = ctx.envelopes
@@ -54,32 +131,23 @@ def envelope_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool
         p.no_data(ax, f"no certified study ({ctx.envelopes_error})")
         return
     groups = [g for g in table.groups(k=2) if g[3] == table.main_P and select(g[0], g[1])]
-    colours = p.colours(max(len(groups), 1))
     plateaus = {(float(r["a"]), float(r["b"])): r["nonlinear_L0"] for r in paper_table("table1")}
     drawn = []
-    for index, (colour, (a, b, k, P)) in enumerate(zip(colours, groups)):
+    for colour, marker, style, (a, b, k, P) in p.styled(groups):
         s = table.summary(a, b, k, P=P)
-        mean, se = {"R_L": (s.R, s.R_se), "C_L": (s.C, np.full_like(s.C, np.nan)),
-                    "A_minus_C": (s.gap, np.full_like(s.gap, np.nan))}[quantity]
-        curve = Curve(quantity, a, b, np.asarray(s.depths), mean[None, :], mean, se, np.full(len(s.depths), s.n_seeds),
-                      "seeds")
-        marker, style = p.style(index)
+        mean = {"C_L": s.C, "A_minus_C": s.gap}[quantity]
+        curve = Curve(quantity, a, b, np.asarray(s.depths), mean[None, :], mean, np.full_like(mean, np.nan),
+                      np.full(len(s.depths), s.n_seeds), "seeds")
         if not p.errorbar(ax, curve, colour, s.label, marker=marker, linestyle=style):
             continue
         drawn.append(s)
-        if quantity == "R_L":
-            ax.plot(s.depths, s.bound, color=colour, lw=0.9, ls="--")
-            caption_parts.append(f"certified {s.label}: R*_1 − R*_{s.depths[-1]} = {s.gain[-1]:+.3f} ± "
-                                 f"{s.gain_se[-1]:.3f}, {s.verdict} (rests on L = {', '.join(map(str, s.checked)) or 'none'})")
-        if quantity in ("R_L", "C_L") and (a, b) in plateaus:
+        if quantity == "C_L" and (a, b) in plateaus:
             ax.axhline(plateaus[(a, b)], color=colour, lw=0.9, ls=(0, (1, 2)))
     p.depth_axis(ax, sorted({L for s in drawn for L in s.depths}) or [1], logy=False)
     ax.set_title(f"certified envelope, top-2 ({table.sizes_text()})"
-                 + ("\ndashed: bound B_L; dotted: paper's L0" if quantity == "R_L" else
-                    "\ndotted: the paper's L0" if quantity == "C_L" else ""), fontsize=9)
+                 + ("\ndotted: the paper's L0" if quantity == "C_L" else ""), fontsize=9)
     if not drawn:
-        p.no_data(ax, "no such spectrum decomposed in the certified study" if quantity != "R_L" else
-                  "no such spectrum in the certified study")
+        p.no_data(ax, "no such spectrum decomposed in the certified study")
 
 
 def fig6ab(ctx, *, fixed: str) -> tuple:
@@ -91,8 +159,9 @@ def fig6ab(ctx, *, fixed: str) -> tuple:
     title = f"softmax, top-{family.k}, {fixed} = 0, varying {varying}\n({p.sizes(family)}, {p.regime(family)})"
     fig, (ax, right) = p.subplots(1, 2, figsize=(12.0, 4.6))
     parts: list[str] = []
-    envelope_panel(ctx, right, "R_L", lambda a, b: {"a": a, "b": b}[fixed] == 0.0, parts)
-    right.set_ylabel("held-out loss R_L")
+    excess_panel(ctx, right, lambda a, b: {"a": a, "b": b}[fixed] == 0.0, parts)
+    right.set_title(f"certified envelope over the infinite-mixture limit, {fixed} = 0\n({_sizes(ctx)}; "
+                    f"{EXCESS_KEY})", fontsize=9)
     p.legend(right)
     nonlinear_depth_panel(ctx, ax, "nonlinear_lazy", spectra, title="lazy contrast: " + title, caption_parts=parts)
     if fixed == "a" and ctx.ran("nonlinear_converged"):
@@ -108,9 +177,7 @@ def fig6ab(ctx, *, fixed: str) -> tuple:
                              + ", ".join(f"{v:.3g}" for v in gain.mean) + f" at L = {int_list(gain.depths)}")
     ax.set_ylabel("held-out loss R_L")
     p.legend(ax, ncol=1, loc="upper right")
-    caption = (f"R_L against depth, softmax attention on the top-{family.k} task. Right: the certified envelope R*_L "
-               "(the best loss each depth reaches, mean over seeds ± SE; dashed: the untrained bound B_L; dotted: the "
-               "paper's Table 1 plateau). Left, the lazy "
+    caption = (f"R_L against depth, softmax attention on the top-{family.k} task. Right: {EXCESS_CAPTION} Left, the lazy "
                f"contrast, {family.regime}; dashed: fit of R_L = L0 + c L^-α (eq. 16); dash-dotted: best single softmax "
                "head (oracle bound). " + "; ".join(parts))
     return fig, caption
@@ -125,7 +192,7 @@ def fig6cd(ctx, *, quantity: str, ylabel: str) -> tuple:
                           title=f"lazy contrast: softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
     ax.set_ylabel(ylabel)
     p.legend(ax)
-    envelope_panel(ctx, right, quantity, lambda a, b: True, parts)
+    envelope_panel(ctx, right, quantity, lambda a, b: True)
     right.set_ylabel(ylabel)
     p.legend(right)
     conv = ""
@@ -278,16 +345,15 @@ def fig13(ctx) -> tuple:
     x = np.arange(len(levels))
     for ax, colour, (a, b) in zip(axes, p.colours(len(spectra)), spectra):
         here = False
-        for index, depth in enumerate((shallow, deepest)):
+        (m1, se1), (mL, seL) = (analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, depth, levels)
+                                for depth in (shallow, deepest))
+        for index, (depth, mean, se) in enumerate(((shallow, m1, se1), (deepest, mL, seL))):
             marker, style = p.style(index)
-            mean, se = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, depth, levels)
             if not np.any(np.isfinite(mean)):
                 continue
             here = drawn = True
             ax.errorbar(x, mean, yerr=np.where(np.isfinite(se), se, 0.0), color=colour if index else "0.35",
                         ls=style, marker=marker, ms=4, capsize=2, label=f"L = {depth}")
-        m1, _ = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, shallow, levels)
-        mL, _ = analysis.selection_quantiles(ctx, "nonlinear_lazy", a, b, deepest, levels)
         if np.all(np.isfinite(m1)) and np.all(np.isfinite(mL)):
             parts.append(f"{spectrum_label(a, b)}: ΔQ(q) = Q_{shallow} − Q_{deepest} = "
                          + ", ".join(f"{d:.3g}" for d in (m1 - mL)) + f" at q = {', '.join(map(str, levels))}")
@@ -337,11 +403,9 @@ def fig1(ctx) -> tuple:
                    fontsize=9)
     p.legend(left)
 
-    envelope_panel(ctx, middle, "R_L", lambda a, b: (a, b) == (0.0, 0.0), parts)
-    middle.set_ylabel("held-out loss R_L")
-    sizes = ctx.envelopes.sizes_text() if ctx.envelopes is not None else "no certified study"
-    middle.set_title(f"softmax, top-2 task: CERTIFIED ENVELOPE\n(the best loss each depth reaches; {sizes})"
-                     "\ndashed: untrained bound B_L; dotted: the paper's L0", fontsize=9)
+    excess_panel(ctx, middle, lambda a, b: (a, b) == (0.0, 0.0), parts)
+    middle.set_title(f"softmax, top-2 task: CERTIFIED ENVELOPE − R*_∞\n(the best loss each depth reaches, over the "
+                     f"infinite-mixture limit;\n{_sizes(ctx)}; {EXCESS_KEY})", fontsize=9)
     p.legend(middle)
 
     lazy = ctx.family("nonlinear_lazy")
@@ -368,7 +432,8 @@ def fig1(ctx) -> tuple:
                  "the easy task against depth, with the constrained (ζ) and free (2ζ) polynomial laws. Middle: "
                  "softmax attention on the top-2 task, the certified envelope (the best loss each depth reaches, "
                  "selected on one held-out set and reported on another) on which the inverse-depth law is judged "
-                 f"(docs/results/certified-revised/certified-study.md: {_certified_verdicts_text(ctx)}). Right: the package's "
+                 f"(docs/results/certified-revised/certified-study.md: {_certified_verdicts_text(ctx)}): "
+                 f"{EXCESS_CAPTION} Right: the package's "
                  f"lazy-training contrast ({lazy.regime}), softmax against linear attention and its floor. "
                  + "; ".join(parts))
 
@@ -392,10 +457,10 @@ def _training_curves(ctx, array: str) -> tuple:
     family = ctx.family("nonlinear_easy")
     depth = min(family.depths)
     curves = []
-    for index, (colour, (a, b)) in enumerate(zip(p.colours(len(family.spectra)), family.spectra)):
+    for colour, marker, style, (a, b) in p.styled(family.spectra):
         curve = ctx.results.arrays(family.config(a, b, depth, family.seeds[0])).get(array)
         if curve is not None and len(curve):
-            curves.append((colour, *p.style(index), spectrum_label(a, b), np.asarray(curve)))
+            curves.append((colour, marker, style, spectrum_label(a, b), np.asarray(curve)))
     return family, depth, curves
 
 
@@ -424,13 +489,12 @@ def fig4b(ctx) -> tuple:
     family = ctx.family("nonlinear_easy")
     fig, ax = p.subplots(figsize=(6.0, 4.2))
     parts, drawn = [], False
-    for index, (colour, (a, b)) in enumerate(zip(p.colours(len(family.spectra)), family.spectra)):
+    for colour, marker, style, (a, b) in p.styled(family.spectra):
         s = analysis.easy_softmax_summary(ctx, a, b)
         keep = np.isfinite(s.ratio)
         if not np.any(keep):
             continue
         drawn = True
-        marker, style = p.style(index)
         ax.plot(np.asarray(s.depths)[keep], s.ratio[keep], marker=marker, ls=style, color=colour, label=s.label)
         parts.append(f"{s.label}: final/initial = " + ", ".join(f"{r:.3g}" for r in s.ratio[keep])
                      + f" at L = {int_list(np.asarray(s.depths)[keep])}")

@@ -51,6 +51,19 @@ def style(index: int) -> tuple:
     return STYLES[index % len(STYLES)]
 
 
+def styled(items) -> list[tuple]:
+    """``(colour, marker, line style, item)`` for each of ``items``: the i-th gets the i-th colour of tab10 and the
+    i-th of :data:`STYLES`, so curves that coincide stay apart.
+
+    Examples
+    --------
+    >>> [(marker, line) for _, marker, line, _ in styled("xy")]
+    [('o', '-'), ('s', '--')]
+    """
+    items = list(items)
+    return [(colour, *style(index), item) for index, (colour, item) in enumerate(zip(colours(len(items)), items))]
+
+
 def save(ctx, fig, artefact_id: str) -> tuple:
     """Write ``fig`` as PNG and PDF atomically (no legend over data); close it."""
     from numerics.io import save_figure
