@@ -11,7 +11,7 @@ import numpy as np
 
 from numerics.io import save_figure
 
-from ..._plotting import depth_ticks, pyplot
+from ..._plotting import depth_ticks, excess_band, excess_floor, pyplot
 from ...criteria import GAIN_LAW_MAX_CHI2_DOF
 from .formatting import RECIPE_LABELS, bounded, recipe_order, setting_label
 from .statistics import ALPHA_GRID
@@ -223,13 +223,9 @@ def draw_excess_figure(rows, path) -> Path:
         curves = [("trained envelope R*_L", "C0", "o", np.asarray(row["envelope"]), np.asarray(row["envelope_se"]))]
         if row.get("U") is not None:
             curves.append(("U_L (built by hand)", "C1", "s", np.asarray(row["U"]), np.asarray(row["U_se"])))
-        top = np.concatenate([R - low for _, _, _, R, _ in curves])
-        floor = max(float(np.min(top[top > 0])) / 30.0, 1e-6) if np.any(top > 0) else 1e-4
+        floor = excess_floor([R - low for _, _, _, R, _ in curves])
         for name, colour, marker, R, se in curves:
-            most, least = R - low, R - high
-            ax.fill_between(L, np.maximum(least, floor), np.maximum(most, floor), color=colour, alpha=0.18, lw=0)
-            ax.errorbar(L, np.maximum(most, floor), yerr=np.minimum(se, 0.999 * np.maximum(most, floor)),
-                        fmt=marker + "-", color=colour, ms=4, lw=1, capsize=2, label=name)
+            excess_band(ax, L, R, se, low, high, floor, colour=colour, marker=marker, label=name)
         first = row["envelope"][0] - low
         if first > 0:
             ax.plot(L, first / L, "k--", lw=0.9, label="α = 1")
