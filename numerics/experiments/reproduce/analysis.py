@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import criteria
-from ..study.curves import Curve, CurveSummary, FitSummary, _Labelled, fit_curve, summarise_curves
+from ..study.curves import Curve, CurveSummary, FitSummary, Labelled, fit_curve, summarise_curves
 
 __all__ = [
     "LinearEasySummary",
@@ -78,7 +78,7 @@ def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: 
 
 
 @dataclass(frozen=True, eq=False)
-class LinearEasySummary(_Labelled):
+class LinearEasySummary(Labelled):
     """Linear attention on the easy task, one spectrum: the fitted α against ζ and 2ζ.
 
     Attributes
@@ -161,7 +161,7 @@ def linear_easy_summary(ctx, a: float, b: float) -> LinearEasySummary:
 
 
 @dataclass(frozen=True, eq=False)
-class LinearDifficultSummary(_Labelled):
+class LinearDifficultSummary(Labelled):
     """Linear attention on the top-k task, one spectrum: plateau against floor.
 
     Attributes
@@ -242,7 +242,7 @@ def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> Linea
 
 
 @dataclass(frozen=True, eq=False)
-class EasySoftmaxSummary(_Labelled):
+class EasySoftmaxSummary(Labelled):
     """Softmax attention on the easy task for one spectrum.
 
     Attributes

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import criteria
 from ..shipped import not_found_message, results_dir, shipped_path
-from ..study.curves import _Labelled
+from ..study.curves import Labelled
 
 __all__ = ["SHIPPED_SIZES", "SPOT_CHECK_FIELDS", "EnvelopeSummary", "EnvelopeTable", "load_envelopes",
            "sizes_section", "spot_check_configs"]
@@ -44,7 +44,7 @@ def _array(values, n: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class EnvelopeSummary(_Labelled):
+class EnvelopeSummary(Labelled):
     """One setting of the certified study: the envelope, its gains, the bound and the verdict.
 
     Attributes

@@ -20,7 +20,7 @@ from numerics.io import json_clean
 
 from .. import criteria
 
-__all__ = ["Curve", "CurveSummary", "FitSummary", "fit_curve", "spectrum_label", "summarise_curves",
+__all__ = ["Curve", "CurveSummary", "Labelled", "FitSummary", "fit_curve", "spectrum_label", "summarise_curves",
            "summarise_seeds"]
 
 
@@ -39,8 +39,20 @@ def spectrum_label(a: float, b: float) -> str:
     return f"({a:g}, {b:g})"
 
 
-class _Labelled:
-    """``label``: the spectrum ``(a, b)`` as the paper writes it."""
+class Labelled:
+    """A mixin for a record with fields ``a`` and ``b`` (paper eq. 2's exponents): ``label``, the spectrum as the
+    paper writes it.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Point(Labelled):
+    ...     a: float
+    ...     b: float
+    >>> Point(0.0, 0.5).label
+    '(0, 0.5)'
+    """
 
     @property
     def label(self) -> str:
@@ -48,7 +60,7 @@ class _Labelled:
 
 
 @dataclass(frozen=True, eq=False)
-class Curve(_Labelled):
+class Curve(Labelled):
     """One quantity against depth for one spectrum.
 
     Attributes
@@ -220,7 +232,7 @@ def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | 
 
 
 @dataclass(frozen=True, eq=False)
-class CurveSummary(_Labelled):
+class CurveSummary(Labelled):
     """What a study says about one depth sweep of one setting: fit, settling, depth gain, verdict.
 
     The regime study, the defaults and the reproduction's softmax families each build one per
