@@ -148,7 +148,8 @@ def test_the_cli_hands_the_library_one_execution_of_its_flags(tmp_path, monkeypa
 
 
 def test_study_certified_hands_its_runners_the_one_execution_of_its_flags(tmp_path, monkeypatch):
-    """``study certified``: the contrasts and the cells run where --backend/--scheduler/--workers say."""
+    """``study certified``: the cells run where --backend/--scheduler/--workers say (the plan runs no contrasts: it
+    never calls them)."""
     from numerics.experiments.study import certified
     from numerics.experiments.study.certified import contrasts, page
 
@@ -162,8 +163,8 @@ def test_study_certified_hands_its_runners_the_one_execution_of_its_flags(tmp_pa
     assert main(["study", "certified", "--out", str(tmp_path / "out"), "--store", str(store), "--cells",
                  str(tmp_path / "cells"), "--backend", "dask", "--scheduler", SCHEDULER, "--no-progress"]) == 0
     expected = Execution("dask", scheduler=SCHEDULER, progress=False, store_dir=store)
-    assert [(job, kwargs["execution"]) for job, _, kwargs in received] == [("contrasts", expected), ("cells", expected)]
-    assert [str(where) for _, where, _ in received] == [f"{store}-contrasts", str(store)]
+    assert [(job, kwargs["execution"]) for job, _, kwargs in received] == [("cells", expected)]
+    assert [str(where) for _, where, _ in received] == [str(store)]
 
 
 def test_sweep_run_dask_local_is_the_size_of_the_local_cluster(tmp_path, monkeypatch):

@@ -169,6 +169,19 @@ def _certified_progress_text() -> str:
 RECIPE_CONTRAST = "cold lr=0.001"
 
 
+def _settings_by_k(settings) -> str:
+    """``(a, b, k)`` settings grouped by top-k: ``'top-2 (0.25, 0.25), (0.5, 0.5); top-16 (0, 0.25)'``.
+
+    Examples
+    --------
+    >>> _settings_by_k([(0.5, 0.5, 2), (0, 0.25, 16), (0.25, 0.25, 2)])
+    'top-2 (0.25, 0.25), (0.5, 0.5); top-16 (0, 0.25)'
+    """
+    ks = sorted({int(k) for _, _, k in settings})
+    return "; ".join(f"top-{k} " + ", ".join(f"({a:g}, {b:g})" for a, b, kk in sorted(settings) if int(kk) == k)
+                     for k in ks)
+
+
 @claim("inverse_depth", kind="contrast", figures=("fig1", "fig6a", "fig6b"), families=("certified study",),
        paper="Not a claim of the paper: one recipe's finding (cold start, Adam 1e-3, 6000 steps, a candidate of every "
              "certified cell) on the law R_L = L0 + c L^-α with α ≈ 1 (Tables 1, 4). The paper's claim is about the "
@@ -213,8 +226,7 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
         for s, r in found)
     evidence = (f"{table.source_text()}, {table.sizes_text()}; the recipe's candidate in every cell, reported on the "
                 "envelope's contexts; each setting in the table below."
-                + (f" Not in the study: {', '.join(f'top-{k} ({a:g}, {b:g})' for a, b, k in missing)}." if missing
-                   else ""))
+                + (f" Not in the study: {_settings_by_k(missing)}." if missing else ""))
     summary = (f"{len(passing)} of {len(found)} settings of Tables 1 and 4 in the certified study have this recipe's "
                f"law fitting with an α interval meeting [{lo}, {hi}]"
                + (f"; {len(excluded)} exclude it ({', '.join(map(name, excluded))})" if excluded else "")
