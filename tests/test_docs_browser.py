@@ -124,7 +124,7 @@ def test_landing_page_shows_the_readme_commands(site):
 def test_commands_quoted_in_prose_keep_their_double_dashes(site):
     """Figure pages quote the commands behind their verdicts outside code spans: the build must not turn "--" into "–"."""
     text = html.unescape(re.sub(r"<[^>]+>", "", (site / "figures" / "fig6a.html").read_text(encoding="utf-8")))
-    assert "idepth study certified --report-only" in text and "certified –report-only" not in text
+    assert "idepth study page certified --no-progress" in text and "certified –no-progress" not in text
 
 
 def _api_extension():

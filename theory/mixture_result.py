@@ -135,7 +135,7 @@ class InfiniteMixture:
 
 
 def load_infinite_mixture(path) -> InfiniteMixture:
-    """Read a result file written by :func:`infinite_mixture`; a file that is not final is refused.
+    """Read a result file written by :func:`theory.mixture_limit.infinite_mixture`; a file that is not final is refused.
 
     References
     ----------

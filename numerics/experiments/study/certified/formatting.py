@@ -1,6 +1,6 @@
 """How the certified study's page and figures write numbers, settings, contrasts and α (shared by both).
 
-Examples use :class:`types.SimpleNamespace` for a summary: each function reads only the fields it names.
+Examples use ``types.SimpleNamespace`` for a summary: each function reads only the fields it names.
 """
 
 from __future__ import annotations
