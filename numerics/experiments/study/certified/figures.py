@@ -138,14 +138,20 @@ def draw_revised_figure(facts: dict, path) -> Path | None:
                                               "error bars: ± one paired SE (report contexts)")
 
 
-def _save_with_legend(fig, axes, path, title: str) -> Path:
-    """One legend below the panels (each label once, two a row), ``title`` above them; the figure saved."""
+def _legend_entries(axes) -> tuple[list, list]:
+    """Every panel's legend handles and labels, each label once, in the order the panels first show them."""
     handles, labels = [], []
     for ax in axes.flat:
         for h, label in zip(*ax.get_legend_handles_labels()):
             if label not in labels:
                 handles.append(h)
                 labels.append(label)
+    return handles, labels
+
+
+def _save_with_legend(fig, axes, path, title: str) -> Path:
+    """One legend below the panels (each label once, two a row), ``title`` above them; the figure saved."""
+    handles, labels = _legend_entries(axes)
     legend = 0.2 + 0.2 * ((len(labels) + 1) // 2)  # inches: two legend entries a row
     height = 3.2 * axes.shape[0] + 0.3 + legend
     fig.set_size_inches(fig.get_size_inches()[0], height)
@@ -235,12 +241,7 @@ def draw_excess_figure(rows, path) -> Path:
         ax.set_yscale("log")
         ax.set_ylim(bottom=floor * 0.8)
         ax.set_ylabel(r"$R_L - R^*_\infty$")
-    handles, labels = [], []
-    for ax in axes.flat:
-        for h, label in zip(*ax.get_legend_handles_labels()):
-            if label not in labels:
-                handles.append(h)
-                labels.append(label)
+    handles, labels = _legend_entries(axes)
     fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=9)
     height = 3.1 * axes.shape[0] + 1.0
     fig.tight_layout(rect=(0, 0.7 / height, 1, 1))
