@@ -3,7 +3,7 @@
 ``numerics.lockstep.train_lockstep(configs, initial_params=...)`` trains the K trained candidates
 of a cell on one sampled batch per step (and one held-out set), bitwise equal to training each
 alone with ``numerics.train.train``. This script measures what that saves, on real cells of
-``CertifiedPlan()`` (d = 16, N = 32, P = 64, B = 256, float32, sampler stream 2, the plan's
+``Plan()`` (d = 16, N = 32, P = 64, B = 256, float32, sampler stream 2, the plan's
 learning-rate ladders, oracle and nested starts) with short caps so a cell takes seconds:
 
 * ``cold_steps`` / ``warm_steps`` replaced by ``--cold-steps`` / ``--warm-steps`` (300 / 150);
@@ -34,7 +34,7 @@ those shares predict. One BLAS thread (set below, before numpy is imported). Run
     python benchmarks/bench_lockstep.py --repeats 3 --profile --json lockstep.json
     python benchmarks/bench_lockstep.py --cells 0,0.5,64,2 --repeats 5
 
-``--cells`` takes ``a,b,P,L`` tuples (cells of ``CertifiedPlan()``; the (0, 0) spectrum at the
+``--cells`` takes ``a,b,P,L`` tuples (cells of ``Plan()``; the (0, 0) spectrum at the
 main P has the doubled candidates). ``--json OUT`` writes every number with the SIMD level
 (atomically).
 """
@@ -62,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sampler import simd_extensions  # noqa: E402  (the one home of the SIMD report)
 
-from numerics.experiments.study.certified.plan import CertifiedPlan  # noqa: E402
+from numerics.experiments.study.plan import Plan  # noqa: E402
 from numerics.experiments.study.certified.run import _start  # noqa: E402  (the study's own starts)
 from numerics.lockstep import train_lockstep  # noqa: E402
 from numerics.models import check_initial_params, get_model  # noqa: E402
@@ -90,7 +90,7 @@ def parse_cell(text: str) -> tuple:
         raise argparse.ArgumentTypeError(f"a cell is a,b,P,L (e.g. 0,0.5,64,16); got {text!r}") from None
 
 
-def cell_setup(plan: CertifiedPlan, a: float, b: float, P: int, depth: int) -> dict:
+def cell_setup(plan: Plan, a: float, b: float, P: int, depth: int) -> dict:
     """The trained candidates of a cell: their labels, TrainConfigs and initial weights (as ``run_cell`` builds them)."""
     cell = plan.cell(a, b, P, depth, seed=0, parent="benchmark" if depth > 1 else None)
     if depth > 1:  # the nested start needs a depth-L/2 model: its initial weights here
@@ -206,12 +206,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench_lockstep.py",
         description="CPU seconds per candidate of a certified-study cell trained in lockstep (train_lockstep) against "
-        "one by one (train), on real cells of CertifiedPlan() with short caps, interleaved repeats, medians; "
+        "one by one (train), on real cells of Plan() with short caps, interleaved repeats, medians; "
         "optionally a profile of one lockstep step.",
         epilog="Example: python benchmarks/bench_lockstep.py --repeats 3 --profile --json lockstep.json",
     )
     parser.add_argument("--cells", nargs="+", type=parse_cell, default=list(DEFAULT_CELLS), metavar="a,b,P,L",
-                        help="cells of CertifiedPlan() (default: %(default)s)")
+                        help="cells of Plan() (default: %(default)s)")
     parser.add_argument("--cold-steps", type=int, default=300, help="cold candidates' cap (plan: 6000; default %(default)s)")
     parser.add_argument("--warm-steps", type=int, default=150, help="warm candidates' cap (plan: 3000; default %(default)s)")
     parser.add_argument("--evals-per-run", type=int, default=1, help="evaluations per run (plan: 16; default %(default)s)")
@@ -224,7 +224,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or min(args.cold_steps, args.warm_steps, args.evals_per_run, args.profile_steps) < 1:
         parser.error("--repeats, --cold-steps, --warm-steps, --evals-per-run and --profile-steps must be >= 1")
-    real = CertifiedPlan()
+    real = Plan()
     plan = dataclasses.replace(real, cold_steps=args.cold_steps, warm_steps=args.warm_steps,
                                evals_per_run=args.evals_per_run, bound_contexts=args.bound_contexts)
     simd = simd_extensions()

@@ -11,7 +11,7 @@ load of the run, so at most that on idle cores); the ratio of the printed estima
 wall time says how good the cost model is.
 
 The record is written atomically to ``--json`` (default ``benchmarks/results/reproduce_quick.json``);
-``numerics.experiments.scales.measured_run_time`` reads every ``reproduce_<scale>*.json`` there (the one
+``numerics.experiments.reproduce.scales.measured_run_time`` reads every ``reproduce_<scale>*.json`` there (the one
 source of the run time the README, ``idepth reproduce --help``, the plan and the report quote). Regenerate with::
 
     python benchmarks/bench_reproduce.py                  # about 10 minutes on 2 idle cores

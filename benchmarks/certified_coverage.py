@@ -36,7 +36,7 @@ from scipy.stats import t as student_t
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from numerics.experiments.study.certified.plan import CertifiedPlan  # noqa: E402
+from numerics.experiments.study.plan import Plan  # noqa: E402
 from numerics.experiments.study.certified.bootstrap import replicates  # noqa: E402
 from numerics.experiments.study.certified.statistics import gain_law_gls  # noqa: E402
 from numerics.experiments.study.certified.table import collect  # noqa: E402
@@ -115,7 +115,7 @@ def intervals(cube: np.ndarray, depths: tuple, n_bootstrap: int, rng: np.random.
     return {rule: gain_law_gls(L[1:], means[0] - means[1:], covariance, q**2)[:3] for rule, q in quantiles.items()}
 
 
-def _settings(text: str | None, plan: CertifiedPlan) -> list[tuple]:
+def _settings(text: str | None, plan: Plan) -> list[tuple]:
     if text is None:
         return [(float(a), float(b), plan.k, plan.P) for a, b in plan.spectra]
     try:
@@ -146,7 +146,7 @@ def main(argv=None) -> int:
     if args.sim_seeds is not None and args.sim_seeds < 2:
         parser.error("--sim-seeds must be >= 2")
     multipliers = [float(m) for m in args.multipliers.split(",")]
-    plan = CertifiedPlan()
+    plan = Plan()
     rows, errors = collect(args.cells)
     settings = _settings(args.settings, plan)
     cubes = [envelope_cube(rows, errors, setting, plan.depths) for setting in settings]

@@ -12,19 +12,14 @@ from numerics.experiments.criteria import GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEP
 
 from numerics.experiments.execution import Execution
 from numerics.experiments.store import load_arrays, load_results
-from numerics.experiments.study.certified import (
-    SUMMARY_COLUMNS,
-    Candidate,
-    CertifiedPlan,
-    nested_params,
-    run_certified_study,
-)
+from numerics.experiments.study.certified import SUMMARY_COLUMNS, nested_params, run_certified_study
+from numerics.experiments.study.plan import Candidate, Plan
 from numerics.experiments.study.certified.contrasts import contrast_configs
 from numerics.models import get_model
 from numerics.tasks import sample
 from theory import PowerLawSpectrum
 
-TINY = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0,), side_seeds=(0,), long_spectra=(),
+TINY = Plan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0,), side_seeds=(0,), long_spectra=(),
                      top16_spectra=(), cold_steps=48, warm_steps=24, batch_size=32, eval_size=256, bound_contexts=1024,
                      d=4, N=8, P=16, warmup_steps=8, evals_per_run=4)
 COL = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}
@@ -137,7 +132,7 @@ def test_exported_cells_continue_the_study_in_a_new_store(tiny_study, tmp_path):
 
 
 def test_the_plan_keeps_the_hashes_of_running_cells_and_adds_top16():
-    plan = CertifiedPlan()
+    plan = Plan()
     assert plan.settings()[-4:] == [(a, b, 64, 16) for a, b in plan.top16_spectra] and len(plan.top16_spectra) == 4
     cell = plan.cell(0.0, 0.5, 64, 1, 0)
     assert cell.k == 2 and not any(c.doubled for c in cell.candidates)
@@ -145,7 +140,7 @@ def test_the_plan_keeps_the_hashes_of_running_cells_and_adds_top16():
 
 
 def test_main_settings_get_the_plan_seeds_and_the_others_the_side_seeds():
-    plan = CertifiedPlan(d=4, N=8, spectra=((0.0, 0.0), (0.0, 0.5)), depths=(1,), seeds=(0, 1, 2, 3), side_seeds=(0, 1),
+    plan = Plan(d=4, N=8, spectra=((0.0, 0.0), (0.0, 0.5)), depths=(1,), seeds=(0, 1, 2, 3), side_seeds=(0, 1),
                          long_spectra=((0.0, 0.0),), top16_spectra=((0.0, 0.5),), bound_contexts=64)
     assert [plan.seeds_for(a, b, P, k) for a, b, P, k in plan.settings()] == [(0, 1, 2, 3)] * 2 + [(0, 1)] * 2
     configs = contrast_configs(plan)
@@ -164,7 +159,7 @@ def test_main_settings_get_the_plan_seeds_and_the_others_the_side_seeds():
 ])
 def test_plan_rejects_what_the_study_cannot_run(bad, word):
     with pytest.raises(ValueError, match=word):
-        CertifiedPlan(**{**dict(d=4, N=8), **bad})
+        Plan(**{**dict(d=4, N=8), **bad})
 
 
 def test_candidate_rejects_unknown_starts_and_untrained_cold_starts():
@@ -208,7 +203,7 @@ def test_every_row_carries_the_certified_plans_recipe_and_a_row_without_one_is_r
     from numerics.experiments.study.certified.table import check_rows, collect, read_csv, write_csv
 
     rows, _ = collect(_exported(tiny_study, tmp_path))
-    assert {r.recipe for r in rows} == {CertifiedPlan().recipe.name} == {"converged_study"}
+    assert {r.recipe for r in rows} == {Plan().recipe.name} == {"converged_study"}
     # the shipped tables carry the recipe column (one layout): every row the certified plan's recipe
     for name in ("certified-study.csv", "certified-revised/certified-study.csv"):
         shipped = read_csv(Path(__file__).resolve().parents[1] / "docs" / "results" / name)
@@ -305,7 +300,7 @@ def test_a_page_regenerated_from_the_same_cells_is_byte_identical(tiny_study, tm
     cells = _exported(tiny_study, tmp_path)
     written = []
     for name in ("first", "second"):
-        page_module.write_certified(tmp_path / name, cells, CertifiedPlan(), command="the same command",
+        page_module.write_certified(tmp_path / name, cells, Plan(), command="the same command",
                                     progress=lambda message: None)
         written.append({p.relative_to(tmp_path / name): p.read_bytes() for p in (tmp_path / name).rglob("*")
                         if p.is_file()})
@@ -320,7 +315,7 @@ def test_a_page_whose_figure_fails_leaves_the_old_page_table_and_verdicts_and_no
     cells, out = _exported(tiny_study, tmp_path), tmp_path / "out"
 
     def write(command):
-        page_module.write_certified(out, cells, CertifiedPlan(), command=command, progress=lambda message: None)
+        page_module.write_certified(out, cells, Plan(), command=command, progress=lambda message: None)
 
     write("the first command")
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from numerics.experiments.execution import Execution
-from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
+from numerics.experiments.study.certified import run_certified_study
+from numerics.experiments.study.plan import Plan
 from numerics.experiments.study.certified.contrasts import (
     CONTRAST_RECIPES,
     collect_contrasts,
@@ -14,7 +15,7 @@ from numerics.experiments.study.certified.contrasts import (
 )
 from numerics.train import evaluation_batch
 
-TINY = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0, 1), long_spectra=(), top16_spectra=(),
+TINY = Plan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0, 1), long_spectra=(), top16_spectra=(),
                      doubling_spectra=(), cold_steps=16, warm_steps=8, batch_size=32, eval_size=256,
                      bound_contexts=1024, d=4, N=8, P=16, warmup_steps=4, evals_per_run=2)
 ONE_WORKER = Execution(workers=1, progress=False)

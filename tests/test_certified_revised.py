@@ -11,9 +11,9 @@ import pytest
 from tolerances import ROUNDOFF
 
 from numerics.experiments.execution import Execution
-from numerics.experiments.study.certified import SUMMARY_COLUMNS, CertifiedPlan
+from numerics.experiments.study.certified import SUMMARY_COLUMNS
 from numerics.experiments.study.certified.cells import read_cell
-from numerics.experiments.study.certified.plan import REVISED_PLAN, CellConfig
+from numerics.experiments.study.plan import REVISED_PLAN, Cell, Plan
 from numerics.experiments.study.certified.revised import PairedDifference, revised_facts, revised_sections
 from numerics.experiments.study.certified.run import run_waves
 from numerics.experiments.study.certified.table import collect
@@ -88,7 +88,7 @@ def test_the_first_studys_cells_are_read_as_data():
     for path in paths[:5]:
         record, _ = read_cell(path)
         assert "version" not in record["config"]
-        cell = CellConfig.from_dict(record["config"])
+        cell = Cell.from_dict(record["config"])
         assert cell.select_size == cell.report_size == cell.eval_size == 4096 and cell.report_block == 1
     rows, errors = collect(SHIPPED_CELLS)
     assert len({r.cell for r in rows}) == 424 and errors.values.shape[0] == len(rows)
@@ -98,7 +98,7 @@ def test_a_cell_of_an_unknown_format_is_refused_naming_the_field():
     record, _ = read_cell(sorted((SHIPPED_CELLS.parents[1] / "certified-revised" / "cells").glob("*.npz"))[0])
     assert record["config"]["version"] == 2
     with pytest.raises(ValueError, match="version must be 1 or 2"):
-        CellConfig.from_dict({**record["config"], "version": 3})
+        Cell.from_dict({**record["config"], "version": 3})
 
 
 @pytest.mark.parametrize("plan, cells", [(REVISED_PLAN, SHIPPED_CELLS.parents[1] / "certified-revised" / "cells")])
@@ -125,8 +125,8 @@ def test_the_revised_plan_refuses_bad_fields(changes, match):
 
 def test_the_candidates_follow_the_plans_fields_not_a_version():
     """U_L's starts are in a cell where the plan has their rates and U_L is shipped for the setting."""
-    with_U = CertifiedPlan(expressible_rates=(3e-4,)).cell(0.0, 0.0, 64, 1, 0)
-    without = CertifiedPlan().cell(0.0, 0.0, 64, 1, 0)
+    with_U = Plan(expressible_rates=(3e-4,)).cell(0.0, 0.0, 64, 1, 0)
+    without = Plan().cell(0.0, 0.0, 64, 1, 0)
     assert "expressible" in {c.start for c in with_U.candidates}
     assert "expressible" not in {c.start for c in without.candidates}
 
@@ -148,7 +148,7 @@ def test_the_revised_sections_say_what_ran_and_what_did_not(revised):
                                   "complete_seeds": 0}]
     assert {r["depth"] for r in facts["envelope"]} == {1, 2} and [r["depth"] for r in facts["long"]] == [2] * 4
     assert [(r["depth"], r["half"], r["full"]) for r in facts["long_doubling"]] == [(2, 15, 30)]
-    assert revised_facts(rows, errors, CertifiedPlan(), root / "x" / "cells") is None
+    assert revised_facts(rows, errors, Plan(), root / "x" / "cells") is None
     assert revised_sections(None) == []
 
 

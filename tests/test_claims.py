@@ -31,7 +31,7 @@ from numerics.experiments import criteria
 from numerics.experiments.reproduce import report as report_module
 from numerics.experiments.reproduce.context import ReproductionContext
 from numerics.experiments.reproduce.report import evaluate_claims
-from numerics.experiments.scales import get_scale
+from numerics.experiments.reproduce.scales import get_scale
 from numerics.experiments.store import STORE_FILENAME, load_arrays, load_results
 from theory import PowerLawSpectrum, fit_depth_law
 

@@ -10,7 +10,7 @@ import pytest
 
 from numerics.experiments.study import expressible_checks as checks
 from numerics.experiments.study import expressible_page as page
-from numerics.experiments.study.certified.plan import CertifiedPlan
+from numerics.experiments.study.plan import Plan
 from numerics.experiments.study.defaults import fit_inverse_depth
 from tests.tolerances import ROUNDOFF, rtol
 
@@ -22,7 +22,7 @@ def test_plateau_and_c_fit_recovers_an_exact_inverse_depth_law():
 
 
 def test_lazy_law_has_the_fixed_gain_form_plateau_plus_v_over_depth():
-    plan = CertifiedPlan(d=4, N=8, P=8, top16_spectra=())  # top-16 of 8 tokens is no setting
+    plan = Plan(d=4, N=8, P=8, top16_spectra=())  # top-16 of 8 tokens is no setting
     law = checks.lazy_law(0.0, 0.0, plan, (1, 2, 4), layers=32, draws=2, contexts=64)
     L = np.array([1.0, 2.0, 4.0])
     assert law["fixed"] == pytest.approx(law["law_plateau"][:, None] + law["law_c"][:, None] / L,

@@ -40,7 +40,7 @@ def figures(tmp_path_factory):
 def rows():
     """``excess_rows`` of the shipped revised study, from its verdicts file (not through the reproduction)."""
     from numerics.experiments.study.certified.excess import excess_rows
-    from numerics.experiments.study.certified.plan import REVISED_PLAN
+    from numerics.experiments.study.plan import REVISED_PLAN
 
     record = json.loads(shipped_path("certified-revised", "certified-study.verdicts.json").read_text())
     summaries = [SimpleNamespace(setting=(s["a"], s["b"], s["k"], s["d"], s["N"], s["P"]), depths=tuple(s["depths"]),

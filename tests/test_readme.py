@@ -21,7 +21,7 @@ def test_readme_gives_exactly_two_commands_and_ci_runs_the_test_command_verbatim
 
 
 def test_readme_quotes_the_one_measured_run_time_of_the_main_job():
-    from numerics.experiments.scales import get_scale, measured_run_time
+    from numerics.experiments.reproduce.scales import get_scale, measured_run_time
 
     text = " ".join((ROOT / "README.md").read_text().split())
     measured = measured_run_time("quick").text()
@@ -36,7 +36,7 @@ def test_the_quoted_run_time_is_read_from_the_benchmarks_records_slowest_first()
     numpy's AVX2 kernels (``reproduce_quick_avx2.json``, the slower), then the one under AVX-512."""
     import json
 
-    from numerics.experiments.scales import measured_run_time
+    from numerics.experiments.reproduce.scales import measured_run_time
 
     measured = measured_run_time("quick")
     results = ROOT / "benchmarks" / "results"

@@ -14,9 +14,10 @@ import pytest
 
 from numerics.experiments.execution import Execution
 from numerics.experiments.recipes import GAIN_PARAMETERS, RECIPES, Recipe, register, unregister
-from numerics.experiments.scales import SCALES
+from numerics.experiments.reproduce.scales import SCALES
 from numerics.experiments.recipes import Setting
-from numerics.experiments.study.certified import CertifiedPlan, run_certified_study
+from numerics.experiments.study.certified import run_certified_study
+from numerics.experiments.study.plan import Plan
 from numerics.experiments.study.certified.table import collect, read_csv, write_csv
 
 #: a recipe the package does not ship: constant steps, the gain frozen, cold and nested starts, 40 steps
@@ -31,7 +32,7 @@ FROZEN_GAIN_CONSTANT = Recipe(
 def added(tmp_path_factory):
     register(FROZEN_GAIN_CONSTANT)
     root = tmp_path_factory.mktemp("recipe")
-    plan = CertifiedPlan.for_recipe(FROZEN_GAIN_CONSTANT, d=4, N=8, P=16, spectra=((0.0, 0.0),), depths=(1, 2),
+    plan = Plan.for_recipe(FROZEN_GAIN_CONSTANT, d=4, N=8, P=16, spectra=((0.0, 0.0),), depths=(1, 2),
                                     seeds=(0,), side_seeds=(0,), long_spectra=(), top16_spectra=(),
                                     bound_contexts=1024)
     cells = run_certified_study(plan, root / "store", execution=Execution(workers=1, progress=False),
@@ -66,10 +67,10 @@ def test_its_rows_carry_its_name_and_its_table_keeps_it(added, tmp_path):
 
 
 def test_the_shipped_recipes_keep_the_cells_they_hash_to():
-    plan = CertifiedPlan()
+    plan = Plan()
     assert plan.recipe is RECIPES["converged_study"] and "recipe" not in plan.to_dict()
     assert "recipe" not in plan.cell(0.0, 0.0, 64, 2, 0, parent="p").to_dict()
-    other = CertifiedPlan.for_recipe(FROZEN_GAIN_CONSTANT, d=4, N=8, P=16)
+    other = Plan.for_recipe(FROZEN_GAIN_CONSTANT, d=4, N=8, P=16)
     assert other.to_dict()["recipe"]["name"] == "frozen_gain_constant"
     assert other.cell(0.0, 0.0, 16, 2, 0, parent="p").to_dict()["recipe"] == FROZEN_GAIN_CONSTANT.to_dict()
 
@@ -78,17 +79,17 @@ def test_the_shipped_recipes_keep_the_cells_they_hash_to():
     (lambda: Recipe("x", {"learning_rat": 1e-3}), "overrides: 'learning_rat' is not a TrainConfig field"),
     (lambda: Recipe("x", {}, starts=("warm",)), "starts: 'warm' is not a start kind"),
     (lambda: Recipe("2x", {}), "name must be letters"),
-    (lambda: CertifiedPlan(recipe="no_such_recipe"), "recipe must be one of .*; got 'no_such_recipe'"),
-    (lambda: CertifiedPlan.for_recipe(Recipe("g", {}, starts=("cold", "gamma_star"))),
-     "recipe: the certified plan has no 'gamma_star' start"),
-    (lambda: CertifiedPlan(d=16, N=16), "N must be > d = 16 for the oracle start"),
+    (lambda: Plan(recipe="no_such_recipe"), "recipe must be one of .*; got 'no_such_recipe'"),
+    (lambda: Plan.for_recipe(Recipe("g", {}, starts=("cold", "gamma_star"))),
+     "starts: the 'gamma_star' start of recipe 'g' does not apply to model 'nonlinear'"),
+    (lambda: Plan(d=16, N=16), "N must be > d = 16 for the oracle start"),
     (lambda: Setting("linear", 0, 0).check("converged_study"),
      "starts: the 'oracle' start of recipe 'converged_study' does not apply to model 'linear'"),
     (lambda: Setting("linear", 0, 0).check("lazy", starts=("nested",)),
      "starts: recipe 'lazy' does not use the 'nested' start"),
     (lambda: Setting("transformer", 0, 0), "model must be one of"),
     (lambda: dataclasses.replace(SCALES["smoke"].families["linear_difficult"], model="nonlinear"),
-     "gamma_star_init: the 'gamma_star' start applies only to model linear"),
+     "starts: the 'gamma_star' start of recipe 'linear_gamma_star' does not apply to model 'nonlinear'"),
     (lambda: Setting("nonlinear", -1, 0), "a must be a real number >= 0"),
     (lambda: register(Recipe("lazy", {"learning_rate": 1.0})), "recipe: the name 'lazy' is taken"),
     (lambda: unregister("lazy"), "name: 'lazy' is one of the package's recipes"),

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from numerics.experiments import recipes
-from numerics.experiments.scales import SCALES
+from numerics.experiments.reproduce.scales import SCALES
 from numerics.experiments.study import regime_config
 from numerics.train import TrainConfig
 

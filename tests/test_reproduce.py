@@ -216,7 +216,7 @@ def test_quick_scale_reaches_depth_32_on_the_nonlinear_difficult_task_with_three
 
 
 def test_paper_scale_puts_softmax_at_the_inferred_sizes_and_linear_at_table3s():
-    from numerics.experiments.scales import INFERRED_SOFTMAX_SIZES
+    from numerics.experiments.reproduce.scales import INFERRED_SOFTMAX_SIZES
 
     plan = make_plan("paper", "fig6a")
     family = plan.family("nonlinear_lazy")
@@ -244,7 +244,7 @@ def test_paper_scale_description_states_the_cost_the_plan_prints():
 
 def test_quick_scale_puts_softmax_at_the_inferred_sizes_and_rechecks_shipped_runs():
     from numerics.experiments.reproduce.envelope import spot_check_configs
-    from numerics.experiments.scales import INFERRED_SOFTMAX_SIZES
+    from numerics.experiments.reproduce.scales import INFERRED_SOFTMAX_SIZES
 
     scale = get_scale("quick")
     inferred = (INFERRED_SOFTMAX_SIZES["d"], INFERRED_SOFTMAX_SIZES["N"], INFERRED_SOFTMAX_SIZES["P"])
@@ -373,7 +373,7 @@ def test_the_report_gives_cpu_time_as_cpu_time_summed_from_the_runs(smoke):
 
 
 def test_help_plan_and_readme_quote_the_one_measured_run_time(capsys):
-    from numerics.experiments.scales import measured_run_time
+    from numerics.experiments.reproduce.scales import measured_run_time
 
     measured = measured_run_time("quick").text()
     with pytest.raises(SystemExit):

@@ -46,7 +46,7 @@ NOT_RULES = {
                                  "TIMING_BUDGET": "how long the run-time estimate may time: a sample size"},
     "reproduce/figures/_linear.py": {"_PANEL_EXPONENT": "figure layout"},
     "store/_layout.py": {"SCHEMA_VERSION": "the store's file-format version"},
-    "study/certified/plan.py": {"CELL_FORMAT": "the cells' file-format version (hashed into every cell)"},
+    "study/plan.py": {"CELL_FORMAT": "the cells' file-format version (hashed into every cell)"},
     "study/certified/statistics.py": {"PREDICT_SAMPLES": "Monte-Carlo contexts: a sample size",
                                       "HEADS_SETS": "sets of fresh contexts: a sample size",
                                       "BOOTSTRAP": "bootstrap replicates: a sample size"},

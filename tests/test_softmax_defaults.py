@@ -46,7 +46,7 @@ def test_packaged_provenance_is_what_its_command_trains_today(packaged):
     file was measured with (a scale changed without regenerating the file fails here)."""
     import shlex
 
-    from numerics.experiments.scales import get_scale
+    from numerics.experiments.reproduce.scales import get_scale
 
     prov, words = packaged.provenance, shlex.split(packaged.provenance["command"])
     study = get_scale(words[words.index("--scale") + 1]).study

@@ -17,7 +17,7 @@ from numerics.experiments import bounds as bounds_module
 from numerics.experiments import cache as cache_module
 from numerics.experiments import criteria
 from numerics.experiments.study.curves import summarise_seeds
-from numerics.experiments.scales import SCALES
+from numerics.experiments.reproduce.scales import SCALES
 from numerics.experiments.study import (
     fit_inverse_depth,
     name_regime,

@@ -41,7 +41,7 @@ def run_certified(args) -> int:
     from numerics.experiments.study.answer import refresh
     from numerics.experiments.study.certified import run_certified_study
     from numerics.experiments.study.certified.page import write_certified
-    from numerics.experiments.study.certified.plan import REVISED_PLAN
+    from numerics.experiments.study.plan import REVISED_PLAN
     from numerics.io import fresh_directory
 
     plan = REVISED_PLAN.only(spectra=None if args.spectra is None else parse_spectra(args.spectra))

@@ -31,7 +31,7 @@ EXIT_STATUSES = {0: "the report is written and every input was found",
 def register(subparsers) -> None:
     """Add the ``reproduce`` sub-command to ``subparsers``."""
     from numerics.experiments.reproduce import ARTEFACTS, SCALES
-    from numerics.experiments.scales import measured_run_time
+    from numerics.experiments.reproduce.scales import measured_run_time
 
     parser = subparsers.add_parser(
         "reproduce",

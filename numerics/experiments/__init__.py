@@ -10,10 +10,9 @@
 :mod:`numerics.experiments.bounds`     oracle bounds of softmax heads (Monte Carlo), cached
 :mod:`numerics.experiments.criteria`   every decision rule and threshold
 :mod:`numerics.experiments.recipes`    the named training recipes, once each
-:mod:`numerics.experiments.scales`     reproduction scales: families and study budgets
 :mod:`numerics.experiments.shipped`    where the shipped study results live (checkout or ``IDEPTH_RESULTS``)
-:mod:`numerics.experiments.study`      the regime, converged and certified studies, sizes, defaults
-:mod:`numerics.experiments.reproduce`  ``idepth reproduce``: every figure and table of the paper
+:mod:`numerics.experiments.study`      the studies: one ``Plan`` (``study.plan``), regimes, certified, plateaus
+:mod:`numerics.experiments.reproduce`  ``idepth reproduce``: every figure and table of the paper, and its scales
 =====================================  ==========================================================
 
 Nothing in :mod:`numerics` outside this package imports it (a test checks the

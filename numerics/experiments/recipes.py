@@ -3,9 +3,9 @@
 A recipe is how a run is trained: the optimiser and schedule overrides (with the initialisation and the
 frozen parameters), the start kinds it may use, and, where the recipe fixes them, its step cap and stopping
 rule. A plan chooses only settings (:class:`Setting`, below), depths and seeds. The
-reproduction's families (:mod:`numerics.experiments.scales`), the regime study (whose runs are families too:
-:meth:`~numerics.experiments.scales.StudyScale.family`) and the certified study
-(:class:`numerics.experiments.study.certified.CertifiedPlan`, ``recipe=``) all read them from here, so a run
+reproduction's families (:mod:`numerics.experiments.reproduce.scales`), the regime study (whose runs are families too:
+:meth:`~numerics.experiments.study.regime_plans.StudyScale.family`) and the certified study
+(:class:`numerics.experiments.study.plan.Plan`, ``recipe=``) all read them from here, so a run
 that both name is one config with one content hash, trained once.
 
 A recipe is also a read-only mapping of its overrides (``LAZY["learning_rate"]``, ``TrainConfig(**recipe)``).
@@ -231,7 +231,7 @@ CONVERGED_STUDY = Recipe("converged_study", dict(learning_rate=1e-3, schedule="w
                          starts=("cold", "oracle", "nested", "expressible", "diverse"),
                          description="every parameter to convergence (Adam, warm-up, cosine decay)")
 #: linear attention: Adam 1e-2 (the model default) with warm-up and cosine decay; the families also start at
-#: γ* = L/λ_1 (eq. 33), a start that depends on the depth (``Family.gamma_star_init``)
+#: γ* = L/λ_1 (eq. 33), a start that depends on the depth (:meth:`~numerics.experiments.study.plan.Plan.config`)
 LINEAR_GAMMA_STAR = Recipe("linear_gamma_star", dict(learning_rate=1e-2, schedule="warmup_cosine"),
                            starts=("cold", "gamma_star"), description="linear attention from γ* = L/λ_1")
 #: easy task, softmax: start with near-uniform attention (W_q, W_k ≈ √0.05 I) so that what training does is seen

@@ -29,15 +29,14 @@ from numerics.io import make_output_dir
 
 # the study and the sweep layer are imported where used: `idepth reproduce --help` needs neither
 from ..execution import Execution, as_execution
-from ..scales import SCALES, Family, Scale, get_scale
-from .plan import ARTEFACTS, CONSISTENCY_SIZES as _CONSISTENCY_SIZES, Plan, estimate_run_seconds, make_plan, parse_only
+from .scales import SCALES, Scale, get_scale
+from .plan import ARTEFACTS, CONSISTENCY_SIZES as _CONSISTENCY_SIZES, Schedule, estimate_run_seconds, make_plan, parse_only
 
 __all__ = [
     "ARTEFACTS",
     "SCALES",
-    "Family",
     "Scale",
-    "Plan",
+    "Schedule",
     "ReproductionResult",
     "get_scale",
     "make_plan",
@@ -62,7 +61,7 @@ class ReproductionResult:
 
     out_dir: Path
     report: Path
-    plan: Plan
+    plan: Schedule
     figures: tuple
     tables: tuple
     claims: tuple
@@ -104,7 +103,7 @@ def reproduce(
     Parameters
     ----------
     scale : {'smoke', 'quick', 'medium', 'paper'} or Scale
-        See :mod:`numerics.experiments.scales` (``paper`` needs a Dask cluster).
+        See :mod:`numerics.experiments.reproduce.scales` (``paper`` needs a Dask cluster).
     only : str or sequence of str, optional
         Artefact IDs (``"fig6a,table4"``); default: all of :data:`ARTEFACTS`.
     out_dir : path

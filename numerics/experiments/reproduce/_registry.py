@@ -211,7 +211,7 @@ def as_reported(claim: Claim, ctx) -> Claim:
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> ctx = SimpleNamespace(scale=get_scale("smoke"), unavailable={"certified study": "not found"})
     >>> c = as_reported(Claim("x", "p", "c", "not tested", "e", families=("certified study",)), ctx)
     >>> c.mark, c.measured_status

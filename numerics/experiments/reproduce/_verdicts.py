@@ -610,7 +610,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
     >>> [c.measured_status for c in claims][1:3], len(claims), {c.mark for c in claims}

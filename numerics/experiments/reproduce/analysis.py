@@ -38,7 +38,7 @@ def spectra_of(ctx, family_name: str, *, a: float | None = None, b: float | None
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     spectra_of(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", b=0.0)
     ((0.0, 0.0), (0.5, 0.0))
@@ -58,7 +58,7 @@ def nonlinear_summary(ctx, family_name: str, a: float, b: float, *, with_bound: 
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     s = nonlinear_summary(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", 0, 0,
     ...                           with_bound=False)
@@ -131,7 +131,7 @@ def linear_easy_summary(ctx, a: float, b: float) -> LinearEasySummary:
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     s = linear_easy_summary(ReproductionContext.open(get_scale("smoke"), tmp), 2.0, 1.0)
     >>> s.zeta, s.fit.ok
@@ -214,7 +214,7 @@ def linear_difficult_summary(ctx, family_name: str, a: float, b: float) -> Linea
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     s = linear_difficult_summary(ReproductionContext.open(get_scale("smoke"), tmp), "linear_difficult", 0, 0)
     >>> math.isnan(s.plateau), s.floor > 0
@@ -284,7 +284,7 @@ def easy_softmax_summary(ctx, a: float, b: float) -> EasySoftmaxSummary:
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     easy_softmax_summary(ReproductionContext.open(get_scale("smoke"), tmp), 0, 0).below_target is None
     True
@@ -314,7 +314,7 @@ def modewise_matrix(ctx, family_name: str, a: float, b: float, name: str = "mode
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     depths, matrix = modewise_matrix(ReproductionContext.open(get_scale("smoke"), tmp), "linear_easy", 2, 1)
     >>> matrix.shape
@@ -345,7 +345,7 @@ def selection_quantiles(ctx, family_name: str, a: float, b: float, depth: int,
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     mean, se = selection_quantiles(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", 0, 0, 1)
     >>> mean.shape

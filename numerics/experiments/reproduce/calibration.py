@@ -26,7 +26,7 @@ from typing import Iterable
 from numerics.models import get_model
 
 from ..execution import usable_cores
-from .plan import Plan, analysis_seconds, duration_text, estimate_run_seconds, step_milliseconds
+from .plan import Schedule, analysis_seconds, duration_text, estimate_run_seconds, step_milliseconds
 
 __all__ = ["CALIBRATION_SIZES", "Calibration", "RunTiming", "calibrate", "calibrated_estimate", "format_estimate",
            "machine_description", "measure_speeds", "other_load", "run_shape", "simd_level", "time_runs",
@@ -505,7 +505,7 @@ def _children(jobs: list, timeout: float) -> list:
     return results
 
 
-def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Iterable = (), *,
+def calibrated_estimate(plan: Schedule, calibration: Calibration, extra_configs: Iterable = (), *,
                         study: bool | None = None) -> tuple:
     """(CPU seconds of the training runs, of the analysis after training, costs by hash) here.
 
@@ -532,7 +532,7 @@ def calibrated_estimate(plan: Plan, calibration: Calibration, extra_configs: Ite
     return sum(costs.values()), analysis, costs
 
 
-def format_estimate(plan: Plan, calibration: Calibration, workers: int, *, extra_configs: Iterable = (),
+def format_estimate(plan: Schedule, calibration: Calibration, workers: int, *, extra_configs: Iterable = (),
                     backend: str = "local", study: bool = True) -> str:
     """The line printed before training: ``estimated 9.6 min wall on 2 local workers, ...``.
 

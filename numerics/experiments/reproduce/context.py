@@ -12,7 +12,8 @@ from typing import Any, Callable, Mapping
 
 from ..cache import cached, function_digest
 from .results import StoreResults
-from ..scales import Family, Scale
+from ..study.plan import Plan
+from .scales import Scale
 
 __all__ = ["ReproductionContext"]
 
@@ -48,7 +49,7 @@ class ReproductionContext:
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     ctx = ReproductionContext.open(get_scale("smoke"), tmp)
     ...     ctx.figures_dir.name, ctx.results.n_done
@@ -91,7 +92,7 @@ class ReproductionContext:
     def cache_dir(self) -> Path:
         return self.out_dir / "cache"
 
-    def family(self, name: str) -> Family:
+    def family(self, name: str) -> Plan:
         return self.scale.families[name]
 
     def ran(self, name: str) -> bool:
@@ -103,7 +104,7 @@ class ReproductionContext:
             self._memo[key] = compute()
         return self._memo[key]
 
-    def oracle_bound(self, family: Family, a: float, b: float) -> dict:
+    def oracle_bound(self, family: Plan, a: float, b: float) -> dict:
         """``HeadBound.to_dict()`` of the oracle bound at the family's sizes
         (the regime study's cache entry: one value per bound)."""
         from numerics.experiments.bounds import head_bounds
@@ -112,12 +113,12 @@ class ReproductionContext:
         return self.memo(("bound", tuple(sorted(key.items()))),
                          lambda: head_bounds([key], self.cache_dir)[0].to_dict())
 
-    def _bound_key(self, family: Family, a: float, b: float) -> dict:
+    def _bound_key(self, family: Plan, a: float, b: float) -> dict:
         from numerics.experiments.bounds import bound_key
 
         return bound_key(a, b, family.d, family.P, family.k, n_contexts=self.scale.bound_contexts)
 
-    def _floor_key(self, family: Family, a: float, b: float, d: int | None = None, P: int | None = None,
+    def _floor_key(self, family: Plan, a: float, b: float, d: int | None = None, P: int | None = None,
                    samples: int | None = None) -> dict:
         exact = float(a) == 0.0  # isotropic input spectrum: cosine ranking is exact semi-analytically
         return {"a": float(a), "b": float(b), "d": family.d if d is None else d, "P": family.P if P is None else P,
@@ -125,18 +126,18 @@ class ReproductionContext:
                 "method": "semi_analytic" if exact else "monte_carlo",
                 "samples": 0 if exact else int(samples or self.scale.floor_samples), "seed": THEORY_SEED}
 
-    def linear_floor(self, family: Family, a: float, b: float, *, d: int | None = None, P: int | None = None,
+    def linear_floor(self, family: Plan, a: float, b: float, *, d: int | None = None, P: int | None = None,
                      samples: int | None = None) -> dict:
         """Linear floor by degree at the family's sizes (or ``d``, ``P``):
         exact for an isotropic input, Monte Carlo otherwise."""
         return self._theory("linear-floor", self._floor_key(family, a, b, d, P, samples), _linear_floor_value)
 
-    def _finite_p_key(self, family: Family, a: float, b: float, depth: int | None = None) -> dict:
+    def _finite_p_key(self, family: Plan, a: float, b: float, depth: int | None = None) -> dict:
         return {"a": float(a), "b": float(b), "d": family.d, "P": family.P, "k": family.k,
                 "depth": int(max(family.depths) if depth is None else depth),
                 "n_contexts": int(self.scale.floor_samples), "n_seeds": FINITE_P_SEEDS}
 
-    def finite_p_floor(self, family: Family, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
+    def finite_p_floor(self, family: Plan, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
         """``(floor, se)`` of the finite-P floor of degree ``depth``, seeded
         by its own key (:func:`theory.floor.linear_floor_finite_p`)."""
         value = self._theory("linear-floor-finite-p", self._finite_p_key(family, a, b, depth), _finite_p_floor_value)
@@ -163,7 +164,7 @@ class ReproductionContext:
         Examples
         --------
         >>> import tempfile
-        >>> from numerics.experiments.scales import get_scale
+        >>> from numerics.experiments.reproduce.scales import get_scale
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     ctx = ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_difficult",))
         ...     n = ctx.prefetch()
@@ -190,7 +191,7 @@ class ReproductionContext:
         cached_many(self.cache_dir, "linear-floor-finite-p", finite, _finite_p_floor_value, workers=workers)
         return len(bounds) + len(floors) + len(finite)
 
-    def floor_at(self, family: Family, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
+    def floor_at(self, family: Plan, a: float, b: float, depth: int | None = None) -> tuple[float, float]:
         """``(floor, se)`` of degree ``depth`` (default: the family's largest depth)."""
         floor = self.linear_floor(family, a, b)
         degree = int(max(family.depths) if depth is None else depth)

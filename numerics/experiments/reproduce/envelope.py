@@ -297,7 +297,7 @@ def spot_check_configs(picks: Sequence[tuple], results: str | Path | None = None
     [1]
     """
     from ..study.certified.cells import read_cell
-    from ..study.certified.plan import Candidate, CellConfig
+    from ..study.plan import Candidate, Cell
     from ..study.certified.table import read_csv
 
     base = shipped_path() if results is None else Path(results)
@@ -317,7 +317,7 @@ def spot_check_configs(picks: Sequence[tuple], results: str | Path | None = None
         if not cell_path.is_file():
             raise ValueError(f"certified_checks: the cell of {pick} is missing ({cell_path})")
         record, _ = read_cell(cell_path)
-        cell = CellConfig.from_dict(record["config"])
+        cell = Cell.from_dict(record["config"])
         cfg = cell.train_config(Candidate(start, lr, steps), None)
         out.append(({**{name: getattr(row, name) for name in SPOT_CHECK_FIELDS}, "R_select": row.R_select,
                      "R_select_se": row.R_select_se}, cfg))

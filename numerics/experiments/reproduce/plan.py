@@ -1,8 +1,8 @@
-"""The artefact registry and the run plan of a reproduction.
+"""The artefact registry and the run schedule of a reproduction.
 
 :data:`ARTEFACTS` lists every figure and table ``idepth reproduce`` makes and
-the families of runs each needs; :func:`make_plan` turns a scale and a choice
-of them into the distinct training runs and the cost model's estimate.
+the plans of runs each needs; :func:`make_plan` turns a scale and a choice
+of them into a :class:`Schedule`: the distinct training runs and the cost model's estimate.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Iterable, Mapping, Sequence
 from numerics.models import get_model
 from numerics.models.cost import StepCost
 
-from ..scales import Family, Scale, get_scale
+from ..study.plan import Plan
+from .scales import Scale, get_scale
 
-__all__ = ["Artefact", "ARTEFACTS", "CONSISTENCY_SIZES", "Plan", "parse_only", "make_plan", "estimate_run_seconds", "step_milliseconds",
+__all__ = ["Artefact", "ARTEFACTS", "CONSISTENCY_SIZES", "Schedule", "parse_only", "make_plan", "estimate_run_seconds", "step_milliseconds",
            "study_seconds", "analysis_seconds", "duration_text"]
 
 
@@ -211,8 +212,9 @@ def estimate_run_seconds(config) -> float:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What a reproduction will run.
+class Schedule:
+    """What a reproduction will run, and what it will cost (the study's plans are
+    :class:`~numerics.experiments.study.plan.Plan` values; this is the run list and the estimate).
 
     Attributes
     ----------
@@ -245,7 +247,7 @@ class Plan:
     def n_runs(self) -> int:
         return len(self.configs)
 
-    def family(self, name: str) -> Family:
+    def family(self, name: str) -> Plan:
         return self.scale.families[name]
 
     def format(self, workers: int | None = None, *, backend: str = "local") -> str:
@@ -261,7 +263,7 @@ class Plan:
         for name in self.families:
             family = self.scale.families[name]
             lines.append(f"  {name}: {family.n_runs} runs — {family.describe()}")
-        from ..scales import measured_run_time
+        from .scales import measured_run_time
 
         measured = measured_run_time(self.scale.name)
         whole = measured is not None and set(self.artefacts) == set(ARTEFACTS)  # the measured figure, not a second one
@@ -300,7 +302,7 @@ def duration_text(seconds: float) -> str:
     return f"{seconds / 3600:,.0f} h"
 
 
-def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Plan:
+def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Schedule:
     """The runs needed for the artefacts ``only`` (default: all) at ``scale``.
 
     Raises
@@ -324,7 +326,7 @@ def make_plan(scale: str | Scale, only: str | Sequence[str] | None = None) -> Pl
             unique.setdefault(config.content_hash(), config)
     configs = tuple(unique.values())
     studies = MappingProxyType(study_seconds(scale) if only is None else {})
-    return Plan(scale=scale, artefacts=ids, families=ordered, configs=configs,
+    return Schedule(scale=scale, artefacts=ids, families=ordered, configs=configs,
                 estimated_seconds=sum(estimate_run_seconds(c) for c in configs), study_seconds=studies)
 
 

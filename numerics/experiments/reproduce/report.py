@@ -164,7 +164,7 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
         ran = (f"{sweep_summary.executed} trained now, {sweep_summary.skipped} reused from the store, "
                f"{sweep_summary.failed} failed, {sweep_summary.pending} pending; {sweep_summary.backend} backend, "
                f"{sweep_summary.workers} worker(s)")
-    from ..scales import measured_run_time
+    from .scales import measured_run_time
 
     cpu_text = "" if cpu_time is None else (
         f" and {cpu_time:.0f} s of CPU time (user + system of this process and its local worker processes)")

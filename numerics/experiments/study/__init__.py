@@ -22,7 +22,8 @@ import importlib
 #: ``study.answer`` or ``study.curves`` (read by ``idepth --help`` and the reproduction) load no training code
 _HOMES = {
     "GAIN_PARAMETERS": "..recipes", "LAZY_INIT": "..recipes",
-    "REGIME_DESCRIPTIONS": "..scales", "REGIMES": "..scales", "TRAINED_REGIMES": "..scales", "StudyScale": "..scales",
+    "REGIME_DESCRIPTIONS": ".regime_plans", "REGIMES": ".regime_plans", "TRAINED_REGIMES": ".regime_plans",
+    "StudyScale": ".regime_plans", "STUDY_SCALES": ".regime_plans", "Plan": ".plan", "REVISED_PLAN": ".plan",
     "ConsistencyReport": ".plateaus", "ConsistencyRow": ".plateaus", "paper_consistency": ".plateaus",
     "SizeInference": ".plateaus", "infer_sizes": ".plateaus", "write_size_inference": ".plateaus",
     "fit_inverse_depth": ".defaults", "make_softmax_defaults": ".defaults",

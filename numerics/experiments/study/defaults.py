@@ -17,7 +17,7 @@ from theory.validation import check_choice
 from ..criteria import standard_error
 from .curves import summarise_seeds
 from ..execution import Execution, as_execution
-from ..scales import StudyScale, TRAINED_REGIMES
+from .regime_plans import TRAINED_REGIMES, StudyScale
 from .regimes import metric_arrays, train_regimes
 
 __all__ = ["fit_inverse_depth", "make_softmax_defaults"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..criteria import mean_se
-from .certified.plan import CertifiedPlan
+from .plan import Plan
 from .certified.bootstrap import replicates
 from .certified.statistics import BOOTSTRAP
 from .defaults import fit_inverse_depth
@@ -114,7 +114,7 @@ class LazyFit:
         return self.c - self.law_c, math.hypot(self.c_se, self.law_c_se)
 
 
-def lazy_law(a: float, b: float, plan: CertifiedPlan, depths, *, layers: int = LAW_LAYERS, draws: int = LAW_DRAWS,
+def lazy_law(a: float, b: float, plan: Plan, depths, *, layers: int = LAW_LAYERS, draws: int = LAW_DRAWS,
              contexts: int = LAW_CONTEXTS, seed: int = LAW_SEED) -> dict:
     """The exchangeable law of the lazy recipe's initial heads at (a, b), over ``draws`` independent models.
 
@@ -155,7 +155,7 @@ def lazy_law(a: float, b: float, plan: CertifiedPlan, depths, *, layers: int = L
     return {key: np.asarray(value) for key, value in out.items()} | {"layers": layers, "contexts": contexts}
 
 
-def lazy_checks(contrasts, laws: dict, plan: CertifiedPlan, *, rng=0) -> tuple[list, list]:
+def lazy_checks(contrasts, laws: dict, plan: Plan, *, rng=0) -> tuple[list, list]:
     """``(rows, fits)``: :class:`LazyRow` per spectrum and depth, :class:`LazyFit` per spectrum of ``laws``.
 
     ``laws``: ``(a, b) -> (depths, lazy_law(...))``. The trained curve: every depth with a lazy contrast of

@@ -23,7 +23,7 @@ from .expressible_checks import (FIGURE, LAW_CONTEXTS, LAW_DRAWS, LAW_LAYERS, LA
                                  lazy_checks, lazy_law)
 from ..recipes import LAZY
 from .certified.contrasts import collect_contrasts
-from .certified.plan import TABLE1_SPECTRA, CertifiedPlan
+from .plan import TABLE1_SPECTRA, Plan
 from .render import Section, render_page
 
 __all__ = ["check_results_dir", "draw_figure", "expressible_markdown", "write_expressible_checks"]
@@ -156,7 +156,7 @@ def expressible_markdown(lazy_rows, fits, *, missing=(), command: str = "idepth 
 
 def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None, expressible_dir=None,
                              spectra=TABLE1_SPECTRA, law_draws: int = LAW_DRAWS, law_layers: int = LAW_LAYERS,
-                             law_contexts: int = LAW_CONTEXTS, plan: CertifiedPlan | None = None) -> list[Path]:
+                             law_contexts: int = LAW_CONTEXTS, plan: Plan | None = None) -> list[Path]:
     """Compute the lazy recipe's check and write the page, its figure and two CSV tables; nothing is written on failure.
 
     ``certified_dir``: the certified study's files (default ``out_dir/certified``: its ``contrasts/``);
@@ -176,7 +176,7 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
 
         out_dir = shipped_path()
     out_dir = check_results_dir(out_dir, "out_dir", certified_dir=certified_dir)  # before any Monte Carlo
-    plan = plan or CertifiedPlan()
+    plan = plan or Plan()
     certified_dir = Path(certified_dir) if certified_dir is not None else out_dir / "certified"
     expressible_dir = Path(expressible_dir) if expressible_dir is not None else data_dir()
     contrasts = collect_contrasts(certified_dir / "contrasts")  # a corrupt run is named before anything is done

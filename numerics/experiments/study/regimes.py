@@ -1,5 +1,5 @@
 """The regimes of the study: the configs of the trained ones (:func:`regime_config`: a run of the regime's
-:class:`~numerics.experiments.scales.Family`, :meth:`~numerics.experiments.scales.StudyScale.family`), the two
+:class:`~numerics.experiments.study.plan.Plan`, :meth:`~numerics.experiments.study.regime_plans.StudyScale.family`), the two
 controls that need no training, and the study itself (:func:`run_regime_study`, which trains; its page is
 :func:`write_regime_study`, which does not)."""
 
@@ -19,7 +19,7 @@ from theory.validation import check_choice, check_positive_int
 from .curves import CurveSummary, summarise_seeds
 from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
-from ..scales import REGIMES, STUDY_FAMILIES, TRAINED_REGIMES, StudyScale
+from .regime_plans import REGIMES, STUDY_FAMILIES, TRAINED_REGIMES, StudyScale
 from .plateaus import paper_consistency
 from .report import draw_figures, study_markdown
 
@@ -290,8 +290,8 @@ def trained_configs(s: StudyScale) -> dict:
 
     Examples
     --------
-    >>> from numerics.experiments.scales import SCALES
-    >>> configs = trained_configs(SCALES["smoke"].study)
+    >>> from numerics.experiments.study.regime_plans import STUDY_SCALES
+    >>> configs = trained_configs(STUDY_SCALES["smoke"])
     >>> len(configs) > 0, next(iter(configs))[0]
     (True, 'lazy')
     """

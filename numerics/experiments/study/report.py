@@ -15,7 +15,7 @@ from numerics.io import savefig
 from .. import criteria
 from .._markdown import fmt
 from .._plotting import depth_ticks, pyplot
-from ..scales import StudyScale
+from .regime_plans import StudyScale
 from .render import Section, render_page
 
 __all__ = ["draw_figures", "study_markdown"]

@@ -32,7 +32,7 @@ def reducible_mode_spread(ctx, family_name: str, spectrum) -> tuple:
     --------
     >>> import tempfile
     >>> from numerics.experiments.reproduce.context import ReproductionContext
-    >>> from numerics.experiments.scales import get_scale
+    >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     reducible_mode_spread(ReproductionContext.open(get_scale("smoke"), tmp), "nonlinear_lazy", (0.5, 0.0))
     ((), array([], dtype=float64))

@@ -68,7 +68,7 @@ def certified_excess(ctx) -> list[dict]:
     from types import SimpleNamespace
 
     from ...study.certified.excess import excess_rows
-    from ...study.certified.plan import REVISED_PLAN
+    from ...study.plan import REVISED_PLAN
 
     if ctx.envelopes is None:
         return []

@@ -1,6 +1,6 @@
 """The certified study: the best loss each depth of the controlled softmax model reaches, with certificates.
 
-Split by job: ``plan`` (cells and candidates), ``run`` (a cell in lockstep; depths in waves through
+Its plan, cells and candidates are :mod:`numerics.experiments.study.plan`'s. Split by job: ``run`` (a cell in lockstep; depths in waves through
 the store), ``cells`` (finished cells as files), ``table`` (the CSV), ``statistics`` (certificates,
 each setting's summary), ``verdict`` (the depths a verdict rests on: doubling checks, long-cap pairs, the crossover; fit-free contrasts, the gain law's
 variants, the verdict rule), ``contrasts``
@@ -9,8 +9,6 @@ CPU time), ``revised`` (what the U_L starts add: the L = 2 step at population sc
 U_L, the long caps, coverage and cost), ``page`` (the text), ``figures`` and ``formatting`` (how both write numbers).
 """
 
-from .plan import STARTS, Candidate, CellConfig, CertifiedPlan, eval_seed
 from .run import SUMMARY_COLUMNS, CellResult, nested_params, oracle_allocation, run_cell, run_certified_study
 
-__all__ = ["STARTS", "Candidate", "CellConfig", "CertifiedPlan", "eval_seed",
-           "SUMMARY_COLUMNS", "CellResult", "nested_params", "oracle_allocation", "run_cell", "run_certified_study"]
+__all__ = ["SUMMARY_COLUMNS", "CellResult", "nested_params", "oracle_allocation", "run_cell", "run_certified_study"]

@@ -27,7 +27,7 @@ from ...recipes import RECIPES
 from ...sweep import run_sweep
 from ..regimes import regime_config
 from .cells import cell_files, finished_hashes, export_cells, import_cells, read_cell
-from .plan import CertifiedPlan, eval_seed
+from ..plan import Plan, eval_seed
 from .run import CellResult, context_errors
 
 __all__ = ["CONTRAST_RECIPES", "CONTRAST_SCALE", "Contrast", "contrast_configs", "collect_contrasts", "derive_recipe",
@@ -58,7 +58,7 @@ class Contrast:
     run_hash: str
 
 
-def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> list:
+def contrast_configs(plan: Plan, *, scale: str = CONTRAST_SCALE) -> list:
     """The contrast runs (``TrainConfig``) of ``plan``: every recipe, setting, depth and seed.
 
     Each is ``regime_config(...)`` at the plan's sizes moved onto the plan's report set (its seed, size,
@@ -70,7 +70,7 @@ def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> lis
 
     Examples
     --------
-    >>> plan = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), long_spectra=(), top16_spectra=())
+    >>> plan = Plan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), long_spectra=(), top16_spectra=())
     >>> configs = contrast_configs(plan)
     >>> [(c.depth, c.learning_rate, c.frozen != ()) for c in configs]
     [(1, 0.0001, True), (2, 0.0001, True), (1, 0.001, False), (2, 0.001, False)]
@@ -80,7 +80,7 @@ def contrast_configs(plan: CertifiedPlan, *, scale: str = CONTRAST_SCALE) -> lis
     return [config for _, config in _contrast_runs(plan, scale)]
 
 
-def _contrast_runs(plan: CertifiedPlan, scale: str) -> list[tuple[str, TrainConfig]]:
+def _contrast_runs(plan: Plan, scale: str) -> list[tuple[str, TrainConfig]]:
     """``(recipe, config)`` of every contrast run of ``plan`` (see :func:`contrast_configs`)."""
     out = []
     for recipe, regime in CONTRAST_RECIPES.items():
@@ -115,7 +115,7 @@ def derive_recipe(config: TrainConfig) -> str:
 
     Examples
     --------
-    >>> plan = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1,), seeds=(0,), long_spectra=(), top16_spectra=())
+    >>> plan = Plan(spectra=((0.0, 0.0),), depths=(1,), seeds=(0,), long_spectra=(), top16_spectra=())
     >>> [derive_recipe(c) for c in contrast_configs(plan)]
     ['lazy', 'equal_budget']
     >>> derive_recipe(dataclasses.replace(contrast_configs(plan)[0], learning_rate=0.5))
@@ -155,7 +155,7 @@ def run_contrast(config):
     return CellResult(metrics=metrics, arrays=arrays)
 
 
-def run_contrasts(plan: CertifiedPlan, store_dir, *, execution=None, out_dir=None, scale: str = CONTRAST_SCALE) -> int:
+def run_contrasts(plan: Plan, store_dir, *, execution=None, out_dir=None, scale: str = CONTRAST_SCALE) -> int:
     """Train the contrast runs of ``plan`` through the store ``store_dir``; returns how many are done.
 
     ``scale``: the recipes' regime study budget. With ``out_dir``, exported runs there are imported

@@ -30,7 +30,7 @@ from .formatting import (
 from .excess import EXCESS_FIGURE, excess_rows, excess_section
 from .figures import (draw_certified_figure, draw_excess_figure, draw_decomposition_figure, draw_recipe_figure,
                       draw_revised_figure)
-from .plan import CertifiedPlan
+from ..plan import Plan
 from .revised import FACTS, revised_facts, revised_sections
 from .statistics import (
     ALPHA_GRID,
@@ -78,7 +78,7 @@ DECOMPOSITION_FIGURE = "figures/certified-decomposition.png"
 TITLE = "Revised certified study (plan version 2): the best loss each depth reaches"
 
 
-def _training_text(plan: CertifiedPlan) -> str:
+def _training_text(plan: Plan) -> str:
     """What each cell trains, as the Method section says it (U_L's starts, doubled and long caps where planned)."""
     text = (f"cold start at learning rates {list(plan.cold_rates)} for {plan.cold_steps} steps; the heads of B_L "
             f"(untrained, and trained at {list(plan.warm_rates)} for {plan.warm_steps} steps); the depth-L/2 winner "
@@ -99,7 +99,7 @@ def _training_text(plan: CertifiedPlan) -> str:
             f"and reported on an independent one of {plan.report_size}.")
 
 
-def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: str, checks=None,
+def certified_markdown(summaries, plan: Plan, *, n_rows: int, command: str, checks=None,
                        rechecks=(), gaps=None, compute=None, cells_dir="docs/results/certified/cells", extra=()) -> str:
     """The docs page of the certified study (Markdown).
 
@@ -114,7 +114,7 @@ def certified_markdown(summaries, plan: CertifiedPlan, *, n_rows: int, command: 
 
     Examples
     --------
-    >>> certified_markdown([], CertifiedPlan(), n_rows=0, command="idepth study certified").startswith(f"# {TITLE}")
+    >>> certified_markdown([], Plan(), n_rows=0, command="idepth study certified").startswith(f"# {TITLE}")
     True
     """
     # the evidence page: the answer's terms, defined before they are used, then what the study measured
@@ -394,7 +394,7 @@ def prediction_cache_dir(cells_dir) -> Path:
     return Path(cells_dir).parent / "predictions"
 
 
-def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, predictions: bool = True,
+def write_certified(out_dir, cells_dir, plan: Plan, *, command: str, predictions: bool = True,
                     contrasts_dir=None, progress=_silent, contrast_depth: int | None = None,
                     cache_dir="default") -> tuple[list, list]:
     """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir``.

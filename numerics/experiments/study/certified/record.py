@@ -13,7 +13,7 @@ import json
 from numerics.io import significant
 
 from ...criteria import GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
-from .plan import CertifiedPlan
+from ..plan import Plan
 from .verdict import ALPHA_GRID
 
 __all__ = ["SHIPPED_VERDICTS", "VERDICTS", "read_verdicts", "verdicts_record"]
@@ -23,7 +23,7 @@ VERDICTS = "certified-study.verdicts.json"
 SHIPPED_VERDICTS = ("certified-revised", VERDICTS)
 
 
-def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
+def verdicts_record(summaries, plan: Plan, *, command: str) -> dict:
     """The numbers behind each setting's verdict, as JSON (what ``certified-study.verdicts.json`` holds).
 
     Per setting: its sizes, the depths done and planned, the verdict, its kind and reason; where the step-doubling
@@ -36,7 +36,7 @@ def verdicts_record(summaries, plan: CertifiedPlan, *, command: str) -> dict:
 
     Examples
     --------
-    >>> verdicts_record([], CertifiedPlan(), command="idepth study certified")["settings"]
+    >>> verdicts_record([], Plan(), command="idepth study certified")["settings"]
     []
     """
     settings = []

@@ -1,4 +1,4 @@
-"""What the certified study (:data:`~numerics.experiments.study.certified.plan.REVISED_PLAN`) measures.
+"""What the certified study (:data:`~numerics.experiments.study.plan.REVISED_PLAN`) measures.
 
 Four questions, each answered from the exported cells (and, for the first, an independent draw):
 
@@ -28,7 +28,7 @@ import numpy as np
 from ..._markdown import markdown_table
 from ...criteria import AGREEMENT_SIGMAS, DOUBLING_SES, MIN_COMPLETE_SEEDS, agrees, mean_se, ses_word
 from .cells import cell_files, read_cell
-from .plan import CELL_FORMAT, CertifiedPlan, shipped_U
+from ..plan import CELL_FORMAT, Plan, shipped_U
 from .run import SUMMARY_COLUMNS
 from .verdict import long_pairs
 
@@ -74,7 +74,7 @@ class PairedDifference:
         return ses_word(self.value, self.se, sigmas)
 
 
-def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 1 << 17) -> tuple[float, float]:
+def population_step(a: float, b: float, plan: Plan, *, contexts: int = 1 << 17) -> tuple[float, float]:
     """``U_1 − U_2`` of ``U_L``'s heads on ``contexts`` fresh contexts (paired) and its SE.
 
     The contexts are drawn from their own seed (fixed by the spectrum), independent of the study's
@@ -86,7 +86,7 @@ def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 
 
     Examples
     --------
-    >>> step, se = population_step(0.0, 0.0, CertifiedPlan(), contexts=4096)
+    >>> step, se = population_step(0.0, 0.0, Plan(), contexts=4096)
     >>> bool(0 < step < 0.2 and se < 0.02)
     True
     """
@@ -105,7 +105,7 @@ def population_step(a: float, b: float, plan: CertifiedPlan, *, contexts: int = 
     return mean_se(diff)
 
 
-def _cached_step(a: float, b: float, plan: CertifiedPlan, contexts: int, cache_dir, counts) -> tuple[float, float]:
+def _cached_step(a: float, b: float, plan: Plan, contexts: int, cache_dir, counts) -> tuple[float, float]:
     """:func:`population_step`, cached under the setting, the contexts and the heads it evaluates (U_L's at
     L = 1, 2: new shipped heads give a new key) and its code, so a page regenerates it identically anywhere."""
     from ...cache import cached, function_digest
@@ -146,7 +146,7 @@ def _is_heads(row) -> bool:
     return row.start == "expressible" and row.steps == 0
 
 
-def _coverage(plan: CertifiedPlan, cells: dict) -> list[dict]:
+def _coverage(plan: Plan, cells: dict) -> list[dict]:
     """Per spectrum of the plan: the depths done (every seed's cell), those not run yet, among these the
     ``partial`` ones, ``[depth, seeds done]``, where some seeds' cells are done, and ``complete_seeds``, how
     many seeds have every depth done."""
@@ -167,7 +167,7 @@ def _partial_text(coverage: dict, n_seeds: int) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def _cost(cells_dir, plan: CertifiedPlan) -> dict:
+def _cost(cells_dir, plan: Plan) -> dict:
     """CPU hours per part: the candidates every cell trains, the doubled caps, the long caps."""
     col = SUMMARY_COLUMNS.index("step_share")
     parts = {"every cell's candidates": 0.0, "doubled caps (the convergence check)": 0.0, "long caps": 0.0}
@@ -223,7 +223,7 @@ def _over_seeds(values) -> dict:
     return {"value": value, "se": se, "per_seed": values.tolist()}
 
 
-def revised_facts(rows, errors, plan: CertifiedPlan, cells_dir, *, population_contexts: int = 1 << 17,
+def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: int = 1 << 17,
                   decomposition_contexts: int = DECOMPOSITION_CONTEXTS, cache_dir=None,
                   counts: dict | None = None, long_checks: dict | None = None) -> dict:
     """What a study with U_L's starts measured, as a JSON-able dict (None for a plan without them: nothing to compare).

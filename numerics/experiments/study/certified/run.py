@@ -1,6 +1,6 @@
 """Running the certified study: one cell's candidates in lockstep, and the depths in waves through the store.
 
-:func:`run_cell` (the sweep runner of a :class:`~numerics.experiments.study.certified.plan.CellConfig`) trains
+:func:`run_cell` (the sweep runner of a :class:`~numerics.experiments.study.plan.Cell`) trains
 a cell's candidates on one batch stream, evaluates each on the selection and report sets and keeps the
 winner's weights (the next depth's nested start). :func:`run_waves` runs one sweep per depth, in increasing
 order, so an interrupted study continues from its store without retraining a finished cell, nor a finished
@@ -33,7 +33,7 @@ from ...store import load_arrays
 from ...sweep import run_sweep
 from .cells import export_cells, finished_hashes, import_cells
 from .finished import candidates_dir, forget_finished, load_finished, save_finished
-from .plan import CellConfig, CertifiedPlan, eval_seed, shipped_U
+from ..plan import Cell, Plan, eval_seed, shipped_U
 
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "context_errors", "diverse_forms", "nested_params", "oracle_allocation", "oracle_heads", "run_cell",
            "run_certified_study", "run_waves", "winner_decomposition"]
@@ -64,14 +64,14 @@ def _bounds(a: float, b: float, k: int, d: int, P: int, depths: tuple, n_context
                           n_contexts=n_contexts, n_seeds=1, rng=seed)
 
 
-def oracle_allocation(cell: CellConfig):
+def oracle_allocation(cell: Cell):
     """The heads behind ``B_L`` at the cell's depth (a ``HeadAllocation``), cached.
 
     Fitted, exact cosine, on ``cell.bound_contexts`` contexts of their own stream (fixed by the setting).
 
     Examples
     --------
-    >>> cell = CertifiedPlan(d=4, N=8, P=16, depths=(1, 2), bound_contexts=256).cell(0.0, 0.0, 16, 2, 0, "parent")
+    >>> cell = Plan(d=4, N=8, P=16, depths=(1, 2), bound_contexts=256).cell(0.0, 0.0, 16, 2, 0, "parent")
     >>> sum(oracle_allocation(cell).counts)
     2
     """
@@ -112,12 +112,12 @@ def nested_params(parent: dict, noise: float, rng: np.random.Generator | None) -
     return out
 
 
-def _expressible(cell: CellConfig):
+def _expressible(cell: Cell):
     """The shipped ``U_L`` of the cell's setting (:func:`~.plan.shipped_U`)."""
     return shipped_U(cell.a, cell.b, cell.d, cell.P, cell.k, needed_by="the expressible and diverse starts")
 
 
-def diverse_forms(cell: CellConfig, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+def diverse_forms(cell: Cell, rng: np.random.Generator) -> tuple[np.ndarray, float]:
     """L forms drawn i.i.d. from ``U_L``'s diffuse classes (uniform over classes) and ``U_L``'s gain at the depth.
 
     A start on the diffuse branch whatever branch won ``U_L`` at this depth: heads that differ from each
@@ -130,7 +130,7 @@ def diverse_forms(cell: CellConfig, rng: np.random.Generator) -> tuple[np.ndarra
 
     Examples
     --------
-    >>> from numerics.experiments.study.certified.plan import REVISED_PLAN
+    >>> from numerics.experiments.study.plan import REVISED_PLAN
     >>> cell = REVISED_PLAN.cell(0.0, 0.0, 64, 4, 0, "parent")
     >>> forms, gain = diverse_forms(cell, np.random.default_rng(0))
     >>> forms.shape, bool(np.isfinite(gain))
@@ -146,7 +146,7 @@ def diverse_forms(cell: CellConfig, rng: np.random.Generator) -> tuple[np.ndarra
     return forms, expressible.forms(cell.depth)[1]
 
 
-def _start(cell: CellConfig, kind: str, perturbed: bool) -> tuple[dict | None, dict | None]:
+def _start(cell: Cell, kind: str, perturbed: bool) -> tuple[dict | None, dict | None]:
     """(initial weights, the config's ``start`` description) of a start kind."""
     dtype = np.float32 if cell.dtype == "float32" else np.float64
     if kind == "cold":
@@ -234,11 +234,11 @@ def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
     No example: it needs an exported cell (``tests/test_certified_revised.py``).
     """
     from .cells import read_cell
-    from .plan import Candidate
+    from ..plan import Candidate
 
     record, arrays = read_cell(Path(cells_dir) / f"{cell_hash}.npz")
     metrics = record["metrics"]
-    cell = CellConfig.from_dict(record["config"])
+    cell = Cell.from_dict(record["config"])
     if "A_L" in metrics and int(contexts) == cell.report_size:
         return {name: metrics[name] for name in ("A_L", "A_L_se", "C_L", "C_L_se")} | {"contexts": cell.report_size}
     weights = {name.removeprefix("winner_"): value for name, value in arrays.items() if name.startswith("winner_")}
@@ -250,7 +250,7 @@ def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
     return winner_decomposition(get_model(cell.model), weights, batch) | {"contexts": int(contexts)}
 
 
-def run_cell(cell: CellConfig) -> CellResult:
+def run_cell(cell: Cell) -> CellResult:
     """Train and evaluate every candidate of ``cell``; the sweep runner of the certified study.
 
     Returns a :class:`CellResult`. ``metrics``: ``winner`` (the candidate of least selection-set loss
@@ -313,7 +313,7 @@ def run_cell(cell: CellConfig) -> CellResult:
     return CellResult(metrics=metrics, arrays=arrays)
 
 
-def _train(cell: CellConfig, trained: dict, configs: list) -> dict:
+def _train(cell: Cell, trained: dict, configs: list) -> dict:
     """``{candidate index: result}`` of the trained candidates; with ``cell.resume_dir``, those finished by an
     earlier, interrupted call are read back and each one finishing now is kept there as it finishes."""
     finished = load_finished(cell.resume_dir) if cell.resume_dir else {}
@@ -340,11 +340,11 @@ def _winner_params(store_dir, run_hash: str) -> dict:
     return weights
 
 
-def run_certified_study(plan: CertifiedPlan, store_dir, *, execution: Execution | None = None, depths=None,
+def run_certified_study(plan: Plan, store_dir, *, execution: Execution | None = None, depths=None,
                         cells_dir=None, frontier_dir=None) -> dict:
     """Run the cells of ``plan`` in ``store_dir``, main settings first; returns ``{cell hash: cell}``.
 
-    A verdict needs every depth of a setting, so the main settings (:attr:`CertifiedPlan.spectra` at
+    A verdict needs every depth of a setting, so the main settings (:attr:`Plan.spectra` at
     ``P``, top-``k``) go through every depth before the others start (a cell's hash does not depend on
     the other settings of its plan). The arguments are :func:`run_waves`'s.
 
@@ -358,7 +358,7 @@ def run_certified_study(plan: CertifiedPlan, store_dir, *, execution: Execution 
     return {**cells, **run_waves(plan, store_dir, **options)}
 
 
-def run_waves(plan: CertifiedPlan, store_dir, *, execution: Execution | None = None, depths=None,
+def run_waves(plan: Plan, store_dir, *, execution: Execution | None = None, depths=None,
               cells_dir=None, frontier_dir=None) -> dict:
     """Run the cells of ``plan`` depth by depth through the store ``store_dir``; ``{cell hash: cell}``.
 

@@ -67,7 +67,7 @@ def selection_gaps(summary, rows, errors) -> tuple:
     ----------
     Paper eq. (12) (the loss compared), eqs. (59)-(60) (the model whose candidates are compared).
     """
-    from .plan import Candidate
+    from ..plan import Candidate
 
     index = {id(row): i for i, row in enumerate(errors.rows)}
     by_cell, seeds = judged_cells([r for r in rows if r.setting == summary.setting], summary.planned_depths)

@@ -474,7 +474,7 @@ def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_
                      n_sets: int = HEADS_SETS, cache_dir=None, counts: dict | None = None) -> PredictionCheck:
     """``predict_loss`` against the envelope of ``summary`` at every depth (:class:`PredictionCheck`).
 
-    ``plan`` (a :class:`~numerics.experiments.study.certified.plan.CertifiedPlan`) fixes the heads: those its
+    ``plan`` (a :class:`~numerics.experiments.study.plan.Plan`) fixes the heads: those its
     oracle start wrote into the weights (:func:`~numerics.experiments.study.certified.run.oracle_allocation`,
     fitted on ``plan.bound_contexts`` contexts). The fresh contexts have a stream of their own, fixed by the
     setting. ``cache_dir``: the Monte-Carlo values are read from / written to it
@@ -543,7 +543,7 @@ def prediction_code() -> str:
 
 def _fresh_rng(setting: tuple, role: int) -> np.random.Generator:
     """Fresh contexts of a setting, neither its report nor its selection set: one stream per ``role``."""
-    from .plan import eval_seed
+    from ..plan import eval_seed
 
     a, b, k, _, _, P = setting
     return np.random.default_rng([eval_seed("report", a, b, k, P), role])

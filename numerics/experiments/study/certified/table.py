@@ -5,7 +5,7 @@
 study's table (:mod:`numerics.experiments.study.table`: the recipe column always present). Every table is checked
 (:func:`check_rows`): a known recipe, starts and rates, and in each cell exactly one ``selected`` row, the
 envelope's (least selection-set loss among the non-doubling candidates). An exported cell that names no recipe
-was trained with the plan's (:data:`~numerics.experiments.study.certified.plan.RECIPE`):
+was trained with the plan's (:data:`~numerics.experiments.study.plan.RECIPE`):
 :func:`_recipe_of_record` says so in one place.
 """
 
@@ -23,7 +23,7 @@ from numerics.io import write_text
 from ...recipes import RECIPES
 from ..table import CSV_COLUMNS, CandidateRow, read_rows, table_text
 from .cells import cell_files, read_cell
-from .plan import RECIPE, STARTS, CellConfig
+from ..plan import RECIPE, STARTS, Cell
 from .run import SUMMARY_COLUMNS
 
 __all__ = ["CSV_COLUMNS", "PLAN_FIELDS", "CandidateRow", "Errors", "check_plan_versions", "check_rows", "collect", "csv_text",
@@ -51,7 +51,7 @@ def _recipe_of_record(record: dict) -> str:
 
 
 def _rows_of_cell(record: dict, arrays: dict) -> list[CandidateRow]:
-    cell = CellConfig.from_dict(record["config"])
+    cell = Cell.from_dict(record["config"])
     recipe = _recipe_of_record(record)
     summary = arrays["summary"]
     col = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}

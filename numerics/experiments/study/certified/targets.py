@@ -113,8 +113,8 @@ def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None
 
     Examples
     --------
-    >>> from numerics.experiments.study.certified.plan import CertifiedPlan
-    >>> targets_markdown([], {}, CertifiedPlan(), None)
+    >>> from numerics.experiments.study.plan import Plan
+    >>> targets_markdown([], {}, Plan(), None)
     []
     """
     main = [s for s in summaries if plan.is_main(s.setting[0], s.setting[1], s.setting[5], s.setting[2])]

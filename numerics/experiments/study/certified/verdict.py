@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bootstrap import context_weights, seed_counts, weighted_sums
-from .plan import shipped_U
+from ..plan import shipped_U
 from ...criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF, alpha_ends_bounded, law_contrast
 
 __all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat",
@@ -524,7 +524,7 @@ def range_verdict(range_name: str, depths, done, checked, failed, contrasts: dic
 def long_pairs(members) -> list:
     """``(start, learning_rate, cap)`` of the longest-cap candidates whose half cap also ran (same start and rate).
 
-    A cell with long caps (:attr:`~numerics.experiments.study.certified.plan.CertifiedPlan.long_caps`) trains some
+    A cell with long caps (:attr:`~numerics.experiments.study.plan.Plan.long_caps`) trains some
     starts at S and 2S beyond the plan's usual caps; none elsewhere (the usual candidates of one start share a cap).
 
     Examples

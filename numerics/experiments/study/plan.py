@@ -1,4 +1,10 @@
-"""What the certified study trains: per (spectrum, P, depth, seed) a *cell* of candidates from several starts.
+"""The one plan of a study: settings × depths × seeds × a recipe, and how each run or cell is evaluated.
+
+A :class:`Plan` is either a *one-run* plan (:meth:`Plan.one_run`: one training run per spectrum, depth and seed
+with its recipe and budget; the reproduction's families, :mod:`numerics.experiments.reproduce.scales`, and the
+regime study's trained regimes, :mod:`numerics.experiments.study.regime_plans`) or a plan of *cells*, the
+certified study's: per (:class:`~numerics.experiments.recipes.Setting`, depth, seed) a :class:`Cell` of
+:class:`Candidate` runs from several starts, trained in lockstep (:mod:`numerics.experiments.study.certified.run`).
 
 Depth L of the controlled softmax model (a mixture of heads, paper eqs. 59-60) expresses every
 depth-L/2 solution and every average of L cosine heads (the bound ``B_L``), so the best loss ``R*_L``
@@ -21,14 +27,16 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
 
 from numerics.train import TrainConfig
 from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA, table_spectra
 from theory.validation import check_positive, check_positive_int
 
-from ...recipes import CONVERGED_STUDY, Recipe, Setting, get_recipe
+from ..recipes import CONVERGED_STUDY, Recipe, Setting, get_recipe
 
-__all__ = ["CELL_FORMAT", "RECIPE", "REVISED_PLAN", "STARTS", "Candidate", "CellConfig", "CertifiedPlan",
+__all__ = ["CELL_FORMAT", "RECIPE", "REVISED_PLAN", "STARTS", "Candidate", "Cell", "Plan",
            "eval_seed"]
 
 #: the kinds of start a candidate may have: random initialisation, the heads of ``B_L``, the depth-L/2
@@ -49,10 +57,18 @@ _CELL_DECIDES = frozenset({"model", "task", "k", "a", "b", "d", "N", "P", "depth
 #: the recipe every candidate of the shipped study trains with, by name: ``converged_study``
 #: (:data:`~numerics.experiments.recipes.CONVERGED_STUDY`: Adam, batch, warm-up then cosine decay, held-out set,
 #: evaluations per run); the plan varies its rates, caps and starts. Every row of the study's table carries it.
-#: A plan with another recipe (``CertifiedPlan.for_recipe``) hashes it into its cells; this one is left out of
+#: A plan with another recipe (``Plan.for_recipe``) hashes it into its cells; this one is left out of
 #: the hash, so the shipped cells keep theirs
 RECIPE = CONVERGED_STUDY.name
 _RECIPE = CONVERGED_STUDY
+#: the fields a one-run plan's :attr:`Plan.budget` holds (beside the plan's batch, warm-up, held-out size and dtype)
+_RUN_FIELDS = ("max_steps", "learning_rate", "schedule", "init", "frozen", "eval_every", "tol", "window")
+#: a one-run plan's run fields where neither its recipe nor its budget sets them
+_RUN_DEFAULTS = MappingProxyType(dict(batch_size=64, max_steps=1000, learning_rate=None, schedule="warmup_cosine",
+                                      warmup_steps=100, init=(), frozen=(), eval_size=1024, eval_every=100, tol=1e-3,
+                                      window=None, dtype="float32"))
+#: the fields only a one-run plan sets, at their defaults (left out of :meth:`Plan.to_dict` there)
+_ONE_RUN = MappingProxyType(dict(name="", model="nonlinear", task="difficult", budget={}, regime=""))
 _EVALS_PER_RUN = _RECIPE["max_steps"] // _RECIPE["eval_every"]
 
 
@@ -108,7 +124,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class CellConfig:
+class Cell:
     """One cell (the unit of the resumable store): a spectrum, P, depth and seed, and its candidates.
 
     ``parent``: the hash of the depth-L/2 cell whose winner the ``nested`` start duplicates; its weights
@@ -118,7 +134,7 @@ class CellConfig:
 
     Examples
     --------
-    >>> cell = CertifiedPlan(d=4, N=8, P=16, spectra=((0.0, 0.0),), long_spectra=(), top16_spectra=()).cell(0, 0, 16, 1, 0)
+    >>> cell = Plan(d=4, N=8, P=16, spectra=((0.0, 0.0),), long_spectra=(), top16_spectra=()).cell(0, 0, 16, 1, 0)
     >>> cell.depth, [c.start for c in cell.candidates][:3], len(cell.content_hash())
     (1, ['cold', 'cold', 'oracle'], 64)
     """
@@ -181,7 +197,7 @@ class CellConfig:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "CellConfig":
+    def from_dict(cls, data: dict) -> "Cell":
         """The cell of a config dict (a first-study dict, without ``version`` and the evaluation fields, too)."""
         version = data.get("version", 1)
         if version not in (1, CELL_FORMAT):
@@ -213,7 +229,7 @@ class CellConfig:
 
 
 @dataclass(frozen=True)
-class CertifiedPlan:
+class Plan:
     """Every choice of the certified study (the paper states none of them).
 
     Attributes
@@ -257,7 +273,7 @@ class CertifiedPlan:
 
     Examples
     --------
-    >>> plan = CertifiedPlan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), long_spectra=(), top16_spectra=())
+    >>> plan = Plan(spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), long_spectra=(), top16_spectra=())
     >>> [c.label for c in plan.candidates(2)][2:]
     ['oracle (untrained)', 'oracle lr=0.0003 S=3000', 'nested (untrained)', 'nested lr=0.0003 S=3000']
     """
@@ -298,13 +314,23 @@ class CertifiedPlan:
     long_kinds: tuple = ()
     min_eval_size: int = 0
     recipe: Recipe = _RECIPE
+    name: str = ""
+    model: str = "nonlinear"
+    task: str = "difficult"
+    budget: Mapping = field(default_factory=dict)
+    regime: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recipe", get_recipe(self.recipe))
-        unknown = [kind for kind in self.recipe.starts if kind not in STARTS]
+        object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
+        unknown = [kind for kind in self.recipe.starts if kind not in (*STARTS, "gamma_star")]
         if unknown:
-            raise ValueError(f"recipe: the certified plan has no {', '.join(map(repr, unknown))} start (recipe "
-                             f"{self.recipe.name!r}; it runs {', '.join(STARTS)})")
+            raise ValueError(f"recipe: a plan has no {', '.join(map(repr, unknown))} start (recipe "
+                             f"{self.recipe.name!r}; it runs {', '.join(STARTS)} and gamma_star)")
+        for key in self.budget:
+            if key not in _RUN_FIELDS:
+                raise ValueError(f"budget: {key!r} is not a run field ({', '.join(_RUN_FIELDS)})")
+        object.__setattr__(self, "budget", MappingProxyType(dict(self.budget)))
         for name in ("d", "N", "P", "k", "cold_steps", "warm_steps", "batch_size", "eval_size", "bound_contexts",
                      "diverse_steps", "report_block"):
             check_positive_int(name, getattr(self, name))
@@ -324,7 +350,8 @@ class CertifiedPlan:
         for steps in self.long_steps:
             check_positive_int("long_steps", steps)
         depths = tuple(int(L) for L in self.depths)
-        if not depths or depths[0] != 1 or any(b != 2 * a for a, b in zip(depths, depths[1:])):
+        if not depths or "nested" in self.recipe.starts and (
+                depths[0] != 1 or any(b != 2 * a for a, b in zip(depths, depths[1:]))):
             raise ValueError(f"depths must be 1, 2, 4, ... (each the double of the one before); got {self.depths}")
         for rates in (self.cold_rates, self.warm_rates, self.expressible_rates, self.diverse_rates):
             for lr in rates:
@@ -333,10 +360,14 @@ class CertifiedPlan:
             if not getattr(self, name):
                 raise ValueError(f"{name} must not be empty")
         for a, b, P, k in self.settings():
-            Setting("nonlinear", a, b, k=k, d=self.d, N=self.N, P=P).check(self.recipe, self.starts())
+            Setting(self.model, a, b, k=k, d=self.d, N=self.N, P=P).check(self.recipe, self.starts())
+
+    def __hash__(self) -> int:  # the budget is a read-only mapping: hashed by its items
+        return hash(tuple(tuple(sorted(self.budget.items())) if f.name == "budget" else getattr(self, f.name)
+                          for f in dataclasses.fields(self)))
 
     @classmethod
-    def for_recipe(cls, recipe: Recipe | str, **fields) -> "CertifiedPlan":
+    def for_recipe(cls, recipe: Recipe | str, **fields) -> "Plan":
         """A plan whose candidates train with ``recipe``: its batch, warm-up, held-out size and evaluations, and its
         learning rate and step cap for the cold and warm starts (``fields`` override any of them).
 
@@ -344,7 +375,7 @@ class CertifiedPlan:
         --------
         >>> from numerics.experiments.recipes import Recipe
         >>> r = Recipe("short", {"learning_rate": 2e-3, "max_steps": 40, "schedule": "constant"}, starts=("cold",))
-        >>> plan = CertifiedPlan.for_recipe(r, d=4, N=8, P=16, spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,),
+        >>> plan = Plan.for_recipe(r, d=4, N=8, P=16, spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,),
         ...                                 long_spectra=(), top16_spectra=())
         >>> [c.label for c in plan.candidates(2)], plan.cell(0, 0, 16, 2, 0, parent="p").recipe["name"]
         (['cold lr=0.002 S=40'], 'short')
@@ -364,7 +395,7 @@ class CertifiedPlan:
 
     def starts(self, depth: int | None = None) -> tuple:
         """The start kinds of the plan's cells (at ``depth``: nested needs a depth-L/2 parent): the recipe's."""
-        kinds = [kind for kind in STARTS if kind in self.recipe.starts]
+        kinds = [kind for kind in (*STARTS, "gamma_star") if kind in self.recipe.starts]
         if depth == 1:
             kinds = [kind for kind in kinds if kind != "nested"]
         if not (self.expressible_rates or self.diverse_rates):
@@ -399,7 +430,7 @@ class CertifiedPlan:
                     if c.trained and (c.start, c.learning_rate) in kinds and c.steps not in self.long_steps]
         return out
 
-    def only(self, spectra=None) -> "CertifiedPlan":
+    def only(self, spectra=None) -> "Plan":
         """This plan restricted to ``spectra`` (a sequence of (a, b), in that order; None: all of them).
 
         Raises
@@ -455,7 +486,7 @@ class CertifiedPlan:
 
         Examples
         --------
-        >>> CertifiedPlan().is_main(0.0, 0.25, 64, 2), CertifiedPlan().is_main(0.0, 0.25, 64, 16)
+        >>> Plan().is_main(0.0, 0.25, 64, 2), Plan().is_main(0.0, 0.25, 64, 16)
         (True, False)
         """
         spectrum = (float(a), float(b))
@@ -466,14 +497,14 @@ class CertifiedPlan:
 
         Examples
         --------
-        >>> plan = CertifiedPlan()
+        >>> plan = Plan()
         >>> len(plan.seeds_for(0.0, 0.0, 64, 2)), len(plan.seeds_for(0.0, 0.0, 128, 2))
         (5, 3)
         """
         return self.seeds if self.is_main(a, b, P, k) else self.side_seeds
 
     def cell(self, a: float, b: float, P: int, depth: int, seed: int, parent: str | None = None, k: int | None = None
-             ) -> CellConfig:
+             ) -> Cell:
         """The cell of (a, b, P, depth, seed) at top-``k`` (default the plan's); ``parent``: its parent's hash."""
         k = self.k if k is None else int(k)
         doubled = ((float(a), float(b)) in {(float(x), float(y)) for x, y in self.doubling_spectra} and P == self.P
@@ -481,7 +512,7 @@ class CertifiedPlan:
         long = (float(a), float(b), int(depth)) in {(float(x), float(y), int(L)) for x, y, L in self.long_caps}
         expressible = bool(self.expressible_rates or self.diverse_rates) and shipped_U(
             a, b, self.d, P, k) is not None
-        return CellConfig(
+        return Cell(
             a=float(a), b=float(b), k=k, d=self.d, N=self.N, P=int(P), depth=int(depth), seed=int(seed),
             candidates=tuple(self.candidates(depth, doubled=doubled, expressible=expressible, long=long)),
             bound_depths=self.depths, batch_size=self.batch_size, warmup_steps=self.warmup_steps,
@@ -492,11 +523,110 @@ class CertifiedPlan:
         )
 
     def to_dict(self) -> dict:
-        """The plan's fields (the recipe's definition only where it is not the shipped study's)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "recipe"}
+        """The plan's fields (the recipe's definition only where it is not the shipped study's; a one-run plan's
+        fields only where set: the shipped table's provenance predates them)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name != "recipe" and (f.name not in _ONE_RUN or getattr(self, f.name) != _ONE_RUN[f.name])}
+        if "budget" in out:
+            out["budget"] = dict(self.budget)
         if self.recipe != _RECIPE:
             out["recipe"] = self.recipe.to_dict()
         return out
+
+    # a one-run plan (a reproduction's family, a regime of the regime study): one run per setting, depth and seed
+    # with the recipe's fields and the plan's budget over them
+
+    def config(self, a: float, b: float, depth: int, seed: int) -> TrainConfig:
+        """The :class:`numerics.train.TrainConfig` of one run of a one-run plan (its :attr:`budget` set).
+
+        A recipe with the ``gamma_star`` start (linear attention) starts every depth at the constrained optimum
+        of paper eq. (33), ``B_ℓ ≈ (L/λ_1) I`` (``qk_scale = N L/c_λ``).
+
+        Examples
+        --------
+        >>> from numerics.experiments.recipes import LAZY
+        >>> plan = Plan.one_run("demo", LAZY, d=4, N=4, P=8, spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,),
+        ...                     max_steps=10)
+        >>> cfg = plan.config(0.0, 0.0, 2, 0)
+        >>> cfg.depth, cfg.max_steps, cfg.learning_rate, len(plan.configs())
+        (2, 10, 0.0001, 2)
+        """
+        init = dict(self.init)
+        if "gamma_star" in self.recipe.starts:
+            init["qk_scale"] = float(self.N * int(depth))  # B_ℓ ≈ (qk_scale/N) I = (L/λ_1) I, λ_1 = c_λ = 1 (eq. 33)
+        window = self.budget.get("window")
+        fields = dict(
+            model=self.model, task=self.task, k=self.k, a=float(a), b=float(b), d=self.d, N=self.N, P=self.P,
+            depth=int(depth), seed=int(seed), batch_size=self.batch_size, max_steps=self.max_steps,
+            learning_rate=self.learning_rate, schedule=self.schedule, warmup_steps=self.warmup_steps,
+            init=init, eval_size=self.eval_size, eval_every=self.eval_every, tol=self.budget["tol"],
+            window=window if window is not None else self.max_steps + self.eval_every, dtype=self.dtype,
+        )
+        if self.frozen:
+            fields["frozen"] = tuple(self.frozen)
+        return TrainConfig(**fields)
+
+    def configs(self) -> tuple:
+        """Every run of a one-run plan: spectra × depths × seeds, in that nesting order."""
+        return tuple(self.config(a, b, L, seed) for a, b in self.spectra for L in self.depths for seed in self.seeds)
+
+    @property
+    def n_runs(self) -> int:
+        """Number of runs of a one-run plan (spectra × depths × seeds)."""
+        return len(self.spectra) * len(self.depths) * len(self.seeds)
+
+    learning_rate = property(lambda self: self.budget.get("learning_rate"), doc="A one-run plan's peak rate.")
+    schedule = property(lambda self: self.budget.get("schedule"), doc="A one-run plan's schedule.")
+    max_steps = property(lambda self: self.budget.get("max_steps"), doc="A one-run plan's step cap.")
+    eval_every = property(lambda self: self.budget.get("eval_every"), doc="A one-run plan's evaluation period.")
+    init = property(lambda self: self.budget.get("init", ()), doc="A one-run plan's ``init`` as sorted pairs.")
+    frozen = property(lambda self: self.budget.get("frozen", ()), doc="A one-run plan's frozen parameters.")
+
+    @classmethod
+    def one_run(cls, name: str, recipe: Recipe | str, *, d: int, N: int, P: int, spectra, depths, seeds,
+                model: str = "nonlinear", task: str = "difficult", k: int = 2, regime: str = "", **budget) -> "Plan":
+        """A plan of one run per (spectrum, depth, seed): ``recipe``'s fields with ``budget`` over them.
+
+        ``budget``: :data:`_RUN_FIELDS` and ``batch_size``, ``warmup_steps``, ``eval_size``, ``dtype``; a field
+        neither sets keeps the run default (batch 64, 1000 steps, the model's rate, warm-up 100 then cosine
+        decay, 1024 held-out contexts every 100 steps, tolerance 1e-3, no early stop). ``init``: ``{}`` or
+        ``()`` is the model's default initialisation.
+
+        Examples
+        --------
+        >>> from numerics.experiments.recipes import LAZY
+        >>> plan = Plan.one_run("demo", LAZY, d=4, N=4, P=8, spectra=((0.0, 0.0),), depths=(1,), seeds=(0,))
+        >>> plan.max_steps, plan.batch_size, plan.frozen, plan.init
+        (1000, 64, ('W_o', 'W_v', 'W_y'), (('qk_noise', 0.5), ('qk_scale', 0.6)))
+        """
+        fields = {**_RUN_DEFAULTS, **get_recipe(recipe).train_fields(), **budget}
+        fields["init"] = tuple(sorted(dict(fields["init"]).items()))
+        fields["frozen"] = tuple(fields["frozen"])
+        own = {key: fields.pop(key) for key in ("batch_size", "warmup_steps", "eval_size", "dtype")}
+        return cls(name=name, recipe=recipe, model=model, task=task, k=k, d=d, N=N, P=P, spectra=spectra,
+                   depths=tuple(depths), seeds=tuple(seeds), long_spectra=(), top16_spectra=(), budget=fields,
+                   regime=regime, **own)
+
+    def describe(self) -> str:
+        """One line: model, task, sizes, grid and recipe of a one-run plan (for the schedule and the report).
+
+        Examples
+        --------
+        >>> from numerics.experiments.recipes import LAZY
+        >>> Plan.one_run("demo", LAZY, d=4, N=4, P=8, spectra=((0.0, 0.0),), depths=(1,), seeds=(0,)).describe()[:40]
+        'nonlinear, difficult task, k = 2; d = 4,'
+        """
+        lr = "model default" if self.learning_rate is None else f"{self.learning_rate:g}"
+        frozen = ", frozen " + "/".join(self.frozen) if self.frozen else ""
+        init = ", init " + ", ".join(f"{k}={v}" for k, v in self.init) if self.init else ""
+        if "gamma_star" in self.recipe.starts:
+            init += ", start at γ* = L/λ_1 (eq. 33)"
+        return (
+            f"{self.model}, {self.task} task" + (f", k = {self.k}" if self.task == "difficult" else "")
+            + f"; d = {self.d}, N = {self.N}, P = {self.P}; L ∈ {{{', '.join(map(str, self.depths))}}}; "
+            f"{len(self.seeds)} seed(s); {len(self.spectra)} spectra; Adam {lr}, {self.schedule}, "
+            f"{self.max_steps} steps × batch {self.batch_size}{init}{frozen}"
+        )
 
 
 def shipped_U(a: float, b: float, d: int, P: int, k: int, *, needed_by: str | None = None):
@@ -530,7 +660,7 @@ def shipped_U(a: float, b: float, d: int, P: int, k: int, *, needed_by: str | No
 #: 3e-4 for 6000 steps, and the cold (1e-3), nested and U_L candidates also at twice their caps in every
 #: cell (each depth's convergence check). At (0, 0) and (0, 0.25), L = 4 and 16, the cold (1e-3) and U_L
 #: starts also train for 24k and 48k steps: does any depth-4-32 model go below U_L?
-REVISED_PLAN = CertifiedPlan(
+REVISED_PLAN = Plan(
     seeds=(0, 1, 2), long_spectra=(), top16_spectra=(), doubling_spectra=(),
     select_size=1 << 16, report_size=1 << 16, report_block=64, min_eval_size=1 << 16,
     expressible_rates=(3e-4,), diverse_rates=(3e-4,),

@@ -1,8 +1,9 @@
-"""The one scale system: which runs each family of the paper's experiments gets, and the study's budget.
+"""The reproduction's scales: the named plans of runs each figure and table of the paper needs, and the budgets.
 
-A reproduction trains the paper's models in *families* of runs (one model, task, size and
-recipe over spectra, depths and seeds, :mod:`numerics.experiments._families`). A :class:`Scale`
-fixes every family; :data:`SCALES` holds the shipped ones: ``smoke`` (CI only, numbers mean
+A reproduction trains the paper's models in *families* of runs: each a one-run
+:class:`~numerics.experiments.study.plan.Plan` (one model, task, size and recipe over spectra, depths
+and seeds; :data:`FAMILIES` names them). A :class:`Scale` fixes every family and the regime study's budget
+(:data:`~numerics.experiments.study.regime_plans.STUDY_SCALES`, of the same name); :data:`SCALES` holds the shipped ones: ``smoke`` (CI only, numbers mean
 nothing), ``quick`` (the default; :func:`measured_run_time`), ``medium`` (hours on a
 workstation) and ``paper`` (the linear families at the sizes of Table 3, the softmax ones at
 :data:`INFERRED_SOFTMAX_SIZES`: a Dask cluster). Each scale's description says what it is for.
@@ -22,26 +23,40 @@ from types import MappingProxyType
 from typing import Mapping
 
 from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA as _TABLE1_SPECTRA, table_spectra
-from theory.validation import check_choice, check_positive_int
+from theory.validation import check_choice
 
-from . import recipes
-from ._families import FAMILIES, STUDY_FAMILIES, Family
-from .shipped import checkout_root
-from .recipes import GAIN_PARAMETERS, LAZY_INIT
+from .. import recipes
+from ..recipes import GAIN_PARAMETERS, LAZY_INIT
+from ..shipped import checkout_root
+from ..study.plan import Plan
+from ..study.regime_plans import STUDY_SCALES, StudyScale
+
+#: every family of runs a reproduction may need: its model, task and top-k (the same at every scale), and what it is for
+FAMILIES = MappingProxyType({
+    "linear_easy": ("linear", "easy", 2, "linear attention, easy task (Figs. 3a-c, Table 2)"),
+    "linear_difficult": ("linear", "difficult", 2,
+        "linear attention, difficult task, k = 2 (Figs. 5a-b, Tables 1 and 3)"),
+    "linear_difficult_k16": ("linear", "difficult", 16, "linear attention, difficult task, k = 16 (Fig. 5b, Table 3)"),
+    "nonlinear_easy": ("nonlinear", "easy", 2, "softmax attention, easy task (Figs. 4a-c)"),
+    "nonlinear_lazy": ("nonlinear", "difficult", 2,
+        "softmax attention, difficult task, k = 2, lazy training (Figs. 1, 6, 7, 13; Tables 1, 4, 5)"),
+    "nonlinear_converged": ("nonlinear", "difficult", 2,
+        "softmax attention, difficult task, k = 2, trained to convergence (Fig. 6a, verdict)"),
+    "nonlinear_k16": ("nonlinear", "difficult", 16,
+        "softmax attention, difficult task, k = 16, lazy training (Fig. 14, Table 4)"),
+    "single_stream": ("single_stream", "difficult", 2, "single-stream model, difficult task, k = 2 (Fig. 9)"),
+    "untied_values": ("untied_values", "difficult", 2, "untied values, difficult task, k = 2 (Fig. 10)"),
+    "context_updates": ("context_updates", "difficult", 2,
+        "context updates M(m), difficult task, k = 2 (Figs. 11, 12)"),
+    "context_updates_k16": ("context_updates", "difficult", 16,
+        "context updates M(m), difficult task, k = 16 (Figs. 11, 12)"),
+})
 
 
 __all__ = [
     "FAMILIES",
-    "STUDY_FAMILIES",
-    "SIZE_GRID_D",
-    "SIZE_GRID_P",
-    "REGIMES",
-    "TRAINED_REGIMES",
-    "REGIME_DESCRIPTIONS",
     "LAZY_INIT",
     "GAIN_PARAMETERS",
-    "StudyScale",
-    "Family",
     "Scale",
     "SCALES",
     "MeasuredRunTime",
@@ -170,36 +185,7 @@ def measured_run_time(scale: str, results: str | Path | None = None) -> Measured
     return dataclasses.replace(times[0], also=tuple(times[1:]))
 
 
-#: input dimensions of the default grid of ``idepth study sizes`` (:mod:`numerics.experiments.study.plateaus`)
-SIZE_GRID_D = (8, 12, 16, 24, 32, 64)
-#: context lengths of that grid
-SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
 
-#: the regimes of the study (module table)
-REGIMES = ("lazy", "lazy_long", "converged", "frozen_heads", "separate_models")
-#: regimes that are training runs through the sweep layer
-TRAINED_REGIMES = ("lazy", "lazy_long", "converged")
-
-REGIME_DESCRIPTIONS = {
-    "lazy": (
-        "lazy training: gain g = W_o W_v W_y fixed at 1 (W_o, W_v, W_y frozen), Adam 1e-4 constant, "
-        "{lazy_steps} steps, batch {batch_size}, W_q = W_k = √0.6 (I + 0.5 G/√N)"
-    ),
-    "lazy_long": "the lazy regime trained for {lazy_long_steps} steps",
-    "converged": (
-        "trained to convergence: every parameter, Adam 1e-3 with {converged_warmup} warm-up steps and cosine decay to 0, "
-        "{converged_stop}, batch {batch_size}, {converged_init_text}"
-    ),
-    "frozen_heads": (
-        "frozen random heads (the lazy initialisation; depth L uses the first L of the deepest model's heads), only "
-        "the gain trained — solved exactly by least squares on {fit_size} fresh contexts (the loss is quadratic in g); "
-        "the optimal gain grows with L, so A_L and C_L (measured at that gain) depend on L"
-    ),
-    "separate_models": (
-        "averages of L fully separate models: independently trained (converged) L = 1 models, each with its own W_x, "
-        "averaged on a common evaluation set ({separate_models} models, disjoint groups)"
-    ),
-}
 
 
 _TABLE2_SPECTRA = table_spectra("table2")
@@ -211,202 +197,6 @@ def _unique(*groups) -> tuple:
     return tuple(dict.fromkeys(item for group in groups for item in group))
 
 
-def _depth_grid(depths) -> tuple:
-    return tuple(sorted({check_positive_int("depth", L) for L in depths}))
-
-
-@dataclass(frozen=True)
-class StudyScale:
-    """Sizes and budgets of one study run.
-
-    Parameters
-    ----------
-    name : str
-    sizes : tuple of (d, P, N)
-        Input dimension, context length, hidden width.
-    spectra, extra_spectra : tuple of (a, b)
-        Spectrum exponents (eq. 2) of every regime, and further ones for the cheap regimes only
-        (lazy, frozen heads).
-    depths, seeds : tuple of int
-        Depth grid of the lazy and frozen-heads regimes; training seeds (>= 3 for a real study).
-    regimes : tuple of str
-        Subset of :data:`REGIMES`.
-    k : int
-        Top-k of the task (eq. 6).
-    converged_depths, separate_depths : tuple of int, optional
-        Depths of the converged regime (default ``depths``) and of the separate-models average
-        (default: those ``<= separate_models / len(seeds)``).
-    separate_models : int
-        Independent ``L = 1`` (converged) models trained for the separate-models average.
-    batch_size, eval_size, eval_every : int
-        Training batch, held-out evaluation-set size, evaluation period.
-    lazy_steps, lazy_long_steps, converged_steps, converged_warmup : int
-        Step budgets of the lazy regimes; step cap and warm-up of the converged regime (cosine
-        decay to 0 at the cap).
-    converged_window : int or None
-        Early stop when the held-out loss has not improved by 0.1 % for this many steps (None:
-        the whole cosine schedule).
-    converged_init : {'default', 'lazy'}
-        Initialisation of the converged regime: the model's default or :data:`LAZY_INIT`.
-    fit_size, bound_contexts : int
-        Contexts on which the frozen-heads gain is fitted; Monte-Carlo contexts of each bound.
-    dtype : {'float32', 'float64'}
-
-    References
-    ----------
-    Paper eqs. (12), (16), (61)-(63).
-
-    Examples
-    --------
-    >>> SCALES["quick"].study.k
-    2
-    >>> SCALES["medium"].study.sizes[:2]
-    ((16, 64, 16), (16, 64, 32))
-    """
-
-    name: str
-    sizes: tuple
-    spectra: tuple
-    depths: tuple
-    seeds: tuple
-    regimes: tuple = REGIMES
-    k: int = 2
-    extra_spectra: tuple = ()
-    converged_depths: tuple | None = None
-    separate_depths: tuple | None = None
-    separate_models: int = 24
-    batch_size: int = 64
-    eval_size: int = 1024
-    eval_every: int = 100
-    lazy_steps: int = 1000
-    lazy_long_steps: int = 4000
-    converged_steps: int = 3000
-    converged_warmup: int = 100
-    converged_window: int | None = None
-    converged_init: str = "default"
-    fit_size: int = 2048
-    bound_contexts: int = 8192
-    dtype: str = "float32"
-
-    def __post_init__(self) -> None:
-        for name in ("sizes", "spectra", "depths", "seeds", "regimes"):
-            value = tuple(getattr(self, name))
-            if not value:
-                raise ValueError(f"StudyScale.{name} must not be empty")
-            object.__setattr__(self, name, value)
-        sizes = []
-        for size in self.sizes:
-            if len(size) != 3:
-                raise ValueError(f"StudyScale.sizes entries must be (d, P, N); got {size!r}")
-            d, P, N = (check_positive_int(n, v) for n, v in zip(("d", "P", "N"), size))
-            if N < d:
-                raise ValueError(f"StudyScale.sizes: N must be >= d; got (d={d}, P={P}, N={N})")
-            if self.k > P:
-                raise ValueError(f"StudyScale.sizes: k={self.k} must be <= P; got P={P}")
-            sizes.append((d, P, N))
-        object.__setattr__(self, "sizes", tuple(sizes))
-        object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
-        extra = tuple((float(a), float(b)) for a, b in self.extra_spectra if (float(a), float(b)) not in self.spectra)
-        object.__setattr__(self, "extra_spectra", extra)
-        for regime in self.regimes:
-            check_choice("regime", regime, REGIMES)
-        check_choice("converged_init", self.converged_init, ("default", "lazy"))
-        depths = _depth_grid(self.depths)
-        object.__setattr__(self, "depths", depths)
-        conv = depths if self.converged_depths is None else _depth_grid(self.converged_depths)
-        object.__setattr__(self, "converged_depths", conv)
-        sep = self.separate_depths
-        if sep is None:
-            sep = tuple(L for L in depths if L * len(self.seeds) <= self.separate_models)
-        object.__setattr__(self, "separate_depths", _depth_grid(sep))
-        if "separate_models" in self.regimes and max(self.separate_depths) > self.separate_models:
-            raise ValueError(
-                f"StudyScale.separate_depths up to {max(self.separate_depths)} need at least that many separate models; "
-                f"got separate_models={self.separate_models}"
-            )
-
-    @classmethod
-    def of(cls, scale: "str | StudyScale | Scale") -> "StudyScale":
-        """The study budget of ``scale``: a :class:`StudyScale` itself, or a reproduction scale's (or its name's).
-
-        Examples
-        --------
-        >>> StudyScale.of("smoke") is SCALES["smoke"].study
-        True
-        """
-        return scale if isinstance(scale, StudyScale) else get_scale(scale).study
-
-    def depths_of(self, regime: str) -> tuple:
-        """The depth grid of ``regime``."""
-        if regime == "converged":
-            return self.converged_depths
-        if regime == "separate_models":
-            return self.separate_depths
-        return self.depths
-
-    def spectra_of(self, regime: str) -> tuple:
-        """The spectra of ``regime`` (the cheap regimes also get :attr:`extra_spectra`)."""
-        return self.spectra + (self.extra_spectra if regime in ("lazy", "frozen_heads") else ())
-
-    @property
-    def all_spectra(self) -> tuple:
-        """Every spectrum of the study (:attr:`spectra`, then :attr:`extra_spectra`), once each."""
-        return _unique(self.spectra, self.extra_spectra)
-
-    def family(self, regime: str, size: tuple) -> Family:
-        """The training runs of a trained regime (or of the separate models) at one size ``(d, P, N)``.
-
-        Its spectra, depths and seeds are the regime's (:meth:`spectra_of`, :meth:`depths_of`; the
-        separate models are ``L = 1`` models of the converged recipe, seeds ``0 .. separate_models − 1``);
-        its recipe is :data:`~numerics.experiments.recipes.LAZY` with this scale's lazy budget, or
-        :data:`~numerics.experiments.recipes.EQUAL_BUDGET` with its converged cap, warm-up, window and
-        initialisation. Raises ``ValueError`` for a regime that trains no runs.
-
-        Examples
-        --------
-        >>> fam = SCALES["smoke"].study.family("separate_models", (4, 16, 4))
-        >>> fam.depths, len(fam.seeds), fam.learning_rate
-        ((1,), 6, 0.001)
-        """
-        regime = check_choice("regime", regime, STUDY_FAMILIES)
-        d, P, N = size
-        separate = regime == "separate_models"
-        budget = dict(batch_size=self.batch_size, eval_size=self.eval_size, eval_every=self.eval_every,
-                      dtype=self.dtype)
-        if regime in ("lazy", "lazy_long"):
-            steps = self.lazy_steps if regime == "lazy" else self.lazy_long_steps
-            recipe = dict(_family_recipe(recipes.LAZY, self.describe(regime)), max_steps=steps)
-        else:
-            recipe = dict(_family_recipe(recipes.EQUAL_BUDGET, self.describe("converged")),
-                          max_steps=self.converged_steps, warmup_steps=self.converged_warmup,
-                          window=self.converged_window)
-            if self.converged_init != "lazy":
-                recipe["init"] = ()  # the model's default initialisation
-        return Family(regime, "nonlinear", "difficult", self.k, d, N, P,
-                      self.spectra_of(regime),
-                      (1,) if separate else self.depths_of(regime),
-                      tuple(range(self.separate_models)) if separate else self.seeds, **budget, **recipe)
-
-    def describe(self, regime: str) -> str:
-        """Plain-words description of ``regime`` at this scale."""
-        values = dataclasses.asdict(self)
-        values["converged_stop"] = (
-            f"stopped when the held-out loss has not improved by 0.1 % for {self.converged_window} steps (cap "
-            f"{self.converged_steps} steps)" if self.converged_window is not None
-            else f"the whole schedule of {self.converged_steps} steps"
-        )
-        values["converged_init_text"] = (
-            "the lazy initialisation" if self.converged_init == "lazy" else "the model's default initialisation"
-        )
-        return REGIME_DESCRIPTIONS[regime].format(**values)
-
-    def to_dict(self) -> dict:
-        """JSON-able dict."""
-        pairs = ("sizes", "spectra", "extra_spectra")
-        return {key: (list(map(list, v)) if key in pairs else (list(v) if isinstance(v, tuple) else v))
-                for key, v in dataclasses.asdict(self).items()}
-
-
 @dataclass(frozen=True)
 class Scale:
     """A complete reproduction recipe: every family's runs plus the Monte-Carlo budgets.
@@ -415,7 +205,7 @@ class Scale:
     ----------
     name, description : str
         The scale and what it is for (how long it takes).
-    families : mapping of str to Family
+    families : mapping of str to Plan
         Keyed by :data:`FAMILIES` names; a scale defines all of them.
     bound_contexts, floor_samples : int
         Monte-Carlo contexts of the oracle softmax-head bound
@@ -450,7 +240,7 @@ class Scale:
 
     name: str
     description: str
-    families: Mapping[str, Family]
+    families: Mapping[str, Plan]
     bound_contexts: int = 8192
     floor_samples: int = 4096
     needs_cluster: bool = False
@@ -499,57 +289,26 @@ class Scale:
                 if family.model != "linear" and family.task == "difficult" and (family.d < d or family.P < P)}
 
 
-_STUDY_SMOKE = StudyScale(
-    name="smoke", sizes=((4, 16, 4),), spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0, 1, 2),
-    separate_models=6, batch_size=8, eval_size=64, eval_every=10, lazy_steps=20, lazy_long_steps=40,
-    converged_steps=20, converged_warmup=0, fit_size=128, bound_contexts=256,
-    regimes=("lazy", "converged", "frozen_heads", "separate_models"),
-)
-_STUDY_QUICK = StudyScale(
-    name="quick", sizes=((16, 64, 32),), spectra=((0.0, 0.0),), extra_spectra=((0.0, 0.5), (0.5, 0.0)),
-    depths=(1, 2, 4, 8, 16, 32), seeds=(0, 1, 2), regimes=("lazy", "converged", "frozen_heads", "separate_models"),
-    separate_models=12, separate_depths=(1, 2, 3, 4), batch_size=32, converged_steps=2000, converged_init="lazy",
-    bound_contexts=8192,
-)
-_STUDY_FULL = StudyScale(
-    name="full",
-    sizes=tuple((d, r * d, n * d) for d in (16, 32, 64) for r in (4, 16) for n in (1, 2)),
-    spectra=((0.0, 0.0), (0.5, 0.0), (0.0, 0.5)), depths=(1, 2, 4, 8, 16, 32, 64), seeds=(0, 1, 2),
-    regimes=REGIMES, separate_models=48, separate_depths=(1, 2, 4, 8, 16), batch_size=128, eval_size=2048,
-    converged_steps=8000, converged_window=1000, bound_contexts=16384,
-)
-#: the paper scale's regime study: the full study's design at the inferred d = 16 only (P = 64, 256; N = 16, 32),
-#: where most of its cost is at d = 64; the medium scale keeps all sizes
-_STUDY_PAPER = dataclasses.replace(_STUDY_FULL, sizes=tuple(size for size in _STUDY_FULL.sizes if size[0] == 16))
-
-
 def _scale(name, description, families, **kwargs) -> Scale:
     return Scale(name, description, {f.name: f for f in families}, **kwargs)
 
 
-def _family(name: str, d, N, P, spectra, depths, seeds, **recipe) -> Family:
+def _family(name: str, d, N, P, spectra, depths, seeds, **recipe) -> Plan:
     model, task, k, _ = FAMILIES[name]
-    return Family(name, model, task, k, d, N, P, spectra, depths, seeds, **recipe)
+    return Plan.one_run(name, model=model, task=task, k=k, d=d, N=N, P=P, spectra=spectra, depths=depths,
+                        seeds=seeds, **recipe)
 
 
-def _family_recipe(recipe, regime: str) -> dict:
-    """A recipe of :mod:`numerics.experiments.recipes` as :class:`Family` fields (``init`` as sorted pairs)."""
-    fields = dict(recipe)
-    if "init" in fields:
-        fields["init"] = tuple(sorted(fields["init"].items()))
-    return dict(fields, regime=regime)
-
-
-_EASY = _family_recipe(recipes.EASY, "from near-uniform attention (qk_scale 0.05): Adam 0.03, 20 warm-up steps, "
-                                     "then constant")
-_LINEAR = dict(_family_recipe(recipes.LINEAR_GAMMA_STAR, "converged: Adam with warm-up + cosine decay over the "
-                                                          "whole budget, start at γ* = L/λ_1 (eq. 33)"),
-               gamma_star_init=True)
-_LAZY = _family_recipe(recipes.LAZY, "lazy: gain W_o W_v W_y frozen at 1, Adam 1e-4 constant for the whole budget, "
-                                     "W_q = W_k = √0.6 (I + 0.5 G/√N)")
-_CONVERGED = _family_recipe(recipes.EQUAL_BUDGET, "equal budget: every parameter trained, Adam 1e-3 with warm-up + "
-                            "cosine decay, one step budget for every depth, same initialisation as the lazy runs (the "
-                            "certified study trains each depth from several starts and keeps the best)")
+# each family's recipe (recipes.py) and its line in the report (Plan.regime)
+_EASY = dict(recipe=recipes.EASY, regime="from near-uniform attention (qk_scale 0.05): Adam 0.03, 20 warm-up steps, "
+                                         "then constant")
+_LINEAR = dict(recipe=recipes.LINEAR_GAMMA_STAR, regime="converged: Adam with warm-up + cosine decay over the whole "
+                                                        "budget, start at γ* = L/λ_1 (eq. 33)")
+_LAZY = dict(recipe=recipes.LAZY, regime="lazy: gain W_o W_v W_y frozen at 1, Adam 1e-4 constant for the whole "
+                                         "budget, W_q = W_k = √0.6 (I + 0.5 G/√N)")
+_CONVERGED = dict(recipe=recipes.EQUAL_BUDGET, regime="equal budget: every parameter trained, Adam 1e-3 with warm-up "
+                  "+ cosine decay, one step budget for every depth, same initialisation as the lazy runs (the "
+                  "certified study trains each depth from several starts and keeps the best)")
 #: the sizes (d, N, P) of the softmax families at the quick and paper scales
 _SOFTMAX = tuple(INFERRED_SOFTMAX_SIZES[name] for name in ("d", "N", "P"))
 #: (d, P) below which a softmax family's numbers bear on no claim of the paper (Scale.softmax_claim_sizes)
@@ -574,7 +333,7 @@ def _smoke() -> Scale:
         _family("untied_values", 4, 4, 16, zero, (1, 2, 4), (0,), **lazy),
         _family("context_updates", 4, 4, 16, zero, (1, 2), (0,), **converged),
         _family("context_updates_k16", 4, 4, 32, zero, (1, 2), (0,), **converged),
-    ], bound_contexts=256, floor_samples=128, study=_STUDY_SMOKE, judges_claims=False)
+    ], bound_contexts=256, floor_samples=128, study=STUDY_SCALES["smoke"], judges_claims=False)
 
 
 def _quick() -> Scale:
@@ -611,7 +370,7 @@ def _quick() -> Scale:
         _family("untied_values", *_SOFTMAX, ((0.0, 0.0),), (1, 2, 4, 8, 16), (0,), **lazy),
         _family("context_updates", 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,), **converged),
         _family("context_updates_k16", 8, 8, 32, ((0.0, 0.0),), (1, 2, 4, 8), (0,), **converged),
-    ], bound_contexts=8192, floor_samples=4096, study=_STUDY_QUICK,
+    ], bound_contexts=8192, floor_samples=4096, study=STUDY_SCALES["quick"],
         # two shipped candidates re-trained: the recipe of every certified cell (cold, Adam 1e-3, 6000 steps) at L = 1, 2
         certified_checks=((0.0, 0.0, 2, 64, 1, 0, "cold", 1e-3, 6000), (0.0, 0.0, 2, 64, 2, 0, "cold", 1e-3, 6000)),
         softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
@@ -639,7 +398,7 @@ def _medium() -> Scale:
         _family("untied_values", 64, 64, 512, pairs, depths, seeds, **lazy),
         _family("context_updates", 16, 16, 64, ((0.0, 0.0),), depths[:6], seeds, **context),
         _family("context_updates_k16", 16, 16, 64, ((0.0, 0.0),), depths[:6], seeds, **context),
-    ], bound_contexts=16384, floor_samples=16384, study=_STUDY_FULL, softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
+    ], bound_contexts=16384, floor_samples=16384, study=STUDY_SCALES["medium"], softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
 
 
 def _paper() -> Scale:
@@ -671,7 +430,7 @@ def _paper() -> Scale:
         _family("untied_values", d, N, P, pairs, depths, seeds, **lazy),
         _family("context_updates", d, N, P, ((0.0, 0.0),), depths[:6], seeds, **converged),
         _family("context_updates_k16", d, N, P, ((0.0, 0.0),), depths[:6], seeds, **converged),
-    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=_STUDY_PAPER,
+    ], bound_contexts=32768, floor_samples=65536, needs_cluster=True, study=STUDY_SCALES["paper"],
         softmax_claim_sizes=_SOFTMAX_CLAIM_SIZES)
 
 
