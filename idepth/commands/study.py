@@ -43,7 +43,7 @@ def _consistency(p) -> None:
 
 
 def _sizes(p) -> None:
-    from numerics.experiments.study.plateaus import SIZE_GRID_D, SIZE_GRID_P
+    from numerics.experiments.study.plan import SIZE_GRID_D, SIZE_GRID_P
 
     _bounds_options(p, 2048)
     p.add_argument("--d", default=",".join(map(str, SIZE_GRID_D)), help="input dimensions, comma separated")

@@ -3,9 +3,9 @@
 A reproduction trains the paper's models in *families* of runs: each a one-run
 :class:`~numerics.experiments.study.plan.Plan` (one model, task, size and recipe over spectra, depths
 and seeds; :data:`FAMILIES` names them). A :class:`Scale` fixes every family and the regime study's budget
-(:data:`~numerics.experiments.study.regime_plans.STUDY_SCALES`, of the same name); :data:`SCALES` holds the shipped ones: ``smoke`` (CI only, numbers mean
-nothing), ``quick`` (the default; :func:`measured_run_time`), ``medium`` (hours on a
-workstation) and ``paper`` (the linear families at the sizes of Table 3, the softmax ones at
+(:data:`~numerics.experiments.study.regime_plans.STUDY_SCALES`, of the same name); :data:`SCALES` holds the
+shipped ones: ``smoke`` (CI only, numbers mean nothing), ``quick`` (the default; :func:`measured_run_time`),
+``medium`` (hours on a workstation) and ``paper`` (the linear families at the sizes of Table 3, the softmax ones at
 :data:`INFERRED_SOFTMAX_SIZES`: a Dask cluster). Each scale's description says what it is for.
 
 The paper states neither sizes, optimiser, schedule nor step budget (digest section 3): every

@@ -36,8 +36,8 @@ from theory.validation import check_positive, check_positive_int
 
 from ..recipes import CONVERGED_STUDY, Recipe, Setting, get_recipe
 
-__all__ = ["CELL_FORMAT", "RECIPE", "REVISED_PLAN", "STARTS", "Candidate", "Cell", "Plan",
-           "eval_seed"]
+__all__ = ["CELL_FORMAT", "RECIPE", "REVISED_PLAN", "SIZE_GRID_D", "SIZE_GRID_P", "STARTS", "Candidate", "Cell",
+           "Plan", "eval_seed", "shipped_U"]
 
 #: the kinds of start a candidate may have: random initialisation, the heads of ``B_L``, the depth-L/2
 #: winner duplicated, the heads of ``U_L`` (:func:`theory.expressible.shipped_expressible`), and L random
@@ -61,6 +61,10 @@ _CELL_DECIDES = frozenset({"model", "task", "k", "a", "b", "d", "N", "P", "depth
 #: the hash, so the shipped cells keep theirs
 RECIPE = CONVERGED_STUDY.name
 _RECIPE = CONVERGED_STUDY
+#: the plateau checks' grid (:func:`~numerics.experiments.study.plateaus.infer_sizes`, ``idepth study sizes``): input
+#: dimensions, and context lengths
+SIZE_GRID_D = (8, 12, 16, 24, 32, 64)
+SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
 #: the fields a one-run plan's :attr:`Plan.budget` holds (beside the plan's batch, warm-up, held-out size and dtype)
 _RUN_FIELDS = ("max_steps", "learning_rate", "schedule", "init", "frozen", "eval_every", "tol", "window")
 #: a one-run plan's run fields where neither its recipe nor its budget sets them
@@ -270,6 +274,11 @@ class Plan:
         Cells ``(a, b, depth)`` that also train ``long_kinds`` at each cap of ``long_steps``.
     min_eval_size : int
         The least selection and report set the plan accepts (:data:`REVISED_PLAN`: 2^16, population scale).
+    recipe : Recipe or str
+        How every run trains (:mod:`numerics.experiments.recipes`); its start kinds are the plan's.
+    name, model, task, budget, regime
+        A one-run plan's (:meth:`one_run`): its name (a reproduction's family, a study's regime), model and task,
+        the run fields over its recipe (:data:`_RUN_FIELDS`) and its training in one line (the report prints it).
 
     Examples
     --------

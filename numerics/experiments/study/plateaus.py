@@ -35,12 +35,8 @@ from .. import criteria
 from .._plotting import pyplot
 from ..bounds import BOUND_SEED, bound_key, cached_softmax_bounds, head_bounds, softmax_bounds_key
 from ..execution import Execution, as_execution
+from .plan import SIZE_GRID_D, SIZE_GRID_P
 from .render import Section, render_page
-
-#: input dimensions of the default grid of ``idepth study sizes`` (:func:`infer_sizes`)
-SIZE_GRID_D = (8, 12, 16, 24, 32, 64)
-#: context lengths of that grid
-SIZE_GRID_P = (32, 48, 64, 96, 128, 256, 1024)
 
 __all__ = ["paper_plateaus", "ConsistencyRow", "ConsistencyReport", "paper_consistency", "consistency_markdown",
            "SizeInference", "chi_square", "infer_sizes", "sizes_markdown", "draw_size_map", "write_size_inference"]
