@@ -12,6 +12,7 @@ import numpy as np
 
 from . import analysis
 from .. import criteria
+from ..criteria import DECIDED, Reason, Verdict
 from .._markdown import fmt_bool
 from .plotting import fit_problem
 from ._registry import REGISTRY, claim, not_tested, verdict
@@ -45,21 +46,21 @@ def _alpha_text(s) -> str:
             + f", L0 = {s.fit.value('L0'):.4g}, {changes}")
 
 
-def certified_setting_status(setting: dict) -> tuple[str, str]:
-    """``(status, reason kind)`` of one setting of a verdicts file, by the certified study's own rule.
+def certified_setting_status(setting: dict) -> tuple[Verdict, Reason]:
+    """``(verdict, reason kind)`` of one setting of a verdicts file, recomputed by the certified study's own rule.
 
     Examples
     --------
     >>> certified_setting_status({"depths": [1, 2], "planned_depths": [1, 2, 4], "checked_depths": [1, 2],
     ...                           "failed": [], "primary": None, "variants": []})
-    ('inconclusive', 'budget')
+    (<Verdict.INCONCLUSIVE: 'INCONCLUSIVE'>, <Reason.BUDGET: 'budget'>)
     """
     from ..study.certified.statistics import setting_verdict
 
     verdict, kind, _ = setting_verdict(setting["depths"], setting["planned_depths"], setting["checked_depths"],
                                        [tuple(f) for f in setting["failed"]], setting["primary"], setting["variants"],
                                        doubling_run=setting.get("doubling_run"))
-    return verdict.lower(), kind
+    return verdict, kind
 
 
 def certified_progress(record: dict | None = None) -> str:
@@ -129,29 +130,28 @@ def _inverse_depth_certified_claim(ctx, consistency) -> dict:
         (f"({x['a']:g}, {x['b']:g})", f"{x['depths'][0]}–{x['depths'][-1]} of {x['planned_depths'][-1]}",
          ", ".join(map(str, x["checked_depths"])) or "none", ratio(x), x["verdict"], x["reason"])
         for x in settings)
-    counts = {status: sum(st == status for st, _ in statuses) for status in ("reproduced", "contradicted",
-                                                                             "inconclusive")}
+    counts = {verdict: sum(st is verdict for st, _ in statuses) for verdict in DECIDED}
     missing = len(spectra) - len(settings)
     done = min(x["depths"][-1] for x in settings)
-    summary = (f"of {len(spectra)} Table 1 spectra on the certified envelope (P = {main['P']}): {counts['reproduced']} "
-               f"reproduced, {counts['contradicted']} contradicted, {counts['inconclusive']} inconclusive"
+    summary = (f"of {len(spectra)} Table 1 spectra on the certified envelope (P = {main['P']}): "
+               + ", ".join(f"{n} {verdict.word}" for verdict, n in counts.items())
                + (f", {missing} not started" if missing else "") + f"; every setting done to at least L = {done} of "
                f"{settings[0]['planned_depths'][-1]}")
     evidence = f"`{record['command']}`: each spectrum in the table below (the certified study's own verdict and reason)."
-    contradicted = counts["contradicted"] > 0
-    kinds = sorted({kind for st, kind in statuses if st == "inconclusive"})
-    why = {"budget": "budget: the certified study has not reached every planned depth",
-           "checks": f"checks: fewer than {MIN_CHECKED_DEPTHS} depths whose step-doubling check ran and passed "
-                     "(the deep models are not shown to be converged)",
-           "training": "training: a certificate fails (the envelope is not shown to be the best loss)",
-           "resolution": "resolution: the contrast does not bound α",
-           "variants": "variants: an analysis variant of the gain-law fit keeps α = 1"}
-    reasons = [why[k] for k in kinds] + (["budget: spectra not started"] if missing else [])
+    contradicted = counts[Verdict.CONTRADICTED] > 0
+    kinds = sorted({kind for st, kind in statuses if st is Verdict.INCONCLUSIVE})
+    why = {Reason.BUDGET: "the certified study has not reached every planned depth",
+           Reason.CHECKS: f"fewer than {MIN_CHECKED_DEPTHS} depths whose step-doubling check ran and passed (the "
+                          "deep models are not shown to be converged)",
+           Reason.TRAINING: "a certificate fails (the envelope is not shown to be the best loss)",
+           Reason.RESOLUTION: "the contrast does not bound α",
+           Reason.VARIANTS: "an analysis variant of the gain-law fit keeps α = 1"}
+    reasons = [f"{k}: {why[k]}" for k in kinds] + ([f"{Reason.BUDGET}: spectra not started"] if missing else [])
     if contradicted:
         reasons = ["an envelope with every depth and certificate excludes α = 1: " + ", ".join(
-            f"({x['a']:g}, {x['b']:g})" for x, (st, _) in zip(settings, statuses) if st == "contradicted")]
+            f"({x['a']:g}, {x['b']:g})" for x, (st, _) in zip(settings, statuses) if st is Verdict.CONTRADICTED)]
     reason = "; ".join(reasons)
-    ok = counts["reproduced"] == len(spectra)
+    ok = counts[Verdict.REPRODUCED] == len(spectra)
     return dict(criterion=criterion, evidence=evidence, summary=summary, table=rows,
                 **verdict(ok, contradicted=contradicted, reason=reason))
 
@@ -613,7 +613,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
     >>> from numerics.experiments.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
-    >>> [c.measured_status for c in claims][1:3], len(claims), {c.mark for c in claims}
+    >>> [c.measured_status.word for c in claims][1:3], len(claims), {c.mark for c in claims}
     (['not tested', 'not tested'], 11, {'NOT JUDGED (smoke scale)'})
     """
     return REGISTRY.evaluate(ctx, consistency)

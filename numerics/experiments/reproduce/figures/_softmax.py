@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 from ..._plotting import excess_band, excess_floor
+from ...criteria import DECIDED, Verdict
 from .. import plotting as p
 from .. import analysis
 from ...study.answer import main_settings
@@ -447,7 +448,7 @@ def _certified_verdicts_text(ctx) -> str:
     except ValueError as exc:
         return f"no verdicts ({exc})"
     main = main_settings(record)
-    counts = {word: sum(s["verdict"] == word for s in main) for word in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
+    counts = {verdict: sum(Verdict.read(s["verdict"]) is verdict for s in main) for verdict in DECIDED}
     return (", ".join(f"{n} {word}" for word, n in counts.items() if n) or "no verdict") + \
         f" of {len(main)} Table 1 spectra"
 
