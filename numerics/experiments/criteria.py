@@ -67,6 +67,9 @@ __all__ = [
     "GAIN_LAW_MAX_CHI2_DOF",
     "checked_depths",
     "CONTRASTS",
+    "CONTRAST_DEPTHS",
+    "contrast_depths",
+    "contrast_value",
     "law_contrast",
 ]
 
@@ -580,26 +583,54 @@ def checked_depths(depths: Sequence[int], doubling: dict) -> tuple:
     return tuple(int(L) for L in depths if doubling.get(int(L)) is True)
 
 
+#: the fit-free contrasts of a depth curve R by name: ``L_max -> depths (u0, u1, u2)`` read, and the pairs of them
+#: whose differences are the numerator and the denominator, ``(R[ua] − R[ub]) / (R[uc] − R[ud])``
+CONTRAST_DEPTHS = {
+    # the gain at L = 2 over the gain at the deepest depth (gains R_1 − R_L): the share of the whole gain that the
+    # first doubling brings
+    "g2/gLmax": (lambda L_max: (1, 2, L_max), (0, 1), (0, 2)),
+    # what depths 2 → 16 add against what the first doubling brings
+    "(R2-R16)/(R1-R2)": (lambda L_max: (1, 2, 16), (1, 2), (0, 1)),
+    # the gain of one doubling over the next, ending at L_max: 2^α whatever the plateau and the depths, so the law's
+    # exponent on a depth range (the diffuse range) without its plateau
+    "(R_L-R_2L)/(R_2L-R_4L)": (lambda L_max: (L_max / 4, L_max / 2, L_max), (0, 1), (1, 2)),
+}
+
+
+def contrast_depths(name: str, L_max: int) -> tuple:
+    """The depths contrast ``name`` (:data:`CONTRAST_DEPTHS`) reads, ending at ``L_max``.
+
+    Examples
+    --------
+    >>> contrast_depths("g2/gLmax", 128), contrast_depths("(R_L-R_2L)/(R_2L-R_4L)", 128)
+    ((1, 2, 128), (32, 64, 128))
+    """
+    return tuple(int(L) for L in CONTRAST_DEPTHS[name][0](int(L_max)))
+
+
+def contrast_value(name: str, R, L_max: int):
+    """Contrast ``name`` of a depth curve ``R`` (depth -> value, or replicates, or a sympy expression).
+
+    Examples
+    --------
+    >>> contrast_value("g2/gLmax", {1: 3.0, 2: 2.0, 8: 1.0}, 8)
+    0.5
+    """
+    depths, (a, b), (c, d) = CONTRAST_DEPTHS[name]
+    if not callable(R):  # a curve by depth, read at whole depths
+        R, depths = R.__getitem__, lambda L_max: contrast_depths(name, L_max)
+    u = depths(L_max)
+    return (R(u[a]) - R(u[b])) / (R(u[c]) - R(u[d]))
+
+
 def _law_contrasts() -> dict:
-    """The fit-free contrasts of a depth curve, each a sympy ratio of the law R_L = L0 + c L^-α (eq. 16)."""
+    """Each contrast of :data:`CONTRAST_DEPTHS` as a sympy ratio of the law R_L = L0 + c L^-α (eq. 16)."""
     from theory.fitting import DEPTH_LAW
     from theory.symbols import L
 
     lmax = sp.Symbol("L_max", positive=True)
-
-    def R(depth):
-        return DEPTH_LAW.subs(L, depth)
-
-    return {
-        # the gain at L = 2 over the gain at the deepest depth (gains R_1 − R_L): the share of the whole gain
-        # that the first doubling brings
-        "g2/gLmax": (sp.simplify((R(1) - R(2)) / (R(1) - R(lmax))), lmax),
-        # what depths 2 → 16 add against what the first doubling brings
-        "(R2-R16)/(R1-R2)": (sp.simplify((R(2) - R(16)) / (R(1) - R(2))), lmax),
-        # the gain of one doubling over the next, ending at L_max: 2^α whatever the plateau and the depths, so
-        # the law's exponent on a depth range (the diffuse range) without its plateau
-        "(R_L-R_2L)/(R_2L-R_4L)": (sp.simplify((R(lmax / 4) - R(lmax / 2)) / (R(lmax / 2) - R(lmax))), lmax),
-    }
+    return {name: (sp.simplify(contrast_value(name, lambda depth: DEPTH_LAW.subs(L, depth), lmax)), lmax)
+            for name in CONTRAST_DEPTHS}
 
 
 #: name -> (sympy expression of the contrast under eq. 16, in α and L_max; L0 and c cancel)

@@ -19,7 +19,8 @@ import numpy as np
 
 from .bootstrap import context_weights, seed_counts, weighted_sums
 from .plan import shipped_U
-from ...criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF, Reason, Verdict, alpha_ends_bounded, law_contrast
+from ...criteria import (ALPHA_GRID, CONTRAST_DEPTHS, GAIN_LAW_MAX_CHI2_DOF, Reason, Verdict, alpha_ends_bounded,
+                         contrast_depths, contrast_value, law_contrast)
 
 __all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat",
            "FitVariant", "contrast_bootstrap", "contrast_stat", "crossover_depth", "depth_list", "doubling_passed",
@@ -206,7 +207,7 @@ def setting_verdict(depths, planned_depths, checked, failed, primary: dict | Non
                                                      f"{planned_depths[-1]}: the law is about the whole range, the "
                                                      "study goes on")
     # enough checked depths, but not those the contrast uses (e.g. the check failed at L = 1, which g_2/g_Lmax uses)
-    used = _used(VERDICT_CONTRAST, checked[-1]) if checked else ()
+    used = contrast_depths(VERDICT_CONTRAST, checked[-1]) if checked else ()
     unpassed = [L for L in used if L not in checked]
     if len(checked) >= minimum and primary is None and unpassed:
         return Verdict.INCONCLUSIVE, Reason.CHECKS, (
@@ -366,25 +367,6 @@ def _correlated_noise(block: np.ndarray, rng: np.random.Generator, n: int) -> np
     return out
 
 
-def _contrast_value(name: str, R: dict, L_max: int):
-    """Contrast ``name`` of a depth curve ``R`` (depth -> value or replicates)."""
-    with np.errstate(divide="ignore", invalid="ignore"):  # a zero gain gives an infinite ratio, dropped after
-        if name == "g2/gLmax":
-            return (R[1] - R[2]) / (R[1] - R[L_max])
-        if name == DOUBLING_RATIO:
-            return (R[L_max // 4] - R[L_max // 2]) / (R[L_max // 2] - R[L_max])
-        return (R[2] - R[16]) / (R[1] - R[2])
-
-
-def _used(name: str, L_max: int) -> tuple:
-    """The depths contrast ``name`` reads."""
-    if name == "g2/gLmax":
-        return (1, 2, int(L_max))
-    if name == DOUBLING_RATIO:
-        return (int(L_max) // 4, int(L_max) // 2, int(L_max))
-    return (1, 2, 16)
-
-
 def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: int, checked_set, t_quantile: float
                   ) -> ContrastStat:
     """:class:`ContrastStat` of contrast ``name`` on the curve ``point`` (per depth) and its ``replicates``.
@@ -405,17 +387,18 @@ def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: in
     depths = tuple(int(L) for L in depths)
     if int(L_max) not in depths:
         raise ValueError(f"L_max: depth {L_max} was not run (depths done: {depth_list(depths)})")
-    used = _used(name, L_max)
+    used = contrast_depths(name, L_max)
     missing = [L for L in used if L not in depths]
     if missing:
         raise ValueError(f"depth: the contrast {name} needs depth {missing[0]}, which was not run (depths done: "
                          f"{depth_list(depths)})")
     at = {L: i for i, L in enumerate(depths)}
     checked = all(L in checked_set for L in used)
-    value = float(_contrast_value(name, {L: point[at[L]] for L in used}, int(L_max)))
-    reps = _contrast_value(name, {L: replicates[:, at[L]] for L in used}, int(L_max))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero gain gives an infinite ratio, dropped after
+        value = float(contrast_value(name, {L: point[at[L]] for L in used}, L_max))
+        reps = contrast_value(name, {L: replicates[:, at[L]] for L in used}, L_max)
     # the denominator (a gain): where its own interval holds 0, the ratio's confidence set is unbounded (Fieller)
-    lower, upper = {"(R2-R16)/(R1-R2)": (1, 2), DOUBLING_RATIO: (int(L_max) // 2, int(L_max))}.get(name, (1, int(L_max)))
+    lower, upper = (used[i] for i in CONTRAST_DEPTHS[name][2])
     denominator = replicates[:, at[lower]] - replicates[:, at[upper]]
     d_value = float(point[at[lower]] - point[at[upper]])
     from scipy.stats import norm
