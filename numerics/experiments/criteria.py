@@ -40,6 +40,7 @@ __all__ = [
     "last_doubling",
     "depth_gain",
     "classify_depth_dependence",
+    "DepthDependence",
     "alpha_in_window",
     "below_bound",
     "exceeds",
@@ -430,6 +431,26 @@ def alpha_in_window(alpha: float) -> bool:
     return bool(ALPHA_WINDOW[0] <= alpha <= ALPHA_WINDOW[1])
 
 
+class DepthDependence(StrEnum):
+    """How a depth curve depends on depth (:func:`classify_depth_dependence`), in the order a tie is broken:
+    the regime study's words.
+
+    Examples
+    --------
+    >>> DepthDependence.of("improves (alpha = 0.6, not settled)"), DepthDependence.of("flat")
+    (<DepthDependence.IMPROVES: 'improves'>, <DepthDependence.FLAT: 'flat'>)
+    """
+
+    INVERSE_DEPTH = "inverse-depth"
+    IMPROVES = "improves"
+    FLAT = "flat"
+
+    @classmethod
+    def of(cls, verdict: str) -> "DepthDependence":
+        """The word a verdict of :func:`classify_depth_dependence` starts with."""
+        return cls(verdict.split(" (")[0])
+
+
 def classify_depth_dependence(gain: float, alpha: float, settled: bool) -> str:
     """Name a depth curve from its numbers.
 
@@ -449,10 +470,10 @@ def classify_depth_dependence(gain: float, alpha: float, settled: bool) -> str:
     'improves (alpha = 0.6, not settled)'
     """
     if not (gain >= DEPTH_GAIN_THRESHOLD):
-        return "flat"
+        return DepthDependence.FLAT.value
     if alpha_in_window(alpha) and settled:
-        return "inverse-depth"
-    return f"improves (alpha = {alpha:.2g}{'' if settled else ', not settled'})"
+        return DepthDependence.INVERSE_DEPTH.value
+    return f"{DepthDependence.IMPROVES} (alpha = {alpha:.2g}{'' if settled else ', not settled'})"
 
 
 def below_bound(value: float, bound: float, bound_se: float, sigmas: float = BOUND_SIGMAS) -> tuple[bool, float]:
