@@ -256,11 +256,11 @@ def claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
              f"  - measured: {escape(claim['evidence'])}"]
     if claim.get("table"):
         lines += ["", *("    " + line for line in claim["table"].splitlines()), ""]
-    measured = claim.get("measured_status", claim["status"])
-    if measured != claim["status"]:
-        lines.append(f"  - measured status (not a verdict): {measured}")
+    measured = Verdict.read(claim.get("measured_status", claim["status"]))
+    if measured is not Verdict.read(claim["status"]):
+        lines.append(f"  - measured status (not a verdict): {measured.word}")
     if claim.get("reason"):
-        lines.append(f"  - {'why inconclusive' if measured == 'inconclusive' else 'what excludes it'}: "
+        lines.append(f"  - {'why inconclusive' if measured is Verdict.INCONCLUSIVE else 'what excludes it'}: "
                      f"{escape(claim['reason'])}")
     return lines
 
