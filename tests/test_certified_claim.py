@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from numerics.experiments.criteria import Verdict
 from numerics.experiments.reproduce import _verdicts
 from numerics.experiments.study.certified.page import read_verdicts
 
@@ -35,16 +36,16 @@ def _judge(tmp_path, settings):
 
 
 @pytest.mark.parametrize("settings, status, reason", [
-    ([_setting(0, 0), _setting(0, 0.5)], "reproduced", ""),
-    ([_setting(0, 0), _setting(0, 0.5, lo=0.60, hi=0.70)], "contradicted", "(0, 0.5)"),
-    ([_setting(0, 0), _setting(0, 0.5, depths=[1, 2, 4])], "inconclusive", "budget"),
+    ([_setting(0, 0), _setting(0, 0.5)], Verdict.REPRODUCED, ""),
+    ([_setting(0, 0), _setting(0, 0.5, lo=0.60, hi=0.70)], Verdict.CONTRADICTED, "(0, 0.5)"),
+    ([_setting(0, 0), _setting(0, 0.5, depths=[1, 2, 4])], Verdict.INCONCLUSIVE, "budget"),
     # the same exclusion on too few depths whose step-doubling check passed decides nothing
-    ([_setting(0, 0), _setting(0, 0.5, lo=0.60, hi=0.70, checked=[1, 2, 4, 8])], "inconclusive", "checks"),
-    ([_setting(0, 0), _setting(0, 0.5, failed=[("nesting", 4)])], "inconclusive", "training"),
-    ([_setting(0, 0), _setting(0, 0.5, lo=0.2, hi=0.9, alpha=(0.01, 10.0))], "inconclusive", "resolution"),
-    ([_setting(0, 0)], "inconclusive", "not started"),
+    ([_setting(0, 0), _setting(0, 0.5, lo=0.60, hi=0.70, checked=[1, 2, 4, 8])], Verdict.INCONCLUSIVE, "checks"),
+    ([_setting(0, 0), _setting(0, 0.5, failed=[("nesting", 4)])], Verdict.INCONCLUSIVE, "training"),
+    ([_setting(0, 0), _setting(0, 0.5, lo=0.2, hi=0.9, alpha=(0.01, 10.0))], Verdict.INCONCLUSIVE, "resolution"),
+    ([_setting(0, 0)], Verdict.INCONCLUSIVE, "not started"),
     # a setting at another P is not a main setting: it neither decides nor counts
-    ([_setting(0, 0), _setting(0, 0.5), _setting(0, 0, lo=0.60, hi=0.70, P=128)], "reproduced", ""),
+    ([_setting(0, 0), _setting(0, 0.5), _setting(0, 0, lo=0.60, hi=0.70, P=128)], Verdict.REPRODUCED, ""),
 ])
 def test_the_central_claim_follows_each_settings_numbers(tmp_path, settings, status, reason):
     fields = _judge(tmp_path, settings)
@@ -56,7 +57,7 @@ def test_the_central_claim_follows_each_settings_numbers(tmp_path, settings, sta
 def test_without_a_verdicts_file_the_claim_is_not_tested(tmp_path):
     fields = _verdicts._inverse_depth_certified_claim(SimpleNamespace(certified_verdicts=tmp_path / "missing.json"),
                                                        None)
-    assert fields["status"] == "not tested" and "missing.json" in fields["evidence"]
+    assert fields["status"] is Verdict.NOT_TESTED and "missing.json" in fields["evidence"]
 
 
 def test_an_unreadable_verdicts_file_names_itself(tmp_path):

@@ -28,6 +28,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from numerics.experiments import criteria
+from numerics.experiments.criteria import Verdict
 from numerics.experiments.reproduce import report as report_module
 from numerics.experiments.reproduce.context import ReproductionContext
 from numerics.experiments.reproduce.report import evaluate_claims
@@ -51,7 +52,8 @@ SEQUENTIAL = float(criteria.SEQUENTIAL_CORRELATION)
 GAIN = float(criteria.DEPTH_GAIN_THRESHOLD)  # "depth gain R_1/R_Lmax below 1.1 (saturates)"
 MIN_CHECKED = int(criteria.MIN_CHECKED_DEPTHS)  # a certified verdict's fewest depths with a passed doubling check
 
-NOT_TESTED, REPRODUCED, CONTRADICTED, INCONCLUSIVE = "not tested", "reproduced", "contradicted", "inconclusive"
+NOT_TESTED, REPRODUCED, CONTRADICTED, INCONCLUSIVE = (Verdict.NOT_TESTED, Verdict.REPRODUCED, Verdict.CONTRADICTED,
+                                                     Verdict.INCONCLUSIVE)
 
 
 def _verdict(ok: bool, contradicted: bool = False) -> str:

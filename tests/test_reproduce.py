@@ -269,7 +269,7 @@ def test_at_quick_scale_a_claim_reading_a_family_below_the_paper_sizes_is_not_ju
     assert claims["context_updates"].mark == "NOT JUDGED (quick scale)"
     assert all(name in claims["context_updates"].evidence for name in small)
     # a claim reading no such family keeps its own status
-    assert claims["linear_easy"].status == claims["linear_easy"].measured_status != "not judged"
+    assert claims["linear_easy"].status == claims["linear_easy"].measured_status != "NOT JUDGED"
     assert get_scale("medium").undersized_families() == {}
 
 
@@ -568,7 +568,8 @@ def test_the_report_opens_with_a_conclusion_on_each_central_claim_from_its_verdi
 
 
 def test_the_verdict_counts_the_papers_claims_apart_from_the_packages_contrasts(smoke):
-    from numerics.experiments.reproduce.report import STATUSES, counts_text, verdict_counts
+    from numerics.experiments.criteria import Verdict
+    from numerics.experiments.reproduce.report import counts_text, verdict_counts
 
     report = smoke.report.read_text(encoding="utf-8")
     paper = [c for c in smoke.claims if c.kind == "paper"]
@@ -584,8 +585,8 @@ def test_the_verdict_counts_the_papers_claims_apart_from_the_packages_contrasts(
     assert len(mine) == 2 and "### Claims of the paper" in mine[0]
     assert all(c.paper in mine[1] and c.paper not in mine[0] for c in contrasts)
     assert all(c.paper in mine[0] for c in paper)
-    for status in STATUSES:
-        marks = {c.mark for c in paper if c.status == status}
+    for status in Verdict:
+        marks = {c.mark for c in paper if c.status is status}
         for mark in marks:
             n = sum(c.mark == mark for c in paper)
             assert f"{n} {mark}" in counts_text(smoke.claims).split(";")[0]

@@ -29,7 +29,8 @@ import numerics.experiments.shipped as shipped
 from idepth.cli import build_parser, main
 from numerics.experiments import sweep as sweep_module
 from numerics.experiments.reproduce import get_scale, reproduce
-from numerics.experiments.reproduce._registry import STATUSES, as_reported
+from numerics.experiments.criteria import Verdict
+from numerics.experiments.reproduce._registry import as_reported
 from numerics.experiments.reproduce.context import ReproductionContext
 from numerics.experiments.reproduce.envelope import load_envelopes
 from numerics.experiments.reproduce.report import evaluate_claims
@@ -100,7 +101,7 @@ def test_certified_results_that_cannot_be_read_leave_their_claims_not_tested_nam
     result = reproduce(JUDGED_SMOKE, "fig6a", outside_a_checkout / "out", study=False, calibrate=False,
                        log=lambda text: None)
     claim = next(c for c in result.claims if c.id == "inverse_depth")
-    assert claim.status == "not tested" and fragment in claim.evidence, claim.evidence
+    assert claim.status is Verdict.NOT_TESTED and fragment in claim.evidence, claim.evidence
 
 
 # ------------------------------------------------------------------------------------------- Ctrl-C
@@ -166,7 +167,7 @@ def test_at_the_smoke_scale_every_claim_reads_not_judged_in_the_summary_the_repo
         assert f"**{status}**" not in report and f": {status}**" not in report, status
     # the measured status is kept apart, and it is what the numbers say (not all "not judged")
     measured = {c["id"]: c["measured_status"] for c in data}
-    assert set(measured.values()) <= set(STATUSES) - {"not judged"}
+    assert set(measured.values()) <= {v.word for v in Verdict} - {"not judged"}
     assert len(set(measured.values())) >= 2, measured
     assert report.count("measured status (not a verdict): ") == len(data)
 
@@ -220,7 +221,8 @@ def test_outside_a_checkout_the_variable_points_every_reader_at_the_results(outs
     ctx = ReproductionContext.open(JUDGED_SMOKE, outside_a_checkout / "out", families=("nonlinear_lazy",),
                                    envelopes=table)
     claims = {c.id: c for c in evaluate_claims(ctx)}
-    assert claims["inverse_depth_certified"].status != "not tested" and claims["inverse_depth"].status != "not tested"
+    assert claims["inverse_depth_certified"].status is not Verdict.NOT_TESTED
+    assert claims["inverse_depth"].status is not Verdict.NOT_TESTED
 
 
 def test_a_variable_that_names_no_directory_is_refused_before_training(outside_a_checkout, tmp_path, capsys,

@@ -147,6 +147,27 @@ def test_no_experiments_module_but_criteria_holds_a_numeric_threshold(path):
                        "belongs in numerics/experiments/criteria.py (a size or seed: NOT_RULES, with the reason)")
 
 
+#: string literals that are exactly a verdict's word, outside criteria, by module, each with why it is not a verdict
+NOT_VERDICTS = {"study/certified/revised.py": "the page's converged column: whether a step-doubling check ran"}
+
+
+def verdict_literals(source: str) -> set[str]:
+    """The string literals of ``source`` that spell a :class:`~numerics.experiments.criteria.Verdict` (either case)."""
+    words = {v.value for v in criteria.Verdict} | {v.word for v in criteria.Verdict}
+    return {node.value for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in words}
+
+
+def test_the_verdict_words_are_spelled_only_by_the_verdict_vocabulary():
+    assert verdict_literals('ok = s["verdict"] != "INCONCLUSIVE"\nx = "not tested"\n"""reproduced in a docstring"""')\
+        == {"INCONCLUSIVE", "not tested"}
+    for path, source in _sources().items():
+        if path.is_relative_to(EXPERIMENTS) and str(path.relative_to(EXPERIMENTS)) in NOT_VERDICTS:
+            continue
+        assert not verdict_literals(source), (f"{path.relative_to(ROOT)} spells {sorted(verdict_literals(source))}: "
+                                              "use numerics.experiments.criteria.Verdict")
+
+
 def test_every_exemption_names_a_constant_that_exists():
     for module, names in NOT_RULES.items():
         present = numeric_constants((EXPERIMENTS / module).read_text(encoding="utf-8"))

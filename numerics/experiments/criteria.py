@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from enum import StrEnum
 
 import numpy as np
 import sympy as sp
 
 __all__ = [
+    "Verdict",
+    "DECIDED",
+    "Reason",
     "AGREEMENT_SIGMAS",
     "SETTLING_TOLERANCE",
     "AGREEMENT",
@@ -36,6 +40,7 @@ __all__ = [
     "last_doubling",
     "depth_gain",
     "classify_depth_dependence",
+    "DepthDependence",
     "alpha_in_window",
     "below_bound",
     "exceeds",
@@ -63,6 +68,9 @@ __all__ = [
     "GAIN_LAW_MAX_CHI2_DOF",
     "checked_depths",
     "CONTRASTS",
+    "CONTRAST_DEPTHS",
+    "contrast_depths",
+    "contrast_value",
     "law_contrast",
 ]
 
@@ -111,6 +119,88 @@ MIN_COMPLETE_SEEDS = 2
 GAIN_LAW_MAX_CHI2_DOF = 2.0
 #: the α grid of the gain-law profile (paper eq. 16); an interval end at its edge does not bound α
 ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
+
+class Verdict(StrEnum):
+    """A verdict on a claim: the one vocabulary of the reproduction's claims, the certified study's settings and
+    depth ranges, and the answer.
+
+    A member is the word the records and pages print (``certified-study.verdicts.json``, ``REPORT.md``'s marks,
+    the answer); :attr:`word` is the same verdict in a sentence and in a reproduction's ``report.json``.
+    CONTRADICTED: adequate measurements exclude the claim (every check it rests on ran and passed);
+    INCONCLUSIVE: a :class:`Reason` says why not decided; NOT TESTED: nothing to judge it by; NOT JUDGED: a
+    scale whose numbers support no verdict.
+
+    Examples
+    --------
+    >>> Verdict.NOT_TESTED, Verdict.NOT_TESTED.word, f"{Verdict.REPRODUCED}"
+    (<Verdict.NOT_TESTED: 'NOT TESTED'>, 'not tested', 'REPRODUCED')
+    >>> Verdict.read("inconclusive") is Verdict.INCONCLUSIVE
+    True
+    >>> Verdict.read("maybe", "status")
+    Traceback (most recent call last):
+    ...
+    ValueError: status must be one of reproduced, contradicted, inconclusive, not tested, not judged; got 'maybe'
+    """
+
+    REPRODUCED = "REPRODUCED"
+    CONTRADICTED = "CONTRADICTED"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    NOT_TESTED = "NOT TESTED"
+    NOT_JUDGED = "NOT JUDGED"
+
+    @property
+    def word(self) -> str:
+        """The verdict in a sentence (and in a reproduction's ``report.json``): ``'not tested'``."""
+        return self.value.lower()
+
+    @classmethod
+    def read(cls, text: str, name: str = "verdict") -> "Verdict":
+        """The verdict ``text`` names, in either spelling (``'REPRODUCED'``, ``'reproduced'``); ``ValueError``
+        naming ``name`` otherwise."""
+        if isinstance(text, str) and text.upper() in cls._value2member_map_:
+            return cls(text.upper())
+        raise ValueError(f"{name} must be one of {', '.join(v.word for v in cls)}; got {text!r}")
+
+
+#: the decided verdicts, in the order counts of them are written
+DECIDED = (Verdict.REPRODUCED, Verdict.CONTRADICTED, Verdict.INCONCLUSIVE)
+
+
+class Reason(StrEnum):
+    """Why a verdict is INCONCLUSIVE: the kind a certified verdict records, and the first word of a reproduced
+    claim's reason (``'budget: ...'``); ``NONE`` for a decided verdict.
+
+    :attr:`brief` is the kind in a few words (the answer's "why not settled" column).
+
+    Examples
+    --------
+    >>> Reason("checks"), Reason.RESOLUTION.brief, Reason.NONE.brief
+    (<Reason.CHECKS: 'checks'>, 'its interval does not bound α', '')
+    >>> Reason.kinds("budget: 6000 steps; resolution: few depths; the tail is worse")
+    (<Reason.BUDGET: 'budget'>, <Reason.RESOLUTION: 'resolution'>)
+    """
+
+    NONE = ""
+    BUDGET = "budget"
+    CHECKS = "checks"
+    RESOLUTION = "resolution"
+    TRAINING = "training"
+    VARIANTS = "variants"
+    BOUND = "bound"
+
+    @property
+    def brief(self) -> str:
+        """The kind in a few words (``checks`` is worded from its depths by whoever has them)."""
+        return {"budget": "depths not done yet", "resolution": "its interval does not bound α",
+                "training": "a certificate fails", "variants": "the fit's variants disagree"}.get(self.value,
+                                                                                                     self.value)
+
+    @classmethod
+    def kinds(cls, reason: str) -> tuple:
+        """The kinds a reason text names: the word before the ``:`` of each of its ``;``-separated parts."""
+        words = (part.split(":")[0].strip() for part in reason.split(";"))
+        return tuple(dict.fromkeys(cls(w) for w in words if w and w in cls._value2member_map_))
+
 
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
@@ -341,6 +431,26 @@ def alpha_in_window(alpha: float) -> bool:
     return bool(ALPHA_WINDOW[0] <= alpha <= ALPHA_WINDOW[1])
 
 
+class DepthDependence(StrEnum):
+    """How a depth curve depends on depth (:func:`classify_depth_dependence`), in the order a tie is broken:
+    the regime study's words.
+
+    Examples
+    --------
+    >>> DepthDependence.of("improves (alpha = 0.6, not settled)"), DepthDependence.of("flat")
+    (<DepthDependence.IMPROVES: 'improves'>, <DepthDependence.FLAT: 'flat'>)
+    """
+
+    INVERSE_DEPTH = "inverse-depth"
+    IMPROVES = "improves"
+    FLAT = "flat"
+
+    @classmethod
+    def of(cls, verdict: str) -> "DepthDependence":
+        """The word a verdict of :func:`classify_depth_dependence` starts with."""
+        return cls(verdict.split(" (")[0])
+
+
 def classify_depth_dependence(gain: float, alpha: float, settled: bool) -> str:
     """Name a depth curve from its numbers.
 
@@ -360,10 +470,10 @@ def classify_depth_dependence(gain: float, alpha: float, settled: bool) -> str:
     'improves (alpha = 0.6, not settled)'
     """
     if not (gain >= DEPTH_GAIN_THRESHOLD):
-        return "flat"
+        return DepthDependence.FLAT.value
     if alpha_in_window(alpha) and settled:
-        return "inverse-depth"
-    return f"improves (alpha = {alpha:.2g}{'' if settled else ', not settled'})"
+        return DepthDependence.INVERSE_DEPTH.value
+    return f"{DepthDependence.IMPROVES} (alpha = {alpha:.2g}{'' if settled else ', not settled'})"
 
 
 def below_bound(value: float, bound: float, bound_se: float, sigmas: float = BOUND_SIGMAS) -> tuple[bool, float]:
@@ -494,26 +604,54 @@ def checked_depths(depths: Sequence[int], doubling: dict) -> tuple:
     return tuple(int(L) for L in depths if doubling.get(int(L)) is True)
 
 
+#: the fit-free contrasts of a depth curve R by name: ``L_max -> depths (u0, u1, u2)`` read, and the pairs of them
+#: whose differences are the numerator and the denominator, ``(R[ua] − R[ub]) / (R[uc] − R[ud])``
+CONTRAST_DEPTHS = {
+    # the gain at L = 2 over the gain at the deepest depth (gains R_1 − R_L): the share of the whole gain that the
+    # first doubling brings
+    "g2/gLmax": (lambda L_max: (1, 2, L_max), (0, 1), (0, 2)),
+    # what depths 2 → 16 add against what the first doubling brings
+    "(R2-R16)/(R1-R2)": (lambda L_max: (1, 2, 16), (1, 2), (0, 1)),
+    # the gain of one doubling over the next, ending at L_max: 2^α whatever the plateau and the depths, so the law's
+    # exponent on a depth range (the diffuse range) without its plateau
+    "(R_L-R_2L)/(R_2L-R_4L)": (lambda L_max: (L_max / 4, L_max / 2, L_max), (0, 1), (1, 2)),
+}
+
+
+def contrast_depths(name: str, L_max: int) -> tuple:
+    """The depths contrast ``name`` (:data:`CONTRAST_DEPTHS`) reads, ending at ``L_max``.
+
+    Examples
+    --------
+    >>> contrast_depths("g2/gLmax", 128), contrast_depths("(R_L-R_2L)/(R_2L-R_4L)", 128)
+    ((1, 2, 128), (32, 64, 128))
+    """
+    return tuple(int(L) for L in CONTRAST_DEPTHS[name][0](int(L_max)))
+
+
+def contrast_value(name: str, R, L_max: int):
+    """Contrast ``name`` of a depth curve ``R`` (depth -> value, or replicates, or a sympy expression).
+
+    Examples
+    --------
+    >>> contrast_value("g2/gLmax", {1: 3.0, 2: 2.0, 8: 1.0}, 8)
+    0.5
+    """
+    depths, (a, b), (c, d) = CONTRAST_DEPTHS[name]
+    if not callable(R):  # a curve by depth, read at whole depths
+        R, depths = R.__getitem__, lambda L_max: contrast_depths(name, L_max)
+    u = depths(L_max)
+    return (R(u[a]) - R(u[b])) / (R(u[c]) - R(u[d]))
+
+
 def _law_contrasts() -> dict:
-    """The fit-free contrasts of a depth curve, each a sympy ratio of the law R_L = L0 + c L^-α (eq. 16)."""
+    """Each contrast of :data:`CONTRAST_DEPTHS` as a sympy ratio of the law R_L = L0 + c L^-α (eq. 16)."""
     from theory.fitting import DEPTH_LAW
     from theory.symbols import L
 
     lmax = sp.Symbol("L_max", positive=True)
-
-    def R(depth):
-        return DEPTH_LAW.subs(L, depth)
-
-    return {
-        # the gain at L = 2 over the gain at the deepest depth (gains R_1 − R_L): the share of the whole gain
-        # that the first doubling brings
-        "g2/gLmax": (sp.simplify((R(1) - R(2)) / (R(1) - R(lmax))), lmax),
-        # what depths 2 → 16 add against what the first doubling brings
-        "(R2-R16)/(R1-R2)": (sp.simplify((R(2) - R(16)) / (R(1) - R(2))), lmax),
-        # the gain of one doubling over the next, ending at L_max: 2^α whatever the plateau and the depths, so
-        # the law's exponent on a depth range (the diffuse range) without its plateau
-        "(R_L-R_2L)/(R_2L-R_4L)": (sp.simplify((R(lmax / 4) - R(lmax / 2)) / (R(lmax / 2) - R(lmax))), lmax),
-    }
+    return {name: (sp.simplify(contrast_value(name, lambda depth: DEPTH_LAW.subs(L, depth), lmax)), lmax)
+            for name in CONTRAST_DEPTHS}
 
 
 #: name -> (sympy expression of the contrast under eq. 16, in α and L_max; L0 and c cancel)

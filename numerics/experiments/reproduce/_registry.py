@@ -8,14 +8,8 @@ from typing import Callable
 
 from theory.validation import check_choice
 
+from ..criteria import Verdict
 from .._markdown import markdown_table
-
-#: contradicted: adequate measurements exclude the claim; inconclusive: ``reason`` says why; not judged: a scale
-#: whose numbers support no verdict (``Scale.judges_claims``), the measured status kept in ``measured_status``
-STATUSES = ("reproduced", "contradicted", "inconclusive", "not tested", "not judged")
-#: why a claim that misses its criterion is inconclusive rather than contradicted
-INCONCLUSIVE_REASONS = ("budget", "checks", "resolution", "training", "variants", "bound")
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -25,16 +19,16 @@ class Claim:
     ----------
     criterion : str
         How it is tested here.
-    status : {'reproduced', 'contradicted', 'inconclusive', 'not tested', 'not judged'}
-        The reported verdict (:data:`STATUSES`).
+    status : Verdict
+        The reported verdict (given in either spelling, :meth:`~numerics.experiments.criteria.Verdict.read`).
     reason : str
-        Why inconclusive (one of :data:`INCONCLUSIVE_REASONS` first) or
+        Why inconclusive (a :class:`~numerics.experiments.criteria.Reason` first) or
         what excludes the claim.
     summary : str
         The deciding numbers in one sentence (for the opening paragraph).
     table : tuple of tuple
         The numbers behind ``evidence``: a header row, then one row per item.
-    measured_status : str
+    measured_status : Verdict
         What the numbers alone say (default: ``status``); differs from ``status``
         only when the claim is not judged.
     note : str
@@ -49,31 +43,30 @@ class Claim:
     >>> Claim("x", "p", "c", "not tested", "e").mark, Claim("x", "p", "c", "inconclusive", "e", reason="budget").mark
     ('NOT TESTED', 'INCONCLUSIVE')
     >>> unjudged = Claim("x", "p", "c", "reproduced", "e").not_judged("smoke scale")
-    >>> unjudged.mark, unjudged.measured_status
+    >>> unjudged.mark, unjudged.measured_status.word
     ('NOT JUDGED (smoke scale)', 'reproduced')
     """
 
     id: str
     paper: str
     criterion: str
-    status: str
+    status: Verdict
     evidence: str
     families: tuple = ()
     reason: str = ""
     summary: str = ""
     table: tuple = ()
-    measured_status: str = ""
+    measured_status: Verdict | str = ""
     note: str = ""
 
     def __post_init__(self) -> None:
-        check_choice("status", self.status, STATUSES)
-        if not self.measured_status:
-            object.__setattr__(self, "measured_status", self.status)
-        check_choice("measured_status", self.measured_status, STATUSES)
+        object.__setattr__(self, "status", Verdict.read(self.status, "status"))
+        object.__setattr__(self, "measured_status", Verdict.read(self.measured_status or self.status,
+                                                                 "measured_status"))
 
     def not_judged(self, why: str) -> "Claim":
-        """This claim with no verdict (status ``'not judged'``, ``note`` = ``why``); the measured status is kept."""
-        return dataclasses.replace(self, status="not judged", note=why)
+        """This claim with no verdict (status NOT JUDGED, ``note`` = ``why``); the measured status is kept."""
+        return dataclasses.replace(self, status=Verdict.NOT_JUDGED, note=why)
 
     def noted(self, note: str) -> "Claim":
         """This claim with ``note`` (why it reads as it does) added to its :attr:`mark`."""
@@ -94,22 +87,22 @@ class Claim:
 
     @property
     def mark(self) -> str:
-        """The verdict as the report prints it: the status in capitals, then the note in parentheses."""
-        return self.status.upper() + (f" ({self.note})" if self.note else "")
+        """The verdict as the report prints it, then the note in parentheses."""
+        return self.status + (f" ({self.note})" if self.note else "")
 
 
 def verdict(passed: bool | None, *, contradicted: bool = False, reason: str = "") -> dict:
     """``status`` and ``reason`` of a claim (``passed`` None: not tested)."""
     if passed is None:
-        return {"status": "not tested"}
+        return {"status": Verdict.NOT_TESTED}
     if passed:
-        return {"status": "reproduced"}
-    return {"status": "contradicted" if contradicted else "inconclusive", "reason": reason}
+        return {"status": Verdict.REPRODUCED}
+    return {"status": Verdict.CONTRADICTED if contradicted else Verdict.INCONCLUSIVE, "reason": reason}
 
 
 def not_tested(criterion: str, evidence: str, **fields) -> dict:
     """The fields of a claim there is nothing to judge by; ``evidence`` says why."""
-    return dict(criterion=criterion, status="not tested", evidence=evidence, **fields)
+    return dict(criterion=criterion, status=Verdict.NOT_TESTED, evidence=evidence, **fields)
 
 
 @dataclass(frozen=True)
@@ -156,7 +149,7 @@ class ClaimRegistry:
     ...     return dict(criterion="no change", evidence="0 %", **verdict(True))
     >>> registry.ids, registry.figures, registry.central
     (('flat',), {'flat': ('fig1',)}, {'flat': 'Flatness'})
-    >>> [(c.id, c.status) for c in registry.evaluate(ctx=None)]
+    >>> [(c.id, c.status.word) for c in registry.evaluate(ctx=None)]
     [('flat', 'reproduced')]
     """
 
@@ -214,25 +207,25 @@ def as_reported(claim: Claim, ctx) -> Claim:
     >>> from numerics.experiments.reproduce.scales import get_scale
     >>> ctx = SimpleNamespace(scale=get_scale("smoke"), unavailable={"certified study": "not found"})
     >>> c = as_reported(Claim("x", "p", "c", "not tested", "e", families=("certified study",)), ctx)
-    >>> c.mark, c.measured_status
+    >>> c.mark, c.measured_status.word
     ('NOT JUDGED (smoke scale)', 'not tested')
     >>> quick = SimpleNamespace(scale=get_scale("quick"), unavailable={"certified study": "not found"})
     >>> as_reported(Claim("x", "p", "c", "not tested", "e", families=("certified study",)), quick).mark
     'NOT TESTED (not found)'
     >>> small = as_reported(Claim("x", "p", "c", "inconclusive", "e.", families=("context_updates",)), quick)
-    >>> small.mark, small.measured_status, small.evidence.split(": ")[1].split(",")[0]
+    >>> small.mark, small.measured_status.word, small.evidence.split(": ")[1].split(",")[0]
     ('NOT JUDGED (quick scale)', 'inconclusive', 'context_updates runs at d = 8')
     """
     unavailable = dict(getattr(ctx, "unavailable", None) or {})
     why = [unavailable[name] for name in claim.families if name in unavailable]
-    if claim.status == "not tested" and why and not claim.note:
+    if claim.status is Verdict.NOT_TESTED and why and not claim.note:
         claim = claim.noted("; ".join(dict.fromkeys(why)))
     scale = getattr(ctx, "scale", None)
-    if scale is not None and not scale.judges_claims and claim.status != "not judged":
+    if scale is not None and not scale.judges_claims and claim.status is not Verdict.NOT_JUDGED:
         claim = claim.not_judged(f"{scale.name} scale")
     undersized = scale.undersized_families() if scale is not None else {}
     small = [undersized[name] for name in claim.families if name in undersized]
-    if small and claim.status != "not judged":
+    if small and claim.status is not Verdict.NOT_JUDGED:
         claim = dataclasses.replace(claim.not_judged(f"{scale.name} scale"),
                                     evidence=f"{claim.evidence} Not judged: {'; '.join(small)}.")
     return claim

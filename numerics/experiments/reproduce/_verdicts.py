@@ -12,6 +12,7 @@ import numpy as np
 
 from . import analysis
 from .. import criteria
+from ..criteria import DECIDED, Reason, Verdict
 from .._markdown import fmt_bool
 from .plotting import fit_problem
 from ._registry import REGISTRY, claim, not_tested, verdict
@@ -45,21 +46,21 @@ def _alpha_text(s) -> str:
             + f", L0 = {s.fit.value('L0'):.4g}, {changes}")
 
 
-def certified_setting_status(setting: dict) -> tuple[str, str]:
-    """``(status, reason kind)`` of one setting of a verdicts file, by the certified study's own rule.
+def certified_setting_status(setting: dict) -> tuple[Verdict, Reason]:
+    """``(verdict, reason kind)`` of one setting of a verdicts file, recomputed by the certified study's own rule.
 
     Examples
     --------
     >>> certified_setting_status({"depths": [1, 2], "planned_depths": [1, 2, 4], "checked_depths": [1, 2],
     ...                           "failed": [], "primary": None, "variants": []})
-    ('inconclusive', 'budget')
+    (<Verdict.INCONCLUSIVE: 'INCONCLUSIVE'>, <Reason.BUDGET: 'budget'>)
     """
     from ..study.certified.statistics import setting_verdict
 
     verdict, kind, _ = setting_verdict(setting["depths"], setting["planned_depths"], setting["checked_depths"],
                                        [tuple(f) for f in setting["failed"]], setting["primary"], setting["variants"],
                                        doubling_run=setting.get("doubling_run"))
-    return verdict.lower(), kind
+    return verdict, kind
 
 
 def certified_progress(record: dict | None = None) -> str:
@@ -129,29 +130,28 @@ def _inverse_depth_certified_claim(ctx, consistency) -> dict:
         (f"({x['a']:g}, {x['b']:g})", f"{x['depths'][0]}–{x['depths'][-1]} of {x['planned_depths'][-1]}",
          ", ".join(map(str, x["checked_depths"])) or "none", ratio(x), x["verdict"], x["reason"])
         for x in settings)
-    counts = {status: sum(st == status for st, _ in statuses) for status in ("reproduced", "contradicted",
-                                                                             "inconclusive")}
+    counts = {verdict: sum(st is verdict for st, _ in statuses) for verdict in DECIDED}
     missing = len(spectra) - len(settings)
     done = min(x["depths"][-1] for x in settings)
-    summary = (f"of {len(spectra)} Table 1 spectra on the certified envelope (P = {main['P']}): {counts['reproduced']} "
-               f"reproduced, {counts['contradicted']} contradicted, {counts['inconclusive']} inconclusive"
+    summary = (f"of {len(spectra)} Table 1 spectra on the certified envelope (P = {main['P']}): "
+               + ", ".join(f"{n} {verdict.word}" for verdict, n in counts.items())
                + (f", {missing} not started" if missing else "") + f"; every setting done to at least L = {done} of "
                f"{settings[0]['planned_depths'][-1]}")
     evidence = f"`{record['command']}`: each spectrum in the table below (the certified study's own verdict and reason)."
-    contradicted = counts["contradicted"] > 0
-    kinds = sorted({kind for st, kind in statuses if st == "inconclusive"})
-    why = {"budget": "budget: the certified study has not reached every planned depth",
-           "checks": f"checks: fewer than {MIN_CHECKED_DEPTHS} depths whose step-doubling check ran and passed "
-                     "(the deep models are not shown to be converged)",
-           "training": "training: a certificate fails (the envelope is not shown to be the best loss)",
-           "resolution": "resolution: the contrast does not bound α",
-           "variants": "variants: an analysis variant of the gain-law fit keeps α = 1"}
-    reasons = [why[k] for k in kinds] + (["budget: spectra not started"] if missing else [])
+    contradicted = counts[Verdict.CONTRADICTED] > 0
+    kinds = sorted({kind for st, kind in statuses if st is Verdict.INCONCLUSIVE})
+    why = {Reason.BUDGET: "the certified study has not reached every planned depth",
+           Reason.CHECKS: f"fewer than {MIN_CHECKED_DEPTHS} depths whose step-doubling check ran and passed (the "
+                          "deep models are not shown to be converged)",
+           Reason.TRAINING: "a certificate fails (the envelope is not shown to be the best loss)",
+           Reason.RESOLUTION: "the contrast does not bound α",
+           Reason.VARIANTS: "an analysis variant of the gain-law fit keeps α = 1"}
+    reasons = [f"{k}: {why[k]}" for k in kinds] + ([f"{Reason.BUDGET}: spectra not started"] if missing else [])
     if contradicted:
         reasons = ["an envelope with every depth and certificate excludes α = 1: " + ", ".join(
-            f"({x['a']:g}, {x['b']:g})" for x, (st, _) in zip(settings, statuses) if st == "contradicted")]
+            f"({x['a']:g}, {x['b']:g})" for x, (st, _) in zip(settings, statuses) if st is Verdict.CONTRADICTED)]
     reason = "; ".join(reasons)
-    ok = counts["reproduced"] == len(spectra)
+    ok = counts[Verdict.REPRODUCED] == len(spectra)
     return dict(criterion=criterion, evidence=evidence, summary=summary, table=rows,
                 **verdict(ok, contradicted=contradicted, reason=reason))
 
@@ -242,8 +242,8 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
             + ", ".join(map(name, excluded))))
     else:
         reasons = ([f"the gain law does not fit ({', '.join(map(name, unfitted))})"] if unfitted else []) + (
-            ["resolution: no measurable depth gain at " + ", ".join(map(name, unresolved))] if unresolved else []) + (
-            [f"budget: settings not in the certified study ({len(missing)})"] if missing else [])
+            [f"{Reason.RESOLUTION}: no measurable depth gain at " + ", ".join(map(name, unresolved))] if unresolved else []) + (
+            [f"{Reason.BUDGET}: settings not in the certified study ({len(missing)})"] if missing else [])
         outcome = verdict(len(passing) == len(found) and not missing, reason="; ".join(reasons))
     return dict(criterion=criterion, evidence=evidence, summary=summary, table=rows, **outcome)
 
@@ -274,7 +274,7 @@ def _lazy_contrast_claim(ctx, consistency) -> dict:
     excluded = [s.label for s in summaries if _alpha_excluded(s, lo, hi)]
     outcome = verdict(ok, contradicted=bool(excluded),
                       reason=f"settled depth sweeps with α outside [{lo}, {hi}] by more than two SE: {', '.join(excluded)}"
-                      if excluded else "training: a lazy, equal step budget; the spectra that miss have α within two "
+                      if excluded else f"{Reason.TRAINING}: a lazy, equal step budget; the spectra that miss have α within two "
                       "SE of the target band or C_L, A_L − C_L not settled at these depths")
     return dict(criterion=criterion, evidence=evidence, **outcome)
 
@@ -307,7 +307,7 @@ def _shipped_rerun_claim(ctx, consistency) -> dict:
     evidence = "; ".join(parts) + (f"; {missing} run(s) did not finish" if missing else "") + "."
     outcome = verdict(ok and not missing, contradicted=not ok,
                       reason="the re-trained candidates differ from the shipped ones by more than their SE" if not ok
-                      else "budget: some spot-check runs did not finish")
+                      else f"{Reason.BUDGET}: some spot-check runs did not finish")
     return dict(criterion=criterion, evidence=evidence, **outcome)
 
 
@@ -391,12 +391,12 @@ def _linear_floor_claim(ctx, consistency) -> dict:
         f"(explained: at finite P, S q weights each token by its similarity to q, so it carries which tokens are the "
         f"top k, which the population floor's E[t | q] does not): {', '.join(explained)}." if explained else "")
     reason = "; ".join(
-        ([f"bound: plateaus below the population floor by more than {100 * criteria.FLOOR_TARGET:.0f} % or two SE, "
+        ([f"{Reason.BOUND}: plateaus below the population floor by more than {100 * criteria.FLOOR_TARGET:.0f} % or two SE, "
           f"above the finite-P floor within two SE, which is what holds there ({', '.join(explained)})"]
          if explained else [])
         + ([f"unexplained: plateaus more than two SE below even the finite-P floor ({', '.join(unexplained)})"]
            if unexplained else [])
-        + ([f"training: plateaus above the floor ({', '.join(above)}) at this step budget"] if above else []))
+        + ([f"{Reason.TRAINING}: plateaus above the floor ({', '.join(above)}) at this step budget"] if above else []))
     summary = ("the deepest model's plateau against the theory floor: " + ", ".join(
         f"top-{f.k} {s.label} {apart(s)}" for f, s in summaries)
         + f"; within {100 * criteria.FLOOR_TARGET:.0f} % and not more than two SE below it: {len(holds)} of "
@@ -424,7 +424,7 @@ def _easy_claim(ctx, consistency) -> dict:
     missing = [s.label for s in summaries if not s.below_target]
     return dict(criterion=criterion,
                 evidence=f"d = {family.d}, P = {family.P}, {family.max_steps} steps. " + "; ".join(parts) + ".",
-                **verdict(ok, reason=f"budget: {family.max_steps} steps; still above the target: {', '.join(missing)}"))
+                **verdict(ok, reason=f"{Reason.BUDGET}: {family.max_steps} steps; still above the target: {', '.join(missing)}"))
 
 
 @claim("selection_tail", figures=("fig13",), families=("nonlinear_lazy",),
@@ -451,7 +451,7 @@ def _selection_claim(ctx, consistency) -> dict:
         return not_tested(criterion, "no finished runs")
     outcome = verdict(all(verdicts), contradicted=bool(worse),
                       reason=f"the deep model's tail is worse beyond two SE: {', '.join(worse)}" if worse
-                      else "resolution: ΔQ within two SE of 0 for some spectrum")
+                      else f"{Reason.RESOLUTION}: ΔQ within two SE of 0 for some spectrum")
     return dict(criterion=criterion, evidence="; ".join(parts) + ".", **outcome)
 
 
@@ -488,7 +488,7 @@ def _modewise_claim(ctx, consistency) -> dict:
         f"linear {spectrum_label(*linear[0])}: Spearman " + ", ".join(
         f"{c:.2f} at L = {int(L)}" for L, c in zip(linear_depths[1:], correlations))
         + f" ({'sequential' if sequential else 'not sequential'}).")
-    outcome = verdict(parallel and sequential, reason="resolution: one spectrum with a > 0 per model and few depths")
+    outcome = verdict(parallel and sequential, reason=f"{Reason.RESOLUTION}: one spectrum with a > 0 per model and few depths")
     summary = (f"softmax: spread of the normalised reducible mode losses up to {float(np.max(spread)):.3g} (parallel "
                f"needs < {criteria.PARALLEL_SPREAD:g}); linear: Spearman correlation at least {min(correlations):.2f} (sequential "
                f"needs > {criteria.SEQUENTIAL_CORRELATION:g})")
@@ -544,7 +544,7 @@ def _plateau_claim(ctx, consistency) -> dict:
                 + ". Caveat: the bound is over heads whose logits are a multiple of the cosine; the model's layers learn "
                 "a d × d quadratic form each, so it is not a proven bound of the model class" + _below_heads_text(ctx)
                 + ".")
-    outcome = verdict(len(below) == 0, reason="bound: the bound is over heads whose logits are a multiple of the cosine, "
+    outcome = verdict(len(below) == 0, reason=f"{Reason.BOUND}: the bound is over heads whose logits are a multiple of the cosine, "
                                               "not a proven bound of the model class, whose layers each learn a d × d "
                                               "form")
     summary = (f"{len(below)} of {len(rows)} paper plateaus lie more than {criteria.BOUND_SIGMAS:g} SE below the best "
@@ -613,7 +613,7 @@ def evaluate_claims(ctx, consistency=None) -> tuple:
     >>> from numerics.experiments.reproduce.scales import get_scale
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     claims = evaluate_claims(ReproductionContext.open(get_scale("smoke"), tmp, families=("linear_easy",)))
-    >>> [c.measured_status for c in claims][1:3], len(claims), {c.mark for c in claims}
+    >>> [c.measured_status.word for c in claims][1:3], len(claims), {c.mark for c in claims}
     (['not tested', 'not tested'], 11, {'NOT JUDGED (smoke scale)'})
     """
     return REGISTRY.evaluate(ctx, consistency)

@@ -388,14 +388,14 @@ def calibrate(repeats: int = 3, timeout: float = 120.0, configs: Iterable = (), 
     """Time the costliest run shapes of ``configs`` whole here (about 10-20 s), and an engine without any by a
     few of its steps.
 
-    The runs are timed in ``workers`` child processes at once (as many as will train, so that they share
+    The runs are timed in ``workers`` worker processes at once (as many as will train, so that they share
     the caches as training will), each with one BLAS thread, as a sweep's workers do (a threaded BLAS would
     count its spinning as CPU time). Without ``configs``, only steps are timed (about 5 s).
 
     Raises
     ------
     RuntimeError
-        A child process failed or took longer than ``timeout`` seconds.
+        A worker process failed or took longer than ``timeout`` seconds.
 
     Examples
     --------
@@ -408,14 +408,13 @@ def calibrate(repeats: int = 3, timeout: float = 120.0, configs: Iterable = (), 
     configs = list({config.content_hash(): config for config in configs}.values())  # each distinct run once
     shapes = timed_shapes(configs)
     parts = _split(shapes, min(max(1, int(workers)), usable_cores()))
-    outputs = _children([("time_runs", [c.to_dict() for c in part]) for part in parts], timeout)
-    runs = {run_shape(config): RunTiming(**timing)
-            for part, output in zip(parts, outputs) for config, timing in zip(part, output)}
+    outputs = _in_workers([(time_runs, (part,)) for part in parts], timeout)
+    runs = {run_shape(config): timing for part, output in zip(parts, outputs) for config, timing in zip(part, output)}
     speeds = _engine_speeds(configs, runs)
     missing = [engine for engine in CALIBRATION_SIZES if engine not in speeds]
     if missing:
-        [stepped] = _children([("measure_speeds", [int(repeats), {e: CALIBRATION_SIZES[e] for e in missing}])],
-                              timeout)
+        [stepped] = _in_workers([(measure_speeds, (int(repeats), {e: CALIBRATION_SIZES[e] for e in missing}))],
+                                timeout)
         speeds.update(stepped)
     return Calibration(speeds={engine: speeds[engine] for engine in CALIBRATION_SIZES}, machine=machine_description(),
                        load=load, seconds=time.perf_counter() - started, runs=runs)
@@ -451,58 +450,27 @@ def other_load(loadavg: str | os.PathLike = "/proc/loadavg", samples: int = 5, i
     return float(sorted(readings)[len(readings) // 2])
 
 
-def _child_main(argv: list) -> None:
-    """A calibration child: ``argv = [job, json arguments]``; prints the result as JSON."""
-    import dataclasses as _dc
-    import json
+def _in_workers(jobs: list, timeout: float) -> list:
+    """``fn(*arguments)`` of each ``(fn, arguments)`` of ``jobs``, each in its own worker process of the sweep's local
+    pool (one BLAS thread each, as a sweep's workers), all at once; their results in order.
 
-    from numerics.train import TrainConfig
+    ``RuntimeError`` when a job fails or all take longer than ``timeout`` seconds.
+    """
+    import concurrent.futures as cf
 
-    job, arguments = argv[0], json.loads(argv[1])
-    if job == "time_runs":
-        result = [_dc.asdict(t) for t in time_runs(TrainConfig.from_dict(_config_fields(c)) for c in arguments)]
-    else:
-        result = measure_speeds(*arguments)
-    print(json.dumps(result))
+    from ..sweep._backends import BLAS_THREAD_VARIABLES, local_pool, preserved_environment
 
-
-def _config_fields(data: dict) -> dict:
-    """:meth:`TrainConfig.to_dict` output with its lists back as the tuples the config holds."""
-    return {key: (tuple(value) if isinstance(value, list) else value) for key, value in data.items()}
-
-
-def _children(jobs: list, timeout: float) -> list:
-    """Run each ``(job, arguments)`` of :func:`_child_main` in its own child process, all at once; their results."""
-    import json
-    import subprocess
-    import sys
-
-    from ..sweep import BLAS_THREAD_VARIABLES
-
-    env = dict(os.environ, **{name: "1" for name in BLAS_THREAD_VARIABLES})
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    code = "import sys; from numerics.experiments.reproduce.calibration import _child_main; _child_main(sys.argv[1:])"
-    children = [subprocess.Popen([sys.executable, "-c", code, job, json.dumps(arguments)], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env=env) for job, arguments in jobs]
+    if not jobs:
+        return []
     deadline = time.monotonic() + timeout
-    results = []
     try:
-        for child in children:
-            try:
-                out, err = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                raise RuntimeError(f"the calibration took longer than {timeout:.0f} s") from None
-            if child.returncode != 0:
-                last = (err.strip().splitlines() or ["no output"])[-1]
-                raise RuntimeError(f"the calibration failed: {last}")
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-    return results
+        with preserved_environment(BLAS_THREAD_VARIABLES), local_pool(len(jobs)) as pool:
+            futures = [pool.submit(fn, *arguments) for fn, arguments in jobs]
+            return [future.result(timeout=max(0.0, deadline - time.monotonic())) for future in futures]
+    except cf.TimeoutError:
+        raise RuntimeError(f"the calibration took longer than {timeout:.0f} s") from None
+    except Exception as exc:  # a job's own error, raised again here by its future
+        raise RuntimeError(f"the calibration failed: {exc}") from exc
 
 
 def calibrated_estimate(plan: Schedule, calibration: Calibration, extra_configs: Iterable = (), *,

@@ -13,14 +13,15 @@ from collections import Counter
 from pathlib import Path
 
 from .. import criteria
+from ..criteria import Reason, Verdict
 from .._markdown import markdown_table
-from ._registry import INCONCLUSIVE_REASONS, REGISTRY, STATUSES, Claim, ClaimRegistry, ClaimSpec
+from ._registry import REGISTRY, Claim, ClaimRegistry, ClaimSpec
 from ._verdicts import CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, evaluate_claims
 from ..study.curves import spectrum_label
 from ..study.plateaus import consistency_markdown as _consistency_section
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",
-           "INCONCLUSIVE_REASONS", "STATUSES", "claim_bullets", "conclusions", "consistency_markdown", "counts_text",
+           "claim_bullets", "conclusions", "consistency_markdown", "counts_text",
            "evaluate_claims", "render_report", "report_data", "verdict_counts", "write_report"]
 
 
@@ -49,16 +50,16 @@ def relink(markdown: str, prefix: str) -> str:
 
 
 def verdict_counts(claims) -> dict:
-    """``{kind: {status: [claim ids]}}``, for the paper's claims and the contrasts.
+    """``{kind: {verdict: [claim ids]}}``, for the paper's claims and the contrasts, every verdict in its order.
 
     Examples
     --------
     >>> counts = verdict_counts([Claim("modewise", "p", "c", "reproduced", "e"), Claim("lazy_contrast", "p", "c",
     ...                                                                                 "reproduced", "e")])
-    >>> counts["paper"]["reproduced"], counts["contrast"]["reproduced"]
+    >>> counts["paper"][Verdict.REPRODUCED], counts["contrast"][Verdict.REPRODUCED]
     (['modewise'], ['lazy_contrast'])
     """
-    return {kind: {status: [c.id for c in claims if c.kind == kind and c.status == status] for status in STATUSES}
+    return {kind: {status: [c.id for c in claims if c.kind == kind and c.status is status] for status in Verdict}
             for kind in ("paper", "contrast")}
 
 
@@ -75,27 +76,26 @@ def counts_text(claims) -> str:
     """
     def part(kind: str) -> str:
         mine = [c for c in claims if c.kind == kind]
-        # in the order of the statuses, then of the claims (a stable sort; a Counter keeps the first-seen order)
-        marks = Counter(c.mark for c in sorted(mine, key=lambda c: STATUSES.index(c.status)))
+        # in the order of the verdicts, then of the claims (a stable sort; a Counter keeps the first-seen order)
+        marks = Counter(c.mark for c in sorted(mine, key=lambda c: list(Verdict).index(c.status)))
         counts = ", ".join(f"{n} {mark}" for mark, n in marks.items()) or "none"
         return f"({len(mine)}): {counts}"
 
     return f"claims of the paper {part('paper')}; the package's own contrasts {part('contrast')}"
 
 
-_CERTAINTY = {"reproduced": "its criterion is met by the numbers",
-              "contradicted": "its criterion's exclusion is met by the numbers (every check the verdict rests on ran "
-                              "and passed)",
-              "not tested": "this reproduction has nothing to judge it by",
-              "not judged": "this scale's numbers support no verdict"}
+_CERTAINTY = {Verdict.REPRODUCED: "its criterion is met by the numbers",
+              Verdict.CONTRADICTED: "its criterion's exclusion is met by the numbers (every check the verdict rests "
+                                    "on ran and passed)",
+              Verdict.NOT_TESTED: "this reproduction has nothing to judge it by",
+              Verdict.NOT_JUDGED: "this scale's numbers support no verdict"}
 
 
 def _certainty(claim) -> str:
-    """How sure the verdict is: met, excluded, or undecided and why."""
-    if claim.status != "inconclusive":
+    """How sure the verdict is: met, excluded, or undecided and why (the :class:`Reason` kinds its reason names)."""
+    if claim.status is not Verdict.INCONCLUSIVE:
         return _CERTAINTY[claim.status]
-    kinds = [part.split(":")[0].strip() for part in claim.reason.split(";")]
-    kinds = list(dict.fromkeys(k for k in kinds if k in INCONCLUSIVE_REASONS))
+    kinds = Reason.kinds(claim.reason)
     return "undecided" + (f" ({' and '.join(kinds)} not sufficient)" if kinds else "")
 
 
@@ -189,8 +189,8 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
     counts = verdict_counts(claims)
     lines += [f"Verdicts: {counts_text(claims)}.", ""]
     lines += markdown_table(("verdict", "claims of the paper", "the package's own contrasts"), [
-        (status, f"{len(counts['paper'][status])}: {', '.join(counts['paper'][status]) or '—'}",
-         f"{len(counts['contrast'][status])}: {', '.join(counts['contrast'][status]) or '—'}") for status in STATUSES])
+        (status.word, f"{len(counts['paper'][status])}: {', '.join(counts['paper'][status]) or '—'}",
+         f"{len(counts['contrast'][status])}: {', '.join(counts['contrast'][status]) or '—'}") for status in Verdict])
     lines += [""]
     lines += [study_markdown.strip(), ""] if study_markdown else []
     lines += [consistency_markdown.strip(), ""] if consistency_markdown else []
@@ -237,7 +237,8 @@ def report_data(figures, claims) -> dict:
 
 
 def _claim_data(c, about: dict) -> dict:
-    return {"id": c.id, "status": c.status, "measured_status": c.measured_status, "note": c.note, "mark": c.mark,
+    return {"id": c.id, "status": c.status.word, "measured_status": c.measured_status.word, "note": c.note,
+            "mark": c.mark,
             "reason": c.reason, "paper": c.paper, "criterion": c.criterion, "kind": c.kind, "summary": c.summary,
             "table": c.table_markdown, "evidence": c.evidence, "figures": list(about.get(c.id, ()))}
 
@@ -255,11 +256,11 @@ def claim_bullets(claim: dict, *, lead: str = " —", escape=str) -> list:
              f"  - measured: {escape(claim['evidence'])}"]
     if claim.get("table"):
         lines += ["", *("    " + line for line in claim["table"].splitlines()), ""]
-    measured = claim.get("measured_status", claim["status"])
-    if measured != claim["status"]:
-        lines.append(f"  - measured status (not a verdict): {measured}")
+    measured = Verdict.read(claim.get("measured_status", claim["status"]))
+    if measured is not Verdict.read(claim["status"]):
+        lines.append(f"  - measured status (not a verdict): {measured.word}")
     if claim.get("reason"):
-        lines.append(f"  - {'why inconclusive' if measured == 'inconclusive' else 'what excludes it'}: "
+        lines.append(f"  - {'why inconclusive' if measured is Verdict.INCONCLUSIVE else 'what excludes it'}: "
                      f"{escape(claim['reason'])}")
     return lines
 

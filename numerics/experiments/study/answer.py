@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..criteria import DECIDED, Reason, Verdict
+
 __all__ = ["Answer", "AnswerRow", "EVIDENCE", "package_answer", "answer_from_record", "REVISED_FACTS", "REVISED_DIR",
            "check_verdicts_against_table", "read_record", "START", "END", "refresh", "replace_block", "write_answer_blocks",
            "ANSWER_PAGES", "main_settings"]
@@ -39,11 +41,6 @@ END = "<!-- /answer -->"
 
 #: the evidence page every answer points to (relative to the checkout), where each term is defined
 EVIDENCE = "docs/results/certified-revised/certified-study.md"
-#: why a verdict is not settled, in a few words, by its ``kind`` (``checks`` is worded from its depths)
-_WHY = {"budget": "depths not done yet", "resolution": "its interval does not bound α",
-        "training": "a certificate fails", "variants": "the fit's variants disagree", "": ""}
-
-
 @dataclass(frozen=True)
 class AnswerRow:
     """One Table 1 spectrum of the answer: its verdict and what it rests on.
@@ -59,10 +56,13 @@ class AnswerRow:
     """
 
     spectrum: tuple
-    verdict: str
+    verdict: Verdict
     alpha: tuple | None
     depths: tuple
     why: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "verdict", Verdict.read(self.verdict))
 
     def cells(self) -> list[str]:
         """The row's cells in the answer's table."""
@@ -72,7 +72,7 @@ class AnswerRow:
             lo, hi = self.alpha
             alpha = ("unbounded" if lo is None and hi is None else f"≥ {lo:.2f}" if hi is None
                      else f"≤ {hi:.2f}" if lo is None else f"{lo:.2f}–{hi:.2f}")
-        return [f"({self.spectrum[0]:g}, {self.spectrum[1]:g})", self.verdict, alpha,
+        return [f"({self.spectrum[0]:g}, {self.spectrum[1]:g})", self.verdict.value, alpha,
                 ", ".join(map(str, self.depths)) or "none", self.why or "–"]
 
 
@@ -239,14 +239,15 @@ def _spans(rows) -> list:
 def _why(s: dict, minimum: int) -> str:
     """Why a setting's verdict does not settle the question, in a few words ('' where it does)."""
     checked, contrast = s.get("checked_depths", []), (s.get("primary") or {}).get("depths", [])
-    if s["verdict"] != "INCONCLUSIVE" and len(checked) >= minimum:
+    inconclusive, kind = Verdict.read(s["verdict"]) is Verdict.INCONCLUSIVE, Reason(s["kind"])
+    if not inconclusive and len(checked) >= minimum:
         return ""
-    if s["kind"] == "checks" or s["verdict"] != "INCONCLUSIVE":
+    if kind is Reason.CHECKS or not inconclusive:
         if len(checked) < minimum:
             return (f"{len(checked)} of {len(s['depths'])} depths pass the step-doubling check ({minimum} needed)")
         failed = [L for L in contrast if L not in checked] or [L for L in s["depths"] if L not in checked]
         return f"its contrast needs L = {', '.join(map(str, failed))}, which fails the step-doubling check"
-    return _WHY.get(s["kind"], s["kind"])
+    return kind.brief
 
 
 def _alpha(s: dict, grid: tuple) -> tuple | None:
@@ -290,20 +291,20 @@ def answer_from_record(verdicts: dict, revised: dict | None = None) -> Answer:
     grid = tuple(verdicts.get("alpha_grid", (0.01, 10.0)))
     rows = tuple(AnswerRow((float(s["a"]), float(s["b"])), s["verdict"], _alpha(s, grid),
                            tuple(s.get("checked_depths", [])), _why(s, minimum)) for s in main)
-    counts = {word: sum(r.verdict == word for r in rows) for word in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
+    counts = {verdict: sum(r.verdict is verdict for r in rows) for verdict in DECIDED}
     settled = all(not r.why for r in rows)
     n, first = len(rows), main[0]
     sizes = f"d = {first['d']}, P = {first['P']}, top-{first['k']}, depths {min(first['depths'])}–{max(first['depths'])}"
-    if settled and counts["REPRODUCED"] == n:
+    if settled and counts[Verdict.REPRODUCED] == n:
         headline = f"Yes: the α ≈ 1 law holds at all {n} Table 1 spectra ({sizes})."
-    elif settled and counts["CONTRADICTED"] == n:
+    elif settled and counts[Verdict.CONTRADICTED] == n:
         headline = f"No: the α ≈ 1 law fails at all {n} Table 1 spectra ({sizes})."
     else:
-        parts = [f"at {counts[word]} of the {n} Table 1 spectra ({_spectra([r for r in rows if r.verdict == word])})"
-                 if counts[word] else "at none" for word in ("REPRODUCED", "CONTRADICTED")]
+        parts = [f"at {counts[word]} of the {n} Table 1 spectra ({_spectra([r for r in rows if r.verdict is word])})"
+                 if counts[word] else "at none" for word in (Verdict.REPRODUCED, Verdict.CONTRADICTED)]
         headline = (f"Not settled: the best loss softmax attention reaches at each depth follows the α ≈ 1 law "
                     f"(eq. 16) {parts[0]}, is contradicted {parts[1]}, and is undecided at "
-                    f"{counts['INCONCLUSIVE']} ({sizes}).")
+                    f"{counts[Verdict.INCONCLUSIVE]} ({sizes}).")
     notes = []
     if revised:
         words = [r["gap"]["word"] for r in revised.get("envelope", ())]

@@ -17,6 +17,7 @@ from numerics.io import json_text, make_output_dir, write_together
 from theory.validation import check_choice, check_positive_int
 
 from .curves import CurveSummary, summarise_seeds
+from ..criteria import DepthDependence
 from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
 from .regime_plans import REGIMES, STUDY_FAMILIES, TRAINED_REGIMES, StudyScale
@@ -197,12 +198,13 @@ def name_regime(points: Sequence[CurveSummary]) -> str:
         verdicts = [p.verdict for p in points if p.name == regime]
         if not verdicts:
             continue
-        kinds = [v if v in ("inverse-depth", "flat") else "improves (not 1/L)" for v in verdicts]
-        order = ["inverse-depth", "improves (not 1/L)", "flat"]
+        kinds = [DepthDependence.of(v) for v in verdicts]
+        order = list(DepthDependence)
         best = max(order, key=lambda kind: (kinds.count(kind), -order.index(kind)))
         count = kinds.count(best)
         share = "" if count == len(kinds) else f" ({count} of {len(kinds)} points)"
-        parts.append(f"{best} {_REGIME_PHRASES[regime]}{share}")
+        word = "improves (not 1/L)" if best is DepthDependence.IMPROVES else best
+        parts.append(f"{word} {_REGIME_PHRASES[regime]}{share}")
     return "; ".join(parts)
 
 

@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 from ..._plotting import excess_band, excess_floor
+from ...criteria import DECIDED, Verdict
 from .. import plotting as p
 from .. import analysis
 from ...study.answer import main_settings
@@ -30,25 +31,31 @@ def _sizes(ctx) -> str:
 
 
 def nonlinear_depth_panel(ctx, ax, family_name: str, spectra, *, title: str, caption_parts: list,
-                          quantity: str = "R_L") -> None:
-    family = ctx.family(family_name)
+                          quantity: str = "R_L", also: tuple = ()) -> None:
+    """``quantity`` against depth for each spectrum of ``family_name`` (one colour, marker and line style each);
+    for ``R_L`` with its fit of eq. (16) and oracle bound. ``also``: further ``(family name, spectra)`` drawn
+    beside them, every curve then named by its top-k (the context-update model's top-2 and top-16)."""
+    runs = [(name, spectrum) for name, group in ((family_name, spectra), *also) for spectrum in group]
     drawn = False
-    for colour, marker, style, (a, b) in p.styled(spectra):
-        s = analysis.nonlinear_summary(ctx, family_name, a, b)
+    for colour, marker, style, (name, (a, b)) in p.styled(runs):
+        family = ctx.family(name)
+        s = analysis.nonlinear_summary(ctx, name, a, b)
+        short = f"top-{family.k}" if also else s.label
+        label = f"top-{family.k} {s.label}" if also else s.label
         curve = {"R_L": s.R, "C_L": s.C, "A_minus_C": s.gap}[quantity]
         # with dashed fits the data stay solid; the marker tells the spectra apart
-        if not p.errorbar(ax, curve, colour, f"{s.label}", marker=marker, linestyle="-" if quantity == "R_L" else style):
+        if not p.errorbar(ax, curve, colour, label, marker=marker, linestyle="-" if quantity == "R_L" else style):
             continue
         drawn = True
         if quantity == "R_L":
-            p.plot_fit(ax, s.fit, family.depths, colour, f"fit {s.label}")
-            caption_parts.append(f"{s.label}: {p.fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
+            p.plot_fit(ax, s.fit, family.depths, colour, f"fit {short}")
+            caption_parts.append(f"{label}: {p.fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
             if s.bound:
-                p.plot_bound(ax, s.bound, colour, f"oracle single head {s.label}: {s.bound['single_head_loss']:.3g}")
+                p.plot_bound(ax, s.bound, colour, f"oracle single head {short}: {s.bound['single_head_loss']:.3g}")
         else:
             change = s.C_change if quantity == "C_L" else s.gap_change
-            caption_parts.append(f"{s.label}: change over the last doubling {100 * change:.1f} %")
-    p.depth_axis(ax, family.depths, logy=(quantity == "R_L"))
+            caption_parts.append(f"{label}: change over the last doubling {100 * change:.1f} %")
+    p.depth_axis(ax, ctx.family(family_name).depths, logy=(quantity == "R_L"))
     ax.set_title(title, fontsize=9)
     if not drawn:
         p.no_data(ax, p.missing(ctx, family_name))
@@ -249,30 +256,11 @@ def fig11(ctx) -> tuple:
     """Fig. 11 (eqs. 75-82): context updates M(m), top-2 and top-16."""
     fig, ax = p.subplots(figsize=(6.4, 4.6))
     parts: list[str] = []
-    drawn = False
-    colours = p.colours(4)
-    index = 0
-    for family_name in ("context_updates", "context_updates_k16"):
-        family = ctx.family(family_name)
-        for (a, b) in family.spectra:
-            colour = colours[index % 4]
-            marker, _ = p.style(index)
-            index += 1
-            s = analysis.nonlinear_summary(ctx, family_name, a, b)
-            label = f"top-{family.k} {s.label}"
-            if not p.errorbar(ax, s.R, colour, label, marker=marker):
-                continue
-            drawn = True
-            p.plot_fit(ax, s.fit, family.depths, colour, f"fit top-{family.k}")
-            p.plot_bound(ax, s.bound, colour, f"oracle single head top-{family.k}: "
-                                             f"{s.bound['single_head_loss']:.3g}" if s.bound else None)
-            parts.append(f"top-{family.k} {s.label}: {p.fit_label(s.fit)}, R_1/R_Lmax = {s.depth_gain:.3g}")
-    family = ctx.family("context_updates")
-    p.depth_axis(ax, family.depths)
+    family, k16 = ctx.family("context_updates"), ctx.family("context_updates_k16")
+    nonlinear_depth_panel(ctx, ax, "context_updates", family.spectra, caption_parts=parts,
+                          also=(("context_updates_k16", k16.spectra),),
+                          title=f"context updates M(m), learned m ({p.sizes(family)}, {p.regime(family)})")
     ax.set_ylabel("held-out loss R_L")
-    ax.set_title(f"context updates M(m), learned m ({p.sizes(family)}, {p.regime(family)})", fontsize=9)
-    if not drawn:
-        p.no_data(ax, p.missing(ctx, "context_updates"))
     p.legend(ax)
     return fig, ("Context-update model: R_L against depth for top-2 and top-16 (paper: top-2 keeps "
                  "a 1/L trend, top-16 saturates); dashed: fits of eq. (16) where they determine α "
@@ -447,7 +435,7 @@ def _certified_verdicts_text(ctx) -> str:
     except ValueError as exc:
         return f"no verdicts ({exc})"
     main = main_settings(record)
-    counts = {word: sum(s["verdict"] == word for s in main) for word in ("REPRODUCED", "CONTRADICTED", "INCONCLUSIVE")}
+    counts = {verdict: sum(Verdict.read(s["verdict"]) is verdict for s in main) for verdict in DECIDED}
     return (", ".join(f"{n} {word}" for word, n in counts.items() if n) or "no verdict") + \
         f" of {len(main)} Table 1 spectra"
 

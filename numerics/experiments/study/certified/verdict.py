@@ -19,7 +19,8 @@ import numpy as np
 
 from .bootstrap import context_weights, seed_counts, weighted_sums
 from ..plan import shipped_U
-from ...criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF, alpha_ends_bounded, law_contrast
+from ...criteria import (ALPHA_GRID, CONTRAST_DEPTHS, GAIN_LAW_MAX_CHI2_DOF, Reason, Verdict, alpha_ends_bounded,
+                         contrast_depths, contrast_value, law_contrast)
 
 __all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat",
            "FitVariant", "contrast_bootstrap", "contrast_stat", "crossover_depth", "depth_list", "doubling_passed",
@@ -161,12 +162,13 @@ def _judge_contrast(p: dict, depths) -> tuple[str, tuple | None]:
     if not p["lo"] <= p["reference"] <= p["hi"]:
         return text, None
     if not all(alpha_ends_bounded(p["alpha_lo"], p["alpha_hi"])):
-        return text, ("INCONCLUSIVE", "resolution", f"{text}: contains the α = 1 value but does not bound α")
-    return text, ("REPRODUCED", "", f"{text} contains the α = 1 value")
+        return text, (Verdict.INCONCLUSIVE, Reason.RESOLUTION,
+                      f"{text}: contains the α = 1 value but does not bound α")
+    return text, (Verdict.REPRODUCED, Reason.NONE, f"{text} contains the α = 1 value")
 
 
 def setting_verdict(depths, planned_depths, checked, failed, primary: dict | None, variants=(), *,
-                    doubling_run=None) -> tuple[str, str, str]:
+                    doubling_run=None) -> tuple[Verdict, Reason, str]:
     """A setting's verdict on the paper's ``c/L`` law (eq. 16, α = 1): ``(verdict, kind, reason)``.
 
     Every input is what ``certified-study.verdicts.json`` holds, so the verdict can be recomputed from the file.
@@ -188,9 +190,9 @@ def setting_verdict(depths, planned_depths, checked, failed, primary: dict | Non
     >>> p = {"name": "g2/gLmax", "L_max": 16, "value": 0.53, "lo": 0.51, "hi": 0.55, "reference": 0.5333,
     ...      "alpha_lo": 0.9, "alpha_hi": 1.2}
     >>> setting_verdict((1, 2, 4, 8, 16), (1, 2, 4, 8, 16), (1, 2, 4, 8, 16), [], p)[:2]
-    ('REPRODUCED', '')
+    (<Verdict.REPRODUCED: 'REPRODUCED'>, <Reason.NONE: ''>)
     >>> setting_verdict((1, 2, 4, 8, 16), (1, 2, 4, 8, 16), (1, 2), [], p, doubling_run=(1, 2, 4))
-    ('INCONCLUSIVE', 'checks', 'rests on 2 depths whose step-doubling check ran and passed (1, 2), fewer than 5; the check ran at 1, 2, 4 and failed at 4')
+    (<Verdict.INCONCLUSIVE: 'INCONCLUSIVE'>, <Reason.CHECKS: 'checks'>, 'rests on 2 depths whose step-doubling check ran and passed (1, 2), fewer than 5; the check ran at 1, 2, 4 and failed at 4')
     >>> setting_verdict((1, 2, 4, 8, 16, 32), (1, 2, 4, 8, 16, 32), (2, 4, 8, 16, 32), [], None)[2]
     'rests on 5 depths whose step-doubling check ran and passed (2, 4, 8, 16, 32), but its contrast g2/gLmax uses L = 1, 2, 32, and the check did not pass at L = 1'
     """
@@ -199,38 +201,40 @@ def setting_verdict(depths, planned_depths, checked, failed, primary: dict | Non
     minimum = criteria.MIN_CHECKED_DEPTHS
     depths, planned_depths, checked = tuple(depths), tuple(planned_depths), tuple(checked)
     if len(depths) < 3:
-        return "INCONCLUSIVE", "budget", f"only {len(depths)} depths"
+        return Verdict.INCONCLUSIVE, Reason.BUDGET, f"only {len(depths)} depths"
     if planned_depths and depths != planned_depths:
-        return "INCONCLUSIVE", "budget", (f"depths {depths[0]}–{depths[-1]} done of {planned_depths[0]}–"
-                                          f"{planned_depths[-1]}: the law is about the whole range, the study goes on")
+        return Verdict.INCONCLUSIVE, Reason.BUDGET, (f"depths {depths[0]}–{depths[-1]} done of {planned_depths[0]}–"
+                                                     f"{planned_depths[-1]}: the law is about the whole range, the "
+                                                     "study goes on")
     # enough checked depths, but not those the contrast uses (e.g. the check failed at L = 1, which g_2/g_Lmax uses)
-    used = _used(VERDICT_CONTRAST, checked[-1]) if checked else ()
+    used = contrast_depths(VERDICT_CONTRAST, checked[-1]) if checked else ()
     unpassed = [L for L in used if L not in checked]
     if len(checked) >= minimum and primary is None and unpassed:
-        return "INCONCLUSIVE", "checks", (f"rests on {len(checked)} depths whose step-doubling check ran and passed "
-                                          f"({depth_list(checked)}), but its contrast {VERDICT_CONTRAST} uses L = "
-                                          f"{depth_list(used)}, and the check did not pass at L = "
-                                          f"{depth_list(unpassed)}")
+        return Verdict.INCONCLUSIVE, Reason.CHECKS, (
+            f"rests on {len(checked)} depths whose step-doubling check ran and passed ({depth_list(checked)}), but "
+            f"its contrast {VERDICT_CONTRAST} uses L = {depth_list(used)}, and the check did not pass at L = "
+            f"{depth_list(unpassed)}")
     if len(checked) < minimum or primary is None:
         ran = tuple(doubling_run) if doubling_run is not None else None
         where = ("" if ran is None else "; the check never ran" if not ran else
                  f"; the check ran at {depth_list(ran)}" + (f" and failed at {depth_list([L for L in ran if L not in checked])}"
                                                              if set(ran) - set(checked) else ""))
-        return "INCONCLUSIVE", "checks", (f"rests on {len(checked)} depths whose step-doubling check ran and passed "
-                                          f"({depth_list(checked)}), fewer than {minimum}{where}")
+        return Verdict.INCONCLUSIVE, Reason.CHECKS, (f"rests on {len(checked)} depths whose step-doubling check ran "
+                                                     f"and passed ({depth_list(checked)}), fewer than {minimum}{where}")
     blocking = [(name, depth) for name, depth in failed if depth in checked]
     if blocking:
         names = ", ".join(f"{name} at L = {depth}" for name, depth in blocking)
-        return "INCONCLUSIVE", "training", f"certificates fail: {names}"
+        return Verdict.INCONCLUSIVE, Reason.TRAINING, f"certificates fail: {names}"
     text, covering = _judge_contrast(primary, checked)
     if covering is not None:
         return covering
     agreeing = [v for v in variants if v["alpha_lo"] <= 1.0 <= v["alpha_hi"]]
     if agreeing:
-        return "INCONCLUSIVE", "variants", (f"{text} excludes the α = 1 value, but the gain-law fit with "
-                                            f"{agreeing[0]['name']} gives α in [{agreeing[0]['alpha_lo']:.2f}, "
-                                            f"{agreeing[0]['alpha_hi']:.2f}], which contains 1")
-    return "CONTRADICTED", "", f"{text} excludes the α = 1 value, and so does every variant of the gain-law fit"
+        return Verdict.INCONCLUSIVE, Reason.VARIANTS, (f"{text} excludes the α = 1 value, but the gain-law fit with "
+                                                       f"{agreeing[0]['name']} gives α in [{agreeing[0]['alpha_lo']:.2f}, "
+                                                       f"{agreeing[0]['alpha_hi']:.2f}], which contains 1")
+    return (Verdict.CONTRADICTED, Reason.NONE,
+            f"{text} excludes the α = 1 value, and so does every variant of the gain-law fit")
 
 
 def gain_law_gls(depths, gains, covariance, threshold: float) -> tuple[float, float, float, float, int]:
@@ -363,25 +367,6 @@ def _correlated_noise(block: np.ndarray, rng: np.random.Generator, n: int) -> np
     return out
 
 
-def _contrast_value(name: str, R: dict, L_max: int):
-    """Contrast ``name`` of a depth curve ``R`` (depth -> value or replicates)."""
-    with np.errstate(divide="ignore", invalid="ignore"):  # a zero gain gives an infinite ratio, dropped after
-        if name == "g2/gLmax":
-            return (R[1] - R[2]) / (R[1] - R[L_max])
-        if name == DOUBLING_RATIO:
-            return (R[L_max // 4] - R[L_max // 2]) / (R[L_max // 2] - R[L_max])
-        return (R[2] - R[16]) / (R[1] - R[2])
-
-
-def _used(name: str, L_max: int) -> tuple:
-    """The depths contrast ``name`` reads."""
-    if name == "g2/gLmax":
-        return (1, 2, int(L_max))
-    if name == DOUBLING_RATIO:
-        return (int(L_max) // 4, int(L_max) // 2, int(L_max))
-    return (1, 2, 16)
-
-
 def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: int, checked_set, t_quantile: float
                   ) -> ContrastStat:
     """:class:`ContrastStat` of contrast ``name`` on the curve ``point`` (per depth) and its ``replicates``.
@@ -402,17 +387,18 @@ def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: in
     depths = tuple(int(L) for L in depths)
     if int(L_max) not in depths:
         raise ValueError(f"L_max: depth {L_max} was not run (depths done: {depth_list(depths)})")
-    used = _used(name, L_max)
+    used = contrast_depths(name, L_max)
     missing = [L for L in used if L not in depths]
     if missing:
         raise ValueError(f"depth: the contrast {name} needs depth {missing[0]}, which was not run (depths done: "
                          f"{depth_list(depths)})")
     at = {L: i for i, L in enumerate(depths)}
     checked = all(L in checked_set for L in used)
-    value = float(_contrast_value(name, {L: point[at[L]] for L in used}, int(L_max)))
-    reps = _contrast_value(name, {L: replicates[:, at[L]] for L in used}, int(L_max))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero gain gives an infinite ratio, dropped after
+        value = float(contrast_value(name, {L: point[at[L]] for L in used}, L_max))
+        reps = contrast_value(name, {L: replicates[:, at[L]] for L in used}, L_max)
     # the denominator (a gain): where its own interval holds 0, the ratio's confidence set is unbounded (Fieller)
-    lower, upper = {"(R2-R16)/(R1-R2)": (1, 2), DOUBLING_RATIO: (int(L_max) // 2, int(L_max))}.get(name, (1, int(L_max)))
+    lower, upper = (used[i] for i in CONTRAST_DEPTHS[name][2])
     denominator = replicates[:, at[lower]] - replicates[:, at[upper]]
     d_value = float(point[at[lower]] - point[at[upper]])
     from scipy.stats import norm
@@ -479,7 +465,7 @@ def range_contrast(range_name: str, depths) -> tuple[str, int] | None:
     raise ValueError(f"range must be one of {', '.join(RANGES)}; got {range_name!r}")
 
 
-def range_verdict(range_name: str, depths, done, checked, failed, contrasts: dict) -> tuple[str, str, str]:
+def range_verdict(range_name: str, depths, done, checked, failed, contrasts: dict) -> tuple[Verdict, Reason, str]:
     """The verdict on the paper's ``c/L`` law (α = 1) within one depth range: ``(verdict, kind, reason)``.
 
     ``depths``: the range's planned depths; ``done``: the depths done; ``checked``: those whose step-doubling
@@ -496,30 +482,33 @@ def range_verdict(range_name: str, depths, done, checked, failed, contrasts: dic
     ...      "alpha_lo": 0.0, "alpha_hi": 0.49}
     >>> range_verdict("diffuse", (32, 64, 128), (32, 64, 128), (32, 64, 128), [],
     ...               {"mean over seeds": c, "best seed": c})[:2]
-    ('CONTRADICTED', '')
+    (<Verdict.CONTRADICTED: 'CONTRADICTED'>, <Reason.NONE: ''>)
     >>> range_verdict("diffuse", (32, 64, 128), (32, 64, 128), (32, 64), [], {"mean over seeds": c})[2]
     'the step-doubling check did not run or failed at L = 128'
     """
     depths, done, checked = tuple(depths), tuple(done), tuple(checked)
     missing = [L for L in depths if L not in done]
     if missing:
-        return "INCONCLUSIVE", "budget", f"L = {depth_list(missing)} not done yet"
+        return Verdict.INCONCLUSIVE, Reason.BUDGET, f"L = {depth_list(missing)} not done yet"
     unchecked = [L for L in depths if L not in checked]
     if unchecked:
-        return "INCONCLUSIVE", "checks", f"the step-doubling check did not run or failed at L = {depth_list(unchecked)}"
+        return (Verdict.INCONCLUSIVE, Reason.CHECKS,
+                f"the step-doubling check did not run or failed at L = {depth_list(unchecked)}")
     blocking = [(name, L) for name, L in failed if L in depths]
     if blocking:
-        return "INCONCLUSIVE", "training", "certificates fail: " + ", ".join(f"{n} at L = {L}" for n, L in blocking)
+        return (Verdict.INCONCLUSIVE, Reason.TRAINING,
+                "certificates fail: " + ", ".join(f"{n} at L = {L}" for n, L in blocking))
     primary = contrasts.get("mean over seeds")
     if primary is None:
-        return "INCONCLUSIVE", "checks", f"the range L = {depth_list(depths)} is too short for a contrast"
+        return Verdict.INCONCLUSIVE, Reason.CHECKS, f"the range L = {depth_list(depths)} is too short for a contrast"
     text, covering = _judge_contrast(primary, depths)
     if covering is not None:
         return covering
     best = contrasts.get("best seed")
     if best is None or best["lo"] <= best["reference"] <= best["hi"]:
-        return "INCONCLUSIVE", "variants", f"{text} excludes the α = 1 value, but the best seed's interval does not"
-    return "CONTRADICTED", "", f"{text} excludes the α = 1 value, and so does the best seed's"
+        return (Verdict.INCONCLUSIVE, Reason.VARIANTS,
+                f"{text} excludes the α = 1 value, but the best seed's interval does not")
+    return Verdict.CONTRADICTED, Reason.NONE, f"{text} excludes the α = 1 value, and so does the best seed's"
 
 def long_pairs(members) -> list:
     """``(start, learning_rate, cap)`` of the longest-cap candidates whose half cap also ran (same start and rate).
