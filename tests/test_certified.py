@@ -259,8 +259,8 @@ def test_certificates_and_verdict_of_the_tiny_study(tiny_study, tmp_path):
     # may only fail by more than 2 SE, which would then block the verdict
     # three depths, all checked at best: fewer than a verdict may rest on, whatever the certificates say
     assert set(summary.checked) <= {1, 2, 4} and len(summary.checked) < MIN_CHECKED_DEPTHS
-    verdict, reason = summary.verdict
-    assert verdict == "INCONCLUSIVE" and summary.verdict_record[1] == "checks"
+    verdict, reason = summary.verdict, summary.reason
+    assert verdict == "INCONCLUSIVE" and summary.kind == "checks"
     assert f"fewer than {MIN_CHECKED_DEPTHS}" in reason and "the check ran at 1, 2, 4" in reason
 
 
@@ -356,14 +356,15 @@ def test_main_settings_go_through_every_depth_before_the_others(tmp_path):
 def test_a_setting_with_depths_still_missing_gets_no_verdict(tiny_study, tmp_path):
     import dataclasses
 
-    from numerics.experiments.study.certified.statistics import summarise
+    from numerics.experiments.study.certified.statistics import judge, summarise
     from numerics.experiments.study.certified.table import collect
 
     rows, errors = collect(_exported(tiny_study, tmp_path))
     (summary,) = summarise(rows, errors, n_bootstrap=100, planned_depths=(1, 2, 4, 8))
-    assert summary.verdict == ("INCONCLUSIVE", "depths 1–4 done of 1–8: the law is about the whole range, the study goes on")
-    complete = dataclasses.replace(summary, planned_depths=(1, 2, 4))
-    assert "done of" not in complete.verdict[1]
+    assert (summary.verdict, summary.reason) == (
+        "INCONCLUSIVE", "depths 1–4 done of 1–8: the law is about the whole range, the study goes on")
+    complete = judge(dataclasses.replace(summary, planned_depths=(1, 2, 4)))
+    assert "done of" not in complete.reason
 
 
 def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_heads(tiny_study, tmp_path):
@@ -378,11 +379,11 @@ def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_he
     check = prediction_check(summary, TINY, n_samples=4096, n_sets=4)
     assert check.depths == summary.depths
     for i, L in enumerate(summary.depths):
-        assert check.gap[i] == pytest.approx(summary.envelope[i] - summary.bound[i], rel=1e-9, abs=1e-12)
+        assert check.gap[i] == pytest.approx(summary.R.mean[i] - summary.B[i], rel=1e-9, abs=1e-12)
         assert check.estimate[i] == pytest.approx(check.heads[i] + check.gap[i])
         assert check.deviation[i] == pytest.approx(check.predicted[i] / check.estimate[i] - 1)
         # the paired estimate is sharper than the report set's own sampling error
-        assert check.deviation_se[i] < summary.envelope_se[i] / summary.envelope[i]
+        assert check.deviation_se[i] < summary.R.se[i] / summary.R.mean[i]
         assert abs(check.predicted[i] - check.heads[i]) < MC_SIGMAS * np.hypot(check.predicted_se[i], check.heads_se[i])
 
 
@@ -392,17 +393,16 @@ def test_the_page_says_where_the_doubling_check_failed_or_never_ran_and_no_verdi
     import dataclasses
 
     from numerics.experiments.study.certified.page import certified_markdown
-    from numerics.experiments.study.certified.statistics import Certificate, summarise
+    from numerics.experiments.study.certified.statistics import Certificate, judge, summarise
     from numerics.experiments.study.certified.table import collect
 
     rows, errors = collect(_exported(tiny_study, tmp_path))
     (summary,) = summarise(rows, errors, n_bootstrap=100)
     passing = [dataclasses.replace(c, excess=-1.0) if c.name == "doubling" else c for c in summary.certificates]
-    checked = dataclasses.replace(summary, certificates=tuple(passing))
-    unchecked = dataclasses.replace(summary, setting=(0.0, 0.5) + summary.setting[2:],
-                                    certificates=tuple(c for c in passing if c.name != "doubling"))
-    failing = dataclasses.replace(checked, certificates=tuple(
-        Certificate("doubling", 4, 1.0, 0.1, 0.1) if (c.name, c.depth) == ("doubling", 4) else c for c in passing))
+    checked = judge(dataclasses.replace(summary, certificates=tuple(passing)))
+    unchecked = judge(dataclasses.replace(summary, b=0.5, certificates=tuple(c for c in passing if c.name != "doubling")))
+    failing = judge(dataclasses.replace(checked, certificates=tuple(
+        Certificate("doubling", 4, 1.0, 0.1, 0.1) if (c.name, c.depth) == ("doubling", 4) else c for c in passing)))
     assert (checked.checked, failing.checked, unchecked.checked) == ((1, 2, 4), (1, 2), ())
     page = certified_markdown([failing, unchecked], TINY, n_rows=len(rows), command="test")
     assert "**Convergence.** The step-doubling check fails at (a, b) = (0, 0), P = 16, top-2 at L = 4" in page
@@ -440,6 +440,7 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
         Certificate,
         _fresh_rng,
         _heads,
+        judge,
         recheck_untrained_nesting,
         summarise,
     )
@@ -456,7 +457,7 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
 
     heads_rows = [heads_win(r) for r in rows]
     failed = Certificate("nesting", 2, excess=0.5, se=0.1, allowed=0.2)
-    summary = dataclasses.replace(summary, certificates=summary.certificates + (failed,))
+    summary = judge(dataclasses.replace(summary, certificates=summary.certificates + (failed,)))
     (recheck,) = recheck_untrained_nesting(summary, heads_rows, TINY, n_samples=512, n_sets=3)
     a, b, k, d, N, P = summary.setting
     expected = allocation_loss_difference(*_heads(summary.setting, TINY, (2, 1)), PowerLawSpectrum(a, b, d), P, k,
@@ -466,7 +467,7 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
     # a seed added later, with only depth 1 done, is not one the setting is judged on: the re-check skips it too
     later = (heads_rows + [dataclasses.replace(r, seed=1) for r in heads_rows]
              + [dataclasses.replace(r, seed=2) for r in heads_rows if r.depth == 1])
-    planned = dataclasses.replace(summary, planned_depths=(1, 2, 4))
+    planned = judge(dataclasses.replace(summary, planned_depths=(1, 2, 4)))
     assert recheck_untrained_nesting(planned, later, TINY, n_samples=512, n_sets=3) == (recheck,)
     # the depth-1 envelope becomes the trained cold start instead of the untrained heads
     trained_winner = [dataclasses.replace(r, selected=(r.start, r.learning_rate, r.doubled) == ("cold", 1e-3, False))
@@ -477,7 +478,7 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
     n = len(summary.certificates)
     assert f"{n} certificates are checked" in page and "no count expected by chance is given" in page
     assert f"| (a, b) = (0, 0), P = 16, top-2 | 2 | +0.5000 ± 0.1000 | {recheck.population:+.4f} ± " in page
-    passing = dataclasses.replace(summary, certificates=tuple(c for c in summary.certificates if c.passed))
+    passing = judge(dataclasses.replace(summary, certificates=tuple(c for c in summary.certificates if c.passed)))
     assert "Failed certificates" not in certified_markdown([passing], TINY, n_rows=len(rows), command="test")
 
 
@@ -502,14 +503,14 @@ def test_a_setting_is_judged_on_its_complete_seeds_while_a_later_seed_still_runs
     every = Errors(tuple(r for p in parts for r in p[0]), np.concatenate([p[1] for p in parts]))
     (judged,) = summarise(list(every.rows), every, n_bootstrap=100, planned_depths=(1, 2, 4), rng=3)
     (alone,) = summarise(list(both.rows), both, n_bootstrap=100, planned_depths=(1, 2, 4), rng=3)
-    assert (judged.seeds, judged.depths) == (2, (1, 2, 4))
-    assert judged.envelope == alone.envelope and judged.certificates == alone.certificates
+    assert (judged.n_seeds, judged.depths) == (2, (1, 2, 4))
+    assert judged.R.mean.tolist() == alone.R.mean.tolist() and judged.certificates == alone.certificates
     (unplanned,) = summarise(list(every.rows), every, n_bootstrap=100)
-    assert (unplanned.seeds, unplanned.depths) == (3, (1, 2))
+    assert (unplanned.n_seeds, unplanned.depths) == (3, (1, 2))
     one_complete = Errors(tuple(r for p in (parts[0], parts[2]) for r in p[0]),
                           np.concatenate([parts[0][1], parts[2][1]]))
     (short,) = summarise(list(one_complete.rows), one_complete, n_bootstrap=100, planned_depths=(1, 2, 4))
-    assert (short.seeds, short.depths) == (2, (1, 2)) and short.verdict[0] == "INCONCLUSIVE"
+    assert (short.n_seeds, short.depths) == (2, (1, 2)) and short.verdict == "INCONCLUSIVE"
 
     from numerics.experiments.study.certified.page import certified_markdown, verdicts_record
 
@@ -546,7 +547,7 @@ def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(
     (summary,) = summarise(list(two.rows), two, n_bootstrap=50)
     gaps = selection_gaps(summary, list(two.rows), two)
     assert [g.depth for g in gaps] == list(summary.depths)
-    for g, envelope in zip(gaps, summary.envelope):
+    for g, envelope in zip(gaps, summary.R.mean):
         labels = {Candidate(r.start, r.learning_rate, r.steps).label for r in two.rows if r.depth == g.depth
                   and not r.doubled}
         assert g.gap == pytest.approx(max(_gap(two, label, g.depth) for label in labels), abs=1e-12)
@@ -568,7 +569,7 @@ def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(
     shifted = Errors(two.rows, better)
     (g2,) = [g for g in selection_gaps(summary, list(shifted.rows), shifted) if g.depth == 2]
     assert g2.label == label and g2.significant
-    assert g2.gap == pytest.approx(0.5 * summary.envelope[summary.depths.index(2)], rel=1e-5)
+    assert g2.gap == pytest.approx(0.5 * summary.R.mean[summary.depths.index(2)], rel=1e-5)
     diverged = tuple(dataclasses.replace(r, diverged=True) if i in hit else r for i, r in enumerate(two.rows))
     (g3,) = [g for g in selection_gaps(summary, list(diverged), Errors(diverged, better)) if g.depth == 2]
     assert g3.label != label
@@ -582,7 +583,7 @@ def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(
 def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_study, tmp_path):
     """Beside each verdict, χ²/dof of the GLS gain-law fit (a verdict from a fit no α describes reads differently)."""
     from numerics.experiments.study.certified.page import certified_markdown
-    from numerics.experiments.study.certified.statistics import summarise
+    from numerics.experiments.study.certified.statistics import judge, summarise
     from numerics.experiments.study.certified.table import collect
 
     import dataclasses
@@ -591,13 +592,13 @@ def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_study, tmp_path
     (summary,) = summarise(rows, errors, n_bootstrap=50)
     assert summary.dof == len(summary.depths) - 3  # gains at L > 1, less the two parameters c and α
     page = certified_markdown([summary], TINY, n_rows=len(rows), command="test")
-    assert "| gain-law α |" in page and f"| – | **{summary.verdict[0]}** |" in page  # no dof: no fit
-    poor = dataclasses.replace(summary, alpha=3.8, alpha_lo=1.58, alpha_hi=10.0, chi2=33.48, dof=5)
+    assert "| gain-law α |" in page and f"| – | **{summary.verdict}** |" in page  # no dof: no fit
+    poor = judge(dataclasses.replace(summary, alpha=3.8, alpha_lo=1.58, alpha_hi=10.0, chi2=33.48, dof=5))
     page = certified_markdown([poor], TINY, n_rows=len(rows), command="test")
-    assert f"| not reported: χ²/dof = 33.5/5 > {GAIN_LAW_MAX_CHI2_DOF:g} | **{poor.verdict[0]}** |" in page
-    fits = dataclasses.replace(poor, chi2=3.9)  # within the rule: reported, the grid's edge written unbounded
+    assert f"| not reported: χ²/dof = 33.5/5 > {GAIN_LAW_MAX_CHI2_DOF:g} | **{poor.verdict}** |" in page
+    fits = judge(dataclasses.replace(poor, chi2=3.9))  # within the rule: reported, the grid's edge written unbounded
     page = certified_markdown([fits], TINY, n_rows=len(rows), command="test")
-    assert f"| 3.80 [1.58, unbounded] (χ²/dof = 3.9/5) | **{fits.verdict[0]}** |" in page
+    assert f"| 3.80 [1.58, unbounded] (χ²/dof = 3.9/5) | **{fits.verdict}** |" in page
 
 
 def test_the_first_gain_shortfall_is_paired_over_the_same_contexts(tiny_study, tmp_path):
@@ -608,7 +609,7 @@ def test_the_first_gain_shortfall_is_paired_over_the_same_contexts(tiny_study, t
 
     rows, errors = collect(_exported(tiny_study, tmp_path))
     (summary,) = summarise(rows, errors, n_bootstrap=400)
-    expected = (summary.bound[0] - summary.bound[1]) - (summary.envelope[0] - summary.envelope[1])
+    expected = (summary.B[0] - summary.B[1]) - (summary.R.mean[0] - summary.R.mean[1])
     assert summary.first_shortfall == pytest.approx(expected, abs=1e-12)
     index = {id(r): i for i, r in enumerate(errors.rows)}
 
@@ -637,15 +638,15 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
     import dataclasses
 
     from numerics.experiments.study.certified.page import certified_markdown
-    from numerics.experiments.study.certified.statistics import Certificate, PredictionCheck, summarise
+    from numerics.experiments.study.certified.statistics import Certificate, PredictionCheck, judge, summarise
     from numerics.experiments.study.certified.table import collect
     from numerics.experiments.study.certified.targets import StudyCompute
 
     rows, errors = collect(_exported(tiny_study, tmp_path))
     (summary,) = summarise(rows, errors, n_bootstrap=50)
-    clean = dataclasses.replace(summary, certificates=tuple(dataclasses.replace(c, excess=-1.0)
-                                                              for c in summary.certificates),
-                                first_shortfall=0.0005, first_shortfall_se=0.001)
+    clean = judge(dataclasses.replace(summary, certificates=tuple(dataclasses.replace(c, excess=-1.0)
+                                                                    for c in summary.certificates),
+                                      first_shortfall=0.0005, first_shortfall_se=0.001))
     n = len(clean.depths)
     near = PredictionCheck(clean.depths, (2.0,) * n, (0.01,) * n, (2.02,) * n, (0.01,) * n, (0.0,) * n, (0.0,) * n)
     fast = StudyCompute((("plan", 3, 3600.0), ("second P", 1, 3600.0), ("later", 1, 99999.0)), floor_core_seconds=3600.0)
@@ -657,8 +658,8 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
     assert "| 7,200 core-s as run: ≥ 1.0 h; each cell at the least CPU time of its setting and depth: 3,600 core-s, " \
            "≥ 0.5 h | met |" in page and "| later | 1 | 99,999 | 13.89 |" in page
 
-    failed = dataclasses.replace(clean, first_shortfall=0.002, certificates=clean.certificates + (
-        Certificate("nesting", 4, 1.0, 0.1, 0.2),))
+    failed = judge(dataclasses.replace(clean, first_shortfall=0.002, certificates=clean.certificates + (
+        Certificate("nesting", 4, 1.0, 0.1, 0.2),)))
     far = dataclasses.replace(near, predicted=(2.0, 2.1) + (2.0,) * (n - 2))
     slow = StudyCompute((("plan", 3, 40000.0), ("second P", 1, 2000.0)), floor_core_seconds=22000.0)
     page = certified_markdown([failed], TINY, n_rows=len(rows), command="test", checks={clean.setting: far},
@@ -676,7 +677,7 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
     def stand_in(checked, doubling_run):
         return SimpleNamespace(setting=failed.setting, first_shortfall=math.nan, first_shortfall_se=math.nan,
                                failed=[Certificate("nesting", 4, 1.0, 0.1, 0.2)], checked=checked,
-                               doubling_run=doubling_run, verdict=("REPRODUCED", "test"))
+                               doubling_run=doubling_run, verdict="REPRODUCED", reason="test")
 
     for checked, doubling_run in (((1, 2, 4), (1, 2, 4)), ((1, 2), (1,)), ((1, 2), (1, 2))):
         row = [line for line in targets_markdown([stand_in(checked, doubling_run)], {}, TINY, None)
@@ -734,14 +735,14 @@ def test_failures_are_listed_per_kind_without_an_independence_tail(tiny_study, t
     import dataclasses
 
     from numerics.experiments.study.certified.page import certified_markdown
-    from numerics.experiments.study.certified.statistics import Certificate, summarise
+    from numerics.experiments.study.certified.statistics import Certificate, judge, summarise
     from numerics.experiments.study.certified.table import collect
 
     rows, errors = collect(_exported(tiny_study, tmp_path))
     (summary,) = summarise(rows, errors, n_bootstrap=50)
     doubling = [Certificate("doubling", L, 0.2 if L < 16 else -0.2, 0.1, 0.1) for L in (1, 2, 4, 8, 16, 32, 64, 128)]
     nesting = [Certificate("nesting", L, -0.1, 0.1, 0.2) for L in (2, 4, 8, 16, 32, 64, 128)]
-    page = certified_markdown([dataclasses.replace(summary, certificates=tuple(doubling + nesting))], TINY,
+    page = certified_markdown([judge(dataclasses.replace(summary, certificates=tuple(doubling + nesting)))], TINY,
                               n_rows=len(rows), command="test")
     assert "| doubling | 8 | 4 | (a, b) = (0, 0), P = 16, top-2: L = 1, 2, 4, 8 |" in page
     assert "| nesting | 7 | 0 | – |" in page

@@ -80,10 +80,15 @@ def test_the_shipped_envelopes_are_the_verdicts_files_numbers():
     assert len(table.summaries) == len(record["settings"]) and table.main_P == record["main"]["P"]
     for setting in record["settings"]:
         s = table.summary(setting["a"], setting["b"], setting["k"], P=setting["P"])
-        assert s.depths == tuple(setting["depths"]) and s.verdict == setting["verdict"] and s.study == "revised"
-        np.testing.assert_array_equal(s.R, setting["envelope"])
-        np.testing.assert_allclose(s.gain, np.asarray(setting["envelope"][0]) - setting["envelope"], rtol=0, atol=0)
-        assert s.gain_se[0] == 0.0 and np.all(s.gain_se[1:] > 0) and np.all(s.R_se > 0)
+        assert s.depths == tuple(setting["depths"]) and s.verdict == setting["verdict"]
+        assert s.reason == setting["reason"] and s.checked == tuple(setting["checked_depths"])
+        np.testing.assert_array_equal(s.R.mean, setting["envelope"])
+        np.testing.assert_array_equal(s.B, setting["bound"])
+        assert s.gain == setting["envelope"][0] - setting["envelope"][-1] and s.n_seeds == setting["seeds"]
+        assert s.gains_se[0] == 0.0 and np.all(np.asarray(s.gains_se[1:]) > 0) and np.all(s.R.se > 0)
+        assert [r.name for r in s.recipes] == [r["name"] for r in setting["recipes"]]
+        assert [r.fit_reported for r in s.recipes] == [r["fit_reported"] for r in setting["recipes"]]
+    assert "from the revised study" in table.source_text()
     with pytest.raises(KeyError, match="no certified setting"):
         table.summary(3.0, 3.0, 2)
 
@@ -94,7 +99,7 @@ def test_the_decomposition_is_the_revised_studys_and_only_at_its_main_setting():
     row = next(r for r in facts["decomposition"] if (r["a"], r["b"], r["depth"]) == (0.0, 0.0, 4))
     s = table.summary(0.0, 0.0, 2)
     i = s.depths.index(4)
-    assert s.C[i] == row["C"]["value"] and s.gap[i] == row["A_minus_C"]["value"] and np.isnan(s.C[0])
+    assert s.C.mean[i] == row["C"]["value"] and s.gap.mean[i] == row["A_minus_C"]["value"] and np.isnan(s.C.mean[0])
     with pytest.raises(KeyError, match="no certified setting"):  # the first study's second P: not read
         table.summary(0.0, 0.0, 2, P=128)
 

@@ -68,9 +68,7 @@ def run_certified(args) -> int:
     for path in refresh(out):
         print(f"updated the answer in {path}", file=sys.stderr)
     for summary in summaries:
-        verdict, reason = summary.verdict
-        print(f"  a={summary.setting[0]:g} b={summary.setting[1]:g} P={summary.setting[5]} k={summary.setting[2]}: "
-              f"{verdict} ({reason})")
+        print(f"  a={summary.a:g} b={summary.b:g} P={summary.P} k={summary.k}: {summary.verdict} ({summary.reason})")
     return 0
 
 

@@ -202,7 +202,7 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
     wanted = {(a, b, 2) for a, b in TABLE1_SPECTRA} | set(TABLE4_SPECTRA)
     summaries = [table.summary(a, b, k, P=P) for a, b, k, P in table.groups()
                  if (a, b, k) in wanted and P == table.main_P]
-    found = [(s, s.recipe(RECIPE_CONTRAST)) for s in summaries]
+    found = [(s, s.find_recipe(RECIPE_CONTRAST)) for s in summaries]
     found = [(s, r) for s, r in found if r is not None]
     if not found:
         return not_tested(criterion, f"{table.source_text()} holds no setting of Tables 1 and 4 with that recipe")
@@ -212,17 +212,17 @@ def _inverse_depth_claim(ctx, consistency) -> dict:
         return f"top-{s.k} {s.label}"
 
     def finding(r) -> str:  # the law fits, its gain is resolved, its α interval meets the window
-        if not r["fit_reported"]:
+        if not r.fit_reported:
             return "unfitted"
-        if not criteria.exceeds(r["gain"], r["gain_se"]):
+        if not criteria.exceeds(r.gain, r.gain_se):
             return "unresolved"
-        return "passing" if r["alpha_lo"] <= hi and r["alpha_hi"] >= lo else "excluded"
+        return "passing" if r.alpha_lo <= hi and r.alpha_hi >= lo else "excluded"
 
     passing, excluded, unfitted, unresolved = ([s for s, r in found if finding(r) == kind]
                                                for kind in ("passing", "excluded", "unfitted", "unresolved"))
     rows = (("setting", "depths", "α", "interval", "χ²/dof", "R_1 − R_Lmax", "law fits"),) + tuple(
-        (name(s), f"{s.depths[0]}–{s.depths[-1]}", f"{r['alpha']:.3g}", s.interval_text(r["alpha_lo"], r["alpha_hi"]),
-         f"{r['chi2']:.1f}/{r['dof']}", f"{r['gain']:+.4f} ± {r['gain_se']:.4f}", fmt_bool(bool(r["fit_reported"])))
+        (name(s), f"{s.depths[0]}–{s.depths[-1]}", f"{r.alpha:.3g}", s.interval_text(r.alpha_lo, r.alpha_hi),
+         f"{r.chi2:.1f}/{r.dof}", f"{r.gain:+.4f} ± {r.gain_se:.4f}", fmt_bool(r.fit_reported))
         for s, r in found)
     evidence = (f"{table.source_text()}, {table.sizes_text()}; the recipe's candidate in every cell, reported on the "
                 "envelope's contexts; each setting in the table below."

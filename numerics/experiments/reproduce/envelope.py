@@ -6,10 +6,10 @@ the study's decomposition of its winners
 (``A_L``, ``C_L``, eqs. 61-63), and re-trains a few of the study's candidates to check that the shipped numbers
 come out of this code (:func:`spot_check_configs`).
 
-Per setting, :class:`EnvelopeSummary` holds the envelope ``R*_L`` (mean over seeds of each seed's winner,
-± its bootstrap SE), the paired gains ``g_L = R*_1 − R*_L`` (± paired SE), the untrained bound ``B_L``, the
-verdict with the depths it rests on, and the gain-law α, which is reported only where the law fits
-(χ²/dof ≤ :data:`~numerics.experiments.criteria.GAIN_LAW_MAX_CHI2_DOF`).
+Per setting, the record's :class:`~numerics.experiments.study.curves.CurveSummary` holds the envelope ``R*_L``
+(mean over seeds of each seed's winner, ± its bootstrap SE), the paired SEs of the gains ``g_L = R*_1 − R*_L``, the
+untrained bound ``B_L``, the verdict with the depths it rests on, and the gain-law α, which is reported only where
+the law fits (χ²/dof ≤ :data:`~numerics.experiments.criteria.GAIN_LAW_MAX_CHI2_DOF`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import numpy as np
 
 from .. import criteria
 from ..shipped import not_found_message, results_dir, shipped_path
-from ..study.curves import Labelled
+from ..study.curves import CurveSummary
 
-__all__ = ["SHIPPED_SIZES", "SPOT_CHECK_FIELDS", "EnvelopeSummary", "EnvelopeTable", "load_envelopes",
+__all__ = ["SHIPPED_SIZES", "SPOT_CHECK_FIELDS", "EnvelopeTable", "load_envelopes",
            "sizes_section", "spot_check_configs"]
 
 #: the size inference among the shipped results (``idepth study sizes``)
@@ -36,111 +36,10 @@ SHIPPED_SIZES = ("sizes", "sizes.json")
 SPOT_CHECK_FIELDS = ("a", "b", "k", "P", "depth", "seed", "start", "learning_rate", "steps")
 
 
-def _array(values, n: int) -> np.ndarray:
-    out = np.full(n, np.nan)
-    if values is not None:
-        out[:len(values)] = [math.nan if v is None else float(v) for v in values]
-    return out
-
-
-@dataclass(frozen=True)
-class EnvelopeSummary(Labelled):
-    """One setting of the certified study: the envelope, its gains, the bound and the verdict.
-
-    Attributes
-    ----------
-    depths : tuple of int
-        The depths done at every seed the setting is judged on.
-    R, R_se : ndarray
-        The envelope ``R*_L``, mean over seeds of each seed's winner (selected on one held-out set, reported
-        on another), and its bootstrap SE over contexts and seeds.
-    gain, gain_se : ndarray
-        ``R*_1 − R*_L`` and its paired SE.
-    bound : ndarray
-        ``B_L``, the untrained cosine heads (eq. 60) on the report contexts.
-    C, gap : ndarray
-        The winners' ``C_L`` and ``A_L − C_L`` (eqs. 61-63), mean over seeds, where the revised study has
-        decomposed them (NaN elsewhere, and ``C`` at L = 1).
-    verdict, reason : str
-        The setting's verdict on ``c/L`` (α = 1) and why; ``checked``: the depths it rests on.
-    alpha, alpha_lo, alpha_hi, chi2, dof : float
-        The envelope's gain-law fit; reported only where ``fit_reported``.
-    recipes : tuple of dict
-        Each training recipe's α and gain, that recipe's finding (never a verdict).
-    study : str
-        ``"revised"`` or ``"first"``: which certified study the numbers come from.
-
-    References
-    ----------
-    Paper eqs. (16), (60), (61)-(63); Tables 1, 4, 5.
-
-    Examples
-    --------
-    >>> s = load_envelopes().summary(0.0, 0.0, 2)  # the shipped verdicts of a source checkout
-    >>> s.depths[:3], s.study, bool(s.gain[1] > 0)
-    ((1, 2, 4), 'revised', True)
-    """
-
-    a: float
-    b: float
-    k: int
-    d: int
-    N: int
-    P: int
-    depths: tuple
-    R: np.ndarray
-    R_se: np.ndarray
-    gain: np.ndarray
-    gain_se: np.ndarray
-    bound: np.ndarray
-    C: np.ndarray
-    gap: np.ndarray
-    n_seeds: int
-    verdict: str
-    reason: str
-    checked: tuple
-    alpha: float
-    alpha_lo: float
-    alpha_hi: float
-    chi2: float
-    dof: int
-    fit_reported: bool
-    alpha_grid: tuple
-    recipes: tuple
-    study: str
-
-    def ends_bounded(self, lo: float | None = None, hi: float | None = None) -> tuple[bool, bool]:
-        """Whether each end of the α interval ``[lo, hi]`` (default the envelope's) lies inside the fit's grid."""
-        lo = self.alpha_lo if lo is None else lo
-        hi = self.alpha_hi if hi is None else hi
-        return criteria.alpha_ends_bounded(lo, hi, self.alpha_grid)
-
-    def interval_text(self, lo: float | None = None, hi: float | None = None) -> str:
-        """The α interval ``[lo, hi]`` (default the envelope's), an end at the grid's edge written as unbounded."""
-        lo = self.alpha_lo if lo is None else lo
-        hi = self.alpha_hi if hi is None else hi
-        below, above = self.ends_bounded(lo, hi)
-        return f"[{f'{lo:.3g}' if below else 'unbounded below'}, {f'{hi:.3g}' if above else 'unbounded above'}]"
-
-    def alpha_text(self) -> str:
-        """α with its interval where the law fits, else why it is not reported."""
-        if not self.fit_reported:
-            return f"not reported (χ²/dof = {self.chi2:.3g}/{self.dof})"
-        return f"{self.alpha:.3g} {self.interval_text()}"
-
-    def recipe(self, name: str) -> dict | None:
-        """The record of recipe ``name`` (for example ``"cold lr=0.001"``), or None."""
-        return next((r for r in self.recipes if r["name"] == name), None)
-
-    def at_deepest(self, values: np.ndarray) -> tuple[int, float]:
-        """``(L, value)`` at the deepest depth where ``values`` is finite (``(0, nan)`` if none)."""
-        finite = [(L, float(v)) for L, v in zip(self.depths, values) if np.isfinite(v)]
-        return finite[-1] if finite else (0, math.nan)
-
-
 @dataclass(frozen=True)
 class EnvelopeTable:
-    """The certified study's current settings, read by :func:`load_envelopes`.
+    """The certified study's current settings, one :class:`~numerics.experiments.study.curves.CurveSummary` each,
+    read by :func:`load_envelopes`.
 
     Notes
     -----
@@ -159,8 +58,8 @@ class EnvelopeTable:
         """The P of the study's main settings (the most common; of equally common ones, the first)."""
         return Counter(s.P for s in self.summaries).most_common(1)[0][0]
 
-    def find(self, a: float, b: float, k: int, *, P: int | None = None) -> EnvelopeSummary | None:
-        """The :class:`EnvelopeSummary` of one setting (default ``P``: the main one), or None.
+    def find(self, a: float, b: float, k: int, *, P: int | None = None) -> CurveSummary | None:
+        """The summary of one setting (default ``P``: the main one), or None.
 
         Examples
         --------
@@ -171,8 +70,15 @@ class EnvelopeTable:
         P = self.main_P if P is None else int(P)
         return next((s for s in self.summaries if (s.a, s.b, s.k, s.P) == (float(a), float(b), int(k), P)), None)
 
-    def summary(self, a: float, b: float, k: int, *, P: int | None = None) -> EnvelopeSummary:
-        """:meth:`find`, but a missing setting is a ``KeyError`` naming it."""
+    def summary(self, a: float, b: float, k: int, *, P: int | None = None) -> CurveSummary:
+        """:meth:`find`, but a missing setting is a ``KeyError`` naming it.
+
+        Examples
+        --------
+        >>> s = load_envelopes().summary(0.0, 0.0, 2)  # the shipped verdicts of a source checkout
+        >>> s.depths[:3], bool(s.gain > 0)
+        ((1, 2, 4), True)
+        """
         P = self.main_P if P is None else int(P)
         found = self.find(a, b, k, P=P)
         if found is None:
@@ -184,14 +90,13 @@ class EnvelopeTable:
         return f"d = {s.d}, N = {s.N}, P = {self.main_P}"
 
     def source_text(self) -> str:
-        studies = sorted({s.study for s in self.summaries})
         return (f"the certified study's current verdicts (`certified-study.verdicts.json`, {len(self.summaries)} "
-                f"settings, from the {' and '.join(studies)} study)")
+                "settings, from the revised study)")
 
 
 def _decompositions(results: Path) -> dict:
-    """``{(a, b, k, P, depth): (C_L, A_L − C_L)}`` of the revised study's winners, mean over seeds, at its main
-    k and P (empty without the revised study)."""
+    """``{(a, b, k, P): {depth: (C_L, A_L − C_L)}}`` of the revised study's winners, mean over seeds, at its main
+    k and P (empty without the revised study's facts)."""
     from ..study.answer import REVISED_DIR, REVISED_FACTS, VERDICTS_FILE
 
     path = results / REVISED_FACTS
@@ -203,42 +108,21 @@ def _decompositions(results: Path) -> dict:
     except (OSError, KeyError, ValueError) as exc:
         raise ValueError(f"{path.parent}: the revised study's facts cannot be read ({' '.join(str(exc).split())})"
                          ) from None
-    out = {}
+    out: dict = {}
     for row in facts.get("decomposition", []):
         C, gap = row.get("C"), row.get("A_minus_C")
-        out[float(row["a"]), float(row["b"]), int(main["k"]), int(main["P"]), int(row["depth"])] = (
+        out.setdefault((float(row["a"]), float(row["b"]), int(main["k"]), int(main["P"])), {})[int(row["depth"])] = (
             math.nan if C is None else C["value"], math.nan if gap is None else gap["value"])
     return out
-
-
-def _summary(setting: dict, grid: tuple, decomposition: dict, source: Path) -> EnvelopeSummary:
-    missing = [name for name in ("envelope", "envelope_se", "gains_se", "bound") if name not in setting]
-    if missing:
-        raise ValueError(f"{source}: setting ({setting['a']:g}, {setting['b']:g}), P = {setting['P']} lacks "
-                         f"{', '.join(missing)} (written by an older package: `idepth study certified --report-only` "
-                         "rewrites it)")
-    depths = tuple(int(L) for L in setting["depths"])
-    n = len(depths)
-    R = _array(setting["envelope"], n)
-    a, b = float(setting["a"]), float(setting["b"])
-    # the revised study's winners at its main (k, P), at the depths it has decomposed so far
-    parts = [decomposition.get((a, b, int(setting["k"]), int(setting["P"]), L), (math.nan, math.nan)) for L in depths]
-    return EnvelopeSummary(
-        a=a, b=b, k=int(setting["k"]), d=int(setting["d"]), N=int(setting["N"]), P=int(setting["P"]), depths=depths,
-        R=R, R_se=_array(setting["envelope_se"], n), gain=R[0] - R, gain_se=_array(setting["gains_se"], n),
-        bound=_array(setting["bound"], n), C=np.array([c for c, _ in parts]), gap=np.array([g for _, g in parts]),
-        n_seeds=int(setting["seeds"]), verdict=setting["verdict"], reason=setting["reason"],
-        checked=tuple(setting.get("checked_depths", ())), alpha=float(setting["alpha"]),
-        alpha_lo=float(setting["alpha_lo"]), alpha_hi=float(setting["alpha_hi"]), chi2=float(setting["chi2"]),
-        dof=int(setting["dof"]), fit_reported=bool(setting["fit_reported"]), alpha_grid=grid,
-        recipes=tuple(setting.get("recipes", ())), study=setting.get("study", "revised"))
 
 
 def load_envelopes(results: str | Path | None = None) -> EnvelopeTable:
     """Read the certified study's current settings (default: the shipped results) as an :class:`EnvelopeTable`.
 
     The one reader of the certified study a reproduction uses; it reads before any training, so a malformed
-    file is refused before minutes are spent.
+    file is refused before minutes are spent. Each setting is read back with
+    :meth:`~numerics.experiments.study.curves.CurveSummary.from_dict`, with the revised study's decomposition
+    of its winners (``C_L``, ``A_L − C_L``, eqs. 61-63; NaN where not decomposed).
 
     Parameters
     ----------
@@ -272,8 +156,12 @@ def load_envelopes(results: str | Path | None = None) -> EnvelopeTable:
     path = shipped_path() if results is None else Path(results)
     record = read_record(path / REVISED_DIR / VERDICTS_FILE)
     grid = tuple(record.get("alpha_grid", (criteria.ALPHA_GRID[0], criteria.ALPHA_GRID[-1])))
-    decomposition = _decompositions(path)
-    summaries = tuple(_summary(s, grid, decomposition, path) for s in record["settings"])
+    decompositions = _decompositions(path)
+    try:
+        summaries = tuple(CurveSummary.from_dict(s, grid=grid, decomposition=decompositions.get(
+            (float(s["a"]), float(s["b"]), int(s["k"]), int(s["P"])), {})) for s in record["settings"])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     if not summaries:
         raise ValueError(f"{path}: the certified verdicts hold no setting")
     return EnvelopeTable(source=path, summaries=summaries)
@@ -378,10 +266,11 @@ def sizes_section(table: EnvelopeTable | None, linear_sizes: tuple, sizes_path: 
             s = table.find(a, b, 2)
             if s is None:
                 continue
-            L_C, C = s.at_deepest(s.C)
+            decomposed = s.C.finite()
+            L_C, C = (int(decomposed.depths[-1]), float(decomposed.mean[-1])) if len(decomposed.depths) else (0, math.nan)
             paper = r["nonlinear_L0"]
-            rows.append((f"({a:g}, {b:g})", paper, f"{s.R[-1]:.4g} ± {s.R_se[-1]:.2g} (L = {s.depths[-1]})",
-                         f"{C:.4g} (L = {L_C})" if L_C else "—", f"{s.R[-1] / paper - 1:+.1%}",
+            rows.append((f"({a:g}, {b:g})", paper, f"{s.R.mean[-1]:.4g} ± {s.R.se[-1]:.2g} (L = {s.depths[-1]})",
+                         f"{C:.4g} (L = {L_C})" if L_C else "—", f"{s.R.mean[-1] / paper - 1:+.1%}",
                          f"{C / paper - 1:+.1%}" if L_C else "—"))
         if rows:
             lines += [f"The certified envelope at {table.sizes_text()} against the paper's Table 1 softmax plateaus:",

@@ -93,7 +93,7 @@ def _envelope_missing(ctx) -> str:
 
 
 def _deepest_text(c) -> str:
-    return f"{fmt(c.R[-1], c.R_se[-1])} (L = {c.depths[-1]})"
+    return f"{fmt(c.R.mean[-1], c.R.se[-1])} (L = {c.depths[-1]})"
 
 
 def _envelope_note(ctx) -> str:
@@ -132,12 +132,12 @@ def table1(ctx) -> Table:
         values = {"a": a, "b": b}
         env = _envelope(ctx, a, b, 2)
         if env is not None:
-            agree = criteria.agrees(env.R[-1], env.R_se[-1], row["nonlinear_L0"])
+            agree = criteria.agrees(env.R.mean[-1], env.R.se[-1], row["nonlinear_L0"])
             cells["certified envelope R*_L, deepest L"] = _deepest_text(env)
             cells["envelope agrees with paper L0"] = fmt_bool(agree)
             cells["certified verdict (depths it rests on)"] = (
                 f"{env.verdict} ({', '.join(map(str, env.checked)) or 'none'})")
-            values.update(envelope_R=float(env.R[-1]), envelope_R_se=float(env.R_se[-1]),
+            values.update(envelope_R=float(env.R.mean[-1]), envelope_R_se=float(env.R.se[-1]),
                           envelope_depth=env.depths[-1], envelope_agrees=agree, certified_verdict=env.verdict)
         else:
             cells.update(_absent(_envelope_missing(ctx), ("certified envelope R*_L, deepest L",),
@@ -355,7 +355,7 @@ def _envelope_fit_cells(ctx, a: float, b: float, k: int, values: dict) -> dict:
     lo, hi = criteria.ALPHA_WINDOW
     # an interval unbounded on both sides says nothing: it neither meets nor misses the window
     meets = env.alpha_lo <= hi and env.alpha_hi >= lo if env.fit_reported and any(env.ends_bounded()) else None
-    values.update(envelope_R=float(env.R[-1]), envelope_alpha=env.alpha if env.fit_reported else None,
+    values.update(envelope_R=float(env.R.mean[-1]), envelope_alpha=env.alpha if env.fit_reported else None,
                   envelope_alpha_lo=env.alpha_lo, envelope_alpha_hi=env.alpha_hi, envelope_fit_reported=env.fit_reported,
                   envelope_meets=meets)
     return {"certified envelope R*_L, deepest L": _deepest_text(env), "envelope α (interval)": env.alpha_text(),
@@ -372,10 +372,10 @@ def _envelope_gap_cells(ctx, a: float, b: float, paper_row: dict, values: dict) 
     columns = ("certified gap α (paper's L0)", "certified R² (log)", "certified agrees with paper")
     if env is None or L0 is None:
         return dict(zip(columns, (_envelope_missing(ctx) if env is None else "no paper L0", "—", "n/a")))
-    depths = [L for L, C in zip(env.depths, env.C) if np.isfinite(C)]
+    depths = [L for L, C in zip(env.depths, env.C.mean) if np.isfinite(C)]
     if len(depths) < 3:
         return dict(zip(columns, (f"C_L decomposed at {len(depths)} depth(s), fewer than 3", "—", "n/a")))
-    out = gap_fit(depths, np.array([C for C in env.C if np.isfinite(C)]), L0)
+    out = gap_fit(depths, np.array([C for C in env.C.mean if np.isfinite(C)]), L0)
     if not out.ok:
         values.update(envelope_gap_reason=out.reason)
         return dict(zip(columns, (f"impossible: {out.reason}", "—", "n/a")))

@@ -10,18 +10,17 @@ it from curves, :func:`summarise_seeds` from per-seed ``R_L, A_L, C_L`` arrays.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from numerics.io import json_clean
-
 from .. import criteria
 
-__all__ = ["Curve", "CurveSummary", "Labelled", "FitSummary", "fit_curve", "spectrum_label", "summarise_curves",
-           "summarise_seeds"]
+__all__ = ["Curve", "CurveSummary", "Labelled", "FitSummary", "RecipeAlpha", "fit_curve", "spectrum_label",
+           "summarise_curves", "summarise_seeds"]
 
 
 def spectrum_label(a: float, b: float) -> str:
@@ -231,41 +230,83 @@ def fit_curve(curve: Curve, floor: float | None = None, *, gap_plateau: float | 
     return FitSummary(fit)
 
 
+@dataclass(frozen=True)
+class RecipeAlpha:
+    """The depth law of one way of getting a depth-L model, on the envelope's contexts and depths.
+
+    ``name``: ``envelope``, ``heads`` (B_L's untrained heads), ``cold lr=<rate>`` or a contrast recipe
+    (``lazy``, ``equal_budget``); ``alpha`` with its profile interval, ``gain`` = R_1 − R_Lmax ± its SE;
+    ``chi2``, ``dof`` of the gain law's fit, its α reported where ``fit_reported``
+    (:func:`~numerics.experiments.study.certified.verdict.fit_reported`).
+
+    Examples
+    --------
+    >>> RecipeAlpha("lazy", 0.9, 0.5, 1.4, 0.02, 0.004).name
+    'lazy'
+    """
+
+    name: str
+    alpha: float
+    alpha_lo: float
+    alpha_hi: float
+    gain: float
+    gain_se: float
+    chi2: float = math.nan
+    dof: int = 0
+    fit_reported: bool = False
+
+
+#: the keys of a :class:`RecipeAlpha` in a verdicts record, before what the record adds about it
+_RECIPE_KEYS = ("name", "alpha", "alpha_lo", "alpha_hi", "gain", "gain_se", "chi2", "dof")
+
+
 @dataclass(frozen=True, eq=False)
 class CurveSummary(Labelled):
-    """What a study says about one depth sweep of one setting: fit, settling, depth gain, verdict.
+    """What a study says about one depth curve of one setting and one recipe: the curve, its law and its verdict.
 
-    The regime study, the defaults and the reproduction's softmax families each build one per
-    (setting, regime or family) with :func:`summarise_curves` or :func:`summarise_seeds`, so the same runs
-    cannot get two fits or two verdicts.
+    The one summary of a depth curve: the regime study, the defaults and the reproduction's softmax families
+    build it from per-seed arrays (:func:`summarise_curves`, :func:`summarise_seeds`), the certified study from
+    its joint bootstrap (:func:`~numerics.experiments.study.certified.statistics.summarise`, ``name``
+    ``"envelope"``); the verdicts record holds :meth:`to_dict` per setting and the reproduction reads it back
+    with :meth:`from_dict`. A field one study does not compute keeps its default (NaN, None or empty).
 
     Attributes
     ----------
     name : str
-        What trained the curves: a regime of the regime study or the defaults, or a reproduction family.
+        What trained the curve: a regime, a reproduction family, or ``"envelope"`` (the certified study's best
+        candidate per seed and depth).
     a, b : float
-        The spectrum (eq. 2); ``size`` ``(d, P, N)`` (also read as ``d``, ``P``, ``N``) and ``k`` (eq. 6) of
-        the setting.
+        The spectrum (eq. 2); ``size`` ``(d, P, N)`` (also read as ``d``, ``P``, ``N``) and ``k`` (eq. 6); ``setting``
+        ``(a, b, k, d, N, P)``.
     R, C, gap : Curve
-        ``R_L``, ``C_L`` and ``A_L − C_L`` (eqs. 61-63).
-    fit : FitSummary
-        Eq. (16) fitted to ``R`` (:func:`fit_curve`); ``alpha``, ``L0``, ``c`` and ``alpha_interval`` read it.
-    C_change, gap_change : float
-        Relative change of ``C_L`` and of ``A_L − C_L`` over the last doubling of depth;
-        ``C_settles``, ``gap_settles`` (None when NaN) and ``settled`` (both) by
-        :func:`~numerics.experiments.criteria.change_settles`.
-    depth_gain, depth_gain_se : float
-        ``R_1 / R_{L_max}`` (first planned depth over the deepest with a value) and its delta-method SE.
-    alpha_in_target : bool or None
-        alpha in :data:`~numerics.experiments.criteria.ALPHA_WINDOW` (None without a fit).
-    verdict : str
-        :func:`~numerics.experiments.criteria.classify_depth_dependence`.
-    bound : dict or None
-        The reproduction's oracle bound of the setting, where it asked for one.
+        ``R_L`` (for the certified study the envelope ``R*_L``, SE from the joint bootstrap), ``C_L`` and
+        ``A_L − C_L`` (eqs. 61-63; None where not measured).
+    verdict, reason, kind : str
+        The verdict and why: :func:`~numerics.experiments.criteria.classify_depth_dependence` for a sweep,
+        :func:`~numerics.experiments.study.certified.verdict.setting_verdict` for the certified study.
+    alpha, alpha_lo, alpha_hi, chi2, dof : float
+        The depth law's α and 95 % interval: eq. (16) fitted to ``R`` (``fit``), or the certified gain law
+        ``R*_1 − R*_L`` (χ² and dof; reported only where ``fit_reported``, on the grid ``alpha_grid``).
+    fit, C_change, gap_change, C_settles, gap_settles, depth_gain, depth_gain_se, alpha_in_target, bound
+        A sweep's: the eq. (16) fit (:class:`FitSummary`); the relative change of ``C_L`` and ``A_L − C_L`` over the
+        last doubling and whether it settles (:func:`~numerics.experiments.criteria.change_settles`); ``R_1 /
+        R_{L_max}`` with its SE; α in :data:`~numerics.experiments.criteria.ALPHA_WINDOW`; the reproduction's
+        oracle bound (dict).
+    B, gain, gain_se, gains_se, bound_gain, recipe, recipe_se, recipe_gain, recipe_gain_se, recipes
+        The certified study's: ``B_L`` (untrained heads, eq. 60) per depth; ``R*_1 − R*_Lmax`` ± SE, per depth the
+        paired SE of ``R*_1 − R*_L``; the heads' gain; the shipped cells' recipe (cold, lr 1e-3) per depth ± SE and
+        its gain; each recipe's law (:class:`RecipeAlpha`).
+    planned_depths, checked, doubling_run, certificates, winners, first_shortfall, first_shortfall_se
+        The certified study's evidence: the depths planned, those the verdict rests on (step-doubling check ran
+        and passed) and those where it ran; the certificates; the winning start per depth and seed;
+        ``(B_1 − B_2) − (R*_1 − R*_2)`` ± paired SE (NaN without depth 2).
+    contrasts, ladder, variants, primary, best_seed, best_seed_ids, crossover, range_contrasts, ranges
+        The fit-free contrasts, ``g_2/g_L`` to every depth, the gain law's analysis variants, the verdict's contrast
+        (dict), the best seed's curve and ids, the theory's crossover depth and the verdict per depth range.
 
     References
     ----------
-    Paper eqs. (16), (61)-(63); Figs. 6a-d.
+    Paper eqs. (16), (60), (61)-(63); Figs. 6a-d; Tables 1, 4, 5.
 
     Examples
     --------
@@ -273,26 +314,63 @@ class CurveSummary(Labelled):
     ...                     [[4.0, 3.0, 2.5, 2.25]] * 3, [[4.0, 4.0, 4.0, 4.0]] * 3, [[np.nan, 2.0, 2.0, 2.0]] * 3)
     >>> round(s.depth_gain, 6), round(s.alpha, 6), s.settled, s.verdict
     (1.777778, 1.0, True, 'inverse-depth')
+    >>> CurveSummary.from_dict(s.to_dict()).R.mean.tolist()
+    [4.0, 3.0, 2.5, 2.25]
     """
 
     name: str
     a: float
     b: float
     R: Curve
-    C: Curve
-    gap: Curve
-    fit: FitSummary
-    C_change: float
-    gap_change: float
-    C_settles: bool | None
-    gap_settles: bool | None
-    depth_gain: float
-    depth_gain_se: float
-    alpha_in_target: bool | None
-    verdict: str
+    C: Curve | None = None
+    gap: Curve | None = None
+    verdict: str = ""
+    reason: str = ""
+    kind: str = ""
     size: tuple | None = None
     k: int | None = None
+    alpha: float = math.nan
+    alpha_lo: float = math.nan
+    alpha_hi: float = math.nan
+    chi2: float = math.nan
+    dof: int = 0
+    fit_reported: bool = False
+    alpha_grid: tuple = (float(criteria.ALPHA_GRID[0]), float(criteria.ALPHA_GRID[-1]))
+    fit: FitSummary | None = None
+    C_change: float = math.nan
+    gap_change: float = math.nan
+    C_settles: bool | None = None
+    gap_settles: bool | None = None
+    depth_gain: float = math.nan
+    depth_gain_se: float = math.nan
+    alpha_in_target: bool | None = None
     bound: dict | None = None
+    B: tuple = ()
+    gain: float = math.nan
+    gain_se: float = math.nan
+    gains_se: tuple = ()
+    bound_gain: float = math.nan
+    recipe: tuple = ()
+    recipe_se: tuple = ()
+    recipe_gain: float = math.nan
+    recipe_gain_se: float = math.nan
+    recipes: tuple = ()
+    planned_depths: tuple = ()
+    checked: tuple = ()
+    doubling_run: tuple = ()
+    certificates: tuple = ()
+    winners: tuple = ()
+    first_shortfall: float = math.nan
+    first_shortfall_se: float = math.nan
+    contrasts: tuple = ()
+    ladder: tuple = ()
+    variants: tuple = ()
+    primary: dict | None = None
+    best_seed: tuple = ()
+    best_seed_ids: tuple = ()
+    crossover: int | None = None
+    range_contrasts: tuple = ()
+    ranges: tuple = ()
 
     @property
     def has_data(self) -> bool:
@@ -315,6 +393,11 @@ class CurveSummary(Labelled):
         return None if self.size is None else self.size[2]
 
     @property
+    def setting(self) -> tuple:
+        """``(a, b, k, d, N, P)``, as the certified study's table names a setting."""
+        return (self.a, self.b, self.k, self.d, self.N, self.P)
+
+    @property
     def n_seeds(self) -> int:
         """Seeds (or disjoint groups of separate models) per depth."""
         return int(self.R.values.shape[0])
@@ -325,33 +408,127 @@ class CurveSummary(Labelled):
         return bool(self.C_settles and self.gap_settles)
 
     @property
-    def alpha(self) -> float:
-        return self.fit.value("alpha")
-
-    @property
     def alpha_interval(self) -> tuple[float, float]:
         """alpha's 95 % interval (NaN where there is no fit or it sits at the search bound)."""
-        return self.fit.interval("alpha")
+        return (self.alpha_lo, self.alpha_hi)
 
     @property
     def L0(self) -> float:
-        return self.fit.value("L0")
+        return self.fit.value("L0") if self.fit is not None else math.nan
 
     @property
     def c(self) -> float:
-        return self.fit.value("c")
+        return self.fit.value("c") if self.fit is not None else math.nan
+
+    @property
+    def failed(self) -> list:
+        """The certificates that failed."""
+        return [c for c in self.certificates if not c.passed]
+
+    def ends_bounded(self, lo: float | None = None, hi: float | None = None) -> tuple[bool, bool]:
+        """Whether each end of the α interval ``[lo, hi]`` (default the envelope's) lies inside the fit's grid."""
+        lo = self.alpha_lo if lo is None else lo
+        hi = self.alpha_hi if hi is None else hi
+        return criteria.alpha_ends_bounded(lo, hi, self.alpha_grid)
+
+    def interval_text(self, lo: float | None = None, hi: float | None = None) -> str:
+        """The α interval ``[lo, hi]`` (default the envelope's), an end at the grid's edge written as unbounded."""
+        lo = self.alpha_lo if lo is None else lo
+        hi = self.alpha_hi if hi is None else hi
+        below, above = self.ends_bounded(lo, hi)
+        return f"[{f'{lo:.3g}' if below else 'unbounded below'}, {f'{hi:.3g}' if above else 'unbounded above'}]"
+
+    def alpha_text(self) -> str:
+        """α with its interval where the law fits, else why it is not reported."""
+        if not self.fit_reported:
+            return f"not reported (χ²/dof = {self.chi2:.3g}/{self.dof})"
+        return f"{self.alpha:.3g} {self.interval_text()}"
+
+    def find_recipe(self, name: str) -> RecipeAlpha | None:
+        """The law of recipe ``name`` (for example ``"cold lr=0.001"``), or None."""
+        return next((r for r in self.recipes if r.name == name), None)
 
     def to_dict(self) -> dict:
-        """JSON-able dict of the numbers (NaN as None): the curves' means and SEs, fit, changes, verdict."""
-        lo, hi = self.alpha_interval
-        return json_clean({
-            "name": self.name, "d": self.d, "P": self.P, "N": self.N, "k": self.k, "a": self.a, "b": self.b,
-            "depths": list(self.depths), "n_seeds": self.n_seeds, "R": self.R.mean.tolist(), "R_se": self.R.se.tolist(),
-            "C": self.C.mean.tolist(), "gap": self.gap.mean.tolist(), "depth_gain": self.depth_gain,
-            "depth_gain_se": self.depth_gain_se, "alpha": self.alpha, "alpha_low": lo, "alpha_high": hi,
-            "L0": self.L0, "c": self.c, "C_change": self.C_change, "gap_change": self.gap_change,
-            "settles": self.settled, "verdict": self.verdict,
-        })
+        """JSON-able dict of the numbers, as the certified verdicts record holds each setting.
+
+        The evidence the certified study computed (certificates, contrasts, ranges) is written where present; a
+        sweep fitted with eq. (16) adds its name, ``C``, ``gap`` and settling (NaN stays NaN: the caller cleans).
+        """
+        out = {"a": self.a, "b": self.b, "k": self.k, "d": self.d, "N": self.N, "P": self.P,
+               "depths": list(self.depths), "planned_depths": list(self.planned_depths), "seeds": self.n_seeds,
+               "verdict": self.verdict, "reason": self.reason, "kind": self.kind,
+               "doubling_run": list(self.doubling_run), "checked_depths": list(self.checked),
+               "excluded_depths": {str(L): ("step-doubling check failed" if L in self.doubling_run else
+                                            "no step-doubling check ran") for L in self.depths if L not in self.checked},
+               "certificates_run": sorted({c.name for c in self.certificates}),
+               "failed": [[c.name, c.depth] for c in self.failed], "primary": self.primary,
+               "contrasts": [c.to_dict() for c in self.contrasts],
+               "variants": [dataclasses.asdict(v) for v in self.variants],
+               "alpha": self.alpha, "alpha_lo": self.alpha_lo, "alpha_hi": self.alpha_hi, "chi2": self.chi2,
+               "dof": self.dof, "fit_reported": self.fit_reported,
+               "envelope": list(self.R.mean), "envelope_se": list(self.R.se), "gains_se": list(self.gains_se),
+               "bound": list(self.B), "best_seed": list(self.best_seed),
+               "recipes": [{**{key: getattr(r, key) for key in _RECIPE_KEYS}, "kind": "contrast",
+                            "finding": "that recipe's finding", "fit_reported": r.fit_reported} for r in self.recipes],
+               "crossover": self.crossover, "ranges": list(self.ranges)}
+        if self.fit is not None:
+            out.update(name=self.name, C=self.C.mean.tolist(), gap=self.gap.mean.tolist(), depth_gain=self.depth_gain,
+                       depth_gain_se=self.depth_gain_se, L0=self.L0, c=self.c, C_change=self.C_change,
+                       gap_change=self.gap_change, settles=self.settled)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict, *, grid: tuple | None = None, decomposition: dict | None = None) -> "CurveSummary":
+        """Read back a :meth:`to_dict` (a setting of the certified verdicts record): the curves, the depth law,
+        the verdict and the depths it rests on, each recipe's law.
+
+        ``grid``: the α grid's ends of the record (default the rules'); ``decomposition``: ``{depth: (C_L,
+        A_L − C_L)}`` where measured (the certified study's facts), else ``C`` and ``gap`` of the dict (NaN where
+        absent). The evidence lists (certificates, contrasts, ranges) stay in the record.
+
+        Raises
+        ------
+        ValueError
+            A dict that lacks the curve (a record written by an older package), naming what it lacks.
+        """
+        missing = [key for key in ("envelope", "envelope_se", "gains_se", "bound") if key not in data]
+        if missing:
+            raise ValueError(f"setting ({data['a']:g}, {data['b']:g}), P = {data['P']} lacks {', '.join(missing)} "
+                             "(written by an older package: `idepth study certified --report-only` rewrites it)")
+        a, b, depths, seeds = float(data["a"]), float(data["b"]), [int(L) for L in data["depths"]], int(data["seeds"])
+
+        def curve(quantity, values, se=None):
+            mean = np.array([math.nan if v is None else float(v) for v in values], dtype=np.float64)
+            se = np.full(len(depths), math.nan) if se is None else np.array(
+                [math.nan if v is None else float(v) for v in se], dtype=np.float64)
+            # per-seed values are not in the record
+            return Curve(quantity, a, b, np.array(depths), np.full((seeds, len(depths)), math.nan), mean, se,
+                         np.full(len(depths), seeds), "seeds")
+
+        parts = [(decomposition or {}).get(L, (None, None)) for L in depths]
+        C = data.get("C", [c for c, _ in parts]) if decomposition is None else [c for c, _ in parts]
+        gap = data.get("gap", [g for _, g in parts]) if decomposition is None else [g for _, g in parts]
+        R = curve("R_L", data["envelope"], data["envelope_se"])
+        gains_se = [math.nan if v is None else float(v) for v in data["gains_se"]]
+        return cls(
+            name=data.get("name", "envelope"), a=a, b=b, R=R, C=curve("C_L", C), gap=curve("A_minus_C", gap),
+            verdict=data["verdict"], reason=data.get("reason", ""), kind=data.get("kind", ""),
+            size=(int(data["d"]), int(data["P"]), int(data["N"])), k=int(data["k"]),
+            alpha=_number(data["alpha"]), alpha_lo=_number(data["alpha_lo"]), alpha_hi=_number(data["alpha_hi"]),
+            chi2=_number(data.get("chi2")), dof=int(data.get("dof", 0)), fit_reported=bool(data.get("fit_reported")),
+            alpha_grid=tuple(grid) if grid is not None else cls.alpha_grid,
+            B=tuple(_number(v) for v in data["bound"]), gain=float(R.mean[0] - R.mean[-1]),
+            gain_se=gains_se[-1] if gains_se else math.nan,
+            gains_se=tuple(gains_se), planned_depths=tuple(data.get("planned_depths", ())),
+            checked=tuple(data.get("checked_depths", ())), doubling_run=tuple(data.get("doubling_run", ())),
+            recipes=tuple(RecipeAlpha(**{key: r[key] for key in (*_RECIPE_KEYS, "fit_reported") if key in r})
+                          for r in data.get("recipes", ())),
+            primary=data.get("primary"), best_seed=tuple(data.get("best_seed", ())), crossover=data.get("crossover"),
+            ranges=tuple(data.get("ranges", ())))
+
+
+def _number(value) -> float:
+    return math.nan if value is None else float(value)
 
 
 def summarise_curves(name: str, R: Curve, C: Curve, gap: Curve, *, size: tuple | None = None, k: int | None = None,
@@ -383,7 +560,8 @@ def summarise_curves(name: str, R: Curve, C: Curve, gap: Curve, *, size: tuple |
     alpha = fit.value("alpha")
     in_target = criteria.alpha_in_window(alpha) if fit.ok else None
     return CurveSummary(
-        name=name, a=R.a, b=R.b, R=R, C=C, gap=gap, fit=fit, C_change=float(C_change), gap_change=float(gap_change),
+        name=name, a=R.a, b=R.b, R=R, C=C, gap=gap, alpha=alpha, alpha_lo=fit.interval("alpha")[0],
+        alpha_hi=fit.interval("alpha")[1], fit=fit, C_change=float(C_change), gap_change=float(gap_change),
         C_settles=C_settles, gap_settles=gap_settles, depth_gain=gain, depth_gain_se=gain_se,
         alpha_in_target=in_target,
         verdict=criteria.classify_depth_dependence(gain, alpha, bool(C_settles and gap_settles)),

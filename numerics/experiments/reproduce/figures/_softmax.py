@@ -13,7 +13,7 @@ from ...criteria import DECIDED, Verdict
 from .. import plotting as p
 from .. import analysis
 from ...study.answer import main_settings
-from ...study.curves import Curve, spectrum_label
+from ...study.curves import spectrum_label
 from ..results import int_list
 from ._linear import panel_grid
 
@@ -72,17 +72,13 @@ def certified_excess(ctx) -> list[dict]:
     >>> certified_excess(SimpleNamespace(envelopes=None))
     []
     """
-    from types import SimpleNamespace
-
     from ...study.certified.excess import excess_rows
     from ...study.plan import REVISED_PLAN
 
     if ctx.envelopes is None:
         return []
-    # excess_rows reads a study summary's setting, depths and envelope: the same numbers the verdicts file holds
-    summaries = [SimpleNamespace(setting=(s.a, s.b, s.k, s.d, s.N, s.P), depths=s.depths, envelope=s.R,
-                                 envelope_se=s.R_se) for s in ctx.envelopes.summaries if s.study == "revised"]
-    return excess_rows(summaries, REVISED_PLAN)
+    # the verdicts record's summaries: the numbers the study's own page draws
+    return excess_rows(ctx.envelopes.summaries, REVISED_PLAN)
 
 
 def excess_panel(ctx, ax, select: Callable[[float, float], bool], caption_parts: list) -> None:
@@ -142,9 +138,7 @@ def envelope_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool
     drawn = []
     for colour, marker, style, (a, b, k, P) in p.styled(groups):
         s = table.summary(a, b, k, P=P)
-        mean = {"C_L": s.C, "A_minus_C": s.gap}[quantity]
-        curve = Curve(quantity, a, b, np.asarray(s.depths), mean[None, :], mean, np.full_like(mean, np.nan),
-                      np.full(len(s.depths), s.n_seeds), "seeds")
+        curve = {"C_L": s.C, "A_minus_C": s.gap}[quantity]
         if not p.errorbar(ax, curve, colour, s.label, marker=marker, linestyle=style):
             continue
         drawn.append(s)

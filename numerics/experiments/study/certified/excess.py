@@ -77,7 +77,7 @@ def excess_rows(summaries, plan) -> list[dict]:
         whole = all(L in at for L in s.depths)
         rows.append({
             "a": a, "b": b, "label": f"(a, b) = ({a:g}, {b:g})", "depths": list(s.depths),
-            "envelope": [float(v) for v in s.envelope], "envelope_se": [float(v) for v in s.envelope_se],
+            "envelope": [float(v) for v in s.R.mean], "envelope_se": [float(v) for v in s.R.se],
             "U": [at[L][0] for L in s.depths] if whole else None,
             "U_se": [at[L][1] for L in s.depths] if whole else None,
             "plateau": None if limit is None else float(limit.upper),

@@ -86,12 +86,12 @@ def draw_certified_figure(summaries, path) -> Path:
     fig, axes = _panels(len(summaries), 4.2, 3.3, 0.4)
     for ax, s in zip(axes.flat, summaries):
         L = np.asarray(s.depths)
-        ax.errorbar(L, s.envelope, yerr=s.envelope_se, marker="o", label="envelope R*_L (certified starts)")
-        ax.plot(L, s.bound, "k--", label="B_L: heads on the same contexts")
+        ax.errorbar(L, s.R.mean, yerr=s.R.se, marker="o", label="envelope R*_L (certified starts)")
+        ax.plot(L, s.B, "k--", label="B_L: heads on the same contexts")
         ax.errorbar(L, s.recipe, yerr=s.recipe_se, marker="s", alpha=0.7, label="recipe: cold, lr 1e-3")
         depth_ticks(ax, L)
         ax.yaxis.set_major_formatter(ticker.ScalarFormatter(useOffset=False))  # as many decimals as the ticks need
-        ax.set_title(f"{setting_label(s.setting)}\n{s.verdict[0]}", fontsize=9)
+        ax.set_title(f"{setting_label(s.setting)}\n{s.verdict}", fontsize=9)
         ax.set_ylabel("held-out loss")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.suptitle("error bars: ± one SE of the level, mostly the report set's own sampling error, common to every "

@@ -159,7 +159,7 @@ def certified_markdown(summaries, plan: Plan, *, n_rows: int, command: str, chec
          "`(R_2 − R_16)/(R_1 − R_2)`", "gain-law α", "verdict", "reason"),
         [(setting_label(s.setting), f"{s.depths[0]}–{s.depths[-1]}", checks_text(s), depth_list(s.checked),
           contrast_text(find_contrast(s, "g2/gLmax")), contrast_text(find_contrast(s, "(R2-R16)/(R1-R2)")), fit_text(s),
-          f"**{s.verdict[0]}**", s.verdict[1]) for s in summaries])
+          f"**{s.verdict}**", s.reason) for s in summaries])
     lines += ["", "The contrasts on every depth done include depths whose step-doubling check did not run or failed: "
               "they describe the envelope as measured, they do not decide a verdict. Best seed against mean over "
               "seeds (`g_2/g_Lmax`, every depth done):", ""]
@@ -189,15 +189,15 @@ def certified_markdown(summaries, plan: Plan, *, n_rows: int, command: str, chec
         lines += [f"## {setting_label(s.setting)}", ""]
         a, b, k, _, _, P = s.setting
         planned = len(plan.seeds_for(a, b, P, k))
-        if s.seeds < planned:
-            lines += [f"Judged on {s.seeds} of the {planned} planned seeds (those with every planned depth done "
+        if s.n_seeds < planned:
+            lines += [f"Judged on {s.n_seeds} of the {planned} planned seeds (those with every planned depth done "
                       "or, with fewer than two such, those of the depths done).", ""]
         check = (checks or {}).get(s.setting)
         lines += markdown_table(
             ("L", "`R*_L` (envelope)", "best seed", "B_L (same contexts)", "`R*_L − B_L`", "predict_loss / `R*_L` − 1",
              "winners (per seed)", "cold lr=1e-3", "certificates"),
-            [(L, fixed(s.envelope[i], s.envelope_se[i]), fixed(s.best_seed[i]) if s.best_seed else "–", fixed(s.bound[i]),
-              f"{s.envelope[i] - s.bound[i]:+.4f}", _deviation(check, i), ", ".join(s.winners[i]),
+            [(L, fixed(s.R.mean[i], s.R.se[i]), fixed(s.best_seed[i]) if s.best_seed else "–", fixed(s.B[i]),
+              f"{s.R.mean[i] - s.B[i]:+.4f}", _deviation(check, i), ", ".join(s.winners[i]),
               fixed(s.recipe[i], s.recipe_se[i]),
               ", ".join(f"{c.name} {'✓' if c.passed else '✗'} ({c.excess:+.4f} vs {c.allowed:.4f})"
                         for c in s.certificates if c.depth == L))

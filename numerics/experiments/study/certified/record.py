@@ -7,7 +7,6 @@ recomputed from the file (:func:`~numerics.experiments.study.certified.verdict.s
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from numerics.io import significant
@@ -26,49 +25,26 @@ SHIPPED_VERDICTS = ("certified-revised", VERDICTS)
 def verdicts_record(summaries, plan: Plan, *, command: str) -> dict:
     """The numbers behind each setting's verdict, as JSON (what ``certified-study.verdicts.json`` holds).
 
-    Per setting: its sizes, the depths done and planned, the verdict, its kind and reason; where the step-doubling
+    Per setting, :meth:`~numerics.experiments.study.curves.CurveSummary.to_dict` of its summary: its sizes, the depths done and planned, the verdict, its kind and reason; where the step-doubling
     check ran (``doubling_run``), the depths the verdict rests on (``checked_depths``, where it ran and passed)
     and why each other depth is excluded; the certificates run and those failed; the verdict's contrast
     (``primary``) and every contrast with its interval and α = 1 value; the gain-law fit's variants on the
     checked depths; the envelope's α (reported only where ``fit_reported``); the envelope (with its SE and the
     paired SE of its gains ``R*_1 − R*_L``), bound and best-seed curves; and each recipe's α, labelled as that recipe's finding
-    (:class:`~numerics.experiments.study.certified.statistics.RecipeAlpha`).
+    (:class:`~numerics.experiments.study.curves.RecipeAlpha`).
 
     Examples
     --------
     >>> verdicts_record([], Plan(), command="idepth study certified")["settings"]
     []
     """
-    settings = []
-    for s in summaries:
-        a, b, k, d, N, P = s.setting
-        verdict, reason = s.verdict
-        settings.append({
-            "a": a, "b": b, "k": k, "d": d, "N": N, "P": P, "depths": list(s.depths),
-            "planned_depths": list(s.planned_depths), "seeds": s.seeds, "verdict": verdict, "reason": reason,
-            "kind": s.verdict_record[1],
-            "doubling_run": list(s.doubling_run), "checked_depths": list(s.checked),
-            "excluded_depths": {str(L): ("step-doubling check failed" if L in s.doubling_run else
-                                         "no step-doubling check ran") for L in s.depths if L not in s.checked},
-            "certificates_run": sorted({c.name for c in s.certificates}),
-            "failed": [[c.name, c.depth] for c in s.failed],
-            "primary": None if s.primary is None else s.primary.to_dict(),
-            "contrasts": [c.to_dict() for c in s.contrasts],
-            "variants": [dataclasses.asdict(v) for v in s.variants],
-            "alpha": s.alpha, "alpha_lo": s.alpha_lo, "alpha_hi": s.alpha_hi, "chi2": s.chi2, "dof": s.dof,
-            "fit_reported": s.fit_reported,
-            "envelope": list(s.envelope), "envelope_se": list(s.envelope_se), "gains_se": list(s.gains_se),
-            "bound": list(s.bound), "best_seed": list(s.best_seed),
-            "recipes": [{**dataclasses.asdict(r), "kind": "contrast", "finding": "that recipe's finding",
-                         "fit_reported": r.fit_reported} for r in s.recipes],
-            "crossover": s.crossover, "ranges": s.ranges,
-        })
     # the numbers to 8 significant digits: their last digits (fits, LAPACK) differ between machines
     return significant({"command": command, "main": {"spectra": [list(x) for x in plan.spectra], "P": plan.P,
                                                      "k": plan.k},
             "plan": {"depths": list(plan.depths), "doubling_spectra": [list(x) for x in plan.doubling_spectra]},
             "rules": {"min_checked_depths": MIN_CHECKED_DEPTHS, "gain_law_max_chi2_dof": GAIN_LAW_MAX_CHI2_DOF},
-            "alpha_grid": [float(ALPHA_GRID[0]), float(ALPHA_GRID[-1])], "settings": settings})
+            "alpha_grid": [float(ALPHA_GRID[0]), float(ALPHA_GRID[-1])],
+            "settings": [s.to_dict() for s in summaries]})
 
 
 def read_verdicts(path=None) -> dict:

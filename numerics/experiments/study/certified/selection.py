@@ -72,7 +72,7 @@ def selection_gaps(summary, rows, errors) -> tuple:
     index = {id(row): i for i, row in enumerate(errors.rows)}
     by_cell, seeds = judged_cells([r for r in rows if r.setting == summary.setting], summary.planned_depths)
     out = []
-    for L, envelope in zip(summary.depths, summary.envelope):
+    for L, envelope in zip(summary.depths, summary.R.mean):
         cells = [by_cell[L, s] for s in seeds]
         chosen = np.mean([errors.values[index[id(next(r for r in c if r.selected))]] for c in cells], axis=0,
                          dtype=np.float64)

@@ -27,6 +27,7 @@ from ...criteria import (
     certificate_allowance,
     checked_depths,
 )
+from ..curves import Curve, CurveSummary, RecipeAlpha
 from .bootstrap import replicates
 from .table import Errors
 from .verdict import (
@@ -50,7 +51,7 @@ from .verdict import (
 )
 
 __all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "ContrastStat", "FitVariant", "HeadsRecheck", "PredictionCheck",
-           "RecipeAlpha", "SettingSummary", "contrast_bootstrap", "contrast_stat", "setting_verdict", "summarise",
+           "RecipeAlpha", "contrast_bootstrap", "judge", "contrast_stat", "setting_verdict", "summarise",
            "gain_law_gls", "gain_law_variants", "prediction_check", "recheck_untrained_nesting", "PREDICT_SAMPLES",
            "HEADS_SETS", "VERDICT_CONTRAST", "judged_cells", "fit_reported", "implied_alpha"]
 
@@ -92,140 +93,41 @@ class Certificate:
         return self.excess <= self.allowed
 
 
-@dataclass(frozen=True)
-class RecipeAlpha:
-    """The depth law of one way of getting a depth-L model, on the envelope's contexts and depths.
+def judge(summary: CurveSummary) -> CurveSummary:
+    """``summary`` with what its evidence decides filled in: the depths whose step-doubling check ran
+    (``doubling_run``) and passed (``checked``, :func:`~numerics.experiments.criteria.checked_depths`), the verdict's
+    contrast (``primary``: :data:`VERDICT_CONTRAST` of the mean over seeds to the deepest checked depth, every depth
+    it uses checked), ``verdict``, ``kind``, ``reason`` (:func:`setting_verdict`), the verdict per depth range
+    (``ranges``, :func:`~numerics.experiments.study.certified.verdict.range_verdict`, split at the crossover) and
+    whether the gain law's α is reported (``fit_reported``).
 
-    ``name``: ``envelope``, ``heads`` (B_L's untrained heads), ``cold lr=<rate>`` or a contrast recipe
-    (``lazy``, ``equal_budget``); ``alpha`` with its profile interval, ``gain`` = R_1 − R_Lmax ± its SE.
+    :func:`summarise` judges every summary; judge again after changing the evidence (certificates, planned depths,
+    the fit).
 
     Examples
     --------
-    >>> RecipeAlpha("lazy", 0.9, 0.5, 1.4, 0.02, 0.004).name
-    'lazy'
+    >>> from numerics.experiments.study.curves import Curve
+    >>> R = Curve.over_seeds("R_L", 0, 0, [1, 2], [[2.0, 1.5], [2.2, 1.7]])
+    >>> s = judge(CurveSummary("envelope", 0.0, 0.0, R, size=(16, 64, 16), k=2, planned_depths=(1, 2)))
+    >>> s.verdict, s.checked
+    ('INCONCLUSIVE', ())
     """
-
-    name: str
-    alpha: float
-    alpha_lo: float
-    alpha_hi: float
-    gain: float
-    gain_se: float
-    chi2: float = float("nan")
-    dof: int = 0
-
-    @property
-    def fit_reported(self) -> bool:
-        """Whether the gain law fits this recipe's gains well enough to report its α (χ²/dof ≤ the rule's)."""
-        return fit_reported(self.chi2, self.dof)
-
-
-@dataclass(frozen=True)
-class SettingSummary:
-    """A setting's envelope with its errors, certificates, the recipe's curve and the gain-law fit.
-
-    ``first_shortfall``: (B_1 − B_2) − (R*_1 − R*_2) with its paired SE, how much of the heads' first depth
-    gain the envelope misses (NaN without depth 2). ``gains_se``: per depth, the paired bootstrap SE of the
-    envelope's gain ``R*_1 − R*_L`` (0 at L = 1).
-
-    Notes
-    -----
-    No example: :func:`summarise` builds it from a study's table (``tests/test_certified.py``).
-    """
-
-    setting: tuple
-    depths: tuple
-    seeds: int
-    envelope: tuple
-    envelope_se: tuple
-    bound: tuple
-    recipe: tuple
-    recipe_se: tuple
-    winners: tuple
-    certificates: tuple
-    alpha: float
-    alpha_lo: float
-    alpha_hi: float
-    chi2: float
-    dof: int
-    gain: float = float("nan")
-    gain_se: float = float("nan")
-    bound_gain: float = float("nan")
-    recipe_gain: float = float("nan")
-    recipe_gain_se: float = float("nan")
-    planned_depths: tuple = ()
-    recipes: tuple = ()
-    first_shortfall: float = float("nan")
-    first_shortfall_se: float = float("nan")
-    contrasts: tuple = ()
-    ladder: tuple = ()
-    variants: tuple = ()
-    best_seed: tuple = ()
-    best_seed_ids: tuple = ()
-    crossover: int | None = None
-    range_contrasts: tuple = ()
-    gains_se: tuple = ()
-
-    @property
-    def ranges(self) -> list[dict]:
-        """The verdict within each depth range (the theory's atomic and diffuse ranges, split at :attr:`crossover`).
-
-        Per range: ``range``, ``depths`` (planned), ``verdict``, ``kind``, ``reason``
-        (:func:`~numerics.experiments.study.certified.verdict.range_verdict`) and ``contrasts`` (its contrast,
-        mean over seeds and best seed, as dicts). None without a crossover (no shipped U_L for the setting).
-        """
-        out = []
-        failed = [(c.name, c.depth) for c in self.failed]
-        for name, depths in range_depths(self.planned_depths or self.depths, self.crossover).items():
-            contrasts = {c.estimate: c.to_dict() for n, c in self.range_contrasts if n == name}
-            verdict, kind, reason = range_verdict(name, depths, self.depths, self.checked, failed, contrasts)
-            out.append({"range": name, "depths": list(depths), "verdict": verdict, "kind": kind, "reason": reason,
-                        "contrasts": list(contrasts.values())})
-        return out
-
-    @property
-    def failed(self) -> list:
-        return [c for c in self.certificates if not c.passed]
-
-    @property
-    def doubling_run(self) -> tuple:
-        """The depths where the step-doubling check ran."""
-        return tuple(sorted({c.depth for c in self.certificates if c.name == "doubling"}))
-
-    @property
-    def checked(self) -> tuple:
-        """The depths whose step-doubling check ran and passed (:func:`~numerics.experiments.criteria.checked_depths`)."""
-        return checked_depths(self.depths, doubling_passed(self.certificates))
-
-    @property
-    def fit_reported(self) -> bool:
-        """Whether the envelope's gain-law fit is reported (χ²/dof ≤ the rule's, :func:`fit_reported`)."""
-        return fit_reported(self.chi2, self.dof)
-
-    @property
-    def primary(self):
-        """The verdict's contrast: :data:`VERDICT_CONTRAST` of the mean over seeds, to the deepest checked depth,
-        every depth it uses checked (None without one)."""
-        checked = self.checked
-        if not checked:
-            return None
-        return next((dataclasses.replace(c, checked=True) for c in self.ladder if c.L_max == checked[-1]
-                     and all(L in checked for L in c.depths)), None)
-
-    @property
-    def verdict_record(self) -> tuple[str, str, str]:
-        """``(verdict, kind, reason)`` (:func:`setting_verdict`)."""
-        primary = self.primary
-        return setting_verdict(self.depths, self.planned_depths, self.checked,
-                               [(c.name, c.depth) for c in self.failed],
-                               None if primary is None else primary.to_dict(),
-                               [dataclasses.asdict(v) for v in self.variants], doubling_run=self.doubling_run)
-
-    @property
-    def verdict(self) -> tuple[str, str]:
-        """``(REPRODUCED | CONTRADICTED | INCONCLUSIVE, reason)`` on the paper's ``c/L`` law (α = 1)."""
-        verdict, _, reason = self.verdict_record
-        return verdict, reason
+    depths = summary.depths
+    failed = [(c.name, c.depth) for c in summary.failed]
+    checked = checked_depths(depths, doubling_passed(summary.certificates))
+    doubling_run = tuple(sorted({c.depth for c in summary.certificates if c.name == "doubling"}))
+    primary = next((dataclasses.replace(c, checked=True).to_dict() for c in summary.ladder if checked and
+                    c.L_max == checked[-1] and all(L in checked for L in c.depths)), None)
+    verdict, kind, reason = setting_verdict(depths, summary.planned_depths, checked, failed, primary,
+                                            [dataclasses.asdict(v) for v in summary.variants], doubling_run=doubling_run)
+    ranges = []
+    for name, planned in range_depths(summary.planned_depths or depths, summary.crossover).items():
+        found = {c.estimate: c.to_dict() for n, c in summary.range_contrasts if n == name}
+        ranges.append(dict(zip(("range", "depths", "verdict", "kind", "reason", "contrasts"), (
+            name, list(planned), *range_verdict(name, planned, depths, checked, failed, found), list(found.values())))))
+    return dataclasses.replace(summary, checked=checked, doubling_run=doubling_run, primary=primary, verdict=verdict,
+                               kind=kind, reason=reason, ranges=tuple(ranges),
+                               fit_reported=fit_reported(summary.chi2, summary.dof))
 
 
 def judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
@@ -253,13 +155,15 @@ def judged_cells(members, planned_depths: tuple) -> tuple[dict, list]:
 
 def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_bootstrap: int = BOOTSTRAP,
               planned_depths: tuple = (), contrasts=(), contrast_depth: int | None = None) -> list:
-    """One :class:`SettingSummary` per setting, over the depths done for every seed it is judged on.
+    """One :class:`~numerics.experiments.study.curves.CurveSummary` per setting (``name`` ``"envelope"``): the
+    envelope with its errors, certificates, verdict, the recipe's curve and the gain-law fit, over the depths done
+    for every seed it is judged on.
 
     ``recipe``: the (start, learning rate) of the labelled recipe finding (default the shipped cells' recipe's, cold
     at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict; where two or more seeds have every
     planned depth done, the setting is judged on those seeds alone (seeds added to a plan later join when
     done). ``contrasts`` (:class:`~numerics.experiments.study.certified.contrasts.Contrast`): a recipe with
-    every depth and seed of a setting gets its α in :attr:`SettingSummary.recipes`, beside the envelope, the
+    every depth and seed of a setting gets its α in :attr:`~numerics.experiments.study.curves.CurveSummary.recipes`, beside the envelope, the
     heads and each cold rate. ``contrast_depth``: the deepest depth of the descriptive contrasts (default each
     setting's deepest; ``ValueError`` naming it at a setting that did not run it); the verdict's contrast ends
     at the deepest checked depth.
@@ -368,7 +272,8 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         names = {"envelope": "envelope", "bound": "heads", **{k: k for k in kinds if k.startswith("cold")},
                  **{name: name for name in complete}}
         fits = {kind: fit(kind) for kind in names}
-        recipes = tuple(RecipeAlpha(label, *fits[kind][:3], *gain(kind), *fits[kind][3:]) for kind, label in names.items())
+        recipes = tuple(RecipeAlpha(label, *fits[kind][:3], *gain(kind), *fits[kind][3:], fit_reported(*fits[kind][3:]))
+                        for kind, label in names.items())
         # the verdict's evidence: the depths whose step-doubling check ran and passed, and fit-free contrasts
         checked = checked_depths(depths, doubling_passed(certificates))
         cells = {}
@@ -407,22 +312,22 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
             cols = [at["envelope", L] for L in checked[1:]]
             cov = np.cov((boot[:, [first]] - boot[:, cols]).T, ddof=1).reshape(len(cols), len(cols))
             variants = gain_law_variants(checked[1:], means[first] - means[cols], cov, t2)
-        out.append(SettingSummary(
-            setting=setting, depths=tuple(depths), seeds=len(seeds),
-            envelope=tuple(means[at["envelope", L]] for L in depths),
-            envelope_se=tuple(se[at["envelope", L]] for L in depths),
-            bound=tuple(means[at["bound", L]] for L in depths),
-            recipe=tuple(means[at["recipe", L]] for L in depths),
-            recipe_se=tuple(se[at["recipe", L]] for L in depths),
-            winners=winners, certificates=tuple(certificates), alpha=alpha, alpha_lo=lo, alpha_hi=hi, chi2=chi2,
-            dof=dof, gain=gain("envelope")[0], gain_se=gain("envelope")[1], bound_gain=gain("bound")[0],
-            recipe_gain=gain("recipe")[0], recipe_gain_se=gain("recipe")[1], planned_depths=tuple(planned_depths),
-            recipes=recipes, first_shortfall=shortfall, first_shortfall_se=shortfall_se,
-            contrasts=tuple(stats), ladder=ladder, variants=variants,
+        a, b, k, d, N, P = setting
+        R = Curve("R_L", a, b, np.array(depths), cube[[at["envelope", L] for L in depths]].mean(axis=2).T,
+                  np.array([means[at["envelope", L]] for L in depths]), np.array([se[at["envelope", L]] for L in depths]),
+                  np.full(len(depths), len(seeds)), "bootstrap")
+        out.append(judge(CurveSummary(
+            name="envelope", a=a, b=b, R=R, size=(d, P, N), k=k, alpha=alpha, alpha_lo=lo, alpha_hi=hi, chi2=chi2,
+            dof=dof, B=tuple(means[at["bound", L]] for L in depths), gain=gain("envelope")[0],
+            gain_se=gain("envelope")[1], gains_se=tuple(diff_se(at["envelope", 1], at["envelope", L]) for L in depths),
+            bound_gain=gain("bound")[0], recipe=tuple(means[at["recipe", L]] for L in depths),
+            recipe_se=tuple(se[at["recipe", L]] for L in depths), recipe_gain=gain("recipe")[0],
+            recipe_gain_se=gain("recipe")[1], recipes=recipes, planned_depths=tuple(planned_depths),
+            certificates=tuple(certificates), winners=winners, first_shortfall=shortfall,
+            first_shortfall_se=shortfall_se, contrasts=tuple(stats), ladder=ladder, variants=variants,
             best_seed=tuple(float(v) for v in curves["best seed"][0]), best_seed_ids=curves["best seeds"],
             crossover=crossover, range_contrasts=tuple(range_stats),
-            gains_se=tuple(diff_se(at["envelope", 1], at["envelope", L]) for L in depths),
-        ))
+        )))
     return out
 
 
@@ -470,7 +375,7 @@ class PredictionCheck:
                      zip(self.predicted, self.predicted_se, self.estimate, self.heads_se, self.gap_se))
 
 
-def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_SAMPLES,
+def prediction_check(summary: CurveSummary, plan, *, n_samples: int = PREDICT_SAMPLES,
                      n_sets: int = HEADS_SETS, cache_dir=None, counts: dict | None = None) -> PredictionCheck:
     """``predict_loss`` against the envelope of ``summary`` at every depth (:class:`PredictionCheck`).
 
@@ -577,7 +482,7 @@ class HeadsRecheck:
         return (self.report - self.population) / math.hypot(self.report_se, self.population_se)
 
 
-def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples: int = PREDICT_SAMPLES,
+def recheck_untrained_nesting(summary: CurveSummary, rows, plan, *, n_samples: int = PREDICT_SAMPLES,
                               n_sets: int = HEADS_SETS, cache_dir=None, counts: dict | None = None) -> tuple:
     """Repeat in the population each failed nesting certificate of ``summary`` between untrained heads.
 

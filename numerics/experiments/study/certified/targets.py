@@ -136,12 +136,12 @@ def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None
     where = ", ".join(f"{_spectrum(s.setting)} at L = {L}" for s, L in nesting)
     rows.append(("nesting at every depth of every Table 1 spectrum",
                  "fails at " + where if nesting else "holds at every depth", _mark(not nesting)))
-    # a verdict rests on the depths whose step-doubling check ran and passed (``SettingSummary.checked``); a
+    # a verdict rests on the depths whose step-doubling check ran and passed (``CurveSummary.checked``); a
     # failed certificate there (nesting, reachability) must have made it INCONCLUSIVE
     unchecked = [(s, L) for s in main for L in s.checked if L not in s.doubling_run]
-    misjudged = [s for s in main if s.verdict[0] is not Verdict.INCONCLUSIVE and any(c.depth in s.checked for c in s.failed)]
+    misjudged = [s for s in main if s.verdict != Verdict.INCONCLUSIVE and any(c.depth in s.checked for c in s.failed)]
     text = "; ".join(f"{_spectrum(s.setting)}: {', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} failed, "
-                     f"verdict {s.verdict[0]} on L = {', '.join(map(str, s.checked)) or 'none'}"
+                     f"verdict {s.verdict} on L = {', '.join(map(str, s.checked)) or 'none'}"
                      for s in main if s.failed) or "every certificate passes"
     rows.append(("no verdict rests on a depth whose step-doubling check did not run or whose certificate failed",
                  text, _mark(not unchecked and not misjudged)))
