@@ -14,12 +14,15 @@ from dataclasses import dataclass
 
 from ..._markdown import markdown_table
 from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET, at_most, exceeds
-from .cells import cell_files, read_cell
 
-__all__ = ["CORES", "PLAN_SEEDS", "PREDICTION_DEPTHS", "StudyCompute", "study_compute", "targets_markdown"]
+__all__ = ["CORES", "HEADS_SETS", "PLAN_SEEDS", "PREDICT_SAMPLES", "PREDICTION_DEPTHS", "StudyCompute", "targets_markdown"]
 
 #: the depths at which ``predict_loss`` is held to :data:`~numerics.experiments.criteria.PREDICTION_TARGET`
 PREDICTION_DEPTHS = (1, 2, 4)
+#: Monte-Carlo contexts per set of ``theory.predict_loss`` and of the heads' population loss
+PREDICT_SAMPLES = 16384
+#: independent sets of fresh contexts on which the study's heads are evaluated (the control variate's anchor)
+HEADS_SETS = 8
 #: the cores the wall-clock target :data:`~numerics.experiments.criteria.HOURS_TARGET` is stated for
 CORES = 2
 #: seeds of the Table 1 spectra the time target counts (the plan's later seeds are extra power)
@@ -58,42 +61,6 @@ class StudyCompute:
     def floor_hours(self) -> float:
         """The same at the least CPU time seen per setting and depth."""
         return self.floor_core_seconds / 3600.0 / CORES
-
-
-def _part(config: dict, plan) -> int:
-    """Which part of :func:`study_compute` a cell's ``config`` belongs to (an index into its labels)."""
-    if plan.is_main(config["a"], config["b"], config["P"], config["k"]):
-        return 0 if int(config["seed"]) in tuple(plan.seeds)[:PLAN_SEEDS] else 2
-    return 1 if int(config["P"]) == plan.long_P else 3
-
-
-def study_compute(cells_dir, contrasts_dir, plan) -> StudyCompute:
-    """The CPU time of the exported cells (by part) and contrast runs (:class:`StudyCompute`).
-
-    Notes
-    -----
-    No example: it reads exported cells (``tests/test_certified.py``).
-    """
-    labels = (f"Table 1 spectra at P = {plan.P}, seeds {', '.join(map(str, tuple(plan.seeds)[:PLAN_SEEDS]))}",
-              f"the second P = {plan.long_P}", "Table 1 spectra, the later seeds", "top-16")
-    runs, core = [0] * len(labels), [0.0] * len(labels)
-    seen: dict = {}  # (a, b, k, P, depth) -> (CPU times of every seed, how many of them are plan cells)
-    for path in cell_files(cells_dir):
-        record, _ = read_cell(path)
-        config, cpu = record["config"], float(record["metrics"]["cpu_time"])
-        i = _part(config, plan)
-        runs[i] += 1
-        core[i] += cpu
-        key = tuple(config[name] for name in ("a", "b", "k", "P", "depth"))
-        times, in_plan = seen.get(key, ([], 0))
-        seen[key] = (times + [cpu], in_plan + (i < 2))
-    parts = [(label, n, c) for label, n, c in zip(labels, runs, core)]
-    floor = sum(min(times) * in_plan for times, in_plan in seen.values())
-    if contrasts_dir is not None:
-        records = [read_cell(path)[0] for path in cell_files(contrasts_dir)]
-        parts.append(("contrast runs (lazy, equal budget)", len(records),
-                      sum(float(r["metrics"]["cpu_time"]) for r in records)))
-    return StudyCompute(tuple(parts), floor_core_seconds=floor)
 
 
 def _mark(met: bool) -> str:
