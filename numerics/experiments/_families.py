@@ -123,7 +123,7 @@ class Family:
         >>> cfg.model, cfg.task
         ('linear', 'easy')
         """
-        from numerics.train import TrainConfig
+        from numerics.config import TrainConfig
 
         init = dict(self.init)
         if self.gamma_star_init:
