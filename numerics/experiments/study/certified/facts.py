@@ -63,9 +63,6 @@ class PairedDifference:
     def seeds(self) -> int:
         return len(self.per_seed)
 
-    def text(self) -> str:
-        return f"{self.value:+.4f} ± {self.se:.4f}"
-
     def word(self, sigmas: float = AGREEMENT_SIGMAS) -> str:
         """``below``, ``above`` or ``indistinguishable`` (beyond ``sigmas`` SE or not); ``equal`` if identically 0."""
         if self.value == 0 and self.se == 0:
@@ -576,5 +573,6 @@ def write_certified(out_dir, cells_dir, plan: CertifiedPlan, *, command: str, pr
 
     facts = measure(plan, cells_dir, contrasts_dir=contrasts_dir, predictions=predictions, cache_dir=cache_dir,
                     progress=progress, contrast_depth=contrast_depth)
-    render_certified(out_dir, facts, plan, command=command, cells_dir=cells_dir, progress=progress)
+    progress(f"writing {out_dir}")
+    render_certified(out_dir, facts, plan, command=command, cells_dir=cells_dir)
     return list(facts.rows), list(facts.summaries)

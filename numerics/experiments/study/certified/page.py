@@ -369,11 +369,7 @@ def _recipe_section(summaries) -> list:
     return lines
 
 
-def _silent(message: str) -> None:
-    """No progress output."""
-
-
-def render_certified(out_dir, facts, plan: CertifiedPlan, *, command: str, cells_dir, progress=_silent) -> None:
+def render_certified(out_dir, facts, plan: CertifiedPlan, *, command: str, cells_dir) -> None:
     """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir`` from ``facts``.
 
     ``facts``: what :func:`~numerics.experiments.study.certified.facts.measure` measured (rendered here, nothing
@@ -389,7 +385,6 @@ def render_certified(out_dir, facts, plan: CertifiedPlan, *, command: str, cells
     page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=facts.checks,
                               rechecks=facts.rechecks, gaps=facts.gaps, compute=facts.compute, cells_dir=cells_dir,
                               extra=extra)
-    progress(f"writing {out_dir}")
     files = {CSV: csv_text(rows, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))}),
              PAGE: page, VERDICTS: json.dumps(verdicts_record(summaries, plan, command=command), indent=1,
                                               allow_nan=True) + "\n"}

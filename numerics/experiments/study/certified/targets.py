@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..._markdown import markdown_table
 from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET, at_most, exceeds
+from ..curves import spectrum_label
 
 __all__ = ["CORES", "HEADS_SETS", "PLAN_SEEDS", "PREDICT_SAMPLES", "PREDICTION_DEPTHS", "StudyCompute", "targets_markdown"]
 
@@ -67,11 +68,6 @@ def _mark(met: bool) -> str:
     return "met" if met else "**not met**"
 
 
-def _spectrum(setting: tuple) -> str:
-    a, b = setting[:2]
-    return f"({a:g}, {b:g})"
-
-
 def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None) -> list[str]:
     """The page's "Targets" section: each target, what the study measured, met or not.
 
@@ -98,16 +94,17 @@ def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None
                      f"(B_1 − B_2) − (R*_1 − R*_2) = {short:+.4f} ± {se:.4f}", _mark(at_most(short, se, FIRST_STEP_SES))))
     others = [s for s in main if s not in origin and exceeds(s.first_shortfall, s.first_shortfall_se, FIRST_STEP_SES)]
     rows.append(("the same at the other Table 1 spectra: stated", f"more than {FIRST_STEP_SES:g} SE short at "
-                 f"{', '.join(_spectrum(s.setting) for s in others) or 'none'}", "–"))
+                 f"{', '.join(spectrum_label(*s.setting[:2]) for s in others) or 'none'}", "–"))
     nesting = [(s, c.depth) for s in main for c in s.failed if c.name == "nesting"]
-    where = ", ".join(f"{_spectrum(s.setting)} at L = {L}" for s, L in nesting)
+    where = ", ".join(f"{spectrum_label(*s.setting[:2])} at L = {L}" for s, L in nesting)
     rows.append(("nesting at every depth of every Table 1 spectrum",
                  "fails at " + where if nesting else "holds at every depth", _mark(not nesting)))
     # a verdict rests on the depths whose step-doubling check ran and passed (``SettingSummary.checked``); a
     # failed certificate there (nesting, reachability) must have made it INCONCLUSIVE
     unchecked = [(s, L) for s in main for L in s.checked if L not in s.doubling_run]
     misjudged = [s for s in main if s.verdict[0] != "INCONCLUSIVE" and any(c.depth in s.checked for c in s.failed)]
-    text = "; ".join(f"{_spectrum(s.setting)}: {', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} failed, "
+    text = "; ".join(f"{spectrum_label(*s.setting[:2])}: "
+                     f"{', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} failed, "
                      f"verdict {s.verdict[0]} on L = {', '.join(map(str, s.checked)) or 'none'}"
                      for s in main if s.failed) or "every certificate passes"
     rows.append(("no verdict rests on a depth whose step-doubling check did not run or whose certificate failed",
@@ -138,16 +135,18 @@ def _prediction_rows(main, checks: dict) -> list[tuple]:
         if check is None:
             continue
         for i, L in enumerate(s.depths):
-            row = (abs(check.deviation[i]), check.deviation[i], check.deviation_se[i], s.setting, L)
+            row = (abs(check.deviation[i]), check.deviation[i], check.deviation_se[i], spectrum_label(*s.setting[:2]), L)
             (near if L in PREDICTION_DEPTHS else deep).append(row)
     if not near:
         return []
-    worst = max(near, key=lambda row: row[0])  # the first of equal deviations
+
+    def largest(rows) -> tuple[float, str]:
+        worst = max(rows, key=lambda row: row[0])  # the first of equal deviations
+        return worst[0], f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({worst[3]}, L = {worst[4]})"
+
+    deviation, text = largest(near)
     rows = [(f"predict_loss within {PREDICTION_TARGET:.0%} of R*_L at L = {', '.join(map(str, PREDICTION_DEPTHS))}",
-             f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]})",
-             _mark(worst[0] <= PREDICTION_TARGET))]
+             text, _mark(deviation <= PREDICTION_TARGET))]
     if deep:
-        worst = max(deep, key=lambda row: row[0])
-        rows.append((f"predict_loss beyond L = {PREDICTION_DEPTHS[-1]}: stated",
-                     f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]})", "–"))
+        rows.append((f"predict_loss beyond L = {PREDICTION_DEPTHS[-1]}: stated", largest(deep)[1], "–"))
     return rows
