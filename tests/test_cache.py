@@ -119,7 +119,7 @@ def test_the_digest_is_the_same_in_every_process_whatever_its_hash_seed():
     import os
     import subprocess
 
-    script = ("from numerics.experiments.study.certified.statistics import prediction_code\n"
+    script = ("from numerics.experiments.study.certified.facts import prediction_code\n"
               "print(prediction_code())\n")
     digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
@@ -132,8 +132,7 @@ def test_every_shipped_page_cache_entry_was_computed_by_the_current_code(directo
     import json
 
     from numerics.experiments.cache import function_digest
-    from numerics.experiments.study.certified.revised import decomposition_code, population_step
-    from numerics.experiments.study.certified.statistics import prediction_code
+    from numerics.experiments.study.certified.facts import decomposition_code, population_step, prediction_code
 
     current = {"prediction": prediction_code(), "decomposition": decomposition_code(),
                "population-step": function_digest(population_step)}

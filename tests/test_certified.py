@@ -295,13 +295,13 @@ def test_cli_writes_the_page_from_exported_cells(tiny_study, tmp_path, capsys):
 def test_a_page_regenerated_from_the_same_cells_is_byte_identical(tiny_study, tmp_path):
     """Every bootstrap and Monte-Carlo draw of a page is seeded from the plan and cached: regenerating it gives the
     same bytes, the verdicts record, the table and the figures included."""
-    from numerics.experiments.study.certified import page as page_module
+    from numerics.experiments.study.certified.facts import write_certified
 
     cells = _exported(tiny_study, tmp_path)
     written = []
     for name in ("first", "second"):
-        page_module.write_certified(tmp_path / name, cells, Plan(), command="the same command",
-                                    progress=lambda message: None)
+        write_certified(tmp_path / name, cells, Plan(), command="the same command",
+                        progress=lambda message: None)
         written.append({p.relative_to(tmp_path / name): p.read_bytes() for p in (tmp_path / name).rglob("*")
                         if p.is_file()})
     assert Path("certified-study.verdicts.json") in written[0] and Path("figures/certified-study.png") in written[0]
@@ -311,11 +311,12 @@ def test_a_page_regenerated_from_the_same_cells_is_byte_identical(tiny_study, tm
 def test_a_page_whose_figure_fails_leaves_the_old_page_table_and_verdicts_and_no_temporary(tiny_study, tmp_path,
                                                                                            monkeypatch):
     from numerics.experiments.study.certified import page as page_module
+    from numerics.experiments.study.certified.facts import write_certified
 
     cells, out = _exported(tiny_study, tmp_path), tmp_path / "out"
 
     def write(command):
-        page_module.write_certified(out, cells, Plan(), command=command, progress=lambda message: None)
+        write_certified(out, cells, Plan(), command=command, progress=lambda message: None)
 
     write("the first command")
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
@@ -371,7 +372,8 @@ def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_he
     """predict_loss is compared with R*_L = (population loss of the study's heads) + (R*_L − B_L on the report set):
     the pieces are the reachability certificate's paired gap and fresh Monte Carlo, and B_L's own prediction agrees
     with the population loss of the heads the study wrote into its weights."""
-    from numerics.experiments.study.certified.statistics import prediction_check, summarise
+    from numerics.experiments.study.certified.facts import prediction_check
+    from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import collect
 
     rows, errors = collect(_exported(tiny_study, tmp_path))
@@ -436,14 +438,8 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
     import dataclasses
 
     from numerics.experiments.study.certified.page import certified_markdown
-    from numerics.experiments.study.certified.statistics import (
-        Certificate,
-        _fresh_rng,
-        _heads,
-        judge,
-        recheck_untrained_nesting,
-        summarise,
-    )
+    from numerics.experiments.study.certified.facts import _fresh_rng, _heads, recheck_untrained_nesting
+    from numerics.experiments.study.certified.statistics import Certificate, judge, summarise
     from numerics.experiments.study.certified.table import collect
     from theory.softmax_bounds import allocation_loss_difference
 
@@ -694,7 +690,7 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
 
 def test_the_study_compute_sums_the_cells_cpu_time_by_part(tiny_study, tmp_path):
     from numerics.experiments.study.certified.cells import read_cell
-    from numerics.experiments.study.certified.targets import study_compute
+    from numerics.experiments.study.certified.facts import study_compute
 
     cells = _exported(tiny_study, tmp_path)
     total = sum(read_cell(p)[0]["metrics"]["cpu_time"] for p in cells.glob("*.npz"))
@@ -711,7 +707,7 @@ def test_the_plan_is_priced_at_the_least_cpu_time_of_each_setting_and_depth(tiny
     import dataclasses
 
     from numerics.experiments.study.certified.cells import _RECORD, _write_npz, read_cell
-    from numerics.experiments.study.certified.targets import study_compute
+    from numerics.experiments.study.certified.facts import study_compute
 
     cells = _exported(tiny_study, tmp_path)
     plan = dataclasses.replace(TINY, seeds=(0, 1, 2, 5))  # seed 5: a later seed

@@ -134,7 +134,8 @@ def test_a_recipe_missing_one_run_gets_no_alpha(study):
 
 
 def test_the_page_shows_alpha_by_recipe_with_its_figure(study, tmp_path):
-    from numerics.experiments.study.certified.page import RECIPE_FIGURE, write_certified
+    from numerics.experiments.study.certified.facts import write_certified
+    from numerics.experiments.study.certified.page import RECIPE_FIGURE
 
     root, _ = study
     write_certified(tmp_path, root / "cells", TINY, command="test", predictions=False, contrasts_dir=root / "contrasts")

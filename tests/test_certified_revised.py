@@ -14,7 +14,8 @@ from numerics.experiments.execution import Execution
 from numerics.experiments.study.certified import SUMMARY_COLUMNS
 from numerics.experiments.study.certified.cells import read_cell
 from numerics.experiments.study.plan import REVISED_PLAN, Cell, Plan
-from numerics.experiments.study.certified.revised import PairedDifference, revised_facts, revised_sections
+from numerics.experiments.study.certified.facts import PairedDifference, revised_facts
+from numerics.experiments.study.certified.revised import revised_sections
 from numerics.experiments.study.certified.run import run_waves
 from numerics.experiments.study.certified.table import collect
 
@@ -206,7 +207,8 @@ def test_the_cli_refuses_a_bad_plan_spectrum_or_depth_list_in_one_line(args, nee
 def test_the_revised_page_and_its_facts_file_are_written_together(revised, tmp_path):
     import json
 
-    from numerics.experiments.study.certified.page import PAGE, write_certified
+    from numerics.experiments.study.certified.facts import write_certified
+    from numerics.experiments.study.certified.page import PAGE
     from numerics.experiments.study.certified.revised import FACTS
 
     root, _ = revised
@@ -289,7 +291,7 @@ def test_a_finished_wave_leaves_no_candidate_files(revised):
 
 def test_a_depth_some_seeds_have_done_is_named_with_their_count():
     """A depth done at some seeds is not counted done, and the page and the answer say how many seeds have it."""
-    from numerics.experiments.study.certified.revised import _coverage
+    from numerics.experiments.study.certified.facts import _coverage
 
     plan = dataclasses.replace(TINY, depths=(1, 2, 4), seeds=(0, 1, 2))
     setting = (0.0, 0.0, plan.P, plan.k)
@@ -303,7 +305,8 @@ def test_the_page_names_a_spectrum_judged_on_its_complete_seeds_by_the_verdicts_
     """The coverage sentence and the verdicts (statistics.judged_cells) agree on which seeds judge a spectrum."""
     from types import SimpleNamespace
 
-    from numerics.experiments.study.certified.revised import _coverage, revised_sections
+    from numerics.experiments.study.certified.facts import _coverage
+    from numerics.experiments.study.certified.revised import revised_sections
     from numerics.experiments.study.certified.statistics import judged_cells
 
     plan = dataclasses.replace(TINY, depths=(1, 2, 4), seeds=(0, 1, 2))

@@ -151,14 +151,14 @@ def test_study_certified_hands_its_runners_the_one_execution_of_its_flags(tmp_pa
     """``study certified``: the cells run where --backend/--scheduler/--workers say (the plan runs no contrasts: it
     never calls them)."""
     from numerics.experiments.study import certified
-    from numerics.experiments.study.certified import contrasts, page
+    from numerics.experiments.study.certified import contrasts, facts
 
     received = []
     monkeypatch.setattr(contrasts, "run_contrasts", lambda plan, store, **kwargs: received.append(("contrasts", store,
                                                                                                    kwargs)) or 0)
     monkeypatch.setattr(certified, "run_certified_study", lambda plan, store, **kwargs: received.append(("cells", store,
                                                                                                          kwargs)) or {})
-    monkeypatch.setattr(page, "write_certified", lambda *args, **kwargs: ([], []))
+    monkeypatch.setattr(facts, "write_certified", lambda *args, **kwargs: ([], []))
     store = tmp_path / "store"
     assert main(["study", "certified", "--out", str(tmp_path / "out"), "--store", str(store), "--cells",
                  str(tmp_path / "cells"), "--backend", "dask", "--scheduler", SCHEDULER, "--no-progress"]) == 0

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from numerics.experiments.study import expressible_checks as checks
-from numerics.experiments.study import expressible_page as page
 from numerics.experiments.study.plan import Plan
 from numerics.experiments.study.defaults import fit_inverse_depth
 from tests.tolerances import ROUNDOFF, rtol
@@ -43,24 +42,24 @@ def test_a_results_directory_without_the_certified_contrasts_is_refused_before_a
     def never(*args, **kwargs):
         raise AssertionError("no work may start")
 
-    monkeypatch.setattr(page, "lazy_law", never)
-    monkeypatch.setattr(page, "collect_contrasts", never)
+    monkeypatch.setattr(checks, "lazy_law", never)
+    monkeypatch.setattr(checks, "collect_contrasts", never)
     for out, why in ((tmp_path / "missing", "holds no certified study"), (tmp_path, "holds no certified study")):
         with pytest.raises(ValueError, match=why):
-            page.write_expressible_checks(out, progress=lambda _: None)
+            checks.write_expressible_checks(out, progress=lambda _: None)
     (tmp_path / "certified" / "contrasts").mkdir(parents=True)
     with pytest.raises(ValueError, match="is empty"):
-        page.write_expressible_checks(tmp_path, progress=lambda _: None)
+        checks.write_expressible_checks(tmp_path, progress=lambda _: None)
     (tmp_path / "a-file").write_text("")
     with pytest.raises(ValueError, match="existing file, not a directory"):
-        page.write_expressible_checks(tmp_path / "a-file", progress=lambda _: None)
+        checks.write_expressible_checks(tmp_path / "a-file", progress=lambda _: None)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a-file", "certified", "contrasts"]  # nothing written
 
 
 def _fake_pipeline(monkeypatch):
     """Every expensive or file-reading step of ``write_expressible_checks`` replaced by a tiny fake."""
-    monkeypatch.setattr(page, "collect_contrasts", lambda path: [])
-    monkeypatch.setattr(page, "lazy_checks", lambda *args, **kwargs: ([], []))
+    monkeypatch.setattr(checks, "collect_contrasts", lambda path: [])
+    monkeypatch.setattr(checks, "lazy_checks", lambda *args, **kwargs: ([], []))
 
 
 def test_writing_leaves_nothing_when_the_figure_step_raises(monkeypatch, tmp_path):
@@ -70,10 +69,10 @@ def test_writing_leaves_nothing_when_the_figure_step_raises(monkeypatch, tmp_pat
     def broken(*args, **kwargs):
         raise RuntimeError("figure failed")
 
-    monkeypatch.setattr(page, "draw_figure", broken)
+    monkeypatch.setattr(checks, "draw_figure", broken)
     with pytest.raises(RuntimeError, match="figure failed"):
-        page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
-                                      certified_dir=_certified(tmp_path))
+        checks.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
+                                        certified_dir=_certified(tmp_path))
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["expressible.md"]
     assert (tmp_path / "expressible.md").read_text() == "the old page"
 
@@ -91,15 +90,15 @@ def test_writing_leaves_nothing_when_a_late_file_fails_to_stage(monkeypatch, tmp
 
     monkeypatch.setattr(nio, "stage", stage)  # the page writer (numerics.io.write_together) stages each file
     with pytest.raises(OSError, match="disk full"):
-        page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
-                                      certified_dir=_certified(tmp_path))
+        checks.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
+                                        certified_dir=_certified(tmp_path))
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
 def test_writing_writes_the_page_figure_and_tables(monkeypatch, tmp_path):
     _fake_pipeline(monkeypatch)
-    written = page.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
-                                      certified_dir=_certified(tmp_path))
+    written = checks.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
+                                              certified_dir=_certified(tmp_path))
     assert all(p.is_file() and p.stat().st_size > 0 for p in written)
     text = (tmp_path / checks.PAGE).read_text()
     assert checks.FIGURE in text and "No shipped U_L yet" in text

@@ -55,7 +55,7 @@ def test_an_unknown_plan_is_refused_naming_the_plans(capsys):
 
 def test_the_page_writer_refuses_a_directory_without_cells(tmp_path):
     from numerics.experiments.study.plan import Plan
-    from numerics.experiments.study.certified.page import write_certified
+    from numerics.experiments.study.certified.facts import write_certified
 
     with pytest.raises(ValueError, match="no exported cells in"):
         write_certified(tmp_path / "out", tmp_path / "cells", Plan(), command="test")

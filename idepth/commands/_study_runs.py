@@ -36,11 +36,12 @@ def run_sizes(args) -> int:
 
 def run_certified(args) -> int:
     """``idepth study run certified``: :func:`numerics.experiments.study.certified.run_certified_study` (unless
-    ``--report-only``), then :func:`~numerics.experiments.study.certified.page.write_certified`, then the
-    checkout's answer blocks when the page is the shipped one (:func:`~numerics.experiments.study.answer.refresh`)."""
+    ``--report-only``), then :func:`~numerics.experiments.study.certified.facts.write_certified` (the computing
+    pass, then the page), then the checkout's answer blocks when the page is the shipped one
+    (:func:`~numerics.experiments.study.answer.refresh`)."""
     from numerics.experiments.study.answer import refresh
     from numerics.experiments.study.certified import run_certified_study
-    from numerics.experiments.study.certified.page import write_certified
+    from numerics.experiments.study.certified import facts
     from numerics.experiments.study.plan import REVISED_PLAN
     from numerics.io import fresh_directory
 
@@ -62,8 +63,8 @@ def run_certified(args) -> int:
         run_certified_study(plan, execution.store_dir, execution=execution, depths=depths, cells_dir=cells,
                             frontier_dir=frontier)
     command = getattr(args, "command", None) or " ".join(["idepth study run certified", *sys.argv[4:]]).strip()
-    rows, summaries = write_certified(out, cells, plan, command=command, contrasts_dir=contrasts, progress=progress,
-                                      contrast_depth=args.contrast_depth)
+    rows, summaries = facts.write_certified(out, cells, plan, command=command, contrasts_dir=contrasts,
+                                            progress=progress, contrast_depth=args.contrast_depth)
     print(f"wrote {out}/certified-study.csv ({len(rows)} candidates), certified-study.md")
     for path in refresh(out):
         print(f"updated the answer in {path}", file=sys.stderr)

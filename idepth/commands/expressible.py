@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                             progress=lambda message: print(message, file=sys.stderr, flush=True))
         return 0
     from numerics.experiments.study.answer import write_answer_blocks
-    from numerics.experiments.study.expressible_page import check_results_dir, write_expressible_checks
+    from numerics.experiments.study.expressible_checks import check_results_dir, write_expressible_checks
     from numerics.experiments.shipped import checkout_root, shipped_path
 
     if args.out is not None:

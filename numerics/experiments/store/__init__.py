@@ -17,6 +17,7 @@ imported only to encode arrays (workers pin BLAS threads first).
 from ._encoding import RunOutcome, decode_array, encode_array
 from ._layout import METRIC_COLUMNS, SCHEMA_VERSION, STATUSES, STORE_FILENAME
 from ._layout import StoreLockedError, StoreRunnerError, StoreVersionError, check_store, store_path, writable_store
+from ._layout import runner_name
 from ._readers import export_csv, load_arrays, load_results
 from ._writer import ResultsStore
 
@@ -31,6 +32,7 @@ __all__ = [
     "ResultsStore",
     "RunOutcome",
     "store_path",
+    "runner_name",
     "check_store",
     "writable_store",
     "encode_array",

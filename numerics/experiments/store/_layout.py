@@ -273,3 +273,15 @@ def open_for_reading(path: str | os.PathLike, *, immutable: bool = False,
         conn.close()
         raise
     return conn, path
+
+
+def runner_name(runner) -> str:
+    """``module.qualname`` of a runner: what a store records so that one store holds one runner's results.
+
+    Examples
+    --------
+    >>> from numerics.experiments.runner import run
+    >>> runner_name(run)
+    'numerics.experiments.runner.run'
+    """
+    return f"{getattr(runner, '__module__', '?')}.{getattr(runner, '__qualname__', type(runner).__name__)}"

@@ -13,24 +13,27 @@ against ``U_L`` is no longer checked here: the certified study pairs the two per
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from numerics.io import savefig, write_together
+
+from .._plotting import pyplot
 from ..criteria import mean_se
-from .plan import Plan
 from .certified.bootstrap import replicates
+from .certified.contrasts import collect_contrasts
+from .plan import TABLE1_SPECTRA, Plan
 from .certified.statistics import BOOTSTRAP
+from .curves import spectrum_label
 from .defaults import fit_inverse_depth
+from .expressible_page import FIGURE, LAZY_CSV, LAZY_FIT_CSV, PAGE, csv_text, draw_figure, expressible_markdown
 
-__all__ = ["LazyRow", "LazyFit", "lazy_law", "lazy_checks", "PAGE", "FIGURE"]
-
-#: the page, figure and tables (relative to the output directory)
-PAGE = "expressible.md"
-FIGURE = "expressible/expressible.png"
-LAZY_CSV = "expressible/lazy.csv"
-LAZY_FIT_CSV = "expressible/lazy-fit.csv"
+__all__ = ["LazyRow", "LazyFit", "check_results_dir", "lazy_law", "lazy_checks", "write_expressible_checks", "PAGE",
+           "FIGURE"]
 #: the lazy recipe's initial heads: layers of one deep model (the pool), independent draws of the shared
 #: weights (W_x), fresh contexts per draw; the root seed of these draws (not the study's streams)
 LAW_LAYERS, LAW_DRAWS, LAW_CONTEXTS, LAW_SEED = 256, 8, 4096, 306
@@ -192,3 +195,90 @@ def lazy_checks(contrasts, laws: dict, plan: Plan, *, rng=0) -> tuple[list, list
         fits.append(LazyFit(a, b, plateau, float(p_se), c, float(c_se), *consts, float(np.mean(law["refit_shift"])),
                             int(law["fixed"].shape[0]), int(law["layers"]), int(law["contexts"])))
     return rows, fits
+
+
+def check_results_dir(out_dir, name: str = "out_dir", *, certified_dir=None) -> Path:
+    """``out_dir`` as a path if it is a writable results directory holding the certified study's contrast runs.
+
+    The checks run before any Monte Carlo (the lazy heads' law takes CPU minutes): ``out_dir`` must be a
+    writable directory, and the certified study's lazy contrast runs (``certified_dir/contrasts``, default
+    ``out_dir/certified/contrasts``) must be there, since every row of the page compares one of them.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the path and what it lacks.
+
+    Examples
+    --------
+    >>> check_results_dir("/no/such/results", "--out")
+    Traceback (most recent call last):
+    ...
+    ValueError: --out '/no/such/results' holds no certified study: '/no/such/results/certified/contrasts' is not a directory (a results directory is docs/results of a checkout, or $IDEPTH_RESULTS, holding certified/contrasts)
+    """
+    from numerics.io import check_output_dir
+
+    out = check_output_dir(out_dir, name)
+    runs = (Path(certified_dir) if certified_dir is not None else out / "certified") / "contrasts"
+    if not runs.is_dir():
+        raise ValueError(f"{name} {str(out)!r} holds no certified study: {str(runs)!r} is not a directory (a results "
+                         "directory is docs/results of a checkout, or $IDEPTH_RESULTS, holding certified/contrasts)")
+    if not any(runs.iterdir()):
+        raise ValueError(f"{name} {str(out)!r} holds no certified study: {str(runs)!r} is empty")
+    return out
+
+
+def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None, expressible_dir=None,
+                             spectra=TABLE1_SPECTRA, law_draws: int = LAW_DRAWS, law_layers: int = LAW_LAYERS,
+                             law_contexts: int = LAW_CONTEXTS, plan: Plan | None = None) -> list[Path]:
+    """Compute the lazy recipe's check and write the page, its figure and two CSV tables; nothing is written on failure.
+
+    ``certified_dir``: the certified study's files (default ``out_dir/certified``: its ``contrasts/``);
+    ``expressible_dir``: the shipped U_L (default ``theory/data/expressible``), at whose depths the law is drawn.
+    A spectrum without a shipped U_L is left out and named on the page. Returns the written paths.
+
+    Notes
+    -----
+    No example: it reads the study's files (``tests/test_expressible_checks.py``).
+    """
+    from theory.expressible import ExpressibleLoss
+
+    from .expressible import SETTINGS, data_dir, file_name
+
+    if out_dir is None:
+        from ..shipped import shipped_path
+
+        out_dir = shipped_path()
+    out_dir = check_results_dir(out_dir, "out_dir", certified_dir=certified_dir)  # before any Monte Carlo
+    plan = plan or Plan()
+    certified_dir = Path(certified_dir) if certified_dir is not None else out_dir / "certified"
+    expressible_dir = Path(expressible_dir) if expressible_dir is not None else data_dir()
+    contrasts = collect_contrasts(certified_dir / "contrasts")  # a corrupt run is named before anything is done
+    expressible, missing = {}, []
+    for a, b in spectra:
+        path = expressible_dir / file_name(a, b, SETTINGS)
+        if path.is_file():
+            expressible[float(a), float(b)] = ExpressibleLoss.from_dict(json.loads(path.read_text())["result"])
+        else:
+            missing.append((float(a), float(b)))
+    progress(f"U_L shipped at {len(expressible)} of {len(spectra)} spectra" +
+             (f" (missing: {', '.join(f'(a, b) = {spectrum_label(a, b)}' for a, b in missing)})" if missing else ""))
+    progress(f"certified study: {len(contrasts)} contrast runs")
+    laws = {}
+    for (a, b), loss in expressible.items():
+        progress(f"(a, b) = {spectrum_label(a, b)}: the lazy initial heads' law ({law_draws} draws of {law_layers} layers on "
+                 f"{law_contexts} contexts)")
+        laws[a, b] = (loss.depths, lazy_law(a, b, plan, loss.depths, layers=law_layers, draws=law_draws,
+                                            contexts=law_contexts))
+    lazy_rows, fits = lazy_checks(contrasts, laws, plan, rng=1)
+    # everything computed and drawn before anything is written; then all files replace the old ones together
+    page = expressible_markdown(lazy_rows, fits, missing=missing)
+    fig = draw_figure(lazy_rows)
+    try:
+        written = write_together(out_dir, {FIGURE: lambda path: savefig(fig, path, dpi=100),
+                                           LAZY_CSV: csv_text(lazy_rows), LAZY_FIT_CSV: csv_text(fits), PAGE: page})
+    finally:
+        pyplot().close(fig)
+    for path in written:
+        progress(f"wrote {path}")
+    return written

@@ -1,71 +1,46 @@
 """The page and figure of the checks against trained models (:mod:`numerics.experiments.study.expressible_checks`).
 
-Split from the checks by job: they compute the rows, this module writes them as Markdown (one
-:func:`~numerics.experiments.study.render.render_page` of :class:`~numerics.experiments.study.render.Section`
-values), CSV and a figure.
+Split from the checks by job: they compute the rows (and write the files,
+:func:`~numerics.experiments.study.expressible_checks.write_expressible_checks`); this module only renders them as
+Markdown (one :func:`~numerics.experiments.study.render.render_page` of
+:class:`~numerics.experiments.study.render.Section` values), CSV and a figure, importing nothing that trains or runs
+Monte Carlo (``tests/test_render_imports.py``).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import asdict
-from pathlib import Path
-
-import numpy as np
-
-from numerics.io import savefig, write_together
 
 from .._markdown import fixed
 from .._plotting import depth_ticks, pyplot
-from .expressible_checks import (FIGURE, LAW_CONTEXTS, LAW_DRAWS, LAW_LAYERS, LAZY_CSV, LAZY_FIT_CSV, PAGE,
-                                 lazy_checks, lazy_law)
 from ..recipes import LAZY
-from .certified.contrasts import collect_contrasts
-from .plan import TABLE1_SPECTRA, Plan
+from .curves import spectrum_label
 from .render import Section, render_page
 
-__all__ = ["check_results_dir", "draw_figure", "expressible_markdown", "write_expressible_checks"]
+__all__ = ["FIGURE", "LAZY_CSV", "LAZY_FIT_CSV", "PAGE", "csv_text", "draw_figure", "expressible_markdown"]
 
-
-def check_results_dir(out_dir, name: str = "out_dir", *, certified_dir=None) -> Path:
-    """``out_dir`` as a path if it is a writable results directory holding the certified study's contrast runs.
-
-    The checks run before any Monte Carlo (the lazy heads' law takes CPU minutes): ``out_dir`` must be a
-    writable directory, and the certified study's lazy contrast runs (``certified_dir/contrasts``, default
-    ``out_dir/certified/contrasts``) must be there, since every row of the page compares one of them.
-
-    Raises
-    ------
-    ValueError
-        Naming ``name``, the path and what it lacks.
-
-    Examples
-    --------
-    >>> check_results_dir("/no/such/results", "--out")
-    Traceback (most recent call last):
-    ...
-    ValueError: --out '/no/such/results' holds no certified study: '/no/such/results/certified/contrasts' is not a directory (a results directory is docs/results of a checkout, or $IDEPTH_RESULTS, holding certified/contrasts)
-    """
-    from numerics.io import check_output_dir
-
-    out = check_output_dir(out_dir, name)
-    runs = (Path(certified_dir) if certified_dir is not None else out / "certified") / "contrasts"
-    if not runs.is_dir():
-        raise ValueError(f"{name} {str(out)!r} holds no certified study: {str(runs)!r} is not a directory (a results "
-                         "directory is docs/results of a checkout, or $IDEPTH_RESULTS, holding certified/contrasts)")
-    if not any(runs.iterdir()):
-        raise ValueError(f"{name} {str(out)!r} holds no certified study: {str(runs)!r} is empty")
-    return out
+#: the page, figure and tables (relative to the output directory)
+PAGE = "expressible.md"
+FIGURE = "expressible/expressible.png"
+LAZY_CSV = "expressible/lazy.csv"
+LAZY_FIT_CSV = "expressible/lazy-fit.csv"
 
 
 def _label(a: float, b: float) -> str:
-    return f"(a, b) = ({a:g}, {b:g})"
+    return f"(a, b) = {spectrum_label(a, b)}"
 
 
-def _csv(records) -> str:
-    """The rows (dataclasses) as CSV, floats written exactly (``repr``)."""
+def csv_text(records) -> str:
+    """The rows (dataclasses) as CSV, floats written exactly (``repr``).
+
+    Examples
+    --------
+    >>> from numerics.experiments.study.expressible_checks import LazyRow
+    >>> print(csv_text([LazyRow(0.0, 0.5, 8, 5, 2.29, 0.06, 2.91, 0.05, 2.88, 0.05)]).splitlines()[1])
+    0.0,0.5,8,5,2.29,0.06,2.91,0.05,2.88,0.05
+    """
     records = [asdict(r) for r in records]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(records[0]) if records else [], lineterminator="\n")
@@ -152,59 +127,3 @@ def expressible_markdown(lazy_rows, fits, *, missing=(), command: str = "idepth 
                          fixed(r.law_fixed, r.law_fixed_se), fixed(r.difference, r.difference_se),
                          fixed(r.law_refit, r.law_refit_se)) for r in lazy_rows])),
     ])
-
-
-def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None, expressible_dir=None,
-                             spectra=TABLE1_SPECTRA, law_draws: int = LAW_DRAWS, law_layers: int = LAW_LAYERS,
-                             law_contexts: int = LAW_CONTEXTS, plan: Plan | None = None) -> list[Path]:
-    """Compute the lazy recipe's check and write the page, its figure and two CSV tables; nothing is written on failure.
-
-    ``certified_dir``: the certified study's files (default ``out_dir/certified``: its ``contrasts/``);
-    ``expressible_dir``: the shipped U_L (default ``theory/data/expressible``), at whose depths the law is drawn.
-    A spectrum without a shipped U_L is left out and named on the page. Returns the written paths.
-
-    Notes
-    -----
-    No example: it reads the study's files (``tests/test_expressible_checks.py``).
-    """
-    from theory.expressible import ExpressibleLoss
-
-    from .expressible import SETTINGS, data_dir, file_name
-
-    if out_dir is None:
-        from ..shipped import shipped_path
-
-        out_dir = shipped_path()
-    out_dir = check_results_dir(out_dir, "out_dir", certified_dir=certified_dir)  # before any Monte Carlo
-    plan = plan or Plan()
-    certified_dir = Path(certified_dir) if certified_dir is not None else out_dir / "certified"
-    expressible_dir = Path(expressible_dir) if expressible_dir is not None else data_dir()
-    contrasts = collect_contrasts(certified_dir / "contrasts")  # a corrupt run is named before anything is done
-    expressible, missing = {}, []
-    for a, b in spectra:
-        path = expressible_dir / file_name(a, b, SETTINGS)
-        if path.is_file():
-            expressible[float(a), float(b)] = ExpressibleLoss.from_dict(json.loads(path.read_text())["result"])
-        else:
-            missing.append((float(a), float(b)))
-    progress(f"U_L shipped at {len(expressible)} of {len(spectra)} spectra" +
-             (f" (missing: {', '.join(_label(a, b) for a, b in missing)})" if missing else ""))
-    progress(f"certified study: {len(contrasts)} contrast runs")
-    laws = {}
-    for (a, b), loss in expressible.items():
-        progress(f"{_label(a, b)}: the lazy initial heads' law ({law_draws} draws of {law_layers} layers on "
-                 f"{law_contexts} contexts)")
-        laws[a, b] = (loss.depths, lazy_law(a, b, plan, loss.depths, layers=law_layers, draws=law_draws,
-                                            contexts=law_contexts))
-    lazy_rows, fits = lazy_checks(contrasts, laws, plan, rng=1)
-    # everything computed and drawn before anything is written; then all files replace the old ones together
-    page = expressible_markdown(lazy_rows, fits, missing=missing)
-    fig = draw_figure(lazy_rows)
-    try:
-        written = write_together(out_dir, {FIGURE: lambda path: savefig(fig, path, dpi=100),
-                                           LAZY_CSV: _csv(lazy_rows), LAZY_FIT_CSV: _csv(fits), PAGE: page})
-    finally:
-        pyplot().close(fig)
-    for path in written:
-        progress(f"wrote {path}")
-    return written

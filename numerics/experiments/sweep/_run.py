@@ -16,20 +16,8 @@ from typing import Any, Mapping, Sequence
 from .. import store as _store
 from ..execution import Execution, as_execution
 from ..grid import Grid, grid_from_dict, load_grid, one_line
-from ..store import ResultsStore, RunOutcome, writable_store
+from ..store import ResultsStore, RunOutcome, runner_name, writable_store
 from ._backends import BLAS_THREAD_VARIABLES, Runner, WorkerLost, failed_outcome, open_backend, preserved_environment
-
-
-def runner_name(runner: Runner) -> str:
-    """``module.qualname`` of a runner: what a store records so that one store holds one runner's results.
-
-    Examples
-    --------
-    >>> from numerics.experiments.runner import run
-    >>> runner_name(run)
-    'numerics.experiments.runner.run'
-    """
-    return f"{getattr(runner, '__module__', '?')}.{getattr(runner, '__qualname__', type(runner).__name__)}"
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,27 @@ each setting's summary), ``verdict`` (the depths a verdict rests on: doubling ch
 variants, the verdict rule), ``contrasts``
 (training recipes beside the envelope), ``targets`` (what the study set out to reach, measured, and its
 CPU time), ``revised`` (what the U_L starts add: the L = 2 step at population scale, the envelope against
-U_L, the long caps, coverage and cost), ``page`` (the text), ``figures`` and ``formatting`` (how both write numbers).
+U_L, the long caps, coverage and cost), ``facts`` (the computing pass: everything the page shows, measured once),
+``page`` (the text, rendering only), ``figures`` and ``formatting`` (how both write numbers).
 """
 
-from .run import SUMMARY_COLUMNS, CellResult, nested_params, oracle_allocation, run_cell, run_certified_study
+import importlib
 
-__all__ = ["SUMMARY_COLUMNS", "CellResult", "nested_params", "oracle_allocation", "run_cell", "run_certified_study"]
+#: where each public name lives; a submodule is imported only when one of its names is used, so that the page
+#: and the figures (rendering only) load no training code (``tests/test_render_imports.py``)
+_HOMES = dict.fromkeys(("SUMMARY_COLUMNS", "CellResult", "nested_params", "oracle_allocation", "run_cell",
+                        "run_certified_study"), ".run")
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name], __name__), name)
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_HOMES))
+
+
+#: every public name, each from its home (:data:`_HOMES`)
+__all__ = list(_HOMES)

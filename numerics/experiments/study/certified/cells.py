@@ -18,13 +18,15 @@ import numpy as np
 
 from numerics.io import atomic_write
 
-from ...store import ResultsStore, RunOutcome, encode_array, load_arrays, load_results, store_path
-from ...sweep import runner_name
+from ...store import ResultsStore, RunOutcome, encode_array, load_arrays, load_results, runner_name, store_path
 
-__all__ = ["cell_files", "export_cells", "finished_hashes", "import_cells", "read_cell"]
+__all__ = ["SUMMARY_COLUMNS", "cell_files", "export_cells", "finished_hashes", "import_cells", "read_cell"]
 
 _RECORD = "_record"
 _WINNER = "winner_"
+#: the columns of a cell's ``summary``, a row per candidate (``step_share``: its share of the cell's steps)
+SUMMARY_COLUMNS = ("learning_rate", "steps", "doubled", "diverged", "R_select", "R_select_se", "R_report",
+                   "R_report_se", "step_share")
 
 
 def _write_npz(path: Path, arrays: dict) -> None:

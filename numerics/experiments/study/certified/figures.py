@@ -12,9 +12,8 @@ import numpy as np
 from numerics.io import save_figure
 
 from ..._plotting import depth_ticks, excess_band, excess_floor, pyplot
-from ...criteria import GAIN_LAW_MAX_CHI2_DOF
+from ...criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF
 from .formatting import RECIPE_LABELS, bounded, recipe_order, setting_label
-from .statistics import ALPHA_GRID
 
 __all__ = ["draw_certified_figure", "draw_decomposition_figure", "draw_excess_figure", "draw_recipe_figure",
            "draw_revised_figure"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...criteria import GAIN_LAW_MAX_CHI2_DOF, alpha_ends_bounded
-from .verdict import depth_list
 
 __all__ = ["RECIPE_LABELS", "alpha_text", "bounded", "bounded_text", "checks_text", "contrast_text", "find_contrast",
            "fit_text", "recipe_order", "setting_label"]
@@ -16,6 +15,17 @@ __all__ = ["RECIPE_LABELS", "alpha_text", "bounded", "bounded_text", "checks_tex
 #: the ways of getting a depth-L model, from the laziest to the best loss found, as the page names them
 RECIPE_LABELS = {"lazy": "lazy (gain frozen)", "equal_budget": "equal budget", "cold lr=0.001": "cold, lr 1e-3",
                  "cold lr=0.0003": "cold, lr 3e-4", "heads": "B_L heads", "envelope": "envelope R*_L"}
+
+
+def depth_list(depths) -> str:
+    """Depths as the page and the verdicts' reasons list them (``none`` for no depth).
+
+    Examples
+    --------
+    >>> depth_list((1, 2, 4)), depth_list(())
+    ('1, 2, 4', 'none')
+    """
+    return ", ".join(map(str, depths)) if depths else "none"
 
 
 def setting_label(setting: tuple) -> str:

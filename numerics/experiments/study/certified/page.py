@@ -1,53 +1,43 @@
-"""The certified study's page and figures: the envelope, its certificates and the verdicts (no fitting here).
+"""The certified study's page and figures: the envelope, its certificates and the verdicts (rendering only).
 
-Everything shown comes from :func:`~numerics.experiments.study.certified.statistics.summarise` of the
-exported cells; this module only writes it out (Markdown, the CSV through
-:mod:`~numerics.experiments.study.certified.table`, the verdicts as JSON, two figures).
+Everything shown was measured by :func:`~numerics.experiments.study.certified.facts.measure` (the computing
+pass); this module only writes it out (Markdown, the CSV through
+:mod:`~numerics.experiments.study.certified.table`, the verdicts as JSON, the figures) and imports nothing
+that trains, evaluates a model or runs Monte Carlo (``tests/test_render_imports.py``).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 
 from numerics.io import write_together
 
 from ..._markdown import fixed, markdown_table
 from ...shipped import checkout_relative
-from ...criteria import CERTIFICATE_SES, DOUBLING_SES, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
-from .contrasts import collect_contrasts
+from ...criteria import ALPHA_GRID, CERTIFICATE_SES, DOUBLING_SES, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 from .formatting import (
     RECIPE_LABELS,
     alpha_text,
     checks_text,
+    depth_list,
     contrast_text,
     find_contrast,
     fit_text,
     recipe_order,
     setting_label,
 )
-from .excess import EXCESS_FIGURE, excess_rows, excess_section
+from .excess import EXCESS_FIGURE, excess_section
 from .figures import (draw_certified_figure, draw_excess_figure, draw_decomposition_figure, draw_recipe_figure,
                       draw_revised_figure)
 from ..plan import Plan
-from .revised import FACTS, revised_facts, revised_sections
-from .statistics import (
-    ALPHA_GRID,
-    HEADS_SETS,
-    PREDICT_SAMPLES,
-    prediction_check,
-    recheck_untrained_nesting,
-    summarise,
-)
-from .selection import selection_gaps
-from .table import collect, csv_text
-from .targets import study_compute, targets_markdown
+from .revised import FACTS, revised_sections
+from .table import csv_text
+from .targets import HEADS_SETS, PREDICT_SAMPLES, targets_markdown
 from .record import SHIPPED_VERDICTS, VERDICTS, read_verdicts, verdicts_record
-from .verdict import depth_list
 
 __all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_certified_figure",
-           "draw_recipe_figure", "read_verdicts", "verdicts_record", "write_certified"]
+           "draw_recipe_figure", "read_verdicts", "render_certified", "verdicts_record"]
 
 PAGE = "certified-study.md"
 CSV = "certified-study.csv"
@@ -379,87 +369,34 @@ def _recipe_section(summaries) -> list:
     return lines
 
 
-def _silent(message: str) -> None:
-    """No progress output."""
+def render_certified(out_dir, facts, plan: Plan, *, command: str, cells_dir) -> None:
+    """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir`` from ``facts``.
 
-
-def prediction_cache_dir(cells_dir) -> Path:
-    """Where the page's Monte-Carlo predictions are cached: ``predictions/`` beside the exported cells.
-
-    Examples
-    --------
-    >>> prediction_cache_dir("docs/results/certified/cells").as_posix()
-    'docs/results/certified/predictions'
-    """
-    return Path(cells_dir).parent / "predictions"
-
-
-def write_certified(out_dir, cells_dir, plan: Plan, *, command: str, predictions: bool = True,
-                    contrasts_dir=None, progress=_silent, contrast_depth: int | None = None,
-                    cache_dir="default") -> tuple[list, list]:
-    """Write ``certified-study.csv``, its page, figures and verdicts (JSON) into ``out_dir``.
-
-    Returns ``(rows, summaries)``. ``predictions``: compare ``theory.predict_loss`` (B_L) with the
-    envelope at every depth and repeat failed nesting certificates between untrained heads in the
-    population (Monte Carlo per setting, cached in ``cache_dir``, default :func:`prediction_cache_dir`;
-    None: not cached; with ``predictions`` the entries this page did not use are removed from it). ``contrasts_dir``: the exported contrast runs, whose α the page shows beside the
-    envelope's. ``progress``: called with one line per step. ``contrast_depth``: the deepest depth of the
-    descriptive contrasts (:func:`~numerics.experiments.study.certified.statistics.summarise`).
+    ``facts``: what :func:`~numerics.experiments.study.certified.facts.measure` measured (rendered here, nothing
+    computed); ``cells_dir``: where the cells were read (named in the Method). The files replace the old ones
+    together, so a failure leaves the old page, table and verdicts as they were.
 
     Notes
     -----
     No example: it writes files (``tests/test_certified.py``).
     """
-
-    cache_dir = prediction_cache_dir(cells_dir) if cache_dir == "default" else cache_dir
-    progress(f"reading the exported cells in {cells_dir}")
-    rows, errors = collect(cells_dir)
-    if not rows:  # an empty page would read as a study with nothing done: refuse, naming where it looked
-        raise ValueError(f"no exported cells in {Path(cells_dir)} (a certified study's cells/ directory: "
-                         "docs/results/certified/cells or docs/results/certified-revised/cells in a checkout)")
-    contrasts = collect_contrasts(contrasts_dir) if contrasts_dir is not None else []
-    progress(f"{len(rows)} candidates, {len(contrasts)} contrast runs; the statistics of each setting (bootstrap)")
-    summaries = summarise(rows, errors, planned_depths=plan.depths, contrasts=contrasts, contrast_depth=contrast_depth)
-    # everything computed before anything is written: a failure leaves the shipped files as they were
-    counts: dict = {}
-    checks, rechecks = None, ()
-    if predictions:
-        progress(f"predict_loss against the envelope at {len(summaries)} settings (Monte Carlo, cached in {cache_dir})")
-        checks = {s.setting: prediction_check(s, plan, cache_dir=cache_dir, counts=counts) for s in summaries}
-        rechecks = [r for s in summaries for r in recheck_untrained_nesting(s, rows, plan, cache_dir=cache_dir,
-                                                                            counts=counts)]
-        progress(f"predictions: {counts.get('cached', 0)} read from the cache, {counts.get('computed', 0)} computed")
-    gaps = {s.setting: selection_gaps(s, rows, errors) for s in summaries}
-    compute = study_compute(cells_dir, contrasts_dir, plan)
-    record = verdicts_record(summaries, plan, command=command)
-    if plan.expressible_rates or plan.diverse_rates:
-        progress("the revised plan's facts: the L = 2 step on fresh contexts, the winners' A_L and C_L (cached)")
-    long_checks = {(s.setting[0], s.setting[1], s.setting[5], s.setting[2], c.depth): c for s in summaries
-                   for c in s.certificates if c.pair == "long"}
-    facts = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir, counts=counts, long_checks=long_checks)
-    extra = revised_sections(facts)
-    excess = excess_rows(summaries, plan) if facts is not None else []  # the bracket: the revised page's section
-    extra = extra + excess_section(excess)
-    page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=checks, rechecks=rechecks,
-                              gaps=gaps, compute=compute, cells_dir=cells_dir,
+    rows, summaries, revised, excess = facts.rows, list(facts.summaries), facts.revised, facts.excess
+    extra = revised_sections(revised) + excess_section(excess)
+    page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=facts.checks,
+                              rechecks=facts.rechecks, gaps=facts.gaps, compute=facts.compute, cells_dir=cells_dir,
                               extra=extra)
-    progress(f"writing {out_dir}")
     files = {CSV: csv_text(rows, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))}),
-             PAGE: page, VERDICTS: json.dumps(record, indent=1, allow_nan=True) + "\n"}
-    if facts is not None:
-        files[FACTS] = json.dumps(facts, indent=1, allow_nan=True) + "\n"
+             PAGE: page, VERDICTS: json.dumps(verdicts_record(summaries, plan, command=command), indent=1,
+                                              allow_nan=True) + "\n"}
+    if revised is not None:
+        files[FACTS] = json.dumps(revised, indent=1, allow_nan=True) + "\n"
     if summaries:
         files[FIGURE] = lambda path: draw_certified_figure(summaries, path)
         if any(s.recipes for s in summaries):
             files[RECIPE_FIGURE] = lambda path: draw_recipe_figure(summaries, path)
-    if facts is not None and facts["envelope"]:
-        files[REVISED_FIGURE] = lambda path: draw_revised_figure(facts, path)
-        files[DECOMPOSITION_FIGURE] = lambda path: draw_decomposition_figure(facts, path)
+    if revised is not None and revised["envelope"]:
+        files[REVISED_FIGURE] = lambda path: draw_revised_figure(revised, path)
+        files[DECOMPOSITION_FIGURE] = lambda path: draw_decomposition_figure(revised, path)
     if excess:
         files[EXCESS_FIGURE] = lambda path: draw_excess_figure(excess, path)
     write_together(out_dir, files)  # the page, its table, verdicts and figures replace the old ones together
-    if predictions and cache_dir is not None:  # every cached value the page reads was used: the rest is stale
-        for path in Path(cache_dir).glob("*.json"):
-            if path.name not in counts.get("used", ()):
-                path.unlink()
-    return rows, summaries

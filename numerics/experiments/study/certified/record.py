@@ -11,9 +11,8 @@ import json
 
 from numerics.io import significant
 
-from ...criteria import GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
+from ...criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 from ..plan import Plan
-from .verdict import ALPHA_GRID
 
 __all__ = ["SHIPPED_VERDICTS", "VERDICTS", "read_verdicts", "verdicts_record"]
 

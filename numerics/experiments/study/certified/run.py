@@ -31,17 +31,12 @@ from ...execution import Execution
 from ...grid import Grid
 from ...store import load_arrays
 from ...sweep import run_sweep
-from .cells import export_cells, finished_hashes, import_cells
+from .cells import SUMMARY_COLUMNS, export_cells, finished_hashes, import_cells
 from .finished import candidates_dir, forget_finished, load_finished, save_finished
 from ..plan import Cell, Plan, eval_seed, shipped_U
 
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "context_errors", "diverse_forms", "nested_params", "oracle_allocation", "oracle_heads", "run_cell",
            "run_certified_study", "run_waves", "winner_decomposition"]
-
-#: the columns of a cell's ``summary``, a row per candidate (``step_share``: its share of the cell's steps)
-SUMMARY_COLUMNS = ("learning_rate", "steps", "doubled", "diverged", "R_select", "R_select_se", "R_report",
-                   "R_report_se", "step_share")
-
 
 @dataclass(frozen=True, eq=False)
 class CellResult:

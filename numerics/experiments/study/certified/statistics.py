@@ -29,6 +29,7 @@ from ...criteria import (
 )
 from ..curves import Curve, CurveSummary, RecipeAlpha
 from .bootstrap import replicates
+from .targets import HEADS_SETS, PREDICT_SAMPLES
 from .table import Errors
 from .verdict import (
     ALPHA_GRID,
@@ -52,13 +53,8 @@ from .verdict import (
 
 __all__ = ["ALPHA_GRID", "BOOTSTRAP", "Certificate", "ContrastStat", "FitVariant", "HeadsRecheck", "PredictionCheck",
            "RecipeAlpha", "contrast_bootstrap", "judge", "contrast_stat", "setting_verdict", "summarise",
-           "gain_law_gls", "gain_law_variants", "prediction_check", "recheck_untrained_nesting", "PREDICT_SAMPLES",
+           "gain_law_gls", "gain_law_variants", "PREDICT_SAMPLES",
            "HEADS_SETS", "VERDICT_CONTRAST", "judged_cells", "fit_reported", "implied_alpha"]
-
-#: Monte-Carlo contexts per set of ``theory.predict_loss`` and of the heads' population loss
-PREDICT_SAMPLES = 16384
-#: independent sets of fresh contexts on which the study's heads are evaluated (the control variate's anchor)
-HEADS_SETS = 8
 
 #: bootstrap replicates of the joint (contexts, seeds) resampling
 BOOTSTRAP = 2000
@@ -118,8 +114,9 @@ def judge(summary: CurveSummary) -> CurveSummary:
     doubling_run = tuple(sorted({c.depth for c in summary.certificates if c.name == "doubling"}))
     primary = next((dataclasses.replace(c, checked=True).to_dict() for c in summary.ladder if checked and
                     c.L_max == checked[-1] and all(L in checked for L in c.depths)), None)
-    verdict, kind, reason = setting_verdict(depths, summary.planned_depths, checked, failed, primary,
-                                            [dataclasses.asdict(v) for v in summary.variants], doubling_run=doubling_run)
+    variants = [dataclasses.asdict(v) for v in summary.variants]
+    verdict, kind, reason = setting_verdict(depths, summary.planned_depths, checked, failed, primary, variants,
+                                            doubling_run=doubling_run)
     ranges = []
     for name, planned in range_depths(summary.planned_depths or depths, summary.crossover).items():
         found = {c.estimate: c.to_dict() for n, c in summary.range_contrasts if n == name}
@@ -163,8 +160,9 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
     at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict; where two or more seeds have every
     planned depth done, the setting is judged on those seeds alone (seeds added to a plan later join when
     done). ``contrasts`` (:class:`~numerics.experiments.study.certified.contrasts.Contrast`): a recipe with
-    every depth and seed of a setting gets its α in :attr:`~numerics.experiments.study.curves.CurveSummary.recipes`, beside the envelope, the
-    heads and each cold rate. ``contrast_depth``: the deepest depth of the descriptive contrasts (default each
+    every depth and seed of a setting gets its α in
+    :attr:`~numerics.experiments.study.curves.CurveSummary.recipes`, beside the envelope, the heads and each cold
+    rate. ``contrast_depth``: the deepest depth of the descriptive contrasts (default each
     setting's deepest; ``ValueError`` naming it at a setting that did not run it); the verdict's contrast ends
     at the deepest checked depth.
 
@@ -227,30 +225,33 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         def diff_se(i, j):
             return float(np.std(boot[:, i] - boot[:, j], ddof=1))
 
-        def certificate(name, L, other, ses, pair=""):  # R*_L against ``other``, within ``ses`` paired SEs
-            e, j = at["envelope", L], at[other]
-            return Certificate(name, L, means[e] - means[j], diff_se(e, j),
-                               certificate_allowance(diff_se(e, j), means[j], ses), pair)
+        def certificate(name, L, kind, other, ses, pair=""):  # ``kind`` against ``other``, within ``ses`` paired SEs
+            i, j = at[kind], at[other]
+            return Certificate(name, L, means[i] - means[j], diff_se(i, j),
+                               certificate_allowance(diff_se(i, j), means[j], ses), pair)
 
         certificates = []
         for L in depths:
             if L > 1:
-                certificates.append(certificate("nesting", L, ("envelope", L // 2), CERTIFICATE_SES))
-            certificates.append(certificate("reachability", L, ("bound", L), CERTIFICATE_SES))
+                certificates.append(certificate("nesting", L, ("envelope", L), ("envelope", L // 2), CERTIFICATE_SES))
+            certificates.append(certificate("reachability", L, ("envelope", L), ("bound", L), CERTIFICATE_SES))
             if ("doubled", L) in at:
-                certificates.append(certificate("doubling", L, ("doubled", L), DOUBLING_SES, "doubled"))
+                certificates.append(certificate("doubling", L, ("envelope", L), ("doubled", L), DOUBLING_SES,
+                                                "doubled"))
             if ("long full", L) in at:  # the envelope holds the long runs: their own doubling is its check
-                h, f = at["long half", L], at["long full", L]
-                certificates.append(Certificate("doubling", L, means[h] - means[f], diff_se(h, f),
-                                                certificate_allowance(diff_se(h, f), means[f], DOUBLING_SES), "long"))
+                certificates.append(certificate("doubling", L, ("long half", L), ("long full", L), DOUBLING_SES,
+                                                "long"))
         t2 = float(t.ppf(0.975, max(1, len(seeds) - 1))) ** 2
 
-        def fit(kind):
-            first = at[kind, 1]
-            cols = [at[kind, L] for L in depths[1:]]
-            gains = means[first] - means[cols]
+        def gains(kind, at_depths):  # R_1 − R_L at ``at_depths`` and their bootstrap covariance
+            first, cols = at[kind, 1], [at[kind, L] for L in at_depths]
             cov = np.cov((boot[:, [first]] - boot[:, cols]).T, ddof=1).reshape(len(cols), len(cols))
-            return gain_law_gls(depths[1:], gains, cov, t2) if len(cols) >= 2 else (math.nan,) * 4 + (0,)
+            return means[first] - means[cols], cov
+
+        def fit(kind):
+            if len(depths) < 3:
+                return (math.nan,) * 4 + (0,)
+            return gain_law_gls(depths[1:], *gains(kind, depths[1:]), t2)
 
         alpha, lo, hi, chi2, dof = fit("envelope")
         se = boot.std(axis=0, ddof=1)
@@ -308,13 +309,10 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
                                                         t1)))
         variants = ()
         if len(checked) >= MIN_CHECKED_DEPTHS and checked[0] == 1:
-            first = at["envelope", 1]
-            cols = [at["envelope", L] for L in checked[1:]]
-            cov = np.cov((boot[:, [first]] - boot[:, cols]).T, ddof=1).reshape(len(cols), len(cols))
-            variants = gain_law_variants(checked[1:], means[first] - means[cols], cov, t2)
+            variants = gain_law_variants(checked[1:], *gains("envelope", checked[1:]), t2)
         a, b, k, d, N, P = setting
-        R = Curve("R_L", a, b, np.array(depths), cube[[at["envelope", L] for L in depths]].mean(axis=2).T,
-                  np.array([means[at["envelope", L]] for L in depths]), np.array([se[at["envelope", L]] for L in depths]),
+        rows_R = [at["envelope", L] for L in depths]  # the per-seed values, their mean and the bootstrap SE
+        R = Curve("R_L", a, b, np.array(depths), cube[rows_R].mean(axis=2).T, means[rows_R], se[rows_R],
                   np.full(len(depths), len(seeds)), "bootstrap")
         out.append(judge(CurveSummary(
             name="envelope", a=a, b=b, R=R, size=(d, P, N), k=k, alpha=alpha, alpha_lo=lo, alpha_hi=hi, chi2=chi2,
@@ -375,85 +373,6 @@ class PredictionCheck:
                      zip(self.predicted, self.predicted_se, self.estimate, self.heads_se, self.gap_se))
 
 
-def prediction_check(summary: CurveSummary, plan, *, n_samples: int = PREDICT_SAMPLES,
-                     n_sets: int = HEADS_SETS, cache_dir=None, counts: dict | None = None) -> PredictionCheck:
-    """``predict_loss`` against the envelope of ``summary`` at every depth (:class:`PredictionCheck`).
-
-    ``plan`` (a :class:`~numerics.experiments.study.plan.Plan`) fixes the heads: those its
-    oracle start wrote into the weights (:func:`~numerics.experiments.study.certified.run.oracle_allocation`,
-    fitted on ``plan.bound_contexts`` contexts). The fresh contexts have a stream of their own, fixed by the
-    setting. ``cache_dir``: the Monte-Carlo values are read from / written to it
-    (:func:`numerics.experiments.cache.cached`, keyed on the code of ``theory``'s B_L and heads' losses);
-    ``counts`` counts them.
-
-    Notes
-    -----
-    No example: it runs the bounds' Monte Carlo (``tests/test_certified.py``).
-    """
-    from theory import PowerLawSpectrum, predict_loss
-    from theory.predict import INTERVAL_Z
-    from theory.softmax_bounds import allocation_losses
-
-    from ...cache import cached
-
-    a, b, k, d, N, P = summary.setting
-    spectrum = PowerLawSpectrum(a, b, d)
-    inputs = {"setting": list(summary.setting), "depths": list(summary.depths), "n_samples": n_samples,
-              "n_sets": n_sets, "bound_depths": list(plan.depths), "bound_contexts": plan.bound_contexts}
-
-    def compute() -> dict:
-        prediction = predict_loss(summary.depths, spectrum, attention="softmax", task="difficult", P=P, k=k,
-                                  n_samples=n_samples, regime="heads")
-        half_width = np.asarray(prediction.upper) - np.asarray(prediction.loss)
-        heads = _heads(summary.setting, plan, summary.depths)
-        means, ses = allocation_losses(heads, spectrum, P, k, n_contexts=n_samples, n_seeds=n_sets,
-                                       rng=_fresh_rng(summary.setting, 1))
-        return {"predicted": [float(v) for v in prediction.loss],
-                "predicted_se": [float(v) / INTERVAL_Z for v in half_width],
-                "heads": [float(v) for v in means], "heads_se": [float(v) for v in ses]}
-
-    values = cached(cache_dir, "prediction", inputs, compute, code=prediction_code(), counts=counts)
-    reach = {c.depth: c for c in summary.certificates if c.name == "reachability"}
-    return PredictionCheck(
-        depths=summary.depths, predicted=tuple(values["predicted"]), predicted_se=tuple(values["predicted_se"]),
-        heads=tuple(values["heads"]), heads_se=tuple(values["heads_se"]),
-        gap=tuple(reach[L].excess for L in summary.depths), gap_se=tuple(reach[L].se for L in summary.depths),
-    )
-
-
-def _heads(setting: tuple, plan, depths) -> list:
-    """The heads the plan's oracle start wrote into the weights at each of ``depths`` (``HeadAllocation``)."""
-    from .run import oracle_heads
-
-    a, b, k, d, N, P = setting
-    return [oracle_heads(a, b, k, d, P, L, plan.depths, plan.bound_contexts) for L in depths]
-
-
-def prediction_code() -> str:
-    """The digest of the code behind a cached prediction: ``predict_loss``'s B_L branch (not its other regimes or
-    its argument checks), the heads' population losses and the plan's head allocation.
-
-    Examples
-    --------
-    >>> prediction_code() == prediction_code()
-    True
-    """
-    from theory.predict import _softmax_heads
-    from theory.softmax_bounds import allocation_losses
-
-    from ...cache import function_digest
-
-    return function_digest(_softmax_heads, allocation_losses, _heads, _fresh_rng)
-
-
-def _fresh_rng(setting: tuple, role: int) -> np.random.Generator:
-    """Fresh contexts of a setting, neither its report nor its selection set: one stream per ``role``."""
-    from ..plan import eval_seed
-
-    a, b, k, _, _, P = setting
-    return np.random.default_rng([eval_seed("report", a, b, k, P), role])
-
-
 @dataclass(frozen=True)
 class HeadsRecheck:
     """A failed nesting certificate whose two envelopes are the untrained B_L heads, repeated in the population.
@@ -480,48 +399,3 @@ class HeadsRecheck:
     def sigmas(self) -> float:
         """How far the report set's excess is from the population's, in SEs of their difference."""
         return (self.report - self.population) / math.hypot(self.report_se, self.population_se)
-
-
-def recheck_untrained_nesting(summary: CurveSummary, rows, plan, *, n_samples: int = PREDICT_SAMPLES,
-                              n_sets: int = HEADS_SETS, cache_dir=None, counts: dict | None = None) -> tuple:
-    """Repeat in the population each failed nesting certificate of ``summary`` between untrained heads.
-
-    Where the envelope at L and at L/2 is, in every seed, the untrained oracle start (the heads of B_L
-    written into the weights), the certificate compares two fixed functions, so it can be repeated on as
-    many fresh contexts as wanted. A report-set failure the population reverses is a fluctuation of the
-    report set, not a failure of training; the verdict rule still counts it (where the depth is checked). Returns
-    :class:`HeadsRecheck` per such certificate.
-
-    Notes
-    -----
-    No example: it runs the heads' Monte Carlo (``tests/test_certified.py``).
-    """
-    from theory import PowerLawSpectrum
-    from theory.softmax_bounds import allocation_loss_difference
-
-    from ...cache import cached, function_digest
-
-    members = [r for r in rows if r.setting == summary.setting]
-    _, seeds = judged_cells(members, summary.planned_depths)  # the summary's own
-    selected = {(r.depth, r.seed): r for r in members if r.selected}
-
-    def untrained_heads(L):
-        return all(selected[L, s].start == "oracle" and selected[L, s].steps == 0 for s in seeds)
-
-    a, b, k, d, N, P = summary.setting
-    out = []
-    for c in summary.failed:
-        if c.name != "nesting" or not (untrained_heads(c.depth) and untrained_heads(c.depth // 2)):
-            continue
-        def compute(depth=c.depth) -> dict:
-            deeper, shallower = _heads(summary.setting, plan, (depth, depth // 2))
-            diff, se = allocation_loss_difference(deeper, shallower, PowerLawSpectrum(a, b, d), P, k,
-                                                  n_contexts=n_samples, n_seeds=n_sets,
-                                                  rng=_fresh_rng(summary.setting, 2 + depth))
-            return {"difference": float(diff), "se": float(se)}
-
-        inputs = {"setting": list(summary.setting), "depth": c.depth, "n_samples": n_samples, "n_sets": n_sets,
-                  "bound_depths": list(plan.depths), "bound_contexts": plan.bound_contexts}
-        values = cached(cache_dir, "nesting-recheck", inputs, compute, code=function_digest(compute), counts=counts)
-        out.append(HeadsRecheck(summary.setting, c.depth, c.excess, c.se, values["difference"], values["se"]))
-    return tuple(out)

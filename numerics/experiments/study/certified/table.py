@@ -22,9 +22,8 @@ from numerics.io import write_text
 
 from ...recipes import RECIPES
 from ..table import CSV_COLUMNS, CandidateRow, read_rows, table_text
-from .cells import cell_files, read_cell
+from .cells import SUMMARY_COLUMNS, cell_files, read_cell
 from ..plan import RECIPE, STARTS, Cell
-from .run import SUMMARY_COLUMNS
 
 __all__ = ["CSV_COLUMNS", "PLAN_FIELDS", "CandidateRow", "Errors", "check_plan_versions", "check_rows", "collect", "csv_text",
            "read_csv", "write_csv"]

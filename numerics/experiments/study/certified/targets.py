@@ -13,13 +13,17 @@ import math
 from dataclasses import dataclass
 
 from ..._markdown import markdown_table
-from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET, Verdict, at_most, exceeds
-from .cells import cell_files, read_cell
+from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET, at_most, exceeds
+from ..curves import spectrum_label
 
-__all__ = ["CORES", "PLAN_SEEDS", "PREDICTION_DEPTHS", "StudyCompute", "study_compute", "targets_markdown"]
+__all__ = ["CORES", "HEADS_SETS", "PLAN_SEEDS", "PREDICT_SAMPLES", "PREDICTION_DEPTHS", "StudyCompute", "targets_markdown"]
 
 #: the depths at which ``predict_loss`` is held to :data:`~numerics.experiments.criteria.PREDICTION_TARGET`
 PREDICTION_DEPTHS = (1, 2, 4)
+#: Monte-Carlo contexts per set of ``theory.predict_loss`` and of the heads' population loss
+PREDICT_SAMPLES = 16384
+#: independent sets of fresh contexts on which the study's heads are evaluated (the control variate's anchor)
+HEADS_SETS = 8
 #: the cores the wall-clock target :data:`~numerics.experiments.criteria.HOURS_TARGET` is stated for
 CORES = 2
 #: seeds of the Table 1 spectra the time target counts (the plan's later seeds are extra power)
@@ -60,49 +64,8 @@ class StudyCompute:
         return self.floor_core_seconds / 3600.0 / CORES
 
 
-def _part(config: dict, plan) -> int:
-    """Which part of :func:`study_compute` a cell's ``config`` belongs to (an index into its labels)."""
-    if plan.is_main(config["a"], config["b"], config["P"], config["k"]):
-        return 0 if int(config["seed"]) in tuple(plan.seeds)[:PLAN_SEEDS] else 2
-    return 1 if int(config["P"]) == plan.long_P else 3
-
-
-def study_compute(cells_dir, contrasts_dir, plan) -> StudyCompute:
-    """The CPU time of the exported cells (by part) and contrast runs (:class:`StudyCompute`).
-
-    Notes
-    -----
-    No example: it reads exported cells (``tests/test_certified.py``).
-    """
-    labels = (f"Table 1 spectra at P = {plan.P}, seeds {', '.join(map(str, tuple(plan.seeds)[:PLAN_SEEDS]))}",
-              f"the second P = {plan.long_P}", "Table 1 spectra, the later seeds", "top-16")
-    runs, core = [0] * len(labels), [0.0] * len(labels)
-    seen: dict = {}  # (a, b, k, P, depth) -> (CPU times of every seed, how many of them are plan cells)
-    for path in cell_files(cells_dir):
-        record, _ = read_cell(path)
-        config, cpu = record["config"], float(record["metrics"]["cpu_time"])
-        i = _part(config, plan)
-        runs[i] += 1
-        core[i] += cpu
-        key = tuple(config[name] for name in ("a", "b", "k", "P", "depth"))
-        times, in_plan = seen.get(key, ([], 0))
-        seen[key] = (times + [cpu], in_plan + (i < 2))
-    parts = [(label, n, c) for label, n, c in zip(labels, runs, core)]
-    floor = sum(min(times) * in_plan for times, in_plan in seen.values())
-    if contrasts_dir is not None:
-        records = [read_cell(path)[0] for path in cell_files(contrasts_dir)]
-        parts.append(("contrast runs (lazy, equal budget)", len(records),
-                      sum(float(r["metrics"]["cpu_time"]) for r in records)))
-    return StudyCompute(tuple(parts), floor_core_seconds=floor)
-
-
 def _mark(met: bool) -> str:
     return "met" if met else "**not met**"
-
-
-def _spectrum(setting: tuple) -> str:
-    a, b = setting[:2]
-    return f"({a:g}, {b:g})"
 
 
 def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None) -> list[str]:
@@ -131,17 +94,18 @@ def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None
                      f"(B_1 − B_2) − (R*_1 − R*_2) = {short:+.4f} ± {se:.4f}", _mark(at_most(short, se, FIRST_STEP_SES))))
     others = [s for s in main if s not in origin and exceeds(s.first_shortfall, s.first_shortfall_se, FIRST_STEP_SES)]
     rows.append(("the same at the other Table 1 spectra: stated", f"more than {FIRST_STEP_SES:g} SE short at "
-                 f"{', '.join(_spectrum(s.setting) for s in others) or 'none'}", "–"))
+                 f"{', '.join(spectrum_label(*s.setting[:2]) for s in others) or 'none'}", "–"))
     nesting = [(s, c.depth) for s in main for c in s.failed if c.name == "nesting"]
-    where = ", ".join(f"{_spectrum(s.setting)} at L = {L}" for s, L in nesting)
+    where = ", ".join(f"{spectrum_label(*s.setting[:2])} at L = {L}" for s, L in nesting)
     rows.append(("nesting at every depth of every Table 1 spectrum",
                  "fails at " + where if nesting else "holds at every depth", _mark(not nesting)))
     # a verdict rests on the depths whose step-doubling check ran and passed (``CurveSummary.checked``); a
     # failed certificate there (nesting, reachability) must have made it INCONCLUSIVE
     unchecked = [(s, L) for s in main for L in s.checked if L not in s.doubling_run]
-    misjudged = [s for s in main if s.verdict != Verdict.INCONCLUSIVE and any(c.depth in s.checked for c in s.failed)]
-    text = "; ".join(f"{_spectrum(s.setting)}: {', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} failed, "
-                     f"verdict {s.verdict} on L = {', '.join(map(str, s.checked)) or 'none'}"
+    misjudged = [s for s in main if s.verdict[0] != "INCONCLUSIVE" and any(c.depth in s.checked for c in s.failed)]
+    text = "; ".join(f"{spectrum_label(*s.setting[:2])}: "
+                     f"{', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} failed, "
+                     f"verdict {s.verdict[0]} on L = {', '.join(map(str, s.checked)) or 'none'}"
                      for s in main if s.failed) or "every certificate passes"
     rows.append(("no verdict rests on a depth whose step-doubling check did not run or whose certificate failed",
                  text, _mark(not unchecked and not misjudged)))
@@ -171,16 +135,18 @@ def _prediction_rows(main, checks: dict) -> list[tuple]:
         if check is None:
             continue
         for i, L in enumerate(s.depths):
-            row = (abs(check.deviation[i]), check.deviation[i], check.deviation_se[i], s.setting, L)
+            row = (abs(check.deviation[i]), check.deviation[i], check.deviation_se[i], spectrum_label(*s.setting[:2]), L)
             (near if L in PREDICTION_DEPTHS else deep).append(row)
     if not near:
         return []
-    worst = max(near, key=lambda row: row[0])  # the first of equal deviations
+
+    def largest(rows) -> tuple[float, str]:
+        worst = max(rows, key=lambda row: row[0])  # the first of equal deviations
+        return worst[0], f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({worst[3]}, L = {worst[4]})"
+
+    deviation, text = largest(near)
     rows = [(f"predict_loss within {PREDICTION_TARGET:.0%} of R*_L at L = {', '.join(map(str, PREDICTION_DEPTHS))}",
-             f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]})",
-             _mark(worst[0] <= PREDICTION_TARGET))]
+             text, _mark(deviation <= PREDICTION_TARGET))]
     if deep:
-        worst = max(deep, key=lambda row: row[0])
-        rows.append((f"predict_loss beyond L = {PREDICTION_DEPTHS[-1]}: stated",
-                     f"largest: {worst[1]:+.1%} ± {worst[2]:.1%} ({_spectrum(worst[3])}, L = {worst[4]})", "–"))
+        rows.append((f"predict_loss beyond L = {PREDICTION_DEPTHS[-1]}: stated", largest(deep)[1], "–"))
     return rows

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bootstrap import context_weights, seed_counts, weighted_sums
+from .formatting import depth_list
 from ..plan import shipped_U
 from ...criteria import (ALPHA_GRID, CONTRAST_DEPTHS, GAIN_LAW_MAX_CHI2_DOF, Reason, Verdict, alpha_ends_bounded,
                          contrast_depths, contrast_value, law_contrast)
@@ -140,17 +141,6 @@ class FitVariant:
     alpha_hi: float
     chi2: float
     dof: int
-
-
-def depth_list(depths) -> str:
-    """Depths as the page and the verdicts' reasons list them (``none`` for no depth).
-
-    Examples
-    --------
-    >>> depth_list((1, 2, 4)), depth_list(())
-    ('1, 2, 4', 'none')
-    """
-    return ", ".join(map(str, depths)) if depths else "none"
 
 
 def _judge_contrast(p: dict, depths) -> tuple[str, tuple | None]:
