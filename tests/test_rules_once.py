@@ -46,7 +46,7 @@ NOT_RULES = {
                                  "TIMING_BUDGET": "how long the run-time estimate may time: a sample size"},
     "reproduce/figures/_linear.py": {"_PANEL_EXPONENT": "figure layout"},
     "store/_layout.py": {"SCHEMA_VERSION": "the store's file-format version"},
-    "study/certified/plan.py": {"CELL_FORMAT": "the cells' file-format version (hashed into every cell)"},
+    "study/plan.py": {"CELL_FORMAT": "the cells' file-format version (hashed into every cell)"},
     "study/certified/statistics.py": {"BOOTSTRAP": "bootstrap replicates: a sample size"},
     "study/certified/facts.py": {"DECOMPOSITION_CONTEXTS": "report contexts of a winner's A_L, C_L: a sample size"},
     "study/certified/targets.py": {"CORES": "the machine the hours target is stated for",

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from ..._markdown import markdown_table
-from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET, at_most, exceeds
+from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET, Verdict, at_most, exceeds
 from ..curves import spectrum_label
 
 __all__ = ["CORES", "HEADS_SETS", "PLAN_SEEDS", "PREDICT_SAMPLES", "PREDICTION_DEPTHS", "StudyCompute", "targets_markdown"]
@@ -102,10 +102,10 @@ def targets_markdown(summaries, checks: dict, plan, compute: StudyCompute | None
     # a verdict rests on the depths whose step-doubling check ran and passed (``CurveSummary.checked``); a
     # failed certificate there (nesting, reachability) must have made it INCONCLUSIVE
     unchecked = [(s, L) for s in main for L in s.checked if L not in s.doubling_run]
-    misjudged = [s for s in main if s.verdict[0] != "INCONCLUSIVE" and any(c.depth in s.checked for c in s.failed)]
+    misjudged = [s for s in main if s.verdict != Verdict.INCONCLUSIVE and any(c.depth in s.checked for c in s.failed)]
     text = "; ".join(f"{spectrum_label(*s.setting[:2])}: "
                      f"{', '.join(f'{c.name} at L = {c.depth}' for c in s.failed)} failed, "
-                     f"verdict {s.verdict[0]} on L = {', '.join(map(str, s.checked)) or 'none'}"
+                     f"verdict {s.verdict} on L = {', '.join(map(str, s.checked)) or 'none'}"
                      for s in main if s.failed) or "every certificate passes"
     rows.append(("no verdict rests on a depth whose step-doubling check did not run or whose certificate failed",
                  text, _mark(not unchecked and not misjudged)))
