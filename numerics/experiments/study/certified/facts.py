@@ -26,7 +26,8 @@ from .contrasts import collect_contrasts
 from .excess import excess_rows
 from ..plan import CELL_FORMAT, Plan, shipped_U
 from .selection import selection_gaps
-from .statistics import HeadsRecheck, PredictionCheck, SettingSummary, judged_cells, summarise
+from ..curves import CurveSummary
+from .statistics import HeadsRecheck, PredictionCheck, judged_cells, summarise
 from .table import collect
 from .targets import HEADS_SETS, PLAN_SEEDS, PREDICT_SAMPLES, StudyCompute
 from .verdict import long_pairs
@@ -70,7 +71,7 @@ class PairedDifference:
         return ses_word(self.value, self.se, sigmas)
 
 
-def prediction_check(summary: SettingSummary, plan, *, n_samples: int = PREDICT_SAMPLES,
+def prediction_check(summary: CurveSummary, plan, *, n_samples: int = PREDICT_SAMPLES,
                      n_sets: int = HEADS_SETS, cache_dir=None, counts: dict | None = None) -> PredictionCheck:
     """``predict_loss`` against the envelope of ``summary`` at every depth (:class:`PredictionCheck`).
 
@@ -149,7 +150,7 @@ def _fresh_rng(setting: tuple, role: int) -> np.random.Generator:
     return np.random.default_rng([eval_seed("report", a, b, k, P), role])
 
 
-def recheck_untrained_nesting(summary: SettingSummary, rows, plan, *, n_samples: int = PREDICT_SAMPLES,
+def recheck_untrained_nesting(summary: CurveSummary, rows, plan, *, n_samples: int = PREDICT_SAMPLES,
                               n_sets: int = HEADS_SETS, cache_dir=None, counts: dict | None = None) -> tuple:
     """Repeat in the population each failed nesting certificate of ``summary`` between untrained heads.
 
@@ -476,7 +477,7 @@ class Facts:
     """Everything the certified study's page shows, measured once (:func:`measure`); the page only renders it.
 
     ``rows``, ``errors``: the exported candidates and their report-set errors; ``summaries``: one
-    :class:`~numerics.experiments.study.certified.statistics.SettingSummary` per setting; ``checks``:
+    :class:`~numerics.experiments.study.certified.statistics.CurveSummary` per setting; ``checks``:
     ``{setting: PredictionCheck}`` (None without predictions); ``rechecks``: the
     :class:`~numerics.experiments.study.certified.statistics.HeadsRecheck` values; ``gaps``: ``{setting:
     (SelectionGap per depth)}``; ``compute``: the :class:`~numerics.experiments.study.certified.targets.StudyCompute`;
