@@ -12,7 +12,7 @@ Examples
 
 from __future__ import annotations
 
-__all__ = ["headings", "table", "tables"]
+__all__ = ["has_cells", "headings", "table", "tables"]
 
 
 def headings(text: str, level: int | None = None) -> list[str]:
@@ -50,3 +50,16 @@ def table(text: str, *first: str) -> list[list[str]]:
     if len(found) != 1:
         raise AssertionError(f"{len(found)} tables whose header starts with {first!r}")
     return found[0]
+
+
+def has_cells(text: str, *cells: str) -> bool:
+    """Whether a row of a table of ``text`` (its header included) holds ``cells`` side by side.
+
+    Examples
+    --------
+    >>> has_cells("| a | b | c |\\n|---|---|---|\\n| 1 | 2 | 3 |", "2", "3"), has_cells("| a | b |\\n|---|---|", "b", "a")
+    (True, False)
+    """
+    wanted, n = list(cells), len(cells)
+    return any(row[i:i + n] == wanted for header, rows in tables(text) for row in [header, *rows]
+               for i in range(len(row) - n + 1))
