@@ -58,3 +58,29 @@ def smoke_reproduction(tmp_path_factory):
     out = tmp_path_factory.mktemp("smoke-reproduction") / "out"
     return reproduce("smoke", out_dir=out, execution=Execution(workers=2, progress=False), study=True,
                      log=lambda text: None)
+
+
+@pytest.fixture(scope="session")
+def tiny_certified(tmp_path_factory):
+    """The one tiny certified study of the session (``tests/tiny_certified.py``: its plan and how it is trained),
+    with its contrast runs: trained once, read by every certified test. A test that writes works on a copy."""
+    from tiny_certified import train_tiny_certified
+
+    return train_tiny_certified(tmp_path_factory.mktemp("tiny-certified"))
+
+
+@pytest.fixture(scope="session")
+def tiny_certified_cli(tiny_certified, tmp_path_factory):
+    """The page ``idepth study certified --report-only`` writes from the tiny study (cells and contrast runs), once
+    per session: its Monte-Carlo predictions are computed then, into the cache beside the cells."""
+    from tiny_certified import cli_page
+
+    return cli_page(tiny_certified, tmp_path_factory.mktemp("tiny-certified-cli") / "out")
+
+
+@pytest.fixture(scope="session")
+def tiny_certified_page(tiny_certified, tmp_path_factory):
+    """The tiny plan's own page (its revised sections, the contrast recipes; no predictions), written once."""
+    from tiny_certified import tiny_page
+
+    return tiny_page(tiny_certified, tmp_path_factory.mktemp("tiny-certified-page") / "out")

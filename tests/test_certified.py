@@ -2,59 +2,51 @@
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from page_parts import headings, table, tables
+from tiny_certified import FIRST_DEPTHS, ONE_WORKER, TINY
 from tolerances import MC_SIGMAS, ROUNDOFF
 
 from numerics.experiments.criteria import GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 
-from numerics.experiments.execution import Execution
 from numerics.experiments.store import load_arrays, load_results
 from numerics.experiments.study.certified import SUMMARY_COLUMNS, nested_params, run_certified_study
 from numerics.experiments.study.plan import Candidate, Plan
 from numerics.experiments.study.certified.contrasts import contrast_configs
+from numerics.experiments.study.certified.formatting import setting_label
 from numerics.models import get_model
 from numerics.tasks import sample
 from theory import PowerLawSpectrum
 
-TINY = Plan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0,), side_seeds=(0,), long_spectra=(),
-                     top16_spectra=(), cold_steps=48, warm_steps=24, batch_size=32, eval_size=256, bound_contexts=1024,
-                     d=4, N=8, P=16, warmup_steps=8, evals_per_run=4)
 COL = {name: i for i, name in enumerate(SUMMARY_COLUMNS)}
-#: the tiny studies run in one local worker, silently
-ONE_WORKER = Execution(workers=1, progress=False)
+#: report contexts per cell of the tiny study (columns of ``report_errors``)
+REPORT_COLUMNS = TINY.report_size // TINY.report_block
 
 
-@pytest.fixture(scope="module")
-def tiny_study(tmp_path_factory):
-    store = tmp_path_factory.mktemp("certified")
-    cells = run_certified_study(TINY, store, execution=ONE_WORKER)
-    return store, cells
-
-
-def _cell(store, cells, depth):
-    (run_hash, cell), = [(h, c) for h, c in cells.items() if c.depth == depth]
+def _cell(study, depth, store=None):
+    run_hash, cell = study.cell_at(depth)
+    store = study.store if store is None else store
     record, = [r for r in load_results(store, status="done") if r["hash"] == run_hash]
     return cell, record, load_arrays(store, run_hash)
 
 
-def test_every_depth_has_one_cell_with_its_candidates(tiny_study):
-    store, cells = tiny_study
-    assert sorted(c.depth for c in cells.values()) == [1, 2, 4]
-    cell, record, arrays = _cell(store, cells, 2)
+def test_every_depth_has_one_cell_with_its_candidates(tiny_certified):
+    assert sorted(c.depth for c in tiny_certified.cells.values()) == list(TINY.depths)
+    cell, record, arrays = _cell(tiny_certified, 2)
     labels = json.loads(record["metrics"]["candidates"])
     assert labels == [c.label for c in cell.candidates] and "nested (untrained)" in labels
     assert arrays["summary"].shape == (len(labels), len(SUMMARY_COLUMNS))
-    assert arrays["report_errors"].shape == (len(labels), TINY.eval_size)
+    assert arrays["report_errors"].shape == (len(labels), REPORT_COLUMNS)
 
 
-def test_each_cell_records_its_winners_decomposition_which_recomposes_its_loss(tiny_study):
+def test_each_cell_records_its_winners_decomposition_which_recomposes_its_loss(tiny_certified):
     """Fig. 6c/d read A_L and C_L of the certified winners: R_L = C_L + (A_L - C_L)/L on the report set (eq. 63)."""
-    store, cells = tiny_study
-    for depth in (1, 2, 4):
-        _, record, _ = _cell(store, cells, depth)
+    for depth in TINY.depths:
+        _, record, _ = _cell(tiny_certified, depth)
         m = record["metrics"]
         if depth == 1:
             assert m["C_L"] is None and abs(m["A_L"] - m["R_L"]) <= ROUNDOFF[np.float32] * m["R_L"]
@@ -64,10 +56,9 @@ def test_each_cell_records_its_winners_decomposition_which_recomposes_its_loss(t
         assert abs(recomposed - m["R_L"]) <= ROUNDOFF[np.float32] * m["R_L"], (depth, recomposed, m["R_L"])
 
 
-def test_winner_has_the_least_selection_loss_and_is_reported_on_the_other_set(tiny_study):
-    store, cells = tiny_study
-    for depth in (1, 2, 4):
-        cell, record, arrays = _cell(store, cells, depth)
+def test_winner_has_the_least_selection_loss_and_is_reported_on_the_other_set(tiny_certified):
+    for depth in TINY.depths:
+        cell, record, arrays = _cell(tiny_certified, depth)
         summary = arrays["summary"]
         eligible = [i for i, c in enumerate(cell.candidates) if not c.doubled]
         winner = record["metrics"]["winner"]
@@ -76,12 +67,11 @@ def test_winner_has_the_least_selection_loss_and_is_reported_on_the_other_set(ti
         assert summary[winner, COL["R_report"]] != summary[winner, COL["R_select"]]  # two different sets
 
 
-def test_the_untrained_nested_start_is_its_parent_exactly(tiny_study):
+def test_the_untrained_nested_start_is_its_parent_exactly(tiny_certified):
     """Duplicating every layer keeps the function (eq. 60): nesting holds on every context."""
-    store, cells = tiny_study
-    for depth in (2, 4):
-        cell, _, arrays = _cell(store, cells, depth)
-        parent, parent_record, parent_arrays = _cell(store, cells, depth // 2)
+    for depth in TINY.depths[1:]:
+        cell, _, arrays = _cell(tiny_certified, depth)
+        parent, parent_record, parent_arrays = _cell(tiny_certified, depth // 2)
         nested = [i for i, c in enumerate(cell.candidates) if c.start == "nested" and not c.trained][0]
         winner = parent_record["metrics"]["winner"]
         np.testing.assert_allclose(arrays["report_errors"][nested], parent_arrays["report_errors"][winner],
@@ -99,36 +89,48 @@ def test_nested_params_compute_the_parent_function():
     assert not np.array_equal(moved["W_q"][0], moved["W_q"][1])
 
 
-def test_a_second_call_retrains_nothing(tiny_study):
-    store, _ = tiny_study
+def test_a_second_call_retrains_nothing(tiny_certified, tmp_path):
+    import shutil
+
+    store = shutil.copytree(tiny_certified.store, tmp_path / "store")
     before = {r["hash"]: r for r in load_results(store, status="done")}
     run_certified_study(TINY, store, execution=ONE_WORKER)
     after = {r["hash"]: r for r in load_results(store, status="done")}
     assert after == before  # same cells, same records (times included): nothing ran again
 
 
-def test_exported_cells_continue_the_study_in_a_new_store(tiny_study, tmp_path):
+def test_exported_cells_continue_the_study_in_a_new_store(tiny_certified, tmp_path):
+    """The tiny study ran in two sessions: depths 1 and 2 (``first``), then a fresh store from the exported files
+    only, which trained depth 4. The imported cells are the first session's, and the depth-4 cell is bitwise the
+    one an uninterrupted store trains."""
+    import shutil
+
     from numerics.experiments.study.certified.cells import read_cell
 
-    store, cells = tiny_study
+    cells = tiny_certified.cells
+    (shallow,) = [h for h, c in cells.items() if c.depth == FIRST_DEPTHS[-1]]
+    (deepest,) = [h for h, c in cells.items() if c.depth == TINY.depths[-1]]
+    # what the first session exported: every cell, and only the frontier keeps its weights (re-exported from a
+    # copy of its store, which trains nothing: every cell of those depths is done there)
+    first = shutil.copytree(tiny_certified.first, tmp_path / "first")
     files = dict(cells_dir=tmp_path / "cells", frontier_dir=tmp_path / "frontier")
-    first = run_certified_study(TINY, tmp_path / "first", depths=(1, 2), **files, execution=ONE_WORKER)
-    (shallow,) = [h for h, c in first.items() if c.depth == 2]
-    assert [p.stem for p in files["frontier_dir"].glob("*.npz")] == [shallow]  # only the frontier keeps weights
+    again = run_certified_study(TINY, first, depths=FIRST_DEPTHS, **files, execution=ONE_WORKER)
+    assert set(again) == {h for h, c in cells.items() if c.depth in FIRST_DEPTHS}
+    assert [p.stem for p in files["frontier_dir"].glob("*.npz")] == [shallow]
     record, arrays = read_cell(files["cells_dir"] / f"{shallow}.npz")
     # every exported cell keeps its winner's weights (a later evaluation on more contexts needs no retraining)
     assert record["hash"] == shallow and any(name.startswith("winner_") for name in arrays)
-    # a new session: a fresh store, the exported files only
-    run_certified_study(TINY, tmp_path / "second", **files, execution=ONE_WORKER)
-    old = {r["hash"]: r for r in load_results(tmp_path / "first", status="done")}
-    new = {r["hash"]: r for r in load_results(tmp_path / "second", status="done")}
-    assert set(old) < set(new) == set(cells)  # the two imported, depth 4 trained: the same cells as in one go
+    # the second session: a fresh store, the exported files only
+    old = {r["hash"]: r for r in load_results(tiny_certified.first, status="done")}
+    new = {r["hash"]: r for r in load_results(tiny_certified.store, status="done")}
+    assert set(old) < set(new) == set(cells)  # the first depths imported, depth 4 trained: the plan's cells
     for run_hash in old:
         assert new[run_hash]["metrics"] == old[run_hash]["metrics"]
-    (deepest,) = [h for h, c in cells.items() if c.depth == 4]
-    assert [p.stem for p in files["frontier_dir"].glob("*.npz")] == [deepest]
-    np.testing.assert_array_equal(load_arrays(tmp_path / "second", deepest)["summary"],
-                                  load_arrays(store, deepest)["summary"])  # resumed = uninterrupted, bitwise
+    assert [p.stem for p in tiny_certified.frontier_dir.glob("*.npz")] == [deepest]
+    # the uninterrupted study: depth 4 trained in the first session's own store
+    run_certified_study(TINY, first, execution=ONE_WORKER)
+    np.testing.assert_array_equal(load_arrays(first, deepest)["summary"],
+                                  load_arrays(tiny_certified.store, deepest)["summary"])  # resumed = uninterrupted
 
 
 def test_the_plan_keeps_the_hashes_of_running_cells_and_adds_top16():
@@ -170,22 +172,14 @@ def test_candidate_rejects_unknown_starts_and_untrained_cold_starts():
 
 
 # ----------------------------------------------------------------------------- table, statistics, page, CLI
-def _exported(tiny_study, tmp_path):
-    from numerics.experiments.study.certified.cells import export_cells
-
-    store, cells = tiny_study
-    children = {c.parent: h for h, c in cells.items() if c.parent}
-    export_cells(store, tmp_path / "cells", tmp_path / "frontier", children)
-    return tmp_path / "cells"
-
-
-def test_the_csv_round_trips_and_has_one_selected_row_per_cell(tiny_study, tmp_path):
+def test_the_csv_round_trips_and_has_one_selected_row_per_cell(tiny_certified, tmp_path):
     from numerics.experiments.study.certified.table import collect, read_csv, write_csv
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     write_csv(rows, tmp_path / "t.csv", provenance={"command": "test"})
     assert read_csv(tmp_path / "t.csv") == rows
-    assert sum(r.selected for r in rows) == 3 and errors.values.shape == (len(rows), TINY.eval_size)
+    assert sum(r.selected for r in rows) == len(TINY.depths) * len(TINY.seeds)  # one winner per cell
+    assert errors.values.shape == (len(rows), REPORT_COLUMNS)
 
 
 def test_a_csv_without_its_columns_gets_one_line_naming_them(tmp_path):
@@ -197,12 +191,12 @@ def test_a_csv_without_its_columns_gets_one_line_naming_them(tmp_path):
     assert "\n" not in str(info.value)
 
 
-def test_every_row_carries_the_certified_plans_recipe_and_a_row_without_one_is_refused(tiny_study, tmp_path):
+def test_every_row_carries_the_certified_plans_recipe_and_a_row_without_one_is_refused(tiny_certified, tmp_path):
     import dataclasses
 
     from numerics.experiments.study.certified.table import check_rows, collect, read_csv, write_csv
 
-    rows, _ = collect(_exported(tiny_study, tmp_path))
+    rows, _ = collect(tiny_certified.cells_dir)
     assert {r.recipe for r in rows} == {Plan().recipe.name} == {"converged_study"}
     # the shipped tables carry the recipe column (one layout): every row the certified plan's recipe
     for name in ("certified-study.csv", "certified-revised/certified-study.csv"):
@@ -227,12 +221,12 @@ def test_every_row_carries_the_certified_plans_recipe_and_a_row_without_one_is_r
     assert read_csv(tmp_path / "lazy.csv") == lazy
 
 
-def test_a_selection_that_is_not_the_envelope_is_refused(tiny_study, tmp_path):
+def test_a_selection_that_is_not_the_envelope_is_refused(tiny_certified, tmp_path):
     import dataclasses
 
     from numerics.experiments.study.certified.table import check_rows, collect
 
-    rows, _ = collect(_exported(tiny_study, tmp_path))
+    rows, _ = collect(tiny_certified.cells_dir)
     chosen = next(i for i, r in enumerate(rows) if r.selected)
     worse = next(i for i, r in enumerate(rows) if r.group == rows[chosen].group and not r.selected
                  and r.R_select > rows[chosen].R_select and not r.doubled)
@@ -245,13 +239,13 @@ def test_a_selection_that_is_not_the_envelope_is_refused(tiny_study, tmp_path):
         check_rows([dataclasses.replace(rows[0], start="warm")])
 
 
-def test_certificates_and_verdict_of_the_tiny_study(tiny_study, tmp_path):
+def test_certificates_and_verdict_of_the_tiny_study(tiny_certified, tmp_path):
     from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import collect
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     (summary,) = summarise(rows, errors, n_bootstrap=200)
-    assert summary.depths == (1, 2, 4)
+    assert summary.depths == TINY.depths
     names = {(c.name, c.depth) for c in summary.certificates}
     assert names == {("reachability", 1), ("reachability", 2), ("reachability", 4), ("nesting", 2), ("nesting", 4),
                      ("doubling", 1), ("doubling", 2), ("doubling", 4)}
@@ -259,9 +253,8 @@ def test_certificates_and_verdict_of_the_tiny_study(tiny_study, tmp_path):
     # may only fail by more than 2 SE, which would then block the verdict
     # three depths, all checked at best: fewer than a verdict may rest on, whatever the certificates say
     assert set(summary.checked) <= {1, 2, 4} and len(summary.checked) < MIN_CHECKED_DEPTHS
-    verdict, reason = summary.verdict, summary.reason
-    assert verdict == "INCONCLUSIVE" and summary.kind == "checks"
-    assert f"fewer than {MIN_CHECKED_DEPTHS}" in reason and "the check ran at 1, 2, 4" in reason
+    assert (summary.verdict, summary.kind) == ("INCONCLUSIVE", "checks")
+    assert summary.doubling_run == TINY.depths  # the doubled candidates of every cell: the check ran at every depth
 
 
 def test_gain_law_intervals_cover_the_true_alpha():
@@ -281,42 +274,42 @@ def test_gain_law_intervals_cover_the_true_alpha():
     assert 0.90 <= hits / 300 <= 0.99
 
 
-def test_cli_writes_the_page_from_exported_cells(tiny_study, tmp_path, capsys):
-    from idepth import cli
+def test_cli_writes_the_page_from_exported_cells(tiny_certified, tiny_certified_cli):
+    from numerics.experiments.study.certified.table import collect
 
-    cells = _exported(tiny_study, tmp_path)
-    out = tmp_path / "out"
-    assert cli.main(["study", "certified", "--report-only", "--cells", str(cells.parent), "--out", str(out)]) == 0
-    page = (out / "certified-study.md").read_text()
-    assert "## Verdicts" in page and (out / "figures" / "certified-study.png").is_file()
-    assert "certified-study.csv (" in capsys.readouterr().out
+    out = tiny_certified_cli.out
+    assert tiny_certified_cli.status == 0
+    headings = [line for line in (out / "certified-study.md").read_text().splitlines() if line.startswith("## ")]
+    assert any(h.startswith("## Verdicts") for h in headings) and (out / "figures" / "certified-study.png").is_file()
+    rows, _ = collect(tiny_certified.cells_dir)
+    (written,) = [line for line in tiny_certified_cli.stdout.splitlines() if line.startswith("wrote ")]
+    assert re.search(r"certified-study\.csv \((\d+) candidates\)", written).group(1) == str(len(rows))
 
 
-def test_a_page_regenerated_from_the_same_cells_is_byte_identical(tiny_study, tmp_path):
+def test_a_page_regenerated_from_the_same_cells_is_byte_identical(tiny_certified, tiny_certified_cli, tmp_path):
     """Every bootstrap and Monte-Carlo draw of a page is seeded from the plan and cached: regenerating it gives the
-    same bytes, the verdicts record, the table and the figures included."""
-    from numerics.experiments.study.certified.facts import write_certified
+    same bytes, the verdicts record, the table and the figures included (the session's first page computed its
+    predictions, this one reads them from the cache)."""
+    from tiny_certified import cli_page
 
-    cells = _exported(tiny_study, tmp_path)
-    written = []
-    for name in ("first", "second"):
-        write_certified(tmp_path / name, cells, Plan(), command="the same command",
-                        progress=lambda message: None)
-        written.append({p.relative_to(tmp_path / name): p.read_bytes() for p in (tmp_path / name).rglob("*")
-                        if p.is_file()})
+    again = cli_page(tiny_certified, tmp_path / "out")
+    written = [{p.relative_to(page.out): p.read_bytes() for p in page.out.rglob("*") if p.is_file()}
+               for page in (tiny_certified_cli, again)]
     assert Path("certified-study.verdicts.json") in written[0] and Path("figures/certified-study.png") in written[0]
     assert written[0] == written[1]
+    assert again.stdout.replace(str(again.out), "OUT") == tiny_certified_cli.stdout.replace(str(tiny_certified_cli.out), "OUT")
 
 
-def test_a_page_whose_figure_fails_leaves_the_old_page_table_and_verdicts_and_no_temporary(tiny_study, tmp_path,
+def test_a_page_whose_figure_fails_leaves_the_old_page_table_and_verdicts_and_no_temporary(tiny_certified, tmp_path,
                                                                                            monkeypatch):
     from numerics.experiments.study.certified import page as page_module
     from numerics.experiments.study.certified.facts import write_certified
 
-    cells, out = _exported(tiny_study, tmp_path), tmp_path / "out"
+    cells, out = tiny_certified.cells_dir, tmp_path / "out"
 
     def write(command):
-        write_certified(out, cells, Plan(), command=command, progress=lambda message: None)
+        write_certified(out, cells, Plan(), command=command, progress=lambda message: None,
+                        predictions=False, cache_dir=tmp_path / "predictions")
 
     write("the first command")
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
@@ -343,10 +336,11 @@ def test_cli_refuses_depths_that_are_not_a_prefix(capsys):
 
 
 def test_main_settings_go_through_every_depth_before_the_others(tmp_path):
-    import dataclasses
-
-    plan = dataclasses.replace(TINY, depths=(1, 2), long_P=20)
-    plan = dataclasses.replace(plan, long_spectra=((0.0, 0.0),))
+    # a plan of two settings (the shared tiny study has one): a second P, at the smallest sizes and caps
+    plan = Plan(d=4, N=8, P=16, spectra=((0.0, 0.0),), depths=(1, 2), seeds=(0,), side_seeds=(0,),
+                         long_P=20, long_spectra=((0.0, 0.0),), top16_spectra=(), doubling_spectra=(), cold_steps=16,
+                         warm_steps=8, batch_size=32, eval_size=256, bound_contexts=1024, warmup_steps=4,
+                         evals_per_run=2)
     cells = run_certified_study(plan, tmp_path, execution=ONE_WORKER)
     records = {r["hash"]: r for r in load_results(tmp_path, status="done")}
     main_done = max(records[h]["finished_at"] for h, c in cells.items() if c.P == plan.P)
@@ -354,21 +348,22 @@ def test_main_settings_go_through_every_depth_before_the_others(tmp_path):
     assert len(cells) == 4 and main_done <= long_started
 
 
-def test_a_setting_with_depths_still_missing_gets_no_verdict(tiny_study, tmp_path):
+def test_a_setting_with_depths_still_missing_gets_no_verdict(tiny_certified, tmp_path):
     import dataclasses
 
     from numerics.experiments.study.certified.statistics import judge, summarise
     from numerics.experiments.study.certified.table import collect
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
-    (summary,) = summarise(rows, errors, n_bootstrap=100, planned_depths=(1, 2, 4, 8))
-    assert (summary.verdict, summary.reason) == (
-        "INCONCLUSIVE", "depths 1–4 done of 1–8: the law is about the whole range, the study goes on")
-    complete = judge(dataclasses.replace(summary, planned_depths=(1, 2, 4)))
-    assert "done of" not in complete.reason
+    rows, errors = collect(tiny_certified.cells_dir)
+    planned = TINY.depths + (2 * TINY.depths[-1],)
+    (summary,) = summarise(rows, errors, n_bootstrap=100, planned_depths=planned)
+    assert (summary.depths, summary.planned_depths) == (TINY.depths, planned)
+    assert (summary.verdict, summary.kind) == ("INCONCLUSIVE", "budget")  # not every planned depth is done
+    complete = judge(dataclasses.replace(summary, planned_depths=TINY.depths))
+    assert complete.kind != "budget"
 
 
-def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_heads(tiny_study, tmp_path):
+def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_heads(tiny_certified, tmp_path):
     """predict_loss is compared with R*_L = (population loss of the study's heads) + (R*_L − B_L on the report set):
     the pieces are the reachability certificate's paired gap and fresh Monte Carlo, and B_L's own prediction agrees
     with the population loss of the heads the study wrote into its weights."""
@@ -376,7 +371,7 @@ def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_he
     from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import collect
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     (summary,) = summarise(rows, errors, n_bootstrap=200)
     check = prediction_check(summary, TINY, n_samples=4096, n_sets=4)
     assert check.depths == summary.depths
@@ -389,7 +384,7 @@ def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_he
         assert abs(check.predicted[i] - check.heads[i]) < MC_SIGMAS * np.hypot(check.predicted_se[i], check.heads_se[i])
 
 
-def test_the_page_says_where_the_doubling_check_failed_or_never_ran_and_no_verdict_rests_there(tiny_study, tmp_path):
+def test_the_page_says_where_the_doubling_check_failed_or_never_ran_and_no_verdict_rests_there(tiny_certified, tmp_path):
     """A failed or missing step-doubling check leaves a depth unshown to have converged: the page names those depths
     above the method, and the setting's depths without a passed check are not among those its verdict rests on."""
     import dataclasses
@@ -398,7 +393,7 @@ def test_the_page_says_where_the_doubling_check_failed_or_never_ran_and_no_verdi
     from numerics.experiments.study.certified.statistics import Certificate, judge, summarise
     from numerics.experiments.study.certified.table import collect
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     (summary,) = summarise(rows, errors, n_bootstrap=100)
     passing = [dataclasses.replace(c, excess=-1.0) if c.name == "doubling" else c for c in summary.certificates]
     checked = judge(dataclasses.replace(summary, certificates=tuple(passing)))
@@ -407,22 +402,26 @@ def test_the_page_says_where_the_doubling_check_failed_or_never_ran_and_no_verdi
         Certificate("doubling", 4, 1.0, 0.1, 0.1) if (c.name, c.depth) == ("doubling", 4) else c for c in passing)))
     assert (checked.checked, failing.checked, unchecked.checked) == ((1, 2, 4), (1, 2), ())
     page = certified_markdown([failing, unchecked], TINY, n_rows=len(rows), command="test")
-    assert "**Convergence.** The step-doubling check fails at (a, b) = (0, 0), P = 16, top-2 at L = 4" in page
-    assert "At 1 of 2 settings the check never ran" in page and "No verdict rests on such a depth." in page
-    assert "| ran at 1, 2, 4; failed at 4 | 1, 2 |" in page and "| never ran | none |" in page
-    assert "**Convergence.**" not in certified_markdown([checked], TINY, n_rows=len(rows), command="test")
+    # the verdict table: where the check ran and failed, and the depths each verdict rests on
+    verdicts = {row[0]: row[2:4] for row in table(page, "setting", "depths done", "step-doubling check")}
+    assert verdicts == {setting_label(failing.setting): ["ran at 1, 2, 4; failed at 4", "1, 2"],
+                        setting_label(unchecked.setting): ["never ran", "none"]}
+    # above the method, one paragraph names the setting and depth where it failed; none when every check passed
+    (convergence,) = [line for line in page.splitlines() if line.startswith("**Convergence.**")]
+    assert setting_label(failing.setting) in convergence and "L = 4" in convergence
+    assert not [line for line in certified_markdown([checked], TINY, n_rows=len(rows), command="test").splitlines()
+                if line.startswith("**Convergence.**")]
 
 
-def test_a_rerun_of_the_first_depths_keeps_only_the_true_frontier(tiny_study, tmp_path):
+def test_a_rerun_of_the_first_depths_keeps_only_the_true_frontier(tiny_certified, tmp_path):
     """Running depth 1 again (as the full plan does after the main one) exports no frontier file for cells whose next
     depth is done: each cell's child comes from the store, not from the depths this call ran."""
     import shutil
 
     from numerics.experiments.study.certified.run import run_waves
 
-    store, cells = tiny_study
-    copy = tmp_path / "store"
-    shutil.copytree(store, copy)
+    cells = tiny_certified.cells
+    copy = shutil.copytree(tiny_certified.store, tmp_path / "store")
     run_waves(TINY, copy, execution=ONE_WORKER, depths=(1,), cells_dir=tmp_path / "cells",
               frontier_dir=tmp_path / "frontier")
     deepest = {h for h, c in cells.items() if c.depth == max(TINY.depths)}
@@ -430,7 +429,7 @@ def test_a_rerun_of_the_first_depths_keeps_only_the_true_frontier(tiny_study, tm
     assert len(list((tmp_path / "cells").glob("*.npz"))) == len(cells)
 
 
-def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the_population(tiny_study, tmp_path):
+def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the_population(tiny_certified, tmp_path):
     """Two untrained head averages are fixed functions: a failed nesting certificate between them is re-run paired on
     fresh contexts (the heads' own difference, on the setting's own stream), and the page sets every failure against
     the failures without a count expected by chance (certificates share contexts). A trained envelope on either side
@@ -443,7 +442,7 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
     from numerics.experiments.study.certified.table import collect
     from theory.softmax_bounds import allocation_loss_difference
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     (summary,) = summarise(rows, errors, n_bootstrap=100)
 
     def heads_win(row):
@@ -471,14 +470,19 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
     assert recheck_untrained_nesting(summary, trained_winner, TINY, n_samples=512, n_sets=3) == ()
 
     page = certified_markdown([summary], TINY, n_rows=len(rows), command="test", rechecks=[recheck])
-    n = len(summary.certificates)
-    assert f"{n} certificates are checked" in page and "no count expected by chance is given" in page
-    assert f"| (a, b) = (0, 0), P = 16, top-2 | 2 | +0.5000 ± 0.1000 | {recheck.population:+.4f} ± " in page
+    # every certificate counted, its failures listed per kind, and no count expected by chance (no such column)
+    (header, failures), = [(h, r) for h, r in tables(page) if h[0] == "certificate"]
+    assert header == ["certificate", "checked", "failed", "where"]
+    assert sum(int(row[1]) for row in failures) == len(summary.certificates)
+    assert sum(int(row[2]) for row in failures) == len(summary.failed)
+    (row,) = table(page, "setting", "L")
+    assert row[:4] == [setting_label(summary.setting), "2", "+0.5000 ± 0.1000",
+                       f"{recheck.population:+.4f} ± {recheck.population_se:.4f}"]
     passing = judge(dataclasses.replace(summary, certificates=tuple(c for c in summary.certificates if c.passed)))
-    assert "Failed certificates" not in certified_markdown([passing], TINY, n_rows=len(rows), command="test")
+    assert "Failed certificates" not in headings(certified_markdown([passing], TINY, n_rows=len(rows), command="test"))
 
 
-def test_a_setting_is_judged_on_its_complete_seeds_while_a_later_seed_still_runs(tiny_study, tmp_path):
+def test_a_setting_is_judged_on_its_complete_seeds_while_a_later_seed_still_runs(tiny_certified, tmp_path):
     """Seeds added to a plan later join when every planned depth is done: until then the complete seeds decide (the
     same numbers as a study of those seeds alone); with fewer than two complete seeds, the common depths decide."""
     import dataclasses
@@ -486,7 +490,7 @@ def test_a_setting_is_judged_on_its_complete_seeds_while_a_later_seed_still_runs
     from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import Errors, collect
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     rng = np.random.default_rng(5)
 
     def seeded(seed, depths):
@@ -511,8 +515,9 @@ def test_a_setting_is_judged_on_its_complete_seeds_while_a_later_seed_still_runs
     from numerics.experiments.study.certified.page import certified_markdown, verdicts_record
 
     three = dataclasses.replace(TINY, seeds=(0, 1, 2))
-    assert "Judged on 2 of the 3 planned seeds" in certified_markdown([judged], three, n_rows=0, command="test")
-    assert "planned seeds" not in certified_markdown([unplanned], three, n_rows=0, command="test")
+    judged_on = re.compile(r"(\d+) of the (\d+) planned seeds")
+    assert judged_on.findall(certified_markdown([judged], three, n_rows=0, command="test")) == [("2", "3")]
+    assert judged_on.findall(certified_markdown([unplanned], three, n_rows=0, command="test")) == []
     assert verdicts_record([judged], three, command="test")["settings"][0]["seeds"] == 2
 
 
@@ -525,7 +530,7 @@ def _gap(errors, label, depth):
     return float(np.mean(chosen - np.mean(mine, axis=0, dtype=np.float64)))
 
 
-def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(tiny_study, tmp_path):
+def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(tiny_certified, tmp_path):
     """Per depth, the best fixed candidate against the envelope, paired over the report contexts: recomputed here
     from the raw errors; the candidate chosen in every seed has gap 0; one made better in every seed is found and
     flagged, a diverged one is passed over, and the page lists the flagged depth."""
@@ -536,7 +541,7 @@ def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(
     from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import Errors, collect
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     noise = np.random.default_rng(11).normal(0.0, 0.01, size=errors.values.shape).astype(np.float32)
     two = Errors(tuple(rows) + tuple(dataclasses.replace(r, seed=1) for r in rows),
                  np.concatenate([errors.values, errors.values + noise]))
@@ -571,12 +576,15 @@ def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(
     assert g3.label != label
     page = certified_markdown([summary], TINY, n_rows=len(rows), command="test",
                               gaps={summary.setting: selection_gaps(summary, list(shifted.rows), shifted)})
-    assert "## The per-seed choice against single candidates" in page
-    assert f"| (a, b) = (0, 0), P = 16, top-2 | 2 | L = 2, {label}: {g2.gap:+.4f} ± {g2.se:.4f}" in page
-    assert "per-seed choice" not in certified_markdown([summary], TINY, n_rows=len(rows), command="test")
+    assert "The per-seed choice against single candidates" in headings(page, level=2)
+    (row,) = table(page, "setting", "depths with a gap > 2 SE")
+    assert row[:2] == [setting_label(summary.setting), "2"]
+    assert row[2].startswith(f"L = 2, {label}: {g2.gap:+.4f} ± {g2.se:.4f}")
+    assert "The per-seed choice against single candidates" not in headings(
+        certified_markdown([summary], TINY, n_rows=len(rows), command="test"))
 
 
-def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_study, tmp_path):
+def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_certified, tmp_path):
     """Beside each verdict, χ²/dof of the GLS gain-law fit (a verdict from a fit no α describes reads differently)."""
     from numerics.experiments.study.certified.page import certified_markdown
     from numerics.experiments.study.certified.statistics import judge, summarise
@@ -584,26 +592,30 @@ def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_study, tmp_path
 
     import dataclasses
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     (summary,) = summarise(rows, errors, n_bootstrap=50)
     assert summary.dof == len(summary.depths) - 3  # gains at L > 1, less the two parameters c and α
-    page = certified_markdown([summary], TINY, n_rows=len(rows), command="test")
-    assert "| gain-law α |" in page and f"| – | **{summary.verdict}** |" in page  # no dof: no fit
+
+    def fit_and_verdict(s):
+        (header, (row,)), = [(h, r) for h, r in tables(certified_markdown([s], TINY, n_rows=len(rows), command="test"))
+                             if h[:2] == ["setting", "depths done"]]
+        return [row[header.index("gain-law α")], row[header.index("verdict")]]
+
+    assert fit_and_verdict(summary) == ["–", f"**{summary.verdict}**"]  # no dof: no fit
     poor = judge(dataclasses.replace(summary, alpha=3.8, alpha_lo=1.58, alpha_hi=10.0, chi2=33.48, dof=5))
-    page = certified_markdown([poor], TINY, n_rows=len(rows), command="test")
-    assert f"| not reported: χ²/dof = 33.5/5 > {GAIN_LAW_MAX_CHI2_DOF:g} | **{poor.verdict}** |" in page
+    assert fit_and_verdict(poor) == [f"not reported: χ²/dof = 33.5/5 > {GAIN_LAW_MAX_CHI2_DOF:g}",
+                                     f"**{poor.verdict}**"]
     fits = judge(dataclasses.replace(poor, chi2=3.9))  # within the rule: reported, the grid's edge written unbounded
-    page = certified_markdown([fits], TINY, n_rows=len(rows), command="test")
-    assert f"| 3.80 [1.58, unbounded] (χ²/dof = 3.9/5) | **{fits.verdict}** |" in page
+    assert fit_and_verdict(fits) == ["3.80 [1.58, unbounded] (χ²/dof = 3.9/5)", f"**{fits.verdict}**"]
 
 
-def test_the_first_gain_shortfall_is_paired_over_the_same_contexts(tiny_study, tmp_path):
+def test_the_first_gain_shortfall_is_paired_over_the_same_contexts(tiny_certified, tmp_path):
     """(B_1 − B_2) − (R*_1 − R*_2) is read off the same rows as the envelope and the bound, and its SE is the
     paired one: close to std/√n of the per-context differences of those four rows (one seed)."""
     from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import collect
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     (summary,) = summarise(rows, errors, n_bootstrap=400)
     expected = (summary.B[0] - summary.B[1]) - (summary.R.mean[0] - summary.R.mean[1])
     assert summary.first_shortfall == pytest.approx(expected, abs=1e-12)
@@ -628,7 +640,12 @@ def test_the_first_gain_shortfall_is_paired_over_the_same_contexts(tiny_study, t
         assert summary.first_shortfall_se == 0.0
 
 
-def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
+def core_hours(cell):
+    """The core-seconds and hours a compute target's cell states, in order."""
+    return re.findall(r"[\d,.]+ (?:core-s|h)\b", cell)
+
+
+def test_the_targets_section_says_which_target_is_met(tiny_certified, tmp_path):
     """Each target with what was measured and met or not met; a failed certificate is 'met' for the certificate
     target only while the verdict there is INCONCLUSIVE."""
     import dataclasses
@@ -638,7 +655,7 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
     from numerics.experiments.study.certified.table import collect
     from numerics.experiments.study.certified.targets import StudyCompute
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     (summary,) = summarise(rows, errors, n_bootstrap=50)
     clean = judge(dataclasses.replace(summary, certificates=tuple(dataclasses.replace(c, excess=-1.0)
                                                                     for c in summary.certificates),
@@ -648,11 +665,13 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
     fast = StudyCompute((("plan", 3, 3600.0), ("second P", 1, 3600.0), ("later", 1, 99999.0)), floor_core_seconds=3600.0)
     page = certified_markdown([clean], TINY, n_rows=len(rows), command="test", checks={clean.setting: near},
                               compute=fast)
-    assert "| (B_1 − B_2) − (R*_1 − R*_2) = +0.0005 ± 0.0010 | met |" in page
-    assert "| holds at every depth | met |" in page and "| every certificate passes | met |" in page
-    assert "largest: -1.0% ± 0.7% ((0, 0), L = 1) | met |" in page
-    assert "| 7,200 core-s as run: ≥ 1.0 h; each cell at the least CPU time of its setting and depth: 3,600 core-s, " \
-           "≥ 0.5 h | met |" in page and "| later | 1 | 99,999 | 13.89 |" in page
+    # the targets table, in order: first step, other spectra (stated), nesting, verdict depths, prediction, compute
+    shortfall, _, nesting, rests, prediction, compute = targets = table(page, "target", "measured")
+    assert [row[2] for row in targets] == ["met", "–", "met", "met", "met", "met"]
+    assert shortfall[1] == "(B_1 − B_2) − (R*_1 − R*_2) = +0.0005 ± 0.0010"
+    assert prediction[1] == "largest: -1.0% ± 0.7% ((0, 0), L = 1)"
+    assert core_hours(compute[1]) == ["7,200 core-s", "1.0 h", "3,600 core-s", "0.5 h"]
+    assert ["later", "1", "99,999", "13.89"] in table(page, "part", "runs")
 
     failed = judge(dataclasses.replace(clean, first_shortfall=0.002, certificates=clean.certificates + (
         Certificate("nesting", 4, 1.0, 0.1, 0.2),)))
@@ -660,10 +679,13 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
     slow = StudyCompute((("plan", 3, 40000.0), ("second P", 1, 2000.0)), floor_core_seconds=22000.0)
     page = certified_markdown([failed], TINY, n_rows=len(rows), command="test", checks={clean.setting: far},
                               compute=slow)
-    assert "= +0.0020 ± 0.0010 | **not met** |" in page
-    assert "| fails at (0, 0) at L = 4 | **not met** |" in page
+    shortfall, _, nesting, rests, prediction, compute = targets = table(page, "target", "measured")
+    assert [row[2] for row in targets] == ["**not met**", "–", "**not met**", "met", "**not met**", "**not met**"]
+    assert shortfall[1].endswith("= +0.0020 ± 0.0010") and "(0, 0) at L = 4" in nesting[1]
     checked = ", ".join(map(str, failed.checked)) or "none"
-    assert f"| (0, 0): nesting at L = 4 failed, verdict INCONCLUSIVE on L = {checked} | met |" in page
+    assert rests[1].endswith(f"verdict {failed.verdict} on L = {checked}") and failed.verdict == "INCONCLUSIVE"
+    assert prediction[1] == "largest: +4.0% ± 0.7% ((0, 0), L = 2)"
+    assert core_hours(compute[1]) == ["42,000 core-s", "5.8 h", "22,000 core-s", "3.1 h"]
     # the rule makes such a verdict INCONCLUSIVE; a summary that broke it (a stand-in with a REPRODUCED verdict
     # resting on a depth whose nesting failed, or on a depth whose doubling check never ran) misses the target
     from types import SimpleNamespace
@@ -676,32 +698,29 @@ def test_the_targets_section_says_which_target_is_met(tiny_study, tmp_path):
                                doubling_run=doubling_run, verdict="REPRODUCED", reason="test")
 
     for checked, doubling_run in (((1, 2, 4), (1, 2, 4)), ((1, 2), (1,)), ((1, 2), (1, 2))):
-        row = [line for line in targets_markdown([stand_in(checked, doubling_run)], {}, TINY, None)
-               if line.startswith("| no verdict rests on")]
+        lines = targets_markdown([stand_in(checked, doubling_run)], {}, TINY, None)
+        (row,) = [row for row in table("\n".join(lines), "target", "measured") if row[0] == rests[0]]
         listed = ", ".join(map(str, checked))
         mark = "met" if (4 not in checked and set(checked) <= set(doubling_run)) else "**not met**"
-        assert row == [f"| no verdict rests on a depth whose step-doubling check did not run or whose certificate "
-                       f"failed | (0, 0): nesting at L = 4 failed, verdict REPRODUCED on L = {listed} | {mark} |"]
-    assert "largest: +4.0% ± 0.7% ((0, 0), L = 2) | **not met** |" in page
-    assert "42,000 core-s as run: ≥ 5.8 h; each cell at the least CPU time of its setting and depth: 22,000 core-s, " \
-           "≥ 3.1 h | **not met** |" in page
-    assert "## Targets" not in certified_markdown([], TINY, n_rows=0, command="test")
+        assert row[1].endswith(f"verdict REPRODUCED on L = {listed}") and row[2] == mark
+    assert "Targets" not in headings(certified_markdown([], TINY, n_rows=0, command="test"))
 
 
-def test_the_study_compute_sums_the_cells_cpu_time_by_part(tiny_study, tmp_path):
+def test_the_study_compute_sums_the_cells_cpu_time_by_part(tiny_certified, tmp_path):
     from numerics.experiments.study.certified.cells import read_cell
     from numerics.experiments.study.certified.facts import study_compute
 
-    cells = _exported(tiny_study, tmp_path)
+    cells = tiny_certified.cells_dir
     total = sum(read_cell(p)[0]["metrics"]["cpu_time"] for p in cells.glob("*.npz"))
     compute = study_compute(cells, None, TINY)
-    assert [runs for _, runs, _ in compute.parts] == [3, 0, 0, 0]  # one seed of the one main spectrum, 3 depths
+    main_cells = len(TINY.spectra) * len(TINY.seeds) * len(TINY.depths)
+    assert [runs for _, runs, _ in compute.parts] == [main_cells, 0, 0, 0]  # one seed of the one spectrum
     assert compute.plan_core_seconds == pytest.approx(total) and total > 0
     assert compute.plan_hours == pytest.approx(total / 7200)
     assert compute.floor_core_seconds == pytest.approx(total)  # one seed: its own times are the least
 
 
-def test_the_plan_is_priced_at_the_least_cpu_time_of_each_setting_and_depth(tiny_study, tmp_path):
+def test_the_plan_is_priced_at_the_least_cpu_time_of_each_setting_and_depth(tiny_certified, tmp_path):
     """A later seed's cell that ran faster prices the plan's cells of its setting and depth; it does not join the
     plan's own sum, and a slower one changes nothing."""
     import dataclasses
@@ -709,7 +728,7 @@ def test_the_plan_is_priced_at_the_least_cpu_time_of_each_setting_and_depth(tiny
     from numerics.experiments.study.certified.cells import _RECORD, _write_npz, read_cell
     from numerics.experiments.study.certified.facts import study_compute
 
-    cells = _exported(tiny_study, tmp_path)
+    cells = tiny_certified.copy_cells(tmp_path)  # later seeds' cells are added to it
     plan = dataclasses.replace(TINY, seeds=(0, 1, 2, 5))  # seed 5: a later seed
     paths = sorted(cells.glob("*.npz"))
     base = study_compute(cells, None, plan)
@@ -721,11 +740,11 @@ def test_the_plan_is_priced_at_the_least_cpu_time_of_each_setting_and_depth(tiny
         _write_npz(cells / f"{name}.npz", {**arrays, _RECORD: np.array(json.dumps(later))})
     compute = study_compute(cells, None, plan)
     assert compute.plan_core_seconds == pytest.approx(base.plan_core_seconds)
-    assert [p[1] for p in compute.parts] == [3, 0, 2, 0]
+    assert [p[1] for p in compute.parts] == [len(TINY.depths), 0, 2, 0]
     assert compute.floor_core_seconds == pytest.approx(base.floor_core_seconds - cpu * 0.75)
 
 
-def test_failures_are_listed_per_kind_without_an_independence_tail(tiny_study, tmp_path):
+def test_failures_are_listed_per_kind_without_an_independence_tail(tiny_certified, tmp_path):
     """Certificates of a setting share its contexts and seeds: their failures are listed per kind and where, and no
     chance count or Poisson tail (which would assume independence) is computed."""
     import dataclasses
@@ -734,12 +753,14 @@ def test_failures_are_listed_per_kind_without_an_independence_tail(tiny_study, t
     from numerics.experiments.study.certified.statistics import Certificate, judge, summarise
     from numerics.experiments.study.certified.table import collect
 
-    rows, errors = collect(_exported(tiny_study, tmp_path))
+    rows, errors = collect(tiny_certified.cells_dir)
     (summary,) = summarise(rows, errors, n_bootstrap=50)
     doubling = [Certificate("doubling", L, 0.2 if L < 16 else -0.2, 0.1, 0.1) for L in (1, 2, 4, 8, 16, 32, 64, 128)]
     nesting = [Certificate("nesting", L, -0.1, 0.1, 0.2) for L in (2, 4, 8, 16, 32, 64, 128)]
     page = certified_markdown([judge(dataclasses.replace(summary, certificates=tuple(doubling + nesting)))], TINY,
                               n_rows=len(rows), command="test")
-    assert "| doubling | 8 | 4 | (a, b) = (0, 0), P = 16, top-2: L = 1, 2, 4, 8 |" in page
-    assert "| nesting | 7 | 0 | – |" in page
+    (header, failures), = [(h, r) for h, r in tables(page) if h[0] == "certificate"]
+    assert header == ["certificate", "checked", "failed", "where"]  # no expected count, no tail probability
+    assert failures == [["doubling", "8", "4", f"{setting_label(summary.setting)}: L = 1, 2, 4, 8"],
+                        ["nesting", "7", "0", "–"]]
     assert "Poisson" not in page and "by chance (equality)" not in page

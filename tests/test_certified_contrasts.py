@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
+from tiny_certified import CONTRAST_SCALE as SCALE
+from tiny_certified import ONE_WORKER, TINY
 
-from numerics.experiments.execution import Execution
-from numerics.experiments.study.certified import run_certified_study
-from numerics.experiments.study.plan import Plan
 from numerics.experiments.study.certified.contrasts import (
     CONTRAST_RECIPES,
     collect_contrasts,
@@ -14,26 +13,6 @@ from numerics.experiments.study.certified.contrasts import (
     run_contrasts,
 )
 from numerics.train import evaluation_batch
-
-TINY = Plan(spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0, 1), long_spectra=(), top16_spectra=(),
-                     doubling_spectra=(), cold_steps=16, warm_steps=8, batch_size=32, eval_size=256,
-                     bound_contexts=1024, d=4, N=8, P=16, warmup_steps=4, evals_per_run=2)
-ONE_WORKER = Execution(workers=1, progress=False)
-#: the recipes' budget in these tests (the study uses the quick one)
-SCALE = "smoke"
-
-
-@pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    """The tiny study's exported cells and contrast runs."""
-    from numerics.experiments.study.certified.cells import export_cells
-
-    root = tmp_path_factory.mktemp("contrasts")
-    cells = run_certified_study(TINY, root / "store", execution=ONE_WORKER)
-    children = {c.parent: h for h, c in cells.items() if c.parent}
-    export_cells(root / "store", root / "cells", root / "frontier", children)
-    done = run_contrasts(TINY, root / "contrast-store", execution=ONE_WORKER, out_dir=root / "contrasts", scale=SCALE)
-    return root, done
 
 
 def test_contrast_runs_are_evaluated_on_the_report_set_of_their_setting():
@@ -55,24 +34,26 @@ def test_every_recipe_depth_and_seed_is_one_run_with_the_recipes_own_training():
     assert {c.learning_rate for c in configs if not c.frozen} == {1e-3}
 
 
-def test_exported_contrasts_continue_in_a_new_store_without_retraining(study, tmp_path):
-    root, done = study
+def test_exported_contrasts_continue_in_a_new_store_without_retraining(tiny_certified, tmp_path):
+    done = tiny_certified.contrast_runs
     assert done == len(contrast_configs(TINY, scale=SCALE))
-    runs = collect_contrasts(root / "contrasts")
-    assert len(runs) == done and {r.errors.shape for r in runs} == {(TINY.eval_size,)}
+    runs = collect_contrasts(tiny_certified.contrasts_dir)
+    # per report context, as the cells' report errors: the two pair context by context
+    assert len(runs) == done and {r.errors.shape for r in runs} == {(TINY.eval_size,)} == {(TINY.report_size,)}
     # a new store is filled from the exported files: nothing is trained (an imported run keeps its recorded
     # metrics; a retrained one would record a new CPU time)
     from numerics.experiments.store import load_results
 
-    assert run_contrasts(TINY, tmp_path / "fresh", execution=ONE_WORKER, out_dir=root / "contrasts", scale=SCALE) == done
+    assert run_contrasts(TINY, tmp_path / "fresh", execution=ONE_WORKER, out_dir=tiny_certified.contrasts_dir,
+                         scale=SCALE) == done
     assert {r["metrics"]["cpu_time"] for r in load_results(tmp_path / "fresh", status="done")} == {
-        r["metrics"]["cpu_time"] for r in load_results(root / "contrast-store", status="done")}
+        r["metrics"]["cpu_time"] for r in load_results(tiny_certified.contrast_store, status="done")}
 
 
-def test_every_exported_run_records_the_recipe_it_was_trained_with(study):
+def test_every_exported_run_records_the_recipe_it_was_trained_with(tiny_certified):
     from numerics.experiments.study.certified.cells import cell_files, read_cell
 
-    root, _ = study
+    root = tiny_certified.root
     lazy = {c.content_hash() for c in contrast_configs(TINY, scale=SCALE) if c.learning_rate == 1e-4}
     records = [read_cell(path)[0] for path in cell_files(root / "contrasts")]
     assert {r["recipe"] for r in records} == set(CONTRAST_RECIPES)
@@ -81,14 +62,14 @@ def test_every_exported_run_records_the_recipe_it_was_trained_with(study):
         (r["hash"], r["recipe"]) for r in records}
 
 
-def test_a_run_without_a_recorded_recipe_gets_the_one_it_follows_and_an_unknown_one_is_refused(study, tmp_path):
+def test_a_run_without_a_recorded_recipe_gets_the_one_it_follows_and_an_unknown_one_is_refused(tiny_certified,
+                                                                                                  tmp_path):
     import json
 
     from numerics.experiments.study.certified.cells import _RECORD, _write_npz, cell_files, read_cell
     from numerics.train import TrainConfig
 
-    root, _ = study
-    path = cell_files(root / "contrasts")[0]
+    path = cell_files(tiny_certified.contrasts_dir)[0]
     record, arrays = read_cell(path)
     assert derive_recipe(TrainConfig.from_dict(record["config"])) == record["recipe"]
     legacy = {k: v for k, v in record.items() if k != "recipe"}
@@ -103,55 +84,51 @@ def test_a_run_without_a_recorded_recipe_gets_the_one_it_follows_and_an_unknown_
         collect_contrasts(tmp_path / "other")
 
 
-def test_each_recipe_gets_its_alpha_and_its_gain_is_the_paired_mean_difference(study):
+def test_each_recipe_gets_its_alpha_and_its_gain_is_the_paired_mean_difference(tiny_certified):
     from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import collect
 
-    root, _ = study
+    root = tiny_certified.root
     rows, errors = collect(root / "cells")
     runs = collect_contrasts(root / "contrasts")
     (summary,) = summarise(rows, errors, n_bootstrap=100, contrasts=runs)
     by_name = {r.name: r for r in summary.recipes}
-    assert set(by_name) == {"envelope", "heads", "cold lr=0.0003", "cold lr=0.001", "lazy", "equal_budget"}
+    assert set(by_name) == {"envelope", "heads", *(f"cold lr={lr:g}" for lr in TINY.cold_rates), *CONTRAST_RECIPES}
     for recipe in CONTRAST_RECIPES:
         first = np.mean([r.errors.mean(dtype=np.float64) for r in runs if r.recipe == recipe and r.depth == 1])
-        last = np.mean([r.errors.mean(dtype=np.float64) for r in runs if r.recipe == recipe and r.depth == 4])
+        last = np.mean([r.errors.mean(dtype=np.float64) for r in runs if r.recipe == recipe
+                        and r.depth == TINY.depths[-1]])
         assert by_name[recipe].gain == pytest.approx(first - last, rel=1e-9, abs=1e-12)
         assert by_name[recipe].gain_se > 0
     assert by_name["envelope"].gain == pytest.approx(summary.gain)
 
 
-def test_a_recipe_missing_one_run_gets_no_alpha(study):
+def test_a_recipe_missing_one_run_gets_no_alpha(tiny_certified):
     from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import collect
 
-    root, _ = study
-    rows, errors = collect(root / "cells")
-    runs = [r for r in collect_contrasts(root / "contrasts") if not (r.recipe == "lazy" and r.depth == 2 and r.seed == 1)]
+    rows, errors = collect(tiny_certified.cells_dir)
+    runs = [r for r in collect_contrasts(tiny_certified.contrasts_dir)
+            if not (r.recipe == "lazy" and r.depth == 2 and r.seed == TINY.seeds[-1])]
     (summary,) = summarise(rows, errors, n_bootstrap=100, contrasts=runs)
     names = {r.name for r in summary.recipes}
     assert "lazy" not in names and "equal_budget" in names
 
 
-def test_the_page_shows_alpha_by_recipe_with_its_figure(study, tmp_path):
-    from numerics.experiments.study.certified.facts import write_certified
+def test_the_page_shows_alpha_by_recipe_with_its_figure(tiny_certified_page):
     from numerics.experiments.study.certified.page import RECIPE_FIGURE
 
-    root, _ = study
-    write_certified(tmp_path, root / "cells", TINY, command="test", predictions=False, contrasts_dir=root / "contrasts")
-    page = (tmp_path / "certified-study.md").read_text()
+    out = tiny_certified_page.out
+    page = (out / "certified-study.md").read_text()
     section = page[page.index("## The depth law by training recipe"):]
     header = section.splitlines()[4]
     assert "lazy (gain frozen)" in header and "equal budget" in header and "envelope R*_L" in header
-    assert (tmp_path / RECIPE_FIGURE).is_file()
+    assert (out / RECIPE_FIGURE).is_file()
 
 
-def test_the_cli_reads_the_contrasts_beside_the_cells(study, tmp_path):
-    from idepth import cli
-
-    root, _ = study
-    out = tmp_path / "out"
-    assert cli.main(["study", "certified", "--report-only", "--cells", str(root), "--out", str(out)]) == 0
+def test_the_cli_reads_the_contrasts_beside_the_cells(tiny_certified_cli):
+    out = tiny_certified_cli.out
+    assert tiny_certified_cli.status == 0
     page = (out / "certified-study.md").read_text()
     assert "lazy (gain frozen)" in page and "equal budget" in page
     assert (out / "figures" / "certified-recipes.png").is_file()

@@ -30,6 +30,8 @@ FROZEN_GAIN_CONSTANT = Recipe(
 
 @pytest.fixture(scope="module")
 def added(tmp_path_factory):
+    """A plan of the added recipe, trained: its own run, not the session's tiny study (``tiny_certified``), because a
+    certified plan trains every candidate with one recipe and hashes it into its cells (``converged_study`` there)."""
     register(FROZEN_GAIN_CONSTANT)
     root = tmp_path_factory.mktemp("recipe")
     plan = Plan.for_recipe(FROZEN_GAIN_CONSTANT, d=4, N=8, P=16, spectra=((0.0, 0.0),), depths=(1, 2),

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from page_parts import headings
 from tolerances import APPROX, MC_SIGMAS, ROUNDOFF, rtol
 
 from numerics.experiments.bounds import HeadBound, head_outputs, softmax_head_bound
@@ -248,7 +249,7 @@ def test_smoke_study_runs_and_its_numbers_follow_the_rules(tmp_path, monkeypatch
         if np.isfinite(lo) and np.isfinite(hi):  # a fit at its search bound has no interval
             assert lo <= p.alpha <= hi
     assert study.regime_name == name_regime(study.points)
-    assert "## Where inverse-depth scaling appears" in study.markdown
+    assert "Where inverse-depth scaling appears" in headings(study.markdown, level=2)
     assert all((tmp_path / f).stat().st_size > 0 for f in study.figures)
     bound = study.bounds[(4, 16, 4, 0.0, 0.0)]
     assert bound["cosine"].single_head_loss > 0 and bound["prenorm"].width == 4
