@@ -15,7 +15,7 @@ from tolerances import ROUNDOFF
 
 from numerics.experiments.study.certified import SUMMARY_COLUMNS
 from numerics.experiments.study.certified.cells import read_cell
-from numerics.experiments.study.plan import REVISED_PLAN, Cell
+from numerics.experiments.study.plan import REVISED_PLAN, Cell, Plan
 from numerics.experiments.study.certified.facts import PairedDifference, revised_facts
 from numerics.experiments.study.certified.revised import revised_sections
 from numerics.experiments.study.certified.table import collect
