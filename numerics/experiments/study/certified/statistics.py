@@ -118,8 +118,9 @@ def judge(summary: CurveSummary) -> CurveSummary:
     doubling_run = tuple(sorted({c.depth for c in summary.certificates if c.name == "doubling"}))
     primary = next((dataclasses.replace(c, checked=True).to_dict() for c in summary.ladder if checked and
                     c.L_max == checked[-1] and all(L in checked for L in c.depths)), None)
-    verdict, kind, reason = setting_verdict(depths, summary.planned_depths, checked, failed, primary,
-                                            [dataclasses.asdict(v) for v in summary.variants], doubling_run=doubling_run)
+    variants = [dataclasses.asdict(v) for v in summary.variants]
+    verdict, kind, reason = setting_verdict(depths, summary.planned_depths, checked, failed, primary, variants,
+                                            doubling_run=doubling_run)
     ranges = []
     for name, planned in range_depths(summary.planned_depths or depths, summary.crossover).items():
         found = {c.estimate: c.to_dict() for n, c in summary.range_contrasts if n == name}
@@ -163,8 +164,9 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
     at 1e-3). ``planned_depths``: a setting with fewer done gets no verdict; where two or more seeds have every
     planned depth done, the setting is judged on those seeds alone (seeds added to a plan later join when
     done). ``contrasts`` (:class:`~numerics.experiments.study.certified.contrasts.Contrast`): a recipe with
-    every depth and seed of a setting gets its α in :attr:`~numerics.experiments.study.curves.CurveSummary.recipes`, beside the envelope, the
-    heads and each cold rate. ``contrast_depth``: the deepest depth of the descriptive contrasts (default each
+    every depth and seed of a setting gets its α in
+    :attr:`~numerics.experiments.study.curves.CurveSummary.recipes`, beside the envelope, the heads and each cold
+    rate. ``contrast_depth``: the deepest depth of the descriptive contrasts (default each
     setting's deepest; ``ValueError`` naming it at a setting that did not run it); the verdict's contrast ends
     at the deepest checked depth.
 
@@ -227,30 +229,33 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         def diff_se(i, j):
             return float(np.std(boot[:, i] - boot[:, j], ddof=1))
 
-        def certificate(name, L, other, ses, pair=""):  # R*_L against ``other``, within ``ses`` paired SEs
-            e, j = at["envelope", L], at[other]
-            return Certificate(name, L, means[e] - means[j], diff_se(e, j),
-                               certificate_allowance(diff_se(e, j), means[j], ses), pair)
+        def certificate(name, L, kind, other, ses, pair=""):  # ``kind`` against ``other``, within ``ses`` paired SEs
+            i, j = at[kind], at[other]
+            return Certificate(name, L, means[i] - means[j], diff_se(i, j),
+                               certificate_allowance(diff_se(i, j), means[j], ses), pair)
 
         certificates = []
         for L in depths:
             if L > 1:
-                certificates.append(certificate("nesting", L, ("envelope", L // 2), CERTIFICATE_SES))
-            certificates.append(certificate("reachability", L, ("bound", L), CERTIFICATE_SES))
+                certificates.append(certificate("nesting", L, ("envelope", L), ("envelope", L // 2), CERTIFICATE_SES))
+            certificates.append(certificate("reachability", L, ("envelope", L), ("bound", L), CERTIFICATE_SES))
             if ("doubled", L) in at:
-                certificates.append(certificate("doubling", L, ("doubled", L), DOUBLING_SES, "doubled"))
+                certificates.append(certificate("doubling", L, ("envelope", L), ("doubled", L), DOUBLING_SES,
+                                                "doubled"))
             if ("long full", L) in at:  # the envelope holds the long runs: their own doubling is its check
-                h, f = at["long half", L], at["long full", L]
-                certificates.append(Certificate("doubling", L, means[h] - means[f], diff_se(h, f),
-                                                certificate_allowance(diff_se(h, f), means[f], DOUBLING_SES), "long"))
+                certificates.append(certificate("doubling", L, ("long half", L), ("long full", L), DOUBLING_SES,
+                                                "long"))
         t2 = float(t.ppf(0.975, max(1, len(seeds) - 1))) ** 2
 
-        def fit(kind):
-            first = at[kind, 1]
-            cols = [at[kind, L] for L in depths[1:]]
-            gains = means[first] - means[cols]
+        def gains(kind, at_depths):  # R_1 − R_L at ``at_depths`` and their bootstrap covariance
+            first, cols = at[kind, 1], [at[kind, L] for L in at_depths]
             cov = np.cov((boot[:, [first]] - boot[:, cols]).T, ddof=1).reshape(len(cols), len(cols))
-            return gain_law_gls(depths[1:], gains, cov, t2) if len(cols) >= 2 else (math.nan,) * 4 + (0,)
+            return means[first] - means[cols], cov
+
+        def fit(kind):
+            if len(depths) < 3:
+                return (math.nan,) * 4 + (0,)
+            return gain_law_gls(depths[1:], *gains(kind, depths[1:]), t2)
 
         alpha, lo, hi, chi2, dof = fit("envelope")
         se = boot.std(axis=0, ddof=1)
@@ -308,13 +313,10 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
                                                         t1)))
         variants = ()
         if len(checked) >= MIN_CHECKED_DEPTHS and checked[0] == 1:
-            first = at["envelope", 1]
-            cols = [at["envelope", L] for L in checked[1:]]
-            cov = np.cov((boot[:, [first]] - boot[:, cols]).T, ddof=1).reshape(len(cols), len(cols))
-            variants = gain_law_variants(checked[1:], means[first] - means[cols], cov, t2)
+            variants = gain_law_variants(checked[1:], *gains("envelope", checked[1:]), t2)
         a, b, k, d, N, P = setting
-        R = Curve("R_L", a, b, np.array(depths), cube[[at["envelope", L] for L in depths]].mean(axis=2).T,
-                  np.array([means[at["envelope", L]] for L in depths]), np.array([se[at["envelope", L]] for L in depths]),
+        rows_R = [at["envelope", L] for L in depths]  # the per-seed values, their mean and the bootstrap SE
+        R = Curve("R_L", a, b, np.array(depths), cube[rows_R].mean(axis=2).T, means[rows_R], se[rows_R],
                   np.full(len(depths), len(seeds)), "bootstrap")
         out.append(judge(CurveSummary(
             name="envelope", a=a, b=b, R=R, size=(d, P, N), k=k, alpha=alpha, alpha_lo=lo, alpha_hi=hi, chi2=chi2,
