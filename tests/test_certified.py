@@ -397,7 +397,8 @@ def test_the_page_says_where_the_doubling_check_failed_or_never_ran_and_no_verdi
     (summary,) = summarise(rows, errors, n_bootstrap=100)
     passing = [dataclasses.replace(c, excess=-1.0) if c.name == "doubling" else c for c in summary.certificates]
     checked = judge(dataclasses.replace(summary, certificates=tuple(passing)))
-    unchecked = judge(dataclasses.replace(summary, b=0.5, certificates=tuple(c for c in passing if c.name != "doubling")))
+    unchecked = judge(dataclasses.replace(summary, b=0.5,
+                                          certificates=tuple(c for c in passing if c.name != "doubling")))
     failing = judge(dataclasses.replace(checked, certificates=tuple(
         Certificate("doubling", 4, 1.0, 0.1, 0.1) if (c.name, c.depth) == ("doubling", 4) else c for c in passing)))
     assert (checked.checked, failing.checked, unchecked.checked) == ((1, 2, 4), (1, 2), ())

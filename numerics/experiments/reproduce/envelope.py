@@ -266,8 +266,8 @@ def sizes_section(table: EnvelopeTable | None, linear_sizes: tuple, sizes_path: 
             s = table.find(a, b, 2)
             if s is None:
                 continue
-            decomposed = s.C.finite()
-            L_C, C = (int(decomposed.depths[-1]), float(decomposed.mean[-1])) if len(decomposed.depths) else (0, math.nan)
+            decomposed = s.C.finite()  # C_L at the deepest depth decomposed
+            L_C, C = (int(decomposed.depths[-1]), float(decomposed.mean[-1])) if len(decomposed.depths) else (0, 0.0)
             paper = r["nonlinear_L0"]
             rows.append((f"({a:g}, {b:g})", paper, f"{s.R.mean[-1]:.4g} ± {s.R.se[-1]:.2g} (L = {s.depths[-1]})",
                          f"{C:.4g} (L = {L_C})" if L_C else "—", f"{s.R.mean[-1] / paper - 1:+.1%}",

@@ -458,8 +458,9 @@ class CurveSummary(Labelled):
                "depths": list(self.depths), "planned_depths": list(self.planned_depths), "seeds": self.n_seeds,
                "verdict": self.verdict, "reason": self.reason, "kind": self.kind,
                "doubling_run": list(self.doubling_run), "checked_depths": list(self.checked),
-               "excluded_depths": {str(L): ("step-doubling check failed" if L in self.doubling_run else
-                                            "no step-doubling check ran") for L in self.depths if L not in self.checked},
+               "excluded_depths": {str(L): ("step-doubling check failed" if L in self.doubling_run
+                                            else "no step-doubling check ran")
+                                   for L in self.depths if L not in self.checked},
                "certificates_run": sorted({c.name for c in self.certificates}),
                "failed": [[c.name, c.depth] for c in self.failed], "primary": self.primary,
                "contrasts": [c.to_dict() for c in self.contrasts],

@@ -24,12 +24,13 @@ SHIPPED_VERDICTS = ("certified-revised", VERDICTS)
 def verdicts_record(summaries, plan: Plan, *, command: str) -> dict:
     """The numbers behind each setting's verdict, as JSON (what ``certified-study.verdicts.json`` holds).
 
-    Per setting, :meth:`~numerics.experiments.study.curves.CurveSummary.to_dict` of its summary: its sizes, the depths done and planned, the verdict, its kind and reason; where the step-doubling
-    check ran (``doubling_run``), the depths the verdict rests on (``checked_depths``, where it ran and passed)
-    and why each other depth is excluded; the certificates run and those failed; the verdict's contrast
-    (``primary``) and every contrast with its interval and α = 1 value; the gain-law fit's variants on the
-    checked depths; the envelope's α (reported only where ``fit_reported``); the envelope (with its SE and the
-    paired SE of its gains ``R*_1 − R*_L``), bound and best-seed curves; and each recipe's α, labelled as that recipe's finding
+    Per setting, :meth:`~numerics.experiments.study.curves.CurveSummary.to_dict` of its summary: its sizes, the
+    depths done and planned, the verdict, its kind and reason; where the step-doubling check ran
+    (``doubling_run``), the depths the verdict rests on (``checked_depths``, where it ran and passed) and why each
+    other depth is excluded; the certificates run and those failed; the verdict's contrast (``primary``) and every
+    contrast with its interval and α = 1 value; the gain-law fit's variants on the checked depths; the envelope's
+    α (reported only where ``fit_reported``); the envelope (with its SE and the paired SE of its gains
+    ``R*_1 − R*_L``), bound and best-seed curves; and each recipe's α, labelled as that recipe's finding
     (:class:`~numerics.experiments.study.curves.RecipeAlpha`).
 
     Examples
