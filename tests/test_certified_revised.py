@@ -65,7 +65,7 @@ def test_exported_revised_cells_keep_their_winners_weights(tiny_certified):
 
 
 def test_the_untrained_U_L_start_is_at_least_as_good_as_B_L_at_depth_two(tiny_certified):
-    """U_L ≤ B_L by construction (its atomic branch is B_L): on 512 contexts, within their paired noise."""
+    """U_L ≤ B_L by construction (its atomic branch is B_L): on the report set, within their paired noise."""
     rows, errors = collect(tiny_certified.cells_dir)
     at2 = {(r.start, r.steps): v for r, v in zip(errors.rows, errors.values) if r.depth == 2 and not r.doubled}
     diff = at2["expressible", 0] - at2["oracle", 0]

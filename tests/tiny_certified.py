@@ -27,8 +27,8 @@ __all__ = ["CONTRAST_SCALE", "FIRST_DEPTHS", "ONE_WORKER", "TINY", "TinyCertifie
 
 TINY = dataclasses.replace(
     REVISED_PLAN, spectra=((0.0, 0.0),), depths=(1, 2, 4), seeds=(0,), cold_steps=24, warm_steps=12, diverse_steps=24,
-    batch_size=32, warmup_steps=4, evals_per_run=4, eval_size=512, bound_contexts=512, select_size=512,
-    report_size=512, report_block=1, min_eval_size=512, long_caps=((0.0, 0.0, 2),), long_steps=(15, 30))
+    batch_size=32, warmup_steps=4, evals_per_run=2, eval_size=256, bound_contexts=512, select_size=256,
+    report_size=256, report_block=1, min_eval_size=256, long_caps=((0.0, 0.0, 2),), long_steps=(15, 30))
 #: the depths of the first session (the second one trains the rest from the exported files)
 FIRST_DEPTHS = TINY.depths[:2]
 #: the contrast recipes' budget here (the study uses the quick one)
