@@ -498,21 +498,22 @@ class CurveSummary(Labelled):
                              "(written by an older package: `idepth study certified --report-only` rewrites it)")
         a, b, depths, seeds = float(data["a"]), float(data["b"]), [int(L) for L in data["depths"]], int(data["seeds"])
 
-        def curve(quantity, values, se=None):
-            mean = np.array([math.nan if v is None else float(v) for v in values], dtype=np.float64)
-            se = np.full(len(depths), math.nan) if se is None else np.array(
-                [math.nan if v is None else float(v) for v in se], dtype=np.float64)
-            # per-seed values are not in the record
-            return Curve(quantity, a, b, np.array(depths), np.full((seeds, len(depths)), math.nan), mean, se,
-                         np.full(len(depths), seeds), "seeds")
+        name = data.get("name", "envelope")
 
-        parts = [(decomposition or {}).get(L, (None, None)) for L in depths]
-        C = data.get("C", [c for c, _ in parts]) if decomposition is None else [c for c, _ in parts]
-        gap = data.get("gap", [g for _, g in parts]) if decomposition is None else [g for _, g in parts]
-        R = curve("R_L", data["envelope"], data["envelope_se"])
-        gains_se = [math.nan if v is None else float(v) for v in data["gains_se"]]
+        def curve(quantity, values, se=None, se_kind="seeds"):  # per-seed values are not in the record: NaN
+            se = [None] * len(depths) if se is None else se
+            return Curve(quantity, a, b, np.array(depths), np.full((seeds, len(depths)), math.nan),
+                         np.array([_number(v) for v in values], dtype=np.float64),
+                         np.array([_number(v) for v in se], dtype=np.float64), np.full(len(depths), seeds), se_kind)
+
+        if decomposition is not None:
+            C, gap = zip(*(decomposition.get(L, (None, None)) for L in depths)) if depths else ((), ())
+        else:
+            C, gap = data.get("C", [None] * len(depths)), data.get("gap", [None] * len(depths))
+        R = curve("R_L", data["envelope"], data["envelope_se"], "bootstrap" if name == "envelope" else "seeds")
+        gains_se = [_number(v) for v in data["gains_se"]]
         return cls(
-            name=data.get("name", "envelope"), a=a, b=b, R=R, C=curve("C_L", C), gap=curve("A_minus_C", gap),
+            name=name, a=a, b=b, R=R, C=curve("C_L", C), gap=curve("A_minus_C", gap),
             verdict=data["verdict"], reason=data.get("reason", ""), kind=data.get("kind", ""),
             size=(int(data["d"]), int(data["P"]), int(data["N"])), k=int(data["k"]),
             alpha=_number(data["alpha"]), alpha_lo=_number(data["alpha_lo"]), alpha_hi=_number(data["alpha_hi"]),
