@@ -49,10 +49,6 @@ REGIME_DESCRIPTIONS = {
 STUDY_FAMILIES = ("lazy", "lazy_long", "converged", "separate_models")
 
 
-def _unique(*groups) -> tuple:
-    return tuple(dict.fromkeys(item for group in groups for item in group))
-
-
 def _depth_grid(depths) -> tuple:
     return tuple(sorted({check_positive_int("depth", L) for L in depths}))
 
@@ -197,7 +193,7 @@ class StudyScale:
     @property
     def all_spectra(self) -> tuple:
         """Every spectrum of the study (:attr:`spectra`, then :attr:`extra_spectra`), once each."""
-        return _unique(self.spectra, self.extra_spectra)
+        return tuple(dict.fromkeys((*self.spectra, *self.extra_spectra)))
 
     def family(self, regime: str, size: tuple) -> Plan:
         """The training runs of a trained regime (or of the separate models) at one size ``(d, P, N)``.
