@@ -57,7 +57,8 @@ def has_cells(text: str, *cells: str) -> bool:
 
     Examples
     --------
-    >>> has_cells("| a | b | c |\\n|---|---|---|\\n| 1 | 2 | 3 |", "2", "3"), has_cells("| a | b |\\n|---|---|", "b", "a")
+    >>> text = "| a | b | c |\\n|---|---|---|\\n| 1 | 2 | 3 |"
+    >>> has_cells(text, "2", "3"), has_cells(text, "b", "a")
     (True, False)
     """
     wanted, n = list(cells), len(cells)

@@ -221,7 +221,7 @@ def test_every_row_carries_the_certified_plans_recipe_and_a_row_without_one_is_r
     assert read_csv(tmp_path / "lazy.csv") == lazy
 
 
-def test_a_selection_that_is_not_the_envelope_is_refused(tiny_certified, tmp_path):
+def test_a_selection_that_is_not_the_envelope_is_refused(tiny_certified):
     import dataclasses
 
     from numerics.experiments.study.certified.table import check_rows, collect
@@ -239,7 +239,7 @@ def test_a_selection_that_is_not_the_envelope_is_refused(tiny_certified, tmp_pat
         check_rows([dataclasses.replace(rows[0], start="warm")])
 
 
-def test_certificates_and_verdict_of_the_tiny_study(tiny_certified, tmp_path):
+def test_certificates_and_verdict_of_the_tiny_study(tiny_certified):
     from numerics.experiments.study.certified.statistics import summarise
     from numerics.experiments.study.certified.table import collect
 
@@ -297,7 +297,8 @@ def test_a_page_regenerated_from_the_same_cells_is_byte_identical(tiny_certified
                for page in (tiny_certified_cli, again)]
     assert Path("certified-study.verdicts.json") in written[0] and Path("figures/certified-study.png") in written[0]
     assert written[0] == written[1]
-    assert again.stdout.replace(str(again.out), "OUT") == tiny_certified_cli.stdout.replace(str(tiny_certified_cli.out), "OUT")
+    assert [page.stdout.replace(str(page.out), "OUT") for page in (again, tiny_certified_cli)] == [again.stdout.replace(
+        str(again.out), "OUT")] * 2
 
 
 def test_a_page_whose_figure_fails_leaves_the_old_page_table_and_verdicts_and_no_temporary(tiny_certified, tmp_path,
@@ -348,7 +349,7 @@ def test_main_settings_go_through_every_depth_before_the_others(tmp_path):
     assert len(cells) == 4 and main_done <= long_started
 
 
-def test_a_setting_with_depths_still_missing_gets_no_verdict(tiny_certified, tmp_path):
+def test_a_setting_with_depths_still_missing_gets_no_verdict(tiny_certified):
     import dataclasses
 
     from numerics.experiments.study.certified.statistics import judge, summarise
@@ -363,7 +364,7 @@ def test_a_setting_with_depths_still_missing_gets_no_verdict(tiny_certified, tmp
     assert complete.kind != "budget"
 
 
-def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_heads(tiny_certified, tmp_path):
+def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_heads(tiny_certified):
     """predict_loss is compared with R*_L = (population loss of the study's heads) + (R*_L − B_L on the report set):
     the pieces are the reachability certificate's paired gap and fresh Monte Carlo, and B_L's own prediction agrees
     with the population loss of the heads the study wrote into its weights."""
@@ -384,7 +385,7 @@ def test_the_prediction_check_estimates_the_envelope_by_its_paired_gap_to_the_he
         assert abs(check.predicted[i] - check.heads[i]) < MC_SIGMAS * np.hypot(check.predicted_se[i], check.heads_se[i])
 
 
-def test_the_page_says_where_the_doubling_check_failed_or_never_ran_and_no_verdict_rests_there(tiny_certified, tmp_path):
+def test_the_page_says_where_the_doubling_check_failed_or_never_ran_and_no_verdict_rests_there(tiny_certified):
     """A failed or missing step-doubling check leaves a depth unshown to have converged: the page names those depths
     above the method, and the setting's depths without a passed check are not among those its verdict rests on."""
     import dataclasses
@@ -430,7 +431,7 @@ def test_a_rerun_of_the_first_depths_keeps_only_the_true_frontier(tiny_certified
     assert len(list((tmp_path / "cells").glob("*.npz"))) == len(cells)
 
 
-def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the_population(tiny_certified, tmp_path):
+def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the_population(tiny_certified):
     """Two untrained head averages are fixed functions: a failed nesting certificate between them is re-run paired on
     fresh contexts (the heads' own difference, on the setting's own stream), and the page sets every failure against
     the failures without a count expected by chance (certificates share contexts). A trained envelope on either side
@@ -483,7 +484,7 @@ def test_a_failed_nesting_certificate_between_untrained_heads_is_repeated_in_the
     assert "Failed certificates" not in headings(certified_markdown([passing], TINY, n_rows=len(rows), command="test"))
 
 
-def test_a_setting_is_judged_on_its_complete_seeds_while_a_later_seed_still_runs(tiny_certified, tmp_path):
+def test_a_setting_is_judged_on_its_complete_seeds_while_a_later_seed_still_runs(tiny_certified):
     """Seeds added to a plan later join when every planned depth is done: until then the complete seeds decide (the
     same numbers as a study of those seeds alone); with fewer than two complete seeds, the common depths decide."""
     import dataclasses
@@ -531,7 +532,7 @@ def _gap(errors, label, depth):
     return float(np.mean(chosen - np.mean(mine, axis=0, dtype=np.float64)))
 
 
-def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(tiny_certified, tmp_path):
+def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(tiny_certified):
     """Per depth, the best fixed candidate against the envelope, paired over the report contexts: recomputed here
     from the raw errors; the candidate chosen in every seed has gap 0; one made better in every seed is found and
     flagged, a diverged one is passed over, and the page lists the flagged depth."""
@@ -585,7 +586,7 @@ def test_selection_gaps_find_a_fixed_candidate_better_than_the_per_seed_winners(
         certified_markdown([summary], TINY, n_rows=len(rows), command="test"))
 
 
-def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_certified, tmp_path):
+def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_certified):
     """Beside each verdict, χ²/dof of the GLS gain-law fit (a verdict from a fit no α describes reads differently)."""
     from numerics.experiments.study.certified.page import certified_markdown
     from numerics.experiments.study.certified.statistics import judge, summarise
@@ -610,7 +611,7 @@ def test_the_verdict_table_shows_how_well_the_gain_law_fits(tiny_certified, tmp_
     assert fit_and_verdict(fits) == ["3.80 [1.58, unbounded] (χ²/dof = 3.9/5)", f"**{fits.verdict}**"]
 
 
-def test_the_first_gain_shortfall_is_paired_over_the_same_contexts(tiny_certified, tmp_path):
+def test_the_first_gain_shortfall_is_paired_over_the_same_contexts(tiny_certified):
     """(B_1 − B_2) − (R*_1 − R*_2) is read off the same rows as the envelope and the bound, and its SE is the
     paired one: close to std/√n of the per-context differences of those four rows (one seed)."""
     from numerics.experiments.study.certified.statistics import summarise
@@ -646,7 +647,7 @@ def core_hours(cell):
     return re.findall(r"[\d,.]+ (?:core-s|h)\b", cell)
 
 
-def test_the_targets_section_says_which_target_is_met(tiny_certified, tmp_path):
+def test_the_targets_section_says_which_target_is_met(tiny_certified):
     """Each target with what was measured and met or not met; a failed certificate is 'met' for the certificate
     target only while the verdict there is INCONCLUSIVE."""
     import dataclasses
@@ -707,7 +708,7 @@ def test_the_targets_section_says_which_target_is_met(tiny_certified, tmp_path):
     assert "Targets" not in headings(certified_markdown([], TINY, n_rows=0, command="test"))
 
 
-def test_the_study_compute_sums_the_cells_cpu_time_by_part(tiny_certified, tmp_path):
+def test_the_study_compute_sums_the_cells_cpu_time_by_part(tiny_certified):
     from numerics.experiments.study.certified.cells import read_cell
     from numerics.experiments.study.certified.facts import study_compute
 
@@ -745,7 +746,7 @@ def test_the_plan_is_priced_at_the_least_cpu_time_of_each_setting_and_depth(tiny
     assert compute.floor_core_seconds == pytest.approx(base.floor_core_seconds - cpu * 0.75)
 
 
-def test_failures_are_listed_per_kind_without_an_independence_tail(tiny_certified, tmp_path):
+def test_failures_are_listed_per_kind_without_an_independence_tail(tiny_certified):
     """Certificates of a setting share its contexts and seeds: their failures are listed per kind and where, and no
     chance count or Poisson tail (which would assume independence) is computed."""
     import dataclasses

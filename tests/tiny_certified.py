@@ -102,7 +102,8 @@ def cli_page(study: TinyCertified, out: Path) -> WrittenPage:
 
 
 def tiny_page(study: TinyCertified, out: Path) -> WrittenPage:
-    """The page of :data:`TINY` itself (its revised sections at the tiny sizes, the contrast recipes), no predictions."""
+    """The page of :data:`TINY` itself (its revised sections at the tiny sizes, the contrast recipes), without
+    predictions."""
     from numerics.experiments.study.certified.facts import write_certified
 
     write_certified(out, study.cells_dir, TINY, command="tiny", predictions=False, contrasts_dir=study.contrasts_dir,
