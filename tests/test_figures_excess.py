@@ -9,12 +9,12 @@ shipped revised study's verdicts, read here straight from its JSON file.
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from numerics.experiments.shipped import shipped_path
+from numerics.experiments.study.curves import CurveSummary
 
 #: the panel of each figure that is the certified envelope's excess, and the Table 1 spectra it shows
 PANELS = {"fig1": (1, lambda a, b: (a, b) == (0.0, 0.0)), "fig6a": (1, lambda a, b: a == 0.0)}
@@ -43,9 +43,7 @@ def rows():
     from numerics.experiments.study.plan import REVISED_PLAN
 
     record = json.loads(shipped_path("certified-revised", "certified-study.verdicts.json").read_text())
-    summaries = [SimpleNamespace(setting=(s["a"], s["b"], s["k"], s["d"], s["N"], s["P"]), depths=tuple(s["depths"]),
-                                 envelope=np.asarray(s["envelope"], dtype=float),
-                                 envelope_se=np.asarray(s["envelope_se"], dtype=float)) for s in record["settings"]]
+    summaries = [CurveSummary.from_dict(s) for s in record["settings"]]
     return excess_rows(summaries, REVISED_PLAN)
 
 

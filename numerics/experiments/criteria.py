@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from enum import StrEnum
 
 import numpy as np
 import sympy as sp
+
+from .vocabulary import DECIDED, DepthDependence, Reason, Verdict
 
 __all__ = [
     "Verdict",
@@ -119,88 +120,6 @@ MIN_COMPLETE_SEEDS = 2
 GAIN_LAW_MAX_CHI2_DOF = 2.0
 #: the α grid of the gain-law profile (paper eq. 16); an interval end at its edge does not bound α
 ALPHA_GRID = np.geomspace(0.01, 10.0, 301)
-
-class Verdict(StrEnum):
-    """A verdict on a claim: the one vocabulary of the reproduction's claims, the certified study's settings and
-    depth ranges, and the answer.
-
-    A member is the word the records and pages print (``certified-study.verdicts.json``, ``REPORT.md``'s marks,
-    the answer); :attr:`word` is the same verdict in a sentence and in a reproduction's ``report.json``.
-    CONTRADICTED: adequate measurements exclude the claim (every check it rests on ran and passed);
-    INCONCLUSIVE: a :class:`Reason` says why not decided; NOT TESTED: nothing to judge it by; NOT JUDGED: a
-    scale whose numbers support no verdict.
-
-    Examples
-    --------
-    >>> Verdict.NOT_TESTED, Verdict.NOT_TESTED.word, f"{Verdict.REPRODUCED}"
-    (<Verdict.NOT_TESTED: 'NOT TESTED'>, 'not tested', 'REPRODUCED')
-    >>> Verdict.read("inconclusive") is Verdict.INCONCLUSIVE
-    True
-    >>> Verdict.read("maybe", "status")
-    Traceback (most recent call last):
-    ...
-    ValueError: status must be one of reproduced, contradicted, inconclusive, not tested, not judged; got 'maybe'
-    """
-
-    REPRODUCED = "REPRODUCED"
-    CONTRADICTED = "CONTRADICTED"
-    INCONCLUSIVE = "INCONCLUSIVE"
-    NOT_TESTED = "NOT TESTED"
-    NOT_JUDGED = "NOT JUDGED"
-
-    @property
-    def word(self) -> str:
-        """The verdict in a sentence (and in a reproduction's ``report.json``): ``'not tested'``."""
-        return self.value.lower()
-
-    @classmethod
-    def read(cls, text: str, name: str = "verdict") -> "Verdict":
-        """The verdict ``text`` names, in either spelling (``'REPRODUCED'``, ``'reproduced'``); ``ValueError``
-        naming ``name`` otherwise."""
-        if isinstance(text, str) and text.upper() in cls._value2member_map_:
-            return cls(text.upper())
-        raise ValueError(f"{name} must be one of {', '.join(v.word for v in cls)}; got {text!r}")
-
-
-#: the decided verdicts, in the order counts of them are written
-DECIDED = (Verdict.REPRODUCED, Verdict.CONTRADICTED, Verdict.INCONCLUSIVE)
-
-
-class Reason(StrEnum):
-    """Why a verdict is INCONCLUSIVE: the kind a certified verdict records, and the first word of a reproduced
-    claim's reason (``'budget: ...'``); ``NONE`` for a decided verdict.
-
-    :attr:`brief` is the kind in a few words (the answer's "why not settled" column).
-
-    Examples
-    --------
-    >>> Reason("checks"), Reason.RESOLUTION.brief, Reason.NONE.brief
-    (<Reason.CHECKS: 'checks'>, 'its interval does not bound α', '')
-    >>> Reason.kinds("budget: 6000 steps; resolution: few depths; the tail is worse")
-    (<Reason.BUDGET: 'budget'>, <Reason.RESOLUTION: 'resolution'>)
-    """
-
-    NONE = ""
-    BUDGET = "budget"
-    CHECKS = "checks"
-    RESOLUTION = "resolution"
-    TRAINING = "training"
-    VARIANTS = "variants"
-    BOUND = "bound"
-
-    @property
-    def brief(self) -> str:
-        """The kind in a few words (``checks`` is worded from its depths by whoever has them)."""
-        return {"budget": "depths not done yet", "resolution": "its interval does not bound α",
-                "training": "a certificate fails", "variants": "the fit's variants disagree"}.get(self.value,
-                                                                                                     self.value)
-
-    @classmethod
-    def kinds(cls, reason: str) -> tuple:
-        """The kinds a reason text names: the word before the ``:`` of each of its ``;``-separated parts."""
-        words = (part.split(":")[0].strip() for part in reason.split(";"))
-        return tuple(dict.fromkeys(cls(w) for w in words if w and w in cls._value2member_map_))
-
 
 _m, _r, _sm, _sr, _z, _lo, _hi, _s = sp.symbols("m r s_m s_r z lo hi s", real=True)
 _x_lo, _x_hi = sp.symbols("x_lo x_hi", real=True)
@@ -429,26 +348,6 @@ def alpha_in_window(alpha: float) -> bool:
     (True, False, False)
     """
     return bool(ALPHA_WINDOW[0] <= alpha <= ALPHA_WINDOW[1])
-
-
-class DepthDependence(StrEnum):
-    """How a depth curve depends on depth (:func:`classify_depth_dependence`), in the order a tie is broken:
-    the regime study's words.
-
-    Examples
-    --------
-    >>> DepthDependence.of("improves (alpha = 0.6, not settled)"), DepthDependence.of("flat")
-    (<DepthDependence.IMPROVES: 'improves'>, <DepthDependence.FLAT: 'flat'>)
-    """
-
-    INVERSE_DEPTH = "inverse-depth"
-    IMPROVES = "improves"
-    FLAT = "flat"
-
-    @classmethod
-    def of(cls, verdict: str) -> "DepthDependence":
-        """The word a verdict of :func:`classify_depth_dependence` starts with."""
-        return cls(verdict.split(" (")[0])
 
 
 def classify_depth_dependence(gain: float, alpha: float, settled: bool) -> str:

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..criteria import DECIDED, Reason, Verdict
+from ..vocabulary import DECIDED, Reason, Verdict  # not criteria: ``idepth --help`` prints the answer
 
 __all__ = ["Answer", "AnswerRow", "EVIDENCE", "package_answer", "answer_from_record", "REVISED_FACTS", "REVISED_DIR",
            "check_verdicts_against_table", "read_record", "START", "END", "refresh", "replace_block", "write_answer_blocks",

@@ -1,6 +1,6 @@
 """Checks of the theory of exchangeable heads against trained models: the rows (computed here).
 
-:func:`numerics.experiments.study.expressible_page.write_expressible_checks` (``idepth expressible check``) writes
+:func:`write_expressible_checks` (``idepth expressible check``) writes
 them as ``docs/results/expressible.md``, its figure and CSV tables (``docs/results/expressible/``); nothing
 trains, the certified files are read through the study's own readers.
 

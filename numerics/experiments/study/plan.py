@@ -326,7 +326,7 @@ class Plan:
     name: str = ""
     model: str = "nonlinear"
     task: str = "difficult"
-    budget: Mapping = field(default_factory=dict)
+    budget: Mapping | None = None  # None: {} (a plain default keeps the signature parseable for the docs)
     regime: str = ""
 
     def __post_init__(self) -> None:
@@ -336,10 +336,10 @@ class Plan:
         if unknown:
             raise ValueError(f"recipe: a plan has no {', '.join(map(repr, unknown))} start (recipe "
                              f"{self.recipe.name!r}; it runs {', '.join(STARTS)} and gamma_star)")
-        for key in self.budget:
+        for key in self.budget or {}:
             if key not in _RUN_FIELDS:
                 raise ValueError(f"budget: {key!r} is not a run field ({', '.join(_RUN_FIELDS)})")
-        object.__setattr__(self, "budget", MappingProxyType(dict(self.budget)))
+        object.__setattr__(self, "budget", MappingProxyType(dict(self.budget or {})))
         for name in ("d", "N", "P", "k", "cold_steps", "warm_steps", "batch_size", "eval_size", "bound_contexts",
                      "diverse_steps", "report_block"):
             check_positive_int(name, getattr(self, name))

@@ -105,7 +105,7 @@ def judge(summary: CurveSummary) -> CurveSummary:
     >>> from numerics.experiments.study.curves import Curve
     >>> R = Curve.over_seeds("R_L", 0, 0, [1, 2], [[2.0, 1.5], [2.2, 1.7]])
     >>> s = judge(CurveSummary("envelope", 0.0, 0.0, R, size=(16, 64, 16), k=2, planned_depths=(1, 2)))
-    >>> s.verdict, s.checked
+    >>> s.verdict.value, s.checked
     ('INCONCLUSIVE', ())
     """
     depths = summary.depths
