@@ -209,11 +209,7 @@ def model_figure(ctx, *, family_name: str, name: str, paper: str) -> tuple:
     """Figs. 9 and 10: a model of appendix C, R_L and its decomposition."""
     family = ctx.family(family_name)
     fig, (left, right) = p.subplots(1, 2, figsize=(10.0, 4.2))
-    parts: list[str] = []
-    nonlinear_depth_panel(ctx, left, family_name, family.spectra, caption_parts=parts,
-                          title=f"{name}: R_L ({p.sizes(family)}, top-{family.k})")
-    left.set_ylabel("held-out loss R_L")
-    p.legend(left)
+    parts = _loss_panel(ctx, left, family_name, f"{name}: R_L ({p.sizes(family)}, top-{family.k})")
     colours = p.colours(len(family.spectra))
     drawn = False
     for colour, (a, b) in zip(colours, family.spectra):
@@ -233,15 +229,22 @@ def model_figure(ctx, *, family_name: str, name: str, paper: str) -> tuple:
     return fig, f"{name} ({paper}), {family.regime}. " + "; ".join(parts)
 
 
+def _loss_panel(ctx, ax, family_name: str, title: str, also: tuple = ()) -> list[str]:
+    """:func:`nonlinear_depth_panel` of ``R_L`` for every spectrum of ``family_name``, labelled, with its legend;
+    returns the caption's parts."""
+    parts: list[str] = []
+    nonlinear_depth_panel(ctx, ax, family_name, ctx.family(family_name).spectra, caption_parts=parts, also=also,
+                          title=title)
+    ax.set_ylabel("held-out loss R_L")
+    p.legend(ax)
+    return parts
+
+
 def fig14(ctx) -> tuple:
     """Fig. 14 (Table 4): softmax attention, top-16 task, broader spectra."""
     family = ctx.family("nonlinear_k16")
     fig, ax = p.subplots(figsize=(6.4, 4.6))
-    parts: list[str] = []
-    nonlinear_depth_panel(ctx, ax, "nonlinear_k16", family.spectra, caption_parts=parts,
-                          title=f"softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
-    ax.set_ylabel("held-out loss R_L")
-    p.legend(ax)
+    parts = _loss_panel(ctx, ax, "nonlinear_k16", f"softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
     return fig, (f"R_L against depth on the top-{family.k} task; dashed: fits of eq. (16); "
                  "dash-dotted: oracle single-head bound. " + "; ".join(parts))
 
@@ -249,13 +252,10 @@ def fig14(ctx) -> tuple:
 def fig11(ctx) -> tuple:
     """Fig. 11 (eqs. 75-82): context updates M(m), top-2 and top-16."""
     fig, ax = p.subplots(figsize=(6.4, 4.6))
-    parts: list[str] = []
-    family, k16 = ctx.family("context_updates"), ctx.family("context_updates_k16")
-    nonlinear_depth_panel(ctx, ax, "context_updates", family.spectra, caption_parts=parts,
-                          also=(("context_updates_k16", k16.spectra),),
-                          title=f"context updates M(m), learned m ({p.sizes(family)}, {p.regime(family)})")
-    ax.set_ylabel("held-out loss R_L")
-    p.legend(ax)
+    family = ctx.family("context_updates")
+    parts = _loss_panel(ctx, ax, "context_updates",
+                        f"context updates M(m), learned m ({p.sizes(family)}, {p.regime(family)})",
+                        also=(("context_updates_k16", ctx.family("context_updates_k16").spectra),))
     return fig, ("Context-update model: R_L against depth for top-2 and top-16 (paper: top-2 keeps "
                  "a 1/L trend, top-16 saturates); dashed: fits of eq. (16) where they determine α "
                  "(a fit that does not is not drawn, the legend says why). " + "; ".join(parts))
