@@ -13,6 +13,7 @@ from ...criteria import DECIDED, Verdict
 from .. import plotting as p
 from .. import analysis
 from ...study.answer import main_settings
+from ...study.certified.record import read_verdicts
 from ...study.curves import spectrum_label
 from ..results import int_list
 from ._linear import panel_grid
@@ -151,6 +152,12 @@ def envelope_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool
         p.no_data(ax, "no such spectrum decomposed in the certified study")
 
 
+def _values_text(curve) -> str:
+    """A curve's finite means and their depths, as a caption lists them: ``'2.1, 1.6 at L = 1, 2'``."""
+    finite = curve.finite()
+    return ", ".join(f"{v:.3g}" for v in finite.mean) + f" at L = {int_list(finite.depths)}"
+
+
 def fig6ab(ctx, *, fixed: str) -> tuple:
     """Figs. 6a (``fixed="a"``: a = 0, varying b) and 6b: R_L, fits, bounds."""
     family = ctx.family("nonlinear_lazy")
@@ -173,9 +180,7 @@ def fig6ab(ctx, *, fixed: str) -> tuple:
             curve = ctx.results.curve(conv, a, b, "R_L")
             if p.errorbar(ax, curve, "0.45", f"{spectrum_label(a, b)} equal step budget, every parameter", marker="s",
                          linestyle=":"):
-                gain = curve.finite()
-                parts.append(f"equal-budget training {spectrum_label(a, b)}: R_L = "
-                             + ", ".join(f"{v:.3g}" for v in gain.mean) + f" at L = {int_list(gain.depths)}")
+                parts.append(f"equal-budget training {spectrum_label(a, b)}: R_L = {_values_text(curve)}")
     ax.set_ylabel("held-out loss R_L")
     p.legend(ax, ncol=1, loc="upper right")
     caption = (f"R_L against depth, softmax attention on the top-{family.k} task. Right: {EXCESS_CAPTION} Left, the lazy "
@@ -278,11 +283,7 @@ def fig12(ctx) -> tuple:
         marker, style = p.style(len(parts))
         if p.errorbar(axes[0], m_curve, colour, f"m, top-{family.k}", marker=marker, linestyle=style):
             drawn = True
-            last = m_curve.finite()
-            rho = rho_curve.finite()
-            parts.append(f"top-{family.k}: learned m = " + ", ".join(f"{v:.3g}" for v in last.mean)
-                         + f" at L = {int_list(last.depths)}; ρ = "
-                         + ", ".join(f"{v:.3g}" for v in rho.mean) + f" at L = {int_list(rho.depths)}")
+            parts.append(f"top-{family.k}: learned m = {_values_text(m_curve)}; ρ = {_values_text(rho_curve)}")
     p.depth_axis(axes[0], ctx.family("context_updates").depths, logy=False)
     axes[0].axhline(0.0, color="0.6", lw=0.8)
     if 1 in ctx.family("context_updates").depths:
@@ -422,8 +423,6 @@ def fig1(ctx) -> tuple:
 
 def _certified_verdicts_text(ctx) -> str:
     """The certified study's verdicts at the Table 1 spectra, counted from its verdicts file (computed, not typed)."""
-    from ...study.certified.page import read_verdicts
-
     try:
         record = read_verdicts(getattr(ctx, "certified_verdicts", None))
     except ValueError as exc:
