@@ -12,11 +12,12 @@ import numpy as np
 
 from . import analysis
 from .. import criteria
-from ..criteria import DECIDED, Reason, Verdict
+from ..criteria import DECIDED, MIN_CHECKED_DEPTHS, Reason, Verdict
 from .._markdown import fmt_bool
 from .plotting import fit_problem
 from ._registry import REGISTRY, claim, not_tested, verdict
 from ..study.answer import main_settings
+from ..study.certified.record import read_verdicts
 from ..study.curves import spectrum_label
 from .results import int_list
 
@@ -74,8 +75,6 @@ def certified_progress(record: dict | None = None) -> str:
     'in progress (1 of its 1 settings done to L = 2 of 4)'
     """
     if record is None:
-        from ..study.certified.page import read_verdicts
-
         record = read_verdicts()
     settings = record["settings"]
     short = [s for s in settings if list(s["depths"]) != list(s["planned_depths"])]
@@ -94,10 +93,6 @@ def certified_progress(record: dict | None = None) -> str:
              "envelope)")
 def _inverse_depth_certified_claim(ctx, consistency) -> dict:
     """The central claim judged on the certified study's envelope."""
-    from ..study.certified.page import read_verdicts
-
-    from ..criteria import MIN_CHECKED_DEPTHS
-
     criterion = ("revised certified study (`idepth study run certified`, "
                  "docs/results/certified-revised/certified-study.md: every depth 1, 2, 4, … trained from several starts, "
                  "the winner selected on one held-out set and reported on another, with nesting, reachability and "
@@ -572,8 +567,6 @@ def below_heads(record: dict) -> tuple[float, int, int]:
 
 def _below_heads_text(ctx) -> str:
     """What the certified study finds against the same heads, computed from its verdicts file ('' without one)."""
-    from ..study.certified.page import read_verdicts
-
     try:
         record = read_verdicts(getattr(ctx, "certified_verdicts", None))
         largest, n_settings, n_depths = below_heads(record)
@@ -582,11 +575,9 @@ def _below_heads_text(ctx) -> str:
     if not n_depths:
         return ""
     where = f"the {n_settings} Table 1 spectra at P = {record['main']['P']}, {n_depths} depths"
-    if largest <= 0:
-        return (f" (the certified study, docs/results/certified-revised/certified-study.md, finds no trained model below the average of "
-                f"the same cosine heads B_L on the same contexts: {where})")
-    return (f" (the certified study, docs/results/certified-revised/certified-study.md, finds its best trained models at most "
-            f"{100 * largest:.1f} % below the average of the same cosine heads B_L on the same contexts: {where})")
+    found = "no trained model" if largest <= 0 else f"its best trained models at most {100 * largest:.1f} %"
+    return (f" (the certified study, docs/results/certified-revised/certified-study.md, finds {found} below the "
+            f"average of the same cosine heads B_L on the same contexts: {where})")
 
 
 #: every claim, in report order

@@ -13,6 +13,7 @@ from ...criteria import DECIDED, Verdict
 from .. import plotting as p
 from .. import analysis
 from ...study.answer import main_settings
+from ...study.certified.record import read_verdicts
 from ...study.curves import spectrum_label
 from ..results import int_list
 from ._linear import panel_grid
@@ -151,6 +152,12 @@ def envelope_panel(ctx, ax, quantity: str, select: Callable[[float, float], bool
         p.no_data(ax, "no such spectrum decomposed in the certified study")
 
 
+def _values_text(curve) -> str:
+    """A curve's finite means and their depths, as a caption lists them: ``'2.1, 1.6 at L = 1, 2'``."""
+    finite = curve.finite()
+    return ", ".join(f"{v:.3g}" for v in finite.mean) + f" at L = {int_list(finite.depths)}"
+
+
 def fig6ab(ctx, *, fixed: str) -> tuple:
     """Figs. 6a (``fixed="a"``: a = 0, varying b) and 6b: R_L, fits, bounds."""
     family = ctx.family("nonlinear_lazy")
@@ -173,9 +180,7 @@ def fig6ab(ctx, *, fixed: str) -> tuple:
             curve = ctx.results.curve(conv, a, b, "R_L")
             if p.errorbar(ax, curve, "0.45", f"{spectrum_label(a, b)} equal step budget, every parameter", marker="s",
                          linestyle=":"):
-                gain = curve.finite()
-                parts.append(f"equal-budget training {spectrum_label(a, b)}: R_L = "
-                             + ", ".join(f"{v:.3g}" for v in gain.mean) + f" at L = {int_list(gain.depths)}")
+                parts.append(f"equal-budget training {spectrum_label(a, b)}: R_L = {_values_text(curve)}")
     ax.set_ylabel("held-out loss R_L")
     p.legend(ax, ncol=1, loc="upper right")
     caption = (f"R_L against depth, softmax attention on the top-{family.k} task. Right: {EXCESS_CAPTION} Left, the lazy "
@@ -209,11 +214,7 @@ def model_figure(ctx, *, family_name: str, name: str, paper: str) -> tuple:
     """Figs. 9 and 10: a model of appendix C, R_L and its decomposition."""
     family = ctx.family(family_name)
     fig, (left, right) = p.subplots(1, 2, figsize=(10.0, 4.2))
-    parts: list[str] = []
-    nonlinear_depth_panel(ctx, left, family_name, family.spectra, caption_parts=parts,
-                          title=f"{name}: R_L ({p.sizes(family)}, top-{family.k})")
-    left.set_ylabel("held-out loss R_L")
-    p.legend(left)
+    parts = _loss_panel(ctx, left, family_name, f"{name}: R_L ({p.sizes(family)}, top-{family.k})")
     colours = p.colours(len(family.spectra))
     drawn = False
     for colour, (a, b) in zip(colours, family.spectra):
@@ -233,15 +234,22 @@ def model_figure(ctx, *, family_name: str, name: str, paper: str) -> tuple:
     return fig, f"{name} ({paper}), {family.regime}. " + "; ".join(parts)
 
 
+def _loss_panel(ctx, ax, family_name: str, title: str, also: tuple = ()) -> list[str]:
+    """:func:`nonlinear_depth_panel` of ``R_L`` for every spectrum of ``family_name``, labelled, with its legend;
+    returns the caption's parts."""
+    parts: list[str] = []
+    nonlinear_depth_panel(ctx, ax, family_name, ctx.family(family_name).spectra, caption_parts=parts, also=also,
+                          title=title)
+    ax.set_ylabel("held-out loss R_L")
+    p.legend(ax)
+    return parts
+
+
 def fig14(ctx) -> tuple:
     """Fig. 14 (Table 4): softmax attention, top-16 task, broader spectra."""
     family = ctx.family("nonlinear_k16")
     fig, ax = p.subplots(figsize=(6.4, 4.6))
-    parts: list[str] = []
-    nonlinear_depth_panel(ctx, ax, "nonlinear_k16", family.spectra, caption_parts=parts,
-                          title=f"softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
-    ax.set_ylabel("held-out loss R_L")
-    p.legend(ax)
+    parts = _loss_panel(ctx, ax, "nonlinear_k16", f"softmax, top-{family.k} ({p.sizes(family)}, {p.regime(family)})")
     return fig, (f"R_L against depth on the top-{family.k} task; dashed: fits of eq. (16); "
                  "dash-dotted: oracle single-head bound. " + "; ".join(parts))
 
@@ -249,13 +257,10 @@ def fig14(ctx) -> tuple:
 def fig11(ctx) -> tuple:
     """Fig. 11 (eqs. 75-82): context updates M(m), top-2 and top-16."""
     fig, ax = p.subplots(figsize=(6.4, 4.6))
-    parts: list[str] = []
-    family, k16 = ctx.family("context_updates"), ctx.family("context_updates_k16")
-    nonlinear_depth_panel(ctx, ax, "context_updates", family.spectra, caption_parts=parts,
-                          also=(("context_updates_k16", k16.spectra),),
-                          title=f"context updates M(m), learned m ({p.sizes(family)}, {p.regime(family)})")
-    ax.set_ylabel("held-out loss R_L")
-    p.legend(ax)
+    family = ctx.family("context_updates")
+    parts = _loss_panel(ctx, ax, "context_updates",
+                        f"context updates M(m), learned m ({p.sizes(family)}, {p.regime(family)})",
+                        also=(("context_updates_k16", ctx.family("context_updates_k16").spectra),))
     return fig, ("Context-update model: R_L against depth for top-2 and top-16 (paper: top-2 keeps "
                  "a 1/L trend, top-16 saturates); dashed: fits of eq. (16) where they determine α "
                  "(a fit that does not is not drawn, the legend says why). " + "; ".join(parts))
@@ -278,11 +283,7 @@ def fig12(ctx) -> tuple:
         marker, style = p.style(len(parts))
         if p.errorbar(axes[0], m_curve, colour, f"m, top-{family.k}", marker=marker, linestyle=style):
             drawn = True
-            last = m_curve.finite()
-            rho = rho_curve.finite()
-            parts.append(f"top-{family.k}: learned m = " + ", ".join(f"{v:.3g}" for v in last.mean)
-                         + f" at L = {int_list(last.depths)}; ρ = "
-                         + ", ".join(f"{v:.3g}" for v in rho.mean) + f" at L = {int_list(rho.depths)}")
+            parts.append(f"top-{family.k}: learned m = {_values_text(m_curve)}; ρ = {_values_text(rho_curve)}")
     p.depth_axis(axes[0], ctx.family("context_updates").depths, logy=False)
     axes[0].axhline(0.0, color="0.6", lw=0.8)
     if 1 in ctx.family("context_updates").depths:
@@ -422,8 +423,6 @@ def fig1(ctx) -> tuple:
 
 def _certified_verdicts_text(ctx) -> str:
     """The certified study's verdicts at the Table 1 spectra, counted from its verdicts file (computed, not typed)."""
-    from ...study.certified.page import read_verdicts
-
     try:
         record = read_verdicts(getattr(ctx, "certified_verdicts", None))
     except ValueError as exc:
