@@ -18,3 +18,31 @@
 Nothing in :mod:`numerics` outside this package imports it (a test checks the
 import graph).
 """
+
+import importlib
+import sys
+
+
+def lazy_exports(package: str, homes: dict) -> tuple:
+    """``(__getattr__, __dir__)`` for a package whose public names load their submodule only when used.
+
+    ``homes`` maps each public name to the module it lives in, relative to ``package`` (``".run"``). The study
+    packages use it so that a renderer importing one of their modules loads no training code
+    (``tests/test_render_imports.py``).
+
+    Examples
+    --------
+    >>> getattr_, dir_ = lazy_exports("numerics.experiments", {"Execution": ".execution"})
+    >>> getattr_("Execution").__name__, "Execution" in dir_()
+    ('Execution', True)
+    """
+
+    def __getattr__(name: str):
+        if name not in homes:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(homes[name], package), name)
+
+    def __dir__():
+        return sorted(list(vars(sys.modules[package])) + list(homes))
+
+    return __getattr__, __dir__

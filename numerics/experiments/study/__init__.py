@@ -17,7 +17,7 @@ depth reaches there, with its certificates).
 
 from __future__ import annotations
 
-import importlib
+from numerics.experiments import lazy_exports
 
 #: where each public name lives; a submodule is imported only when one of its names is used, so that
 #: ``study.answer`` or ``study.curves`` (read by ``idepth --help`` and the reproduction) load no training code
@@ -33,15 +33,7 @@ _HOMES = {
     "write_regime_study": ".regimes",
 }
 
-
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name], __name__), name)
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_HOMES))
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
 
 
 #: every public name, each from its home (:data:`_HOMES`)

@@ -10,22 +10,14 @@ U_L, the long caps, coverage and cost), ``facts`` (the computing pass: everythin
 ``page`` (the text, rendering only), ``figures`` and ``formatting`` (how both write numbers).
 """
 
-import importlib
+from numerics.experiments import lazy_exports
 
 #: where each public name lives; a submodule is imported only when one of its names is used, so that the page
 #: and the figures (rendering only) load no training code (``tests/test_render_imports.py``)
 _HOMES = dict.fromkeys(("SUMMARY_COLUMNS", "CellResult", "nested_params", "oracle_allocation", "run_cell",
                         "run_certified_study"), ".run")
 
-
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name], __name__), name)
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_HOMES))
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
 
 
 #: every public name, each from its home (:data:`_HOMES`)
