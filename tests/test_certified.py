@@ -158,6 +158,8 @@ def test_main_settings_get_the_plan_seeds_and_the_others_the_side_seeds():
     (dict(N=4), "N must be > d"),
     (dict(depths=(1, 2, 8)), "depths must be 1, 2, 4"),
     (dict(warm_rates=(-1.0,)), "learning_rate"),
+    (dict(cold_rate=1e-3), "no field 'cold_rate'"),  # an unknown field: a ValueError naming it, not a TypeError
+    (dict(spectra=((0.0, 0.0, 1.0),)), "spectra must be"),
 ])
 def test_plan_rejects_what_the_study_cannot_run(bad, word):
     with pytest.raises(ValueError, match=word):

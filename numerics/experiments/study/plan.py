@@ -329,8 +329,17 @@ class Plan:
     budget: Mapping | None = None  # None: {} (a plain default keeps the signature parseable for the docs)
     regime: str = ""
 
+    def __new__(cls, *args, **fields):
+        # an unknown field is a ValueError naming it (the dataclass's own __init__ would raise a TypeError)
+        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"Plan has no field {', '.join(map(repr, unknown))}")
+        return super().__new__(cls)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "recipe", get_recipe(self.recipe))
+        if any(len(tuple(pair)) != 2 for pair in self.spectra):
+            raise ValueError(f"spectra must be (a, b) pairs (eq. 2); got {self.spectra!r}")
         object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
         unknown = [kind for kind in self.recipe.starts if kind not in (*STARTS, "gamma_star")]
         if unknown:
