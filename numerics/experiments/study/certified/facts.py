@@ -28,6 +28,7 @@ from ..plan import CELL_FORMAT, Plan, shipped_U
 from .selection import selection_gaps
 from ..curves import CurveSummary
 from .statistics import HeadsRecheck, PredictionCheck, judged_cells, summarise
+from .record import Facts
 from .table import collect
 from .targets import HEADS_SETS, PLAN_SEEDS, PREDICT_SAMPLES, StudyCompute
 from .verdict import long_pairs
@@ -470,35 +471,6 @@ def prediction_cache_dir(cells_dir) -> Path:
     'docs/results/certified/predictions'
     """
     return Path(cells_dir).parent / "predictions"
-
-
-@dataclass(frozen=True)
-class Facts:
-    """Everything the certified study's page shows, measured once (:func:`measure`); the page only renders it.
-
-    ``rows``, ``errors``: the exported candidates and their report-set errors; ``summaries``: one
-    :class:`~numerics.experiments.study.certified.statistics.CurveSummary` per setting; ``checks``:
-    ``{setting: PredictionCheck}`` (None without predictions); ``rechecks``: the
-    :class:`~numerics.experiments.study.certified.statistics.HeadsRecheck` values; ``gaps``: ``{setting:
-    (SelectionGap per depth)}``; ``compute``: the :class:`~numerics.experiments.study.certified.targets.StudyCompute`;
-    ``revised``: the JSON record of :func:`revised_facts` (None for a plan without U_L's starts); ``excess``: the
-    bracket's rows (:func:`~numerics.experiments.study.certified.excess.excess_rows`).
-
-    Examples
-    --------
-    >>> Facts((), None, (), None, (), {}, None, None, ()).revised is None
-    True
-    """
-
-    rows: tuple
-    errors: object
-    summaries: tuple
-    checks: dict | None
-    rechecks: tuple
-    gaps: dict
-    compute: StudyCompute | None
-    revised: dict | None
-    excess: tuple
 
 
 def _silent(message: str) -> None:

@@ -34,7 +34,8 @@ from ..plan import Plan
 from .revised import FACTS, revised_sections
 from .table import csv_text
 from .targets import HEADS_SETS, PREDICT_SAMPLES, targets_markdown
-from .record import SHIPPED_VERDICTS, VERDICTS, read_verdicts, verdicts_record
+from .record import (FACTS_RECORD, SHIPPED_VERDICTS, VERDICTS, facts_text, read_facts, read_verdicts,
+                     verdicts_record)
 
 __all__ = ["SHIPPED_VERDICTS", "certified_markdown", "draw_certified_figure",
            "draw_recipe_figure", "read_verdicts", "render_certified", "verdicts_record"]
@@ -380,6 +381,8 @@ def render_certified(out_dir, facts, plan: Plan, *, command: str, cells_dir) -> 
     -----
     No example: it writes files (``tests/test_certified.py``).
     """
+    record = facts_text(facts)  # the page renders the facts as its record holds them
+    facts = read_facts(json.loads(record), rows=facts.rows, errors=facts.errors, summaries=facts.summaries)
     rows, summaries, revised, excess = facts.rows, list(facts.summaries), facts.revised, facts.excess
     extra = revised_sections(revised) + excess_section(excess)
     page = certified_markdown(summaries, plan, n_rows=len(rows), command=command, checks=facts.checks,
@@ -387,7 +390,7 @@ def render_certified(out_dir, facts, plan: Plan, *, command: str, cells_dir) -> 
                               extra=extra)
     files = {CSV: csv_text(rows, provenance={"command": command, "plan": json.loads(json.dumps(plan.to_dict()))}),
              PAGE: page, VERDICTS: json.dumps(verdicts_record(summaries, plan, command=command), indent=1,
-                                              allow_nan=True) + "\n"}
+                                              allow_nan=True) + "\n", FACTS_RECORD: record}
     if revised is not None:
         files[FACTS] = json.dumps(revised, indent=1, allow_nan=True) + "\n"
     if summaries:
