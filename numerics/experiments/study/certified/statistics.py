@@ -28,7 +28,7 @@ from ...criteria import (
     checked_depths,
 )
 from ..curves import Curve, CurveSummary, RecipeAlpha
-from .bootstrap import replicates
+from .bootstrap import contrast_bootstrap, replicates
 from .targets import HEADS_SETS, PREDICT_SAMPLES
 from .table import Errors
 from .verdict import (
@@ -36,7 +36,6 @@ from .verdict import (
     VERDICT_CONTRAST,
     ContrastStat,
     FitVariant,
-    contrast_bootstrap,
     contrast_stat,
     crossover_depth,
     doubling_passed,

@@ -4,7 +4,8 @@ A verdict rests only on the depths whose step-doubling check ran and passed
 (:func:`~numerics.experiments.criteria.checked_depths` of :func:`doubling_passed`; the long-cap pairs
 :func:`long_pairs`; the ranges split at :func:`crossover_depth`) and is judged on a fit-free contrast of the envelope
 (:data:`~numerics.experiments.criteria.CONTRASTS`) against its value under ``R_L = L0 + c/L`` (paper eq. 16 at
-α = 1), with a bootstrap interval (:func:`contrast_bootstrap`, :func:`contrast_stat`). The gain-law fit
+α = 1), with a bootstrap interval (:func:`contrast_stat` of the replicates of
+:func:`~numerics.experiments.study.certified.bootstrap.contrast_bootstrap`). The gain-law fit
 (:func:`gain_law_gls`) is reported only where it fits, and a CONTRADICTED verdict must hold under each of its
 analysis variants (:func:`gain_law_variants`). :func:`setting_verdict` takes only what the verdicts file holds,
 so a verdict can be recomputed from the file.
@@ -17,14 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bootstrap import context_weights, seed_counts, weighted_sums
 from .formatting import depth_list
 from ..plan import shipped_U
 from ...criteria import (ALPHA_GRID, CONTRAST_DEPTHS, GAIN_LAW_MAX_CHI2_DOF, Reason, Verdict, alpha_ends_bounded,
                          contrast_depths, contrast_value, law_contrast)
 
 __all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat",
-           "FitVariant", "contrast_bootstrap", "contrast_stat", "crossover_depth", "depth_list", "doubling_passed",
+           "FitVariant", "contrast_stat", "crossover_depth", "depth_list", "doubling_passed",
            "long_pairs", "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha", "setting_verdict"]
 
 #: the contrast a verdict is judged on (:data:`~numerics.experiments.criteria.CONTRASTS`)
@@ -73,7 +73,7 @@ class ContrastStat:
     ``estimate``: ``'mean over seeds'`` (the envelope) or ``'best seed'`` (per depth, the seed whose winner has
     the least selection-set loss, reported on the report set); ``depths``: the depths it uses, ``checked``:
     whether each of them passed its step-doubling check; ``se``: half the central 68 % of the bootstrap
-    replicates (:func:`contrast_bootstrap`); ``lo``, ``hi``: the central 95 % of the replicates, each side's
+    replicates (:func:`~numerics.experiments.study.certified.bootstrap.contrast_bootstrap`); ``lo``, ``hi``: the central 95 % of the replicates, each side's
     distance from ``value`` widened by ``t(0.975, seeds − 1) / z(0.975)``; :attr:`reference`: its value under
     ``R_L = L0 + c/L``; ``resolved`` False: the contrast's denominator (a gain) has an interval holding 0, so the
     ratio's interval is unbounded (``lo = −∞``, ``hi = ∞``; Fieller).
@@ -275,86 +275,6 @@ def gain_law_variants(depths, gains, covariance, threshold: float) -> tuple:
     widened = gain_law_gls(depths, gains, cov, threshold * birge)
     return tuple(FitVariant(name, *fit) for name, fit in (("full covariance", full), ("diagonal weights", diagonal),
                                                            ("Birge widening", widened)))
-
-
-def contrast_bootstrap(cells: dict, depths, seeds, rng: np.random.Generator, n: int) -> dict:
-    """Point values and bootstrap replicates of the per-depth optimum, as the mean over seeds and the best seed.
-
-    ``cells[(depth, seed)] = (errors, select, select_se, winner)``: the report-set squared errors of the cell's
-    eligible candidates (candidates × contexts), their selection-set losses and SEs, and the stored winner.
-    Each replicate redraws **the report contexts** (one multinomial draw, shared by every depth and seed: the
-    report set is shared, so depths stay paired), **the seeds** (with replacement, the same draw at every
-    depth) and **the candidate selection**: the cells store only the selection set's mean per candidate, not
-    its per-context errors, so the candidates' selection losses are redrawn jointly normal around their stored
-    means, with the covariance of the same models' per-context errors on the report set (an independent set of
-    the same size and distribution: candidates evaluated on one set are strongly correlated, and their
-    differences, not their levels, decide the choice), and the winner is the least. The best seed of a depth
-    is the drawn seed whose winner has the least (redrawn) selection loss: it is chosen on the selection set,
-    independent of the report set it is measured on.
-
-    Returns ``{"mean over seeds": (point (depths,), replicates (n, depths)), "best seed": (...),
-    "best seeds": seeds chosen at each depth (point)}``.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> cells = {(L, s): (rng.random((2, 16)) / L, np.array([1.0 / L, 2.0]), np.array([0.01, 0.01]), 0)
-    ...          for L in (1, 2) for s in (0, 1)}
-    >>> out = contrast_bootstrap(cells, (1, 2), (0, 1), rng, 50)
-    >>> out["mean over seeds"][1].shape, len(out["best seeds"])
-    ((50, 2), 2)
-    """
-    depths, seeds = tuple(depths), tuple(seeds)
-    keys = [(L, s) for L in depths for s in seeds]
-    blocks = [np.asarray(cells[key][0], dtype=np.float64) for key in keys]
-    contexts = blocks[0].shape[1]
-    weights = context_weights(rng, contexts, n)
-    # every candidate's report loss in every replicate (exact sums: the same bits on every machine)
-    report = weighted_sums(np.concatenate(blocks), weights) / contexts
-    value = np.empty((len(depths), len(seeds), n))
-    selected = np.empty_like(value)
-    point = np.empty((len(depths), len(seeds)))
-    point_select = np.empty_like(point)
-    row = 0
-    for key, block in zip(keys, blocks):
-        _, select, select_se, winner = cells[key]
-        i, j = depths.index(key[0]), seeds.index(key[1])
-        select = np.where(np.isfinite(select), select, np.inf)
-        drawn = select[:, None] + _correlated_noise(block, rng, n)
-        choice = np.argmin(drawn, axis=0)
-        value[i, j] = report[row + choice, np.arange(n)]
-        selected[i, j] = drawn[choice, np.arange(n)]
-        point[i, j] = block[winner].mean()
-        point_select[i, j] = select[winner]
-        row += len(block)
-    counts = seed_counts(rng, len(seeds), n)
-    mean = np.einsum("dsn,sn->nd", value, counts / len(seeds))
-    masked = np.where(counts[None] > 0, selected, np.inf)
-    best = np.take_along_axis(value, np.argmin(masked, axis=1)[:, None, :], axis=1)[:, 0, :].T
-    chosen = np.argmin(point_select, axis=1)
-    return {"mean over seeds": (point.mean(axis=1), mean),
-            "best seed": (point[np.arange(len(depths)), chosen], best),
-            "best seeds": tuple(seeds[c] for c in chosen)}
-
-
-def _correlated_noise(block: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
-    """``n`` draws (candidates × n) of the sampling error of the candidates' mean losses on a set like ``block``'s.
-
-    Normal with the covariance of the candidates' per-context errors ``block`` over its contexts, divided by
-    their number (the covariance of means); a candidate with non-finite errors gets none.
-    """
-    finite = np.all(np.isfinite(block), axis=1)
-    out = np.zeros((block.shape[0], n))
-    if finite.sum() == 0:
-        return out
-    cov = np.atleast_2d(np.cov(block[finite])) / block.shape[1]
-    values, vectors = np.linalg.eigh(cov)
-    # an eigenvector's sign is LAPACK's choice, which differs between CPU kernels: fix it (largest entry > 0) so
-    # that a seed gives the same noise on every machine
-    vectors = vectors * np.where(vectors[np.abs(vectors).argmax(axis=0), np.arange(vectors.shape[1])] < 0, -1.0, 1.0)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))
-    out[finite] = root @ rng.standard_normal((root.shape[1], n))
-    return out
 
 
 def contrast_stat(name: str, estimate: str, depths, point, replicates, L_max: int, checked_set, t_quantile: float
