@@ -73,9 +73,9 @@ class ContrastStat:
     ``estimate``: ``'mean over seeds'`` (the envelope) or ``'best seed'`` (per depth, the seed whose winner has
     the least selection-set loss, reported on the report set); ``depths``: the depths it uses, ``checked``:
     whether each of them passed its step-doubling check; ``se``: half the central 68 % of the bootstrap
-    replicates (:func:`~numerics.experiments.study.certified.bootstrap.contrast_bootstrap`); ``lo``, ``hi``: the central 95 % of the replicates, each side's
-    distance from ``value`` widened by ``t(0.975, seeds − 1) / z(0.975)``; :attr:`reference`: its value under
-    ``R_L = L0 + c/L``; ``resolved`` False: the contrast's denominator (a gain) has an interval holding 0, so the
+    replicates (:func:`~numerics.experiments.study.certified.bootstrap.contrast_bootstrap`); ``lo``, ``hi``: the
+    central 95 % of the replicates, each side's distance from ``value`` widened by ``t(0.975, seeds − 1) /
+    z(0.975)``; :attr:`reference`: its value under ``R_L = L0 + c/L``; ``resolved`` False: the contrast's denominator (a gain) has an interval holding 0, so the
     ratio's interval is unbounded (``lo = −∞``, ``hi = ∞``; Fieller).
 
     References
