@@ -31,7 +31,7 @@ from .statistics import HeadsRecheck, PredictionCheck, judged_cells, summarise
 from .record import Facts
 from .table import collect
 from .targets import HEADS_SETS, PLAN_SEEDS, PREDICT_SAMPLES, StudyCompute
-from .verdict import long_pairs
+from .verdict import long_picks
 
 __all__ = ["DECOMPOSITION_CONTEXTS", "Facts", "PairedDifference", "decomposition_code", "measure",
            "population_step", "prediction_cache_dir", "prediction_check", "prediction_code",
@@ -244,17 +244,17 @@ def _cached_step(a: float, b: float, plan: Plan, contexts: int, cache_dir, count
     return value[0], value[1]
 
 
-def _by_cell(rows, errors) -> dict:
-    """``{(a, b, P, k): {(depth, seed): [(row, report blocks)]}}``."""
+def _by_cell(rows) -> dict:
+    """``{(a, b, P, k): {(depth, seed): [row]}}``."""
     out: dict = {}
-    for row, values in zip(errors.rows, errors.values):
-        out.setdefault((row.a, row.b, row.P, row.k), {}).setdefault((row.depth, row.seed), []).append((row, values))
+    for row in rows:
+        out.setdefault((row.a, row.b, row.P, row.k), {}).setdefault((row.depth, row.seed), []).append(row)
     return out
 
 
 def _pick(members, test):
-    found = [(row, v) for row, v in members if test(row)]
-    return min(found, key=lambda m: m[0].R_select) if found else None
+    """The row of least selection-set loss among ``members`` that pass ``test`` (ties: the first), or None."""
+    return min((row for row in members if test(row)), key=lambda row: row.R_select, default=None)
 
 
 def _candidate(row) -> str:
@@ -362,7 +362,7 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
     """
     if not (plan.expressible_rates or plan.diverse_rates):
         return None
-    cells = _by_cell(rows, errors)
+    cells = _by_cell(errors.rows)
     facts = {"plan": {"version": CELL_FORMAT, "select_size": plan.select_size, "report_block": plan.report_block,
                       "seeds": list(plan.seeds), "depths": list(plan.depths), "long_steps": list(plan.long_steps)},
              "coverage": _coverage(plan, cells), "cpu_hours": _cost(cells_dir, plan), "population_contexts":
@@ -371,8 +371,8 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
         where = {"a": a, "b": b}
         seeds = [s for s in plan.seeds if (1, s) in members and (2, s) in members]
         if len(seeds) == len(plan.seeds):
-            d = PairedDifference.of([_pick(members[1, s], lambda r: r.selected)[1]
-                                     - _pick(members[2, s], lambda r: r.selected)[1] for s in seeds])
+            d = PairedDifference.of([errors.of(_pick(members[1, s], lambda r: r.selected))
+                                     - errors.of(_pick(members[2, s], lambda r: r.selected)) for s in seeds])
             pop, pop_se = _cached_step(a, b, plan, population_contexts, cache_dir, counts)
             z = (d.value - pop) / float(np.hypot(d.se, pop_se))
             facts["steps"].append({**where, "study": _difference(d), "population": pop, "population_se": pop_se,
@@ -385,7 +385,7 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
             if any(h is None for h in heads):
                 continue
             winners = [_pick(members[L, s], lambda r: r.selected) for s in seeds]
-            parts = [_decomposition(cells_dir, w[0].cell, decomposition_contexts, cache_dir, counts) for w in winners]
+            parts = [_decomposition(cells_dir, w.cell, decomposition_contexts, cache_dir, counts) for w in winners]
             facts["decomposition"].append({**where, "depth": L, "contexts": min(p["contexts"] for p in parts),
                                            "context_se": {"A": float(np.mean([p["A_L_se"] for p in parts])),
                                                           "C": None if L == 1 else float(np.mean(
@@ -394,28 +394,21 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
                                            "C": None if L == 1 else _over_seeds([p["C_L"] for p in parts]),
                                            "A_minus_C": None if L == 1 else _over_seeds(
                                                [p["A_L"] - p["C_L"] for p in parts])})
-            d = PairedDifference.of([w[1] - h[1] for w, h in zip(winners, heads)])
+            d = PairedDifference.of([errors.of(w) - errors.of(h) for w, h in zip(winners, heads)])
             facts["envelope"].append({**where, "depth": L, "gap": _difference(d),
-                                      "winners": [_candidate(w[0]) for w in winners]})
-            kinds = sorted({(r.start, r.learning_rate, r.steps) for r, _ in members[L, seeds[0]]
+                                      "winners": [_candidate(w) for w in winners]})
+            kinds = sorted({(r.start, r.learning_rate, r.steps) for r in members[L, seeds[0]]
                             if r.steps in plan.long_steps and not r.doubled})
             for start, lr, steps in kinds:
                 picks = [_pick(members[L, s], lambda r: (r.start, r.learning_rate, r.steps) == (start, lr, steps))
                          for s in seeds]
-                d = PairedDifference.of([p[1] - h[1] for p, h in zip(picks, heads)])
+                d = PairedDifference.of([errors.of(p) - errors.of(h) for p, h in zip(picks, heads)])
                 facts["long"].append({**where, "depth": L, "start": start, "learning_rate": lr, "steps": steps,
                                       "gap": _difference(d)})
-            pairs = long_pairs([r for r, _ in members[L, seeds[0]]])
-            if pairs:  # the longest cap against its half, over the starts run at both: the certificate's runs
-                full = max(steps for _, _, steps in pairs)
-                half, starts = full // 2, {(start, lr) for start, lr, _ in pairs}
-
-                def at_cap(r, cap):
-                    return r.steps == cap and not r.doubled and (r.start, r.learning_rate) in starts
-
-                best = {cap: [_pick(members[L, s], lambda r, cap=cap: at_cap(r, cap)) for s in seeds]
-                        for cap in (half, full)}
-                d = PairedDifference.of([a[1] - b[1] for a, b in zip(best[half], best[full])])
+            best = long_picks([members[L, s] for s in seeds])
+            if best:  # the longest cap against its half, over the starts run at both: the certificate's runs
+                (half, at_half), (full, at_full) = best.items()
+                d = PairedDifference.of([errors.of(h) - errors.of(f) for h, f in zip(at_half, at_full)])
                 check = (long_checks or {}).get((a, b, P, k, L))
                 facts["long_doubling"].append({**where, "depth": L, "half": half, "full": full, "gain": _difference(d),
                                                "certificate": None if check is None else {

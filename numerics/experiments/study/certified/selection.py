@@ -69,12 +69,11 @@ def selection_gaps(summary, rows, errors) -> tuple:
     """
     from ..plan import Candidate
 
-    index = {id(row): i for i, row in enumerate(errors.rows)}
     by_cell, seeds = judged_cells([r for r in rows if r.setting == summary.setting], summary.planned_depths)
     out = []
     for L, envelope in zip(summary.depths, summary.R.mean):
         cells = [by_cell[L, s] for s in seeds]
-        chosen = np.mean([errors.values[index[id(next(r for r in c if r.selected))]] for c in cells], axis=0,
+        chosen = np.mean([errors.of(next(r for r in c if r.selected)) for c in cells], axis=0,
                          dtype=np.float64)
         best = None
         labels = sorted({(r.start, r.learning_rate, r.steps) for r in cells[0] if not r.doubled})  # ties: the first
@@ -83,7 +82,7 @@ def selection_gaps(summary, rows, errors) -> tuple:
                      for c in cells]
             if not all(len(p) == 1 and not p[0].diverged for p in picks):
                 continue
-            diff = chosen - np.mean([errors.values[index[id(p[0])]] for p in picks], axis=0, dtype=np.float64)
+            diff = chosen - np.mean([errors.of(p[0]) for p in picks], axis=0, dtype=np.float64)
             gap = SelectionGap(summary.setting, L, Candidate(*candidate).label, float(diff.mean()),
                                standard_error(diff), float(envelope))
             if best is None or gap.gap > best.gap:

@@ -43,7 +43,7 @@ from .verdict import (
     gain_law_gls,
     gain_law_variants,
     implied_alpha,
-    long_pairs,
+    long_picks,
     range_contrast,
     range_depths,
     range_verdict,
@@ -174,7 +174,6 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
     # the contrasts draw from a stream of their own: the certificates' bootstrap is the same with or without them
     contrast_rng = (rng.spawn(1)[0] if isinstance(rng, np.random.Generator) else np.random.default_rng([int(rng), 1]))
     rng = np.random.default_rng(rng)
-    index = {id(row): i for i, row in enumerate(errors.rows)}
     contrast_errors = {(c.setting, c.recipe, c.depth, c.seed): c.errors for c in contrasts}
     contrast_names = sorted({c.recipe for c in contrasts})
     settings: dict = {}
@@ -202,20 +201,15 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         cube = {}  # (kind, depth) -> per seed, the report-set errors
         for L in depths:
             for kind, test in kinds.items():
-                cube[kind, L] = [errors.values[index[id(pick(L, s, test))]] for s in seeds]
+                cube[kind, L] = [errors.of(pick(L, s, test)) for s in seeds]
             for name in complete:
                 cube[name, L] = [contrast_errors[setting, name, L, s] for s in seeds]
             doubled = [[r for r in by_cell[L, s] if r.doubled or r.steps == 0] for s in seeds]
             if all(any(r.doubled for r in d) for d in doubled):
-                cube["doubled", L] = [errors.values[index[id(min(d, key=lambda r: r.R_select))]] for d in doubled]
-            pairs = long_pairs(by_cell[L, seeds[0]])
-            if pairs:  # long caps: the best at the longest cap against the best at half of it, same starts
-                top = max(steps for _, _, steps in pairs)
-                for label, cap in (("long half", top // 2), ("long full", top)):
-                    picks = [min((r for r in by_cell[L, s] if not r.doubled and r.steps == cap
-                                  and (r.start, r.learning_rate) in {(a, b) for a, b, _ in pairs}),
-                                 key=lambda r: r.R_select) for s in seeds]
-                    cube[label, L] = [errors.values[index[id(r)]] for r in picks]
+                cube["doubled", L] = [errors.of(min(d, key=lambda r: r.R_select)) for d in doubled]
+            # long caps: the best at the longest cap against the best at half of it, same starts
+            for label, picks in zip(("long half", "long full"), long_picks([by_cell[L, s] for s in seeds]).values()):
+                cube[label, L] = [errors.of(r) for r in picks]
         at = {label: i for i, label in enumerate(cube)}
         cube = np.asarray(list(cube.values()), dtype=np.float64)
         means = cube.mean(axis=(1, 2))
@@ -280,7 +274,7 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
         for L in depths:
             for s in seeds:
                 eligible = [r for r in by_cell[L, s] if not r.doubled]
-                cells[L, s] = (np.stack([errors.values[index[id(r)]] for r in eligible]),
+                cells[L, s] = (np.stack([errors.of(r) for r in eligible]),
                                np.array([r.R_select for r in eligible]), np.array([r.R_select_se for r in eligible]),
                                next(i for i, r in enumerate(eligible) if r.selected))
         curves = contrast_bootstrap(cells, depths, seeds, contrast_rng, n_bootstrap)

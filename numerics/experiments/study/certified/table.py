@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -37,10 +38,21 @@ class Errors:
     --------
     >>> Errors((), np.zeros((0, 4), np.float32)).values.shape
     (0, 4)
+    >>> row = object()
+    >>> Errors((row,), np.ones((1, 4), np.float32)).of(row).tolist()
+    [1.0, 1.0, 1.0, 1.0]
     """
 
     rows: tuple
     values: np.ndarray
+
+    @cached_property
+    def _index(self) -> dict:
+        return {id(row): i for i, row in enumerate(self.rows)}
+
+    def of(self, row) -> np.ndarray:
+        """The report-set errors of ``row`` (one of :attr:`rows`, by identity)."""
+        return self.values[self._index[id(row)]]
 
 
 def _recipe_of_record(record: dict) -> str:

@@ -25,7 +25,7 @@ from ...criteria import (ALPHA_GRID, CONTRAST_DEPTHS, GAIN_LAW_MAX_CHI2_DOF, Rea
 
 __all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat",
            "FitVariant", "contrast_stat", "crossover_depth", "depth_list", "doubling_passed",
-           "long_pairs", "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha", "setting_verdict"]
+           "long_pairs", "long_picks", "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha", "setting_verdict"]
 
 #: the contrast a verdict is judged on (:data:`~numerics.experiments.criteria.CONTRASTS`)
 VERDICT_CONTRAST = "g2/gLmax"
@@ -438,6 +438,27 @@ def long_pairs(members) -> list:
         return []
     top = max(steps for _, _, steps in caps)
     return sorted((a, b, top) for a, b, steps in caps if steps == top and (a, b, top // 2) in caps)
+
+
+def long_picks(cells) -> dict:
+    """The runs a long-cap doubling certificate compares: ``{cap: [row per seed]}`` at half the longest cap and at it.
+
+    ``cells``: each seed's rows of one depth. Per seed and cap, the run of least selection-set loss among the starts
+    run at both caps (:func:`long_pairs` of the first seed's cell; ties: the first); empty without long caps.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> cell = [R(start="cold", learning_rate=1e-3, steps=s, doubled=False, R_select=1 / s) for s in (24000, 48000)]
+    >>> {cap: [r.steps for r in rows] for cap, rows in long_picks([cell, cell]).items()}
+    {24000: [24000, 24000], 48000: [48000, 48000]}
+    """
+    pairs = long_pairs(cells[0])
+    if not pairs:
+        return {}
+    full, starts = max(steps for _, _, steps in pairs), {(start, lr) for start, lr, _ in pairs}
+    return {cap: [min((r for r in cell if not r.doubled and r.steps == cap and (r.start, r.learning_rate) in starts),
+                      key=lambda r: r.R_select) for cell in cells] for cap in (full // 2, full)}
 
 
 def doubling_passed(certificates) -> dict:
