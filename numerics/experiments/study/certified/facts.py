@@ -283,24 +283,6 @@ def _coverage(plan: Plan, cells: dict) -> list[dict]:
     return out
 
 
-def _cost(cells_dir, plan: Plan) -> dict:
-    """CPU hours per part: the candidates every cell trains, the doubled caps, the long caps."""
-    col = SUMMARY_COLUMNS.index("step_share")
-    parts = {"every cell's candidates": 0.0, "doubled caps (the convergence check)": 0.0, "long caps": 0.0}
-    for path in cell_files(cells_dir):
-        record, arrays = read_cell(path)
-        cpu = float(record["metrics"]["cpu_time"]) / 3600
-        summary = arrays["summary"]
-        doubled = summary[:, SUMMARY_COLUMNS.index("doubled")] > 0
-        steps = summary[:, SUMMARY_COLUMNS.index("steps")]
-        long = ~doubled & np.isin(steps, plan.long_steps) & (len(plan.long_steps) > 0)
-        share_doubled, share_long = float(summary[doubled, col].sum()), float(summary[long, col].sum())
-        parts["doubled caps (the convergence check)"] += cpu * share_doubled
-        parts["long caps"] += cpu * share_long
-        parts["every cell's candidates"] += cpu * (1 - share_doubled - share_long)
-    return parts
-
-
 def _difference(d: PairedDifference) -> dict:
     return {"value": d.value, "se": d.se, "per_seed": list(d.per_seed), "word": d.word()}
 
@@ -341,13 +323,15 @@ def _over_seeds(values) -> dict:
 
 def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: int = 1 << 17,
                   decomposition_contexts: int = DECOMPOSITION_CONTEXTS, cache_dir=None,
-                  counts: dict | None = None, long_checks: dict | None = None) -> dict:
+                  counts: dict | None = None, long_checks: dict | None = None,
+                  compute: StudyCompute | None = None) -> dict:
     """What a study with U_L's starts measured, as a JSON-able dict (None for a plan without them: nothing to compare).
 
     Keys: ``plan`` (sizes and seeds), ``coverage`` (per spectrum, depths done and not run yet), ``cpu_hours``
-    (per part), ``steps`` (per spectrum with L = 1, 2 done: the envelope's step, the population step of
-    ``U_L``'s heads on ``population_contexts`` fresh contexts, z), ``envelope`` (per spectrum and depth done:
-    ``R*_L − U_L`` paired), ``long`` (per long-cap candidate: it minus ``U_L``, paired), ``long_doubling`` (per
+    (per kind of candidate: :attr:`~numerics.experiments.study.certified.targets.StudyCompute.hours_by_kind` of
+    ``compute``, default :func:`study_compute` of the cells), ``steps`` (per spectrum with L = 1, 2 done: the
+    envelope's step, the population step of ``U_L``'s heads on ``population_contexts`` fresh contexts, z),
+    ``envelope`` (per spectrum and depth done: ``R*_L − U_L`` paired), ``long`` (per long-cap candidate: it minus ``U_L``, paired), ``long_doubling`` (per
     long-cap cell: the best run at half the longest cap minus the best at it, paired, and whether the depth's
     long runs' step-doubling certificate passed: ``long_checks`` maps ``(a, b, P, k, depth)`` to that
     :class:`~numerics.experiments.study.certified.statistics.Certificate` (``pair = "long"``), the one the
@@ -365,7 +349,8 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
     cells = _by_cell(errors.rows)
     facts = {"plan": {"version": CELL_FORMAT, "select_size": plan.select_size, "report_block": plan.report_block,
                       "seeds": list(plan.seeds), "depths": list(plan.depths), "long_steps": list(plan.long_steps)},
-             "coverage": _coverage(plan, cells), "cpu_hours": _cost(cells_dir, plan), "population_contexts":
+             "coverage": _coverage(plan, cells),
+             "cpu_hours": (compute or study_compute(cells_dir, None, plan)).hours_by_kind, "population_contexts":
              population_contexts, "steps": [], "envelope": [], "long": [], "long_doubling": [], "decomposition": []}
     for (a, b, P, k), members in sorted(cells.items()):
         where = {"a": a, "b": b}
@@ -435,9 +420,18 @@ def study_compute(cells_dir, contrasts_dir, plan) -> StudyCompute:
               f"the second P = {plan.long_P}", "Table 1 spectra, the later seeds", "top-16")
     runs, core = [0] * len(labels), [0.0] * len(labels)
     seen: dict = {}  # (a, b, k, P, depth) -> (CPU times of every seed, how many of them are plan cells)
+    hours = {"every cell's candidates": 0.0, "doubled caps (the convergence check)": 0.0, "long caps": 0.0}
+    share, kind = SUMMARY_COLUMNS.index("step_share"), {c: SUMMARY_COLUMNS.index(c) for c in ("doubled", "steps")}
     for path in cell_files(cells_dir):
-        record, _ = read_cell(path)
+        record, arrays = read_cell(path)
         config, cpu = record["config"], float(record["metrics"]["cpu_time"])
+        summary = arrays["summary"]  # each candidate's share of the steps, by kind
+        doubled = summary[:, kind["doubled"]] > 0
+        long = ~doubled & np.isin(summary[:, kind["steps"]], plan.long_steps) & (len(plan.long_steps) > 0)
+        share_doubled, share_long = float(summary[doubled, share].sum()), float(summary[long, share].sum())
+        hours["doubled caps (the convergence check)"] += cpu / 3600 * share_doubled
+        hours["long caps"] += cpu / 3600 * share_long
+        hours["every cell's candidates"] += cpu / 3600 * (1 - share_doubled - share_long)
         i = _part(config, plan)
         runs[i] += 1
         core[i] += cpu
@@ -450,7 +444,7 @@ def study_compute(cells_dir, contrasts_dir, plan) -> StudyCompute:
         records = [read_cell(path)[0] for path in cell_files(contrasts_dir)]
         parts.append(("contrast runs (lazy, equal budget)", len(records),
                       sum(float(r["metrics"]["cpu_time"]) for r in records)))
-    return StudyCompute(tuple(parts), floor_core_seconds=floor)
+    return StudyCompute(tuple(parts), floor_core_seconds=floor, hours_by_kind=hours)
 
 
 
@@ -514,7 +508,8 @@ def measure(plan: Plan, cells_dir, *, contrasts_dir=None, predictions: bool = Tr
         progress("the revised plan's facts: the L = 2 step on fresh contexts, the winners' A_L and C_L (cached)")
     long_checks = {(s.setting[0], s.setting[1], s.setting[5], s.setting[2], c.depth): c for s in summaries
                    for c in s.certificates if c.pair == "long"}
-    revised = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir, counts=counts, long_checks=long_checks)
+    revised = revised_facts(rows, errors, plan, cells_dir, cache_dir=cache_dir, counts=counts, long_checks=long_checks,
+                            compute=compute)
     excess = tuple(excess_rows(summaries, plan)) if revised is not None else ()  # the revised page's bracket
     if predictions and cache_dir is not None:  # every cached value the page reads was used: the rest is stale
         for path in Path(cache_dir).glob("*.json"):

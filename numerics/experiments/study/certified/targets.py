@@ -10,7 +10,7 @@ runs in three hours on two cores. Each is stated as measured, met or not; none c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..._markdown import markdown_table
 from ...criteria import FIRST_STEP_SES, HOURS_TARGET, PREDICTION_TARGET, Verdict, at_most, exceeds
@@ -37,7 +37,9 @@ class StudyCompute:
     ``parts``: ``((label, runs, core_seconds), ...)``; the first two parts are the three-seed plan the
     time target counts. Process time grows when other jobs share the cores (caches, the sibling
     hyperthread), so ``floor_core_seconds`` also prices each of the plan's cells at the least CPU time
-    any seed of its setting and depth took: the plan on a machine running nothing else.
+    any seed of its setting and depth took: the plan on a machine running nothing else. ``hours_by_kind``: the
+    cells' CPU hours by kind of candidate (every cell's, the doubled caps, the long caps), each candidate's share of
+    the steps.
 
     Examples
     --------
@@ -48,6 +50,7 @@ class StudyCompute:
 
     parts: tuple
     floor_core_seconds: float = float("nan")
+    hours_by_kind: dict = field(default_factory=dict)
 
     @property
     def plan_core_seconds(self) -> float:

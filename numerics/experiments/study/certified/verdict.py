@@ -25,7 +25,8 @@ from ...criteria import (ALPHA_GRID, CONTRAST_DEPTHS, GAIN_LAW_MAX_CHI2_DOF, Rea
 
 __all__ = ["ALPHA_GRID", "DOUBLING_RATIO", "RANGES", "VERDICT_CONTRAST", "range_depths", "range_verdict", "ContrastStat",
            "FitVariant", "contrast_stat", "crossover_depth", "depth_list", "doubling_passed",
-           "long_pairs", "long_picks", "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha", "setting_verdict"]
+           "long_pairs", "long_picks", "fit_reported", "gain_law_gls", "gain_law_variants", "implied_alpha",
+           "setting_verdict"]
 
 #: the contrast a verdict is judged on (:data:`~numerics.experiments.criteria.CONTRASTS`)
 VERDICT_CONTRAST = "g2/gLmax"
@@ -75,8 +76,9 @@ class ContrastStat:
     whether each of them passed its step-doubling check; ``se``: half the central 68 % of the bootstrap
     replicates (:func:`~numerics.experiments.study.certified.bootstrap.contrast_bootstrap`); ``lo``, ``hi``: the
     central 95 % of the replicates, each side's distance from ``value`` widened by ``t(0.975, seeds − 1) /
-    z(0.975)``; :attr:`reference`: its value under ``R_L = L0 + c/L``; ``resolved`` False: the contrast's denominator (a gain) has an interval holding 0, so the
-    ratio's interval is unbounded (``lo = −∞``, ``hi = ∞``; Fieller).
+    z(0.975)``; :attr:`reference`: its value under ``R_L = L0 + c/L``; ``resolved`` False: the contrast's
+    denominator (a gain) has an interval holding 0, so the ratio's interval is unbounded (``lo = −∞``,
+    ``hi = ∞``; Fieller).
 
     References
     ----------
