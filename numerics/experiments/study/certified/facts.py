@@ -331,8 +331,8 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
     (per kind of candidate: :attr:`~numerics.experiments.study.certified.targets.StudyCompute.hours_by_kind` of
     ``compute``, default :func:`study_compute` of the cells), ``steps`` (per spectrum with L = 1, 2 done: the
     envelope's step, the population step of ``U_L``'s heads on ``population_contexts`` fresh contexts, z),
-    ``envelope`` (per spectrum and depth done: ``R*_L − U_L`` paired), ``long`` (per long-cap candidate: it minus ``U_L``, paired), ``long_doubling`` (per
-    long-cap cell: the best run at half the longest cap minus the best at it, paired, and whether the depth's
+    ``envelope`` (per spectrum and depth done: ``R*_L − U_L`` paired), ``long`` (per long-cap candidate: it minus
+    ``U_L``, paired), ``long_doubling`` (per long-cap cell: the best run at half the longest cap minus the best at it, paired, and whether the depth's
     long runs' step-doubling certificate passed: ``long_checks`` maps ``(a, b, P, k, depth)`` to that
     :class:`~numerics.experiments.study.certified.statistics.Certificate` (``pair = "long"``), the one the
     verdicts read; None where the statistics did not judge the depth) and ``decomposition``
