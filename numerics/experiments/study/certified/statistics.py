@@ -278,28 +278,24 @@ def summarise(rows, errors: Errors, *, recipe: tuple = ("cold", 1e-3), rng=0, n_
                                np.array([r.R_select for r in eligible]), np.array([r.R_select_se for r in eligible]),
                                next(i for i, r in enumerate(eligible) if r.selected))
         curves = contrast_bootstrap(cells, depths, seeds, contrast_rng, n_bootstrap)
-        t1 = math.sqrt(t2)
-        stats = []
-        for estimate in ("mean over seeds", "best seed"):
+        def stat(name, estimate, L_max):  # contrast ``name`` to ``L_max`` of one estimate, with its interval
             point, reps = curves[estimate]
-            end = contrast_depth if contrast_depth is not None else deepest
-            stats.append(contrast_stat("g2/gLmax", estimate, depths, point, reps, end, set(checked), t1))
+            return contrast_stat(name, estimate, depths, point, reps, L_max, set(checked), math.sqrt(t2))
+
+        estimates = ("mean over seeds", "best seed")
+        stats = []
+        for estimate in estimates:
+            stats.append(stat("g2/gLmax", estimate, contrast_depth if contrast_depth is not None else deepest))
             if {1, 2, 16} <= set(depths):
-                stats.append(contrast_stat("(R2-R16)/(R1-R2)", estimate, depths, point, reps, 16, set(checked), t1))
+                stats.append(stat("(R2-R16)/(R1-R2)", estimate, 16))
         # g_2/g_L to every depth L ≥ 4: the verdict's is the one to the deepest checked depth
-        point, reps = curves["mean over seeds"]
-        ladder = tuple(contrast_stat("g2/gLmax", "mean over seeds", depths, point, reps, L, set(checked), t1)
-                       for L in depths if L >= 4)
+        ladder = tuple(stat("g2/gLmax", "mean over seeds", L) for L in depths if L >= 4)
         crossover = crossover_depth(setting)
         range_stats = []
         for name, range_planned in range_depths(planned_depths or depths, crossover).items():
             spec = range_contrast(name, range_planned)
-            if spec is None or not all(L in depths for L in range_planned):
-                continue
-            for estimate in ("mean over seeds", "best seed"):
-                point, reps = curves[estimate]
-                range_stats.append((name, contrast_stat(spec[0], estimate, depths, point, reps, spec[1], set(checked),
-                                                        t1)))
+            if spec is not None and all(L in depths for L in range_planned):
+                range_stats += [(name, stat(spec[0], estimate, spec[1])) for estimate in estimates]
         variants = ()
         if len(checked) >= MIN_CHECKED_DEPTHS and checked[0] == 1:
             variants = gain_law_variants(checked[1:], *gains("envelope", checked[1:]), t2)
