@@ -259,25 +259,18 @@ def cached(cache_dir: str | os.PathLike | None, kind: str, key: dict, compute: C
     >>> first == again == {"value": 2.0}, fresh, other
     (True, {'value': -1.0}, {'value': 5.0})
     """
-    path = None if cache_dir is None else cache_file(cache_dir, kind, key, code)
-    if not recompute:
-        value = read_cached(cache_dir, kind, key, code)
-        if value is not None:
-            _count(counts, "cached", path)
-            return value
-    value = _save(cache_dir, kind, key, code, compute())
-    _count(counts, "computed", path)
-    return value
+    return cached_many(cache_dir, kind, [key], lambda _: compute(), code=code, recompute=recompute, counts=counts)[0]
 
 
 def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[dict], compute: Callable[[dict], Any],
                 *, code: str | None = None, workers: int = 1, progress: bool | None = False, desc: str | None = None,
-                recompute: bool = False) -> list[Any]:
+                recompute: bool = False, counts: dict | None = None) -> list[Any]:
     """``[compute(key) for key in keys]``, computing only what ``cache_dir`` lacks, in ``workers`` processes.
 
     ``code``: the digest of the computing code (default :func:`function_digest` of ``compute``). ``compute``
     must be a module-level function when ``workers > 1`` (it is sent to
-    :func:`numerics.experiments.sweep.local_pool` workers). Each value is stored as it arrives.
+    :func:`numerics.experiments.sweep.local_pool` workers). Each value is stored as it arrives. ``counts``: as
+    :func:`cached`'s.
 
     Examples
     --------
@@ -298,13 +291,16 @@ def cached_many(cache_dir: str | os.PathLike | None, kind: str, keys: Sequence[d
         stored = None if recompute else read_cached(cache_dir, kind, key, code)
         if stored is not None:
             values[ident] = stored
+            _count(counts, "cached", None if cache_dir is None else cache_file(cache_dir, kind, key, code))
         else:
             todo[ident] = key
     if todo:
         bar = progress_bar(len(todo), enabled=progress, desc=desc or kind, unit="value")
         try:
             def keep(ident: str, value: Any) -> None:
-                values[ident] = _save(cache_dir, kind, todo[ident], code, value)
+                key = todo[ident]
+                values[ident] = _save(cache_dir, kind, key, code, value)
+                _count(counts, "computed", None if cache_dir is None else cache_file(cache_dir, kind, key, code))
                 bar.update(1)
 
             if workers > 1 and len(todo) > 1:
