@@ -403,3 +403,24 @@ def test_an_alpha_interval_end_at_the_grids_edge_or_nan_is_unbounded():
     assert criteria.alpha_ends_bounded(lo, hi) == (False, False)
     assert criteria.alpha_ends_bounded(lo * 1.01, hi / 1.01) == (True, True)
     assert criteria.alpha_ends_bounded(math.nan, 1.0) == (False, True)
+
+
+def test_the_facts_record_beside_the_verdicts_is_complete_and_read_back_exactly_by_its_one_reader():
+    from numerics.experiments.study.certified.record import FACTS_FIELDS, FACTS_RECORD, facts_text, read_facts
+
+    path = STUDY / FACTS_RECORD
+    record, facts = json.loads(path.read_text()), read_facts(path)
+    assert tuple(record) == FACTS_FIELDS
+    assert facts_text(facts) == path.read_text()  # what the page renders is what the file holds, to the bit
+    # the revised plan's part is certified-revised.json, and its CPU hours are the cost's, by kind
+    assert json.dumps(record["revised"], indent=1) + "\n" == (STUDY / "certified-revised.json").read_text()
+    assert facts.compute.hours_by_kind == record["revised"]["cpu_hours"]
+    settings = {(s["a"], s["b"], s["k"], s["d"], s["N"], s["P"]): s["depths"]
+                for s in json.loads((STUDY / "certified-study.verdicts.json").read_text())["settings"]}
+    assert set(facts.checks) == set(facts.gaps) == set(settings)
+    assert all(list(facts.checks[s].depths) == depths and len(facts.gaps[s]) == len(depths)
+               for s, depths in settings.items())
+    assert all(r.setting in settings and r.depth in settings[r.setting] for r in facts.rechecks)
+    assert {"steps", "long", "long_doubling", "decomposition"} <= set(facts.revised) and facts.excess
+    with pytest.raises(ValueError, match="missing field rechecks"):
+        read_facts({"predictions": None})
