@@ -28,8 +28,8 @@ from .formatting import (
     setting_label,
 )
 from .excess import EXCESS_FIGURE, excess_section
-from .figures import (draw_certified_figure, draw_excess_figure, draw_decomposition_figure, draw_recipe_figure,
-                      draw_revised_figure)
+from ..figures import (draw_certified_figure, draw_excess_figure, draw_decomposition_figure, draw_recipe_figure,
+                       draw_revised_figure)
 from ..plan import Plan
 from .revised import FACTS, revised_sections
 from .table import csv_text
