@@ -26,7 +26,7 @@ from .._markdown import fixed, fmt, markdown_table
 from ..recipes import LAZY
 from .curves import spectrum_label
 
-__all__ = ["Section", "render_page", "study_markdown", "FIGURE", "LAZY_CSV", "LAZY_FIT_CSV", "PAGE", "csv_text",
+__all__ = ["Section", "render_page", "written", "study_markdown", "FIGURE", "LAZY_CSV", "LAZY_FIT_CSV", "PAGE", "csv_text",
            "expressible_markdown", "consistency_statement", "consistency_markdown", "sizes_markdown"]
 
 #: the expressible check's page, figure and tables (relative to the output directory)
@@ -82,6 +82,24 @@ class Section:
         if self.figures:
             out.append("\n".join(f"![{alt}]({path})" for alt, path in self.figures))
         return out
+
+
+def written(lines: Sequence[str]) -> list[Section]:
+    """Markdown already written as lines (a section of the facts' own) as one block of a page; none if empty.
+
+    Examples
+    --------
+    >>> print(render_page([Section("A", ("x",)), *written(["### B", "", "y", ""]), *written([])]), end="")
+    ## A
+    <BLANKLINE>
+    x
+    <BLANKLINE>
+    ### B
+    <BLANKLINE>
+    y
+    """
+    text = "\n".join(lines).strip("\n")
+    return [Section(paragraphs=(text,))] if text else []
 
 
 def render_page(sections: Sequence[Section]) -> str:
