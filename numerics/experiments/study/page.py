@@ -3,7 +3,7 @@
 A page is a list of :class:`Section` values (a heading, paragraphs, a table, figures) and one :func:`render_page`
 call, so every page separates its blocks, writes its tables
 (:func:`~numerics.experiments._markdown.markdown_table`) and links its figures one way. The pages written here:
-the regime study's (:func:`study_markdown`), the expressible check's (:func:`expressible_markdown`), the plateau
+the regime study's (:func:`regime_markdown`), the expressible check's (:func:`expressible_markdown`), the plateau
 checks' (:func:`consistency_markdown`, :func:`sizes_markdown`); the certified plan's page
 (:mod:`~numerics.experiments.study.certified.page`) is built of the same sections. Their figures are drawn by
 :mod:`~numerics.experiments.study.figures`. This module computes nothing: it imports no module that trains,
@@ -26,8 +26,8 @@ from .._markdown import fixed, fmt, markdown_table
 from ..recipes import LAZY
 from .curves import spectrum_label
 
-__all__ = ["Section", "render_page", "written", "study_markdown", "FIGURE", "LAZY_CSV", "LAZY_FIT_CSV", "PAGE", "csv_text",
-           "expressible_markdown", "consistency_statement", "consistency_markdown", "sizes_markdown"]
+__all__ = ["Section", "render_page", "written", "regime_markdown", "FIGURE", "LAZY_CSV", "LAZY_FIT_CSV", "PAGE",
+           "csv_text", "expressible_markdown", "consistency_statement", "consistency_markdown", "sizes_markdown"]
 
 #: the expressible check's page, figure and tables (relative to the output directory)
 PAGE = "expressible.md"
@@ -118,9 +118,10 @@ def render_page(sections: Sequence[Section]) -> str:
     """
     return "\n\n".join(block for section in sections for block in section.blocks()) + "\n"
 
+
 # --------------------------------------------------------------------------- the regime study
 
-def study_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> str:
+def regime_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> str:
     """The ``study.md`` section "Where inverse-depth scaling appears": regimes, points, bounds, figures.
 
     Notes
@@ -178,6 +179,7 @@ def _study_findings(points, bounds) -> str:
             f"= {rel:.2f} × the best single cosine head ({cos.single_head_loss:.4g}); {p.verdict}."
         )
     return " ".join(out)
+
 
 # --------------------------------------------------------------------------- the expressible check
 
@@ -265,8 +267,8 @@ def consistency_statement(r) -> str:
     >>> from types import SimpleNamespace as Row
     >>> row = Row(source="Table 1 (nonlinear L0)", paper_value="2.007", a=0.0, b=0.0, d=16, P=64, mixture=4.0,
     ...           mixture_se=0.1, single_head=5.0, below_bound=True)
-    >>> consistency_statement(row).endswith("(1.99× the paper's value, 20 SE above it; best single head 5). Unattainable at these sizes.")
-    True
+    >>> consistency_statement(row).split("reaches ")[1]
+    "4 ± 0.1 (1.99× the paper's value, 20 SE above it; best single head 5). Unattainable at these sizes."
     """
     if r.below_bound:
         margin = criteria.below_bound(float(r.paper_value), r.mixture, r.mixture_se)[1]
