@@ -58,7 +58,7 @@ def test_the_section_states_each_spectrum_bracket_and_the_slopes_at_both_ends():
 
 def test_the_excess_figure_is_written_with_a_panel_per_spectrum(tmp_path):
     pytest.importorskip("matplotlib")
-    from numerics.experiments.study.certified.figures import draw_excess_figure
+    from numerics.experiments.study.figures import draw_excess_figure
 
     path = draw_excess_figure([_row(), _row(plateau=None)], tmp_path / "excess.png")
     assert path.stat().st_size > 10_000

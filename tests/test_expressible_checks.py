@@ -69,7 +69,7 @@ def test_writing_leaves_nothing_when_the_figure_step_raises(monkeypatch, tmp_pat
     def broken(*args, **kwargs):
         raise RuntimeError("figure failed")
 
-    monkeypatch.setattr(checks, "draw_figure", broken)
+    monkeypatch.setattr(checks, "draw_expressible_figure", broken)
     with pytest.raises(RuntimeError, match="figure failed"):
         checks.write_expressible_checks(tmp_path, expressible_dir=tmp_path / "none", progress=lambda _: None,
                                         certified_dir=_certified(tmp_path))

@@ -34,18 +34,16 @@ COMPUTING = (
 #: renderer reaches them only to read those files; the walk does not follow their imports (they import the Monte
 #: Carlo of the fits), so a renderer that imports the Monte-Carlo modules itself is still found.
 LOADERS = ("theory.expressible", "theory.mixture_limit")
-#: the modules that only render: the certified page, its sections and figures, the answer, the expressible check's
-#: page, the regime study's page and figures, and the section vocabulary
+#: the modules that only render: the certified page and its sections, the answer, every study's page in the one
+#: section vocabulary (regime, expressible, plateaus) and every study figure
 RENDERERS = (
     "numerics.experiments.study.certified.page",
     "numerics.experiments.study.certified.revised",
     "numerics.experiments.study.certified.targets",
     "numerics.experiments.study.certified.excess",
-    "numerics.experiments.study.certified.figures",
     "numerics.experiments.study.answer",
-    "numerics.experiments.study.expressible_page",
-    "numerics.experiments.study.report",
-    "numerics.experiments.study.render",
+    "numerics.experiments.study.page",
+    "numerics.experiments.study.figures",
 )
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from idepth import cli
@@ -22,6 +27,8 @@ def test_no_shipped_results_is_refused_naming_the_variable(tmp_path, monkeypatch
     assert cli.main(["study", "page", "certified"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and shipped.RESULTS_VARIABLE in err[0]
+    looked_in = Path(shipped.__file__).resolve().parents[2] / "docs" / "results"  # where a checkout keeps them
+    assert err[0].endswith(f"looked in {looked_in}")
 
 
 def test_results_named_by_the_variable_without_the_plans_cells_are_refused(tmp_path, monkeypatch, capsys):
@@ -60,3 +67,42 @@ def test_the_page_writer_refuses_a_directory_without_cells(tmp_path):
     with pytest.raises(ValueError, match="no exported cells in"):
         write_certified(tmp_path / "out", tmp_path / "cells", Plan(), command="test")
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------ the pages that render from shipped tables
+
+def _shipped(*parts: str) -> Path:
+    from numerics.experiments.shipped import shipped_path
+
+    return shipped_path(*parts)
+
+
+def _read_rows(path: Path, kind) -> list:
+    """The dataclass rows of a CSV the expressible check wrote (``page.csv_text``: floats exact, ints as ints)."""
+    fields = kind.__dataclass_fields__
+    return [kind(**{k: int(v) if fields[k].type == "int" else float(v) for k, v in row.items()})
+            for row in csv.DictReader(path.open())]
+
+
+def test_the_expressible_page_renders_byte_identical_from_its_shipped_tables():
+    """Rendering only: the page is a function of the two CSV tables written beside it (nothing recomputed)."""
+    from numerics.experiments.study.expressible_checks import LazyFit, LazyRow
+    from numerics.experiments.study.page import LAZY_CSV, LAZY_FIT_CSV, PAGE, csv_text, expressible_markdown
+
+    rows, fits = _read_rows(_shipped(LAZY_CSV), LazyRow), _read_rows(_shipped(LAZY_FIT_CSV), LazyFit)
+    assert len(fits) == 7 and len(rows) == 7 * 8  # every Table 1 spectrum, depths 1-128
+    assert csv_text(rows) == _shipped(LAZY_CSV).read_text() and csv_text(fits) == _shipped(LAZY_FIT_CSV).read_text()
+    assert expressible_markdown(rows, fits) == _shipped(PAGE).read_text()
+
+
+def test_the_sizes_page_renders_byte_identical_from_its_shipped_record():
+    from numerics.experiments.study.page import sizes_markdown
+    from numerics.experiments.study.plateaus import SizeInference
+
+    record = json.loads(_shipped("sizes", "sizes.json").read_text())
+    fields = {k: np.asarray(v, dtype=float) if isinstance(v, list) and k.startswith(("mixture", "single", "chi2"))
+              else tuple(map(tuple, v)) if k.startswith("region") else tuple(v) if isinstance(v, list) else v
+              for k, v in record.items()}
+    result = SizeInference(**fields)
+    assert (result.best_mixture, len(result.rows)) == (tuple(record["best_mixture"]), 14)
+    assert sizes_markdown(result, "figures/sizes_chi2.png") == _shipped("sizes", "sizes.md").read_text()

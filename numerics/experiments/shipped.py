@@ -27,6 +27,8 @@ __all__ = ["NOT_FOUND_NOTE", "RESULTS_VARIABLE", "ShippedResultsNotFound", "chec
 RESULTS_VARIABLE = "IDEPTH_RESULTS"
 #: the results directory inside a source checkout
 CHECKOUT_RESULTS = Path("docs") / "results"
+#: where a source checkout holding this package would have its root (its ``docs/results`` is looked for there)
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 #: what a claim that needs the shipped results says when they are not found
 NOT_FOUND_NOTE = f"shipped results not found: set {RESULTS_VARIABLE}"
 
@@ -52,7 +54,7 @@ def checkout_root() -> Path | None:
     >>> root is None or (root / "numerics").is_dir()
     True
     """
-    root = Path(__file__).resolve().parents[2]
+    root = _PACKAGE_ROOT
     return root if (root / "pyproject.toml").is_file() and (root / "numerics").is_dir() else None
 
 
@@ -100,7 +102,8 @@ def shipped_path(*parts: str) -> Path:
     Raises
     ------
     ShippedResultsNotFound
-        No results directory (:func:`not_found_message` says where to point the variable).
+        No results directory (:func:`not_found_message` says where to point the variable; the error also names
+        where the checkout's results were looked for).
     ValueError
         :data:`RESULTS_VARIABLE` names no directory.
 
@@ -114,7 +117,7 @@ def shipped_path(*parts: str) -> Path:
     """
     directory = results_dir()
     if directory is None:
-        raise ShippedResultsNotFound(not_found_message())
+        raise ShippedResultsNotFound(f"{not_found_message()}; looked in {_PACKAGE_ROOT / CHECKOUT_RESULTS}")
     return directory.joinpath(*parts)
 
 

@@ -18,7 +18,7 @@ from .._markdown import markdown_table
 from ._registry import REGISTRY, Claim, ClaimRegistry, ClaimSpec
 from ._verdicts import CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, evaluate_claims
 from ..study.curves import spectrum_label
-from ..study.plateaus import consistency_markdown as _consistency_section
+from ..study.page import consistency_markdown as _consistency_section
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",
            "claim_bullets", "conclusions", "consistency_markdown", "counts_text",

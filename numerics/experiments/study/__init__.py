@@ -9,9 +9,9 @@ which gives ``1/L`` only when the layers' errors are exchangeable with a depth-i
 Modules: ``plan`` (the one :class:`~numerics.experiments.study.plan.Plan` of every study's runs),
 ``regime_plans`` (the regime study's budget per scale and its regimes' plans), ``regimes`` (configs, controls,
 :func:`run_regime_study`, which can also check the paper's plateaus, and :func:`name_regime`; each depth curve's fit and verdict is a
-:class:`~numerics.experiments.study.curves.CurveSummary`), ``report`` (its figures and page), ``plateaus`` (the
-paper's plateaus against the bounds, and the sizes they imply), ``render`` (the one section vocabulary of these
-pages), ``defaults`` (the measured defaults of :func:`theory.predict_loss`) and ``certified/`` (the best loss each
+:class:`~numerics.experiments.study.curves.CurveSummary`), ``plateaus`` (the paper's plateaus against the bounds,
+and the sizes they imply), ``page`` (the one section vocabulary and every study's page), ``figures`` (every study
+figure), ``defaults`` (the measured defaults of :func:`theory.predict_loss`) and ``certified/`` (the best loss each
 depth reaches there, with its certificates).
 """
 

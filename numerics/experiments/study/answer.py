@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._markdown import markdown_table
 from ..vocabulary import DECIDED, Reason, Verdict  # not criteria: ``idepth --help`` prints the answer
 
 __all__ = ["Answer", "AnswerRow", "EVIDENCE", "package_answer", "answer_from_record", "REVISED_FACTS", "REVISED_DIR",
@@ -103,8 +104,8 @@ class Answer:
     @property
     def text(self) -> str:
         """The Markdown README.md and docs/index.md carry: the headline, the table, the notes and the link."""
-        table = ["| spectrum (a, b) | verdict | α interval | depths it rests on | why not settled |",
-                 "|---|---|---|---|---|"] + [f"| {' | '.join(row.cells())} |" for row in self.rows]
+        table = markdown_table(("spectrum (a, b)", "verdict", "α interval", "depths it rests on", "why not settled"),
+                               [row.cells() for row in self.rows])
         notes = " ".join(self.notes)
         return "\n".join([f"**{self.headline}**", "", *table, "",
                           (notes + " " if notes else "") + f"Terms and every number: `{EVIDENCE}`."])

@@ -30,7 +30,8 @@ from .plan import TABLE1_SPECTRA, Plan
 from .certified.statistics import BOOTSTRAP
 from .curves import spectrum_label
 from .defaults import fit_inverse_depth
-from .expressible_page import FIGURE, LAZY_CSV, LAZY_FIT_CSV, PAGE, csv_text, draw_figure, expressible_markdown
+from .figures import draw_expressible_figure
+from .page import FIGURE, LAZY_CSV, LAZY_FIT_CSV, PAGE, csv_text, expressible_markdown
 
 __all__ = ["LazyRow", "LazyFit", "check_results_dir", "lazy_law", "lazy_checks", "write_expressible_checks", "PAGE",
            "FIGURE"]
@@ -273,7 +274,7 @@ def write_expressible_checks(out_dir=None, *, progress=print, certified_dir=None
     lazy_rows, fits = lazy_checks(contrasts, laws, plan, rng=1)
     # everything computed and drawn before anything is written; then all files replace the old ones together
     page = expressible_markdown(lazy_rows, fits, missing=missing)
-    fig = draw_figure(lazy_rows)
+    fig = draw_expressible_figure(lazy_rows)
     try:
         written = write_together(out_dir, {FIGURE: lambda path: savefig(fig, path, dpi=100),
                                            LAZY_CSV: csv_text(lazy_rows), LAZY_FIT_CSV: csv_text(fits), PAGE: page})

@@ -15,31 +15,27 @@ Two checks of one set of paper numbers (:func:`paper_plateaus`), both against Mo
   ``χ² ≤ χ²_min + Δ · max(1, χ²_min / dof)`` (``Δ`` = :data:`~numerics.experiments.criteria.SIZE_REGION_DELTA`: two
   fitted sizes at 95 %, widened by the Birge ratio; ``dof`` = rows − 2).
 
-Their pages are :class:`~numerics.experiments.study.render.Section` lists rendered by one
-:func:`~numerics.experiments.study.render.render_page`.
+This module computes; their pages (and each row's sentence) are rendered by
+:mod:`~numerics.experiments.study.page`, the χ² map by :mod:`~numerics.experiments.study.figures`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from numerics.io import json_text, save_figure, write_together
+from numerics.io import json_text, write_together
 from theory.validation import check_positive_int
 
 from .. import criteria
-from .._plotting import pyplot
 from ..bounds import BOUND_SEED, bound_key, cached_softmax_bounds, head_bounds, softmax_bounds_key
 from ..execution import Execution, as_execution
 from .plan import SIZE_GRID_D, SIZE_GRID_P
-from .render import Section, render_page
 
-__all__ = ["paper_plateaus", "ConsistencyRow", "ConsistencyReport", "paper_consistency", "consistency_markdown",
-           "SizeInference", "chi_square", "infer_sizes", "sizes_markdown", "draw_size_map", "write_size_inference"]
+__all__ = ["paper_plateaus", "ConsistencyRow", "ConsistencyReport", "paper_consistency", "SizeInference",
+           "chi_square", "infer_sizes", "write_size_inference"]
 
 
 def paper_plateaus() -> list[dict]:
@@ -79,8 +75,6 @@ class ConsistencyRow:
         The study's lowest measured ``R_L`` at these sizes and spectrum, if it ran them.
     below_bound : bool
         More than ``criteria.BOUND_SIGMAS`` SEs below the mixture bound.
-    statement : str
-        The plain sentence for the report.
 
     Notes
     -----
@@ -106,13 +100,19 @@ class ConsistencyRow:
     package_value: float | None
     package_label: str
     below_bound: bool
-    statement: str
     n_contexts: int = 0
+
+    @property
+    def statement(self) -> str:
+        """The plain sentence for the report (:func:`~numerics.experiments.study.page.consistency_statement`)."""
+        from .page import consistency_statement
+
+        return consistency_statement(self)
 
 
 @dataclass(frozen=True)
 class ConsistencyReport:
-    """Result of :func:`paper_consistency`: its rows, report section and rows below the bound.
+    """Result of :func:`paper_consistency`: its rows; its report section and the rows below the bound follow.
 
     Notes
     -----
@@ -124,8 +124,18 @@ class ConsistencyReport:
     """
 
     rows: tuple
-    markdown: str
-    n_below: int
+
+    @property
+    def markdown(self) -> str:
+        """The report section (:func:`~numerics.experiments.study.page.consistency_markdown`)."""
+        from .page import consistency_markdown
+
+        return consistency_markdown(self.rows)
+
+    @property
+    def n_below(self) -> int:
+        """How many paper values lie below the bound."""
+        return sum(r.below_bound for r in self.rows)
 
 
 def paper_consistency(
@@ -203,102 +213,16 @@ def paper_consistency(
                 package_value = float(np.nanmin(p.R.mean))
                 where = f"{p.name.replace('_', ' ')}, N={p.N}, L={p.depths[int(np.nanargmin(p.R.mean))]}"
                 package_label = f"lowest measured R_L ({where})"
-            below, margin = criteria.below_bound(r["value"], hb.mixture_loss, hb.mixture_standard_error)
-            ratio = hb.mixture_loss / r["value"]
-            if below:
-                statement = (
-                    f"The paper's {r['source']} = {r['verbatim']} at (a, b) = ({r['a']:g}, {r['b']:g}) is below what any "
-                    f"non-negative mixture of softmax heads over exact cosine similarity (optimal temperatures and gains) "
-                    f"can reach at d = {sd}, P = {sP}: the best mixture "
-                    f"reaches {hb.mixture_loss:.4g} ± {hb.mixture_standard_error:.2g} ({ratio:.3g}× the paper's value, "
-                    f"{margin:.0f} SE above it; best single head {hb.single_head_loss:.4g}). Unattainable at these sizes."
-                )
-            else:
-                statement = (
-                    f"The paper's {r['source']} = {r['verbatim']} at (a, b) = ({r['a']:g}, {r['b']:g}) is not below the "
-                    f"bound at d = {sd}, P = {sP} (best mixture {hb.mixture_loss:.4g} ± {hb.mixture_standard_error:.2g})."
-                )
+            below, _ = criteria.below_bound(r["value"], hb.mixture_loss, hb.mixture_standard_error)
             rows.append(ConsistencyRow(
                 source=r["source"], a=float(r["a"]), b=float(r["b"]), k=int(r["k"]), d=sd, P=sP,
                 paper_value=r["verbatim"], single_head=hb.single_head_loss,
                 single_head_se=hb.single_head_standard_error, mixture=hb.mixture_loss,
                 mixture_se=hb.mixture_standard_error, target_second_moment=hb.target_second_moment,
-                package_value=package_value, package_label=package_label, below_bound=below, statement=statement,
+                package_value=package_value, package_label=package_label, below_bound=below,
                 n_contexts=int(hb.n_contexts),
             ))
-    markdown = consistency_markdown(rows)
-    return ConsistencyReport(rows=tuple(rows), markdown=markdown, n_below=sum(r.below_bound for r in rows))
-
-
-def consistency_markdown(rows: Sequence[ConsistencyRow], *, below_as_table: bool = False) -> str:
-    """The section "Consistency with the paper": every paper plateau against the oracle bounds, per row and per size.
-
-    The values more than :data:`~numerics.experiments.criteria.BOUND_SIGMAS` SE below the bound close the section:
-    one sentence each (the study's page), or, with ``below_as_table``, one table (``REPORT.md``).
-
-    References
-    ----------
-    Paper Tables 1 and 4 (nonlinear L0) against the bound of eq. (60).
-
-    Examples
-    --------
-    >>> from numerics.experiments.bounds import HeadBound
-    >>> fake = lambda a, b, d, P, k: HeadBound(5.0, 0.1, 10.0, 1.0, 4.0, 0.1, (), (), 60.0, "", P, k, "cosine", 64, 64, d)
-    >>> rows = paper_consistency(P_values=(1024,), bound=fake).rows
-    >>> text = consistency_markdown(rows, below_as_table=True)
-    >>> "\\n- The paper's" in text, "| paper value | best mixture ± SE |" in text, "\\n- The paper's" in consistency_markdown(rows)
-    (False, True, True)
-    """
-    n_below = sum(r.below_bound for r in rows)
-    counts = sorted({r.n_contexts for r in rows})
-    contexts = (f"{counts[0]} per bound" if len(counts) == 1
-                else "per bound: " + " or ".join(map(str, counts)) + ", by size in the second table")
-    intro = ("Each nonlinear plateau the paper reports (Table 1, nonlinear L0; Table 4, L0) against the oracle bound: "
-             "the best loss of one softmax head over exact cosine similarity with optimal temperature and gain, and "
-             "of a non-negative mixture of such heads (what the average of layers of the paper's parallel model, eq. "
-             f"60, can express), Monte Carlo over contexts ({contexts}, ± one SE). 'below bound' = the paper's value "
-             f"is more than {criteria.BOUND_SIGMAS:g} SE below the mixture bound at those sizes. "
-             "d = 128, P ≈ 1024 are the sizes at which the package reproduces the paper's linear Table 3.")
-    ratios = {}
-    for r in rows:
-        ratios.setdefault((r.d, r.P), []).append(r.mixture / float(r.paper_value))
-    medians = {size: float(np.median(sub)) for size, sub in ratios.items()}
-    closest = min(medians, key=lambda size: abs(math.log(medians[size])))
-    sub = ratios[closest]
-    below = [r for r in rows if r.below_bound]
-    sections = [
-        Section("Consistency with the paper", (intro, f"**{n_below} of {len(rows)} paper values are below the bound "
-                                                      "at the sizes stated.**"),
-                (("source", "(a, b)", "k", "d", "P", "paper", "best single head", "best mixture", "mixture / paper",
-                  "E y*²", "package", "below bound"),
-                 [(r.source, f"({r.a:g}, {r.b:g})", r.k, r.d, r.P, r.paper_value,
-                   f"{r.single_head:.4g} ± {r.single_head_se:.2g}", f"{r.mixture:.4g} ± {r.mixture_se:.2g}",
-                   f"{r.mixture / float(r.paper_value):.3g}", f"{r.target_second_moment:.4g}",
-                   "—" if r.package_value is None else f"{r.package_value:.4g} ({r.package_label})",
-                   "**yes**" if r.below_bound else "no") for r in rows])),
-        Section(paragraphs=("Per size: how far the best mixture of cosine heads lies from the paper's values.",),
-                table=(("d", "P", "contexts", "rows", "below bound", "mixture / paper: median", "min", "max"),
-                       [(d, P, "/".join(map(str, sorted({r.n_contexts for r in rows if (r.d, r.P) == (d, P)}))),
-                         len(sub), sum(r.below_bound for r in rows if (r.d, r.P) == (d, P)), f"{np.median(sub):.3g}",
-                         f"{np.min(sub):.3g}", f"{np.max(sub):.3g}") for (d, P), sub in ratios.items()])),
-        Section(paragraphs=(f"Of the sizes checked, the paper's values are closest to the bound at d = {closest[0]}, "
-                            f"P = {closest[1]} (mixture / paper: median {medians[closest]:.3g}, range "
-                            f"{min(sub):.3g}-{max(sub):.3g}).",)),
-    ]
-    if below and below_as_table:
-        sections.append(Section(
-            paragraphs=(f"The {len(below)} paper values below what any non-negative mixture of softmax heads over "
-                        "exact cosine similarity (optimal temperatures and gains) reaches at the sizes stated — "
-                        "unattainable there:",),
-            table=(("source", "(a, b)", "d", "P", "paper value", "best mixture ± SE", "× paper", "SE above the paper",
-                    "best single head"),
-                   [(r.source, f"({r.a:g}, {r.b:g})", r.d, r.P, r.paper_value, f"{r.mixture:.4g} ± {r.mixture_se:.2g}",
-                     f"{r.mixture / float(r.paper_value):.3g}",
-                     f"{criteria.below_bound(float(r.paper_value), r.mixture, r.mixture_se)[1]:.0f}",
-                     f"{r.single_head:.4g}") for r in below])))
-    elif below:
-        sections.append(Section(paragraphs=("\n".join(f"- {r.statement}" for r in below),)))
-    return render_page(sections)
+    return ConsistencyReport(rows=tuple(rows))
 
 
 @dataclass(frozen=True)
@@ -401,69 +325,6 @@ def infer_sizes(d_values=SIZE_GRID_D, P_values=SIZE_GRID_P, *, n_contexts: int =
                          region_single=region_single, n_contexts=n_contexts, n_seeds=n_seeds)
 
 
-def sizes_markdown(result: SizeInference, figure: str | None = None) -> str:
-    """The Markdown page "Which sizes the paper's nonlinear plateaus come from".
-
-    Notes
-    -----
-    No example: it needs a :class:`SizeInference` (minutes).
-    """
-    d_best, P_best = result.best_mixture
-    i, j = result.d_values.index(d_best), result.P_values.index(P_best)
-    best = (f"**Best size for B_∞ (best mixture of cosine heads): d = {d_best}, P = {P_best}** "
-            f"(χ² = {result.chi2_mixture[i, j]:.4g} for {len(result.rows) - 2} degrees of freedom); allowed region: "
-            + ", ".join(f"({d}, {P})" for d, P in result.region_mixture) + ".\n"
-            f"Best size for B_1 (best single head): d = {result.best_single[0]}, P = {result.best_single[1]}; "
-            "allowed: " + ", ".join(f"({d}, {P})" for d, P in result.region_single) + ".")
-    by_row = [(r["source"], f"({r['a']:g}, {r['b']:g})", r["k"], r["verbatim"],
-               f"{result.mixture[i, j, n]:.4g} ± {result.mixture_se[i, j, n]:.2g}",
-               f"{result.single[i, j, n]:.4g} ± {result.single_se[i, j, n]:.2g}",
-               f"{r['value'] / result.mixture[i, j, n]:.3f}") for n, r in enumerate(result.rows)]
-    return render_page([
-        Section("Which sizes the paper's nonlinear plateaus come from", (
-            f"χ² between the paper's {len(result.rows)} nonlinear plateaus (Tables 1 and 4) and the oracle bounds "
-            f"(theory.softmax_bounds: {result.n_seeds} seeds × {result.n_contexts} fit + held-out contexts each) over "
-            f"d ∈ {list(result.d_values)}, P ∈ {list(result.P_values)}.", best, "χ² of B_∞ (rows d, columns P):"),
-            (("d \\ P", *result.P_values),
-             [(d, *(f"{v:.3g}" for v in result.chi2_mixture[a])) for a, d in enumerate(result.d_values)]), level=1),
-        Section(paragraphs=(f"At d = {d_best}, P = {P_best}, row by row:",),
-                table=(("source", "(a, b)", "k", "paper", "B_∞", "B_1", "paper / B_∞"), by_row),
-                figures=(("χ² map", figure),) if figure else ()),
-    ])
-
-
-def draw_size_map(result: SizeInference, path) -> Path:
-    """χ² maps of B_∞ and B_1 over the (d, P) grid (log colour scale), the best size marked.
-
-    Notes
-    -----
-    No example: it needs a :class:`SizeInference` (minutes).
-    """
-    from matplotlib.colors import LogNorm
-
-    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
-    panels = ((result.chi2_mixture, result.best_mixture, result.region_mixture, "B_∞ (best mixture of heads)"),
-              (result.chi2_single, result.best_single, result.region_single, "B_1 (best single head)"))
-    for ax, (chi2, best, region, name) in zip(axes, panels):
-        finite = chi2[np.isfinite(chi2) & (chi2 > 0)]
-        norm = LogNorm(vmin=max(finite.min(), 1e-3), vmax=finite.max()) if finite.size else None
-        image = ax.imshow(np.where(chi2 > 0, chi2, np.nan), origin="lower", aspect="auto", cmap="viridis_r",
-                          norm=norm)
-        ax.set_xticks(range(len(result.P_values)), [str(P) for P in result.P_values])
-        ax.set_yticks(range(len(result.d_values)), [str(d) for d in result.d_values])
-        ax.set_xlabel("context length P")
-        ax.set_ylabel("input dimension d")
-        for d, P in region:
-            ax.plot(result.P_values.index(P), result.d_values.index(d), "s", ms=14, mfc="none", mec="w",
-                    mew=1.2)
-        ax.plot(result.P_values.index(best[1]), result.d_values.index(best[0]), "r*", ms=14,
-                label=f"best: d = {best[0]}, P = {best[1]}")
-        ax.set_title(f"χ² of {name}\nvs the paper's 14 nonlinear plateaus", fontsize=9)
-        ax.legend(loc="upper right", fontsize=8)
-        fig.colorbar(image, ax=ax, label="χ²")
-    return save_figure(fig, path, dpi=120)
-
-
 def write_size_inference(result: SizeInference, out_dir) -> str:
     """Write ``OUT/sizes.md``, ``OUT/sizes.json`` and ``OUT/figures/sizes_chi2.png`` of :func:`infer_sizes`'s result.
 
@@ -473,6 +334,9 @@ def write_size_inference(result: SizeInference, out_dir) -> str:
     -----
     No example: it needs a size inference (hundreds of Monte-Carlo bounds, minutes).
     """
+    from .figures import draw_size_map
+    from .page import sizes_markdown
+
     markdown = sizes_markdown(result, "figures/sizes_chi2.png")
     write_together(out_dir, {"figures/sizes_chi2.png": lambda path: draw_size_map(result, path),
                              "sizes.md": markdown, "sizes.json": json_text(result.to_dict())})

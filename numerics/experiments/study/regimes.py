@@ -22,7 +22,8 @@ from ..execution import Execution, as_execution
 from ..recipes import LAZY_INIT
 from .regime_plans import REGIMES, STUDY_FAMILIES, TRAINED_REGIMES, StudyScale
 from .plateaus import paper_consistency
-from .report import draw_figures, study_markdown
+from .figures import draw_regime_figures
+from .page import regime_markdown
 
 __all__ = [
     "RegimeStudy",
@@ -457,8 +458,8 @@ def write_regime_study(result: RegimeStudy, *, figures: bool = True) -> RegimeSt
     -----
     No example: it needs a study's points and bounds (minutes); see :func:`run_regime_study`.
     """
-    drawn = draw_figures(result.scale, result.points, result.bounds) if figures else {}
-    markdown = study_markdown(result.scale, result.points, result.bounds, result.regime_name, list(drawn))
+    drawn = draw_regime_figures(result.scale, result.points, result.bounds) if figures else {}
+    markdown = regime_markdown(result.scale, result.points, result.bounds, result.regime_name, list(drawn))
     result = dataclasses.replace(result, markdown=markdown, figures=tuple(drawn))
     write_together(result.out_dir, {**drawn, "study.json": json_text(result.to_dict()), "study.md": markdown,
                                     **({} if result.consistency is None

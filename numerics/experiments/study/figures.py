@@ -1,22 +1,29 @@
-"""The certified study's figures: the answer (envelope against the α = 1 law), the envelope per setting, the recipes.
+"""Every study figure: the certified plan's (the envelope per setting, the recipes, the revised study against U_L,
+eq. 63's decomposition, the excess over R*_∞), the regime study's, the expressible check's and the size map.
 
-Split from :mod:`~numerics.experiments.study.certified.page` by job: the page writes text, this module draws.
+Split from the pages by job (:mod:`~numerics.experiments.study.page`, :mod:`~numerics.experiments.study.certified.page`
+write text, this module draws); it draws what was measured and imports nothing that trains, evaluates or runs Monte
+Carlo (``tests/test_render_imports.py``).
 """
 
 from __future__ import annotations
 
+import io
+import math
 from pathlib import Path
 
 import numpy as np
 
-from numerics.io import save_figure
+from numerics.io import save_figure, savefig
 
-from ..._plotting import depth_ticks, excess_band, excess_floor, pyplot
-from ...criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF
-from .formatting import RECIPE_LABELS, bounded, recipe_order, setting_label
+from .._plotting import depth_ticks, excess_band, excess_floor, pyplot
+from ..criteria import ALPHA_GRID, GAIN_LAW_MAX_CHI2_DOF
+from .certified.formatting import RECIPE_LABELS, bounded, recipe_order, setting_label
 
 __all__ = ["draw_certified_figure", "draw_decomposition_figure", "draw_excess_figure", "draw_recipe_figure",
-           "draw_revised_figure"]
+           "draw_revised_figure", "draw_regime_figures", "draw_expressible_figure", "draw_size_map"]
+
+_REGIME_COLOURS = {"lazy": "C0", "lazy_long": "C4", "converged": "C3", "frozen_heads": "C2", "separate_models": "C1"}
 
 
 def _panels(n: int, width: float, height: float, margin: float, **options):
@@ -212,7 +219,7 @@ def draw_excess_figure(rows, path) -> Path:
     -----
     No example: it writes a figure (``tests/test_certified_excess.py``).
     """
-    from .excess import plateau_bracket
+    from .certified.excess import plateau_bracket
 
     fig, axes = _panels(len(rows), 3.8, 3.1, 1.0)
     for ax, row in zip(axes.flat, rows):
@@ -245,3 +252,120 @@ def draw_excess_figure(rows, path) -> Path:
     height = 3.1 * axes.shape[0] + 1.0
     fig.tight_layout(rect=(0, 0.7 / height, 1, 1))
     return save_figure(fig, path)
+
+
+# --------------------------------------------------------------------------- the other studies
+
+def draw_regime_figures(s: StudyScale, points, bounds) -> dict:
+    """One figure per (size, spectrum): each regime's ``R_L``, fit and bounds; ``C_L``, ``A_L − C_L``.
+
+    Returns ``{file name: its bytes}``, a PNG and a PDF (names relative to the study's directory) per figure,
+    for :func:`~numerics.experiments.study.regimes.write_regime_study` to write with the page; each figure is
+    closed once rendered.
+
+    Notes
+    -----
+    No example: it needs a study's points and bounds (minutes); see ``run_regime_study``.
+    """
+    from theory.fitting import depth_law
+
+    plt = pyplot()
+    files = {}
+    for (d, P, N) in s.sizes:
+        for (a, b) in s.all_spectra:
+            pts = [p for p in points if (*p.size, p.a, p.b) == (d, P, N, a, b)]
+            fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+            for p in pts:
+                L = np.asarray(p.depths, dtype=float)
+                colour, label = _REGIME_COLOURS[p.name], p.name.replace("_", " ")
+                se = np.nan_to_num(p.R.se, nan=0.0)
+                ax.errorbar(L, p.R.mean, yerr=se, fmt="o", color=colour, ms=4, capsize=2, label=label)
+                if math.isfinite(p.alpha):
+                    grid = np.unique(np.round(np.geomspace(L.min(), L.max(), 60)).astype(int))
+                    ax.plot(grid, depth_law(grid, p.L0, p.c, p.alpha), "--", color=colour, lw=1,
+                            label=f"{label} fit: α = {p.alpha:.2f}")
+                ax2.plot(L, p.C.mean, "o-", color=colour, ms=3, label=f"C_L {label}")
+                ax2.plot(L, p.gap.mean, "s:", color=colour, ms=3, label=f"A_L − C_L {label}")
+            cos, pre = (bounds[(d, P, N, a, b)][sim] for sim in ("cosine", "prenorm"))
+            ax.axhline(cos.single_head_loss, color="k", lw=1,
+                       label=f"best cosine head {cos.single_head_loss:.3g}")
+            ax.axhline(cos.mixture_loss, color="k", lw=1, ls=":",
+                       label=f"best cosine mixture {cos.mixture_loss:.3g}")
+            ax.axhline(pre.single_head_loss, color="0.5", lw=1, ls="-.",
+                       label=f"best pre-norm head (N={N}) {pre.single_head_loss:.3g}")
+            all_depths = sorted({L for p in pts for L in p.depths})
+            ax.set_title(f"nonlinear, top-{s.k}: d={d}, P={P}, N={N}, (a, b) = ({a:g}, {b:g})", fontsize=9)
+            ylabels = ("loss R_L", "C_L (shared) and A_L − C_L (disagreement)")
+            for axis, ylabel in zip((ax, ax2), ylabels):
+                depth_ticks(axis, all_depths)
+                axis.set_yscale("log")
+                axis.set_ylabel(ylabel)
+                axis.legend(fontsize=6, ncol=2)
+            fig.tight_layout()
+            stem = f"regime_d{d}_P{P}_N{N}_a{a:g}_b{b:g}"
+            for ext in ("png", "pdf"):
+                buffer = io.BytesIO()
+                savefig(fig, buffer, dpi=120, fmt=ext)  # a PNG records its smallest text size
+                files[f"figures/{stem}.{ext}"] = buffer.getvalue()
+            plt.close(fig)
+    return files
+
+
+def draw_expressible_figure(lazy_rows: list):
+    """The figure (not written): per spectrum, the lazy recipe's trained ``R_L`` (dots) and its law, gain 1 (lines).
+
+    Notes
+    -----
+    No example: it needs the checks' rows.
+    """
+    from matplotlib import ticker
+
+    fig, ax = pyplot().subplots(figsize=(6.4, 4.4))
+    for i, (a, b) in enumerate(dict.fromkeys((r.a, r.b) for r in lazy_rows)):
+        rows = sorted((r for r in lazy_rows if (r.a, r.b) == (a, b)), key=lambda r: r.depth)
+        L, colour = [r.depth for r in rows], f"C{i % 10}"
+        ax.errorbar(L, [r.trained for r in rows], yerr=[r.trained_se for r in rows], color=colour, marker="o",
+                    ms=3, ls="none", capsize=2)
+        ax.plot(L, [r.law_fixed for r in rows], color=colour, lw=1.2, label=f"({a:g}, {b:g})")
+    depth_ticks(ax, sorted({r.depth for r in lazy_rows}))
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(ticker.FixedLocator([0.2, 0.3, 0.5, 1, 2, 3, 5, 10]))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set(ylabel="loss", title="lazy recipe: trained (dots) vs its exchangeable law, gain 1 (lines)")
+    if lazy_rows:
+        ax.legend(title="(a, b)", fontsize=8, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def draw_size_map(result: SizeInference, path) -> Path:
+    """χ² maps of B_∞ and B_1 over the (d, P) grid (log colour scale), the best size marked.
+
+    Notes
+    -----
+    No example: it needs a :class:`SizeInference` (minutes).
+    """
+    from matplotlib.colors import LogNorm
+
+    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    panels = ((result.chi2_mixture, result.best_mixture, result.region_mixture, "B_∞ (best mixture of heads)"),
+              (result.chi2_single, result.best_single, result.region_single, "B_1 (best single head)"))
+    for ax, (chi2, best, region, name) in zip(axes, panels):
+        finite = chi2[np.isfinite(chi2) & (chi2 > 0)]
+        norm = LogNorm(vmin=max(finite.min(), 1e-3), vmax=finite.max()) if finite.size else None
+        image = ax.imshow(np.where(chi2 > 0, chi2, np.nan), origin="lower", aspect="auto", cmap="viridis_r",
+                          norm=norm)
+        ax.set_xticks(range(len(result.P_values)), [str(P) for P in result.P_values])
+        ax.set_yticks(range(len(result.d_values)), [str(d) for d in result.d_values])
+        ax.set_xlabel("context length P")
+        ax.set_ylabel("input dimension d")
+        for d, P in region:
+            ax.plot(result.P_values.index(P), result.d_values.index(d), "s", ms=14, mfc="none", mec="w",
+                    mew=1.2)
+        ax.plot(result.P_values.index(best[1]), result.d_values.index(best[0]), "r*", ms=14,
+                label=f"best: d = {best[0]}, P = {best[1]}")
+        ax.set_title(f"χ² of {name}\nvs the paper's 14 nonlinear plateaus", fontsize=9)
+        ax.legend(loc="upper right", fontsize=8)
+        fig.colorbar(image, ax=ax, label="χ²")
+    return save_figure(fig, path, dpi=120)
