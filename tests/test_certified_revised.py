@@ -155,7 +155,7 @@ def test_the_winners_decomposition_is_read_back_or_recomputed_from_their_weights
     """A cell that stored its winner's A_L, C_L and one that did not (recomputed from the kept weights, on the
     same report contexts) give the same numbers; they recompose the winner's report loss (eq. 63)."""
     from numerics.experiments.study.certified import cells as cells_module
-    from numerics.experiments.study.certified.run import cell_decomposition
+    from numerics.experiments.study.run import cell_decomposition
 
     rows, errors = collect(tiny_certified.cells_dir)
     facts = revised_facts(rows, errors, TINY, tiny_certified.cells_dir, population_contexts=2048,

@@ -1,10 +1,10 @@
-"""Running the certified study: one cell's candidates in lockstep, and the depths in waves through the store.
+"""The one runner and the one driver of a plan of cells: a cell's candidates in lockstep, the depths in waves.
 
-:func:`run_cell` (the sweep runner of a :class:`~numerics.experiments.study.plan.Cell`) trains
-a cell's candidates on one batch stream, evaluates each on the selection and report sets and keeps the
-winner's weights (the next depth's nested start). :func:`run_waves` runs one sweep per depth, in increasing
-order, so an interrupted study continues from its store without retraining a finished cell, nor a finished
-candidate of the cell it was training (:mod:`~numerics.experiments.study.certified.finished`).
+:func:`run_cell` (the sweep runner of every :class:`~numerics.experiments.study.plan.Cell`, whatever its plan or
+recipe) trains a cell's candidates on one batch stream, evaluates each on the selection and report sets and keeps
+the winner's weights (the next depth's nested start). :func:`run_plan` runs one sweep per depth, in increasing
+order, main settings first, so an interrupted plan continues from its store without retraining a finished cell,
+nor a finished candidate of the cell it was training (:mod:`~numerics.experiments.study.certified.finished`).
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ from theory import PowerLawSpectrum
 from theory.decomposition import decompose
 from theory.softmax_bounds import softmax_bounds
 
-from ...criteria import mean_se
-from ...execution import Execution
-from ...grid import Grid
-from ...store import load_arrays
-from ...sweep import run_sweep
-from .cells import SUMMARY_COLUMNS, export_cells, finished_hashes, import_cells
-from .finished import candidates_dir, forget_finished, load_finished, save_finished
-from ..plan import Cell, Plan, eval_seed, shipped_U
+from ..criteria import mean_se
+from ..execution import Execution
+from ..grid import Grid
+from ..store import load_arrays
+from ..sweep import run_sweep
+from .certified.cells import SUMMARY_COLUMNS, export_cells, finished_hashes, import_cells, read_cell
+from .certified.finished import candidates_dir, forget_finished, load_finished, save_finished
+from .plan import Candidate, Cell, Plan, eval_seed, shipped_U
 
 __all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "context_errors", "diverse_forms", "nested_params", "oracle_allocation", "oracle_heads", "run_cell",
-           "run_certified_study", "run_waves", "winner_decomposition"]
+           "run_plan", "winner_decomposition"]
 
 @dataclass(frozen=True, eq=False)
 class CellResult:
@@ -228,9 +228,6 @@ def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
     -----
     No example: it needs an exported cell (``tests/test_certified_revised.py``).
     """
-    from .cells import read_cell
-    from ..plan import Candidate
-
     record, arrays = read_cell(Path(cells_dir) / f"{cell_hash}.npz")
     metrics = record["metrics"]
     cell = Cell.from_dict(record["config"])
@@ -335,42 +332,43 @@ def _winner_params(store_dir, run_hash: str) -> dict:
     return weights
 
 
-def run_certified_study(plan: Plan, store_dir, *, execution: Execution | None = None, depths=None,
-                        cells_dir=None, frontier_dir=None) -> dict:
-    """Run the cells of ``plan`` in ``store_dir``, main settings first; returns ``{cell hash: cell}``.
+def run_plan(plan: Plan, store_dir, *, execution: Execution | None = None, depths=None, cells_dir=None,
+             frontier_dir=None) -> dict:
+    """Run the cells of ``plan`` through the store ``store_dir``, depth by depth; returns ``{cell hash: cell}``.
 
-    A verdict needs every depth of a setting, so the main settings (:attr:`Plan.spectra` at
-    ``P``, top-``k``) go through every depth before the others start (a cell's hash does not depend on
-    the other settings of its plan). The arguments are :func:`run_waves`'s.
+    Each depth is one sweep (:func:`numerics.experiments.sweep.run_sweep`, run where ``execution`` says) of
+    :func:`run_cell` over every setting and seed; a depth-L cell's nested start reads the depth-L/2 winner from the
+    store. A verdict needs every depth of a setting, so the main settings (:attr:`Plan.spectra` at ``P``,
+    top-``k``) go through every depth before the others start (a cell's hash does not depend on the other
+    settings of its plan). Calling it again continues where it stopped, and an interrupted cell keeps its
+    finished candidates. ``depths``: stop after these (a prefix of ``plan.depths``). With ``cells_dir`` and
+    ``frontier_dir``, the exported cells there are imported first and every finished wave is exported
+    (:mod:`~numerics.experiments.study.certified.cells`); ``frontier_dir`` None with ``cells_dir``: cells
+    without a next depth that nests on them (a plan without nested starts).
 
-    Notes
-    -----
-    No example: it trains (``tests/test_certified.py`` runs a tiny study).
-    """
-    options = dict(execution=execution, depths=depths, cells_dir=cells_dir, frontier_dir=frontier_dir)
-    main = dataclasses.replace(plan, long_spectra=(), top16_spectra=())
-    cells = run_waves(main, store_dir, **options) if main != plan else {}
-    return {**cells, **run_waves(plan, store_dir, **options)}
-
-
-def run_waves(plan: Plan, store_dir, *, execution: Execution | None = None, depths=None,
-              cells_dir=None, frontier_dir=None) -> dict:
-    """Run the cells of ``plan`` depth by depth through the store ``store_dir``; ``{cell hash: cell}``.
-
-    Each depth is one sweep over every setting and seed, run where ``execution`` says
-    (:func:`numerics.experiments.sweep.run_sweep`); a depth-L cell's nested start reads the depth-L/2
-    winner from the store. Calling it again continues where it stopped. ``depths``: stop after these
-    (a prefix of ``plan.depths``). With ``cells_dir`` and ``frontier_dir``, the exported cells there
-    are imported first and every finished wave is exported (:mod:`~numerics.experiments.study.certified.cells`).
+    A one-run plan (:meth:`Plan.one_run`: a reproduction's family, a regime of the regime study) is one sweep of
+    :func:`numerics.experiments.runner.run` over :meth:`Plan.configs`, deepest first (a shorter tail); it returns
+    ``{run hash: TrainConfig}`` and raises ``RuntimeError`` naming the first failure if a run failed or is pending.
 
     Notes
     -----
     No example: it trains (``tests/test_certified.py`` runs a tiny study).
     """
-    wanted = plan.depths if depths is None else tuple(depths)
-    exporting = cells_dir is not None and frontier_dir is not None
-    if exporting:
+    if plan.budget:
+        if depths is not None or cells_dir is not None:
+            raise ValueError(f"depths, cells_dir: a one-run plan ({plan.name!r}) runs every depth into its store")
+        return _run_one_runs(plan, store_dir, execution)
+    if cells_dir is not None:
         import_cells(cells_dir, frontier_dir, store_dir, run_cell)
+    main = dataclasses.replace(plan, long_spectra=(), top16_spectra=())
+    options = dict(execution=execution, depths=depths, cells_dir=cells_dir, frontier_dir=frontier_dir)
+    cells = _run_waves(main, store_dir, **options) if main != plan else {}
+    return {**cells, **_run_waves(plan, store_dir, **options)}
+
+
+def _run_waves(plan: Plan, store_dir, *, execution, depths, cells_dir, frontier_dir) -> dict:
+    """:func:`run_plan` of every setting of ``plan`` at once: one sweep per depth."""
+    wanted = plan.depths if depths is None else tuple(depths)
     cells, parents = {}, {}
     finished = finished_hashes(store_dir)
     for depth in wanted:
@@ -381,7 +379,7 @@ def run_waves(plan: Plan, store_dir, *, execution: Execution | None = None, dept
                 cell = plan.cell(a, b, P, depth, seed, parent, k)
                 if cell.content_hash() not in finished:  # a finished cell needs no start
                     object.__setattr__(cell, "resume_dir", str(candidates_dir(store_dir, cell.content_hash())))
-                    if parent is not None:
+                    if any(c.start == "nested" for c in cell.candidates):
                         object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
                 wave.append(((a, b, P, k, seed), cell))
         run_sweep(Grid.of([cell for _, cell in wave]), store_dir, execution=execution, runner=run_cell)
@@ -394,7 +392,20 @@ def run_waves(plan: Plan, store_dir, *, execution: Execution | None = None, dept
                                    f"(see `idepth sweep status {store_dir}`): deeper cells nest on it")
             parents[key] = run_hash
         forget_finished(store_dir, [cell.content_hash() for _, cell in wave])
-        if exporting:
+        if cells_dir is not None:
             # each cell's child from the store's parent links: this call knows only the depths it ran
             export_cells(store_dir, cells_dir, frontier_dir, recipes=dict.fromkeys(cells, plan.recipe.name))
     return cells
+
+
+def _run_one_runs(plan: Plan, store_dir, execution: Execution | None) -> dict:
+    """:func:`run_plan` of a one-run plan: ``{run hash: TrainConfig}``, every run finished."""
+    from ..store import load_results
+
+    configs = {config.content_hash(): config for config in sorted(plan.configs(), key=lambda c: -c.depth)}
+    summary = run_sweep(Grid.of(list(configs.values())), store_dir, execution=execution)
+    if not summary.ok:
+        failed = load_results(store_dir, status="failed")
+        detail = failed[0]["error"] if failed else "runs still pending"
+        raise RuntimeError(f"the sweep did not finish: {summary.failed} failed, {summary.pending} pending ({detail})")
+    return configs
