@@ -242,7 +242,7 @@ def test_a_long_cap_depth_is_checked_by_its_own_doubling_as_well(tiny_certified)
 
 
 def test_an_interrupted_cell_retrains_only_its_unfinished_candidates(tmp_path, monkeypatch):
-    from numerics.experiments.study.certified import run as run_module
+    from numerics.experiments.study import run as run_module
 
     cell = TINY.cell(0.0, 0.0, TINY.P, 1, 0, None, TINY.k)
     whole = run_module.run_cell(cell)  # in this process: a worker's BLAS threads may round differently

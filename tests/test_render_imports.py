@@ -23,6 +23,7 @@ COMPUTING = (
     "numerics.experiments.sweep",
     "numerics.experiments.runner",
     "numerics.experiments.study.run",
+    "numerics.experiments.study.certified.run",
     "numerics.experiments.study.certified.contrasts",
     "numerics.experiments.study.certified.facts",
     "theory.softmax_bounds",

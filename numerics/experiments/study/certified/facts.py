@@ -76,7 +76,7 @@ def prediction_check(summary: CurveSummary, plan, *, n_samples: int = PREDICT_SA
     """``predict_loss`` against the envelope of ``summary`` at every depth (:class:`PredictionCheck`).
 
     ``plan`` (a :class:`~numerics.experiments.study.plan.Plan`) fixes the heads: those its
-    oracle start wrote into the weights (:func:`~numerics.experiments.study.run.oracle_allocation`,
+    oracle start wrote into the weights (:func:`~numerics.experiments.study.certified.run.oracle_allocation`,
     fitted on ``plan.bound_contexts`` contexts). The fresh contexts have a stream of their own, fixed by the
     setting. ``cache_dir``: the Monte-Carlo values are read from / written to it
     (:func:`numerics.experiments.cache.cached`, keyed on the code of ``theory``'s B_L and heads' losses);
@@ -119,7 +119,7 @@ def prediction_check(summary: CurveSummary, plan, *, n_samples: int = PREDICT_SA
 
 def _heads(setting: tuple, plan, depths) -> list:
     """The heads the plan's oracle start wrote into the weights at each of ``depths`` (``HeadAllocation``)."""
-    from ..run import oracle_heads
+    from .run import oracle_heads
 
     a, b, k, d, N, P = setting
     return [oracle_heads(a, b, k, d, P, L, plan.depths, plan.bound_contexts) for L in depths]
@@ -316,16 +316,16 @@ def decomposition_code() -> str:
     from numerics.models import nonlinear, nonlinear_rms
 
     from ...cache import function_digest
-    from ..run import cell_decomposition
+    from .run import cell_decomposition
 
     return function_digest(cell_decomposition, nonlinear.forward, nonlinear_rms.forward)
 
 
 def _decomposition(cells_dir, cell_hash: str, contexts: int, cache_dir, counts: dict | None = None) -> dict:
-    """The winner's A_L, C_L of one cell (:func:`~numerics.experiments.study.run.cell_decomposition`), cached under its hash and the code
+    """The winner's A_L, C_L of one cell (:func:`~.run.cell_decomposition`), cached under its hash and the code
     that computes it (the decomposition and the models' forward passes)."""
     from ...cache import cached
-    from ..run import cell_decomposition
+    from .run import cell_decomposition
 
     return cached(cache_dir, "decomposition", {"cell": cell_hash, "contexts": int(contexts)},
                   lambda: cell_decomposition(cells_dir, cell_hash, contexts), code=decomposition_code(), counts=counts)
