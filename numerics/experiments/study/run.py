@@ -24,8 +24,8 @@ from numerics.train import TrainingDiverged, evaluation_batch
 from ..criteria import mean_se
 from ..execution import Execution
 from ..grid import Grid
-from ..store import load_arrays
-from ..sweep import run_sweep
+from ..store import load_arrays, load_results
+from .. import sweep  # called through the package: a test or a caller may stand in for run_sweep
 from .certified.cells import SUMMARY_COLUMNS, export_cells, finished_hashes, import_cells
 from .certified.finished import candidates_dir, forget_finished, load_finished, save_finished
 from .certified.run import cell_decomposition, context_errors, oracle_allocation, oracle_heads, winner_decomposition
@@ -272,7 +272,7 @@ def _run_waves(plan: Plan, store_dir, *, execution, depths, cells_dir, frontier_
                     if any(c.start == "nested" for c in cell.candidates):
                         object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
                 wave.append(((a, b, P, k, seed), cell))
-        run_sweep(Grid.of([cell for _, cell in wave]), store_dir, execution=execution, runner=run_cell)
+        sweep.run_sweep(Grid.of([cell for _, cell in wave]), store_dir, execution=execution, runner=run_cell)
         done = finished_hashes(store_dir)
         for key, cell in wave:
             run_hash = cell.content_hash()
@@ -290,10 +290,8 @@ def _run_waves(plan: Plan, store_dir, *, execution, depths, cells_dir, frontier_
 
 def _run_one_runs(plan: Plan, store_dir, execution: Execution | None) -> dict:
     """:func:`run_plan` of a one-run plan: ``{run hash: TrainConfig}``, every run finished."""
-    from ..store import load_results
-
     configs = {config.content_hash(): config for config in sorted(plan.configs(), key=lambda c: -c.depth)}
-    summary = run_sweep(Grid.of(list(configs.values())), store_dir, execution=execution)
+    summary = sweep.run_sweep(Grid.of(list(configs.values())), store_dir, execution=execution)
     if not summary.ok:
         failed = load_results(store_dir, status="failed")
         detail = failed[0]["error"] if failed else "runs still pending"
