@@ -63,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sampler import simd_extensions  # noqa: E402  (the one home of the SIMD report)
 
 from numerics.experiments.study.plan import Plan  # noqa: E402
-from numerics.experiments.study.certified.run import _start  # noqa: E402  (the study's own starts)
+from numerics.experiments.study.run import _start  # noqa: E402  (the study's own starts)
 from numerics.lockstep import train_lockstep  # noqa: E402
 from numerics.models import check_initial_params, get_model  # noqa: E402
 from numerics.train import (  # noqa: E402

@@ -14,9 +14,9 @@ from tolerances import MC_SIGMAS, ROUNDOFF
 from numerics.experiments.criteria import GAIN_LAW_MAX_CHI2_DOF, MIN_CHECKED_DEPTHS
 
 from numerics.experiments.store import load_arrays, load_results
-from numerics.experiments.study.certified import SUMMARY_COLUMNS, nested_params, run_certified_study
+from numerics.experiments.study.certified import SUMMARY_COLUMNS, nested_params, run_plan
 from numerics.experiments.study.plan import Candidate, Plan
-from numerics.experiments.study.certified.contrasts import contrast_configs
+from numerics.experiments.study.certified.contrasts import contrast_plan
 from numerics.experiments.study.certified.formatting import setting_label
 from numerics.models import get_model
 from numerics.tasks import sample
@@ -94,7 +94,7 @@ def test_a_second_call_retrains_nothing(tiny_certified, tmp_path):
 
     store = shutil.copytree(tiny_certified.store, tmp_path / "store")
     before = {r["hash"]: r for r in load_results(store, status="done")}
-    run_certified_study(TINY, store, execution=ONE_WORKER)
+    run_plan(TINY, store, execution=ONE_WORKER)
     after = {r["hash"]: r for r in load_results(store, status="done")}
     assert after == before  # same cells, same records (times included): nothing ran again
 
@@ -114,7 +114,7 @@ def test_exported_cells_continue_the_study_in_a_new_store(tiny_certified, tmp_pa
     # copy of its store, which trains nothing: every cell of those depths is done there)
     first = shutil.copytree(tiny_certified.first, tmp_path / "first")
     files = dict(cells_dir=tmp_path / "cells", frontier_dir=tmp_path / "frontier")
-    again = run_certified_study(TINY, first, depths=FIRST_DEPTHS, **files, execution=ONE_WORKER)
+    again = run_plan(TINY, first, depths=FIRST_DEPTHS, **files, execution=ONE_WORKER)
     assert set(again) == {h for h, c in cells.items() if c.depth in FIRST_DEPTHS}
     assert [p.stem for p in files["frontier_dir"].glob("*.npz")] == [shallow]
     record, arrays = read_cell(files["cells_dir"] / f"{shallow}.npz")
@@ -128,7 +128,7 @@ def test_exported_cells_continue_the_study_in_a_new_store(tiny_certified, tmp_pa
         assert new[run_hash]["metrics"] == old[run_hash]["metrics"]
     assert [p.stem for p in tiny_certified.frontier_dir.glob("*.npz")] == [deepest]
     # the uninterrupted study: depth 4 trained in the first session's own store
-    run_certified_study(TINY, first, execution=ONE_WORKER)
+    run_plan(TINY, first, execution=ONE_WORKER)
     np.testing.assert_array_equal(load_arrays(first, deepest)["summary"],
                                   load_arrays(tiny_certified.store, deepest)["summary"])  # resumed = uninterrupted
 
@@ -145,10 +145,8 @@ def test_main_settings_get_the_plan_seeds_and_the_others_the_side_seeds():
     plan = Plan(d=4, N=8, spectra=((0.0, 0.0), (0.0, 0.5)), depths=(1,), seeds=(0, 1, 2, 3), side_seeds=(0, 1),
                          long_spectra=((0.0, 0.0),), top16_spectra=((0.0, 0.5),), bound_contexts=64)
     assert [plan.seeds_for(a, b, P, k) for a, b, P, k in plan.settings()] == [(0, 1, 2, 3)] * 2 + [(0, 1)] * 2
-    configs = contrast_configs(plan)
-    per_setting = {(c.a, c.b, c.P, c.k): set() for c in configs}
-    for c in configs:
-        per_setting[c.a, c.b, c.P, c.k].add(c.seed)
+    lazy = contrast_plan(plan, "lazy")  # a contrast recipe's plan runs the same settings and seeds
+    per_setting = {(a, b, P, k): set(lazy.seeds_for(a, b, P, k)) for a, b, P, k in lazy.settings()}
     assert per_setting == {(0.0, 0.0, 64, 2): {0, 1, 2, 3}, (0.0, 0.5, 64, 2): {0, 1, 2, 3},
                            (0.0, 0.0, 128, 2): {0, 1}, (0.0, 0.5, 64, 16): {0, 1}}
 
@@ -344,7 +342,7 @@ def test_main_settings_go_through_every_depth_before_the_others(tmp_path):
                          long_P=20, long_spectra=((0.0, 0.0),), top16_spectra=(), doubling_spectra=(), cold_steps=16,
                          warm_steps=8, batch_size=32, eval_size=256, bound_contexts=1024, warmup_steps=4,
                          evals_per_run=2)
-    cells = run_certified_study(plan, tmp_path, execution=ONE_WORKER)
+    cells = run_plan(plan, tmp_path, execution=ONE_WORKER)
     records = {r["hash"]: r for r in load_results(tmp_path, status="done")}
     main_done = max(records[h]["finished_at"] for h, c in cells.items() if c.P == plan.P)
     long_started = min(records[h]["started_at"] for h, c in cells.items() if c.P == plan.long_P)
@@ -422,11 +420,9 @@ def test_a_rerun_of_the_first_depths_keeps_only_the_true_frontier(tiny_certified
     depth is done: each cell's child comes from the store, not from the depths this call ran."""
     import shutil
 
-    from numerics.experiments.study.certified.run import run_waves
-
     cells = tiny_certified.cells
     copy = shutil.copytree(tiny_certified.store, tmp_path / "store")
-    run_waves(TINY, copy, execution=ONE_WORKER, depths=(1,), cells_dir=tmp_path / "cells",
+    run_plan(TINY, copy, execution=ONE_WORKER, depths=(1,), cells_dir=tmp_path / "cells",
               frontier_dir=tmp_path / "frontier")
     deepest = {h for h, c in cells.items() if c.depth == max(TINY.depths)}
     assert {p.stem for p in (tmp_path / "frontier").glob("*.npz")} == deepest

@@ -155,7 +155,7 @@ def test_the_winners_decomposition_is_read_back_or_recomputed_from_their_weights
     """A cell that stored its winner's A_L, C_L and one that did not (recomputed from the kept weights, on the
     same report contexts) give the same numbers; they recompose the winner's report loss (eq. 63)."""
     from numerics.experiments.study.certified import cells as cells_module
-    from numerics.experiments.study.certified.run import cell_decomposition
+    from numerics.experiments.study.run import cell_decomposition
 
     rows, errors = collect(tiny_certified.cells_dir)
     facts = revised_facts(rows, errors, TINY, tiny_certified.cells_dir, population_contexts=2048,
@@ -242,7 +242,7 @@ def test_a_long_cap_depth_is_checked_by_its_own_doubling_as_well(tiny_certified)
 
 
 def test_an_interrupted_cell_retrains_only_its_unfinished_candidates(tmp_path, monkeypatch):
-    from numerics.experiments.study.certified import run as run_module
+    from numerics.experiments.study import run as run_module
 
     cell = TINY.cell(0.0, 0.0, TINY.P, 1, 0, None, TINY.k)
     whole = run_module.run_cell(cell)  # in this process: a worker's BLAS threads may round differently

@@ -148,16 +148,14 @@ def test_the_cli_hands_the_library_one_execution_of_its_flags(tmp_path, monkeypa
 
 
 def test_study_certified_hands_its_runners_the_one_execution_of_its_flags(tmp_path, monkeypatch):
-    """``study certified``: the cells run where --backend/--scheduler/--workers say (the plan runs no contrasts: it
-    never calls them)."""
-    from numerics.experiments.study import certified
-    from numerics.experiments.study.certified import contrasts, facts
+    """``study certified``: the cells run where --backend/--scheduler/--workers say, through the one driver, once
+    (the plan trains no contrast recipe)."""
+    from numerics.experiments import study
+    from numerics.experiments.study.certified import facts
 
     received = []
-    monkeypatch.setattr(contrasts, "run_contrasts", lambda plan, store, **kwargs: received.append(("contrasts", store,
-                                                                                                   kwargs)) or 0)
-    monkeypatch.setattr(certified, "run_certified_study", lambda plan, store, **kwargs: received.append(("cells", store,
-                                                                                                         kwargs)) or {})
+    monkeypatch.setattr(study, "run_plan", lambda plan, store, **kwargs: received.append(("cells", store,
+                                                                                           kwargs)) or {})
     monkeypatch.setattr(facts, "write_certified", lambda *args, **kwargs: ([], []))
     store = tmp_path / "store"
     assert main(["study", "certified", "--out", str(tmp_path / "out"), "--store", str(store), "--cells",

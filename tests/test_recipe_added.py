@@ -16,7 +16,7 @@ from numerics.experiments.execution import Execution
 from numerics.experiments.recipes import GAIN_PARAMETERS, RECIPES, Recipe, register, unregister
 from numerics.experiments.reproduce.scales import SCALES
 from numerics.experiments.recipes import Setting
-from numerics.experiments.study.certified import run_certified_study
+from numerics.experiments.study import run_plan
 from numerics.experiments.study.plan import Plan
 from numerics.experiments.study.certified.table import collect, read_csv, write_csv
 
@@ -37,7 +37,7 @@ def added(tmp_path_factory):
     plan = Plan.for_recipe(FROZEN_GAIN_CONSTANT, d=4, N=8, P=16, spectra=((0.0, 0.0),), depths=(1, 2),
                                     seeds=(0,), side_seeds=(0,), long_spectra=(), top16_spectra=(),
                                     bound_contexts=1024)
-    cells = run_certified_study(plan, root / "store", execution=Execution(workers=1, progress=False),
+    cells = run_plan(plan, root / "store", execution=Execution(workers=1, progress=False),
                                 cells_dir=root / "cells", frontier_dir=root / "frontier")
     yield plan, cells, root
     unregister(FROZEN_GAIN_CONSTANT.name)

@@ -22,6 +22,7 @@ COMPUTING = (
     "numerics.engines.jax_engine",
     "numerics.experiments.sweep",
     "numerics.experiments.runner",
+    "numerics.experiments.study.run",
     "numerics.experiments.study.certified.run",
     "numerics.experiments.study.certified.contrasts",
     "numerics.experiments.study.certified.facts",

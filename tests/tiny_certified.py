@@ -3,9 +3,9 @@
 The plan is the revised plan (:data:`~numerics.experiments.study.plan.REVISED_PLAN`) at the sizes of a
 shipped ``U_L`` (d = 16, P = 64, top-2: its ``expressible`` and ``diverse`` starts exist only there), shrunk in
 steps, sets and depths: one spectrum, depths 1, 2, 4, one seed, a long cap at L = 2, the doubled candidates of
-every cell, and the contrast recipes (lazy, equal budget) on the same report set. The report set is kept per
-context (``report_block`` 1, ``eval_size`` = ``report_size``) so the contrast runs' errors pair with the cells';
-the block means of ``report_block`` > 1 are checked on the shipped revised cells.
+every cell, and the contrast recipes (lazy, equal budget: plans of the same cells, one run each) on the same
+report set. The report set is kept per context (``report_block`` 1, ``eval_size`` = ``report_size``); the block
+means of ``report_block`` > 1 are checked on the shipped revised cells.
 
 It is trained the way a long study runs, in two sessions: depths 1 and 2 into a first store (``first``), exporting
 the cells; then every depth into a fresh store (``store``) that starts from the exported files only, so depth 4
@@ -22,7 +22,7 @@ from pathlib import Path
 from numerics.experiments.execution import Execution
 from numerics.experiments.study.plan import REVISED_PLAN
 
-__all__ = ["CONTRAST_SCALE", "FIRST_DEPTHS", "ONE_WORKER", "TINY", "TinyCertified", "WrittenPage", "cli_page",
+__all__ = ["CONTRAST_STEPS", "FIRST_DEPTHS", "ONE_WORKER", "TINY", "TinyCertified", "WrittenPage", "cli_page",
            "tiny_page", "train_tiny_certified"]
 
 TINY = dataclasses.replace(
@@ -31,8 +31,8 @@ TINY = dataclasses.replace(
     report_size=256, report_block=1, min_eval_size=256, long_caps=((0.0, 0.0, 2),), long_steps=(15, 30))
 #: the depths of the first session (the second one trains the rest from the exported files)
 FIRST_DEPTHS = TINY.depths[:2]
-#: the contrast recipes' budget here (the study uses the quick one)
-CONTRAST_SCALE = "smoke"
+#: the contrast recipes' step cap here (the study's: :data:`~numerics.experiments.study.certified.contrasts.CONTRAST_STEPS`)
+CONTRAST_STEPS = 20
 #: the tiny studies run in one local worker, silently
 ONE_WORKER = Execution(workers=1, progress=False)
 
@@ -50,7 +50,7 @@ class TinyCertified:
     frontier_dir: Path
     contrast_store: Path
     contrasts_dir: Path
-    contrast_runs: int
+    contrast_runs: int  # the contrast plans' cells (one run each)
 
     def cell_at(self, depth: int) -> tuple[str, object]:
         """``(hash, cell)`` of the study's one cell at ``depth``."""
@@ -64,16 +64,16 @@ class TinyCertified:
 
 
 def train_tiny_certified(root: Path) -> TinyCertified:
-    """Train :data:`TINY` under ``root`` in two sessions, and its contrast runs."""
-    from numerics.experiments.study.certified import run_certified_study
-    from numerics.experiments.study.certified.contrasts import run_contrasts
+    """Train :data:`TINY` under ``root`` in two sessions, and its contrast plans (one store, one driver)."""
+    from numerics.experiments.study import run_plan
+    from numerics.experiments.study.certified.contrasts import CONTRAST_RECIPES, contrast_plan
 
     root = Path(root)
     files = dict(cells_dir=root / "cells", frontier_dir=root / "frontier")
-    run_certified_study(TINY, root / "first", depths=FIRST_DEPTHS, execution=ONE_WORKER, **files)
-    cells = run_certified_study(TINY, root / "store", execution=ONE_WORKER, **files)
-    done = run_contrasts(TINY, root / "contrast-store", execution=ONE_WORKER, out_dir=root / "contrasts",
-                         scale=CONTRAST_SCALE)
+    run_plan(TINY, root / "first", depths=FIRST_DEPTHS, execution=ONE_WORKER, **files)
+    cells = run_plan(TINY, root / "store", execution=ONE_WORKER, **files)
+    done = sum(len(run_plan(contrast_plan(TINY, recipe, steps=CONTRAST_STEPS), root / "contrast-store",
+                            execution=ONE_WORKER, cells_dir=root / "contrasts")) for recipe in CONTRAST_RECIPES)
     return TinyCertified(TINY, root, root / "first", root / "store", cells, files["cells_dir"], files["frontier_dir"],
                          root / "contrast-store", root / "contrasts", done)
 

@@ -35,12 +35,12 @@ def run_sizes(args) -> int:
 
 
 def run_certified(args) -> int:
-    """``idepth study run certified``: :func:`numerics.experiments.study.certified.run_certified_study` (unless
+    """``idepth study run certified``: :func:`numerics.experiments.study.run.run_plan` (unless
     ``--report-only``), then :func:`~numerics.experiments.study.certified.facts.write_certified` (the computing
     pass, then the page), then the checkout's answer blocks when the page is the shipped one
     (:func:`~numerics.experiments.study.answer.refresh`)."""
     from numerics.experiments.study.answer import refresh
-    from numerics.experiments.study.certified import run_certified_study
+    from numerics.experiments.study import run_plan
     from numerics.experiments.study.certified import facts
     from numerics.experiments.study.plan import REVISED_PLAN
     from numerics.io import fresh_directory
@@ -60,7 +60,7 @@ def run_certified(args) -> int:
     if args.out is None:
         print(f"idepth study certified: no --out given: writing to the fresh directory {out}", file=sys.stderr)
     if not args.report_only:
-        run_certified_study(plan, execution.store_dir, execution=execution, depths=depths, cells_dir=cells,
+        run_plan(plan, execution.store_dir, execution=execution, depths=depths, cells_dir=cells,
                             frontier_dir=frontier)
     command = getattr(args, "command", None) or " ".join(["idepth study run certified", *sys.argv[4:]]).strip()
     rows, summaries = facts.write_certified(out, cells, plan, command=command, contrasts_dir=contrasts,

@@ -1,7 +1,9 @@
 """The one sweep runner: a training run, with the diagnostics the figures and the study read.
 
-:func:`run` is :func:`numerics.experiments.sweep.run_sweep`'s default runner, used by the
-reproduction and the studies, so one store serves them all and a run is trained once. A store
+:func:`run` is :func:`numerics.experiments.sweep.run_sweep`'s default runner: the one-run runner of
+:func:`~numerics.experiments.study.run.run_plan` (a one-run plan, as the regime study's regimes) and of the
+reproduction, so one store serves them all and a run is trained once. A plan of cells runs
+:func:`~numerics.experiments.study.run.run_cell`. A store
 records its runner by name (:func:`numerics.experiments.sweep.runner_name`): keep its name and home.
 """
 

@@ -7,6 +7,7 @@ which gives ``1/L`` only when the layers' errors are exchangeable with a depth-i
 (:data:`REGIME_DESCRIPTIONS`), next to the oracle bounds of :mod:`numerics.experiments.bounds`.
 
 Modules: ``plan`` (the one :class:`~numerics.experiments.study.plan.Plan` of every study's runs),
+``run`` (the one runner, :func:`run_cell`, and the one driver, :func:`run_plan`, of every plan of cells),
 ``regime_plans`` (the regime study's budget per scale and its regimes' plans), ``regimes`` (configs, controls,
 :func:`run_regime_study`, which can also check the paper's plateaus, and :func:`name_regime`; each depth curve's fit and verdict is a
 :class:`~numerics.experiments.study.curves.CurveSummary`), ``plateaus`` (the paper's plateaus against the bounds,
@@ -30,7 +31,7 @@ _HOMES = {
     "fit_inverse_depth": ".defaults", "make_softmax_defaults": ".defaults",
     "RegimeStudy": ".regimes", "frozen_heads_control": ".regimes", "name_regime": ".regimes",
     "regime_config": ".regimes", "run_regime_study": ".regimes", "separate_models_average": ".regimes",
-    "write_regime_study": ".regimes",
+    "write_regime_study": ".regimes", "run_cell": ".run", "run_plan": ".run",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -4,7 +4,7 @@ A :class:`Plan` is either a *one-run* plan (:meth:`Plan.one_run`: one training r
 with its recipe and budget; the reproduction's families, :mod:`numerics.experiments.reproduce.scales`, and the
 regime study's trained regimes, :mod:`numerics.experiments.study.regime_plans`) or a plan of *cells*, the
 certified study's: per (:class:`~numerics.experiments.recipes.Setting`, depth, seed) a :class:`Cell` of
-:class:`Candidate` runs from several starts, trained in lockstep (:mod:`numerics.experiments.study.certified.run`).
+:class:`Candidate` runs from several starts, trained in lockstep (:mod:`numerics.experiments.study.run`).
 
 Depth L of the controlled softmax model (a mixture of heads, paper eqs. 59-60) expresses every
 depth-L/2 solution and every average of L cosine heads (the bound ``B_L``), so the best loss ``R*_L``

@@ -328,30 +328,32 @@ def metric_arrays(rows: Sequence[Sequence[Mapping]]) -> tuple:
 def train_regimes(s: StudyScale, store, execution: Execution) -> tuple[dict, dict, int, int]:
     """Train every run of :func:`trained_configs` through the store (finished runs are not retrained).
 
-    Returns the configs and their metrics by key, the number of distinct runs and how many this call
-    trained. Raises ``RuntimeError`` naming the first failure if a run failed or is still pending.
-    The regime study and the defaults (:func:`~numerics.experiments.study.defaults.make_softmax_defaults`)
-    train through it, so the same key is the same run in both.
+    Each trained regime at each size is a one-run plan (:meth:`StudyScale.family`), run by the one driver
+    (:func:`~numerics.experiments.study.run.run_plan`). Returns the configs and their metrics by key, the number
+    of distinct runs and how many this call trained. Raises ``RuntimeError`` naming the first failure if a run
+    failed or is still pending. The regime study and the defaults
+    (:func:`~numerics.experiments.study.defaults.make_softmax_defaults`) train through it, so the same key is the
+    same run in both.
 
     Notes
     -----
     No example: it trains (see :func:`run_regime_study`).
     """
     from numerics.experiments.store import load_results
-    from numerics.experiments.sweep import Grid, run_sweep
+
+    from .certified.cells import finished_hashes
+    from .run import run_plan
 
     configs = trained_configs(s)
-    if not configs:
-        return configs, {}, 0, 0
-    grid = Grid.of(sorted(configs.values(), key=lambda c: -c.depth))  # deepest first: shorter tail
-    summary = run_sweep(grid, store, execution=execution)
-    if not summary.ok:
-        failed = load_results(store, status="failed")
-        detail = failed[0]["error"] if failed else "runs still pending"
-        raise RuntimeError(f"the sweep did not finish: {summary.failed} failed, {summary.pending} pending ({detail})")
-    by_hash = {r["hash"]: r for r in load_results(store, status="done")}
+    before = finished_hashes(store)
+    runs = {}
+    for size in s.sizes:
+        for regime in STUDY_FAMILIES:
+            if regime in s.regimes:
+                runs.update(run_plan(s.family(regime, size), store, execution=execution))
+    by_hash = {r["hash"]: r for r in load_results(store, status="done")} if runs else {}
     measured = {key: by_hash[cfg.content_hash()]["metrics"] for key, cfg in configs.items()}
-    return configs, measured, len(grid), summary.executed
+    return configs, measured, len(runs), len(set(runs) - before)
 
 
 def run_regime_study(

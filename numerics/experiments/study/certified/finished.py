@@ -3,7 +3,7 @@
 A cell's candidates train in lockstep (:func:`numerics.lockstep.train_lockstep`); the short caps finish long
 before the doubled and long ones. Each candidate that finishes is written at once to
 ``<store>/candidates/<cell hash>/<index>.npz`` (atomically: the file is complete or absent), holding what
-:func:`~numerics.experiments.study.certified.run.run_cell` keeps of it: its weights and its selection-set loss
+:func:`~numerics.experiments.study.run.run_cell` keeps of it: its weights and its selection-set loss
 curve, or the step at which it diverged. When the cell runs again after an interrupt, those candidates are
 read back and only the others train. That is exact: a candidate trained in lockstep is bitwise the
 candidate trained alone (:func:`~numerics.lockstep.train_lockstep`), so the cell's result does not depend
@@ -33,7 +33,7 @@ _DIVERGED = "diverged_at"
 
 @dataclass(frozen=True, eq=False)
 class FinishedCandidate:
-    """A trained candidate read back from disk: what :func:`~numerics.experiments.study.certified.run.run_cell`
+    """A trained candidate read back from disk: what :func:`~numerics.experiments.study.run.run_cell`
     uses of a :class:`~numerics.train.TrainResult` (``params`` and ``arrays["loss_curve"]``).
 
     Examples

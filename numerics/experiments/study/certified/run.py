@@ -1,55 +1,28 @@
-"""Running the certified study: one cell's candidates in lockstep, and the depths in waves through the store.
+"""What a certified cell's numbers are made of: the oracle heads of its ``oracle`` start and its evaluations.
 
-:func:`run_cell` (the sweep runner of a :class:`~numerics.experiments.study.plan.Cell`) trains
-a cell's candidates on one batch stream, evaluates each on the selection and report sets and keeps the
-winner's weights (the next depth's nested start). :func:`run_waves` runs one sweep per depth, in increasing
-order, so an interrupted study continues from its store without retraining a finished cell, nor a finished
-candidate of the cell it was training (:mod:`~numerics.experiments.study.certified.finished`).
+:func:`oracle_allocation` (the heads behind ``B_L`` a cell's oracle start writes into the weights),
+:func:`context_errors` (per-context squared errors), :func:`winner_decomposition` and :func:`cell_decomposition`
+(``A_L``, ``C_L`` of a winner, eqs. 61-63). The one runner and driver that use them are
+:mod:`numerics.experiments.study.run`'s. The page's cached predictions and decompositions are keyed on this code,
+imports included (:func:`numerics.experiments.cache.function_digest`), so it stays here, unchanged, under this name.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from numerics.lockstep import train_lockstep
-from numerics.models import chunk_size, get_model, head_average_params
-from numerics.models.heads import form_average_params
-from numerics.train import TrainingDiverged, evaluation_batch
+from numerics.models import chunk_size, get_model
+from numerics.train import evaluation_batch
 from theory import PowerLawSpectrum
 from theory.decomposition import decompose
 from theory.softmax_bounds import softmax_bounds
 
-from ...criteria import mean_se
-from ...execution import Execution
-from ...grid import Grid
-from ...store import load_arrays
-from ...sweep import run_sweep
-from .cells import SUMMARY_COLUMNS, export_cells, finished_hashes, import_cells
-from .finished import candidates_dir, forget_finished, load_finished, save_finished
-from ..plan import Cell, Plan, eval_seed, shipped_U
+from ..plan import Cell, Plan, eval_seed  # noqa: F401 (Plan: the examples build one)
 
-__all__ = ["CellResult", "SUMMARY_COLUMNS", "cell_decomposition", "context_errors", "diverse_forms", "nested_params", "oracle_allocation", "oracle_heads", "run_cell",
-           "run_certified_study", "run_waves", "winner_decomposition"]
-
-@dataclass(frozen=True, eq=False)
-class CellResult:
-    """What the store keeps of a cell: scalar ``metrics`` and ``arrays`` (see :func:`run_cell`).
-
-    Examples
-    --------
-    >>> CellResult({"winner": 0}).arrays
-    {}
-    """
-
-    metrics: dict
-    arrays: dict = field(default_factory=dict)
+__all__ = ["cell_decomposition", "context_errors", "oracle_allocation", "oracle_heads", "winner_decomposition"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,86 +58,6 @@ def oracle_heads(a: float, b: float, k: int, d: int, P: int, depth: int, bound_d
     return _bounds(float(a), float(b), int(k), int(d), int(P), tuple(int(L) for L in bound_depths),
                    int(bound_contexts)).allocation(int(depth))
 
-
-def nested_params(parent: dict, noise: float, rng: np.random.Generator | None) -> dict:
-    """A depth-2L model from a depth-L one: every layer duplicated (the same function, eq. 60), then perturbed.
-
-    Duplicating each layer keeps ``(1/2L) Σ 2 f_ℓ = (1/L) Σ f_ℓ`` exactly; ``noise > 0`` adds
-    ``noise · rms(W) · G`` (G standard normal) to each copy's ``W_q``, ``W_k`` so the copies can part.
-
-    Examples
-    --------
-    >>> p = {"W_q": np.ones((1, 2, 2)), "W_k": np.ones((1, 2, 2)), "W_v": np.eye(2)}
-    >>> nested_params(p, 0.0, None)["W_q"].shape
-    (2, 2, 2)
-    """
-    out = {name: (np.repeat(value, 2, axis=0) if name in ("W_q", "W_k") else np.array(value))
-           for name, value in parent.items()}
-    if noise > 0:
-        for name in ("W_q", "W_k"):
-            scale = float(np.sqrt(np.mean(np.square(out[name], dtype=np.float64))))
-            out[name] = (out[name] + noise * scale * rng.standard_normal(out[name].shape)).astype(out[name].dtype)
-    return out
-
-
-def _expressible(cell: Cell):
-    """The shipped ``U_L`` of the cell's setting (:func:`~.plan.shipped_U`)."""
-    return shipped_U(cell.a, cell.b, cell.d, cell.P, cell.k, needed_by="the expressible and diverse starts")
-
-
-def diverse_forms(cell: Cell, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """L forms drawn i.i.d. from ``U_L``'s diffuse classes (uniform over classes) and ``U_L``'s gain at the depth.
-
-    A start on the diffuse branch whatever branch won ``U_L`` at this depth: heads that differ from each
-    other (:class:`theory.head_families.HeadFamily` with ``σ > 0``), so training starts from many
-    directions at once rather than from a few temperatures.
-
-    References
-    ----------
-    Paper eqs. (9)-(10) (a head's query-key form), (59)-(60) (the average of heads).
-
-    Examples
-    --------
-    >>> from numerics.experiments.study.plan import REVISED_PLAN
-    >>> cell = REVISED_PLAN.cell(0.0, 0.0, 64, 4, 0, "parent")
-    >>> forms, gain = diverse_forms(cell, np.random.default_rng(0))
-    >>> forms.shape, bool(np.isfinite(gain))
-    ((4, 16, 16), True)
-    """
-    from theory.head_families import HeadFamily
-
-    expressible = _expressible(cell)
-    family = expressible.dictionary.family()
-    diffuse = [i for i, sigma in enumerate(family.sigmas) if sigma > 0]
-    law = HeadFamily(tuple(family.temperatures[i] for i in diffuse), tuple(family.sigmas[i] for i in diffuse))
-    forms, _ = law.sample_forms(cell.depth, cell.d, rng)
-    return forms, expressible.forms(cell.depth)[1]
-
-
-def _start(cell: Cell, kind: str, perturbed: bool) -> tuple[dict | None, dict | None]:
-    """(initial weights, the config's ``start`` description) of a start kind."""
-    dtype = np.float32 if cell.dtype == "float32" else np.float64
-    if kind == "cold":
-        return None, None
-    rng = np.random.default_rng(np.random.SeedSequence(cell.seed, spawn_key=(7, cell.depth)))
-    if kind == "oracle":
-        heads = oracle_allocation(cell)
-        params = head_average_params(heads, cell.d, cell.N, rng, model=cell.model, dtype=dtype)
-        return params, {"kind": "oracle", "temperatures": list(heads.temperatures), "counts": list(heads.counts),
-                        "gain": heads.gain, "bound_contexts": cell.bound_contexts}
-    if kind in ("expressible", "diverse"):
-        if kind == "expressible":
-            forms, gain = _expressible(cell).forms(cell.depth)
-        else:
-            forms, gain = diverse_forms(cell, np.random.default_rng(np.random.SeedSequence(cell.seed,
-                                                                                          spawn_key=(8, cell.depth))))
-        params = form_average_params(forms, gain, cell.d, cell.N, rng, model=cell.model, dtype=dtype)
-        return params, {"kind": kind, "gain": gain}
-    if cell.parent_params is None:
-        raise ValueError(f"the nested start of cell depth={cell.depth} needs its parent's weights (parent {cell.parent})")
-    noise = cell.nested_noise if perturbed else 0.0
-    params = nested_params({k: np.asarray(v, dtype=dtype) for k, v in cell.parent_params.items()}, noise, rng)
-    return params, {"kind": "nested", "parent": cell.parent, "noise": noise}
 
 
 def context_errors(model, params, batch) -> np.ndarray:
@@ -243,158 +136,3 @@ def cell_decomposition(cells_dir, cell_hash: str, contexts: int) -> dict:
     batch = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report"),
                                                "eval_size": int(contexts)}))
     return winner_decomposition(get_model(cell.model), weights, batch) | {"contexts": int(contexts)}
-
-
-def run_cell(cell: Cell) -> CellResult:
-    """Train and evaluate every candidate of ``cell``; the sweep runner of the certified study.
-
-    Returns a :class:`CellResult`. ``metrics``: ``winner`` (the candidate of least selection-set loss
-    among those neither doubling checks nor diverged), ``candidates`` (their labels, JSON), ``cpu_time``,
-    ``R_L`` and ``R_L_se`` (the winner's report-set loss), ``A_L``, ``C_L`` and their SEs (the winner's
-    :func:`winner_decomposition` on the report set, Fig. 6c/d). ``arrays``: ``summary`` (one row per
-    candidate, :data:`SUMMARY_COLUMNS`), ``report_errors`` (candidates × report contexts, float32; with
-    ``cell.report_block > 1``, the means of consecutive blocks of that many contexts),
-    ``curve_<i>`` (trained candidates' selection-set curves), ``winner_<name>`` (the winner's weights).
-
-    Notes
-    -----
-    No example: it trains (``tests/test_certified.py`` runs a tiny study).
-
-    References
-    ----------
-    Paper eqs. (12), (59)-(60).
-    """
-    started = time.process_time()
-    model = get_model(cell.model)
-    kinds = {c.start for c in cell.candidates}
-    starts = {(kind, perturbed): _start(cell, kind, perturbed) for kind in kinds for perturbed in (False, True)}
-    trained = {i: starts[c.start, True] for i, c in enumerate(cell.candidates) if c.trained}
-    configs = [cell.train_config(cell.candidates[i], start) for i, (_, start) in trained.items()]
-    template = configs[0]
-    selection = evaluation_batch(type(template)(**{**template.to_dict(), "eval_size": cell.select_size}))
-    report = evaluation_batch(type(template)(**{**template.to_dict(), "eval_seed": cell.eval_seed("report"),
-                                                "eval_size": cell.report_size}))
-    results = _train(cell, trained, configs)
-    summary, report_errors, arrays = [], [], {}
-    for i, candidate in enumerate(cell.candidates):
-        result = results.get(i)
-        diverged = isinstance(result, TrainingDiverged)
-        if diverged:
-            params = None
-        elif result is None:
-            params = starts[candidate.start, False][0]
-        else:
-            params = result.params
-            arrays[f"curve_{i}"] = np.asarray(result.arrays["loss_curve"], dtype=np.float64)
-        if params is None:
-            errors_s, errors_r = np.full(cell.select_size, np.nan), np.full(cell.report_size, np.nan)
-        else:
-            errors_s, errors_r = context_errors(model, params, selection), context_errors(model, params, report)
-        summary.append([candidate.learning_rate, candidate.steps, candidate.doubled, diverged, *mean_se(errors_s),
-                        *mean_se(errors_r), candidate.steps / max(1, sum(c.steps for c in cell.candidates))])
-        # block means of the report errors: the same contexts in every cell of the setting, so a bootstrap
-        # over blocks keeps the pairing (report_block 1: per context)
-        report_errors.append(errors_r.reshape(-1, cell.report_block).mean(axis=1).astype(np.float32))
-    summary = np.asarray(summary, dtype=np.float64)
-    eligible = [i for i, c in enumerate(cell.candidates) if not c.doubled and np.isfinite(summary[i, 4])]
-    winner = min(eligible, key=lambda i: summary[i, 4])
-    winner_params = results[winner].params if winner in results else starts[cell.candidates[winner].start, False][0]
-    arrays.update({f"winner_{name}": np.asarray(value) for name, value in winner_params.items()})
-    arrays["summary"] = summary
-    arrays["report_errors"] = np.asarray(report_errors)
-    metrics = {"winner": winner, "candidates": json.dumps([c.label for c in cell.candidates]),
-               "R_L": float(summary[winner, 6]), "R_L_se": float(summary[winner, 7]),
-               **winner_decomposition(model, winner_params, report), "cpu_time": time.process_time() - started}
-    return CellResult(metrics=metrics, arrays=arrays)
-
-
-def _train(cell: Cell, trained: dict, configs: list) -> dict:
-    """``{candidate index: result}`` of the trained candidates; with ``cell.resume_dir``, those finished by an
-    earlier, interrupted call are read back and each one finishing now is kept there as it finishes."""
-    finished = load_finished(cell.resume_dir) if cell.resume_dir else {}
-    todo = [i for i in trained if i not in finished]
-    if not todo:
-        return {i: finished[i] for i in trained}
-    order = list(trained)
-
-    def keep(j: int, result) -> None:
-        if cell.resume_dir:
-            save_finished(cell.resume_dir, todo[j], result)
-
-    results = train_lockstep([configs[order.index(i)] for i in todo],
-                             initial_params=[trained[i][0] for i in todo], on_done=keep)
-    return {i: finished[i] if i in finished else results[todo.index(i)] for i in trained}
-
-
-def _winner_params(store_dir, run_hash: str) -> dict:
-    arrays = load_arrays(store_dir, run_hash)
-    weights = {name[len("winner_"):]: value for name, value in arrays.items() if name.startswith("winner_")}
-    if not weights:
-        raise ValueError(f"the store in {store_dir} holds no winner weights of cell {run_hash} (a frontier file "
-                         "missing?): its next depth cannot nest on it")
-    return weights
-
-
-def run_certified_study(plan: Plan, store_dir, *, execution: Execution | None = None, depths=None,
-                        cells_dir=None, frontier_dir=None) -> dict:
-    """Run the cells of ``plan`` in ``store_dir``, main settings first; returns ``{cell hash: cell}``.
-
-    A verdict needs every depth of a setting, so the main settings (:attr:`Plan.spectra` at
-    ``P``, top-``k``) go through every depth before the others start (a cell's hash does not depend on
-    the other settings of its plan). The arguments are :func:`run_waves`'s.
-
-    Notes
-    -----
-    No example: it trains (``tests/test_certified.py`` runs a tiny study).
-    """
-    options = dict(execution=execution, depths=depths, cells_dir=cells_dir, frontier_dir=frontier_dir)
-    main = dataclasses.replace(plan, long_spectra=(), top16_spectra=())
-    cells = run_waves(main, store_dir, **options) if main != plan else {}
-    return {**cells, **run_waves(plan, store_dir, **options)}
-
-
-def run_waves(plan: Plan, store_dir, *, execution: Execution | None = None, depths=None,
-              cells_dir=None, frontier_dir=None) -> dict:
-    """Run the cells of ``plan`` depth by depth through the store ``store_dir``; ``{cell hash: cell}``.
-
-    Each depth is one sweep over every setting and seed, run where ``execution`` says
-    (:func:`numerics.experiments.sweep.run_sweep`); a depth-L cell's nested start reads the depth-L/2
-    winner from the store. Calling it again continues where it stopped. ``depths``: stop after these
-    (a prefix of ``plan.depths``). With ``cells_dir`` and ``frontier_dir``, the exported cells there
-    are imported first and every finished wave is exported (:mod:`~numerics.experiments.study.certified.cells`).
-
-    Notes
-    -----
-    No example: it trains (``tests/test_certified.py`` runs a tiny study).
-    """
-    wanted = plan.depths if depths is None else tuple(depths)
-    exporting = cells_dir is not None and frontier_dir is not None
-    if exporting:
-        import_cells(cells_dir, frontier_dir, store_dir, run_cell)
-    cells, parents = {}, {}
-    finished = finished_hashes(store_dir)
-    for depth in wanted:
-        wave = []
-        for a, b, P, k in plan.settings():
-            for seed in plan.seeds_for(a, b, P, k):
-                parent = parents.get((a, b, P, k, seed))
-                cell = plan.cell(a, b, P, depth, seed, parent, k)
-                if cell.content_hash() not in finished:  # a finished cell needs no start
-                    object.__setattr__(cell, "resume_dir", str(candidates_dir(store_dir, cell.content_hash())))
-                    if parent is not None:
-                        object.__setattr__(cell, "parent_params", _winner_params(store_dir, parent))
-                wave.append(((a, b, P, k, seed), cell))
-        run_sweep(Grid.of([cell for _, cell in wave]), store_dir, execution=execution, runner=run_cell)
-        done = finished_hashes(store_dir)
-        for key, cell in wave:
-            run_hash = cell.content_hash()
-            cells[run_hash] = cell
-            if run_hash not in done:
-                raise RuntimeError(f"cell a={key[0]:g} b={key[1]:g} P={key[2]} k={key[3]} seed={key[4]} depth={depth} failed "
-                                   f"(see `idepth sweep status {store_dir}`): deeper cells nest on it")
-            parents[key] = run_hash
-        forget_finished(store_dir, [cell.content_hash() for _, cell in wave])
-        if exporting:
-            # each cell's child from the store's parent links: this call knows only the depths it ran
-            export_cells(store_dir, cells_dir, frontier_dir, recipes=dict.fromkeys(cells, plan.recipe.name))
-    return cells
