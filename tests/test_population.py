@@ -80,3 +80,23 @@ def test_with_force_the_cli_hands_the_population_plan_to_the_certified_runner(mo
     assert main(argv) == 0
     assert seen["study_plan"] == dataclasses.replace(POPULATION_PLAN, engine="numpy").only([(0.0, 0.5)])
     assert seen["spectra"] is None and seen["report_only"] is False and seen["command"].startswith("idepth study run")
+
+
+@pytest.mark.skipif(not jax_available(), reason="jax is not installed")
+def test_a_cell_of_a_jax_plan_trains_on_the_jax_engine():
+    from numerics.experiments.study.certified.run import run_cell
+    from numerics.lockstep import train_lockstep
+
+    tiny = dataclasses.replace(
+        POPULATION_PLAN, spectra=((0.0, 0.0),), depths=(1,), seeds=(0,), cold_steps=4, batch_size=16, warmup_steps=1,
+        evals_per_run=1, eval_size=64, bound_contexts=256, select_size=64, report_size=64, report_block=1,
+        min_eval_size=64, recipe=dataclasses.replace(REVISED_PLAN.recipe, name="cold_only", starts=("cold",)), long_caps=(), long_steps=(),
+        long_kinds=(), doubled_kinds=(), expressible_rates=())
+    cell = tiny.cell(0.0, 0.0, tiny.P, 1, 0)
+    result = run_cell(cell)
+    (config,) = [cell.train_config(c, None) for c in cell.candidates]
+    (alone,) = train_lockstep([config])  # the engine's own run of the candidate: the cell kept its weights
+    weights = {name.removeprefix("winner_"): v for name, v in result.arrays.items() if name.startswith("winner_")}
+    assert config.engine == "jax" and weights.keys() == alone.params.keys()
+    for name, value in alone.params.items():
+        np.testing.assert_array_equal(weights[name], value)
