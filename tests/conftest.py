@@ -84,3 +84,18 @@ def tiny_certified_page(tiny_certified, tmp_path_factory):
     from tiny_certified import tiny_page
 
     return tiny_page(tiny_certified, tmp_path_factory.mktemp("tiny-certified-page") / "out")
+
+
+#: session fixtures that train or reproduce (minutes): every test using one runs in the same pytest-xdist worker
+#: (``--dist loadgroup``), so each is built once per test run however many workers there are
+SHARED_FIXTURES = {"tiny_certified": "tiny_certified", "tiny_certified_cli": "tiny_certified",
+                   "tiny_certified_page": "tiny_certified", "smoke_reproduction": "smoke_reproduction"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Group the tests for pytest-xdist: those of a shared session fixture together (:data:`SHARED_FIXTURES`), every
+    other test with the rest of its file (so a module fixture, a dask cluster say, is built once too)."""
+    for item in items:
+        shared = sorted({SHARED_FIXTURES[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_FIXTURES})
+        group = shared[0] if shared else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))

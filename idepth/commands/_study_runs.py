@@ -45,9 +45,10 @@ def run_certified(args) -> int:
     from numerics.experiments.study.plan import REVISED_PLAN
     from numerics.io import fresh_directory
 
-    plan = REVISED_PLAN.only(spectra=None if args.spectra is None else parse_spectra(args.spectra))
+    plan = getattr(args, "study_plan", REVISED_PLAN)
+    plan = plan.only(spectra=None if args.spectra is None else parse_spectra(args.spectra))
     depths = None if args.depths is None else plan.depth_prefix(positive_ints(args.depths, "--depths"))
-    args.store = args.store or "store-certified-revised"
+    args.store = args.store or f"store-{plan.name or 'certified-revised'}"
     execution = execution_from_args(args)
     cells, frontier, contrasts = (Path(args.cells) / name for name in ("cells", "frontier", "contrasts"))
     out = args.out if args.out is not None else fresh_directory("certified-study")
@@ -72,6 +73,28 @@ def run_certified(args) -> int:
         print(f"  a={summary.a:g} b={summary.b:g} P={summary.P} k={summary.k}: {summary.verdict} ({summary.reason})")
     return 0
 
+
+
+def run_population(args) -> int:
+    """``idepth study run population``: :func:`numerics.experiments.study.population.estimate` printed, then (on an
+    accelerator, or with ``--force``) :func:`run_certified` with :data:`~numerics.experiments.study.population.POPULATION_PLAN`."""
+    import dataclasses
+
+    from numerics.engines import check_engine
+    from numerics.experiments.study.population import POPULATION_PLAN, estimate
+
+    engine = check_engine(args.engine, POPULATION_PLAN.model)  # names the extra to install when jax is missing
+    plan = dataclasses.replace(POPULATION_PLAN, engine=engine)
+    if args.spectra is not None:
+        plan = plan.only(parse_spectra(args.spectra))
+    cost = estimate(plan)
+    print(f"idepth study run population: {cost.line()}", file=sys.stderr)
+    if cost.device.startswith("cpu") and not args.force:
+        raise ValueError(f"--force: the population plan would take about {cost.hours:,.0f} h on this CPU "
+                         f"({cost.engine} engine); run it where JAX finds a GPU, or pass --force")
+    args.study_plan, args.spectra = plan, None
+    args.command = " ".join(["idepth study run population", *sys.argv[4:]]).strip()
+    return run_certified(args)
 
 
 def run_regime(args) -> int:

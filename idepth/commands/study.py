@@ -79,6 +79,23 @@ def _certified(p) -> None:
     add_execution_flags(p)
 
 
+def _population(p) -> None:
+    from numerics.engines import jax_available
+
+    p.add_argument("--engine", default="jax" if jax_available() else "numpy", choices=("jax", "numpy"),
+                   help="what trains the candidates (default jax when installed: pip install -e \".[jax]\")")
+    p.add_argument("--force", action="store_true",
+                   help="run on a CPU too (refused without it: the estimate printed first says how many hours)")
+    p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: a fresh directory)")
+    p.add_argument("--store", metavar="DIR", default=None, help="working store (default store-population)")
+    p.add_argument("--cells", metavar="DIR", default="population-results",
+                   help="exported cells and frontier weights, resumed from (default population-results)")
+    p.add_argument("--spectra", default=None, metavar="'a,b;a,b'", help="only these of the plan's spectra")
+    p.add_argument("--depths", default=None, metavar="1,2,4", help="stop after these depths (a prefix of 1,2,4,...)")
+    p.set_defaults(report_only=False, contrast_depth=None)
+    add_execution_flags(p)
+
+
 def _defaults(p) -> None:
     p.add_argument("--scale", default="quick", choices=_scale_names(), help="the study budget (default quick)")
     p.add_argument("--out", metavar="FILE", default="softmax_defaults.json", help="JSON file to write")
@@ -99,6 +116,9 @@ PLANS = {
                 "the oracle bounds", _regimes, _runs.run_regime),
     "defaults": ("measure and write the softmax defaults file read by theory.predict_loss",
                  _defaults, _runs.run_defaults),
+    "population": ("the certified design at population scale (batch 4096, caps 20k/40k/80k, 2^18-context sets) on the "
+                   "JAX engine; prints its cost first, refused on a CPU without --force", _population,
+                   _runs.run_population),
     "plateaus": ("the paper's nonlinear plateaus (Tables 1, 4) against the oracle bounds, then the (d, P) they imply; "
                  "the options both steps take", _plateaus, lambda args: run_plateaus(args)),
 }

@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from numerics.config import TrainConfig
+from numerics.engines import ENGINES
 from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA, table_spectra
 from theory.validation import check_positive, check_positive_int
 
@@ -72,7 +73,7 @@ _RUN_DEFAULTS = MappingProxyType(dict(batch_size=64, max_steps=1000, learning_ra
                                       warmup_steps=100, init=(), frozen=(), eval_size=1024, eval_every=100, tol=1e-3,
                                       window=None, dtype="float32"))
 #: the fields only a one-run plan sets, at their defaults (left out of :meth:`Plan.to_dict` there)
-_ONE_RUN = MappingProxyType(dict(name="", model="nonlinear", task="difficult", budget={}, regime=""))
+_ONE_RUN = MappingProxyType(dict(name="", model="nonlinear", task="difficult", budget={}, regime="", engine="numpy"))
 _EVALS_PER_RUN = _RECIPE["max_steps"] // _RECIPE["eval_every"]
 
 
@@ -167,6 +168,7 @@ class Cell:
     report_size: int = 0
     report_block: int = 1
     recipe: dict | None = None
+    engine: str = "numpy"
     parent_params: dict | None = field(default=None, compare=False, repr=False)
     resume_dir: str | None = field(default=None, compare=False, repr=False)
 
@@ -196,6 +198,8 @@ class Cell:
         out["version"] = CELL_FORMAT
         if self.recipe is None:  # the shipped study's recipe: its cells were hashed without the field
             out.pop("recipe")
+        if self.engine == "numpy":  # the default engine: the shipped cells were hashed without the field
+            out.pop("engine")
         out["candidates"] = [dataclasses.asdict(c) for c in self.candidates]
         out["bound_depths"] = list(self.bound_depths)
         return out
@@ -228,7 +232,7 @@ class Cell:
             learning_rate=candidate.learning_rate, warmup_steps=self.warmup_steps,
             eval_size=self.eval_size, eval_every=max(1, steps // self.evals_per_run),
             eval_seed=self.eval_seed("selection"), tol=0.0, window=steps + 1, dtype=self.dtype, start=start,
-            stream=self.stream, **from_recipe,
+            stream=self.stream, engine=self.engine, **from_recipe,
         )
 
 
@@ -279,6 +283,10 @@ class Plan:
     name, model, task, budget, regime
         A one-run plan's (:meth:`one_run`): its name (a reproduction's family, a study's regime), model and task,
         the run fields over its recipe (:data:`_RUN_FIELDS`) and its training in one line (the report prints it).
+    engine : {'numpy', 'jax'}
+        What trains the cells' candidates (:mod:`numerics.engines`; ``TrainConfig.engine``): the numpy engine, or
+        the JAX engine, whose lockstep candidates are one ``vmap``-ed step on JAX's default device (a GPU when
+        present). A cell hashes it only when it is not numpy, so the shipped cells keep their hashes.
 
     Examples
     --------
@@ -328,6 +336,7 @@ class Plan:
     task: str = "difficult"
     budget: Mapping | None = None  # None: {} (a plain default keeps the signature parseable for the docs)
     regime: str = ""
+    engine: str = "numpy"
 
     def __new__(cls, *args, **fields):
         # an unknown field is a ValueError naming it (the dataclass's own __init__ would raise a TypeError)
@@ -338,6 +347,8 @@ class Plan:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recipe", get_recipe(self.recipe))
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {self.engine!r}")
         if any(len(tuple(pair)) != 2 for pair in self.spectra):
             raise ValueError(f"spectra must be (a, b) pairs (eq. 2); got {self.spectra!r}")
         object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
@@ -537,7 +548,7 @@ class Plan:
             evals_per_run=self.evals_per_run, eval_size=self.eval_size, bound_contexts=self.bound_contexts,
             nested_noise=self.nested_noise, dtype=self.dtype, stream=self.stream,
             parent=parent if depth > 1 else None, select_size=self.select_size,
-            report_size=self.report_size, report_block=self.report_block, recipe=self.recipe,
+            report_size=self.report_size, report_block=self.report_block, recipe=self.recipe, engine=self.engine,
         )
 
     def to_dict(self) -> dict:
