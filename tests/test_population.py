@@ -84,7 +84,7 @@ def test_with_force_the_cli_hands_the_population_plan_to_the_certified_runner(mo
 
 @pytest.mark.skipif(not jax_available(), reason="jax is not installed")
 def test_a_cell_of_a_jax_plan_trains_on_the_jax_engine():
-    from numerics.experiments.study.certified.run import run_cell
+    from numerics.experiments.study.run import run_cell
     from numerics.lockstep import train_lockstep
 
     tiny = dataclasses.replace(

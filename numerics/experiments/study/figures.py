@@ -256,8 +256,10 @@ def draw_excess_figure(rows, path) -> Path:
 
 # --------------------------------------------------------------------------- the other studies
 
-def draw_regime_figures(s: StudyScale, points, bounds) -> dict:
+def draw_regime_figures(s, points, bounds) -> dict:
     """One figure per (size, spectrum): each regime's ``R_L``, fit and bounds; ``C_L``, ``A_L − C_L``.
+
+    ``s``: the study's :class:`~numerics.experiments.study.regime_plans.StudyScale`.
 
     Returns ``{file name: its bytes}``, a PNG and a PDF (names relative to the study's directory) per figure,
     for :func:`~numerics.experiments.study.regimes.write_regime_study` to write with the page; each figure is
@@ -339,8 +341,9 @@ def draw_expressible_figure(lazy_rows: list):
     return fig
 
 
-def draw_size_map(result: SizeInference, path) -> Path:
-    """χ² maps of B_∞ and B_1 over the (d, P) grid (log colour scale), the best size marked.
+def draw_size_map(result, path) -> Path:
+    """χ² maps of B_∞ and B_1 over the (d, P) grid (log colour scale) of a
+    :class:`~numerics.experiments.study.plateaus.SizeInference` ``result``, the best size marked.
 
     Notes
     -----

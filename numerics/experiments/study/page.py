@@ -121,8 +121,11 @@ def render_page(sections: Sequence[Section]) -> str:
 
 # --------------------------------------------------------------------------- the regime study
 
-def regime_markdown(s: StudyScale, points, bounds, name: str, figure_files) -> str:
+def regime_markdown(s, points, bounds, name: str, figure_files) -> str:
     """The ``study.md`` section "Where inverse-depth scaling appears": regimes, points, bounds, figures.
+
+    ``s`` is the study's :class:`~numerics.experiments.study.regime_plans.StudyScale` (not imported here: a renderer
+    imports nothing that computes).
 
     Notes
     -----
@@ -281,7 +284,7 @@ def consistency_statement(r) -> str:
             f"d = {r.d}, P = {r.P} (best mixture {r.mixture:.4g} ± {r.mixture_se:.2g}).")
 
 
-def consistency_markdown(rows: Sequence[ConsistencyRow], *, below_as_table: bool = False) -> str:
+def consistency_markdown(rows: Sequence, *, below_as_table: bool = False) -> str:
     """The section "Consistency with the paper": every paper plateau against the oracle bounds, per row and per size.
 
     The values more than :data:`~numerics.experiments.criteria.BOUND_SIGMAS` SE below the bound close the section:
@@ -353,8 +356,9 @@ def consistency_markdown(rows: Sequence[ConsistencyRow], *, below_as_table: bool
     return render_page(sections)
 
 
-def sizes_markdown(result: SizeInference, figure: str | None = None) -> str:
-    """The Markdown page "Which sizes the paper's nonlinear plateaus come from".
+def sizes_markdown(result, figure: str | None = None) -> str:
+    """The Markdown page "Which sizes the paper's nonlinear plateaus come from", of a
+    :class:`~numerics.experiments.study.plateaus.SizeInference` ``result``.
 
     Notes
     -----

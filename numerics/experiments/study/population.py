@@ -2,7 +2,7 @@
 
 Settling the trained side of the depth law needs every cell trained far beyond the revised study: batch 4096
 fresh contexts, Adam decayed to 0, a ladder of step caps (20k / 40k / 80k), four starts, three seeds, selection
-and report sets of 2^18 contexts (issue 46). :data:`POPULATION_PLAN` is that design as a
+and report sets of 2^18 contexts. :data:`POPULATION_PLAN` is that design as a
 :class:`~numerics.experiments.study.plan.Plan` (its engine JAX: the one a user with a GPU reaches for); it runs
 through the certified study's runner and store, so it resumes like any plan. :func:`estimate` says what it costs
 on the device found before anything trains: ``idepth study run population`` prints it and, on a CPU, refuses
@@ -27,7 +27,7 @@ __all__ = ["POPULATION_PLAN", "Estimate", "estimate", "step_seconds"]
 _DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128)
 _STARTS = (("cold", _RECIPE["learning_rate"]), ("oracle", 3e-4), ("nested", 3e-4), ("expressible", 3e-4))
 
-#: The population plan (issue 46). Table 1's seven spectra at the revised study's sizes (d = 16, N = 32, P = 64,
+#: The population plan. Table 1's seven spectra at the revised study's sizes (d = 16, N = 32, P = 64,
 #: top-2), depths 1-128, three seeds; batch 4096 on the recipe's schedule (warm-up, cosine decay to 0); four starts
 #: (cold at 1e-3; B_L's heads, the depth-L/2 winner and U_L's heads at 3e-4), each at a ladder of caps: 20k steps,
 #: twice that (the step-doubling check) and 80k in every cell; selection and report sets of 2^18 contexts.
@@ -40,7 +40,7 @@ POPULATION_PLAN = Plan(
     min_eval_size=1 << 18,
 )
 #: FLOP of one layer's forward and backward pass per context, per unit of P·d·N: ≈ 8 kFLOP per layer and context
-#: at d = 16, N = 32, P = 64 (issue 46's count), the fallback estimate's
+#: at d = 16, N = 32, P = 64 (the count the design was costed with), the fallback estimate's
 _FLOP_PER_PDN = 0.25
 #: the throughput the FLOP estimate assumes on an accelerator with no measured steps (small batched matrices)
 _ASSUMED_FLOPS = 4e12
