@@ -78,15 +78,16 @@ _EVALS_PER_RUN = _RECIPE["max_steps"] // _RECIPE["eval_every"]
 
 
 def eval_seed(role: str, a: float, b: float, k: int, P: int) -> int:
-    """The seed of a held-out set: one per role (``'selection'``, ``'report'``), spectrum, ``k`` and ``P``.
+    """The seed of a held-out set: one per role (``'selection'``, ``'report'``, ``'second_report'``: an independent
+    report set the winners are re-evaluated on), spectrum, ``k`` and ``P``.
 
     Examples
     --------
     >>> eval_seed("selection", 0, 0, 2, 64) != eval_seed("report", 0, 0, 2, 64)
     True
     """
-    if role not in ("selection", "report"):
-        raise ValueError(f"role must be 'selection' or 'report'; got {role!r}")
+    if role not in ("selection", "report", "second_report"):
+        raise ValueError(f"role must be 'selection', 'report' or 'second_report'; got {role!r}")
     text = f"certified-study {role} a={float(a)!r} b={float(b)!r} k={int(k)} P={int(P)}"
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
 

@@ -314,6 +314,74 @@ def _decomposition(cells_dir, cell_hash: str, contexts: int, cache_dir, counts: 
                   lambda: cell_decomposition(cells_dir, cell_hash, contexts), code=decomposition_code(), counts=counts)
 
 
+def second_report(cells_dir, winners: dict, contexts: int) -> dict:
+    """One setting's winners re-evaluated on a second report set of ``contexts`` contexts, independent of the others.
+
+    ``winners``: ``{(depth, seed): cell hash}`` of the setting's exported cells (their winners' weights). The set is
+    drawn once, with the setting's ``second_report`` seed (:func:`~numerics.experiments.study.plan.eval_seed`), and
+    is the same for every cell, so depths and seeds stay paired on it as on the report set. Returns ``contexts``,
+    ``depths`` (``{str(L): [mean, SE]}``, the seed mean of the winners' loss, eq. 12) and ``pooled`` (``[mean,
+    SE]`` over every cell: how far the whole set reads from the report set). SEs are over blocks of
+    ``contexts / 1024`` contexts (at least 1).
+
+    Notes
+    -----
+    No example: it needs exported cells (``tests/test_certified_revised.py``).
+
+    References
+    ----------
+    Paper eq. (12).
+    """
+    from numerics.models import get_model
+    from numerics.train import evaluation_batch
+
+    from .run import context_errors
+    from ..plan import Candidate, Cell
+
+    batch, blocks = None, {}
+    for (depth, seed), cell_hash in sorted(winners.items()):
+        record, arrays = read_cell(Path(cells_dir) / f"{cell_hash}.npz")
+        cell = Cell.from_dict(record["config"])
+        if batch is None:  # every cell of the setting shares its data law, so the one set
+            template = cell.train_config(Candidate("cold", 1e-3, 1), None)
+            batch = evaluation_batch(type(template)(**{**template.to_dict(), "eval_size": int(contexts),
+                                                       "eval_seed": cell.eval_seed("second_report")}))
+        weights = {name.removeprefix("winner_"): v for name, v in arrays.items() if name.startswith("winner_")}
+        errors = context_errors(get_model(cell.model), weights, batch)
+        blocks[depth, seed] = errors.reshape(min(1024, errors.size), -1).mean(axis=1)
+    depths = {str(L): list(mean_se(np.mean([b for (d, _), b in blocks.items() if d == L], axis=0)))
+              for L in sorted({d for d, _ in blocks})}
+    return {"contexts": int(contexts), "depths": depths, "pooled": list(mean_se(np.mean(list(blocks.values()), axis=0)))}
+
+
+def _second_report(a: float, b: float, plan: Plan, cells_dir, winners: dict, shipped: dict, cache_dir,
+                   counts) -> dict:
+    """:func:`second_report` of one setting (cached under its cells and the code that evaluates them) beside the
+    report set's values of the same winners (``shipped``: ``{(depth, seed): block errors}``): per depth and pooled,
+    the report set minus the second set, independent sets, so their SEs add in quadrature."""
+    from numerics.models import nonlinear, nonlinear_rms
+
+    from ...cache import cached, function_digest
+    from .run import context_errors
+
+    contexts = 2 * plan.report_size
+    key = {"a": a, "b": b, "d": plan.d, "P": plan.P, "k": plan.k, "contexts": contexts,
+           "cells": [f"{L}:{s}:{h}" for (L, s), h in sorted(winners.items())]}
+    second = cached(cache_dir, "second-report", key, lambda: second_report(cells_dir, winners, contexts),
+                    code=function_digest(second_report, context_errors, nonlinear.forward, nonlinear_rms.forward),
+                    counts=counts)
+
+    def compare(report: list, other: list) -> dict:
+        difference, se = report[0] - other[0], float(np.hypot(report[1], other[1]))
+        return {"report": report, "second": other, "difference": [difference, se], "z": difference / se}
+
+    report = {L: list(mean_se(np.mean([e for (d, _), e in shipped.items() if d == L], axis=0)))
+              for L in sorted({d for d, _ in shipped})}
+    return {"a": a, "b": b, "contexts": contexts,
+            "depths": [{"depth": L, **compare(report[L], second["depths"][str(L)])} for L in report],
+            "pooled": compare(list(mean_se(np.mean(list(shipped.values()), axis=0))), second["pooled"])}
+
+
 def _over_seeds(values) -> dict:
     """Mean over seeds, its SE over seeds (the spread of training), and the per-seed values."""
     values = np.asarray(values, dtype=np.float64)
@@ -338,7 +406,9 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
     verdicts read; None where the statistics did not judge the depth) and ``decomposition``
     (per spectrum and depth done: the winners' ``A_L``, ``C_L`` and ``A_L − C_L``, eq. 63, over seeds, on
     ``decomposition_contexts`` contexts drawn with the report seed, the same in every cell; cached in ``cache_dir``,
-    ``counts`` as :func:`numerics.experiments.cache.cached` keeps them).
+    ``counts`` as :func:`numerics.experiments.cache.cached` keeps them) and ``second_report`` (per spectrum: the
+    winners on a second, independent report set of twice the report set's contexts, :func:`second_report`, against
+    the report set, per depth and pooled over the spectrum's cells).
 
     Notes
     -----
@@ -351,9 +421,10 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
                       "seeds": list(plan.seeds), "depths": list(plan.depths), "long_steps": list(plan.long_steps)},
              "coverage": _coverage(plan, cells),
              "cpu_hours": (compute or study_compute(cells_dir, None, plan)).hours_by_kind, "population_contexts":
-             population_contexts, "steps": [], "envelope": [], "long": [], "long_doubling": [], "decomposition": []}
+             population_contexts, "steps": [], "envelope": [], "long": [], "long_doubling": [], "decomposition": [],
+             "second_report": []}
     for (a, b, P, k), members in sorted(cells.items()):
-        where = {"a": a, "b": b}
+        where, winners_at, shipped = {"a": a, "b": b}, {}, {}
         seeds = [s for s in plan.seeds if (1, s) in members and (2, s) in members]
         if len(seeds) == len(plan.seeds):
             d = PairedDifference.of([errors.of(_pick(members[1, s], lambda r: r.selected))
@@ -370,6 +441,8 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
             if any(h is None for h in heads):
                 continue
             winners = [_pick(members[L, s], lambda r: r.selected) for s in seeds]
+            winners_at.update({(L, s): w.cell for s, w in zip(seeds, winners)})
+            shipped.update({(L, s): errors.of(w) for s, w in zip(seeds, winners)})
             parts = [_decomposition(cells_dir, w.cell, decomposition_contexts, cache_dir, counts) for w in winners]
             facts["decomposition"].append({**where, "depth": L, "contexts": min(p["contexts"] for p in parts),
                                            "context_se": {"A": float(np.mean([p["A_L_se"] for p in parts])),
@@ -399,6 +472,8 @@ def revised_facts(rows, errors, plan: Plan, cells_dir, *, population_contexts: i
                                                "certificate": None if check is None else {
                                                    "excess": check.excess, "se": check.se, "allowed": check.allowed},
                                                "converged": None if check is None else check.passed})
+        if winners_at:  # every winner again, on a second report set: does the report set read like another?
+            facts["second_report"].append(_second_report(a, b, plan, cells_dir, winners_at, shipped, cache_dir, counts))
     return facts
 
 

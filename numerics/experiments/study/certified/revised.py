@@ -11,6 +11,8 @@ Four questions, each answered from the exported cells (and, for the first, an in
 * **long caps**: at the plan's ``long_caps`` cells, the cold and ``U_L`` starts trained for 24k and 48k
   steps against ``U_L`` (does any depth-4-32 model go below it?);
 * **coverage and cost**: which spectra and depths of the plan are done, and the CPU time of each part;
+* **a second report set**: every winner again on twice the report set's contexts, drawn independently: does the
+  report set read like another draw, per spectrum pooled over its cells and depth by depth?
 * **the envelope's decomposition** (Fig. 6c/d): ``R*_L = C_L + (A_L − C_L)/L`` (eq. 63) of the winners, so
   the c/L law's premise (``A_L − C_L`` and ``C_L`` constant in L) is seen on the best models found.
 
@@ -84,6 +86,33 @@ def _decomposition_section(rows: list) -> list[str]:
     return lines
 
 
+def _second_report_section(rows: list) -> list[str]:
+    """The winners on a second, independent report set: per spectrum pooled over its cells, then per depth."""
+    off = [r for r in rows if abs(r["pooled"]["z"]) > AGREEMENT_SIGMAS]
+    depths = sorted({d["depth"] for r in rows for d in r["depths"]})
+    lines = ["### The winners on a second report set", "",
+             f"Every winner's weights again, on {rows[0]['contexts']} fresh contexts of a seed of their own per spectrum "
+             "(the same contexts in every cell of it, as on the report set). The report set and the second set are "
+             "independent, so the SE of a difference adds theirs in quadrature. Pooled over every cell of a spectrum, "
+             f"the report set reads more than {AGREEMENT_SIGMAS:g} SE from the second set at {len(off)} of {len(rows)} "
+             "spectra" + (": " + ", ".join(f"({r['a']:g}, {r['b']:g}) by {r['pooled']['difference'][0]:+.4f} "
+                                             f"(z = {r['pooled']['z']:+.2f})" for r in off) if off else "") + ".", ""]
+    lines += markdown_table(("spectrum", "report set", "second set", "report − second", "z"),
+                            [(f"({r['a']:g}, {r['b']:g})", *(f"{p[0]:.4f} ± {p[1]:.4f}" for p in (
+                                r["pooled"]["report"], r["pooled"]["second"], r["pooled"]["difference"])),
+                              f"{r['pooled']['z']:+.2f}") for r in rows]) + [""]
+    lines += ["Per depth, report set minus second set (z):", ""]
+    lines += markdown_table(("spectrum", *(f"L = {L}" for L in depths)),
+                            [(f"({r['a']:g}, {r['b']:g})", *(_depth_cell(r, L) for L in depths)) for r in rows]) + [""]
+    return lines
+
+
+def _depth_cell(row: dict, depth: int) -> str:
+    """One depth's report-minus-second difference of a spectrum, with its z (— where the depth is not done)."""
+    found = [d for d in row["depths"] if d["depth"] == depth]
+    return f"{found[0]['difference'][0]:+.4f} ({found[0]['z']:+.1f})" if found else "—"
+
+
 def revised_sections(facts: dict | None) -> list[str]:
     """The page sections of a study with U_L's starts (Markdown lines) from :func:`~numerics.experiments.study.certified.facts.revised_facts`; none without facts.
 
@@ -144,6 +173,8 @@ def revised_sections(facts: dict | None) -> list[str]:
                                 [(f"({r['a']:g}, {r['b']:g})", r["depth"], _text(r["gap"]), _seeds(r["gap"]),
                                   ", ".join(r["winners"]), f"**{r['gap']['word']}**") for r in facts["envelope"]])
         lines += [""]
+    if facts.get("second_report"):
+        lines += _second_report_section(facts["second_report"])
     if facts.get("decomposition"):
         lines += _decomposition_section(facts["decomposition"])
     if facts["long"]:
