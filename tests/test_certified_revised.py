@@ -343,3 +343,30 @@ def test_the_long_cap_convergence_is_the_verdicts_own_doubling_certificate(tiny_
     assert unjudged["long_doubling"][0]["converged"] is None
     ((header, (row,)),) = [(h, r) for h, r in tables("\n".join(revised_sections(unjudged))) if h[-1] == "converged"]
     assert row[-1] == "not judged"
+
+
+def test_the_winners_on_a_second_report_set(tiny_certified, monkeypatch):
+    """On a second, independent set every winner reads like a fresh draw; pointed at the report set itself, the same
+    path gives back the runner's own report-set losses, difference 0."""
+    from numerics.experiments.study.certified.facts import second_report
+    from numerics.experiments.study.plan import eval_seed
+
+    rows, errors = collect(tiny_certified.cells_dir)
+    winners = {r.depth: r for r in rows if r.selected}
+    facts = revised_facts(rows, errors, TINY, tiny_certified.cells_dir, population_contexts=2048,
+                          decomposition_contexts=TINY.report_size)
+    (second,) = facts["second_report"]
+    assert second["contexts"] == 2 * TINY.report_size and [d["depth"] for d in second["depths"]] == list(TINY.depths)
+    for d in second["depths"]:
+        assert d["report"][0] == pytest.approx(winners[d["depth"]].R_L, rel=ROUNDOFF[np.float32])
+        assert d["difference"][0] == pytest.approx(d["report"][0] - d["second"][0], abs=1e-15)
+        assert d["z"] == pytest.approx(d["difference"][0] / np.hypot(d["report"][1], d["second"][1]))
+        assert d["second"][0] != d["report"][0] and abs(d["z"]) < 5  # another draw, within its noise
+    assert second["pooled"]["report"][0] == pytest.approx(np.mean([w.R_L for w in winners.values()]), rel=1e-6)
+
+    # the same path on the report set's own seed and size: the runner's stored losses come back exactly
+    monkeypatch.setattr(Cell, "eval_seed", lambda self, role: eval_seed(
+        "report" if role == "second_report" else role, self.a, self.b, self.k, self.P))
+    again = second_report(tiny_certified.cells_dir, {(L, 0): w.cell for L, w in winners.items()}, TINY.report_size)
+    for L, w in winners.items():
+        assert again["depths"][str(L)][0] == pytest.approx(w.R_L, rel=ROUNDOFF[np.float32])
