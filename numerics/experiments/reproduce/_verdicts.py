@@ -24,7 +24,7 @@ from .results import int_list
 
 def _alpha_excluded(s, lo: float, hi: float) -> bool:
     """The fitted α of a settled depth sweep lies outside ``[lo, hi]`` by more than two SE."""
-    if not (s.fit.ok and s.C_settles and s.gap_settles):
+    if not (s.fit.ok and s.settled):
         return False
     alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
     return math.isfinite(se) and criteria.between(alpha, se, lo, hi) is False
@@ -259,7 +259,7 @@ def _lazy_contrast_claim(ctx, consistency) -> dict:
     summaries = [s for s in summaries if s.has_data]
     if not summaries:
         return not_tested(criterion, "no finished runs")
-    passing = [s for s in summaries if s.alpha_in_target and s.C_settles and s.gap_settles]
+    passing = [s for s in summaries if s.alpha_in_target and s.settled]
     ok = (len(passing) >= 3 and any(s.a == 0 and s.b == 0 for s in passing) and any(s.a > 0 for s in passing)
           and any(s.b > 0 for s in passing))
     family = ctx.family("nonlinear_lazy")
