@@ -24,7 +24,7 @@ from .results import int_list
 
 def _alpha_excluded(s, lo: float, hi: float) -> bool:
     """The fitted α of a settled depth sweep lies outside ``[lo, hi]`` by more than two SE."""
-    if not (s.fit.ok and s.settled):
+    if not (s.fit.ok and s.C_settles and s.gap_settles):
         return False
     alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
     return math.isfinite(se) and criteria.between(alpha, se, lo, hi) is False
