@@ -481,7 +481,7 @@ def _explain(claims, statuses) -> str:
 def smoke(smoke_reproduction, tmp_path_factory):
     """The session's smoke reproduction (tests/conftest.py) and its consistency report recomputed with
     reproduce's arguments."""
-    from numerics.experiments.reproduce import _CONSISTENCY_SIZES
+    from numerics.experiments.reproduce.plan import CONSISTENCY_SIZES as _CONSISTENCY_SIZES
     from numerics.experiments.execution import Execution
     from numerics.experiments.study import run_regime_study
 

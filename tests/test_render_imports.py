@@ -36,7 +36,9 @@ COMPUTING = (
 #: Carlo of the fits), so a renderer that imports the Monte-Carlo modules itself is still found.
 LOADERS = ("theory.expressible", "theory.mixture_limit")
 #: the modules that only render: the certified page and its sections, the answer, every study's page in the one
-#: section vocabulary (regime, expressible, plateaus) and every study figure
+#: section vocabulary (regime, expressible, plateaus) and every study figure; the reproduction's report (REPORT.md and
+#: report.json), its docs pages, figures and tables (its driver, ``reproduce.run``, computes; the package's
+#: ``__init__`` loads it only when ``reproduce`` is used)
 RENDERERS = (
     "numerics.experiments.study.certified.page",
     "numerics.experiments.study.certified.revised",
@@ -45,6 +47,10 @@ RENDERERS = (
     "numerics.experiments.study.answer",
     "numerics.experiments.study.page",
     "numerics.experiments.study.figures",
+    "numerics.experiments.reproduce.report",
+    "numerics.experiments.reproduce.docs_pages",
+    "numerics.experiments.reproduce.figures",
+    "numerics.experiments.reproduce.tables",
 )
 
 
@@ -99,19 +105,3 @@ def test_a_renderer_imports_nothing_that_computes(renderer):
     assert renderer in MODULES
     assert computing_paths(renderer) == []
 
-
-#: renderers that still reach code that computes: every module of ``reproduce/`` runs the package's ``__init__``,
-#: the reproduction's driver (it runs the sweep), and ``reproduce.report`` renders the plateau check through
-#: ``study.plateaus``, which also computes the oracle bounds. Not yet split: when one is, this test fails (strict)
-#: and the module moves to :data:`RENDERERS`.
-NOT_YET_SPLIT = (
-    "numerics.experiments.reproduce.report",
-    "numerics.experiments.reproduce.docs_pages",
-    "numerics.experiments.reproduce.figures",
-)
-
-
-@pytest.mark.xfail(strict=True, reason="the reproduction's renderers are not yet split from its driver")
-@pytest.mark.parametrize("renderer", NOT_YET_SPLIT)
-def test_the_reproductions_renderers_import_nothing_that_computes(renderer):
-    assert computing_paths(renderer) == []

@@ -614,8 +614,8 @@ def test_the_recipe_contrasts_per_setting_numbers_are_one_table(smoke):
 
 def test_consistency_statements_below_the_bound_are_one_table_not_bullets():
     from numerics.experiments.bounds import HeadBound
-    from numerics.experiments.reproduce.report import consistency_markdown
     from numerics.experiments.study import paper_consistency
+    from numerics.experiments.study.page import consistency_markdown
 
     def fake(a, b, d, P, k):
         return HeadBound(5.0, 0.1, 10.0, 1.0, 4.0, 0.1, (), (), 60.0, "", P, k, "cosine", 64, 64, d)
@@ -623,7 +623,7 @@ def test_consistency_statements_below_the_bound_are_one_table_not_bullets():
     consistency = paper_consistency(P_values=(1024, 2048), bound=fake)
     below = [r for r in consistency.rows if r.below_bound]
     assert len(below) >= 18 and consistency.markdown.count("\n- The paper's") == len(below)  # the study's bullets
-    text = consistency_markdown(consistency)
+    text = consistency_markdown(consistency.rows, below_as_table=True)  # what reproduce writes into REPORT.md
     assert "\n- " not in text
     table = [line for line in text.splitlines() if line.startswith("| Table ")]
     assert len(table) == len(consistency.rows) + len(below)  # the study's table, then one row per value below

@@ -259,7 +259,7 @@ def _lazy_contrast_claim(ctx, consistency) -> dict:
     summaries = [s for s in summaries if s.has_data]
     if not summaries:
         return not_tested(criterion, "no finished runs")
-    passing = [s for s in summaries if s.alpha_in_target and s.C_settles and s.gap_settles]
+    passing = [s for s in summaries if s.alpha_in_target and s.settled]
     ok = (len(passing) >= 3 and any(s.a == 0 and s.b == 0 for s in passing) and any(s.a > 0 for s in passing)
           and any(s.b > 0 for s in passing))
     family = ctx.family("nonlinear_lazy")

@@ -12,7 +12,7 @@ import re
 import struct
 from pathlib import Path
 
-from .plan import ARTEFACTS
+from .artefacts import ARTEFACTS
 
 __all__ = ["write_figure_pages", "png_size"]
 

@@ -18,10 +18,9 @@ from .._markdown import markdown_table
 from ._registry import REGISTRY, Claim, ClaimRegistry, ClaimSpec
 from ._verdicts import CENTRAL_CLAIMS, CLAIM_FIGURES, CLAIM_IDS, CLAIMS, evaluate_claims
 from ..study.curves import spectrum_label
-from ..study.page import consistency_markdown as _consistency_section
 
 __all__ = ["CENTRAL_CLAIMS", "CLAIMS", "CLAIM_FIGURES", "CLAIM_IDS", "Claim", "ClaimRegistry", "ClaimSpec",
-           "claim_bullets", "conclusions", "consistency_markdown", "counts_text",
+           "claim_bullets", "conclusions", "counts_text",
            "evaluate_claims", "render_report", "report_data", "verdict_counts", "write_report"]
 
 
@@ -120,22 +119,6 @@ def conclusions(claims) -> str:
     return " ".join(sentences)
 
 
-def consistency_markdown(consistency) -> str:
-    """The section "Consistency with the paper" of ``REPORT.md``: the study's section, the values below the bound as
-    one table (:func:`numerics.experiments.study.plateaus.consistency_markdown`).
-
-    Examples
-    --------
-    >>> from numerics.experiments.bounds import HeadBound
-    >>> from numerics.experiments.study import paper_consistency
-    >>> fake = lambda a, b, d, P, k: HeadBound(5.0, 0.1, 10.0, 1.0, 4.0, 0.1, (), (), 60.0, "", P, k, "cosine", 64, 64, d)
-    >>> text = consistency_markdown(paper_consistency(P_values=(1024,), bound=fake))
-    >>> "\\n- The paper's" in text, "| paper value | best mixture ± SE |" in text
-    (False, True)
-    """
-    return _consistency_section(consistency.rows, below_as_table=True)
-
-
 def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, consistency_markdown: str,
                   wall_time: float, sweep_summary, command: str, cpu_time: float | None = None) -> str:
     """The text of ``REPORT.md`` (see :func:`write_report`).
@@ -196,7 +179,7 @@ def render_report(ctx, plan, *, figures, tables, claims, study_markdown: str, co
     lines += [consistency_markdown.strip(), ""] if consistency_markdown else []
     if figures:
         lines += ["## Figures", ""]
-        from .plan import ARTEFACTS
+        from .artefacts import ARTEFACTS
 
         for figure in figures:
             artefact = ARTEFACTS[figure.id]

@@ -327,13 +327,13 @@ def _lazy_fit_cells(s, values: dict, paper: dict | None = None) -> dict:
         return {"lazy contrast: L0": f"no fit ({s.fit.reason})", "lazy contrast: α": "—",
                 "lazy contrast: R² (log)": "—", "lazy α agrees with paper": "n/a", LAZY_IN_WINDOW: "n/a"}
     alpha, se = s.fit.value("alpha"), s.fit.se("alpha")
-    values.update(L0=s.fit.value("L0"), alpha=alpha, alpha_se=se)
+    values.update(L0=s.L0, alpha=alpha, alpha_se=se)
     agree = None
     if paper is not None:
         agree = criteria.agrees(alpha, se, paper["alpha"], paper["alpha_se"])
         values.update(r_squared=s.fit.fit.r_squared, agrees=agree)
     values.update(in_target=s.alpha_in_target)
-    return {"lazy contrast: L0": fmt(s.fit.value("L0"), s.fit.se("L0")), "lazy contrast: α": fmt(alpha, se, 3),
+    return {"lazy contrast: L0": fmt(s.L0, s.fit.se("L0")), "lazy contrast: α": fmt(alpha, se, 3),
             "lazy contrast: R² (log)": f"{s.fit.fit.r_squared:.4f}", "lazy α agrees with paper": fmt_bool(agree),
             LAZY_IN_WINDOW: fmt_bool(s.alpha_in_target)}
 
@@ -396,7 +396,7 @@ def table5(ctx) -> Table:
         used, gap_alpha, r_squared, agree = _not_run(ctx, "nonlinear_lazy"), "—", "—", None
         s = analysis.nonlinear_summary(ctx, "nonlinear_lazy", a, b) if _run_here(ctx, "nonlinear_lazy", a, b) else None
         if s is not None:
-            plateau = s.fit.value("L0")
+            plateau = s.L0
             used = fmt(plateau, s.fit.se("L0")) if s.fit.ok else f"no L0 ({s.fit.reason})"
         if s is not None and s.fit.ok:
             finite = s.C.finite()
