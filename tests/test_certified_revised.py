@@ -348,8 +348,8 @@ def test_the_long_cap_convergence_is_the_verdicts_own_doubling_certificate(tiny_
 def test_the_winners_on_a_second_report_set(tiny_certified, monkeypatch):
     """On a second, independent set every winner reads like a fresh draw; pointed at the report set itself, the same
     path gives back the runner's own report-set losses, difference 0."""
+    from numerics.experiments.study.certified import facts as facts_module
     from numerics.experiments.study.certified.facts import second_report
-    from numerics.experiments.study.plan import eval_seed
 
     rows, errors = collect(tiny_certified.cells_dir)
     winners = {r.depth: r for r in rows if r.selected}
@@ -365,8 +365,7 @@ def test_the_winners_on_a_second_report_set(tiny_certified, monkeypatch):
     assert second["pooled"]["report"][0] == pytest.approx(np.mean([w.R_L for w in winners.values()]), rel=1e-6)
 
     # the same path on the report set's own seed and size: the runner's stored losses come back exactly
-    monkeypatch.setattr(Cell, "eval_seed", lambda self, role: eval_seed(
-        "report" if role == "second_report" else role, self.a, self.b, self.k, self.P))
+    monkeypatch.setattr(facts_module, "second_seed", lambda cell: cell.eval_seed("report"))
     again = second_report(tiny_certified.cells_dir, {(L, 0): w.cell for L, w in winners.items()}, TINY.report_size)
     for L, w in winners.items():
         assert again["depths"][str(L)][0] == pytest.approx(w.R_L, rel=ROUNDOFF[np.float32])

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from numerics.engines import jax_available
-from numerics.experiments.study.plan import REVISED_PLAN, Plan
-from numerics.experiments.study.population import POPULATION_PLAN, estimate, step_seconds
+from numerics.experiments.study.plan import REVISED_PLAN
+from numerics.experiments.study.population import POPULATION_PLAN, engine_of, estimate, step_seconds, with_engine
 from idepth.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +21,8 @@ def test_the_population_design():
     plan = POPULATION_PLAN
     assert (plan.batch_size, plan.select_size, plan.report_size, plan.seeds) == (4096, 1 << 18, 1 << 18, (0, 1, 2))
     assert plan.spectra == REVISED_PLAN.spectra and plan.depths == (1, 2, 4, 8, 16, 32, 64, 128)
-    assert plan.engine == "jax" and plan.recipe.name == REVISED_PLAN.recipe.name
+    assert engine_of(plan) == "jax" and plan.recipe.name == "population"
+    assert {k: v for k, v in plan.recipe.items() if k != "engine"} == dict(REVISED_PLAN.recipe)
     cell = plan.cell(0.0, 0.0, plan.P, 16, 0, parent="p")
     trained = sorted((c.start, c.steps) for c in cell.candidates if c.trained)
     # four starts, each at the ladder of caps 20k / 40k / 80k
@@ -31,13 +32,15 @@ def test_the_population_design():
     assert (config.engine, config.batch_size, config.schedule) == ("jax", 4096, "warmup_cosine")
 
 
-def test_a_plan_hashes_its_engine_only_when_it_is_not_numpy():
-    cell = REVISED_PLAN.cell(0.0, 0.0, 64, 2, 0, parent="p")
-    assert "engine" not in cell.to_dict()  # the shipped cells keep their hashes
-    on_jax = dataclasses.replace(REVISED_PLAN, engine="jax").cell(0.0, 0.0, 64, 2, 0, parent="p")
-    assert on_jax.to_dict()["engine"] == "jax" and on_jax.content_hash() != cell.content_hash()
-    with pytest.raises(ValueError, match="engine must be one of numpy, jax; got 'cuda'"):
-        Plan(engine="cuda")
+def test_the_engine_travels_in_the_recipe_into_every_config_and_hash():
+    cell = POPULATION_PLAN.cell(0.0, 0.0, 64, 2, 0, parent="p")
+    on_numpy = with_engine(POPULATION_PLAN, "numpy").cell(0.0, 0.0, 64, 2, 0, parent="p")
+    assert cell.recipe["overrides"]["engine"] == "jax" and on_numpy.recipe["overrides"]["engine"] == "numpy"
+    assert on_numpy.content_hash() != cell.content_hash()
+    assert {on_numpy.train_config(c, None).engine for c in on_numpy.candidates if c.trained} == {"numpy"}
+    assert "engine" not in REVISED_PLAN.recipe  # the shipped cells' recipe (and hashes) untouched
+    with pytest.raises(ValueError, match="engine must be one of 'numpy', 'jax'; got 'cuda'"):
+        with_engine(POPULATION_PLAN, "cuda")
 
 
 def test_the_estimate_adds_the_measured_step_times_over_every_trained_candidate():
@@ -78,7 +81,7 @@ def test_with_force_the_cli_hands_the_population_plan_to_the_certified_runner(mo
     argv = ["study", "run", "population", "--engine", "numpy", "--force", "--spectra", "0,0.5", "--cells",
             str(tmp_path / "cells")]
     assert main(argv) == 0
-    assert seen["study_plan"] == dataclasses.replace(POPULATION_PLAN, engine="numpy").only([(0.0, 0.5)])
+    assert seen["study_plan"] == with_engine(POPULATION_PLAN, "numpy").only([(0.0, 0.5)])
     assert seen["spectra"] is None and seen["report_only"] is False and seen["command"].startswith("idepth study run")
 
 
@@ -87,11 +90,12 @@ def test_a_cell_of_a_jax_plan_trains_on_the_jax_engine():
     from numerics.experiments.study.run import run_cell
     from numerics.lockstep import train_lockstep
 
+    cold_only = dataclasses.replace(POPULATION_PLAN.recipe, name="cold_only", starts=("cold",))
     tiny = dataclasses.replace(
         POPULATION_PLAN, spectra=((0.0, 0.0),), depths=(1,), seeds=(0,), cold_steps=4, batch_size=16, warmup_steps=1,
         evals_per_run=1, eval_size=64, bound_contexts=256, select_size=64, report_size=64, report_block=1,
-        min_eval_size=64, recipe=dataclasses.replace(REVISED_PLAN.recipe, name="cold_only", starts=("cold",)), long_caps=(), long_steps=(),
-        long_kinds=(), doubled_kinds=(), expressible_rates=())
+        min_eval_size=64, recipe=cold_only, long_caps=(), long_steps=(), long_kinds=(), doubled_kinds=(),
+        expressible_rates=())
     cell = tiny.cell(0.0, 0.0, tiny.P, 1, 0)
     result = run_cell(cell)
     (config,) = [cell.train_config(c, None) for c in cell.candidates]

@@ -78,13 +78,9 @@ def run_certified(args) -> int:
 def run_population(args) -> int:
     """``idepth study run population``: :func:`numerics.experiments.study.population.estimate` printed, then (on an
     accelerator, or with ``--force``) :func:`run_certified` with :data:`~numerics.experiments.study.population.POPULATION_PLAN`."""
-    import dataclasses
+    from numerics.experiments.study.population import POPULATION_PLAN, estimate, with_engine
 
-    from numerics.engines import check_engine
-    from numerics.experiments.study.population import POPULATION_PLAN, estimate
-
-    engine = check_engine(args.engine, POPULATION_PLAN.model)  # names the extra to install when jax is missing
-    plan = dataclasses.replace(POPULATION_PLAN, engine=engine)
+    plan = with_engine(POPULATION_PLAN, args.engine)  # names the extra to install when jax is missing
     if args.spectra is not None:
         plan = plan.only(parse_spectra(args.spectra))
     cost = estimate(plan)

@@ -31,7 +31,6 @@ from types import MappingProxyType
 from typing import Mapping
 
 from numerics.config import TrainConfig
-from numerics.engines import ENGINES
 from theory.paper import INFERRED_SOFTMAX_SIZES, TABLE1_SPECTRA, table_spectra
 from theory.validation import check_positive, check_positive_int
 
@@ -73,21 +72,20 @@ _RUN_DEFAULTS = MappingProxyType(dict(batch_size=64, max_steps=1000, learning_ra
                                       warmup_steps=100, init=(), frozen=(), eval_size=1024, eval_every=100, tol=1e-3,
                                       window=None, dtype="float32"))
 #: the fields only a one-run plan sets, at their defaults (left out of :meth:`Plan.to_dict` there)
-_ONE_RUN = MappingProxyType(dict(name="", model="nonlinear", task="difficult", budget={}, regime="", engine="numpy"))
+_ONE_RUN = MappingProxyType(dict(name="", model="nonlinear", task="difficult", budget={}, regime=""))
 _EVALS_PER_RUN = _RECIPE["max_steps"] // _RECIPE["eval_every"]
 
 
 def eval_seed(role: str, a: float, b: float, k: int, P: int) -> int:
-    """The seed of a held-out set: one per role (``'selection'``, ``'report'``, ``'second_report'``: an independent
-    report set the winners are re-evaluated on), spectrum, ``k`` and ``P``.
+    """The seed of a held-out set: one per role (``'selection'``, ``'report'``), spectrum, ``k`` and ``P``.
 
     Examples
     --------
     >>> eval_seed("selection", 0, 0, 2, 64) != eval_seed("report", 0, 0, 2, 64)
     True
     """
-    if role not in ("selection", "report", "second_report"):
-        raise ValueError(f"role must be 'selection', 'report' or 'second_report'; got {role!r}")
+    if role not in ("selection", "report"):
+        raise ValueError(f"role must be 'selection' or 'report'; got {role!r}")
     text = f"certified-study {role} a={float(a)!r} b={float(b)!r} k={int(k)} P={int(P)}"
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
 
@@ -169,7 +167,6 @@ class Cell:
     report_size: int = 0
     report_block: int = 1
     recipe: dict | None = None
-    engine: str = "numpy"
     parent_params: dict | None = field(default=None, compare=False, repr=False)
     resume_dir: str | None = field(default=None, compare=False, repr=False)
 
@@ -199,8 +196,6 @@ class Cell:
         out["version"] = CELL_FORMAT
         if self.recipe is None:  # the shipped study's recipe: its cells were hashed without the field
             out.pop("recipe")
-        if self.engine == "numpy":  # the default engine: the shipped cells were hashed without the field
-            out.pop("engine")
         out["candidates"] = [dataclasses.asdict(c) for c in self.candidates]
         out["bound_depths"] = list(self.bound_depths)
         return out
@@ -233,7 +228,7 @@ class Cell:
             learning_rate=candidate.learning_rate, warmup_steps=self.warmup_steps,
             eval_size=self.eval_size, eval_every=max(1, steps // self.evals_per_run),
             eval_seed=self.eval_seed("selection"), tol=0.0, window=steps + 1, dtype=self.dtype, start=start,
-            stream=self.stream, engine=self.engine, **from_recipe,
+            stream=self.stream, **from_recipe,
         )
 
 
@@ -284,10 +279,6 @@ class Plan:
     name, model, task, budget, regime
         A one-run plan's (:meth:`one_run`): its name (a reproduction's family, a study's regime), model and task,
         the run fields over its recipe (:data:`_RUN_FIELDS`) and its training in one line (the report prints it).
-    engine : {'numpy', 'jax'}
-        What trains the cells' candidates (:mod:`numerics.engines`; ``TrainConfig.engine``): the numpy engine, or
-        the JAX engine, whose lockstep candidates are one ``vmap``-ed step on JAX's default device (a GPU when
-        present). A cell hashes it only when it is not numpy, so the shipped cells keep their hashes.
 
     Examples
     --------
@@ -337,7 +328,6 @@ class Plan:
     task: str = "difficult"
     budget: Mapping | None = None  # None: {} (a plain default keeps the signature parseable for the docs)
     regime: str = ""
-    engine: str = "numpy"
 
     def __new__(cls, *args, **fields):
         # an unknown field is a ValueError naming it (the dataclass's own __init__ would raise a TypeError)
@@ -348,8 +338,6 @@ class Plan:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recipe", get_recipe(self.recipe))
-        if self.engine not in ENGINES:
-            raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {self.engine!r}")
         if any(len(tuple(pair)) != 2 for pair in self.spectra):
             raise ValueError(f"spectra must be (a, b) pairs (eq. 2); got {self.spectra!r}")
         object.__setattr__(self, "spectra", tuple((float(a), float(b)) for a, b in self.spectra))
@@ -549,7 +537,7 @@ class Plan:
             evals_per_run=self.evals_per_run, eval_size=self.eval_size, bound_contexts=self.bound_contexts,
             nested_noise=self.nested_noise, dtype=self.dtype, stream=self.stream,
             parent=parent if depth > 1 else None, select_size=self.select_size,
-            report_size=self.report_size, report_block=self.report_block, recipe=self.recipe, engine=self.engine,
+            report_size=self.report_size, report_block=self.report_block, recipe=self.recipe,
         )
 
     def to_dict(self) -> dict:

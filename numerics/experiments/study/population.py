@@ -19,10 +19,16 @@ import numpy as np
 
 from theory.paper import TABLE1_SPECTRA
 
+from ..recipes import CONVERGED_STUDY, Recipe
 from ..shipped import checkout_root
 from .plan import Plan, _RECIPE
 
-__all__ = ["POPULATION_PLAN", "Estimate", "estimate", "step_seconds"]
+__all__ = ["POPULATION_PLAN", "POPULATION_RECIPE", "Estimate", "engine_of", "estimate", "step_seconds", "with_engine"]
+
+#: the certified study's recipe (Adam, warm-up, cosine decay to 0) on the JAX engine: a recipe's overrides are
+#: ``TrainConfig`` fields, so the engine travels with it into every candidate's config and the cells' hashes
+POPULATION_RECIPE = Recipe("population", {**CONVERGED_STUDY.overrides, "engine": "jax"}, starts=CONVERGED_STUDY.starts,
+                           description="the certified study's recipe on the JAX engine")
 
 _DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128)
 _STARTS = (("cold", _RECIPE["learning_rate"]), ("oracle", 3e-4), ("nested", 3e-4), ("expressible", 3e-4))
@@ -32,7 +38,7 @@ _STARTS = (("cold", _RECIPE["learning_rate"]), ("oracle", 3e-4), ("nested", 3e-4
 #: (cold at 1e-3; B_L's heads, the depth-L/2 winner and U_L's heads at 3e-4), each at a ladder of caps: 20k steps,
 #: twice that (the step-doubling check) and 80k in every cell; selection and report sets of 2^18 contexts.
 POPULATION_PLAN = Plan(
-    name="population", engine="jax", depths=_DEPTHS, seeds=(0, 1, 2), side_seeds=(0, 1, 2), long_spectra=(),
+    name="population", recipe=POPULATION_RECIPE, depths=_DEPTHS, seeds=(0, 1, 2), side_seeds=(0, 1, 2), long_spectra=(),
     top16_spectra=(), doubling_spectra=(), batch_size=4096, cold_rates=(_RECIPE["learning_rate"],),
     cold_steps=20_000, warm_rates=(3e-4,), warm_steps=20_000, expressible_rates=(3e-4,),
     doubled_kinds=_STARTS, long_caps=tuple((a, b, L) for a, b in TABLE1_SPECTRA for L in _DEPTHS),
@@ -44,6 +50,41 @@ POPULATION_PLAN = Plan(
 _FLOP_PER_PDN = 0.25
 #: the throughput the FLOP estimate assumes on an accelerator with no measured steps (small batched matrices)
 _ASSUMED_FLOPS = 4e12
+
+
+def engine_of(plan: Plan) -> str:
+    """The engine ``plan``'s candidates train on: its recipe's ``engine`` (numpy when it names none).
+
+    Examples
+    --------
+    >>> engine_of(POPULATION_PLAN), engine_of(Plan())
+    ('jax', 'numpy')
+    """
+    return plan.recipe.get("engine", "numpy")
+
+
+def with_engine(plan: Plan, engine: str) -> Plan:
+    """``plan`` with its candidates on ``engine``: its recipe with ``engine`` over it (same name).
+
+    Raises
+    ------
+    ValueError
+        An unknown engine, or ``'jax'`` where jax is not installed (naming the extra to install).
+
+    Examples
+    --------
+    >>> engine_of(with_engine(POPULATION_PLAN, "numpy"))
+    'numpy'
+    >>> with_engine(POPULATION_PLAN, "cuda")
+    Traceback (most recent call last):
+    ...
+    ValueError: engine must be one of 'numpy', 'jax'; got 'cuda'
+    """
+    from numerics.engines import check_engine
+
+    check_engine(engine, plan.model)
+    recipe = dataclasses.replace(plan.recipe, overrides={**plan.recipe.overrides, "engine": engine})
+    return dataclasses.replace(plan, recipe=recipe)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +161,7 @@ def estimate(plan: Plan = POPULATION_PLAN, engine: str | None = None, device: st
     >>> e.steps > 10**7, e.hours > 100
     (True, True)
     """
-    engine = engine or plan.engine
+    engine = engine or engine_of(plan)
     if device is None:
         from numerics.engines import jax_available
 

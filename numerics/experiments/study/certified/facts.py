@@ -314,12 +314,26 @@ def _decomposition(cells_dir, cell_hash: str, contexts: int, cache_dir, counts: 
                   lambda: cell_decomposition(cells_dir, cell_hash, contexts), code=decomposition_code(), counts=counts)
 
 
+def second_seed(cell) -> int:
+    """The seed of the second report set of ``cell``'s setting (spectrum, ``k``, ``P``), independent of the selection
+    and report sets' (:func:`~numerics.experiments.study.plan.eval_seed`).
+
+    Examples
+    --------
+    >>> from numerics.experiments.study.plan import REVISED_PLAN
+    >>> cell = REVISED_PLAN.cell(0.0, 0.0, 64, 1, 0)
+    >>> second_seed(cell) not in (cell.eval_seed("selection"), cell.eval_seed("report"))
+    True
+    """
+    text = f"certified-study second report a={float(cell.a)!r} b={float(cell.b)!r} k={int(cell.k)} P={int(cell.P)}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+
+
 def second_report(cells_dir, winners: dict, contexts: int) -> dict:
     """One setting's winners re-evaluated on a second report set of ``contexts`` contexts, independent of the others.
 
     ``winners``: ``{(depth, seed): cell hash}`` of the setting's exported cells (their winners' weights). The set is
-    drawn once, with the setting's ``second_report`` seed (:func:`~numerics.experiments.study.plan.eval_seed`), and
-    is the same for every cell, so depths and seeds stay paired on it as on the report set. Returns ``contexts``,
+    drawn once, with the setting's :func:`second_seed`, and is the same for every cell, so depths and seeds stay paired on it as on the report set. Returns ``contexts``,
     ``depths`` (``{str(L): [mean, SE]}``, the seed mean of the winners' loss, eq. 12) and ``pooled`` (``[mean,
     SE]`` over every cell: how far the whole set reads from the report set). SEs are over blocks of
     ``contexts / 1024`` contexts (at least 1).
@@ -345,7 +359,7 @@ def second_report(cells_dir, winners: dict, contexts: int) -> dict:
         if batch is None:  # every cell of the setting shares its data law, so the one set
             template = cell.train_config(Candidate("cold", 1e-3, 1), None)
             batch = evaluation_batch(type(template)(**{**template.to_dict(), "eval_size": int(contexts),
-                                                       "eval_seed": cell.eval_seed("second_report")}))
+                                                       "eval_seed": second_seed(cell)}))
         weights = {name.removeprefix("winner_"): v for name, v in arrays.items() if name.startswith("winner_")}
         errors = context_errors(get_model(cell.model), weights, batch)
         blocks[depth, seed] = errors.reshape(min(1024, errors.size), -1).mean(axis=1)
@@ -368,7 +382,8 @@ def _second_report(a: float, b: float, plan: Plan, cells_dir, winners: dict, shi
     key = {"a": a, "b": b, "d": plan.d, "P": plan.P, "k": plan.k, "contexts": contexts,
            "cells": [f"{L}:{s}:{h}" for (L, s), h in sorted(winners.items())]}
     second = cached(cache_dir, "second-report", key, lambda: second_report(cells_dir, winners, contexts),
-                    code=function_digest(second_report, context_errors, nonlinear.forward, nonlinear_rms.forward),
+                    code=function_digest(second_report, second_seed, context_errors, nonlinear.forward,
+                                         nonlinear_rms.forward),
                     counts=counts)
 
     def compare(report: list, other: list) -> dict:
