@@ -197,7 +197,7 @@ def test_study_run_lists_every_named_plan_and_runs_each_through_its_own_options(
         cli.main(["study", "run", "--help"])
     out = capsys.readouterr().out
     assert exit_.value.code == 0
-    assert set(PLANS) == {"certified", "regimes", "defaults", "plateaus"}
+    assert set(PLANS) == {"certified", "regimes", "defaults", "population", "plateaus"}
     for name in PLANS:
         assert re.search(rf"^    {name}\b", out, re.M), name
     with pytest.raises(SystemExit) as exit_:
@@ -224,7 +224,7 @@ def test_each_former_study_action_takes_its_plan_s_options_under_the_old_name(al
 
 @pytest.mark.parametrize("argv, match", [
     (["study", "run", "nope"], "argument PLAN: invalid choice: 'nope'"),
-    (["study", "run"], "PLAN missing: one of certified, regimes, defaults, plateaus"),
+    (["study", "run"], "PLAN missing: one of certified, regimes, defaults, population, plateaus"),
     (["study", "run", "plateaus", "--seeds", "3"], "unrecognized arguments: --seeds"),
     (["study", "run", "defaults", "--out", "x.txt"], "--out"),
 ])

@@ -50,6 +50,8 @@ NOT_RULES = {
     "reproduce/figures/_linear.py": {"_PANEL_EXPONENT": "figure layout"},
     "store/_layout.py": {"SCHEMA_VERSION": "the store's file-format version"},
     "study/plan.py": {"CELL_FORMAT": "the cells' file-format version (hashed into every cell)"},
+    "study/population.py": {"_FLOP_PER_PDN": "the cost estimate's FLOP count: bookkeeping",
+                            "_ASSUMED_FLOPS": "the throughput a FLOP-count estimate assumes: a cost-model input"},
     "study/certified/statistics.py": {"BOOTSTRAP": "bootstrap replicates: a sample size"},
     "study/certified/facts.py": {"DECOMPOSITION_CONTEXTS": "report contexts of a winner's A_L, C_L: a sample size"},
     "study/certified/targets.py": {"CORES": "the machine the hours target is stated for",

@@ -1,8 +1,9 @@
 """The reproduction's computing pass: plan the runs, train them into one store, run the regime study and the
 consistency check, compute the theory values, then hand the numbers to the renderers (figures, tables, report).
 
-The renderers (:mod:`.report`, :mod:`.docs_pages`, :mod:`.figures`) import nothing of this module: they only
-draw and write what it computed (``tests/test_render_imports.py``).
+The renderers (:mod:`~numerics.experiments.reproduce.report`, :mod:`~numerics.experiments.reproduce.docs_pages`,
+:mod:`~numerics.experiments.reproduce.figures`) import nothing of this module: they only draw and write what it
+computed (``tests/test_render_imports.py``).
 """
 
 from __future__ import annotations
@@ -263,5 +264,11 @@ def _cpu_seconds() -> float:
 
 
 def command_line(argv: Sequence[str]) -> str:
-    """The shell-quoted command line ``idepth reproduce ...`` for the report."""
+    """The shell-quoted command line ``idepth reproduce ...`` for the report.
+
+    Examples
+    --------
+    >>> command_line(["reproduce", "--out", "my dir"])
+    "idepth reproduce --out 'my dir'"
+    """
     return "idepth " + " ".join(shlex.quote(a) for a in argv)

@@ -347,7 +347,7 @@ def draw_size_map(result, path) -> Path:
 
     Notes
     -----
-    No example: it needs a :class:`SizeInference` (minutes).
+    No example: it needs a :class:`~numerics.experiments.study.plateaus.SizeInference` (minutes).
     """
     from matplotlib.colors import LogNorm
 

@@ -362,7 +362,7 @@ def sizes_markdown(result, figure: str | None = None) -> str:
 
     Notes
     -----
-    No example: it needs a :class:`SizeInference` (minutes).
+    No example: it needs a :class:`~numerics.experiments.study.plateaus.SizeInference` (minutes).
     """
     d_best, P_best = result.best_mixture
     i, j = result.d_values.index(d_best), result.P_values.index(P_best)

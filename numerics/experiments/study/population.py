@@ -21,7 +21,7 @@ from theory.paper import TABLE1_SPECTRA
 
 from ..recipes import CONVERGED_STUDY, Recipe
 from ..shipped import checkout_root
-from .plan import Plan, _RECIPE
+from .plan import Plan
 
 __all__ = ["POPULATION_PLAN", "POPULATION_RECIPE", "Estimate", "engine_of", "estimate", "step_seconds", "with_engine"]
 
@@ -31,7 +31,7 @@ POPULATION_RECIPE = Recipe("population", {**CONVERGED_STUDY.overrides, "engine":
                            description="the certified study's recipe on the JAX engine")
 
 _DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128)
-_STARTS = (("cold", _RECIPE["learning_rate"]), ("oracle", 3e-4), ("nested", 3e-4), ("expressible", 3e-4))
+_STARTS = (("cold", CONVERGED_STUDY["learning_rate"]), ("oracle", 3e-4), ("nested", 3e-4), ("expressible", 3e-4))
 
 #: The population plan. Table 1's seven spectra at the revised study's sizes (d = 16, N = 32, P = 64,
 #: top-2), depths 1-128, three seeds; batch 4096 on the recipe's schedule (warm-up, cosine decay to 0); four starts
@@ -39,7 +39,7 @@ _STARTS = (("cold", _RECIPE["learning_rate"]), ("oracle", 3e-4), ("nested", 3e-4
 #: twice that (the step-doubling check) and 80k in every cell; selection and report sets of 2^18 contexts.
 POPULATION_PLAN = Plan(
     name="population", recipe=POPULATION_RECIPE, depths=_DEPTHS, seeds=(0, 1, 2), side_seeds=(0, 1, 2), long_spectra=(),
-    top16_spectra=(), doubling_spectra=(), batch_size=4096, cold_rates=(_RECIPE["learning_rate"],),
+    top16_spectra=(), doubling_spectra=(), batch_size=4096, cold_rates=(CONVERGED_STUDY["learning_rate"],),
     cold_steps=20_000, warm_rates=(3e-4,), warm_steps=20_000, expressible_rates=(3e-4,),
     doubled_kinds=_STARTS, long_caps=tuple((a, b, L) for a, b in TABLE1_SPECTRA for L in _DEPTHS),
     long_steps=(80_000,), long_kinds=_STARTS, select_size=1 << 18, report_size=1 << 18, report_block=256,

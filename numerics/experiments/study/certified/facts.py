@@ -388,7 +388,8 @@ def _second_report(a: float, b: float, plan: Plan, cells_dir, winners: dict, shi
 
     def compare(report: list, other: list) -> dict:
         difference, se = report[0] - other[0], float(np.hypot(report[1], other[1]))
-        return {"report": report, "second": other, "difference": [difference, se], "z": difference / se}
+        return {"report": report, "second": other, "difference": [difference, se], "z": difference / se,
+                "agrees": bool(agrees(report[0], report[1], other[0], other[1]))}
 
     report = {L: list(mean_se(np.mean([e for (d, _), e in shipped.items() if d == L], axis=0)))
               for L in sorted({d for d, _ in shipped})}

@@ -88,7 +88,7 @@ def _decomposition_section(rows: list) -> list[str]:
 
 def _second_report_section(rows: list) -> list[str]:
     """The winners on a second, independent report set: per spectrum pooled over its cells, then per depth."""
-    off = [r for r in rows if abs(r["pooled"]["z"]) > AGREEMENT_SIGMAS]
+    off = [r for r in rows if not r["pooled"]["agrees"]]
     depths = sorted({d["depth"] for r in rows for d in r["depths"]})
     lines = ["### The winners on a second report set", "",
              f"Every winner's weights again, on {rows[0]['contexts']} fresh contexts of a seed of their own per spectrum "
@@ -99,9 +99,12 @@ def _second_report_section(rows: list) -> list[str]:
                                              f"(z = {r['pooled']['z']:+.2f})" for r in off) if off else "") + ".", ""]
     lines += markdown_table(("spectrum", "report set", "second set", "report − second", "z"),
                             [(f"({r['a']:g}, {r['b']:g})", *(f"{p[0]:.4f} ± {p[1]:.4f}" for p in (
-                                r["pooled"]["report"], r["pooled"]["second"], r["pooled"]["difference"])),
-                              f"{r['pooled']['z']:+.2f}") for r in rows]) + [""]
-    lines += ["Per depth, report set minus second set (z):", ""]
+                                r["pooled"]["report"], r["pooled"]["second"])),
+                              "{:+.4f} ± {:.4f}".format(*r["pooled"]["difference"]), f"{r['pooled']['z']:+.2f}")
+                             for r in rows]) + [""]
+    lines += ["Per depth, report set minus second set (z). A report set's offset is shared by every depth of its "
+              "spectrum (the same contexts), so it moves the levels, not the depth-to-depth comparisons the verdicts "
+              "rest on.", ""]
     lines += markdown_table(("spectrum", *(f"L = {L}" for L in depths)),
                             [(f"({r['a']:g}, {r['b']:g})", *(_depth_cell(r, L) for L in depths)) for r in rows]) + [""]
     return lines
