@@ -132,10 +132,11 @@ def test_every_shipped_page_cache_entry_was_computed_by_the_current_code(directo
     import json
 
     from numerics.experiments.cache import function_digest
-    from numerics.experiments.study.certified.facts import decomposition_code, population_step, prediction_code
+    from numerics.experiments.study.certified.facts import (decomposition_code, population_step, prediction_code,
+                                                            second_report_code)
 
     current = {"prediction": prediction_code(), "decomposition": decomposition_code(),
-               "population-step": function_digest(population_step)}
+               "population-step": function_digest(population_step), "second-report": second_report_code()}
     entries = [json.loads(p.read_text()) for p in (ROOT / "docs" / "results" / directory / "predictions").glob("*.json")]
     assert entries
     assert {e["kind"] for e in entries} <= set(current)

@@ -368,23 +368,35 @@ def second_report(cells_dir, winners: dict, contexts: int) -> dict:
     return {"contexts": int(contexts), "depths": depths, "pooled": list(mean_se(np.mean(list(blocks.values()), axis=0)))}
 
 
+def second_report_code() -> str:
+    """The digest of the code behind a cached :func:`second_report`: it, the set's seed, the per-context errors and
+    the softmax models' forward passes (reached through the cell's model name, so named here).
+
+    Examples
+    --------
+    >>> second_report_code() == second_report_code()
+    True
+    """
+    from numerics.models import nonlinear, nonlinear_rms
+
+    from ...cache import function_digest
+    from .run import context_errors
+
+    return function_digest(second_report, second_seed, context_errors, nonlinear.forward, nonlinear_rms.forward)
+
+
 def _second_report(a: float, b: float, plan: Plan, cells_dir, winners: dict, shipped: dict, cache_dir,
                    counts) -> dict:
     """:func:`second_report` of one setting (cached under its cells and the code that evaluates them) beside the
     report set's values of the same winners (``shipped``: ``{(depth, seed): block errors}``): per depth and pooled,
     the report set minus the second set, independent sets, so their SEs add in quadrature."""
-    from numerics.models import nonlinear, nonlinear_rms
-
-    from ...cache import cached, function_digest
-    from .run import context_errors
+    from ...cache import cached
 
     contexts = 2 * plan.report_size
     key = {"a": a, "b": b, "d": plan.d, "P": plan.P, "k": plan.k, "contexts": contexts,
            "cells": [f"{L}:{s}:{h}" for (L, s), h in sorted(winners.items())]}
     second = cached(cache_dir, "second-report", key, lambda: second_report(cells_dir, winners, contexts),
-                    code=function_digest(second_report, second_seed, context_errors, nonlinear.forward,
-                                         nonlinear_rms.forward),
-                    counts=counts)
+                    code=second_report_code(), counts=counts)
 
     def compare(report: list, other: list) -> dict:
         difference, se = report[0] - other[0], float(np.hypot(report[1], other[1]))
