@@ -92,20 +92,9 @@ SHARED_FIXTURES = {"tiny_certified": "tiny_certified", "tiny_certified_cli": "ti
                    "tiny_certified_page": "tiny_certified", "smoke_reproduction": "smoke_reproduction"}
 
 
-def _uses_a_module_fixture(item) -> bool:
-    """Whether ``item`` reads a fixture built once per module or class (a dask cluster, a docs build, ...)."""
-    info = getattr(item, "_fixtureinfo", None)
-    return info is not None and any(d.scope in ("module", "class", "package")
-                                    for defs in info.name2fixturedefs.values() for d in defs)
-
-
 def pytest_collection_modifyitems(config, items):
-    """Group the tests for pytest-xdist: those of a shared session fixture together (:data:`SHARED_FIXTURES`), those
-    of a module or class fixture with the rest of their file (so it is built once too); every other test goes to
-    whichever worker is free."""
+    """Group the tests for pytest-xdist: those of a shared session fixture together (:data:`SHARED_FIXTURES`), every
+    other test with the rest of its file (so a module fixture, a dask cluster say, is built once too)."""
     for item in items:
         shared = sorted({SHARED_FIXTURES[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_FIXTURES})
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(shared[0]))
-        elif _uses_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::")[0]))
