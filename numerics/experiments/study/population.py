@@ -153,7 +153,8 @@ def estimate(plan: Plan = POPULATION_PLAN, engine: str | None = None, device: st
     The step time comes from ``benchmarks/bench_engine.py``'s record for the device (a checkout's
     ``benchmarks/results/engine_*.json``; on a CPU without its own record, the recorded CPU's), fitted in the
     depth (:func:`step_seconds`); with no record for the platform, from a FLOP count at an assumed 4 TFLOP/s
-    (said in :attr:`Estimate.source`). Evaluations are left out (a few per cent at 2^18 contexts).
+    (said in :attr:`Estimate.source`). Evaluations are left out: a cell evaluates about 10^7 contexts against the 10^9
+    its steps draw.
 
     Examples
     --------
